@@ -1,0 +1,135 @@
+#include "buffer.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int64_t live_count, live_bytes;
+static tfm_device_allocator device_alloc;
+
+/* Host data is 64-byte aligned (one cache line, full AVX-512 vector).
+ * Small buffers come with the header in one allocation: tiny eager ops
+ * then cost one malloc for their data. */
+#define TFM_ALIGN 64
+#define TFM_INLINE_MAX 256
+
+static size_t
+physical_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return (size_t)1 << 40;
+    return (size_t)pages * (size_t)page;
+}
+
+tfm_buffer *
+tfm_buffer_new(size_t nbytes, int device)
+{
+    static size_t limit;
+    if (!limit)
+        limit = physical_memory();
+    if (nbytes > limit) {
+        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED,
+                  "OOM when allocating a buffer of %zu bytes (the machine "
+                  "has %zu bytes of memory)", nbytes, limit);
+        return NULL;
+    }
+    tfm_buffer *b;
+    if (device == TFM_CPU && nbytes <= TFM_INLINE_MAX) {
+        b = aligned_alloc(TFM_ALIGN, TFM_ALIGN + TFM_INLINE_MAX);
+        if (!b)
+            goto oom;
+        b->data = (char *)b + TFM_ALIGN;
+        b->inline_data = 1;
+    } else {
+        b = malloc(sizeof *b);
+        if (!b)
+            goto oom;
+        b->inline_data = 0;
+        if (device == TFM_CPU) {
+            size_t rounded = (nbytes + TFM_ALIGN - 1) / TFM_ALIGN * TFM_ALIGN;
+            b->data = aligned_alloc(TFM_ALIGN, rounded ? rounded : TFM_ALIGN);
+        } else if (device_alloc.alloc) {
+            b->data = device_alloc.alloc(nbytes, device);
+        } else {
+            free(b);
+            tfm_error(TFM_ERR_INVALID_ARGUMENT,
+                      "no CUDA device: tfmini was built without CUDA or "
+                      "no GPU is present");
+            return NULL;
+        }
+        if (!b->data) {
+            free(b);
+            goto oom;
+        }
+    }
+    b->refcount = 1;
+    b->nbytes = nbytes;
+    b->device = device;
+    b->release = NULL;
+    b->release_ctx = NULL;
+    live_count++;
+    live_bytes += (int64_t)nbytes;
+    return b;
+oom:
+    tfm_error(TFM_ERR_RESOURCE_EXHAUSTED,
+              "OOM when allocating a buffer of %zu bytes", nbytes);
+    return NULL;
+}
+
+tfm_buffer *
+tfm_buffer_wrap(void *data, size_t nbytes, int device,
+                void (*release)(void *), void *ctx)
+{
+    tfm_buffer *b = malloc(sizeof *b);
+    if (!b) {
+        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM wrapping a buffer");
+        return NULL;
+    }
+    b->refcount = 1;
+    b->inline_data = 0;
+    b->data = data;
+    b->nbytes = nbytes;
+    b->device = device;
+    b->release = release;
+    b->release_ctx = ctx;
+    live_count++;
+    live_bytes += (int64_t)nbytes;
+    return b;
+}
+
+void
+tfm_buffer_decref(tfm_buffer *b)
+{
+    if (--b->refcount > 0)
+        return;
+    live_count--;
+    live_bytes -= (int64_t)b->nbytes;
+    if (b->release) {
+        b->release(b->release_ctx);
+    } else if (!b->inline_data) {
+        if (b->device == TFM_CPU)
+            free(b->data);
+        else if (device_alloc.free)
+            device_alloc.free(b->data, b->device);
+    }
+    free(b);
+}
+
+int64_t
+tfm_buffer_live_count(void)
+{
+    return live_count;
+}
+
+int64_t
+tfm_buffer_live_bytes(void)
+{
+    return live_bytes;
+}
+
+void
+tfm_buffer_set_device_allocator(const tfm_device_allocator *a)
+{
+    device_alloc = *a;
+}

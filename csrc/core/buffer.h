@@ -1,0 +1,54 @@
+/* A refcounted block of device memory. Tensors share buffers (reshape,
+ * variable reads); a Variable writes in place only while it holds the
+ * sole reference (copy-on-write), which keeps tensors immutable.
+ *
+ * Refcounts are plain integers: every incref/decref happens on a thread
+ * holding the caller's lock (the GIL in the binding); kernels that run
+ * in worker threads never touch them. */
+#ifndef TFM_BUFFER_H
+#define TFM_BUFFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+typedef enum tfm_device_kind { TFM_CPU = 0, TFM_CUDA = 1 } tfm_device_kind;
+
+typedef struct tfm_buffer {
+    int64_t refcount;
+    void *data;
+    size_t nbytes;
+    int device;            /* 0 = CPU; 1 + n = CUDA device n */
+    int inline_data;       /* data follows the header in one block */
+    /* External memory (e.g. a NumPy array we borrow): release() drops it. */
+    void (*release)(void *ctx);
+    void *release_ctx;
+} tfm_buffer;
+
+/* New uninitialized buffer. Sizes beyond the machine's memory are a
+ * ResourceExhaustedError, never a crash. */
+tfm_buffer *tfm_buffer_new(size_t nbytes, int device);
+/* Wrap memory owned by someone else; release(ctx) runs on last decref. */
+tfm_buffer *tfm_buffer_wrap(void *data, size_t nbytes, int device,
+                            void (*release)(void *), void *ctx);
+
+static inline void
+tfm_buffer_incref(tfm_buffer *b)
+{
+    b->refcount++;
+}
+void tfm_buffer_decref(tfm_buffer *b);
+
+/* Live buffer count and bytes, for leak tests. */
+int64_t tfm_buffer_live_count(void);
+int64_t tfm_buffer_live_bytes(void);
+
+/* Device memory hooks, set by the CUDA backend when it is present. */
+typedef struct tfm_device_allocator {
+    void *(*alloc)(size_t nbytes, int device);
+    void (*free)(void *ptr, int device);
+} tfm_device_allocator;
+void tfm_buffer_set_device_allocator(const tfm_device_allocator *a);
+
+#endif

@@ -1,0 +1,65 @@
+/* The element types. The order is part of the saved-model format: append
+ * only. */
+#ifndef TFM_DTYPE_H
+#define TFM_DTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum tfm_dtype {
+    TFM_BOOL = 0,
+    TFM_INT8,
+    TFM_UINT8,
+    TFM_INT16,
+    TFM_INT32,
+    TFM_INT64,
+    TFM_FLOAT16,
+    TFM_FLOAT32,
+    TFM_FLOAT64,
+    TFM_DTYPE_COUNT
+} tfm_dtype;
+
+extern const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT];
+extern const char *const tfm_dtype_names[TFM_DTYPE_COUNT];
+
+static inline size_t
+tfm_dtype_size(tfm_dtype d)
+{
+    return tfm_dtype_sizes[d];
+}
+
+static inline const char *
+tfm_dtype_name(tfm_dtype d)
+{
+    return (unsigned)d < TFM_DTYPE_COUNT ? tfm_dtype_names[d] : "invalid";
+}
+
+static inline bool
+tfm_dtype_is_float(tfm_dtype d)
+{
+    return d == TFM_FLOAT16 || d == TFM_FLOAT32 || d == TFM_FLOAT64;
+}
+
+static inline bool
+tfm_dtype_is_int(tfm_dtype d)
+{
+    return d >= TFM_INT8 && d <= TFM_INT64;
+}
+
+static inline bool
+tfm_dtype_is_unsigned(tfm_dtype d)
+{
+    return d == TFM_UINT8;
+}
+
+/* Result type of true division (`/`): TF's truediv casts int8/int16/uint8
+ * to float32 and int32/int64 to float64; floats keep their type. */
+tfm_dtype tfm_dtype_truediv(tfm_dtype d);
+
+/* float16 storage: IEEE binary16 bits in a uint16_t; kernels compute in
+ * float32 (the dispatcher casts around kernels that lack float16). */
+float tfm_half_to_float(uint16_t h);
+uint16_t tfm_float_to_half(float f);
+
+#endif

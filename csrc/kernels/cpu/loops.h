@@ -1,0 +1,132 @@
+/* Loop templates shared by elementwise kernels: contiguous, scalar
+ * broadcast, and general broadcasting over collapsed dims. Big loops run
+ * on all cores through OpenMP; small ones stay serial, because starting
+ * a parallel region costs more than adding a few thousand numbers. */
+#ifndef TFM_KERNELS_LOOPS_H
+#define TFM_KERNELS_LOOPS_H
+
+#include "../../core/tensor.h"
+
+/* Elements below which a loop runs on one thread. */
+#define TFM_PAR_MIN 32768
+
+/* A binary broadcast, with contiguous dims merged. */
+typedef enum { TFM_BC_SAME, TFM_BC_A_SCALAR, TFM_BC_B_SCALAR,
+               TFM_BC_GENERAL } tfm_bc_kind;
+typedef struct tfm_bcast {
+    tfm_bc_kind kind;
+    int ndim;
+    int64_t n;
+    int64_t dims[TFM_MAX_DIMS];
+    int64_t sa[TFM_MAX_DIMS], sb[TFM_MAX_DIMS];
+} tfm_bcast;
+
+void tfm_bcast_plan(const tfm_shape *a, const tfm_shape *b,
+                    const tfm_shape *out, tfm_bcast *p);
+
+/* Offsets into a and b of the first element of outer row r (all dims but
+ * the last). */
+static inline void
+tfm_bcast_row(const tfm_bcast *p, int64_t r, int64_t *oa, int64_t *ob)
+{
+    int64_t a = 0, b = 0;
+    for (int d = p->ndim - 2; d >= 0; d--) {
+        int64_t i = r % p->dims[d];
+        r /= p->dims[d];
+        a += i * p->sa[d];
+        b += i * p->sb[d];
+    }
+    *oa = a;
+    *ob = b;
+}
+
+/* Defines `static void NAME(const void *, const void *, void *, const
+ * tfm_bcast *)` computing o = EXPR over x (from a) and y (from b). */
+#define TFM_BINARY_LOOP(NAME, TA, TO, EXPR)                                  \
+static void                                                                  \
+NAME(const void *pa_, const void *pb_, void *po_, const tfm_bcast *p)        \
+{                                                                            \
+    const TA *restrict pa = pa_;                                             \
+    const TA *restrict pb = pb_;                                             \
+    TO *restrict po = po_;                                                   \
+    int64_t n = p->n;                                                        \
+    switch (p->kind) {                                                       \
+    case TFM_BC_SAME:                                                        \
+        if (n < TFM_PAR_MIN) {                                               \
+            for (int64_t i = 0; i < n; i++) {                                \
+                TA x = pa[i], y = pb[i]; po[i] = (TO)(EXPR);                 \
+            }                                                                \
+        } else {                                                             \
+            _Pragma("omp parallel for simd schedule(static)")                \
+            for (int64_t i = 0; i < n; i++) {                                \
+                TA x = pa[i], y = pb[i]; po[i] = (TO)(EXPR);                 \
+            }                                                                \
+        }                                                                    \
+        break;                                                               \
+    case TFM_BC_A_SCALAR: {                                                  \
+        const TA x = pa[0];                                                  \
+        if (n < TFM_PAR_MIN) {                                               \
+            for (int64_t i = 0; i < n; i++) {                                \
+                TA y = pb[i]; po[i] = (TO)(EXPR);                            \
+            }                                                                \
+        } else {                                                             \
+            _Pragma("omp parallel for simd schedule(static)")                \
+            for (int64_t i = 0; i < n; i++) {                                \
+                TA y = pb[i]; po[i] = (TO)(EXPR);                            \
+            }                                                                \
+        }                                                                    \
+        break;                                                               \
+    }                                                                        \
+    case TFM_BC_B_SCALAR: {                                                  \
+        const TA y = pb[0];                                                  \
+        if (n < TFM_PAR_MIN) {                                               \
+            for (int64_t i = 0; i < n; i++) {                                \
+                TA x = pa[i]; po[i] = (TO)(EXPR);                            \
+            }                                                                \
+        } else {                                                             \
+            _Pragma("omp parallel for simd schedule(static)")                \
+            for (int64_t i = 0; i < n; i++) {                                \
+                TA x = pa[i]; po[i] = (TO)(EXPR);                            \
+            }                                                                \
+        }                                                                    \
+        break;                                                               \
+    }                                                                        \
+    default: {                                                               \
+        int64_t len = p->dims[p->ndim - 1];                                  \
+        int64_t rows = len ? n / len : 0;                                    \
+        int64_t ia = p->sa[p->ndim - 1], ib = p->sb[p->ndim - 1];            \
+        _Pragma("omp parallel for schedule(static) if(n >= TFM_PAR_MIN)")    \
+        for (int64_t r = 0; r < rows; r++) {                                 \
+            int64_t oa, ob;                                                  \
+            tfm_bcast_row(p, r, &oa, &ob);                                   \
+            TO *o = po + r * len;                                            \
+            for (int64_t i = 0; i < len; i++) {                              \
+                TA x = pa[oa + i * ia], y = pb[ob + i * ib];                 \
+                o[i] = (TO)(EXPR);                                           \
+            }                                                                \
+        }                                                                    \
+    }                                                                        \
+    }                                                                        \
+}
+
+/* Defines `static void NAME(const void *, void *, int64_t n)` computing
+ * o = EXPR over x. */
+#define TFM_UNARY_LOOP(NAME, TI, TO, EXPR)                                   \
+static void                                                                  \
+NAME(const void *pi_, void *po_, int64_t n)                                  \
+{                                                                            \
+    const TI *restrict pi = pi_;                                             \
+    TO *restrict po = po_;                                                   \
+    if (n < TFM_PAR_MIN) {                                                   \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            TI x = pi[i]; po[i] = (TO)(EXPR);                                \
+        }                                                                    \
+    } else {                                                                 \
+        _Pragma("omp parallel for simd schedule(static)")                    \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            TI x = pi[i]; po[i] = (TO)(EXPR);                                \
+        }                                                                    \
+    }                                                                        \
+}
+
+#endif

@@ -1,0 +1,110 @@
+#include "elementwise.h"
+
+static tfm_code
+same_dtype(tfm_op op, const tfm_meta *in, int nin)
+{
+    if (nin == 2 && in[0].dtype != in[1].dtype)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT,
+                         "%s: inputs must have the same dtype, got %s and "
+                         "%s (tfmini, like TensorFlow, does not promote; "
+                         "use tf.cast)", tfm_ops[op].name,
+                         tfm_dtype_name(in[0].dtype),
+                         tfm_dtype_name(in[1].dtype));
+    return TFM_OK;
+}
+
+static tfm_code
+elementwise(tfm_op op, const tfm_meta *in, int nin, tfm_dtype out_dtype,
+            tfm_meta *out, int *nout)
+{
+    *nout = 1;
+    out[0].dtype = out_dtype;
+    if (nin == 1) {
+        out[0].shape = in[0].shape;
+        return TFM_OK;
+    }
+    return tfm_shape_broadcast(tfm_ops[op].name, &in[0].shape,
+                               &in[1].shape, &out[0].shape);
+}
+
+static tfm_code
+bad_dtype(tfm_op op, tfm_dtype d, const char *want)
+{
+    return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s expects %s inputs, got "
+                     "%s", tfm_ops[op].name, want, tfm_dtype_name(d));
+}
+
+tfm_code
+tfm_infer_binary(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
+                 tfm_meta *out, int *nout)
+{
+    (void)a;
+    tfm_code rc = same_dtype(op, in, nin);
+    if (rc)
+        return rc;
+    if (in[0].dtype == TFM_BOOL)
+        return bad_dtype(op, in[0].dtype, "numeric");
+    return elementwise(op, in, nin, in[0].dtype, out, nout);
+}
+
+tfm_code
+tfm_infer_compare(tfm_op op, const tfm_meta *in, int nin,
+                  const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)a;
+    tfm_code rc = same_dtype(op, in, nin);
+    if (rc)
+        return rc;
+    if (in[0].dtype == TFM_BOOL && op != TFM_OP_EQUAL &&
+        op != TFM_OP_NOT_EQUAL)
+        return bad_dtype(op, in[0].dtype, "numeric");
+    return elementwise(op, in, nin, TFM_BOOL, out, nout);
+}
+
+tfm_code
+tfm_infer_logical(tfm_op op, const tfm_meta *in, int nin,
+                  const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)a;
+    for (int i = 0; i < nin; i++)
+        if (in[i].dtype != TFM_BOOL)
+            return bad_dtype(op, in[i].dtype, "bool");
+    return elementwise(op, in, nin, TFM_BOOL, out, nout);
+}
+
+tfm_code
+tfm_infer_bitwise(tfm_op op, const tfm_meta *in, int nin,
+                  const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)a;
+    tfm_code rc = same_dtype(op, in, nin);
+    if (rc)
+        return rc;
+    if (!tfm_dtype_is_int(in[0].dtype))
+        return bad_dtype(op, in[0].dtype, "integer");
+    return elementwise(op, in, nin, in[0].dtype, out, nout);
+}
+
+tfm_code
+tfm_infer_unary(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
+                tfm_meta *out, int *nout)
+{
+    (void)a;
+    if (in[0].dtype == TFM_BOOL)
+        return bad_dtype(op, in[0].dtype, "numeric");
+    return elementwise(op, in, nin, in[0].dtype, out, nout);
+}
+
+tfm_code
+tfm_infer_cast(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
+               tfm_meta *out, int *nout)
+{
+    (void)op; (void)nin;
+    if ((unsigned)a->dtype >= TFM_DTYPE_COUNT)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "Cast: invalid dtype %d",
+                         (int)a->dtype);
+    out[0].dtype = a->dtype;
+    out[0].shape = in[0].shape;
+    *nout = 1;
+    return TFM_OK;
+}

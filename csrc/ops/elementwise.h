@@ -1,0 +1,25 @@
+/* Shape rules of the elementwise family. */
+#ifndef TFM_OPS_ELEMENTWISE_H
+#define TFM_OPS_ELEMENTWISE_H
+
+#include "op.h"
+
+/* Numeric binary: equal dtypes (not bool), broadcast shapes. */
+tfm_code tfm_infer_binary(tfm_op op, const tfm_meta *in, int nin,
+                          const tfm_attrs *a, tfm_meta *out, int *nout);
+/* Comparison: equal dtypes (bool allowed), bool out. */
+tfm_code tfm_infer_compare(tfm_op op, const tfm_meta *in, int nin,
+                           const tfm_attrs *a, tfm_meta *out, int *nout);
+/* Logical (1 or 2 inputs): bool only. */
+tfm_code tfm_infer_logical(tfm_op op, const tfm_meta *in, int nin,
+                           const tfm_attrs *a, tfm_meta *out, int *nout);
+/* Bitwise (1 or 2 inputs): integer dtypes only. */
+tfm_code tfm_infer_bitwise(tfm_op op, const tfm_meta *in, int nin,
+                           const tfm_attrs *a, tfm_meta *out, int *nout);
+/* Numeric unary: same dtype and shape out. */
+tfm_code tfm_infer_unary(tfm_op op, const tfm_meta *in, int nin,
+                         const tfm_attrs *a, tfm_meta *out, int *nout);
+tfm_code tfm_infer_cast(tfm_op op, const tfm_meta *in, int nin,
+                        const tfm_attrs *a, tfm_meta *out, int *nout);
+
+#endif

@@ -1,0 +1,106 @@
+/* The op table: one entry per op, indexed by tfm_op (see ops.def). The
+ * runtime, the graph, the tape and the binding all read this table. */
+#ifndef TFM_OP_H
+#define TFM_OP_H
+
+#include "../core/tensor.h"
+
+typedef enum tfm_op {
+#define X(ENUM, NAME, NIN, NOUT, INFER, KERNEL, FLAGS) TFM_OP_##ENUM,
+#include "ops.def"
+#undef X
+    TFM_OP_COUNT
+} tfm_op;
+
+/* Attributes: static (trace-time) parameters of an op call. Which slot
+ * means what is documented at each op's row in its .def file. */
+#define TFM_MAX_ATTR_INTS 64
+typedef struct tfm_attrs {
+    int n_ints;
+    int64_t ints[TFM_MAX_ATTR_INTS];  /* axis lists, perms, shapes, ... */
+    int64_t i[6];                     /* scalar ints and bools */
+    double f[4];                      /* scalar floats */
+    tfm_dtype dtype;                  /* target dtype (cast, fill, ...) */
+} tfm_attrs;
+
+/* Output metadata computed by an op's shape rule. */
+typedef struct tfm_meta {
+    tfm_dtype dtype;
+    tfm_shape shape;
+} tfm_meta;
+
+#define TFM_MAX_OUTPUTS 256
+#define TFM_MAX_INPUTS 256
+
+/* Shape and dtype rule: the only place shape errors are raised. Fills
+ * out[0..*nout) (capacity TFM_MAX_OUTPUTS). Works on symbolic inputs
+ * (unknown dims are -1). */
+typedef tfm_code (*tfm_infer_fn)(tfm_op op, const tfm_meta *in, int nin,
+                                 const tfm_attrs *a, tfm_meta *out,
+                                 int *nout);
+
+/* Kernel: computes into outputs the dispatcher allocated from infer. */
+typedef tfm_code (*tfm_kernel_fn)(tfm_op op, tfm_tensor *const *in, int nin,
+                                  const tfm_attrs *a, tfm_tensor *const *out,
+                                  int nout);
+
+/* Gradient rule: given the forward call and the gradients of its outputs
+ * (NULL for an output with no gradient), produce the gradients of its
+ * inputs (NULL where none) as new references. Rules call ops only through
+ * ctx->call, so they are recorded by outer tapes and traced into graphs:
+ * gradients of gradients come for free. */
+typedef struct tfm_grad_ctx {
+    tfm_op op;
+    tfm_tensor *const *in;
+    int nin;
+    tfm_tensor *const *out;
+    int nout;
+    const tfm_attrs *attrs;
+    /* Runs an op (eagerly, traced, recorded: whatever the runtime does). */
+    tfm_code (*call)(tfm_op op, tfm_tensor *const *in, int nin,
+                     const tfm_attrs *a, tfm_tensor **out, int *nout);
+} tfm_grad_ctx;
+typedef tfm_code (*tfm_grad_fn)(const tfm_grad_ctx *ctx,
+                                tfm_tensor *const *grad_out,
+                                tfm_tensor **grad_in);
+
+enum tfm_op_flags {
+    TFM_OPF_ELEMENTWISE = 1 << 0, /* out[i] = f(in[i]...): fusable */
+    TFM_OPF_F16 = 1 << 1,         /* kernel handles float16 itself */
+    TFM_OPF_NONDIFF = 1 << 2,     /* never has a gradient (argmax, ==) */
+    TFM_OPF_STATEFUL = 1 << 3,    /* side effects: not folded/CSE'd/DCE'd */
+    TFM_OPF_RANDOM = 1 << 4,      /* random: never CSE'd or folded */
+    TFM_OPF_ANY_DTYPE = 1 << 5,   /* kernel handles every dtype (copies) */
+};
+
+typedef struct tfm_op_def {
+    const char *name;     /* TF's op name: "AddV2", "MatMul", ... */
+    int n_inputs;         /* -1: variadic */
+    int n_outputs;        /* -1: decided by infer */
+    tfm_infer_fn infer;
+    tfm_kernel_fn cpu;
+    unsigned flags;
+} tfm_op_def;
+
+extern const tfm_op_def tfm_ops[TFM_OP_COUNT];
+/* Gradient rules live apart from the forward table (ops/grad_*.c) and
+ * are indexed by the same enum; NULL = not differentiable (yet). */
+extern const tfm_grad_fn tfm_op_grads[TFM_OP_COUNT];
+/* CUDA kernels: kernels/cuda/table.c, or the stub without nvcc. */
+extern const tfm_kernel_fn tfm_op_cuda[TFM_OP_COUNT];
+
+static inline void
+tfm_attrs_init(tfm_attrs *a)
+{
+    a->n_ints = 0;
+    for (int k = 0; k < 6; k++)
+        a->i[k] = 0;
+    for (int k = 0; k < 4; k++)
+        a->f[k] = 0;
+    a->dtype = TFM_FLOAT32;
+}
+
+/* Look up by TF name ("AddV2"); -1 if unknown. */
+int tfm_op_lookup(const char *name);
+
+#endif

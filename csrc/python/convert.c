@@ -1,0 +1,312 @@
+/* Python values <-> tensors. NumPy does the parsing of nested lists (one
+ * well-tested implementation of rectangular-ness and dtype discovery);
+ * we copy its result into a tensor, since NumPy arrays are mutable and
+ * tensors are not. */
+#include "binding.h"
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL tfm_ARRAY_API
+#include <numpy/arrayobject.h>
+
+#include <math.h>
+#include <string.h>
+
+int
+tfm_py_numpy_init(void)
+{
+    import_array1(-1);
+    return 0;
+}
+
+static int
+dtype_from_numpy(PyArray_Descr *d)
+{
+    int kind = d->kind;
+    int size = (int)PyDataType_ELSIZE(d);
+    if (kind == 'b')
+        return TFM_BOOL;
+    if (kind == 'i')
+        return size == 1 ? TFM_INT8 : size == 2 ? TFM_INT16
+             : size == 4 ? TFM_INT32 : size == 8 ? TFM_INT64 : -1;
+    if (kind == 'u')
+        return size == 1 ? TFM_UINT8 : -1;
+    if (kind == 'f')
+        return size == 2 ? TFM_FLOAT16 : size == 4 ? TFM_FLOAT32
+             : size == 8 ? TFM_FLOAT64 : -1;
+    return -1;
+}
+
+static int
+numpy_typenum(tfm_dtype d)
+{
+    switch (d) {
+    case TFM_BOOL: return NPY_BOOL;
+    case TFM_INT8: return NPY_INT8;
+    case TFM_UINT8: return NPY_UINT8;
+    case TFM_INT16: return NPY_INT16;
+    case TFM_INT32: return NPY_INT32;
+    case TFM_INT64: return NPY_INT64;
+    case TFM_FLOAT16: return NPY_FLOAT16;
+    case TFM_FLOAT32: return NPY_FLOAT32;
+    default: return NPY_FLOAT64;
+    }
+}
+
+PyObject *
+tfm_py_to_numpy(tfm_tensor *t)
+{
+    if (tfm_tensor_is_symbolic(t)) {
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "Cannot convert a symbolic tf.Tensor to a numpy "
+                        "array. numpy() is only available for eager "
+                        "tensors; inside a tf.function, return the tensor "
+                        "from the function, or use tf.print");
+        return NULL;
+    }
+    if (t->device != TFM_CPU) {
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "numpy() of a GPU tensor: copy it to the CPU first");
+        return NULL;
+    }
+    npy_intp dims[TFM_MAX_DIMS];
+    for (int i = 0; i < t->shape.ndim; i++)
+        dims[i] = (npy_intp)t->shape.dims[i];
+    PyObject *arr = PyArray_SimpleNew(t->shape.ndim, dims,
+                                      numpy_typenum(t->dtype));
+    if (!arr)
+        return NULL;
+    memcpy(PyArray_DATA((PyArrayObject *)arr), tfm_tensor_data(t),
+           tfm_tensor_nbytes(t));
+    return arr;
+}
+
+static tfm_tensor *
+raise_convert(PyObject *o, int dtype)
+{
+    PyErr_Format(PyExc_TypeError, "Cannot convert %R to EagerTensor of "
+                 "dtype %s", o, tfm_dtype_name((tfm_dtype)dtype));
+    return NULL;
+}
+
+static tfm_tensor *
+scalar(tfm_dtype d, double v)
+{
+    tfm_tensor *t = tfm_tensor_scalar(d, v);
+    if (!t)
+        tfm_py_raise();
+    return t;
+}
+
+static int
+int_fits(long long v, tfm_dtype d)
+{
+    switch (d) {
+    case TFM_INT8: return v >= -128 && v <= 127;
+    case TFM_UINT8: return v >= 0 && v <= 255;
+    case TFM_INT16: return v >= -32768 && v <= 32767;
+    case TFM_INT32: return v >= INT32_MIN && v <= INT32_MAX;
+    default: return 1;
+    }
+}
+
+static tfm_tensor *
+from_python_int(PyObject *o, int dtype)
+{
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow) {
+        PyErr_Format(PyExc_ValueError, "Can't convert Python int %R to "
+                     "a tensor: out of range for int64", o);
+        return NULL;
+    }
+    if (dtype < 0)
+        dtype = int_fits(v, TFM_INT32) ? TFM_INT32 : TFM_INT64;
+    if (dtype == TFM_BOOL || (tfm_dtype_is_int(dtype) && !int_fits(v, dtype)))
+        return raise_convert(o, dtype);
+    tfm_tensor *t = scalar((tfm_dtype)dtype, (double)v);
+    if (t && dtype == TFM_INT64)    /* exact beyond 2**53 */
+        *(int64_t *)tfm_tensor_data(t) = v;
+    return t;
+}
+
+static tfm_tensor *
+from_python_float(PyObject *o, int dtype)
+{
+    double v = PyFloat_AsDouble(o);
+    if (v == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (dtype < 0)
+        dtype = TFM_FLOAT32;
+    if (dtype == TFM_BOOL)
+        return raise_convert(o, dtype);
+    if (tfm_dtype_is_int(dtype) &&
+        (v != floor(v) || !int_fits((long long)v, dtype) || isinf(v)))
+        return raise_convert(o, dtype);
+    return scalar((tfm_dtype)dtype, v);
+}
+
+/* A NumPy array (or anything NumPy turns into one) -> tensor. `from_list`
+ * applies TF's defaults for Python data: float64 -> float32, and int64 ->
+ * int32 when every value fits. */
+static tfm_tensor *
+from_array(PyObject *o, int dtype, int from_list)
+{
+    PyArrayObject *arr = NULL;
+    tfm_tensor *t = NULL;
+    PyObject *src = PyArray_FromAny(o, NULL, 0, 0, 0, NULL);
+    if (!src) {
+        if (PyErr_ExceptionMatches(PyExc_ValueError) && from_list) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "Can't convert "
+                            "non-rectangular Python sequence to Tensor.");
+        }
+        return NULL;
+    }
+    int have = dtype_from_numpy(PyArray_DESCR((PyArrayObject *)src));
+    if (have < 0) {
+        PyErr_Format(PyExc_TypeError, "Cannot convert a NumPy array of "
+                     "dtype %R to a tensor: tfmini supports bool, int8, "
+                     "uint8, int16, int32, int64, float16, float32 and "
+                     "float64", (PyObject *)PyArray_DESCR(
+                         (PyArrayObject *)src));
+        goto done;
+    }
+    if (PyArray_NDIM((PyArrayObject *)src) > TFM_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "tensors have at most %d dims, got "
+                     "%d", TFM_MAX_DIMS,
+                     PyArray_NDIM((PyArrayObject *)src));
+        goto done;
+    }
+    int want = dtype;
+    if (want < 0) {
+        want = have;
+        if (from_list && have == TFM_FLOAT64)
+            want = TFM_FLOAT32;
+        if (from_list && have == TFM_INT64) {
+            want = TFM_INT32;
+            int64_t n = PyArray_SIZE((PyArrayObject *)src);
+            PyArrayObject *c = (PyArrayObject *)PyArray_FROM_OTF(
+                src, NPY_INT64, NPY_ARRAY_CARRAY_RO);
+            if (!c)
+                goto done;
+            const int64_t *p = PyArray_DATA(c);
+            for (int64_t i = 0; i < n; i++)
+                if (p[i] < INT32_MIN || p[i] > INT32_MAX) {
+                    want = TFM_INT64;
+                    break;
+                }
+            Py_DECREF(c);
+        }
+    } else if (have != want) {
+        /* Same-kind conversions only (and ints/bools to floats); floats
+         * into ints would silently truncate. */
+        int ok = tfm_dtype_is_float(want) ||
+                 (tfm_dtype_is_int(want) && !tfm_dtype_is_float(have)) ||
+                 (want == TFM_BOOL && have == TFM_BOOL);
+        if (from_list && tfm_dtype_is_int(want) && tfm_dtype_is_float(have))
+            ok = 1;     /* [1., 2.] as int32 is allowed when integral */
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "Cannot convert %R to "
+                         "EagerTensor of dtype %s", o,
+                         tfm_dtype_name((tfm_dtype)want));
+            goto done;
+        }
+    }
+    arr = (PyArrayObject *)PyArray_FROM_OTF(src, numpy_typenum(want),
+                                            NPY_ARRAY_CARRAY_RO |
+                                            NPY_ARRAY_FORCECAST);
+    if (!arr)
+        goto done;
+    tfm_shape s;
+    s.ndim = PyArray_NDIM(arr);
+    for (int i = 0; i < s.ndim; i++)
+        s.dims[i] = PyArray_DIM(arr, i);
+    t = tfm_tensor_new((tfm_dtype)want, &s, TFM_CPU);
+    if (!t) {
+        tfm_py_raise();
+        goto done;
+    }
+    memcpy(tfm_tensor_data(t), PyArray_DATA(arr), tfm_tensor_nbytes(t));
+done:
+    Py_XDECREF(arr);
+    Py_DECREF(src);
+    return t;
+}
+
+tfm_tensor *
+tfm_py_to_tensor(PyObject *o, int dtype)
+{
+    if (tfm_py_is_tensor(o)) {
+        tfm_tensor *t = ((PyTfmTensor *)o)->t;
+        tfm_tensor_incref(t);
+        return t;
+    }
+    if (tfm_py_variable_base && PyObject_TypeCheck(o, tfm_py_variable_base))
+        return tfm_py_variable_read(o);
+    if (PyBool_Check(o)) {
+        if (dtype >= 0 && dtype != TFM_BOOL)
+            return raise_convert(o, dtype);
+        return scalar(TFM_BOOL, o == Py_True);
+    }
+    if (PyLong_CheckExact(o))
+        return from_python_int(o, dtype);
+    if (PyFloat_CheckExact(o))
+        return from_python_float(o, dtype);
+    if (PyArray_Check(o) || PyArray_IsScalar(o, Generic))
+        return from_array(o, dtype, 0);
+    if (PyLong_Check(o))
+        return from_python_int(o, dtype);
+    if (PyFloat_Check(o))
+        return from_python_float(o, dtype);
+    if (PyList_Check(o) || PyTuple_Check(o))
+        return from_array(o, dtype, 1);
+    if (PyObject_HasAttrString(o, "__array__"))
+        return from_array(o, dtype, 0);
+    PyErr_Format(PyExc_ValueError, "Attempt to convert a value (%R) with "
+                 "an unsupported type (%s) to a Tensor.", o,
+                 Py_TYPE(o)->tp_name);
+    return NULL;
+}
+
+tfm_tensor *
+tfm_py_to_tensor_operand(PyObject *o, int dtype)
+{
+    if (tfm_py_is_tensor(o) || PyBool_Check(o) || PyLong_Check(o) ||
+        PyFloat_Check(o) || PyList_Check(o) || PyTuple_Check(o) ||
+        PyArray_Check(o) || PyArray_IsScalar(o, Generic) ||
+        (tfm_py_variable_base &&
+         PyObject_TypeCheck(o, tfm_py_variable_base)))
+        return tfm_py_to_tensor(o, dtype);
+    return NULL;
+}
+
+/* _C.constant(value, dtype=-1) -> Tensor */
+static PyObject *
+py_constant(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "constant(value, dtype=-1)");
+        return NULL;
+    }
+    int dtype = -1;
+    if (nargs == 2 && args[1] != Py_None) {
+        dtype = (int)PyLong_AsLong(args[1]);
+        if (dtype == -1 && PyErr_Occurred())
+            return NULL;
+        if (dtype >= TFM_DTYPE_COUNT) {
+            PyErr_Format(PyExc_TypeError, "invalid dtype %d", dtype);
+            return NULL;
+        }
+    }
+    tfm_tensor *t = tfm_py_to_tensor(args[0], dtype);
+    return t ? tfm_py_wrap(t) : NULL;
+}
+
+PyMethodDef tfm_py_convert_methods[] = {
+    {"constant", (PyCFunction)(void (*)(void))py_constant, METH_FASTCALL,
+     "constant(value, dtype=-1): convert a Python or NumPy value"},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,69 @@
+/* Core error codes -> Python exceptions. tfmini/errors.py defines TF's
+ * exception classes and registers them here at import. */
+#include "binding.h"
+
+static PyObject *error_types[TFM_CODE_COUNT];
+
+PyObject *
+tfm_py_error_type(tfm_code code)
+{
+    if ((unsigned)code < TFM_CODE_COUNT && error_types[code])
+        return error_types[code];
+    switch (code) {
+    case TFM_ERR_VALUE: return PyExc_ValueError;
+    case TFM_ERR_TYPE: return PyExc_TypeError;
+    case TFM_ERR_RESOURCE_EXHAUSTED: return PyExc_MemoryError;
+    default: return PyExc_RuntimeError;
+    }
+}
+
+PyObject *
+tfm_py_raise(void)
+{
+    tfm_code code = tfm_error_code();
+    if (code == TFM_OK) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_SystemError, "tfmini: error without "
+                            "a message");
+        return NULL;
+    }
+    PyErr_SetString(tfm_py_error_type(code), tfm_error_message());
+    tfm_error_clear();
+    return NULL;
+}
+
+/* _register_error(code_name, cls) */
+static PyObject *
+py_register_error(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *name;
+    PyObject *cls;
+    static const char *const names[TFM_CODE_COUNT] = {
+        [TFM_ERR_INVALID_ARGUMENT] = "INVALID_ARGUMENT",
+        [TFM_ERR_RESOURCE_EXHAUSTED] = "RESOURCE_EXHAUSTED",
+        [TFM_ERR_OUT_OF_RANGE] = "OUT_OF_RANGE",
+        [TFM_ERR_UNIMPLEMENTED] = "UNIMPLEMENTED",
+        [TFM_ERR_VALUE] = "VALUE",
+        [TFM_ERR_TYPE] = "TYPE",
+        [TFM_ERR_RUNTIME] = "RUNTIME",
+        [TFM_ERR_INTERNAL] = "INTERNAL",
+    };
+    if (!PyArg_ParseTuple(args, "sO", &name, &cls))
+        return NULL;
+    for (int c = 1; c < TFM_CODE_COUNT; c++) {
+        if (names[c] && strcmp(names[c], name) == 0) {
+            Py_INCREF(cls);
+            Py_XSETREF(error_types[c], cls);
+            Py_RETURN_NONE;
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "unknown error code %s", name);
+    return NULL;
+}
+
+PyMethodDef tfm_py_errors_methods[] = {
+    {"_register_error", py_register_error, METH_VARARGS,
+     "_register_error(code_name, cls): map a core error code to cls"},
+    {NULL, NULL, 0, NULL},
+};

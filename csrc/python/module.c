@@ -1,0 +1,100 @@
+/* tfmini._C: the module. Each binding file contributes a method table or
+ * an init function; this file only joins them. */
+#include "binding.h"
+
+int tfm_py_variable_init(PyObject *m);
+int tfm_py_tape_init(PyObject *m);
+int tfm_py_function_init(PyObject *m);
+
+static void *
+unlock(void)
+{
+    return PyEval_SaveThread();
+}
+
+static void
+relock(void *token)
+{
+    PyEval_RestoreThread((PyThreadState *)token);
+}
+
+/* _set_tensor_class(cls): the Python subclass every tensor is made as. */
+static PyObject *
+py_set_tensor_class(PyObject *self, PyObject *cls)
+{
+    (void)self;
+    if (!PyType_Check(cls) ||
+        !PyType_IsSubtype((PyTypeObject *)cls, tfm_py_tensor_base)) {
+        PyErr_SetString(PyExc_TypeError, "expected a TensorBase subclass");
+        return NULL;
+    }
+    if (((PyTypeObject *)cls)->tp_basicsize != sizeof(PyTfmTensor)) {
+        PyErr_SetString(PyExc_TypeError, "the tensor class must declare "
+                        "__slots__ = ()");
+        return NULL;
+    }
+    Py_INCREF(cls);
+    Py_XSETREF(tfm_py_tensor_class, (PyTypeObject *)cls);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"_set_tensor_class", py_set_tensor_class, METH_O, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static int
+add_methods(PyObject *m, PyMethodDef *defs)
+{
+    return PyModule_AddFunctions(m, defs);
+}
+
+static int
+module_exec(PyObject *m)
+{
+    if (tfm_py_tensor_base) {
+        PyErr_SetString(PyExc_ImportError, "tfmini._C can be loaded once "
+                        "per process");
+        return -1;
+    }
+    if (tfm_py_numpy_init() < 0)
+        return -1;
+    PyObject *tp = PyType_FromSpec(&tfm_py_tensor_spec);
+    if (!tp)
+        return -1;
+    tfm_py_tensor_base = (PyTypeObject *)tp;
+    Py_INCREF(tp);
+    if (PyModule_AddObject(m, "TensorBase", tp) < 0)
+        return -1;
+    if (add_methods(m, tfm_py_call_methods) ||
+        add_methods(m, tfm_py_convert_methods) ||
+        add_methods(m, tfm_py_errors_methods) ||
+        tfm_py_variable_init(m) || tfm_py_tape_init(m) ||
+        tfm_py_function_init(m))
+        return -1;
+    if (PyModule_AddIntConstant(m, "OP_COUNT", TFM_OP_COUNT) ||
+        PyModule_AddIntConstant(m, "MAX_DIMS", TFM_MAX_DIMS))
+        return -1;
+    tfm_set_lock_hooks(unlock, relock);
+    return 0;
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "tfmini._C",
+    .m_doc = "tfmini's C core: tensors, ops, tapes, traced functions.",
+    .m_size = 0,
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+};
+
+PyMODINIT_FUNC
+PyInit__C(void)
+{
+    return PyModuleDef_Init(&module_def);
+}

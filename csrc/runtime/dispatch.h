@@ -1,0 +1,39 @@
+/* Calling an op: the one entry point for eager execution, tracing and
+ * tape recording (see DESIGN.md, "How a call flows"). */
+#ifndef TFM_DISPATCH_H
+#define TFM_DISPATCH_H
+
+#include "../ops/op.h"
+
+/* Run (or trace) op on inputs. Fills out[0..*nout) with new references;
+ * out needs room for TFM_MAX_OUTPUTS unless the op has a fixed count.
+ * Records on every active tape that watches an input. */
+tfm_code tfm_call(tfm_op op, tfm_tensor *const *in, int nin,
+                  const tfm_attrs *a, tfm_tensor **out, int *nout);
+
+/* Single-output convenience: new reference, or NULL on error. `a` may be
+ * NULL for ops without attributes. */
+tfm_tensor *tfm_call1(tfm_op op, tfm_tensor *const *in, int nin,
+                      const tfm_attrs *a);
+
+/* Shape/dtype inference only (also used by the graph builder). */
+tfm_code tfm_infer(tfm_op op, tfm_tensor *const *in, int nin,
+                   const tfm_attrs *a, tfm_meta *out, int *nout);
+
+/* Run the kernel of op on concrete inputs into freshly allocated outputs,
+ * with no tracing and no recording: what the graph executor calls. */
+tfm_code tfm_run_kernel(tfm_op op, tfm_tensor *const *in, int nin,
+                        const tfm_attrs *a, tfm_tensor **out, int *nout);
+
+/* The binding releases its interpreter lock around big kernels through
+ * these hooks; the core knows nothing of Python. unlock returns a token
+ * that relock takes back. */
+typedef void *(*tfm_unlock_fn)(void);
+typedef void (*tfm_relock_fn)(void *token);
+void tfm_set_lock_hooks(tfm_unlock_fn unlock, tfm_relock_fn relock);
+
+/* Device scope (tf.device): -1 = none, else 0 = CPU, 1 + n = CUDA:n. */
+int tfm_device_scope(void);
+void tfm_device_set_scope(int device);
+
+#endif

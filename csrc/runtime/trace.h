@@ -1,0 +1,18 @@
+/* Tracing: while a tf.function is being traced, ops become graph nodes
+ * (see DESIGN.md, "Function"). */
+#ifndef TFM_TRACE_H
+#define TFM_TRACE_H
+
+#include "../ops/op.h"
+
+struct tfm_graph;
+
+/* The graph being traced on this thread, or NULL when executing eagerly. */
+struct tfm_graph *tfm_trace_graph(void);
+
+/* Append op as a node of the current graph (concrete inputs are captured
+ * as constants) and return its outputs as symbolic tensors. */
+tfm_code tfm_trace_add_op(tfm_op op, tfm_tensor *const *in, int nin,
+                          const tfm_attrs *a, tfm_tensor **out, int *nout);
+
+#endif

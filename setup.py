@@ -1,0 +1,99 @@
+"""Build tfmini._C from csrc/.
+
+C11 for the core and binding, C++17 only for the Eigen shim (*.cc),
+OpenMP for big kernels. Environment switches:
+  TFMINI_SANITIZE=1   build with -fsanitize=address,undefined (see README)
+  TFMINI_DEBUG=1      -O0 -g
+  EIGEN3_INCLUDE_DIR  where Eigen's headers are, if not in a standard place
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def find_eigen():
+    candidates = []
+    if os.environ.get("EIGEN3_INCLUDE_DIR"):
+        candidates.append(os.environ["EIGEN3_INCLUDE_DIR"])
+    if shutil.which("pkg-config"):
+        try:
+            out = subprocess.run(["pkg-config", "--cflags-only-I", "eigen3"],
+                                 capture_output=True, text=True, check=True)
+            candidates += [f[2:] for f in out.stdout.split()]
+        except subprocess.CalledProcessError:
+            pass
+    candidates += ["/usr/include/eigen3", "/usr/local/include/eigen3"]
+    for c in candidates:
+        if os.path.isfile(os.path.join(c, "Eigen", "Core")):
+            return c
+    sys.exit("tfmini needs Eigen 3 to build: install Debian's libeigen3-dev "
+             "(apt-get install libeigen3-dev) or set EIGEN3_INCLUDE_DIR to "
+             "the folder that holds Eigen/Core.")
+
+
+def sources():
+    found = sorted(glob.glob("csrc/**/*.c", recursive=True)
+                   + glob.glob("csrc/**/*.cc", recursive=True))
+    return [s for s in found if not s.startswith("csrc/tests")]
+
+
+SANITIZE = os.environ.get("TFMINI_SANITIZE") == "1"
+DEBUG = os.environ.get("TFMINI_DEBUG") == "1"
+
+COMMON = ["-fopenmp", "-Wall", "-Wextra", "-Wno-unused-parameter",
+          "-Wno-missing-field-initializers", "-Wno-cast-function-type",
+          "-fno-strict-aliasing"]
+if SANITIZE:
+    COMMON += ["-O1", "-g", "-fno-omit-frame-pointer",
+               "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
+elif DEBUG:
+    COMMON += ["-O0", "-g"]
+else:
+    # Built where it runs (pip install from source): tune for this CPU.
+    COMMON += ["-O3", "-march=native", "-fno-math-errno"]
+C_FLAGS = ["-std=c11", "-D_GNU_SOURCE"]
+CXX_FLAGS = ["-std=c++17", "-DEIGEN_NO_DEBUG"]
+LINK = ["-fopenmp"] + (["-fsanitize=address,undefined"] if SANITIZE else [])
+
+
+class BuildExt(build_ext):
+    """Per-language flags, and all cores for compiling."""
+
+    def initialize_options(self):
+        super().initialize_options()
+        self.parallel = os.cpu_count() or 1
+
+    def build_extensions(self):
+        compiler = self.compiler
+        original = compiler._compile
+
+        def compile_one(obj, src, ext, cc_args, extra_postargs, pp_opts):
+            flags = CXX_FLAGS if src.endswith(".cc") else C_FLAGS
+            return original(obj, src, ext, cc_args,
+                            list(extra_postargs) + flags, pp_opts)
+
+        compiler._compile = compile_one
+        # Link with g++ so the Eigen shim's C++ runtime comes along.
+        if compiler.compiler_type == "unix":
+            compiler.linker_so = ["g++"] + compiler.linker_so[1:]
+        super().build_extensions()
+
+
+ext = Extension(
+    "tfmini._C",
+    sources=sources(),
+    include_dirs=[numpy.get_include(), find_eigen(), "csrc"],
+    extra_compile_args=COMMON,
+    extra_link_args=LINK,
+    language="c",
+)
+
+setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})

@@ -1,0 +1,18 @@
+"""tfmini: TensorFlow 2's front end, small and fast, on a C core.
+
+    import tfmini as tf
+"""
+from . import _C  # noqa: F401  (the C core; fails loudly if not built)
+from . import dtypes
+from .dtypes import (DType, as_dtype, bool, double, float16, float32,  # noqa
+                     float64, half, int8, int16, int32, int64, uint8)
+from . import errors
+from .tensor_shape import TensorShape
+from ._tensor import Tensor
+from .context import device, executing_eagerly
+from . import config
+from .ops.constant_op import *  # noqa: F401,F403
+from .ops.math_ops import *  # noqa: F401,F403
+
+__version__ = "0.1.0"
+newaxis = None

@@ -1,0 +1,207 @@
+"""tf.Tensor: the Python face of the C tensor (csrc/python/tensor_type.c).
+
+Arithmetic operators live in C; this class adds what is not on a hot
+path: printing, conversions, indexing and TF's attribute names."""
+import numpy as np
+
+from . import _C
+from . import dtypes as _dtypes
+from .errors import OperatorNotAllowedInGraphError
+from .tensor_shape import TensorShape
+
+_CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def device_name(index):
+    if index == 0:
+        return _CPU
+    return f"/job:localhost/replica:0/task:0/device:GPU:{index - 1}"
+
+
+def _numpy_text(t, is_repr):
+    a = t.numpy()
+    # Scalars print as their value in both forms (numpy=6.0, not
+    # numpy=array(6., dtype=float32)), as TF does.
+    text = repr(a) if is_repr and a.ndim else str(a)
+    if "\n" in text:
+        text = "\n" + text
+    return text
+
+
+class Tensor(_C.TensorBase):
+    """A multi-dimensional array of one dtype: immutable, on a device."""
+
+    __slots__ = ()
+
+    # ---- attributes -------------------------------------------------
+    @property
+    def shape(self):
+        return TensorShape(self._shape_tuple)
+
+    def get_shape(self):
+        return self.shape
+
+    @property
+    def dtype(self):
+        return _dtypes.from_enum(self._dtype_enum)
+
+    @property
+    def device(self):
+        if self._symbolic:
+            return ""
+        return device_name(self._device_index)
+
+    @property
+    def name(self):
+        if not self._symbolic:
+            raise AttributeError("Tensor.name is undefined when eager "
+                                 "execution is enabled.")
+        from .function import _symbolic_name
+        return _symbolic_name(self)
+
+    # ---- printing ---------------------------------------------------
+    def __repr__(self):
+        if self._symbolic:
+            return self.__str__()
+        return (f"<tf.Tensor: shape={self.shape}, dtype={self.dtype.name}, "
+                f"numpy={_numpy_text(self, True)}>")
+
+    def __str__(self):
+        if self._symbolic:
+            return (f'Tensor("{self.name}", shape={self.shape}, '
+                    f"dtype={self.dtype.name})")
+        return (f"tf.Tensor({_numpy_text(self, False)}, shape={self.shape}, "
+                f"dtype={self.dtype.name})")
+
+    def __format__(self, spec):
+        if self._symbolic:
+            return format(str(self), spec)
+        a = self.numpy()
+        if a.ndim == 0:
+            return format(a.item(), spec)
+        return format(str(self), spec)
+
+    # ---- conversions ------------------------------------------------
+    def _eager_only(self, what):
+        if self._symbolic:
+            raise OperatorNotAllowedInGraphError(
+                f"Using a symbolic tf.Tensor as a Python {what} is not "
+                "allowed. You can attempt the following resolutions to the "
+                "problem: If you are running in Graph mode, use Eager "
+                "execution mode or decorate this function with @tf.function "
+                "(with autograph=True, the default, Python control flow on "
+                "tensors is converted to graph ops).")
+
+    def __array__(self, dtype=None, copy=None):
+        self._eager_only("array")
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __bool__(self):
+        self._eager_only("bool")
+        return bool(self.numpy())
+
+    def __float__(self):
+        self._eager_only("float")
+        return float(self.numpy())
+
+    def __int__(self):
+        self._eager_only("int")
+        return int(self.numpy())
+
+    def __index__(self):
+        self._eager_only("integer")
+        if not self.dtype.is_integer:
+            raise TypeError(f"Only integer scalar tensors can be used as an "
+                            f"index, got dtype {self.dtype.name}")
+        return int(self.numpy())
+
+    def __complex__(self):
+        return complex(self.__float__())
+
+    def __len__(self):
+        dims = self._shape_tuple
+        if not dims:
+            raise TypeError("len is not well defined for a rank-0 tensor "
+                            "(a scalar)")
+        if dims[0] is None:
+            raise TypeError("len is not well defined for a tensor whose "
+                            "first dimension is unknown")
+        return dims[0]
+
+    def __iter__(self):
+        dims = self._shape_tuple
+        if not dims:
+            raise TypeError("Cannot iterate over a scalar tensor.")
+        if dims[0] is None:
+            raise TypeError("Cannot iterate over a tensor with unknown "
+                            "first dimension.")
+        for i in range(dims[0]):
+            yield self[i]
+
+    def __hash__(self):
+        raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as "
+                        "the key.")
+
+    def __setitem__(self, key, value):
+        raise TypeError("'Tensor' object does not support item assignment: "
+                        "tensors are immutable (use tf.Variable, or "
+                        "tf.tensor_scatter_nd_update)")
+
+    def __reduce__(self):
+        return _rebuild, (self.numpy(),)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def ref(self):
+        return Reference(self)
+
+    experimental_ref = ref
+
+    # ---- ops that live in Python modules ----------------------------
+    def __getitem__(self, key):
+        from .ops import array_ops
+        return array_ops._getitem(self, key)
+
+    def __matmul__(self, other):
+        from .ops import linalg_ops
+        return linalg_ops.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        from .ops import linalg_ops
+        return linalg_ops.matmul(other, self)
+
+    # NumPy defers to our reflected operators: ndarray + Tensor -> Tensor.
+    __array_priority__ = 100
+
+
+def _rebuild(value):
+    return _C.constant(value)
+
+
+class Reference:
+    """A hashable handle on a tensor or variable (tensor.ref())."""
+
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj):
+        self._obj = obj
+
+    def deref(self):
+        return self._obj
+
+    def __hash__(self):
+        return id(self._obj)
+
+    def __eq__(self, other):
+        return isinstance(other, Reference) and other._obj is self._obj
+
+    def __repr__(self):
+        return f"<Reference wrapping {self._obj!r}>"
+
+
+_C._set_tensor_class(Tensor)

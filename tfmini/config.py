@@ -1,0 +1,63 @@
+"""tf.config: devices, threading, and the eager/traced switch."""
+import collections
+
+from . import _C
+
+
+PhysicalDevice = collections.namedtuple("PhysicalDevice",
+                                        ["name", "device_type"])
+
+
+def _gpu_count():
+    return 0
+
+
+def list_physical_devices(device_type=None):
+    devices = [PhysicalDevice("/physical_device:CPU:0", "CPU")]
+    devices += [PhysicalDevice(f"/physical_device:GPU:{i}", "GPU")
+                for i in range(_gpu_count())]
+    if device_type is not None:
+        devices = [d for d in devices if d.device_type == device_type.upper()]
+    return devices
+
+
+def list_logical_devices(device_type=None):
+    return [PhysicalDevice(d.name.replace("physical_", ""), d.device_type)
+            for d in list_physical_devices(device_type)]
+
+
+class threading:  # noqa: N801  (TF's namespace name)
+    """tf.config.threading: thread counts for big kernels."""
+
+    _inter = 0
+
+    @staticmethod
+    def set_intra_op_parallelism_threads(num_threads):
+        if num_threads:
+            _C.set_num_threads(int(num_threads))
+
+    @staticmethod
+    def get_intra_op_parallelism_threads():
+        return _C.get_num_threads()
+
+    @staticmethod
+    def set_inter_op_parallelism_threads(num_threads):
+        # Ops run one at a time in tfmini; kept for TF compatibility.
+        threading._inter = int(num_threads)
+
+    @staticmethod
+    def get_inter_op_parallelism_threads():
+        return threading._inter
+
+
+_run_eagerly = False
+
+
+def run_functions_eagerly(run_eagerly):
+    """Make every tf.function run its Python body eagerly (debugging)."""
+    global _run_eagerly
+    _run_eagerly = bool(run_eagerly)
+
+
+def functions_run_eagerly():
+    return _run_eagerly

@@ -1,0 +1,148 @@
+"""tf.dtypes: DType objects (tf.float32, ...) over the core's dtype enum."""
+import builtins
+
+import numpy as np
+
+# The core's enum order (csrc/core/dtype.h).
+_NAMES = ["bool", "int8", "uint8", "int16", "int32", "int64",
+          "float16", "float32", "float64"]
+
+
+class DType:
+    """An element type, as TF's tf.dtypes.DType."""
+
+    __slots__ = ("_enum", "_name", "_np")
+
+    def __init__(self, enum, name):
+        self._enum = enum
+        self._name = name
+        self._np = np.dtype(name).type
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def as_numpy_dtype(self):
+        return self._np
+
+    @property
+    def size(self):
+        return np.dtype(self._np).itemsize
+
+    @property
+    def is_floating(self):
+        return self._name.startswith("float")
+
+    @property
+    def is_integer(self):
+        return self._name.startswith(("int", "uint"))
+
+    @property
+    def is_unsigned(self):
+        return self._name.startswith("uint") or self._name == "bool"
+
+    @property
+    def is_bool(self):
+        return self._name == "bool"
+
+    @property
+    def is_numpy_compatible(self):
+        return True
+
+    @property
+    def base_dtype(self):
+        return self
+
+    @property
+    def real_dtype(self):
+        return self
+
+    @property
+    def is_complex(self):
+        return False
+
+    @property
+    def min(self):
+        if self.is_floating:
+            return float(np.finfo(self._np).min)
+        if self.is_bool:
+            return False
+        return int(np.iinfo(self._np).min)
+
+    @property
+    def max(self):
+        if self.is_floating:
+            return float(np.finfo(self._np).max)
+        if self.is_bool:
+            return True
+        return int(np.iinfo(self._np).max)
+
+    def __repr__(self):
+        return f"tf.{self._name}"
+
+    def __str__(self):
+        return f"<dtype: '{self._name}'>"
+
+    def __eq__(self, other):
+        if other is None:
+            return False
+        try:
+            return self is as_dtype(other)
+        except TypeError:
+            return False
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return self._enum
+
+    def __reduce__(self):
+        return as_dtype, (self._name,)
+
+
+_BY_ENUM = [DType(i, n) for i, n in enumerate(_NAMES)]
+_BY_NAME = {d.name: d for d in _BY_ENUM}
+_BY_NAME["half"] = _BY_NAME["float16"]
+_BY_NAME["float"] = _BY_NAME["float32"]
+_BY_NAME["double"] = _BY_NAME["float64"]
+
+bool = _BY_NAME["bool"]  # noqa: A001  (TF's public name)
+int8 = _BY_NAME["int8"]
+uint8 = _BY_NAME["uint8"]
+int16 = _BY_NAME["int16"]
+int32 = _BY_NAME["int32"]
+int64 = _BY_NAME["int64"]
+float16 = half = _BY_NAME["float16"]
+float32 = _BY_NAME["float32"]
+float64 = double = _BY_NAME["float64"]
+
+
+def as_dtype(value):
+    """DType from a DType, a name, a NumPy dtype or a Python type."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str):
+        if value in _BY_NAME:
+            return _BY_NAME[value]
+        raise TypeError(f"Cannot convert value {value!r} to a tfmini DType.")
+    if value is float:
+        return float32
+    if value is int:
+        return int32
+    if value is builtins.bool:
+        return _BY_NAME["bool"]
+    try:
+        name = np.dtype(value).name
+    except TypeError:
+        raise TypeError(
+            f"Cannot convert value {value!r} to a tfmini DType.") from None
+    if name in _BY_NAME:
+        return _BY_NAME[name]
+    raise TypeError(f"Cannot convert value {value!r} to a tfmini DType: "
+                    f"tfmini has no {name} dtype.")
+
+
+def from_enum(enum):
+    return _BY_ENUM[enum]

@@ -1,0 +1,9 @@
+"""tf.function: filled by the tracing work (issue 4)."""
+
+
+def _tracing():
+    return False
+
+
+def _symbolic_name(t):
+    return "unknown:0"

@@ -1,0 +1,123 @@
+"""tf.TensorShape: a shape whose dims may be unknown (None)."""
+
+
+class Dimension:
+    """Kept for code that calls `.value` on a dim (TF1 style)."""
+
+
+class TensorShape:
+    __slots__ = ("_dims",)
+
+    def __init__(self, dims):
+        if dims is None:
+            self._dims = None
+        elif isinstance(dims, TensorShape):
+            self._dims = dims._dims
+        else:
+            self._dims = tuple(None if d is None else int(d) for d in dims)
+
+    @property
+    def rank(self):
+        return None if self._dims is None else len(self._dims)
+
+    @property
+    def ndims(self):
+        return self.rank
+
+    @property
+    def dims(self):
+        return None if self._dims is None else list(self._dims)
+
+    def as_list(self):
+        if self._dims is None:
+            raise ValueError("as_list() is not defined on an unknown "
+                             "TensorShape.")
+        return list(self._dims)
+
+    def num_elements(self):
+        if not self.is_fully_defined():
+            return None
+        n = 1
+        for d in self._dims:
+            n *= d
+        return n
+
+    def is_fully_defined(self):
+        return self._dims is not None and None not in self._dims
+
+    def is_compatible_with(self, other):
+        other = TensorShape(other)
+        if self._dims is None or other._dims is None:
+            return True
+        if len(self._dims) != len(other._dims):
+            return False
+        return all(a is None or b is None or a == b
+                   for a, b in zip(self._dims, other._dims))
+
+    def merge_with(self, other):
+        other = TensorShape(other)
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Shapes {self} and {other} are not compatible")
+        if self._dims is None:
+            return other
+        if other._dims is None:
+            return self
+        return TensorShape([a if a is not None else b
+                            for a, b in zip(self._dims, other._dims)])
+
+    def concatenate(self, other):
+        other = TensorShape(other)
+        if self._dims is None or other._dims is None:
+            return TensorShape(None)
+        return TensorShape(self._dims + other._dims)
+
+    def __len__(self):
+        if self._dims is None:
+            raise ValueError("Cannot take the length of shape with unknown "
+                             "rank.")
+        return len(self._dims)
+
+    def __iter__(self):
+        if self._dims is None:
+            raise ValueError("Cannot iterate over a shape with unknown "
+                             "rank.")
+        return iter(self._dims)
+
+    def __getitem__(self, key):
+        if self._dims is None:
+            return None if not isinstance(key, slice) else TensorShape(None)
+        if isinstance(key, slice):
+            return TensorShape(self._dims[key])
+        return self._dims[key]
+
+    def __eq__(self, other):
+        if isinstance(other, TensorShape):
+            return self._dims == other._dims
+        if isinstance(other, (tuple, list)):
+            return self._dims is not None and self._dims == tuple(other)
+        return NotImplemented
+
+    def __ne__(self, other):
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
+    def __hash__(self):
+        return hash(self._dims)
+
+    def __bool__(self):
+        return self._dims is not None
+
+    def __repr__(self):
+        if self._dims is None:
+            return "TensorShape(None)"
+        return f"TensorShape({list(self._dims)})"
+
+    def __str__(self):
+        if self._dims is None:
+            return "<unknown>"
+        if len(self._dims) == 1:
+            return f"({self._dims[0]},)"
+        return "(" + ", ".join(str(d) for d in self._dims) + ")"
+
+    def __reduce__(self):
+        return TensorShape, (self._dims,)
