@@ -2,6 +2,13 @@
 #ifndef TFM_OPS_FAMILIES_H
 #define TFM_OPS_FAMILIES_H
 
+#include "conv.h"
 #include "elementwise.h"
+#include "linalg.h"
+#include "nn.h"
+#include "random.h"
+#include "reduce.h"
+#include "shape.h"
+#include "state.h"
 
 #endif

@@ -13,4 +13,8 @@ tfm_code tfm_tape_record(tfm_op op, tfm_tensor *const *in, int nin,
                          const tfm_attrs *a, tfm_tensor *const *out,
                          int nout);
 
+struct tfm_variable;
+/* A variable was read: tapes that watch accessed variables watch it. */
+void tfm_tape_variable_accessed(struct tfm_variable *v);
+
 #endif

@@ -15,4 +15,11 @@ struct tfm_graph *tfm_trace_graph(void);
 tfm_code tfm_trace_add_op(tfm_op op, tfm_tensor *const *in, int nin,
                           const tfm_attrs *a, tfm_tensor **out, int *nout);
 
+struct tfm_variable;
+/* Variable access while tracing: graph nodes that read / assign the
+ * captured variable when the function runs (see variable.h). */
+tfm_code tfm_trace_read_variable(struct tfm_variable *v, tfm_tensor **out);
+tfm_code tfm_trace_assign_variable(struct tfm_variable *v, tfm_tensor *value,
+                                   int mode);
+
 #endif

@@ -2,6 +2,12 @@
 #ifndef TFM_KERNELS_CPU_KERNELS_H
 #define TFM_KERNELS_CPU_KERNELS_H
 
+#include "conv.h"
 #include "elementwise.h"
+#include "linalg.h"
+#include "nn.h"
+#include "random.h"
+#include "reduce.h"
+#include "shape.h"
 
 #endif
