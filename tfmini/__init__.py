@@ -11,8 +11,16 @@ from .tensor_shape import TensorShape
 from ._tensor import Tensor
 from .context import device, executing_eagerly
 from . import config
-from .ops.constant_op import *  # noqa: F401,F403
-from .ops.math_ops import *  # noqa: F401,F403
+from .ops import modules as _op_modules
+
+for _m in _op_modules():
+    globals().update({_n: getattr(_m, _n) for _n in _m.__all__})
+del _m
+
+from .variables import *  # noqa: E402,F401,F403
+from .backprop import *  # noqa: E402,F401,F403
+from .function import *  # noqa: E402,F401,F403
+from . import math, nn, linalg, random  # noqa: E402,F401
 
 __version__ = "0.1.0"
 newaxis = None

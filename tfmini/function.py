@@ -1,5 +1,7 @@
 """tf.function: filled by the tracing work (issue 4)."""
 
+__all__ = []
+
 
 def _tracing():
     return False

@@ -1,0 +1,4 @@
+"""tf.linalg: gathered from the op families (tfmini/ops/__init__.py)."""
+from .ops import namespace as _namespace
+
+globals().update(_namespace("linalg"))

@@ -1,0 +1,3 @@
+"""tf.Variable: filled by the Variables/GradientTape work (issue 3)."""
+
+__all__ = []
