@@ -19,6 +19,7 @@ _BACKPROP_INPUT = ID["Conv2DBackpropInput"]
 _BACKPROP_FILTER = ID["Conv2DBackpropFilter"]
 _MAX_POOL = ID["MaxPool"]
 _MAX_POOL_GRAD = ID["MaxPoolGrad"]
+_MAX_POOL_GRAD_GRAD = ID["MaxPoolGradGrad"]
 _AVG_POOL = ID["AvgPool"]
 _AVG_POOL_GRAD = ID["AvgPoolGrad"]
 
@@ -165,10 +166,8 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME",
 
 def _pool_call(op_id, input, ksize, strides, padding, data_format, op):
     _check_format(data_format, op)
-    kh, kw = _pair(ksize, "ksize", op)
-    sh, sw = _pair(strides, "strides", op)
-    mode, _ = _padding(padding, op, explicit_ok=False)
-    return _C.call(op_id, (input,), ints=(sh, sw, kh, kw), i=(mode,))
+    return _C.call(op_id, (input,),
+                   **_pool_attrs(ksize, strides, padding, op))
 
 
 def max_pool2d(input, ksize, strides, padding, data_format="NHWC",
@@ -206,19 +205,28 @@ def avg_pool(input, ksize, strides, padding, data_format=None, name=None):
     return avg_pool2d(input, ksize, strides, padding, data_format, name)
 
 
+def _pool_attrs(ksize, strides, padding, op):
+    kh, kw = _pair(ksize, "ksize", op)
+    sh, sw = _pair(strides, "strides", op)
+    mode, _ = _padding(padding, op, explicit_ok=False)
+    return dict(ints=(sh, sw, kh, kw), i=(mode,))
+
+
 def _max_pool_grad(orig_input, orig_output, grad, ksize, strides, padding):
-    """MaxPoolGrad (for tests and gradient code)."""
-    kh, kw = _pair(ksize, "ksize", "MaxPoolGrad")
-    sh, sw = _pair(strides, "strides", "MaxPoolGrad")
-    mode, _ = _padding(padding, "MaxPoolGrad", explicit_ok=False)
+    """MaxPoolGrad: grad routed to the first maximum of each window."""
     return _C.call(_MAX_POOL_GRAD, (orig_input, orig_output, grad),
-                   ints=(sh, sw, kh, kw), i=(mode,))
+                   **_pool_attrs(ksize, strides, padding, "MaxPoolGrad"))
+
+
+def _max_pool_grad_grad(orig_input, orig_output, grad, ksize, strides,
+                        padding):
+    """MaxPoolGradGrad: grad (shaped like the input) read at each argmax."""
+    return _C.call(_MAX_POOL_GRAD_GRAD, (orig_input, orig_output, grad),
+                   **_pool_attrs(ksize, strides, padding,
+                                 "MaxPoolGradGrad"))
 
 
 def _avg_pool_grad(orig_input, grad, ksize, strides, padding):
     """AvgPoolGrad; only orig_input's shape is read."""
-    kh, kw = _pair(ksize, "ksize", "AvgPoolGrad")
-    sh, sw = _pair(strides, "strides", "AvgPoolGrad")
-    mode, _ = _padding(padding, "AvgPoolGrad", explicit_ok=False)
     return _C.call(_AVG_POOL_GRAD, (orig_input, grad),
-                   ints=(sh, sw, kh, kw), i=(mode,))
+                   **_pool_attrs(ksize, strides, padding, "AvgPoolGrad"))

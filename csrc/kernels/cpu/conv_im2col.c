@@ -224,7 +224,7 @@ backprop_filter_##SUF(const tfm_conv_geom *g, const T *x, const T *dy,       \
     const int64_t nblocks = (P + mb - 1) / mb;                               \
     const int direct = is_pointwise(g);                                      \
     int nt = P * K * O >= PAR_FLOPS && nblocks > 1 ? max_threads() : 1;      \
-    if (nt > nblocks)                                                        \
+    if (nt > nblocks && nblocks > 0)                                         \
         nt = (int)nblocks;                                                   \
     /* One partial sum per thread, added in thread order afterwards so      \
      * that the result does not depend on timing. */                         \
