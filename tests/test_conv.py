@@ -382,19 +382,46 @@ def test_unknown_batch_dim_traces():
     assert calls == [[None, 8, 8, 4]]
 
 
-def test_tape_gradients_are_the_backprop_ops():
+def test_tape_gradients_first_and_second_order():
     _need("GradientTape")
     rng = np.random.default_rng(13)
     x = tf.constant(rand(rng, (2, 6, 6, 2)))
     f = tf.constant(rand(rng, (3, 3, 2, 3)))
-    dy = rand(rng, (2, 3, 3, 3))
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        tape.watch(f)
-        y = tf.nn.conv2d(x, f, 2, "SAME")
-        loss = tf.reduce_sum(y * dy)
-    gx, gf = tape.gradient(loss, [x, f])
+    dy, vx, vf = (rand(rng, (2, 3, 3, 3)), rand(rng, (2, 6, 6, 2)),
+                  rand(rng, (3, 3, 2, 3)))
+    with tf.GradientTape(persistent=True) as outer:
+        outer.watch([x, f])
+        with tf.GradientTape() as inner:
+            inner.watch([x, f])
+            y = tf.nn.conv2d(x, f, 2, "SAME")
+        gx, gf = inner.gradient(y, [x, f], output_gradients=tf.constant(dy))
     np.testing.assert_allclose(gx.numpy(), np_conv2d_backprop_input(
         (2, 6, 6, 2), f.numpy(), dy, (2, 2), "SAME"), rtol=1e-10)
     np.testing.assert_allclose(gf.numpy(), np_conv2d_backprop_filter(
         x.numpy(), (3, 3, 2, 3), dy, (2, 2), "SAME"), rtol=1e-10)
+    # <gx, vx> + <gf, vf> is linear in each of x and f: its gradient
+    # wrt x is BPI(vf, dy) and wrt f is BPF(vx, dy).
+    ggx, ggf = outer.gradient([gx, gf], [x, f], output_gradients=[
+        tf.constant(vx), tf.constant(vf)])
+    np.testing.assert_allclose(ggx.numpy(), np_conv2d_backprop_input(
+        (2, 6, 6, 2), vf, dy, (2, 2), "SAME"), rtol=1e-10)
+    np.testing.assert_allclose(ggf.numpy(), np_conv2d_backprop_filter(
+        vx, (3, 3, 2, 3), dy, (2, 2), "SAME"), rtol=1e-10)
+
+
+def test_tape_pool_gradients():
+    _need("GradientTape")
+    rng = np.random.default_rng(14)
+    x = tf.constant(rng.permutation(72).reshape(2, 6, 6, 1) * 0.5)
+    g = rand(rng, (2, 3, 3, 1))
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        mx = tf.nn.max_pool2d(x, 3, 2, "SAME")
+        av = tf.nn.avg_pool2d(x, 3, 2, "SAME")
+    got_max = tape.gradient(mx, x, output_gradients=tf.constant(g))
+    got_avg = tape.gradient(av, x, output_gradients=tf.constant(g))
+    args = ((3, 3), (2, 2), "SAME")
+    np.testing.assert_allclose(got_max.numpy(),
+                               np_max_pool_grad(x.numpy(), g, *args))
+    np.testing.assert_allclose(got_avg.numpy(),
+                               np_avg_pool_grad((2, 6, 6, 1), g, *args))

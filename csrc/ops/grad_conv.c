@@ -55,7 +55,7 @@ both(tfm_code rc, tfm_tensor **first)
 }
 
 tfm_code
-tfm_grad_conv2d(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
+tfm_grad_rule_conv2d(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
                 tfm_tensor **grad_in)
 {
     tfm_tensor *x = ctx->in[0], *f = ctx->in[1], *dy = grad_out[0];
@@ -71,7 +71,7 @@ tfm_grad_conv2d(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
 }
 
 tfm_code
-tfm_grad_conv2d_backprop_input(const tfm_grad_ctx *ctx,
+tfm_grad_rule_conv2d_backprop_input(const tfm_grad_ctx *ctx,
                                tfm_tensor *const *grad_out,
                                tfm_tensor **grad_in)
 {
@@ -90,7 +90,7 @@ tfm_grad_conv2d_backprop_input(const tfm_grad_ctx *ctx,
 }
 
 tfm_code
-tfm_grad_conv2d_backprop_filter(const tfm_grad_ctx *ctx,
+tfm_grad_rule_conv2d_backprop_filter(const tfm_grad_ctx *ctx,
                                 tfm_tensor *const *grad_out,
                                 tfm_tensor **grad_in)
 {
@@ -109,7 +109,7 @@ tfm_grad_conv2d_backprop_filter(const tfm_grad_ctx *ctx,
 }
 
 tfm_code
-tfm_grad_max_pool(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
+tfm_grad_rule_max_pool(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
                   tfm_tensor **grad_in)
 {
     clear(ctx, grad_in);
@@ -120,7 +120,7 @@ tfm_grad_max_pool(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
 }
 
 tfm_code
-tfm_grad_max_pool_grad(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
+tfm_grad_rule_max_pool_grad(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
                        tfm_tensor **grad_in)
 {
     clear(ctx, grad_in);
@@ -131,7 +131,7 @@ tfm_grad_max_pool_grad(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
 }
 
 tfm_code
-tfm_grad_max_pool_grad_grad(const tfm_grad_ctx *ctx,
+tfm_grad_rule_max_pool_grad_grad(const tfm_grad_ctx *ctx,
                             tfm_tensor *const *grad_out,
                             tfm_tensor **grad_in)
 {
@@ -143,7 +143,7 @@ tfm_grad_max_pool_grad_grad(const tfm_grad_ctx *ctx,
 }
 
 tfm_code
-tfm_grad_avg_pool(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
+tfm_grad_rule_avg_pool(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
                   tfm_tensor **grad_in)
 {
     clear(ctx, grad_in);
@@ -154,7 +154,7 @@ tfm_grad_avg_pool(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
 }
 
 tfm_code
-tfm_grad_avg_pool_grad(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
+tfm_grad_rule_avg_pool_grad(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
                        tfm_tensor **grad_in)
 {
     clear(ctx, grad_in);
