@@ -56,7 +56,7 @@ both(tfm_code rc, tfm_tensor **first)
 
 tfm_code
 tfm_grad_rule_conv2d(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
-                tfm_tensor **grad_in)
+                     tfm_tensor **grad_in)
 {
     tfm_tensor *x = ctx->in[0], *f = ctx->in[1], *dy = grad_out[0];
     clear(ctx, grad_in);
@@ -72,8 +72,8 @@ tfm_grad_rule_conv2d(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
 
 tfm_code
 tfm_grad_rule_conv2d_backprop_input(const tfm_grad_ctx *ctx,
-                               tfm_tensor *const *grad_out,
-                               tfm_tensor **grad_in)
+                                    tfm_tensor *const *grad_out,
+                                    tfm_tensor **grad_in)
 {
     int nin = ctx->nin;
     tfm_tensor *f = ctx->in[nin - 2], *dy = ctx->in[nin - 1];
@@ -91,8 +91,8 @@ tfm_grad_rule_conv2d_backprop_input(const tfm_grad_ctx *ctx,
 
 tfm_code
 tfm_grad_rule_conv2d_backprop_filter(const tfm_grad_ctx *ctx,
-                                tfm_tensor *const *grad_out,
-                                tfm_tensor **grad_in)
+                                     tfm_tensor *const *grad_out,
+                                     tfm_tensor **grad_in)
 {
     int nin = ctx->nin;
     tfm_tensor *x = ctx->in[0], *dy = ctx->in[nin - 1];
@@ -110,7 +110,7 @@ tfm_grad_rule_conv2d_backprop_filter(const tfm_grad_ctx *ctx,
 
 tfm_code
 tfm_grad_rule_max_pool(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
-                  tfm_tensor **grad_in)
+                       tfm_tensor **grad_in)
 {
     clear(ctx, grad_in);
     if (!grad_out[0])
@@ -120,8 +120,8 @@ tfm_grad_rule_max_pool(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
 }
 
 tfm_code
-tfm_grad_rule_max_pool_grad(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
-                       tfm_tensor **grad_in)
+tfm_grad_rule_max_pool_grad(const tfm_grad_ctx *ctx,
+                            tfm_tensor *const *grad_out, tfm_tensor **grad_in)
 {
     clear(ctx, grad_in);
     if (!grad_out[0])
@@ -132,8 +132,8 @@ tfm_grad_rule_max_pool_grad(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out
 
 tfm_code
 tfm_grad_rule_max_pool_grad_grad(const tfm_grad_ctx *ctx,
-                            tfm_tensor *const *grad_out,
-                            tfm_tensor **grad_in)
+                                 tfm_tensor *const *grad_out,
+                                 tfm_tensor **grad_in)
 {
     clear(ctx, grad_in);
     if (!grad_out[0])
@@ -144,7 +144,7 @@ tfm_grad_rule_max_pool_grad_grad(const tfm_grad_ctx *ctx,
 
 tfm_code
 tfm_grad_rule_avg_pool(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
-                  tfm_tensor **grad_in)
+                       tfm_tensor **grad_in)
 {
     clear(ctx, grad_in);
     if (!grad_out[0])
@@ -154,8 +154,8 @@ tfm_grad_rule_avg_pool(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
 }
 
 tfm_code
-tfm_grad_rule_avg_pool_grad(const tfm_grad_ctx *ctx, tfm_tensor *const *grad_out,
-                       tfm_tensor **grad_in)
+tfm_grad_rule_avg_pool_grad(const tfm_grad_ctx *ctx,
+                            tfm_tensor *const *grad_out, tfm_tensor **grad_in)
 {
     clear(ctx, grad_in);
     if (!grad_out[0])

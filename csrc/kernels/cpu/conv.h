@@ -63,14 +63,16 @@ void tfm_conv_geom_make(tfm_conv_geom *g, const tfm_shape *x, int64_t kh,
                         int64_t kw, int64_t o, int64_t dh, int64_t dw,
                         const tfm_attrs *a);
 
-/* Row-major C[M,N] (+)= A[M,K] @ B[K,N], one thread (callers split the
- * work); accumulate = 0 overwrites C. */
-void tfm_conv_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A,
-                       int64_t lda, const float *B, int64_t ldb, float *C,
-                       int64_t ldc, int accumulate);
-void tfm_conv_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A,
-                       int64_t lda, const double *B, int64_t ldb, double *C,
-                       int64_t ldc, int accumulate);
+/* Row-major C[M,N] (+)= op(A) @ B[K,N], with op(A) = A[M,K] or, when
+ * trans_a, A^T for an A stored as [K,M]; lda is A's row stride as
+ * stored. One thread (callers split the work); accumulate = 0
+ * overwrites C. */
+void tfm_conv_gemm_f32(int trans_a, int64_t M, int64_t N, int64_t K,
+                       const float *A, int64_t lda, const float *B,
+                       int64_t ldb, float *C, int64_t ldc, int accumulate);
+void tfm_conv_gemm_f64(int trans_a, int64_t M, int64_t N, int64_t K,
+                       const double *A, int64_t lda, const double *B,
+                       int64_t ldb, double *C, int64_t ldc, int accumulate);
 
 tfm_code tfm_k_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
                       const tfm_attrs *a, tfm_tensor *const *out, int nout);

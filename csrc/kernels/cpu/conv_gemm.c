@@ -6,7 +6,9 @@
  * Register blocking: an MR x NR tile of C stays in registers while k
  * runs over a KC-deep slice (a KC x NR panel of B fits in L1). The tile
  * loops have constant trip counts, so the compiler unrolls and
- * vectorizes them for the machine (-march=native). */
+ * vectorizes them for the machine (-march=native). A may be given
+ * transposed (Conv2DBackpropFilter's cols^T @ dy), which only changes
+ * how the tile reads its MR values of A per k. */
 #include "conv.h"
 
 #include <string.h>
@@ -14,9 +16,13 @@
 #define MR 4
 #define KC 256
 
+/* A[i, k] of an A stored as is (lda per row) or transposed. */
+#define A_AT(A, lda, trans, i, k) ((trans) ? (A)[(k) * (lda) + (i)]          \
+                                           : (A)[(i) * (lda) + (k)])
+
 #define GEMM_IMPL(SUF, T, NR)                                                \
-static inline void                                                           \
-micro_##SUF(int64_t K, const T *restrict A, int64_t lda,                     \
+static inline __attribute__((always_inline)) void                            \
+micro_##SUF(int64_t K, const T *restrict A, int64_t lda, int trans,          \
             const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,    \
             int acc)                                                         \
 {                                                                            \
@@ -28,7 +34,7 @@ micro_##SUF(int64_t K, const T *restrict A, int64_t lda,                     \
         const T *restrict b = B + k * ldb;                                   \
         _Pragma("GCC unroll 4")                                              \
         for (int r = 0; r < MR; r++) {                                       \
-            T a = A[r * lda + k];                                            \
+            T a = A_AT(A, lda, trans, r, k);                                 \
             _Pragma("omp simd")                                              \
             for (int j = 0; j < NR; j++)                                     \
                 c[r][j] += a * b[j];                                         \
@@ -45,18 +51,18 @@ micro_##SUF(int64_t K, const T *restrict A, int64_t lda,                     \
     }                                                                        \
 }                                                                            \
                                                                              \
-/* Ragged edges: fewer than MR rows or NR columns. */                        \
+/* Fewer than MR rows left: one row at a time. */                            \
 static void                                                                  \
-edge_##SUF(int64_t mb, int64_t nb, int64_t K, const T *restrict A,           \
-           int64_t lda, const T *restrict B, int64_t ldb, T *restrict C,     \
-           int64_t ldc, int acc)                                             \
+rows_##SUF(int64_t mb, int64_t nb, int64_t K, const T *restrict A,           \
+           int64_t lda, int trans, const T *restrict B, int64_t ldb,         \
+           T *restrict C, int64_t ldc, int acc)                              \
 {                                                                            \
     for (int64_t r = 0; r < mb; r++) {                                       \
         T c[NR];                                                             \
         for (int j = 0; j < NR; j++)                                         \
             c[j] = 0;                                                        \
         for (int64_t k = 0; k < K; k++) {                                    \
-            T a = A[r * lda + k];                                            \
+            T a = A_AT(A, lda, trans, r, k);                                 \
             const T *restrict b = B + k * ldb;                               \
             for (int64_t j = 0; j < nb; j++)                                 \
                 c[j] += a * b[j];                                            \
@@ -67,10 +73,55 @@ edge_##SUF(int64_t mb, int64_t nb, int64_t K, const T *restrict A,           \
     }                                                                        \
 }                                                                            \
                                                                              \
+/* One KC-deep slice: C (+)= A[:, k0:k0+kc] @ B[k0:k0+kc, :]. A narrow      \
+ * last column panel is copied into a zero-padded NR-wide one, so that it    \
+ * too runs in the register tile. */                                         \
+static void                                                                  \
+slice_##SUF(int64_t M, int64_t N, int64_t kc, const T *A, int64_t lda,       \
+            int trans, const T *B, int64_t ldb, T *C, int64_t ldc, int acc)  \
+{                                                                            \
+    T panel[KC * NR], tile[MR * NR];                                         \
+    for (int64_t j0 = 0; j0 < N; j0 += NR) {                                 \
+        int64_t nb = N - j0 < NR ? N - j0 : NR;                              \
+        const T *b = B + j0;                                                 \
+        int64_t ldp = ldb;                                                   \
+        if (nb < NR) {                                                       \
+            for (int64_t k = 0; k < kc; k++)                                 \
+                for (int64_t j = 0; j < NR; j++)                             \
+                    panel[k * NR + j] = j < nb ? B[k * ldb + j0 + j] : 0;    \
+            b = panel;                                                       \
+            ldp = NR;                                                        \
+        }                                                                    \
+        int64_t i0 = 0;                                                      \
+        for (; i0 + MR <= M; i0 += MR) {                                     \
+            const T *a = trans ? A + i0 : A + i0 * lda;                      \
+            T *c = C + i0 * ldc + j0;                                        \
+            if (nb == NR) {                                                  \
+                if (trans)                                                   \
+                    micro_##SUF(kc, a, lda, 1, b, ldp, c, ldc, acc);         \
+                else                                                         \
+                    micro_##SUF(kc, a, lda, 0, b, ldp, c, ldc, acc);         \
+                continue;                                                    \
+            }                                                                \
+            if (trans)                                                       \
+                micro_##SUF(kc, a, lda, 1, b, ldp, tile, NR, 0);             \
+            else                                                             \
+                micro_##SUF(kc, a, lda, 0, b, ldp, tile, NR, 0);             \
+            for (int r = 0; r < MR; r++)                                     \
+                for (int64_t j = 0; j < nb; j++)                             \
+                    c[r * ldc + j] = acc ? c[r * ldc + j] + tile[r * NR + j] \
+                                         : tile[r * NR + j];                 \
+        }                                                                    \
+        if (i0 < M)                                                          \
+            rows_##SUF(M - i0, nb, kc, trans ? A + i0 : A + i0 * lda, lda,   \
+                       trans, b, ldp, C + i0 * ldc + j0, ldc, acc);          \
+    }                                                                        \
+}                                                                            \
+                                                                             \
 void                                                                         \
-tfm_conv_gemm_##SUF(int64_t M, int64_t N, int64_t K, const T *A,             \
-                    int64_t lda, const T *B, int64_t ldb, T *C, int64_t ldc, \
-                    int accumulate)                                          \
+tfm_conv_gemm_##SUF(int trans_a, int64_t M, int64_t N, int64_t K,            \
+                    const T *A, int64_t lda, const T *B, int64_t ldb, T *C,  \
+                    int64_t ldc, int accumulate)                             \
 {                                                                            \
     if (M <= 0 || N <= 0)                                                    \
         return;                                                              \
@@ -82,20 +133,9 @@ tfm_conv_gemm_##SUF(int64_t M, int64_t N, int64_t K, const T *A,             \
     }                                                                        \
     for (int64_t k0 = 0; k0 < K; k0 += KC) {                                 \
         int64_t kc = K - k0 < KC ? K - k0 : KC;                              \
-        int acc = accumulate || k0 > 0;                                      \
-        for (int64_t j0 = 0; j0 < N; j0 += NR) {                             \
-            int64_t nb = N - j0 < NR ? N - j0 : NR;                          \
-            const T *b = B + k0 * ldb + j0;                                  \
-            for (int64_t i0 = 0; i0 < M; i0 += MR) {                         \
-                int64_t mb = M - i0 < MR ? M - i0 : MR;                      \
-                const T *a = A + i0 * lda + k0;                              \
-                T *c = C + i0 * ldc + j0;                                    \
-                if (mb == MR && nb == NR)                                    \
-                    micro_##SUF(kc, a, lda, b, ldb, c, ldc, acc);            \
-                else                                                         \
-                    edge_##SUF(mb, nb, kc, a, lda, b, ldb, c, ldc, acc);     \
-            }                                                                \
-        }                                                                    \
+        const T *a = trans_a ? A + k0 * lda : A + k0;                        \
+        slice_##SUF(M, N, kc, a, lda, trans_a, B + k0 * ldb, ldb, C, ldc,    \
+                    accumulate || k0 > 0);                                   \
     }                                                                        \
 }
 

@@ -140,7 +140,8 @@ conv2d_##SUF(const tfm_conv_geom *g, const T *x, const T *f, T *y)           \
     int failed = 0;                                                          \
     _Pragma("omp parallel if(P * K * O >= PAR_FLOPS && nblocks > 1)")        \
     {                                                                        \
-        T *cols = direct ? NULL : malloc((size_t)(mb * K + 1) * sizeof(T));      \
+        T *cols = direct ? NULL                                              \
+                         : malloc((size_t)(mb * K + 1) * sizeof(T));         \
         if (!direct && !cols) {                                              \
             _Pragma("omp atomic write")                                      \
             failed = 1;                                                      \
@@ -149,12 +150,12 @@ conv2d_##SUF(const tfm_conv_geom *g, const T *x, const T *f, T *y)           \
         for (int64_t b = 0; b < nblocks; b++) {                              \
             int64_t p0 = b * mb, m = P - p0 < mb ? P - p0 : mb;              \
             if (direct) {                                                    \
-                tfm_conv_gemm_##SUF(m, O, K, x + p0 * K, K, f, O,            \
+                tfm_conv_gemm_##SUF(0, m, O, K, x + p0 * K, K, f, O,         \
                                     y + p0 * O, O, 0);                       \
             } else if (cols) {                                               \
                 im2col_##SUF(g, x, p0, m, cols);                             \
-                tfm_conv_gemm_##SUF(m, O, K, cols, K, f, O, y + p0 * O, O,   \
-                                    0);                                      \
+                tfm_conv_gemm_##SUF(0, m, O, K, cols, K, f, O, y + p0 * O,   \
+                                    O, 0);                                   \
             }                                                                \
         }                                                                    \
         free(cols);                                                          \
@@ -183,7 +184,7 @@ backprop_input_##SUF(const tfm_conv_geom *g, const T *f, const T *dy,        \
         _Pragma("omp parallel for schedule(static) if(par && nblocks > 1)")  \
         for (int64_t b = 0; b < nblocks; b++) {                              \
             int64_t p0 = b * mb, m = P - p0 < mb ? P - p0 : mb;              \
-            tfm_conv_gemm_##SUF(m, K, O, dy + p0 * O, O, ft, K,              \
+            tfm_conv_gemm_##SUF(0, m, K, O, dy + p0 * O, O, ft, K,           \
                                 dx + p0 * K, K, 0);                          \
         }                                                                    \
         free(ft);                                                            \
@@ -194,7 +195,7 @@ backprop_input_##SUF(const tfm_conv_geom *g, const T *f, const T *dy,        \
     /* Patches of one image overlap: each image belongs to one thread. */    \
     _Pragma("omp parallel if(par && g->n > 1)")                              \
     {                                                                        \
-        T *dcols = malloc((size_t)(mb * K + 1) * sizeof(T));                     \
+        T *dcols = malloc((size_t)(mb * K + 1) * sizeof(T));                 \
         if (!dcols) {                                                        \
             _Pragma("omp atomic write")                                      \
             failed = 1;                                                      \
@@ -203,8 +204,8 @@ backprop_input_##SUF(const tfm_conv_geom *g, const T *f, const T *dy,        \
         for (int64_t n = 0; n < g->n; n++) {                                 \
             for (int64_t q0 = 0; dcols && q0 < Q; q0 += mb) {                \
                 int64_t m = Q - q0 < mb ? Q - q0 : mb;                       \
-                tfm_conv_gemm_##SUF(m, K, O, dy + (n * Q + q0) * O, O, ft,   \
-                                    K, dcols, K, 0);                         \
+                tfm_conv_gemm_##SUF(0, m, K, O, dy + (n * Q + q0) * O, O,    \
+                                    ft, K, dcols, K, 0);                     \
                 col2im_##SUF(g, dcols, q0, m, dx + n * xsize);               \
             }                                                                \
         }                                                                    \
@@ -235,32 +236,27 @@ backprop_filter_##SUF(const tfm_conv_geom *g, const T *x, const T *dy,       \
     _Pragma("omp parallel num_threads(nt) if(nt > 1)")                       \
     {                                                                        \
         T *mine = part + (size_t)thread_num() * (size_t)(K * O);             \
-        T *cols = direct ? NULL : malloc((size_t)(mb * K + 1) * sizeof(T));      \
-        T *colt = malloc((size_t)(mb * K + 1) * sizeof(T));                  \
-        if ((!direct && !cols) || !colt) {                                   \
+        T *cols = direct ? NULL                                              \
+                         : malloc((size_t)(mb * K + 1) * sizeof(T));         \
+        if (!direct && !cols) {                                              \
             _Pragma("omp atomic write")                                      \
             failed = 1;                                                      \
         }                                                                    \
         _Pragma("omp for schedule(static)")                                  \
         for (int64_t b = 0; b < nblocks; b++) {                              \
             int64_t p0 = b * mb, m = P - p0 < mb ? P - p0 : mb;              \
-            const T *src;                                                    \
-            if (!colt || (!direct && !cols))                                 \
-                continue;                                                    \
-            if (direct) {                                                    \
-                src = x + p0 * K;                                            \
-            } else {                                                         \
+            const T *src = x + p0 * K;                                       \
+            if (!direct) {                                                   \
+                if (!cols)                                                   \
+                    continue;                                                \
                 im2col_##SUF(g, x, p0, m, cols);                             \
                 src = cols;                                                  \
             }                                                                \
-            for (int64_t i = 0; i < m; i++)                                  \
-                for (int64_t k = 0; k < K; k++)                              \
-                    colt[k * m + i] = src[i * K + k];                        \
-            tfm_conv_gemm_##SUF(K, O, m, colt, m, dy + p0 * O, O, mine, O,   \
+            /* df += src^T @ dy: src is [m, K], read transposed. */          \
+            tfm_conv_gemm_##SUF(1, K, O, m, src, K, dy + p0 * O, O, mine, O, \
                                 1);                                          \
         }                                                                    \
         free(cols);                                                          \
-        free(colt);                                                          \
     }                                                                        \
     memcpy(df, part, (size_t)(K * O) * sizeof(T));                           \
     for (int t = 1; t < nt; t++) {                                           \
