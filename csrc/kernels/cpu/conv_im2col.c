@@ -42,13 +42,14 @@ thread_num(void)
 #endif
 }
 
-/* Output pixels per block: about 128 KiB of patches, a multiple of 4. */
+/* Output pixels per block: about 128 KiB of patches, a multiple of 8
+ * (the GEMM's tile height). */
 static int64_t
 block_rows(int64_t K, size_t elem)
 {
     int64_t m = (int64_t)(131072 / elem) / (K > 0 ? K : 1);
     m = m < 16 ? 16 : m > 512 ? 512 : m;
-    return m & ~(int64_t)3;
+    return m & ~(int64_t)7;
 }
 
 static int
