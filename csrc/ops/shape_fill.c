@@ -3,6 +3,7 @@
 #include "shape.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #define NAME (tfm_ops[op].name)
 
@@ -28,11 +29,18 @@ tfm_infer_fill(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
                          "entries, more than %d", NAME, a->n_ints,
                          TFM_MAX_DIMS);
     tfm_shape s = tfm_shape_make(a->n_ints, a->ints);
-    for (int d = 0; d < s.ndim; d++)
-        if (s.dims[d] < 0)
+    for (int d = 0; d < s.ndim; d++) {
+        if (s.dims[d] < 0) {
+            /* Not tfm_shape_str: it prints negative dims as unknown. */
+            size_t used = (size_t)snprintf(t1, sizeof t1, "[");
+            for (int k = 0; k < s.ndim && used < sizeof t1; k++)
+                used += (size_t)snprintf(t1 + used, sizeof t1 - used,
+                                         "%s%lld", k ? "," : "",
+                                         (long long)s.dims[k]);
             return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: dims must be "
-                             "non-negative, got %s", NAME,
-                             tfm_shape_str(&s, t1, sizeof t1));
+                             "non-negative, got %s]", NAME, t1);
+        }
+    }
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
 }
