@@ -392,3 +392,113 @@ def test_error_does_not_leak():
             tf.split(a, [1, 1], 1)
     del a
     assert tf._C.live_counts()[0] <= before + 1
+
+
+# ---- shape rules on symbolic shapes (unknown dims, -1) ---------------------
+# Tracing runs the same infer rules on shapes with unknown dims. Until
+# tracing lands they are called here through ctypes, with the structs of
+# csrc/ops/op.h (keep in step with it).
+
+import ctypes  # noqa: E402
+
+from tfmini._opids import ID  # noqa: E402
+
+
+class _Shape(ctypes.Structure):
+    _fields_ = [("ndim", ctypes.c_int), ("dims", ctypes.c_int64 * 8)]
+
+
+class _Meta(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_int), ("shape", _Shape)]
+
+
+class _Attrs(ctypes.Structure):
+    _fields_ = [("n_ints", ctypes.c_int), ("ints", ctypes.c_int64 * 64),
+                ("i", ctypes.c_int64 * 6), ("f", ctypes.c_double * 4),
+                ("dtype", ctypes.c_int)]
+
+
+_LIB = ctypes.CDLL(tf._C.__file__)
+_LIB.tfm_error_message.restype = ctypes.c_char_p
+_F32, _I32 = 7, 4
+
+
+def _infer(rule, op, shapes, ints=(), i=(), dtypes=None, adtype=_F32):
+    n = len(shapes)
+    metas = (_Meta * max(n, 1))()
+    for k, s in enumerate(shapes):
+        metas[k].dtype = dtypes[k] if dtypes else _F32
+        metas[k].shape.ndim = len(s)
+        for d, v in enumerate(s):
+            metas[k].shape.dims[d] = -1 if v is None else v
+    a = _Attrs()
+    a.n_ints = len(ints)
+    for k, v in enumerate(ints):
+        a.ints[k] = v
+    for k, v in enumerate(i):
+        a.i[k] = v
+    a.dtype = adtype
+    out = (_Meta * 256)()
+    nout = ctypes.c_int(0)
+    fn = getattr(_LIB, rule)
+    rc = fn(ID[op], metas, n, ctypes.byref(a), out, ctypes.byref(nout))
+    if rc:
+        raise IAE(_LIB.tfm_error_message().decode())
+    return [tuple(None if out[k].shape.dims[d] < 0 else out[k].shape.dims[d]
+                  for d in range(out[k].shape.ndim))
+            for k in range(nout.value)]
+
+
+def test_infer_unknown_dims():
+    N = None
+    assert _infer("tfm_infer_reshape", "Reshape", [(N, 28, 28)],
+                  ints=[-1, 784]) == [(N, 784)]
+    assert _infer("tfm_infer_reshape", "Reshape", [(N, 3)],
+                  ints=[2, 5]) == [(2, 5)]
+    assert _infer("tfm_infer_transpose", "Transpose", [(N, 3)],
+                  ints=[1, 0]) == [(3, N)]
+    assert _infer("tfm_infer_concat", "ConcatV2", [(N, 3), (2, 3)],
+                  i=[0]) == [(N, 3)]
+    assert _infer("tfm_infer_concat", "ConcatV2", [(N, 3), (2, N)],
+                  i=[1]) == [(2, N)]
+    assert _infer("tfm_infer_pack", "Pack", [(N, 3), (4, N)],
+                  i=[1]) == [(4, 2, 3)]
+    assert _infer("tfm_infer_split", "Split", [(N, 4)],
+                  i=[0, 2]) == [(N, 4), (N, 4)]
+    assert _infer("tfm_infer_split", "SplitV", [(N, 4)], ints=[1, -1],
+                  i=[0]) == [(1, 4), (N, 4)]
+    assert _infer("tfm_infer_tile", "Tile", [(N, 3)],
+                  ints=[2, 2]) == [(N, 6)]
+    assert _infer("tfm_infer_pad", "PadV2", [(N, 3)],
+                  ints=[1, 1, 0, 2]) == [(N, 5)]
+    assert _infer("tfm_infer_squeeze", "Squeeze", [(N, 1, 3)]) == [(N, 3)]
+    assert _infer("tfm_infer_squeeze", "Squeeze", [(N, 3)],
+                  ints=[0]) == [(3,)]
+    assert _infer("tfm_infer_slice", "Slice", [(N, 5)],
+                  ints=[0, 1, -1, 2]) == [(N, 2)]
+    # x[:, 0], x[1:3], x[..., None] on a [?, 5] tensor
+    ss = "tfm_infer_strided_slice"
+    assert _infer(ss, "StridedSlice", [(N, 5)], ints=[0, 0, 0, 1, 1, 1],
+                  i=[1, 1, 0, 0, 2]) == [(N,)]
+    assert _infer(ss, "StridedSlice", [(N, 5)], ints=[1, 3, 1],
+                  i=[0, 0, 0, 0, 0]) == [(N, 5)]
+    assert _infer(ss, "StridedSlice", [(N, 5)], ints=[0, 0, 0, 0, 1, 1],
+                  i=[0, 0, 1, 2, 0]) == [(N, 5, 1)]
+    assert _infer("tfm_infer_gather", "GatherV2", [(10, 4), (N,)],
+                  i=[0, 0], dtypes=[_F32, _I32]) == [(N, 4)]
+    assert _infer("tfm_infer_gather_nd", "GatherNd", [(N, 4), (N, 1)],
+                  dtypes=[_F32, _I32]) == [(N, 4)]
+    assert _infer("tfm_infer_one_hot", "OneHot", [(N,), (), ()],
+                  i=[5, -1], dtypes=[_I32, _F32, _F32]) == [(N, 5)]
+    assert _infer("tfm_infer_broadcast_to", "BroadcastTo", [(N, 1)],
+                  ints=[4, 3]) == [(4, 3)]
+    assert _infer("tfm_infer_where", "Where", [(N, 3)],
+                  i=[-1], dtypes=[0]) == [(N, 2)]
+    assert _infer("tfm_infer_shape_of", "Shape", [(N, 3)],
+                  adtype=_I32) == [(2,)]
+    with pytest.raises(IAE, match="Cannot infer argument `num`"):
+        _infer("tfm_infer_unpack", "Unpack", [(N, 3)], i=[0, -1])
+    assert len(_infer("tfm_infer_unpack", "Unpack", [(N, 3)],
+                      i=[1, -1])) == 3
+    with pytest.raises(IAE, match="requested shape has 8"):
+        _infer("tfm_infer_reshape", "Reshape", [(2, 3)], ints=[4, 2])
