@@ -86,6 +86,8 @@ def _int(x, what):
 def _ints(x, what):
     """A list of Python ints from a list/tuple (of ints or scalar
     tensors), an int, a TensorShape, a NumPy array or an int tensor."""
+    if type(x) in (list, tuple) and all(type(v) is int for v in x):
+        return list(x)
     if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
         t = _tensor(x)
         if not t.dtype.is_integer:
@@ -143,8 +145,9 @@ def _scalar_of(value, dtype):
                        dtype._enum)
 
 
-def _call(name, inputs, **attrs):
-    return _C.call(_OP[name], inputs, **attrs)
+def _call(name, inputs, ints=None, i=None, f=None, dtype=None):
+    # Positional: _C.call parses keywords about a microsecond slower.
+    return _C.call(_OP[name], inputs, ints, i, f, dtype)
 
 
 # ---- reshaping and copying -------------------------------------------
@@ -354,6 +357,8 @@ _INDEX_TYPES_MSG = ("Only integers, slices (`:`), ellipsis (`...`), "
 def _index(x, dynamic):
     """An int for a slice bound or index; a symbolic scalar int tensor is
     returned as is when `dynamic` accepts it."""
+    if type(x) is int:
+        return x
     if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
         t = _tensor(x)
         if not (t.dtype.is_integer and len(_dims(t)) == 0):
@@ -380,6 +385,10 @@ def _is_bool_mask(key):
     return isinstance(key, np.ndarray) and key.dtype == np.bool_
 
 
+_STRIDED_SLICE = _OP["StridedSlice"]
+_SHRINK = (0, 0, 0, 0, 1)
+
+
 def _getitem(tensor, key, _force_dynamic=False):
     """tensor[key], as TF's _slice_helper: a StridedSlice with masks.
 
@@ -387,7 +396,9 @@ def _getitem(tensor, key, _force_dynamic=False):
     attributes: they are left as whole slices in the StridedSlice and
     taken afterwards with GatherV2 on the axis they land on.
     `_force_dynamic` treats eager int tensors that way too (tests)."""
-    tensor = _tensor(tensor)
+    if type(key) is int:                       # the common t[i]
+        return _C.call(_STRIDED_SLICE, (tensor,), (key, key + 1, 1),
+                       _SHRINK)
     if _is_bool_mask(key):
         return boolean_mask(tensor, key)
     if not isinstance(key, (list, tuple)):
@@ -397,16 +408,22 @@ def _getitem(tensor, key, _force_dynamic=False):
     gathers = []          # (spec position, symbolic index)
     for k, s in enumerate(key):
         bit = 1 << k
-        if isinstance(s, builtins.slice):
-            for v, lst, mask in ((s.start, begin, "b"), (s.stop, end, "e")):
-                if v is None:
-                    lst.append(0)
-                    if mask == "b":
-                        bmask |= bit
-                    else:
-                        emask |= bit
-                else:
-                    lst.append(_index(v, False))
+        if type(s) is int:
+            begin.append(s)
+            end.append(s + 1)
+            strides.append(1)
+            shrink |= bit
+        elif isinstance(s, builtins.slice):
+            if s.start is None:
+                begin.append(0)
+                bmask |= bit
+            else:
+                begin.append(_index(s.start, False))
+            if s.stop is None:
+                end.append(0)
+                emask |= bit
+            else:
+                end.append(_index(s.stop, False))
             strides.append(1 if s.step is None else _index(s.step, False))
         elif s is Ellipsis:
             begin.append(0)
@@ -435,8 +452,11 @@ def _getitem(tensor, key, _force_dynamic=False):
             end.append(i + 1)
             strides.append(1)
             shrink |= bit
-    out = strided_slice(tensor, begin, end, strides, bmask, emask, ellipsis,
-                        newaxis, shrink)
+    if len(begin) * 3 > 64:
+        raise ValueError(f"tfmini: an index of {len(begin)} entries is too "
+                         f"long (at most 21)")
+    out = _C.call(_STRIDED_SLICE, (tensor,), begin + end + strides,
+                  (bmask, emask, ellipsis, newaxis, shrink))
     if gathers:
         out = _gather_dynamic(tensor, key, out, gathers, ellipsis, newaxis,
                               shrink)
@@ -446,7 +466,7 @@ def _getitem(tensor, key, _force_dynamic=False):
 def _gather_dynamic(tensor, key, out, gathers, ellipsis, newaxis, shrink):
     """Take the symbolic indices left whole in `out` with GatherV2, from
     the last to the first so that earlier output axes keep their place."""
-    r = len(_dims(tensor))
+    r = len(_dims(_tensor(tensor)))
     n = len(key)
     # Output axis of each spec entry: new axes and kept dims count, shrunk
     # entries do not, an ellipsis spans the dims the others leave.
@@ -716,3 +736,8 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=_dtypes.float32,
     if batch_shape is not None:
         out = broadcast_to(out, _ints(batch_shape, "batch_shape") + [n, m])
     return out
+
+
+# Tensor.__getitem__ (tfmini/_tensor.py) imports this module on every call,
+# which costs more than the slice itself; bind the method directly.
+Tensor.__getitem__ = _getitem
