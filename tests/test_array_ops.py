@@ -205,6 +205,13 @@ def test_scatter_repeated_indices_add_accumulates():
     assert whole.numpy().tolist() == [[1] * 3] * 2
 
 
+def test_scatter_nd():
+    got = tf.scatter_nd([[4], [3], [1], [7], [3]],
+                        tf.constant([9, 10, 11, 12, 1]), [8])
+    assert got.dtype == tf.int32
+    assert got.numpy().tolist() == [0, 11, 0, 11, 9, 0, 0, 12]
+
+
 def test_transpose_default_and_bool_int8():
     x = rng.integers(0, 2, (3, 4, 5)).astype(bool)
     np.testing.assert_array_equal(tf.transpose(x).numpy(), x.T)

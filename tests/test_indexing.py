@@ -187,3 +187,31 @@ def test_random_keys_strided_slice_direct(case):
     got = tf.strided_slice(tf.constant(x), begin, end, strides,
                            begin_mask=bmask, end_mask=emask)
     np.testing.assert_array_equal(got.numpy(), x[key])
+
+
+@settings(max_examples=150, deadline=None)
+@given(shapes_and_keys())
+def test_random_keys_slice_grad(case):
+    """StridedSliceGrad (indexing's gradient) puts dy back where the
+    slice read: zeros elsewhere."""
+    shape, key = case
+    x = np.zeros(shape, np.float32)
+    try:
+        view = x[key]
+    except (IndexError, ValueError):
+        return
+    dy = np.arange(1, view.size + 1, dtype=np.float32).reshape(view.shape)
+    ints, masks, _ = array_ops._slice_spec(key)
+    n = len(ints) // 3
+    got = array_ops._strided_slice_grad(dy, list(shape), ints[:n],
+                                        ints[n:2 * n], ints[2 * n:], *masks)
+    want = np.zeros(shape, np.float32)
+    want[key] = dy
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_slice_grad_dy_shape_mismatch():
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+        array_ops._strided_slice_grad(tf.zeros([2]), [3, 4], [0], [2], [1])
+    assert "StridedSliceGrad" in str(e.value)
+    assert "[2,4]" in str(e.value)

@@ -27,6 +27,7 @@ TFM_SHAPE_INFER(tfm_infer_shape_of);
 /* shape_index.c: slicing, gathering, scattering, selecting */
 TFM_SHAPE_INFER(tfm_infer_slice);
 TFM_SHAPE_INFER(tfm_infer_strided_slice);
+TFM_SHAPE_INFER(tfm_infer_strided_slice_grad);
 TFM_SHAPE_INFER(tfm_infer_gather);
 TFM_SHAPE_INFER(tfm_infer_gather_nd);
 TFM_SHAPE_INFER(tfm_infer_scatter);
@@ -56,5 +57,9 @@ typedef struct tfm_slice_plan {
  * Errors name the op: bad spec, zero stride, shrunk index out of range. */
 tfm_code tfm_strided_slice_plan(const tfm_shape *in, const tfm_attrs *a,
                                 tfm_slice_plan *p);
+/* StridedSliceGrad's attrs: the input shape, and StridedSlice's attrs
+ * (the spec after the shape). */
+tfm_code tfm_strided_slice_grad_attrs(const tfm_attrs *a, tfm_shape *shape,
+                                      tfm_attrs *slice);
 
 #endif

@@ -209,6 +209,54 @@ tfm_infer_strided_slice(tfm_op op, const tfm_meta *in, int nin,
 }
 
 tfm_code
+tfm_strided_slice_grad_attrs(const tfm_attrs *a, tfm_shape *shape,
+                             tfm_attrs *slice)
+{
+    int64_t r = a->i[5];
+    if (r < 0 || r > TFM_MAX_DIMS || r > a->n_ints)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "StridedSliceGrad: input "
+                         "rank i[5] = %lld is out of range", (long long)r);
+    *shape = tfm_shape_make((int)r, a->ints);
+    for (int d = 0; d < r; d++)
+        if (shape->dims[d] < -1)
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "StridedSliceGrad: "
+                             "negative input dim %lld",
+                             (long long)shape->dims[d]);
+    *slice = *a;
+    slice->n_ints = a->n_ints - (int)r;
+    for (int k = 0; k < slice->n_ints; k++)
+        slice->ints[k] = a->ints[r + k];
+    slice->i[5] = 0;
+    return TFM_OK;
+}
+
+tfm_code
+tfm_infer_strided_slice_grad(tfm_op op, const tfm_meta *in, int nin,
+                             const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    tfm_shape shape;
+    tfm_attrs sa;
+    tfm_slice_plan p;
+    tfm_code rc = tfm_strided_slice_grad_attrs(a, &shape, &sa);
+    if (rc || (rc = tfm_strided_slice_plan(&shape, &sa, &p)))
+        return rc;
+    const tfm_shape *dy = &in[0].shape;
+    int bad = dy->ndim != p.out.ndim;
+    for (int d = 0; !bad && d < dy->ndim; d++)
+        bad = dy->dims[d] >= 0 && p.out.dims[d] >= 0 &&
+              dy->dims[d] != p.out.dims[d];
+    if (bad) {
+        shape_text t1, t2, t3;
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: dy has shape %s, "
+                         "but slicing an input of shape %s gives %s", NAME,
+                         stext(&t1, dy), stext(&t2, &shape),
+                         stext(&t3, &p.out));
+    }
+    one_output(out, nout, in[0].dtype, &shape);
+    return TFM_OK;
+}
+
+tfm_code
 tfm_infer_gather(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
                  tfm_meta *out, int *nout)
 {

@@ -6,6 +6,7 @@ the case's dtype (they are always int32/int64)."""
 import numpy as np
 
 import tfmini as tf
+from tfmini.ops import array_ops
 
 from .opspec import FLOATS, NUMERIC, OpSpec, uniform
 
@@ -54,6 +55,12 @@ def as_list(xs):
 def np_pad_constant(x, paddings, value):
     return np.pad(x, paddings, mode="constant",
                   constant_values=np.asarray(value).astype(x.dtype))
+
+
+def np_slice_grad(dy, shape, key):
+    out = np.zeros(shape, dy.dtype)
+    out[key] = dy.reshape(out[key].shape)
+    return out
 
 
 def np_gather_batch1(params, idx):
@@ -189,6 +196,21 @@ SPECS = [
                                       shrink_axis_mask=2),
            lambda x: x[:, 1, None], [((3, 4),), ((2, 2, 5),)], COPY,
            grad=(0,), ops=["StridedSlice"]),
+    OpSpec("strided_slice_grad",
+           lambda dy: array_ops._strided_slice_grad(
+               dy, [6, 5, 4], [1, 0, -1], [0, 0, 0], [2, 1, -2],
+               begin_mask=0, end_mask=3, new_axis_mask=2,
+               shrink_axis_mask=0),
+           lambda dy: np_slice_grad(dy, (6, 5, 4),
+                                    (slice(1, None, 2), None,
+                                     slice(-1, 0, -2))),
+           [((3, 1, 2, 4),)], ALL, grad=(0,), ops=["StridedSliceGrad"]),
+    OpSpec("strided_slice_grad_shrink",
+           lambda dy: array_ops._strided_slice_grad(
+               dy, [3, 4], [0, 2], [0, 3], [1, 1], begin_mask=1, end_mask=1,
+               shrink_axis_mask=2),
+           lambda dy: np_slice_grad(dy, (3, 4), (slice(None), 2)),
+           [((3,),)], FLOATS, grad=(0,), ops=["StridedSliceGrad"]),
     OpSpec("getitem", lambda x: x[..., ::-2, None, 1],
            lambda x: x[..., ::-2, None, 1], [((3, 5, 2),), ((4, 2),)], ALL,
            grad=(0,), ops=["StridedSlice"]),

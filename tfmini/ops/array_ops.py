@@ -23,7 +23,7 @@ __all__ = [
     "gather", "gather_nd", "broadcast_to", "shape", "size", "rank", "where",
     "fill", "zeros", "ones", "zeros_like", "ones_like", "range", "linspace",
     "one_hot", "eye", "reverse", "tensor_scatter_nd_update",
-    "tensor_scatter_nd_add", "boolean_mask",
+    "tensor_scatter_nd_add", "scatter_nd", "boolean_mask",
 ]
 _NAMESPACES = {"linalg": ["eye"]}
 
@@ -33,7 +33,7 @@ _OP = {name: ID[name] for name in (
     "ReverseV2", "BroadcastTo", "Slice", "StridedSlice", "GatherV2",
     "GatherNd", "TensorScatterUpdate", "TensorScatterAdd", "SelectV2",
     "Where", "Shape", "Size", "Rank", "Fill", "ZerosLike", "OnesLike",
-    "Range", "LinSpace", "OneHot")}
+    "Range", "LinSpace", "OneHot", "StridedSliceGrad")}
 
 # The C ops take at most this many inputs / outputs (op.h); more are
 # handled here in groups.
@@ -349,6 +349,19 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0,
                     int(new_axis_mask), int(shrink_axis_mask)])
 
 
+def _strided_slice_grad(dy, shape, begin, end, strides, begin_mask=0,
+                        end_mask=0, ellipsis_mask=0, new_axis_mask=0,
+                        shrink_axis_mask=0):
+    """TF's raw StridedSliceGrad: dy scattered into zeros of `shape` where
+    strided_slice(x of `shape`, ...) read (the gradient of indexing)."""
+    shape = _ints(shape, "shape")
+    return _call("StridedSliceGrad", (dy,),
+                 shape + _ints(begin, "begin") + _ints(end, "end")
+                 + _ints(strides, "strides"),
+                 (int(begin_mask), int(end_mask), int(ellipsis_mask),
+                  int(new_axis_mask), int(shrink_axis_mask), len(shape)))
+
+
 _INDEX_TYPES_MSG = ("Only integers, slices (`:`), ellipsis (`...`), "
                     "tf.newaxis (`None`) and scalar tf.int32/tf.int64 "
                     "tensors are valid indices")
@@ -403,9 +416,21 @@ def _getitem(tensor, key, _force_dynamic=False):
         return boolean_mask(tensor, key)
     if not isinstance(key, (list, tuple)):
         key = (key,)
+    ints, masks, gathers = _slice_spec(key, _force_dynamic)
+    out = _C.call(_STRIDED_SLICE, (tensor,), ints, masks)
+    if gathers:
+        out = _gather_dynamic(tensor, key, out, gathers, masks[2], masks[3],
+                              masks[4])
+    return out
+
+
+def _slice_spec(key, force_dynamic=False):
+    """StridedSlice's attrs for an index tuple: (begin + end + strides,
+    (begin_mask, end_mask, ellipsis_mask, new_axis_mask,
+    shrink_axis_mask), [(entry, symbolic index tensor), ...])."""
     begin, end, strides = [], [], []
     bmask = emask = ellipsis = newaxis = shrink = 0
-    gathers = []          # (spec position, symbolic index)
+    gathers = []
     for k, s in enumerate(key):
         bit = 1 << k
         if type(s) is int:
@@ -436,7 +461,7 @@ def _getitem(tensor, key, _force_dynamic=False):
             strides.append(1)
             newaxis |= bit
         else:
-            if _force_dynamic and isinstance(s, Tensor):
+            if force_dynamic and isinstance(s, Tensor):
                 i = s
             else:
                 i = _index(s, True)
@@ -455,12 +480,8 @@ def _getitem(tensor, key, _force_dynamic=False):
     if len(begin) * 3 > 64:
         raise ValueError(f"tfmini: an index of {len(begin)} entries is too "
                          f"long (at most 21)")
-    out = _C.call(_STRIDED_SLICE, (tensor,), begin + end + strides,
-                  (bmask, emask, ellipsis, newaxis, shrink))
-    if gathers:
-        out = _gather_dynamic(tensor, key, out, gathers, ellipsis, newaxis,
-                              shrink)
-    return out
+    return (begin + end + strides, (bmask, emask, ellipsis, newaxis, shrink),
+            gathers)
 
 
 def _gather_dynamic(tensor, key, out, gathers, ellipsis, newaxis, shrink):
@@ -548,6 +569,13 @@ def tensor_scatter_nd_add(tensor, indices, updates, name=None):
     tensor = _tensor(tensor)
     updates = _common([tensor, updates])[1]
     return _call("TensorScatterAdd", (tensor, _indices(indices), updates))
+
+
+def scatter_nd(indices, updates, shape, name=None):
+    """Zeros of shape with updates added at indices (repeats sum)."""
+    updates = _tensor(updates)
+    return tensor_scatter_nd_add(zeros(shape, updates.dtype), indices,
+                                 updates)
 
 
 def where(condition, x=None, y=None, name=None):

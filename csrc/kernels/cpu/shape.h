@@ -24,6 +24,7 @@ TFM_SHAPE_KERNEL(tfm_k_pad);            /* PadV2, MirrorPad */
 /* shape_slice.c */
 TFM_SHAPE_KERNEL(tfm_k_slice);
 TFM_SHAPE_KERNEL(tfm_k_strided_slice);
+TFM_SHAPE_KERNEL(tfm_k_strided_slice_grad);
 /* shape_gather.c */
 TFM_SHAPE_KERNEL(tfm_k_gather);
 TFM_SHAPE_KERNEL(tfm_k_gather_nd);
