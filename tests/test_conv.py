@@ -353,6 +353,114 @@ def test_empty_inputs():
     np.testing.assert_array_equal(y.numpy(), np.zeros((2, 5, 5, 4)))
 
 
+# ---- shape rules on unknown dims (-1), as tracing runs them ------------
+# Called through ctypes with the structs of csrc/ops/op.h (keep in step).
+import ctypes  # noqa: E402
+
+
+class _Shape(ctypes.Structure):
+    _fields_ = [("ndim", ctypes.c_int), ("dims", ctypes.c_int64 * 8)]
+
+
+class _Meta(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_int), ("shape", _Shape)]
+
+
+class _Attrs(ctypes.Structure):
+    _fields_ = [("n_ints", ctypes.c_int), ("ints", ctypes.c_int64 * 64),
+                ("i", ctypes.c_int64 * 6), ("f", ctypes.c_double * 4),
+                ("dtype", ctypes.c_int)]
+
+
+_LIB = ctypes.CDLL(_C.__file__)
+_LIB.tfm_error_message.restype = ctypes.c_char_p
+_F32 = 7
+N = None
+
+
+def _infer(rule, op, shapes, ints, padding):
+    metas = (_Meta * len(shapes))()
+    for k, shape in enumerate(shapes):
+        metas[k].dtype = _F32
+        metas[k].shape.ndim = len(shape)
+        for d, v in enumerate(shape):
+            metas[k].shape.dims[d] = -1 if v is None else v
+    a = _Attrs()
+    a.n_ints = len(ints)
+    for k, v in enumerate(ints):
+        a.ints[k] = v
+    a.i[0] = {"VALID": 0, "SAME": 1}[padding]
+    out = (_Meta * 256)()
+    nout = ctypes.c_int(0)
+    rc = getattr(_LIB, rule)(ID[op], metas, len(shapes), ctypes.byref(a),
+                             out, ctypes.byref(nout))
+    if rc:
+        raise tf.errors.InvalidArgumentError(
+            None, None, _LIB.tfm_error_message().decode())
+    assert nout.value == 1
+    return tuple(None if out[0].shape.dims[d] < 0 else out[0].shape.dims[d]
+                 for d in range(out[0].shape.ndim))
+
+
+CONV, BPI, BPF = ("tfm_infer_conv2d", "tfm_infer_conv2d_backprop_input",
+                  "tfm_infer_conv2d_backprop_filter")
+S1, S2 = [1, 1, 1, 1], [2, 2, 1, 1]
+
+
+@pytest.mark.parametrize("rule,op,shapes,ints,padding,want", [
+    (CONV, "Conv2D", [(N, 8, 8, 1), (3, 3, 1, 32)], S1, "SAME",
+     (N, 8, 8, 32)),
+    (CONV, "Conv2D", [(N, 7, N, 3), (3, 2, 3, 4)], S2, "SAME", (N, 4, N, 4)),
+    (CONV, "Conv2D", [(N, N, N, N), (3, 3, 3, 4)], S1, "VALID",
+     (N, N, N, 4)),
+    (CONV, "Conv2D", [(2, 8, 8, 3), (N, 3, 3, N)], S1, "VALID",
+     (2, N, 6, N)),
+    (BPI, "Conv2DBackpropInput", [(N, 8, 8, 1), (3, 3, 1, 32),
+                                  (N, 8, 8, 32)], S1, "SAME", (N, 8, 8, 1)),
+    (BPI, "Conv2DBackpropInput", [(3, 3, 1, 32), (N, 4, 4, 32)],
+     S2 + [-1, 8, 7, -1], "SAME", (N, 8, 7, 1)),
+    (BPI, "Conv2DBackpropInput", [(N, N, N, 2), (3, 3, 2, 4),
+                                  (N, N, N, 4)], S2, "VALID", (N, N, N, 2)),
+    (BPF, "Conv2DBackpropFilter", [(N, 8, 8, 1), (3, 3, 1, 32),
+                                   (N, 8, 8, 32)], S1, "SAME",
+     (3, 3, 1, 32)),
+    (BPF, "Conv2DBackpropFilter", [(N, 9, 9, 2), (N, 4, 4, 5)],
+     S2 + [3, 3, 2, 5], "VALID", (3, 3, 2, 5)),
+    ("tfm_infer_pool", "MaxPool", [(N, 8, 8, 32)], [2, 2, 2, 2], "VALID",
+     (N, 4, 4, 32)),
+    ("tfm_infer_pool", "AvgPool", [(N, N, 5, 3)], [2, 2, 3, 3], "SAME",
+     (N, N, 3, 3)),
+    ("tfm_infer_max_pool_grad", "MaxPoolGrad",
+     [(N, 8, 8, 3), (N, 4, 4, 3), (N, 4, 4, 3)], [2, 2, 2, 2], "VALID",
+     (N, 8, 8, 3)),
+    ("tfm_infer_max_pool_grad", "MaxPoolGradGrad",
+     [(N, 8, 8, 3), (N, 4, 4, 3), (N, 8, 8, 3)], [2, 2, 2, 2], "VALID",
+     (N, 4, 4, 3)),
+    ("tfm_infer_avg_pool_grad", "AvgPoolGrad", [(N, 8, 8, 3), (N, 4, 4, 3)],
+     [2, 2, 2, 2], "VALID", (N, 8, 8, 3)),
+])
+def test_shape_rules_with_unknown_dims(rule, op, shapes, ints, padding,
+                                       want):
+    assert _infer(rule, op, shapes, ints, padding) == want
+
+
+@pytest.mark.parametrize("rule,op,shapes,ints,words", [
+    (CONV, "Conv2D", [(N, 8, 8, 2), (3, 3, 1, 32)], S1, ["[?,8,8,2]"]),
+    (CONV, "Conv2D", [(N, 2, N, 1), (3, 3, 1, 4)], S1, ["larger"]),
+    (BPI, "Conv2DBackpropInput", [(N, 8, 8, 1), (3, 3, 1, 32),
+                                  (N, 8, 7, 32)], S1, ["[?,8,7,32]"]),
+    ("tfm_infer_max_pool_grad", "MaxPoolGrad",
+     [(N, 8, 8, 3), (N, 4, 4, 3), (N, 4, 5, 3)], [2, 2, 2, 2],
+     ["[?,4,5,3]"]),
+])
+def test_shape_rules_still_check_known_dims(rule, op, shapes, ints, words):
+    with pytest.raises(tf.errors.InvalidArgumentError) as info:
+        _infer(rule, op, shapes, ints, "VALID")
+    assert op in str(info.value)
+    for w in words:
+        assert w in str(info.value)
+
+
 # ---- with the runtime's tracing and tape, once they exist -------------
 def _need(*names):
     missing = [n for n in names if not callable(getattr(tf, n, None))]
