@@ -2,6 +2,7 @@
  * errors are raised. Unknown dims (-1, while tracing) pass through. */
 #include "conv.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "../kernels/cpu/conv.h"
@@ -37,6 +38,11 @@ check_attrs(tfm_op op, const tfm_attrs *a)
                          "got [%lld,%lld]", name, win,
                          (long long)a->ints[TFM_CONV_WIN_H],
                          (long long)a->ints[TFM_CONV_WIN_W]);
+    for (int k = 0; k < 4; k++)
+        if (a->ints[k] > INT32_MAX)
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: strides and %s "
+                             "must fit in int32, got %lld", name, win,
+                             (long long)a->ints[k]);
     int64_t mode = a->i[0];
     if (mode < TFM_PAD_VALID || mode > TFM_PAD_EXPLICIT ||
         (mode == TFM_PAD_EXPLICIT && is_pool(op)))
@@ -50,9 +56,11 @@ check_attrs(tfm_op op, const tfm_attrs *a)
                              "padding needs 4 pad sizes in ints[8..11]",
                              name);
         for (int k = 0; k < 4; k++)
-            if (a->ints[TFM_CONV_PADS + k] < 0)
+            if (a->ints[TFM_CONV_PADS + k] < 0 ||
+                a->ints[TFM_CONV_PADS + k] > INT32_MAX)
                 return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: explicit "
-                                 "paddings must be >= 0, got %lld", name,
+                                 "paddings must be in [0, 2^31), got %lld",
+                                 name,
                                  (long long)a->ints[TFM_CONV_PADS + k]);
     }
     return TFM_OK;
@@ -184,10 +192,12 @@ check_sizes(tfm_op op, const tfm_attrs *a, const char *what)
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: the two-input form "
                          "needs %s in ints[4..7]", tfm_ops[op].name, what);
     for (int k = 0; k < 4; k++)
-        if (a->ints[TFM_CONV_SIZES + k] < -1)
-            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %s must be >= 0 "
-                             "(or -1: unknown), got %lld", tfm_ops[op].name,
-                             what, (long long)a->ints[TFM_CONV_SIZES + k]);
+        if (a->ints[TFM_CONV_SIZES + k] < -1 ||
+            a->ints[TFM_CONV_SIZES + k] > INT32_MAX)
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %s must be in "
+                             "[0, 2^31) (or -1: unknown), got %lld",
+                             tfm_ops[op].name, what,
+                             (long long)a->ints[TFM_CONV_SIZES + k]);
     return TFM_OK;
 }
 
