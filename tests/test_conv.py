@@ -325,6 +325,12 @@ ERRORS = [
         X, (3, 3, 3, 4), np.zeros((1, 5, 5, 2), np.float32), 1, "SAME"),
      tf.errors.InvalidArgumentError, ["Conv2DBackpropFilter",
                                       "[1,5,5,2]"]),
+    ("huge stride", lambda: tf.nn.conv2d(X, F, 2**40, "SAME"),
+     tf.errors.InvalidArgumentError, ["Conv2D", "int32"]),
+    ("huge input_sizes", lambda: conv_ops.conv2d_backprop_input(
+        (1, 2**40, 5, 3), F, np.zeros((1, 5, 5, 4), np.float32), 1,
+        "SAME"),
+     tf.errors.InvalidArgumentError, ["Conv2DBackpropInput", "input_sizes"]),
     ("max pool grad shape", lambda: conv_ops._max_pool_grad(
         X, np.zeros((1, 2, 2, 3), np.float32),
         np.zeros((1, 3, 2, 3), np.float32), 2, 2, "VALID"),
