@@ -110,6 +110,9 @@ def truediv(x, y, name=None):
     """x / y with Python 3 semantics: integers are cast to floats first
     (8 and 16 bit to float32, 32 and 64 bit to float64). x and y must
     have the same dtype (TypeError otherwise)."""
+    if (type(x) is Tensor and type(y) is Tensor and
+            x._dtype_enum == y._dtype_enum and x._dtype_enum in _FLOATS):
+        return _C.binary(_DIV, x, y)
     x = _as_tensor(x)
     y = _as_tensor(y, dtype_hint=x.dtype)
     if x.dtype != y.dtype:
@@ -124,12 +127,15 @@ def truediv(x, y, name=None):
 
 
 def divide(x, y, name=None):
-    """x / y with Python semantics (see truediv); a non-tensor x takes
-    y's dtype."""
-    if not isinstance(x, Tensor) and not hasattr(x, "_as_tensor"):
-        y_dtype = getattr(y, "dtype", None) if _is_tensor(y) else None
-        x = _as_tensor(x, dtype=y_dtype)
-    return truediv(x, y)
+    """x / y, exactly as the operator: integers are cast to floats first
+    (see truediv); a non-tensor x takes y's dtype."""
+    if not isinstance(x, Tensor):
+        if hasattr(x, "_as_tensor"):        # Variables and friends
+            x = x._as_tensor()
+        else:
+            y_dtype = getattr(y, "dtype", None) if _is_tensor(y) else None
+            x = _as_tensor(x, dtype=y_dtype)
+    return x / y
 
 
 def scalar_mul(scalar, x, name=None):
@@ -146,6 +152,8 @@ def _is_tensor(x):
 
 
 _DIV, _MUL, _CAST = ID["RealDiv"], ID["Mul"], ID["Cast"]
+_FLOATS = {_dtypes.as_dtype(n)._enum for n in ("float16", "float32",
+                                                "float64")}
 
 # ---- unary ------------------------------------------------------------------
 
@@ -222,10 +230,12 @@ invert = _unary("Invert", "invert", "~x: flips every bit (integers).")
 def cast(x, dtype, name=None):
     """x as dtype. Floats to integers truncate toward zero; anything to
     bool is `x != 0`. A tensor that already has dtype is returned as is."""
-    dtype = _dtypes.as_dtype(dtype)
-    if isinstance(x, Tensor) and x._dtype_enum == dtype._enum:
+    if type(dtype) is not _dtypes.DType:
+        dtype = _dtypes.as_dtype(dtype)
+    enum = dtype._enum
+    if isinstance(x, Tensor) and x._dtype_enum == enum:
         return x
-    return _C.call(_CAST, (x,), dtype=dtype._enum)
+    return _C.call(_CAST, (x,), None, None, None, enum)
 
 
 def _bound_in(value_dtype, limit, below):
@@ -258,17 +268,19 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     clip_value_max lowered to it. The bounds broadcast to t's shape but
     may not enlarge it (ValueError); a bound of another dtype than t is
     a TypeError, as in TF."""
-    if not _is_tensor(t):
-        t = _as_tensor(t)
-    shape = t.shape
+    if not isinstance(t, Tensor):
+        t = t._as_tensor() if hasattr(t, "_as_tensor") else _as_tensor(t)
     upper = minimum(t, clip_value_max)
-    _check_clip_shape(shape, upper.shape)
+    _check_clip_shape(t, upper)
     out = maximum(upper, clip_value_min)
-    _check_clip_shape(shape, out.shape)
+    _check_clip_shape(t, out)
     return out
 
 
-def _check_clip_shape(want, got):
+def _check_clip_shape(t, result):
+    if t._shape_tuple == result._shape_tuple:
+        return
+    want, got = t.shape, result.shape
     if not want.is_compatible_with(got):
         raise ValueError(f"clip_by_value: the clip values would broadcast "
                          f"t of shape {want} to shape {got}; they must "

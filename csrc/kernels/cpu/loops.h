@@ -11,7 +11,7 @@
 #define TFM_PAR_MIN 32768
 /* The same for loops whose element costs tens of cycles (exp, erf, ...):
  * they pay for a parallel region much sooner. */
-#define TFM_PAR_MIN_HEAVY 4096
+#define TFM_PAR_MIN_HEAVY 16384
 
 /* A binary broadcast, with contiguous dims merged. */
 typedef enum { TFM_BC_SAME, TFM_BC_A_SCALAR, TFM_BC_B_SCALAR,
