@@ -12,13 +12,13 @@
 #include <math.h>
 #include <stdint.h>
 
-/* Vector variants of libm (glibc's libmvec). glibc declares them only
- * under -ffast-math, which we do not use (it would break NaN handling);
- * the functions themselves are exact to a few ulp and set no errno
- * (-fno-math-errno), so declaring them here lets `omp simd` loops and
- * the vectorizer call _ZGV*_expf and friends. */
-#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__)
+/* Vector variants of libm (glibc's libmvec, linked through libm's
+ * linker script). glibc declares them only under -ffast-math, which we
+ * do not use (it would break NaN and inf handling); the functions
+ * themselves are within 4 ulp and set no errno (-fno-math-errno), so
+ * declaring them here lets `omp simd` loops and the vectorizer call
+ * _ZGVdN8v_expf and friends: 8 or 16 lanes per call instead of 1. */
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__)
 #define TFM_SIMD_ __attribute__((simd("notinbranch")))
 TFM_SIMD_ float expf(float);
 TFM_SIMD_ double exp(double);
