@@ -41,6 +41,26 @@ TFM_SHAPE_INFER(tfm_infer_one_hot);
 
 #undef TFM_SHAPE_INFER
 
+/* An InvalidArgumentError naming op when the elements of s (its known,
+ * nonzero dims) number more than int64 can count, as NumPy refuses
+ * such shapes. Every rule whose output dims come from attributes or
+ * from arithmetic on dims calls it: an overflowed count would size a
+ * buffer smaller than the shape it claims (see tfm_tensor_new). */
+tfm_code tfm_check_numel(const char *op, const tfm_shape *s);
+
+/* Whether v is a value of the integer dtype d. */
+static inline int
+tfm_int_fits(int64_t v, tfm_dtype d)
+{
+    switch (d) {
+    case TFM_INT8: return v >= INT8_MIN && v <= INT8_MAX;
+    case TFM_UINT8: return v >= 0 && v <= UINT8_MAX;
+    case TFM_INT16: return v >= INT16_MIN && v <= INT16_MAX;
+    case TFM_INT32: return v >= INT32_MIN && v <= INT32_MAX;
+    default: return 1;
+    }
+}
+
 /* A strided slice resolved against an input shape: for every input dim
  * d, the first index begin[d], the step stride[d] and the count len[d]
  * (len -1 when the dim is unknown and the count cannot be known). The

@@ -89,6 +89,10 @@ tfm_strided_slice_plan(const tfm_shape *in, const tfm_attrs *a,
     if (ellipsis & (ellipsis - 1))
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: Multiple ellipses "
                          "in slice spec not allowed", name);
+    /* Bits past the spec's entries mean nothing (as in TF): an ellipsis
+     * there is no ellipsis, and the implicit one below covers the
+     * trailing dims. */
+    ellipsis &= ((int64_t)1 << n) - 1;
     /* Without an ellipsis, unmentioned trailing dims are kept whole. */
     int nspec = n;
     if (!ellipsis) {
@@ -245,6 +249,8 @@ tfm_infer_strided_slice_grad(tfm_op op, const tfm_meta *in, int nin,
     for (int d = 0; !bad && d < dy->ndim; d++)
         bad = dy->dims[d] >= 0 && p.out.dims[d] >= 0 &&
               dy->dims[d] != p.out.dims[d];
+    if (!bad && (rc = tfm_check_numel(NAME, &shape)))
+        return rc;
     if (bad) {
         shape_text t1, t2, t3;
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: dy has shape %s, "
@@ -306,6 +312,8 @@ tfm_infer_gather(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
         s.dims[s.ndim++] = is->dims[d];
     for (int d = ax + 1; d < ps->ndim; d++)
         s.dims[s.ndim++] = ps->dims[d];
+    if ((rc = tfm_check_numel(NAME, &s)))
+        return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
 }
@@ -356,6 +364,8 @@ tfm_infer_gather_nd(tfm_op op, const tfm_meta *in, int nin,
         s.dims[s.ndim++] = is->dims[d];
     for (int d = k; d < ps->ndim; d++)
         s.dims[s.ndim++] = ps->dims[d];
+    if ((rc = tfm_check_numel(NAME, &s)))
+        return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
 }
