@@ -217,7 +217,8 @@ tfm_infer_conv2d(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
     out[0].dtype = in[0].dtype;
     if ((rc = conv_shape(op, &in[0].shape, &in[1].shape, a, &out[0].shape)))
         return rc;
-    return tfm_check_numel(tfm_ops[op].name, &out[0].shape);
+    return tfm_check_size(tfm_ops[op].name, &out[0].shape,
+                          out[0].dtype);
 }
 
 tfm_code
@@ -262,7 +263,8 @@ tfm_infer_conv2d_backprop_input(tfm_op op, const tfm_meta *in, int nin,
         out[0].shape.dims[0] = dy->shape.dims[0];
     if (x.dims[3] < 0)
         out[0].shape.dims[3] = f->shape.dims[2];
-    return tfm_check_numel(tfm_ops[op].name, &out[0].shape);
+    return tfm_check_size(tfm_ops[op].name, &out[0].shape,
+                          out[0].dtype);
 }
 
 tfm_code
@@ -303,7 +305,8 @@ tfm_infer_conv2d_backprop_filter(tfm_op op, const tfm_meta *in, int nin,
         out[0].shape.dims[2] = x->shape.dims[3];
     if (f.dims[3] < 0)
         out[0].shape.dims[3] = dy->shape.dims[3];
-    return tfm_check_numel(tfm_ops[op].name, &out[0].shape);
+    return tfm_check_size(tfm_ops[op].name, &out[0].shape,
+                          out[0].dtype);
 }
 
 /* Shape of a pooling of x. */
@@ -321,7 +324,7 @@ pool_shape(tfm_op op, const tfm_meta *x, const tfm_attrs *a, tfm_shape *y)
         return rc;
     int64_t dims[4] = {x->shape.dims[0], oh, ow, x->shape.dims[3]};
     *y = tfm_shape_make(4, dims);
-    return tfm_check_numel(tfm_ops[op].name, y);
+    return tfm_check_size(tfm_ops[op].name, y, x->dtype);
 }
 
 tfm_code

@@ -19,15 +19,15 @@ stext(shape_text *t, const tfm_shape *s)
 }
 
 tfm_code
-tfm_check_numel(const char *op, const tfm_shape *s)
+tfm_check_size(const char *op, const tfm_shape *s, tfm_dtype dt)
 {
-    int64_t n = 1;
+    int64_t n = (int64_t)tfm_dtype_size(dt);
     for (int d = 0; d < s->ndim; d++) {
         if (s->dims[d] > 0 && __builtin_mul_overflow(n, s->dims[d], &n)) {
             shape_text t1;
-            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: the shape %s "
-                             "has more elements than int64 can count", op,
-                             stext(&t1, s));
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: a %s tensor of "
+                             "shape %s would hold more than 2^63 bytes", op,
+                             tfm_dtype_name(dt), stext(&t1, s));
         }
     }
     return TFM_OK;
@@ -69,7 +69,7 @@ tfm_infer_reshape(tfm_op op, const tfm_meta *in, int nin,
     tfm_shape s = tfm_shape_make(a->n_ints, a->ints);
     int infer_at = -1;
     int64_t known = 1;
-    if ((rc = tfm_check_numel(NAME, &s)))
+    if ((rc = tfm_check_size(NAME, &s, in[0].dtype)))
         return rc;
     for (int d = 0; d < s.ndim; d++) {
         if (s.dims[d] == -1) {
@@ -275,7 +275,7 @@ tfm_infer_concat(tfm_op op, const tfm_meta *in, int nin,
             }
         }
     }
-    if ((rc = tfm_check_numel(NAME, &s)))
+    if ((rc = tfm_check_size(NAME, &s, in[0].dtype)))
         return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
@@ -314,7 +314,7 @@ tfm_infer_pack(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
     s.ndim = r + 1;
     for (int d = 0, k = 0; d <= r; d++)
         s.dims[d] = d == ax ? nin : m.dims[k++];
-    if ((rc = tfm_check_numel(NAME, &s)))
+    if ((rc = tfm_check_size(NAME, &s, in[0].dtype)))
         return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
@@ -471,7 +471,7 @@ tfm_infer_tile(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
                              "%lld tiled %lld times overflows int64", NAME,
                              d, (long long)x->dims[d], (long long)m);
     }
-    tfm_code rc = tfm_check_numel(NAME, &s);
+    tfm_code rc = tfm_check_size(NAME, &s, in[0].dtype);
     if (rc)
         return rc;
     one_output(out, nout, in[0].dtype, &s);
@@ -539,7 +539,7 @@ tfm_infer_pad(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
                              NAME, d, (long long)dim, (long long)lo,
                              (long long)hi);
     }
-    tfm_code rc = tfm_check_numel(NAME, &s);
+    tfm_code rc = tfm_check_size(NAME, &s, in[0].dtype);
     if (rc)
         return rc;
     one_output(out, nout, in[0].dtype, &s);
@@ -591,7 +591,7 @@ tfm_infer_broadcast_to(tfm_op op, const tfm_meta *in, int nin,
                          "%s vs. %s (cannot broadcast the input to the "
                          "target shape)", NAME, stext(&t1, x),
                          stext(&t2, &s));
-    if ((rc = tfm_check_numel(NAME, &s)))
+    if ((rc = tfm_check_size(NAME, &s, in[0].dtype)))
         return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;

@@ -41,12 +41,13 @@ TFM_SHAPE_INFER(tfm_infer_one_hot);
 
 #undef TFM_SHAPE_INFER
 
-/* An InvalidArgumentError naming op when the elements of s (its known,
- * nonzero dims) number more than int64 can count, as NumPy refuses
- * such shapes. Every rule whose output dims come from attributes or
- * from arithmetic on dims calls it: an overflowed count would size a
- * buffer smaller than the shape it claims (see tfm_tensor_new). */
-tfm_code tfm_check_numel(const char *op, const tfm_shape *s);
+/* An InvalidArgumentError naming op when a tensor of dtype d and shape
+ * s would span more bytes than int64 counts, zero dims aside (NumPy's
+ * rule: every tensor that passes converts to an array). Every rule whose
+ * output dims come from attributes or from arithmetic on dims calls it:
+ * a count that wrapped would size a buffer smaller than the shape it
+ * claims (tfm_shape_numel does not check). */
+tfm_code tfm_check_size(const char *op, const tfm_shape *s, tfm_dtype d);
 
 /* Whether v is a value of the integer dtype d. */
 static inline int

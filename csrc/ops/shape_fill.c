@@ -41,7 +41,7 @@ tfm_infer_fill(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
                              "non-negative, got %s]", NAME, t1);
         }
     }
-    tfm_code rc = tfm_check_numel(NAME, &s);
+    tfm_code rc = tfm_check_size(NAME, &s, in[0].dtype);
     if (rc)
         return rc;
     one_output(out, nout, in[0].dtype, &s);
@@ -186,7 +186,7 @@ tfm_infer_one_hot(tfm_op op, const tfm_meta *in, int nin,
     s.ndim = is->ndim + 1;
     for (int d = 0, k = 0; d < s.ndim; d++)
         s.dims[d] = d == ax ? depth : is->dims[k++];
-    tfm_code rc = tfm_check_numel(NAME, &s);
+    tfm_code rc = tfm_check_size(NAME, &s, in[1].dtype);
     if (rc)
         return rc;
     one_output(out, nout, in[1].dtype, &s);

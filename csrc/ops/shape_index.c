@@ -249,7 +249,7 @@ tfm_infer_strided_slice_grad(tfm_op op, const tfm_meta *in, int nin,
     for (int d = 0; !bad && d < dy->ndim; d++)
         bad = dy->dims[d] >= 0 && p.out.dims[d] >= 0 &&
               dy->dims[d] != p.out.dims[d];
-    if (!bad && (rc = tfm_check_numel(NAME, &shape)))
+    if (!bad && (rc = tfm_check_size(NAME, &shape, in[0].dtype)))
         return rc;
     if (bad) {
         shape_text t1, t2, t3;
@@ -312,7 +312,7 @@ tfm_infer_gather(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
         s.dims[s.ndim++] = is->dims[d];
     for (int d = ax + 1; d < ps->ndim; d++)
         s.dims[s.ndim++] = ps->dims[d];
-    if ((rc = tfm_check_numel(NAME, &s)))
+    if ((rc = tfm_check_size(NAME, &s, in[0].dtype)))
         return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
@@ -364,7 +364,7 @@ tfm_infer_gather_nd(tfm_op op, const tfm_meta *in, int nin,
         s.dims[s.ndim++] = is->dims[d];
     for (int d = k; d < ps->ndim; d++)
         s.dims[s.ndim++] = ps->dims[d];
-    if ((rc = tfm_check_numel(NAME, &s)))
+    if ((rc = tfm_check_size(NAME, &s, in[0].dtype)))
         return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
