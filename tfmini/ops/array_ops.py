@@ -170,7 +170,13 @@ def _scalar_of(value, dtype, what):
         raise TypeError(f"{what}: {e}") from None
 
 
+_MAX_INTS = 64      # tfm_attrs.ints (csrc/ops/op.h)
+
+
 def _call(name, inputs, ints=None, i=None, f=None, dtype=None):
+    if ints is not None and len(ints) > _MAX_INTS:
+        raise ValueError(f"{name}: at most {_MAX_INTS} ints in all "
+                         f"(shape, perm, paddings, ...), got {len(ints)}")
     # Positional: _C.call parses keywords about a microsecond slower.
     return _C.call(_OP[name], inputs, ints, i, f, dtype)
 
@@ -251,7 +257,12 @@ def unstack(value, num=None, axis=0, name="unstack"):
             for part in split(value, _chunks(dim), axis=axis):
                 out.extend(unstack(part, axis=axis))
             return out
-    num = -1 if num is None else _int(num, "Unpack: num")
+    if num is None:
+        num = -1            # the op reads the dim
+    else:
+        num = _int(num, "Unpack: num")
+        if num < 0:
+            raise ValueError(f"Unpack: num must be >= 0, got {num}")
     return list(_call("Unpack", (value,), i=[axis, num]))
 
 
