@@ -530,7 +530,8 @@ HUGE = 2 ** 32      # HUGE * HUGE wraps int64 to 0
     (lambda: tf.pad(tf.zeros([2]), [[2 ** 62, 2 ** 62]]), "PadV2"),
     (lambda: tf.pad(tf.zeros([2]), [[2 ** 63 - 1, 1]]), "PadV2"),
     (lambda: tf.split(tf.zeros([5]), [2 ** 62] * 4 + [5]), "SplitV"),
-    (lambda: tf.concat([tf.zeros([2 ** 62, 0])] * 3, 0), "ConcatV2"),
+    (lambda: tf.concat([tf.zeros([2 ** 61, 0], tf.int8)] * 5, 0),
+     "ConcatV2"),
 ])
 def test_shapes_past_int64_are_refused(fn, op):
     """Element counts that wrap int64 once sized a buffer far smaller than
@@ -547,6 +548,15 @@ def test_empty_shapes_with_big_dims_still_work():
     assert tf.zeros([2 ** 40, 0]).shape == (2 ** 40, 0)
     assert tf.reshape(tf.zeros([0]), [2 ** 40, 0]).shape == (2 ** 40, 0)
     assert tf.tile(tf.zeros([0, 1]), [1, 2 ** 40]).shape == (0, 2 ** 40)
+    # Up to NumPy's limit (2^63 bytes, zero dims aside), so that every
+    # such tensor converts to an array (and prints).
+    t = tf.zeros([2 ** 60, 0], tf.float32)
+    assert t.numpy().shape == (2 ** 60, 0)
+    assert "shape=(1152921504606846976, 0)" in repr(t)
+    expect(IAE, lambda: tf.zeros([2 ** 61, 0], tf.float32), "Fill",
+           "float32")
+    expect(IAE, lambda: tf.one_hot(tf.zeros([0], tf.int32), 2 ** 63 - 1),
+           "OneHot")
 
 
 def test_pad_constant_is_exact_and_checked():
