@@ -640,3 +640,14 @@ def test_gather_indices_from_python_values():
            "GatherV2")
     expect(ValueError, lambda: tf.gather(p, [[0, 1], [2]]), "GatherV2")
     expect(TypeError, lambda: tf.gather(p, [0.5]), "GatherV2")
+
+
+def test_boolean_mask_of_empty_tensors():
+    """reshape(-1) next to a zero dim cannot infer the -1."""
+    x = np.zeros((0, 0), np.float32)
+    got = tf.boolean_mask(tf.constant(x), tf.zeros([0], tf.bool))
+    assert got.shape == (0, 0)
+    x = np.zeros((2, 0, 3), np.int32)
+    m = np.array([True, False])
+    np.testing.assert_array_equal(
+        tf.boolean_mask(tf.constant(x), m).numpy(), x[m])

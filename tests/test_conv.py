@@ -581,3 +581,18 @@ def test_attribute_ints_past_int64(kw):
     with pytest.raises(TypeError, match="Conv2D"):
         tf.nn.conv2d(tf.zeros([1, 3, 3, 1]), tf.ones([1, 1, 1, 1]), "ab",
                      "SAME")
+
+
+@pytest.mark.parametrize("fn, op", [
+    (lambda: tf.nn.conv2d_transpose(tf.zeros([1, 3, 3, 1]),
+                                    tf.zeros([1, 1, 1, 1]), [1, -1, 3, 1],
+                                    1, "VALID"), "Conv2DBackpropInput"),
+    (lambda: conv_ops.conv2d_backprop_filter(
+        tf.zeros([1, 3, 3, 1]), [1, -1, 1, 1], tf.zeros([1, 3, 3, 1]), 1,
+        "VALID"), "Conv2DBackpropFilter"),
+])
+def test_unknown_window_sizes_are_refused(fn, op):
+    """A -1 height or width in input_sizes / filter_sizes left the output
+    shape unknown at run time: an error that did not name the op."""
+    with pytest.raises(tf.errors.InvalidArgumentError, match=op):
+        fn()

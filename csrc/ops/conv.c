@@ -192,13 +192,19 @@ check_sizes(tfm_op op, const tfm_attrs *a, const char *what)
     if (a->n_ints < TFM_CONV_SIZES + 4)
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: the two-input form "
                          "needs %s in ints[4..7]", tfm_ops[op].name, what);
-    for (int k = 0; k < 4; k++)
-        if (a->ints[TFM_CONV_SIZES + k] < -1 ||
-            a->ints[TFM_CONV_SIZES + k] > INT32_MAX)
-            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %s must be in "
-                             "[0, 2^31) (or -1: unknown), got %lld",
-                             tfm_ops[op].name, what,
-                             (long long)a->ints[TFM_CONV_SIZES + k]);
+    /* Only the sizes another input supplies may be -1 (input_sizes:
+     * batch and depth; filter_sizes: in and out channels): a -1 window
+     * size would leave the output's shape unknown even at run time. */
+    int spatial0 = op == TFM_OP_CONV2D_BACKPROP_INPUT ? 1 : 0;
+    for (int k = 0; k < 4; k++) {
+        int64_t v = a->ints[TFM_CONV_SIZES + k];
+        int spatial = k == spatial0 || k == spatial0 + 1;
+        if (v < (spatial ? 0 : -1) || v > INT32_MAX)
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %s[%d] must be "
+                             "in [0, 2^31)%s, got %lld", tfm_ops[op].name,
+                             what, k, spatial ? "" : " (or -1: unknown)",
+                             (long long)v);
+    }
     return TFM_OK;
 }
 

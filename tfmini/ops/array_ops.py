@@ -717,7 +717,12 @@ def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
     if None in lead or None in tdims[axis + k:]:
         raise ValueError("boolean_mask needs the dims outside the mask to "
                          "be known")
-    flat = reshape(tensor, lead + [-1] + list(tdims[axis + k:]))
+    # The masked dims as one: their size when known (-1 cannot be
+    # inferred next to a zero dim).
+    masked = [a if a is not None else b
+              for a, b in zip(tdims[axis:axis + k], mdims)]
+    n = -1 if None in masked else int(np.prod(masked, dtype=np.int64))
+    flat = reshape(tensor, lead + [n] + list(tdims[axis + k:]))
     idx = reshape(where(reshape(mask, [-1])), [-1])
     return gather(flat, idx, axis=axis)
 
