@@ -1243,6 +1243,43 @@ def test_boolean_mask(x, data):
                ["GatherV2", "Where", "Reshape"], _numpy_or_error(ref))
 
 
+# ==== raw op calls ============================================================
+
+# Every op of the table through tfmini._C.call with any attributes: the
+# shape rules must hold up on their own, whatever the Python layer
+# checks. Attribute ints stay small or past any memory (2**45 elements
+# and up), so that nothing feasible but huge is ever allocated.
+_OPS = tf._C.op_table()
+_raw_ints = st.one_of(st.integers(-3, 6), st.sampled_from(
+    [2 ** 45, -2 ** 45, 2 ** 62, 2 ** 63 - 1, -2 ** 63]))
+_raw_floats = st.sampled_from([0.0, 1.0, -1.0, 0.5, 2.5, -3.0, 1e30,
+                               -1e30, math.nan, math.inf, -math.inf])
+
+
+@st.composite
+def raw_calls(draw):
+    op = draw(st.integers(0, len(_OPS) - 1))
+    nin = _OPS[op][1]
+    if nin < 0 or draw(st.integers(0, 9)) == 0:
+        nin = draw(st.integers(0, 4))
+    inputs = [draw(arrays(draw(dtypes), draw(small_shapes)))
+              for _ in range(nin)]
+    ints = draw(st.one_of(st.none(), st.lists(_raw_ints, max_size=14)))
+    iv = draw(st.one_of(st.none(), st.lists(_raw_ints, max_size=6)))
+    fv = draw(st.one_of(st.none(), st.lists(_raw_floats, max_size=4)))
+    dtype = draw(st.one_of(st.none(), st.integers(0, len(DTYPES) - 1)))
+    return op, inputs, ints, iv, fv, dtype
+
+
+@FUZZ
+@given(raw_calls())
+def test_raw_op_calls(call):
+    op, inputs, ints, iv, fv, dtype = call
+    ts = [tf.constant(x) for x in inputs]
+    check_call(lambda: tf._C.call(op, ts, ints, iv, fv, dtype),
+               [_OPS[op][0]])
+
+
 # ==== junk arguments =========================================================
 
 def _x():

@@ -74,10 +74,9 @@ tfm_infer_slice(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
  * begin/end are clamped to the dim in the direction of travel; a shrunk
  * entry takes one element and must be in range. */
 tfm_code
-tfm_strided_slice_plan(const tfm_shape *in, const tfm_attrs *a,
-                       tfm_slice_plan *p)
+tfm_strided_slice_plan(const char *name, const tfm_shape *in,
+                       const tfm_attrs *a, tfm_slice_plan *p)
 {
-    static const char *name = "StridedSlice";
     if (a->n_ints % 3 != 0)
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: begin, end and "
                          "strides must have the same length, got %d values "
@@ -205,7 +204,7 @@ tfm_infer_strided_slice(tfm_op op, const tfm_meta *in, int nin,
                         const tfm_attrs *a, tfm_meta *out, int *nout)
 {
     tfm_slice_plan p;
-    tfm_code rc = tfm_strided_slice_plan(&in[0].shape, a, &p);
+    tfm_code rc = tfm_strided_slice_plan(NAME, &in[0].shape, a, &p);
     if (rc)
         return rc;
     one_output(out, nout, in[0].dtype, &p.out);
@@ -242,7 +241,7 @@ tfm_infer_strided_slice_grad(tfm_op op, const tfm_meta *in, int nin,
     tfm_attrs sa;
     tfm_slice_plan p;
     tfm_code rc = tfm_strided_slice_grad_attrs(a, &shape, &sa);
-    if (rc || (rc = tfm_strided_slice_plan(&shape, &sa, &p)))
+    if (rc || (rc = tfm_strided_slice_plan(NAME, &shape, &sa, &p)))
         return rc;
     const tfm_shape *dy = &in[0].shape;
     int bad = dy->ndim != p.out.ndim;
