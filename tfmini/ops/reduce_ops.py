@@ -48,6 +48,8 @@ def _axes(axis):
     if axis is None:
         return (), 1
     a = np.asarray(_static(axis, "axis"))
+    if a.size == 0:
+        return (), 0
     if a.dtype.kind not in "iu":
         raise TypeError(f"axis must be an int or a list of ints, got "
                         f"{axis!r}")
