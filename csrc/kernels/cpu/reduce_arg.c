@@ -3,6 +3,7 @@
 #include "reduce.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -16,24 +17,11 @@
 #define BETTER_MAX(v, b) ((v) > (b) || ((v) != (v) && (b) == (b)))
 #define BETTER_MIN(v, b) ((v) < (b) || ((v) != (v) && (b) == (b)))
 
-/* row(x, n, stride) -> index of the best of x[0], x[stride], ...;
- * col(x, R, len, B, idx): idx[j] = best r of x[r * B + j] for j < len. */
-#define ARG_LOOPS(NAME, T, BETTER)                                          \
-static int64_t                                                              \
-NAME##_row(const void *x_, int64_t n)                                       \
-{                                                                           \
-    const T *restrict x = x_;                                               \
-    T b = x[0];                                                             \
-    int64_t bi = 0;                                                         \
-    for (int64_t i = 1; i < n; i++) {                                       \
-        T v = x[i];                                                         \
-        if (BETTER(v, b)) {                                                 \
-            b = v;                                                          \
-            bi = i;                                                         \
-        }                                                                   \
-    }                                                                       \
-    return bi;                                                              \
-}                                                                           \
+/* row(x, n): index of the best of x[0..n), n >= 1: the best value in a
+ * vectorizable pass, then the first index holding it (or the first NaN);
+ * better(x, i, j): x[i] beats x[j];
+ * col(x, R, len, B, idx): idx[j] = the best r of x[r * B + j], j < len. */
+#define ARG_COMMON(NAME, T, BETTER)                                         \
 static int                                                                  \
 NAME##_better(const void *x_, int64_t i, int64_t j)                         \
 {                                                                           \
@@ -62,17 +50,97 @@ NAME##_col(const void *x_, int64_t R, int64_t len, int64_t B,               \
     }                                                                       \
 }
 
+#define ARG_INT(NAME, T, CMP, BETTER)                                       \
+static int64_t                                                              \
+NAME##_row(const void *x_, int64_t n)                                       \
+{                                                                           \
+    const T *restrict x = x_;                                               \
+    T m = x[0];                                                             \
+    for (int64_t i = 1; i < n; i++)                                         \
+        m = x[i] CMP m ? x[i] : m;                                          \
+    int64_t i = 0;                                                          \
+    while (x[i] != m)                                                       \
+        i++;                                                                \
+    return i;                                                               \
+}                                                                           \
+ARG_COMMON(NAME, T, BETTER)
+
+/* Floats: whole-register compares (see FLOAT_MINMAX in reduce_loops.c),
+ * NaNs noted in a mask. */
+#define ARG_FLOAT(NAME, T, VT, VI, CMP, BETTER)                             \
+static int64_t                                                              \
+NAME##_row(const void *x_, int64_t n)                                       \
+{                                                                           \
+    enum { W = (int)(sizeof(VT) / sizeof(T)) };                             \
+    const T *x = x_;                                                        \
+    T m = x[0];                                                             \
+    bool nan = false;                                                       \
+    int64_t i = 0;                                                          \
+    if (n >= W) {                                                           \
+        VT vm;                                                              \
+        VI bad = {0};                                                       \
+        for (int k = 0; k < W; k++)                                         \
+            vm[k] = m;                                                      \
+        for (; i + W <= n; i += W) {                                        \
+            VT v;                                                           \
+            memcpy(&v, x + i, sizeof v);                                    \
+            VI c = (VI)(v CMP vm);                                          \
+            vm = (VT)(((VI)v & c) | ((VI)vm & ~c));                         \
+            bad |= (VI)(v != v);                                            \
+        }                                                                   \
+        for (int k = 0; k < W; k++) {                                       \
+            m = vm[k] CMP m ? vm[k] : m;                                    \
+            nan |= bad[k] != 0;                                             \
+        }                                                                   \
+    }                                                                       \
+    for (; i < n; i++) {                                                    \
+        m = x[i] CMP m ? x[i] : m;                                          \
+        nan |= x[i] != x[i];                                                \
+    }                                                                       \
+    i = 0;                                                                  \
+    if (nan) {                                                              \
+        while (x[i] == x[i])                                                \
+            i++;                                                            \
+        return i;                                                           \
+    }                                                                       \
+    /* The first m: whole registers until one holds it. */                 \
+    VT vm;                                                                  \
+    for (int k = 0; k < W; k++)                                             \
+        vm[k] = m;                                                          \
+    for (; i + W <= n; i += W) {                                            \
+        VT v;                                                               \
+        memcpy(&v, x + i, sizeof v);                                        \
+        VI e = (VI)(v == vm);                                               \
+        bool hit = false;                                                   \
+        for (int k = 0; k < W; k++)                                         \
+            hit |= e[k] != 0;                                               \
+        if (hit)                                                            \
+            break;                                                          \
+    }                                                                       \
+    while (x[i] != m)                                                       \
+        i++;                                                                \
+    return i;                                                               \
+}                                                                           \
+ARG_COMMON(NAME, T, BETTER)
+
+typedef float vf32 __attribute__((vector_size(64)));
+typedef int32_t vi32 __attribute__((vector_size(64)));
+typedef double vf64 __attribute__((vector_size(64)));
+typedef int64_t vi64 __attribute__((vector_size(64)));
+
 #define ARG_BOTH(S, T)                                                      \
-    ARG_LOOPS(amax_##S, T, BETTER_MAX)                                      \
-    ARG_LOOPS(amin_##S, T, BETTER_MIN)
+    ARG_INT(amax_##S, T, >, BETTER_MAX)                                     \
+    ARG_INT(amin_##S, T, <, BETTER_MIN)
 
 ARG_BOTH(i8, int8_t)
 ARG_BOTH(u8, uint8_t)
 ARG_BOTH(i16, int16_t)
 ARG_BOTH(i32, int32_t)
 ARG_BOTH(i64, int64_t)
-ARG_BOTH(f32, float)
-ARG_BOTH(f64, double)
+ARG_FLOAT(amax_f32, float, vf32, vi32, >, BETTER_MAX)
+ARG_FLOAT(amin_f32, float, vf32, vi32, <, BETTER_MIN)
+ARG_FLOAT(amax_f64, double, vf64, vi64, >, BETTER_MAX)
+ARG_FLOAT(amin_f64, double, vf64, vi64, <, BETTER_MIN)
 
 typedef struct {
     int64_t (*row)(const void *, int64_t);

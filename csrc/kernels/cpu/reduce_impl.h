@@ -80,6 +80,6 @@ void tfm_gather_strided(const void *src, void *dst, size_t es, int ndim,
 
 /* Fixed block sizes: results never depend on the thread count. */
 #define TFM_RED_BLOCK 16384  /* elements per partial of a long row */
-#define TFM_RED_TILE 1024    /* columns per accumulator tile */
+#define TFM_RED_TILE 4096    /* columns per accumulator tile */
 
 #endif
