@@ -332,6 +332,12 @@ tfm_k_reduce(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
             count *= x->shape.dims[d];
     if (n == 0)
         return TFM_OK;
+    if (count == 1) {
+        /* Nothing to combine (axis=[] or only size-1 axes): every one of
+         * these reductions of a single value is that value. */
+        memcpy(tfm_tensor_data(y), tfm_tensor_data(x), tfm_tensor_nbytes(x));
+        return TFM_OK;
+    }
     tfm_red_kind kind = kind_of(op);
     tfm_reducer rd, rexp;
     if (!tfm_reducer_get(kind, x->dtype, &rd))
