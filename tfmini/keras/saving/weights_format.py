@@ -57,7 +57,7 @@ def encode(records):
     """bytes of a weights file holding records: [(name, ndarray)]."""
     parts = [MAGIC, struct.pack("<II", VERSION, len(records))]
     for name, array in records:
-        a = np.ascontiguousarray(array)
+        a = np.asarray(array, order="C")     # (keeps rank 0)
         code = _CODES.get(a.dtype.name)
         if code is None:
             raise TypeError(f"Cannot save weight {name!r}: dtype "
