@@ -30,8 +30,8 @@ tfm_buffer_new(size_t nbytes, int device)
         limit = physical_memory();
     if (nbytes > limit) {
         tfm_error(TFM_ERR_RESOURCE_EXHAUSTED,
-                  "OOM when allocating a buffer of %zu bytes (the machine "
-                  "has %zu bytes of memory)", nbytes, limit);
+                  "OOM when allocating %zu bytes (more than the %zu bytes "
+                  "of memory this machine has)", nbytes, limit);
         return NULL;
     }
     tfm_buffer *b;
@@ -73,7 +73,7 @@ tfm_buffer_new(size_t nbytes, int device)
     return b;
 oom:
     tfm_error(TFM_ERR_RESOURCE_EXHAUSTED,
-              "OOM when allocating a buffer of %zu bytes", nbytes);
+              "OOM when allocating %zu bytes (out of memory)", nbytes);
     return NULL;
 }
 
