@@ -265,21 +265,27 @@ from_array(PyObject *o, int dtype, int source, int how)
             goto done;
         }
     }
-    arr = (PyArrayObject *)PyArray_FROM_OTF(src, numpy_typenum(want),
-                                            NPY_ARRAY_CARRAY_RO |
-                                            NPY_ARRAY_FORCECAST);
-    if (!arr)
-        goto done;
+    /* Allocate the tensor first and let NumPy copy (and cast, and
+     * gather strided or broadcast input) straight into it: one pass, and
+     * an absurd size is our ResourceExhaustedError before any work. */
     tfm_shape s;
-    s.ndim = PyArray_NDIM(arr);
+    s.ndim = PyArray_NDIM((PyArrayObject *)src);
+    npy_intp dims[TFM_MAX_DIMS];
     for (int i = 0; i < s.ndim; i++)
-        s.dims[i] = PyArray_DIM(arr, i);
+        dims[i] = s.dims[i] = PyArray_DIM((PyArrayObject *)src, i);
     t = tfm_tensor_new((tfm_dtype)want, &s, TFM_CPU);
     if (!t) {
         tfm_py_raise();
         goto done;
     }
-    memcpy(tfm_tensor_data(t), PyArray_DATA(arr), tfm_tensor_nbytes(t));
+    arr = (PyArrayObject *)PyArray_New(&PyArray_Type, s.ndim, dims,
+                                       numpy_typenum(want), NULL,
+                                       tfm_tensor_data(t), 0,
+                                       NPY_ARRAY_CARRAY, NULL);
+    if (!arr || PyArray_CopyInto(arr, (PyArrayObject *)src) < 0) {
+        tfm_tensor_decref(t);
+        t = NULL;
+    }
 done:
     Py_XDECREF(arr);
     Py_DECREF(src);
