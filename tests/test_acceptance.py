@@ -46,3 +46,37 @@ def test_acceptance_program(program):
     assert r.returncode == 0, (f"{program.name} exited {r.returncode}\n"
                                f"--- stdout\n{r.stdout[-3000:]}\n"
                                f"--- stderr\n{r.stderr[-5000:]}")
+
+
+# ---- the README's promises ---------------------------------------------------
+
+def _readme():
+    return (ROOT / "README.md").read_text()
+
+
+def test_readme_example_prints_what_it_says():
+    text = _readme()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-c", code], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    printed = r.stdout.splitlines()
+    promised = [line.split("# ", 1)[1] for line in code.splitlines()
+                if line.lstrip().startswith("print(") and "# " in line]
+    assert len(printed) == len(promised)
+    for got, want in zip(printed, promised):
+        want = want.removeprefix("NumPy interop: ").rstrip(". ")
+        assert got.startswith(want), (got, want)
+
+
+def test_ci_runs_the_readme_test_command():
+    commands = [line.strip() for line in _readme().splitlines()
+                if line.strip().startswith("apt-get update")]
+    assert len(commands) == 2, commands
+    assert commands[0].endswith("python3 -m tfmini.demo")
+    assert commands[1].endswith("python3 -m pytest")
+    assert commands[0].rsplit("&&", 1)[0] == commands[1].rsplit("&&", 1)[0]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert commands[1] in [line.strip() for line in ci]
+    assert "set -euo pipefail" in ci
