@@ -130,7 +130,7 @@ class Conv2D(Layer):
 
 
 class _Pooling2D(Layer):
-    _op = None
+    _op = None          # the tf.nn function's name
 
     def __init__(self, pool_size=(2, 2), strides=None, padding="valid",
                  data_format=None, **kwargs):
@@ -142,8 +142,8 @@ class _Pooling2D(Layer):
         self.data_format = _data_format(data_format)
 
     def call(self, inputs):
-        return type(self)._op(inputs, self.pool_size, self.strides,
-                              self.padding.upper())
+        return getattr(tf.nn, self._op)(inputs, self.pool_size,
+                                        self.strides, self.padding.upper())
 
     def compute_output_shape(self, input_shape):
         n, h, w, c = tuple(input_shape)
@@ -163,13 +163,13 @@ class _Pooling2D(Layer):
 
 class MaxPooling2D(_Pooling2D):
     """Max over pool_size windows, moved by strides (default pool_size)."""
-    _op = staticmethod(tf.nn.max_pool2d)
+    _op = "max_pool2d"
 
 
 class AveragePooling2D(_Pooling2D):
     """Mean over pool_size windows ('same' padding averages only the
     in-bounds values, like TF)."""
-    _op = staticmethod(tf.nn.avg_pool2d)
+    _op = "avg_pool2d"
 
 
 class _GlobalPooling2D(Layer):
