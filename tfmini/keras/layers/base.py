@@ -166,6 +166,8 @@ def _output_shape(x):
 
 
 def _contains_keras_tensor(x):
+    if isinstance(x, tf.Tensor):
+        return False
     from .input_layer import KerasTensor
     if isinstance(x, KerasTensor):
         return True
@@ -479,11 +481,20 @@ class Layer:
         else:
             raise TypeError(f"{type(self).__name__}.__call__() missing its "
                             f"`inputs` argument")
-        if _contains_keras_tensor(inputs):
-            from . import input_layer
-            return input_layer.functional_call(self, inputs, rest, kwargs)
-        inputs = _convert_inputs(inputs, self._keras_dtype,
-                                 self._keras_autocast)
+        if type(inputs) is tf.Tensor:
+            # The common case, kept short: a tensor, cast only when it is
+            # a float of another precision (Keras' autocast).
+            if self._keras_autocast and \
+                    inputs._dtype_enum != self._keras_dtype._enum and \
+                    inputs.dtype.is_floating:
+                inputs = tf.cast(inputs, self._keras_dtype)
+        else:
+            if _contains_keras_tensor(inputs):
+                from . import input_layer
+                return input_layer.functional_call(self, inputs, rest,
+                                                   kwargs)
+            inputs = _convert_inputs(inputs, self._keras_dtype,
+                                     self._keras_autocast)
         passes_training, default = _call_spec(type(self))
         training = kwargs.pop("training", None)
         if training is None:

@@ -57,7 +57,7 @@ class Dense(Layer):
         self.built = True
 
     def call(self, inputs):
-        rank = inputs.shape.rank
+        rank = len(inputs._shape_tuple)
         if rank == 2:
             y = tf.matmul(inputs, self.kernel)
         else:
