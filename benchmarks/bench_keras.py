@@ -54,9 +54,9 @@ def _keras_models(keras):
     def cnn():
         return keras.Sequential([
             keras.Input((8, 8, 1)),
-            L.Conv2D(32, 3, padding="same", activation="relu"),
+            L.Conv2D(16, 3, padding="same", activation="relu"),
             L.MaxPooling2D(),
-            L.Conv2D(64, 3, padding="same", activation="relu"),
+            L.Conv2D(32, 3, padding="same", activation="relu"),
             L.MaxPooling2D(),
             L.Flatten(),
             L.Dense(64, activation="relu"),
@@ -86,9 +86,9 @@ def torch_epoch(kind):
         x, y = mnist_like(MLP_SAMPLES)
     else:
         model = nn.Sequential(
-            nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Flatten(), nn.Linear(64 * 2 * 2, 64), nn.ReLU(),
+            nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(32 * 2 * 2, 64), nn.ReLU(),
             nn.Linear(64, 10))
         x, y = digits_like(CNN_SAMPLES)
         x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))

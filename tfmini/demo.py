@@ -34,9 +34,9 @@ def mlp():
 def cnn():
     return keras.Sequential([
         keras.Input((8, 8, 1)),
-        L.Conv2D(32, 3, padding="same", activation="relu"),
+        L.Conv2D(16, 3, padding="same", activation="relu"),
         L.MaxPooling2D(),
-        L.Conv2D(64, 3, padding="same", activation="relu"),
+        L.Conv2D(32, 3, padding="same", activation="relu"),
         L.MaxPooling2D(),
         L.Flatten(),
         L.Dense(64, activation="relu"),
@@ -126,7 +126,7 @@ def main(argv=None):
               args.verbose)
     summary.append(("MLP", 0.95) + acc)
     cnn_data = ((x[..., None], y), (xt[..., None], yt))
-    acc = run("CNN", cnn, cnn_data, args.epochs or 10, 0.003, 0.97,
+    acc = run("CNN", cnn, cnn_data, args.epochs or 10, 0.005, 0.97,
               args.verbose)
     summary.append(("CNN", 0.97) + acc)
     total = time.perf_counter() - start
