@@ -526,6 +526,12 @@ class Model(Layer):
         saving.load_weights(self, filepath, skip_mismatch=skip_mismatch,
                             by_name=by_name)
 
+    def save(self, filepath, overwrite=True, **kwargs):
+        raise NotImplementedError(
+            "tfmini cannot save whole models yet: save the weights with "
+            "model.save_weights(path), rebuild the model in code and call "
+            "model.load_weights(path)")
+
     def summary(self, line_length=None, positions=None, print_fn=None,
                 expand_nested=False, show_trainable=False,
                 layer_range=None):

@@ -40,16 +40,35 @@ def _size_text(nbytes):
     return f"{nbytes} B"
 
 
+def _rows(model, expand_nested, prefix=""):
+    """(name (type), output shape, parameter count, layer) per layer."""
+    from ..layers.input_layer import InputLayer
+    for layer in model.layers:
+        shape = layer._keras_output_shape
+        if isinstance(layer, InputLayer):
+            shape = layer._keras_batch_input_shape
+        yield (f"{prefix}{layer.name} ({type(layer).__name__})",
+               _shape_text(shape), f"{_count(layer.weights):,}", layer)
+        if expand_nested and hasattr(layer, "layers"):
+            yield from _rows(layer, expand_nested, prefix + "  ")
+
+
 def print_summary(model, line_length=None, positions=None, print_fn=None,
                   expand_nested=False, show_trainable=False):
-    from ..layers.input_layer import InputLayer
     if not model.built:
         raise ValueError(
             "This model has not yet been built. Build the model first by "
             "calling `build()` or by calling the model on a batch of data.")
     print_fn = print_fn or print
+    if positions is None and line_length is None:
+        # Keras' 65 columns, widened so that no name or shape is cut.
+        rows = list(_rows(model, expand_nested))
+        w1 = max([29] + [len(r[0]) + 2 for r in rows])
+        w2 = max([26] + [len(r[1]) + 2 for r in rows])
+        positions = [w1, w1 + w2, w1 + w2 + 10]
+        line_length = positions[-1]
     line_length = line_length or 65
-    positions = positions or [0.45, 0.85, 1.0]
+    positions = list(positions or [0.45, 0.85, 1.0])
     if positions[-1] <= 1:
         positions = [int(line_length * p) for p in positions]
     headers = ["Layer (type)", "Output Shape", "Param #"]
@@ -68,25 +87,16 @@ def print_summary(model, line_length=None, positions=None, print_fn=None,
             line += text.ljust(width)
         print_fn(line)
 
-    def layer_rows(layer, prefix=""):
-        shape = layer._keras_output_shape
-        if isinstance(layer, InputLayer):
-            shape = layer._keras_batch_input_shape
-        fields = [f"{prefix}{layer.name} ({type(layer).__name__})",
-                  _shape_text(shape), f"{_count(layer.weights):,}"]
-        if show_trainable:
-            fields.append("Y" if layer.trainable else "N")
-        row(fields)
-        if expand_nested and hasattr(layer, "layers"):
-            for sub in layer.layers:
-                layer_rows(sub, prefix + "  ")
 
     print_fn(f'Model: "{model.name}"')
     print_fn("_" * line_length)
     row(headers)
     print_fn("=" * line_length)
-    for layer in model.layers:
-        layer_rows(layer)
+    for name, shape, count, layer in _rows(model, expand_nested):
+        fields = [name, shape, count]
+        if show_trainable:
+            fields.append("Y" if layer.trainable else "N")
+        row(fields)
     print_fn("=" * line_length)
     trainable = model.trainable_weights
     non_trainable = model.non_trainable_weights
