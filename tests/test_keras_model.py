@@ -1,7 +1,6 @@
 """keras.Model / Sequential / functional models: tracking of layers and
 variables, the training flag, building (also inside tf.function),
 summary."""
-import io
 import re
 
 import numpy as np

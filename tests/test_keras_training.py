@@ -1,7 +1,5 @@
 """compile / fit / evaluate / predict and callbacks, eager and traced,
 from NumPy arrays and tf.data; convergence on the digits dataset."""
-import io
-import math
 import re
 
 import numpy as np

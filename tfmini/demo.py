@@ -14,8 +14,6 @@ import argparse
 import sys
 import time
 
-import numpy as np
-
 import tfmini as tf
 from tfmini import keras
 

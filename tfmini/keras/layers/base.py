@@ -101,10 +101,6 @@ def _dedup(seq):
     return out
 
 
-def _is_float_dtype(t):
-    return t.dtype.is_floating
-
-
 def _convert_leaf(x, dtype, autocast):
     if isinstance(x, tf.Tensor) or backend.is_variable(x):
         if autocast and x.dtype != dtype and x.dtype.is_floating:
@@ -348,9 +344,6 @@ class Layer:
         if reg is not None:
             self._keras_regularizers.append((reg, var))
         return var
-
-    def _own_weights(self):
-        return _dedup(self._keras_weights + self._tracked_children()[1])
 
     @property
     def trainable_weights(self):

@@ -15,10 +15,10 @@ def _topological_nodes(inputs, outputs):
             return
         node = kt._keras_node
         if node is None or isinstance(node.layer, InputLayer):
+            where = node.layer.name if node is not None else "?"
             raise ValueError(
                 f"Graph disconnected: cannot obtain value for tensor {kt} "
-                f"at layer {getattr(node, 'layer', None) and node.layer.name!r}"
-                f". It is not one of the model's inputs.")
+                f"at layer {where!r}. It is not one of the model's inputs.")
         if id(node) in done:
             return
         if id(node) in active:

@@ -1,6 +1,4 @@
 """keras.optimizers.SGD: plain, momentum and Nesterov momentum."""
-import tfmini as tf
-
 from .optimizer import Optimizer
 
 

@@ -131,7 +131,8 @@ class Progbar:
                 text += (f" - {elapsed:.0f}s "
                          f"{_format_per_unit(per_unit, self.unit_name)}")
             elif self.target is not None:
-                text += f" - ETA: {_format_eta(per_unit * (self.target - current))}"
+                eta = per_unit * (self.target - current)
+                text += f" - ETA: {_format_eta(eta)}"
             text += self._metric_text()
             pad = max(0, self._prev_width - len(text))
             self._prev_width = len(text)
