@@ -70,10 +70,58 @@ def test_traced_fit_traces_once_and_matches_eager():
         results.append([w.numpy() for w in model.weights])
         if not eager:
             fns = list(model._keras_functions.values())
-            # 100 = 3 * 32 + 4: full and partial batches share one trace.
-            assert [f.experimental_get_tracing_count() for f in fns] == [1]
+            # 100 = 3 * 32 + 4: one trace for the full batches, one for
+            # the last (see Note [Batch shapes of traced steps]), reused
+            # in the second epoch.
+            assert [f.experimental_get_tracing_count() for f in fns] == [2]
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_batch_norm_statistics_update_in_traced_fit():
+    x, y = blobs(96)
+    weights = []
+    for eager in (True, False):
+        keras.backend.clear_session()
+        keras.utils.set_random_seed(5)
+        model = keras.Sequential([keras.Input((4,)), L.Dense(8),
+                                  L.BatchNormalization(), L.ReLU(),
+                                  L.Dense(3)])
+        model.compile("adam", keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True), run_eagerly=eager)
+        model.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0)
+        bn = model.layers[1]
+        assert not np.allclose(bn.moving_mean.numpy(), 0)
+        weights.append([w.numpy() for w in model.weights])
+    for a, b in zip(*weights):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_dropout_is_active_in_traced_fit_only():
+    keras.utils.set_random_seed(1)
+    x, y = blobs(64)
+    model = keras.Sequential([keras.Input((4,)), L.Dropout(0.9),
+                              L.Dense(3)])
+    model.compile(keras.optimizers.SGD(0.0),
+                  keras.losses.SparseCategoricalCrossentropy(
+                      from_logits=True))
+    hist = model.fit(x, y, batch_size=64, epochs=3, shuffle=False,
+                     verbose=0)
+    # Fixed weights: only dropout's fresh masks make the losses differ.
+    assert len(set(hist.history["loss"])) == 3
+    a = model.evaluate(x, y, verbose=0)
+    assert model.evaluate(x, y, verbose=0) == a
+
+
+def test_unknown_batch_dim_traces_once():
+    x, y = blobs(100)
+    model = compiled()
+    model._keras_unknown_batch = True
+    model.fit(x, y, batch_size=32, epochs=2, verbose=0)
+    model.evaluate(x, y, batch_size=32, verbose=0)
+    counts = [f.experimental_get_tracing_count()
+              for f in model._keras_functions.values()]
+    assert counts == [1, 1]
 
 
 def test_epoch_loss_is_mean_over_examples():
@@ -308,7 +356,7 @@ def test_learning_rate_scheduler_changes_traced_step():
     for a, b in zip(before, model.get_weights()):
         np.testing.assert_array_equal(a, b)
     fns = list(model._keras_functions.values())
-    assert all(f.experimental_get_tracing_count() == 1 for f in fns)
+    assert [f.experimental_get_tracing_count() for f in fns] == [1]
 
 
 def test_lambda_callback_and_stop_training():

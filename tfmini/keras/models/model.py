@@ -41,16 +41,18 @@ def _map_structure(fn, x):
     return fn(x)
 
 
-def _structure_key(x):
+def _structure_key(x, with_shapes):
     if isinstance(x, dict):
-        return ("d",) + tuple((k, _structure_key(v))
+        return ("d",) + tuple((k, _structure_key(v, with_shapes))
                               for k, v in sorted(x.items()))
     if isinstance(x, (list, tuple)):
-        return (type(x).__name__,) + tuple(_structure_key(v) for v in x)
+        return (type(x).__name__,) + tuple(_structure_key(v, with_shapes)
+                                           for v in x)
     if x is None:
         return None
-    return (x.dtype.name, len(tuple(x.shape)),
-            tuple(x.shape)[1:])
+    if with_shapes:
+        return (x.dtype.name, tuple(x.shape)[1:])
+    return x.dtype.name
 
 
 def _to_float(v):
@@ -287,17 +289,29 @@ class Model(Layer):
         x, _, _ = unpack_x_y_sample_weight(data)
         return self(x, training=False)
 
+    # Note [Batch shapes of traced steps]: TF traces fit's steps once,
+    # with the batch dim unknown. tfmini's random ops (hence Dropout)
+    # need static shapes when traced, so by default a step is traced per
+    # batch shape instead: the full batches and the last, smaller one
+    # (two traces, reused for every epoch). With _keras_unknown_batch a
+    # step is traced once with the batch dim None (for models whose ops
+    # all accept unknown dims).
+    _keras_unknown_batch = False
+
     def _function(self, kind, step, batch):
         """The (traced unless run_eagerly) function running `step` on
-        batches shaped like `batch`; one per batch structure."""
+        batches like `batch`; one per batch structure and dtypes."""
         if self.run_eagerly or not _has_tracing():
             # Without tf.function (or when debugging) steps run eagerly.
             return step
-        key = (kind, _structure_key(batch))
+        key = (kind, _structure_key(batch, self._keras_unknown_batch))
         fn = self._keras_functions.get(key)
         if fn is None:
-            signature = [_map_structure(_spec, batch)]
-            fn = tf.function(step, input_signature=signature)
+            if self._keras_unknown_batch:
+                signature = [_map_structure(_spec, batch)]
+                fn = tf.function(step, input_signature=signature)
+            else:
+                fn = tf.function(step)
             self._keras_functions[key] = fn
         return fn
 
