@@ -9,6 +9,7 @@ test accuracy of each run, and how much faster the traced train step is.
 
     python -m tfmini.demo               # about 30 s on 2 cores
     python -m tfmini.demo --epochs 5    # quicker
+    python -m tfmini.demo --threads 1   # on a machine busy with other work
 """
 import argparse
 import sys
@@ -108,7 +109,12 @@ def main(argv=None):
                    help="epochs per run (default: 15 MLP, 10 CNN)")
     p.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2),
                    help="fit's verbosity (1: progress bars)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="threads per kernel (default 0: all cores; 1 is "
+                        "faster on a machine busy with other work)")
     args = p.parse_args(argv)
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     start = time.perf_counter()
     try:
         data = keras.datasets.digits.load_data()
