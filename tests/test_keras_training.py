@@ -1,5 +1,6 @@
 """compile / fit / evaluate / predict and callbacks, eager and traced,
 from NumPy arrays and tf.data; convergence on the digits dataset."""
+import math
 import re
 
 import numpy as np
@@ -483,3 +484,37 @@ def test_digits_cnn_converges():
                       from_logits=True), metrics=["accuracy"])
     model.fit(x[..., None], y, batch_size=32, epochs=10, verbose=0)
     assert model.evaluate(xt[..., None], yt, verbose=0)[1] >= 0.97
+
+
+def test_functional_and_embedding_models_train():
+    r = np.random.default_rng(0)
+    ids = r.integers(0, 20, (256, 5)).astype(np.int32)
+    y = (ids[:, 0] % 2).astype(np.int32)            # depends on token 0
+    tokens = keras.Input((5,), dtype="int32")
+    h = L.Embedding(20, 8)(tokens)
+    h = L.Flatten()(h)
+    out = L.Dense(2)(L.Dense(16, activation="relu")(h))
+    model = keras.Model(tokens, out)
+    model.compile(keras.optimizers.Adam(0.02),
+                  keras.losses.SparseCategoricalCrossentropy(
+                      from_logits=True), metrics=["accuracy"])
+    hist = model.fit(ids, y, epochs=8, verbose=0)
+    assert hist.history["accuracy"][-1] > 0.95
+
+
+def test_reduce_lr_on_plateau_and_terminate_on_nan():
+    model = compiled()
+    cb = keras.callbacks.ReduceLROnPlateau(monitor="loss", factor=0.5,
+                                           patience=1, min_lr=0.01)
+    cb.set_model(model)
+    model.optimizer.learning_rate = 0.04
+    for epoch, loss in enumerate([1.0, 1.0, 1.0, 1.0, 1.0]):
+        cb.on_epoch_end(epoch, {"loss": loss})
+    assert float(model.optimizer.learning_rate) == pytest.approx(0.01)
+
+    x, y = blobs(32)
+    x[5, 0] = np.nan
+    stopper = keras.callbacks.TerminateOnNaN()
+    hist = model.fit(x, y, batch_size=8, epochs=3, verbose=0,
+                     callbacks=[stopper])
+    assert hist.epoch == [0] and math.isnan(hist.history["loss"][0])
