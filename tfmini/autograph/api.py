@@ -25,6 +25,7 @@ from . import operators
 _logger = logging.getLogger("tfmini")
 
 _FACTORY = "__ag_factory"
+_CONVERTED = "__ag_converted"
 _FUTURE_FLAGS = 0
 for _name in __future__.all_feature_names:
     _FUTURE_FLAGS |= getattr(__future__, _name).compiler_flag
@@ -116,6 +117,10 @@ def _build(f, fn_node):
     free variables too, then given f's own cells."""
     code = f.__code__
     fn_node.decorator_list = []
+    # Renamed inside the factory: a def binds its name there, which would
+    # turn the function's own name (a global, for recursion) into a free
+    # variable.
+    fn_node.name = _CONVERTED
     freevars = [v for v in code.co_freevars]
     factory = converter._funcdef(_FACTORY, [], [
         converter._assign(name, converter._const(None))
@@ -129,7 +134,11 @@ def _build(f, fn_node):
                  if isinstance(c, types.CodeType) and c.co_name == _FACTORY)
     new_code = next(c for c in fcode.co_consts
                     if isinstance(c, types.CodeType) and
-                    c.co_name == code.co_name)
+                    c.co_name == _CONVERTED)
+    renames = dict(co_name=code.co_name)
+    if hasattr(code, "co_qualname"):
+        renames["co_qualname"] = code.co_qualname
+    new_code = new_code.replace(**renames)
     cells = dict(zip(freevars, f.__closure__ or ()))
     closure = []
     for name in new_code.co_freevars:

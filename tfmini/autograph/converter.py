@@ -105,8 +105,15 @@ def _with_ctx(node, ctx):
 
 
 def _at(nodes, ref):
+    """Give generated statements ref's position, on ref's first line only:
+    a generated call spanning ref's lines would make Python report its
+    last line (3.11 places a method call at its attribute's end)."""
     for n in nodes:
-        ast.copy_location(n, ref)
+        n.lineno = ref.lineno
+        n.col_offset = ref.col_offset
+        n.end_lineno = ref.lineno
+        n.end_col_offset = (ref.end_col_offset if ref.end_lineno ==
+                            ref.lineno else ref.col_offset)
     return nodes
 
 
@@ -171,7 +178,7 @@ def convert_function(fn):
     namer = _Namer(fn)
     if AG in namer.used:
         raise ConversionError(f"the name {AG!r} is reserved for AutoGraph")
-    _scope(fn, namer)
+    _scope(fn, namer, top=True)
     ast.fix_missing_locations(fn)
     return fn
 
@@ -181,7 +188,7 @@ def _is_generator(fn):
                for n in an.own_nodes(fn.body))
 
 
-def _scope(fn, namer):
+def _scope(fn, namer, top=False):
     if isinstance(fn, ast.AsyncFunctionDef) or _is_generator(fn):
         return
     for n in list(an.own_nodes(fn.body)):
@@ -190,7 +197,7 @@ def _scope(fn, namer):
     _hoist_declarations(fn)
     _Returns(namer).run(fn)
     fn.body = _Loops(namer).block(fn.body)
-    fn.body = _Rewriter().block(fn.body)
+    fn.body = _Rewriter(_super_self(fn, top)).block(fn.body)
     scope = an.Scope(fn)
     an.Liveness(scope).run()
     an.Definedness(scope).run()
@@ -199,6 +206,19 @@ def _scope(fn, namer):
     if cf.undefined:
         loads = _Loads(cf.undefined)
         fn.body = [loads.visit(s) for s in fn.body]
+
+
+def _super_self(fn, top):
+    """The name of a method's first parameter, for rewriting `super()`
+    into `super(__class__, self)`: zero-argument super() finds both in its
+    own frame, which a block turned into a local function lacks."""
+    if not top:
+        return None
+    a = fn.args
+    first = (a.posonlyargs + a.args)[:1]
+    if not first or "super" in an.bound(fn.body):
+        return None
+    return first[0].arg
 
 
 # ---- 1. declarations -----------------------------------------------------------
@@ -475,6 +495,9 @@ def _key(s):
 
 class _Rewriter(ast.NodeTransformer):
 
+    def __init__(self, self_name=None):
+        self.self_name = self_name
+
     def block(self, stmts):
         out = []
         for s in stmts:
@@ -524,6 +547,10 @@ class _Rewriter(ast.NodeTransformer):
         if _is_ag_call(node):
             return node
         f = node.func
+        if isinstance(f, ast.Name) and f.id == "super" and not node.args \
+                and not node.keywords and self.self_name is not None:
+            node.args = [_load("__class__"), _load(self.self_name)]
+            return node
         if isinstance(f, ast.Name) and f.id in an.FRAME_BUILTINS:
             return node
         args = ast.Tuple(elts=node.args, ctx=ast.Load())
