@@ -847,17 +847,20 @@ class TensorArray:
         """Write value at index; returns the TensorArray to use from now
         on (eagerly this one, changed in place)."""
         i = self._index(index, "Writing to")
+        if self._buffer is not None or isinstance(i, Tensor):
+            value = self._value(value)
+            ta = self._dense_write(i, value)
+            if self._infer_shape:
+                ta._element_shape = ta._element_shape.merge_with(value.shape)
+            return ta
+        if i >= len(self._list) and not self._dynamic_size:
+            raise OutOfRangeError(
+                None, None, f"Tried to write to index {i} but array is not "
+                f"resizeable and size is: {len(self._list)} ")
         value = self._value(value)
         if self._infer_shape:
             self._element_shape = self._element_shape.merge_with(value.shape)
-        if self._buffer is not None or isinstance(i, Tensor) or \
-                value._symbolic and self._list is None:
-            return self._dense_write(i, value)
         if i >= len(self._list):
-            if not self._dynamic_size:
-                raise OutOfRangeError(
-                    None, None, f"Tried to write to index {i} but array is "
-                    f"not resizeable and size is: {len(self._list)} ")
             self._list.extend([None] * (i - len(self._list) + 1))
         self._list[i] = value
         return self
