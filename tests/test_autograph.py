@@ -1149,3 +1149,150 @@ def test_function_hook_installed():
 
 def test_conversion_is_cached():
     assert api.call_target(_helper) is api.call_target(_helper)
+
+
+# ---- more semantics ------------------------------------------------------------
+
+def non_tensor_output(x):
+    if x > 0:
+        label = "positive"
+    else:
+        label = "other"
+    return label
+
+
+def string_loop_var(n):
+    i = tf.constant(0)
+    label = "a"
+    while i < n:
+        label = label + "a"
+        i += 1
+    return label
+
+
+def test_non_tensor_state_errors_name_the_variable():
+    with _staging():
+        with pytest.raises(TypeError, match="'label' is used after a tensor "
+                                            "`if`"):
+            ag.to_graph(non_tensor_output)(_T(1.0))
+        with pytest.raises(TypeError, match="'label' is a loop variable"):
+            ag.to_graph(string_loop_var)(_T(2))
+    # Eagerly both are plain Python.
+    assert ag.to_graph(non_tensor_output)(_T(1.0)) == "positive"
+    assert ag.to_graph(string_loop_var)(_T(2)) == "aaa"
+
+
+_G = 0
+
+
+def writes_global(x):
+    global _G
+    if x > 0:
+        _G = 1
+    else:
+        _G = 2
+    return x
+
+
+@pytest.mark.parametrize("mode", ["eager", "staged"])
+def test_global_written_in_branch(mode):
+    global _G
+    conv = ag.to_graph(writes_global)
+    _G = 0
+    if mode == "eager":
+        conv(_T(-1.0))
+        assert _G == 2
+    else:
+        with _staging():
+            conv(_T(-1.0))
+        assert _G in (1, 2)      # both branches traced: the last one wins
+
+
+def misc_statements(x, n):
+    class Box:
+        scale = 3
+
+    total = 0
+    for i in range(n):
+        tmp = i * Box.scale
+        total += tmp
+        del tmp
+    else:
+        total += 100
+    last = None
+    for last in range(n):
+        pass
+    import math as _m
+    if 0 < n < 5:
+        total += int(_m.sqrt(16))
+    return x + total, last
+
+
+def test_misc_statements():
+    conv = ag.to_graph(misc_statements)
+    for n in (0, 3, 7):
+        _same(misc_statements(_T(1.0), n), conv(_T(1.0), n))
+
+
+def loop_options(n):
+    i = tf.constant(0)
+    while i < n:
+        tf.autograph.experimental.set_loop_options(maximum_iterations=3)
+        i += 1
+    return i
+
+
+def test_set_loop_options():
+    # Run as written it does nothing; converted and staged it bounds the
+    # loop; converted and eager it is dropped (a Python loop).
+    assert int(loop_options(_T(10))) == 10
+    assert int(ag.to_graph(loop_options)(_T(10))) == 10
+    with _staging():
+        assert int(ag.to_graph(loop_options)(_T(10))) == 3
+    assert "set_loop_options" not in ag.to_code(loop_options)
+    assert "'maximum_iterations': 3" in ag.to_code(loop_options)
+
+
+def test_issue_example_converted():
+    # The issue's example (the module-level dynamic_predict, verbatim
+    # but for the decorator; test_issue_example_in_tf_function has that).
+    conv = ag.to_graph(dynamic_predict)
+    out = conv(_T([0.1, 0.7, 0.5, 0.9]))
+    np.testing.assert_allclose(out.numpy(), [1.1, 1.4, 1.5, 1.8], rtol=1e-6)
+    with _staging():
+        out = conv(_T([0.1, 0.7, 0.5, 0.9]))
+    np.testing.assert_allclose(out.numpy(), [1.1, 1.4, 1.5, 1.8], rtol=1e-6)
+
+
+@pytest.mark.skipif(not GRAPH_CF, reason="needs graph control flow")
+def test_issue_example_in_tf_function():
+    @tf.function
+    def dynamic_predict(x):
+        i = 0
+        while i < x.shape[0]:
+            if x[i] > 0.5:
+                x[i] *= 2
+            else:
+                x[i] += 1
+            i += 1
+        return x
+
+    out = dynamic_predict(tf.constant([0.1, 0.7, 0.5, 0.9]))
+    np.testing.assert_allclose(out.numpy(), [1.1, 1.4, 1.5, 1.8], rtol=1e-6)
+
+
+def test_item_assignment_errors():
+    def oob(x):
+        x[5] = 1.0
+        return x
+
+    with pytest.raises(IndexError, match="out of bounds"):
+        ag.to_graph(oob)(_T([1.0, 2.0]))
+
+    def not_a_tensor(v):
+        v[0] = 1
+        return v
+
+    assert ag.to_graph(not_a_tensor)([0, 0]) == [1, 0]
+    with pytest.raises(TypeError):
+        ag.to_graph(not_a_tensor)((0, 0))     # tuples stay immutable

@@ -271,6 +271,9 @@ def call_target(f):
     return None if conv is None else rebind(conv)
 
 
+operators._call_target = call_target
+
+
 def convert(f):
     """f's converted twin for tf.function (autograph=True): f itself when
     it must not or cannot be converted (with one warning for the

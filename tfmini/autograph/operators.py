@@ -171,6 +171,16 @@ def _verify_branch_vars(values, symbol_names, branch):
         if type(v) is UndefinedReturnValue:
             raise ValueError(f"the {branch} branch must also have a return "
                              f"statement.")
+        for leaf in _cf._flatten(v):
+            if leaf is None:
+                raise ValueError(f"'{name}' is None at the end of the "
+                                 f"{branch} branch.")
+            if not isinstance(leaf, _cf.TensorArray) and \
+                    _as_checkable(leaf) is None:
+                raise TypeError(
+                    f"'{name}' is used after a tensor `if` and must then be "
+                    f"a {_LEGAL_TYPES} in both branches; got {leaf!r} of "
+                    f"type {type(leaf).__name__}")
 
 
 def _verify_cond_vars(main, orelse, symbol_names):
@@ -188,7 +198,13 @@ def _verify_cond_vars(main, orelse, symbol_names):
                 raise ValueError(f"'{name}' is None at the end of the else "
                                  f"branch.")
             tx, ty = _as_checkable(x), _as_checkable(y)
-            if tx is not None and ty is not None and tx.dtype != ty.dtype:
+            if tx is None or ty is None:          # TensorArrays
+                if type(x) is not type(y) or x.dtype != y.dtype:
+                    raise TypeError(f"'{name}' is a {type(x).__name__} in "
+                                    f"the main branch but a "
+                                    f"{type(y).__name__} in the else branch")
+                continue
+            if tx.dtype != ty.dtype:
                 raise TypeError(f"'{name}' has dtype {tx.dtype.name} in the "
                                 f"main branch, but dtype {ty.dtype.name} in "
                                 f"the else branch")
@@ -285,8 +301,21 @@ def _shape_invariants(opts, init):
     return out if any(s is not None for s in out) else None
 
 
+_LEGAL_TYPES = "Tensor, int, float, bool, TensorArray or a list, tuple or " \
+    "dict of these"
+
+
 def _verify_loop_init_vars(values, symbol_names):
     for name, v in zip(symbol_names, values):
+        for leaf in _cf._flatten(v):
+            if leaf is not None and type(leaf) not in (
+                    Undefined, UndefinedReturnValue) and \
+                    not isinstance(leaf, _cf.TensorArray) and \
+                    _as_checkable(leaf) is None:
+                raise TypeError(
+                    f"'{name}' is a loop variable of a loop over tensors and "
+                    f"must be a {_LEGAL_TYPES}; got {leaf!r} of type "
+                    f"{type(leaf).__name__}")
         if type(v) is UndefinedReturnValue:
             raise NotImplementedError(
                 "tfmini: a return statement inside a loop over tensors is "
@@ -560,13 +589,15 @@ def converted_call(f, args, kwargs, for_iter=False):
         return _print(args, kwargs)
     if f is builtins.len and len(args) == 1 and not kwargs:
         return _len(args[0])
-    if type(f) is types.FunctionType or type(f) is types.MethodType or \
-            not isinstance(f, (type, types.BuiltinFunctionType)):
-        from . import api
-        target = api.call_target(f)
+    if not isinstance(f, (type, types.BuiltinFunctionType)):
+        target = _call_target(f)
         if target is not None:
             return target(*args, **kwargs)
     return f(*args, **kwargs)
+
+
+def _call_target(f):       # replaced by api.call_target when api loads
+    return None
 
 
 def _print(args, kwargs):
