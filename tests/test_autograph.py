@@ -14,15 +14,14 @@ import contextlib
 import functools
 import importlib
 import logging
-import sys
 import traceback
 
 import numpy as np
 import pytest
 
 import tfmini as tf
-import tfmini.autograph  # noqa: F401  (tf.autograph; sets the tf.function hook)
-from tfmini.autograph import api, operators
+import tfmini.autograph  # noqa: F401  (tf.autograph, the tf.function hook)
+from tfmini.autograph import api
 from tfmini.errors import InvalidArgumentError
 from tfmini.ops import control_flow_ops as cf
 
@@ -38,7 +37,7 @@ def _strict(monkeypatch):
     monkeypatch.setenv("TFMINI_AUTOGRAPH_STRICT", "1")
 
 
-# ---- reference doubles for the graph hooks -----------------------------------
+# ---- reference doubles for the graph hooks -------------------------------
 
 def _ref_cond(pred, true_fn, false_fn):
     t = true_fn()          # a graph traces both branches ...
@@ -92,7 +91,7 @@ def staged():
         yield
 
 
-# ---- the control-flow functions ------------------------------------------------
+# ---- the control-flow functions ------------------------------------------
 
 def if_else(x):
     if x > 0:
@@ -396,6 +395,7 @@ _GLOBAL_SCALE = 2.0
 
 def uses_globals(x):
     global _GLOBAL_SCALE
+    _GLOBAL_SCALE = _GLOBAL_SCALE * 1.0
     if x > 0:
         y = x * _GLOBAL_SCALE
     else:
@@ -783,7 +783,7 @@ def test_converted_function_attributes():
     assert conv.__code__.co_filename == __file__
 
 
-# ---- errors (TF's messages and types) ---------------------------------------
+# ---- errors (TF's messages and types) ------------------------------------
 
 def only_main_branch(x):
     if x > 0:
@@ -898,7 +898,7 @@ def undefined_before_loop(n):
     i = tf.constant(0)
     while i < n:
         if i > 0:
-            acc = acc + i
+            acc = acc + i  # noqa: F821  (bound in the previous iteration)
         else:
             acc = i
         i += 1
@@ -1060,7 +1060,7 @@ def test_tensor_if_in_function_says_what_is_missing():
         tf.function(branchy)(_T(1.0))
 
 
-# ---- to_code and source handling -------------------------------------------
+# ---- to_code and source handling -----------------------------------------
 
 def test_to_code_shows_conversion():
     code = ag.to_code(while_break)
@@ -1151,7 +1151,7 @@ def test_conversion_is_cached():
     assert api.call_target(_helper) is api.call_target(_helper)
 
 
-# ---- more semantics ------------------------------------------------------------
+# ---- more semantics ------------------------------------------------------
 
 def non_tensor_output(x):
     if x > 0:

@@ -68,7 +68,7 @@ def test_public_names():
         assert getattr(tf, name) is getattr(cf, name)
 
 
-# ---- tf.cond --------------------------------------------------------------------
+# ---- tf.cond -------------------------------------------------------------
 
 def test_cond_runs_only_the_taken_branch():
     ran = []
@@ -152,7 +152,7 @@ def test_cond_graph_bad_output(graph):
         tf.cond(_T(True), lambda: object(), lambda: object())
 
 
-# ---- tf.while_loop --------------------------------------------------------------
+# ---- tf.while_loop -------------------------------------------------------
 
 def test_while_loop_sum():
     i, s = tf.while_loop(lambda i, s: i < 10, lambda i, s: (i + 1, s + i * i),
@@ -290,7 +290,7 @@ def test_while_loop_graph_maximum_iterations(graph):
     assert int(out[0]) == 5
 
 
-# ---- tf.switch_case and tf.case --------------------------------------------
+# ---- tf.switch_case and tf.case ------------------------------------------
 
 def test_switch_case_eager():
     fns = [lambda: _T(17), lambda: _T(31)]
@@ -362,7 +362,7 @@ def test_case_graph(graph):
     assert ("assert", 2) in graph.calls
 
 
-# ---- tf.Assert ------------------------------------------------------------------
+# ---- tf.Assert -----------------------------------------------------------
 
 def test_assert_eager():
     assert tf.Assert(_T(True), ["never shown"]) is None
@@ -384,7 +384,7 @@ def test_assert_graph(graph):
     assert graph.calls == [("assert", 1), ("assert", 1)]
 
 
-# ---- tf.TensorArray -------------------------------------------------------------
+# ---- tf.TensorArray ------------------------------------------------------
 
 def test_tensor_array_write_read_stack():
     ta = tf.TensorArray(tf.float32, size=3)

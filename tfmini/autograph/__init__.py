@@ -8,7 +8,7 @@ operators in operators.py, which choose at run time."""
 import importlib as _importlib
 
 from . import experimental
-from .api import do_not_convert, to_code, to_graph
+from .api import to_code, to_graph
 from .api import convert as _convert
 
 __all__ = ["to_code", "to_graph", "experimental", "set_verbosity", "trace"]

@@ -190,7 +190,7 @@ class Scope:
                 self.everything_live = True
 
 
-# ---- liveness ----------------------------------------------------------
+# ---- liveness ------------------------------------------------------------
 
 class Liveness:
     """Backward liveness over structured statements. Annotates every If,

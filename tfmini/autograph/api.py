@@ -13,7 +13,6 @@ import inspect
 import logging
 import os
 import site
-import sys
 import sysconfig
 import textwrap
 import types
@@ -65,7 +64,7 @@ class SourceUnavailable(Exception):
     """The function's source cannot be read (REPL, exec, lambda)."""
 
 
-# ---- conversion ----------------------------------------------------------------
+# ---- conversion ----------------------------------------------------------
 
 _converted = weakref.WeakKeyDictionary()     # function -> converted | None
 _converted_code = weakref.WeakSet()          # code objects we compiled

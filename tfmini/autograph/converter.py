@@ -37,7 +37,7 @@ class ConversionError(Exception):
     """The function uses something AutoGraph cannot convert."""
 
 
-# ---- node builders ---------------------------------------------------------
+# ---- node builders -------------------------------------------------------
 
 def _load(name, raw=False):
     n = ast.Name(id=name, ctx=ast.Load())
@@ -171,7 +171,7 @@ class _Namer:
         return name
 
 
-# ---- entry point ---------------------------------------------------------------
+# ---- entry point ---------------------------------------------------------
 
 def convert_function(fn):
     """Rewrite fn, an ast.FunctionDef, in place."""
@@ -221,7 +221,7 @@ def _super_self(fn, top):
     return first[0].arg
 
 
-# ---- 1. declarations -----------------------------------------------------------
+# ---- 1. declarations -----------------------------------------------------
 
 def _hoist_declarations(fn):
     glob, nonloc = [], []
@@ -252,7 +252,7 @@ def _hoist_declarations(fn):
         fn.body = [ast.Pass()]
 
 
-# ---- 2. return statements --------------------------------------------------
+# ---- 2. return statements ------------------------------------------------
 
 class _Returns:
 
@@ -481,7 +481,7 @@ class _Loops:
         return ast.copy_location(ast.Dict(keys=keys, values=values), s)
 
 
-# ---- 4. expressions --------------------------------------------------------------
+# ---- 4. expressions ------------------------------------------------------
 
 def _key(s):
     """A subscript key as a value: slices become slice objects."""
@@ -599,7 +599,7 @@ class _Rewriter(ast.NodeTransformer):
         return ast.copy_location(ast.Expr(value=value), ref)
 
 
-# ---- 5. control flow -----------------------------------------------------------
+# ---- 5. control flow -----------------------------------------------------
 
 class _ControlFlow:
 

@@ -36,7 +36,7 @@ slice_ = builtins.slice
 # branches are traced one after the other, and set_state(results) after.
 
 
-# ---- undefined values ------------------------------------------------------
+# ---- undefined values ----------------------------------------------------
 
 def _unbound_message(name):
     if sys.version_info >= (3, 11):
@@ -101,7 +101,7 @@ def retval(value):
     return value
 
 
-# ---- helpers -----------------------------------------------------------------
+# ---- helpers -------------------------------------------------------------
 
 def _is_tracing():
     return _cf._is_tracing()
@@ -150,7 +150,7 @@ def _as_checkable(x):
     return None
 
 
-# ---- if --------------------------------------------------------------------------
+# ---- if ------------------------------------------------------------------
 
 def if_stmt(cond, body, orelse, get_state, set_state, symbol_names, nouts):
     """`if cond: body() else: orelse()` (Note [Block state])."""
@@ -243,7 +243,7 @@ def if_exp(cond, if_true, if_false, expr_repr):
     return if_true() if cond else if_false()
 
 
-# ---- and, or, not ----------------------------------------------------------
+# ---- and, or, not --------------------------------------------------------
 
 def and_(a, b):
     """`a() and b()`, b evaluated only if needed."""
@@ -271,7 +271,7 @@ def not_(a):
     return not a
 
 
-# ---- assert --------------------------------------------------------------------
+# ---- assert --------------------------------------------------------------
 
 def assert_stmt(test, message):
     """`assert test, message()`: a graph assertion for a staged tensor."""
@@ -288,7 +288,7 @@ def assert_stmt(test, message):
     return None
 
 
-# ---- loops ---------------------------------------------------------------------
+# ---- loops ---------------------------------------------------------------
 
 def _shape_invariants(opts, init):
     """set_loop_options(shape_invariants=((var, shape), ...)) by the
@@ -571,7 +571,7 @@ def _range_of(f, args, kwargs):
     return _SymbolicRange(start, limit, delta, _dtypes.as_dtype(dtype))
 
 
-# ---- calls ---------------------------------------------------------------------
+# ---- calls ---------------------------------------------------------------
 
 def _tf_range():
     from ..ops.array_ops import range as tf_range
@@ -625,7 +625,7 @@ def _len(x):
     return builtins.len(x)
 
 
-# ---- item assignment ---------------------------------------------------------
+# ---- item assignment -----------------------------------------------------
 
 def setitem(obj, key, value):
     """`obj[key] = value`; for a tensor, a new tensor with the element(s)

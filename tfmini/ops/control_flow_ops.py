@@ -23,7 +23,7 @@ __all__ = ["cond", "while_loop", "switch_case", "case", "TensorArray",
 _NAMESPACES = {"debugging": ["Assert"]}
 
 
-# ---- tracing state ---------------------------------------------------
+# ---- tracing state -------------------------------------------------------
 
 def _is_tracing():
     """True while a tf.function is being traced on this thread."""
@@ -58,7 +58,7 @@ def _truth(pred):
     return bool(pred)
 
 
-# ---- nested structures (lists, tuples, namedtuples, dicts) ----------
+# ---- nested structures (lists, tuples, namedtuples, dicts) ---------------
 
 def _is_nested(x):
     return isinstance(x, (list, tuple, dict))
@@ -160,7 +160,7 @@ def _assert_same_structure(a, b, check_types=True):
                   f"structure: {b!r}\n\nMore specifically: {detail}")
 
 
-# ---- leaves as tensors -------------------------------------------------
+# ---- leaves as tensors ---------------------------------------------------
 
 _PY_SCALARS = (bool, int, float, np.generic, np.ndarray)
 
@@ -225,7 +225,7 @@ def _bool_scalar(c, what):
     return c
 
 
-# ---- tf.cond -----------------------------------------------------------
+# ---- tf.cond -------------------------------------------------------------
 
 def cond(pred, true_fn=None, false_fn=None, name=None):
     """true_fn() if pred else false_fn(). Eagerly only the chosen branch
@@ -492,7 +492,7 @@ def _map_invariants(structure, invariants):
     return walk(structure, invariants)
 
 
-# ---- tf.switch_case and tf.case -----------------------------------------
+# ---- tf.switch_case and tf.case ------------------------------------------
 
 def _branch_list(branch_fns, default, branch_index):
     if not _is_tensor(branch_index):
@@ -1001,7 +1001,7 @@ class TensorArray:
             del self._list[:]
 
 
-# ---- graph control flow hooks ----------------------------------------------
+# ---- graph control flow hooks --------------------------------------------
 
 # Note [Graph control flow hooks]: these three functions are all that
 # graph control flow needs from the C core (csrc/graph, csrc/runtime);
