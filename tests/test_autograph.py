@@ -1296,3 +1296,31 @@ def test_item_assignment_errors():
     assert ag.to_graph(not_a_tensor)([0, 0]) == [1, 0]
     with pytest.raises(TypeError):
         ag.to_graph(not_a_tensor)((0, 0))     # tuples stay immutable
+
+
+def print_inside_and_outside(x, n):
+    print("outside", x)
+    i = tf.constant(0)
+    while i < n:
+        print("inside", x)
+        i += 1
+    return i
+
+
+def test_print_in_graph_loop_is_tf_print(monkeypatch, capsys):
+    printed = []
+
+    def fake_tf_print(*args, sep=" ", end="\n", output_stream=None):
+        printed.append(args[0])
+
+    monkeypatch.setattr(_fn_module, "_print", fake_tf_print, raising=False)
+    conv = ag.to_graph(print_inside_and_outside)
+    with _staging():
+        conv(_T(1.0), _T(3))
+    # The loop body is a graph: its print is tf.print (one per iteration
+    # of the reference loop here); the print outside it is Python's.
+    assert printed == ["inside"] * 3
+    assert capsys.readouterr().out.count("outside") == 1
+    conv(_T(1.0), _T(2))          # eagerly: all Python
+    out = capsys.readouterr().out
+    assert out.count("inside") == 2 and printed == ["inside"] * 3

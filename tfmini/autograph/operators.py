@@ -8,9 +8,11 @@ becomes graph control flow: the blocks' variables are passed explicitly
 through get_state/set_state (Note [Block state]) and checked with TF's
 messages before tf.cond / tf.while_loop see them."""
 import builtins
+import contextlib
 import importlib
 import logging
 import sys
+import threading
 import types
 from operator import (iadd, iand, ifloordiv, ilshift, imatmul,  # noqa: F401
                       imod, imul, ior, ipow, irshift, isub, itruediv, ixor)
@@ -102,6 +104,21 @@ def retval(value):
 
 
 # ---- helpers -------------------------------------------------------------
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def _in_graph_block():
+    """Marks the tracing of a graph branch or loop body: there Python's
+    print of a tensor becomes tf.print (the block's code runs once per
+    trace, its ops at every call or iteration)."""
+    _local.depth = getattr(_local, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _local.depth -= 1
+
 
 def _is_tracing():
     return _cf._is_tracing()
@@ -219,7 +236,8 @@ def _tf_if_stmt(cond, body, orelse, get_state, set_state, symbol_names,
     def branch(fn, label, other):
         def run():
             set_state(init)
-            fn()
+            with _in_graph_block():
+                fn()
             values = tuple(get_state())[:nouts]
             _verify_branch_vars(values, symbol_names, label)
             if other in done:
@@ -395,11 +413,13 @@ def _tf_while_stmt(test, body, get_state, set_state, symbol_names, opts):
 
     def aug_test(*values):
         set_state(values)
-        return _verify_condition(test(), "while loop")
+        with _in_graph_block():
+            return _verify_condition(test(), "while loop")
 
     def aug_body(*values):
         set_state(values)
-        body()
+        with _in_graph_block():
+            body()
         new = tuple(get_state())
         _verify_loop_vars(init, values, new, symbol_names, invariants)
         return new
@@ -601,9 +621,12 @@ def _call_target(f):       # replaced by api.call_target when api loads
 
 
 def _print(args, kwargs):
-    """print(...): tf.print when a staged tensor is printed (it then
-    prints at every call of the function, not only while tracing)."""
-    if _is_tracing() and any(isinstance(a, Tensor) for a in args):
+    """print(...). Inside a graph loop or branch, printing tensors is
+    tf.print: it prints at every iteration, and only when the branch is
+    taken. Elsewhere it is Python's print (so, in a tf.function, it
+    prints only while tracing, as TF's does)."""
+    if getattr(_local, "depth", 0) and _is_tracing() and \
+            any(isinstance(a, Tensor) for a in args):
         fn = importlib.import_module("tfmini.function")
         tf_print = getattr(fn, "_print", None) or getattr(fn, "print", None)
         unknown = set(kwargs) - {"sep", "end", "file", "flush"}
