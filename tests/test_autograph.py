@@ -1324,3 +1324,51 @@ def test_print_in_graph_loop_is_tf_print(monkeypatch, capsys):
     conv(_T(1.0), _T(2))          # eagerly: all Python
     out = capsys.readouterr().out
     assert out.count("inside") == 2 and printed == ["inside"] * 3
+
+
+_SEEN = {}
+
+
+def item_assignment_scopes(x):
+    _SEEN["global"] = 1             # a global dict: assigned in place
+    box = _Box(x)
+    box.values[0] = x * 2           # a tensor attribute: updated
+    box.items[0] = 5                # a read-only list property: in place
+    return box.values[0] + box.items[0]
+
+
+class _Box:
+    def __init__(self, x):
+        self.values = [x, x]
+        self._items = [0]
+
+    @property
+    def items(self):
+        return self._items
+
+
+def test_item_assignment_scoping():
+    seen = {}
+
+    def closure(x):
+        seen["traced"] = True       # a closure variable stays one
+        return x
+
+    _same(closure(_T(1.0)), ag.to_graph(closure)(_T(1.0)))
+    assert seen == {"traced": True}
+    assert "seen['traced'] = True" in ag.to_code(closure)
+    _SEEN.clear()
+    assert float(ag.to_graph(item_assignment_scopes)(_T(1.0))) == 7.0
+    assert _SEEN == {"global": 1}
+
+    class Holder:
+        pass
+
+    def attr_tensor(h):
+        h.t[1] = 9.0
+        return h.t
+
+    h = Holder()
+    h.t = _T([1.0, 2.0])
+    out = ag.to_graph(attr_tensor)(h)
+    assert h.t is out and list(out.numpy()) == [1.0, 9.0]

@@ -197,7 +197,11 @@ def _scope(fn, namer, top=False):
     _hoist_declarations(fn)
     _Returns(namer).run(fn)
     fn.body = _Loops(namer).block(fn.body)
-    fn.body = _Rewriter(_super_self(fn, top)).block(fn.body)
+    local = set(an.params(fn)) | an.bound(fn.body)
+    for n in an.own_nodes(fn.body):
+        if isinstance(n, (ast.Global, ast.Nonlocal)):
+            local.update(n.names)
+    fn.body = _Rewriter(_super_self(fn, top), local).block(fn.body)
     scope = an.Scope(fn)
     an.Liveness(scope).run()
     an.Definedness(scope).run()
@@ -495,8 +499,9 @@ def _key(s):
 
 class _Rewriter(ast.NodeTransformer):
 
-    def __init__(self, self_name=None):
+    def __init__(self, self_name=None, local=()):
         self.self_name = self_name
+        self.local = local      # names item assignment may rebind
 
     def block(self, stmts):
         out = []
@@ -567,10 +572,23 @@ class _Rewriter(ast.NodeTransformer):
                                 else _const(None)))
         return ast.copy_location(ast.Expr(value=call), node)
 
+    def _rewritable(self, target):
+        """Item assignment becomes a rebinding of the subscripted name or
+        attribute; a name that is not this function's own (a global or
+        closure variable) cannot be rebound, so that assignment stays
+        as written."""
+        base = target
+        while isinstance(base, ast.Subscript):
+            base = base.value
+        if isinstance(base, ast.Name):
+            return base.id in self.local
+        return isinstance(base, ast.Attribute)
+
     def visit_Assign(self, node):
         self.generic_visit(node)
         if len(node.targets) == 1 and isinstance(node.targets[0],
-                                                 ast.Subscript):
+                                                 ast.Subscript) and \
+                self._rewritable(node.targets[0]):
             t = node.targets[0]
             return self._store(t.value, _ag_call(
                 "setitem", _with_ctx(t.value, ast.Load()), _key(t.slice),
@@ -580,7 +598,7 @@ class _Rewriter(ast.NodeTransformer):
     def visit_AugAssign(self, node):
         self.generic_visit(node)
         t = node.target
-        if isinstance(t, ast.Subscript):
+        if isinstance(t, ast.Subscript) and self._rewritable(t):
             return self._store(t.value, _ag_call(
                 "aug_setitem", _with_ctx(t.value, ast.Load()),
                 _key(t.slice), _ag(_AUG_OPS[type(node.op)]), node.value),
@@ -588,15 +606,19 @@ class _Rewriter(ast.NodeTransformer):
         return node
 
     def _store(self, base, value, ref):
-        """`base = value` (base a name, attribute or subscript)."""
+        """`base = value` (base a name, attribute or subscript); an
+        attribute is set only if its value changed (a tensor updated),
+        so read-only attributes holding lists still work."""
         if isinstance(base, ast.Subscript):
             return self._store(base.value, _ag_call(
                 "setitem", _with_ctx(base.value, ast.Load()),
                 _key(base.slice), value), ref)
-        if isinstance(base, (ast.Name, ast.Attribute)):
-            return ast.copy_location(ast.Assign(
-                targets=[_with_ctx(base, ast.Store())], value=value), ref)
-        return ast.copy_location(ast.Expr(value=value), ref)
+        if isinstance(base, ast.Attribute):
+            return ast.copy_location(ast.Expr(value=_ag_call(
+                "update_attr", _with_ctx(base.value, ast.Load()),
+                _const(base.attr), value)), ref)
+        return ast.copy_location(ast.Assign(
+            targets=[_with_ctx(base, ast.Store())], value=value), ref)
 
 
 # ---- 5. control flow -----------------------------------------------------

@@ -667,6 +667,13 @@ def aug_setitem(obj, key, op, value):
     return obj
 
 
+def update_attr(obj, name, value):
+    """`obj.name = value` unless obj.name already is value (after an item
+    assignment that changed the object in place)."""
+    if getattr(obj, name) is not value:
+        setattr(obj, name, value)
+
+
 def _int_index(k):
     if isinstance(k, (bool, np.bool_)):
         return False
