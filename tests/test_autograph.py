@@ -1372,3 +1372,44 @@ def test_item_assignment_scoping():
     h.t = _T([1.0, 2.0])
     out = ag.to_graph(attr_tensor)(h)
     assert h.t is out and list(out.numpy()) == [1.0, 9.0]
+
+
+def test_converted_functions_are_collected():
+    # A function that reaches itself through its closure, converted (and
+    # cached): both must go away with the last outside reference.
+    import gc
+    import weakref
+
+    def make():
+        holder = {}
+
+        def f(x):
+            holder["me"] = f
+            if x > 0:
+                return x
+            return -x
+
+        holder["me"] = f
+        assert api.call_target(f) is not None
+        conv = api.call_target(f)
+        return weakref.ref(f), weakref.ref(conv)
+
+    ref_f, ref_conv = make()
+    gc.collect()
+    assert ref_f() is None and ref_conv() is None
+
+
+def test_wraps_does_not_share_conversions():
+    def base(x):
+        if x > 0:
+            return x
+        return -x
+
+    api.call_target(base)             # caches base's conversion on base
+
+    @functools.wraps(base)
+    def wrapper(x):
+        return base(x) * 10
+
+    assert float(ag.to_graph(wrapper)(_T(-2.0))) == 20.0
+    assert float(api.call_target(wrapper)(_T(-2.0))) == 20.0

@@ -66,10 +66,17 @@ class SourceUnavailable(Exception):
 
 # ---- conversion ----------------------------------------------------------
 
-_converted = weakref.WeakKeyDictionary()     # function -> converted | None
+# Note [Conversion cache]: a converted function shares its original's
+# closure cells, which may lead back to the original (a tf.function that
+# stores itself in a dict it closes over). Kept in a global weak-keyed
+# table, the converted value would keep its own key alive; kept on the
+# original function (`_ag_converted`, with the code it was made from, so
+# that functools.wraps copying __dict__ to a wrapper does not fool us) it
+# lives and dies with it. Decisions not to convert depend on the code
+# object only and are cached by it.
 _converted_code = weakref.WeakSet()          # code objects we compiled
 _warned = weakref.WeakSet()                  # code objects warned about
-_NOT_CONVERTED = object()
+_skipped = weakref.WeakKeyDictionary()       # code -> never convert?
 
 
 def _strict():
@@ -148,7 +155,8 @@ def _build(f, fn_node):
     new = types.FunctionType(new_code, f.__globals__, f.__name__,
                              f.__defaults__, tuple(closure) or None)
     new.__kwdefaults__ = f.__kwdefaults__
-    new.__dict__.update(f.__dict__)
+    new.__dict__.update((k, v) for k, v in f.__dict__.items()
+                        if not k.startswith("_ag_"))
     for attr in ("__doc__", "__module__", "__qualname__", "__annotations__"):
         try:
             setattr(new, attr, getattr(f, attr))
@@ -173,7 +181,7 @@ def _transform(f):
     source = ast.unparse(fn_node)
     new = _build(f, fn_node)
     new._ag_source = source
-    new._ag_original = f
+    new._ag_original = weakref.ref(f)
     return new
 
 
@@ -204,15 +212,18 @@ def _unwrap(f):
 
 def _never(fn):
     """Functions that are not converted, silently."""
-    code = fn.__code__
     if getattr(fn, "_ag_do_not_convert", False):
         return True
-    if code in _converted_code:
-        return True
-    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
-                        inspect.CO_ASYNC_GENERATOR):
-        return True
-    return _is_library(fn)
+    code = fn.__code__
+    skip = _skipped.get(code)
+    if skip is None:
+        skip = (code in _converted_code or
+                bool(code.co_flags & (inspect.CO_GENERATOR |
+                                      inspect.CO_COROUTINE |
+                                      inspect.CO_ASYNC_GENERATOR)) or
+                _is_library(fn))
+        _skipped[code] = skip
+    return skip
 
 
 def _is_library(fn):
@@ -226,27 +237,27 @@ def _is_library(fn):
 
 
 def _convert_cached(fn, warn_lambda):
-    conv = _converted.get(fn)
-    if conv is not None:
-        return None if conv is _NOT_CONVERTED else conv
+    """fn's converted twin, or None (see Note [Conversion cache])."""
+    code = fn.__code__
+    cached = fn.__dict__.get("_ag_converted")
+    if cached is not None and cached[0] is code:
+        return cached[1]
     if _never(fn):
-        result = None
-    else:
-        try:
-            result = _transform(fn)
-        except SourceUnavailable as e:
-            if warn_lambda or fn.__code__.co_name != "<lambda>":
-                _warn_once(fn, e)
-            result = None
-        except Exception as e:  # a converter bug must not break user code
-            if _strict():
-                raise
-            _warn_once(fn, f"{type(e).__name__}: {e}")
-            result = None
+        return None
     try:
-        _converted[fn] = _NOT_CONVERTED if result is None else result
-    except TypeError:
-        pass
+        result = _transform(fn)
+    except SourceUnavailable as e:
+        if warn_lambda or code.co_name != "<lambda>":
+            _warn_once(fn, e)
+        _skipped[code] = True
+        return None
+    except Exception as e:  # a converter bug must not break user code
+        if _strict():
+            raise
+        _warn_once(fn, f"{type(e).__name__}: {e}")
+        _skipped[code] = True
+        return None
+    fn.__dict__["_ag_converted"] = (code, result)
     return result
 
 
@@ -304,7 +315,9 @@ def to_code(entity, recursive=True, experimental_optional_features=None):
     if fn is None:
         raise TypeError(f"tf.autograph.to_code expects a Python function "
                         f"or method, got {entity!r}")
-    fn = getattr(fn, "_ag_original", fn)
+    original = getattr(fn, "_ag_original", None)
+    if original is not None and original() is not None:
+        fn = original()
     return _transform(fn)._ag_source + "\n"
 
 
