@@ -88,7 +88,9 @@ def _function_source(f):
     if code.co_name == "<lambda>":
         raise SourceUnavailable("lambda functions are not converted")
     try:
-        lines, first = inspect.getsourcelines(f)
+        # The code object, not f: inspect would follow f.__wrapped__ (set
+        # by functools.wraps) to another function's source.
+        lines, first = inspect.getsourcelines(code)
     except (OSError, TypeError) as e:
         raise SourceUnavailable(f"could not get source code ({e})") from None
     text = "".join(lines)
