@@ -730,6 +730,7 @@ class _ControlFlow:
         defs = [_funcdef(tname, [], self._decls(an.bound(s.test)) +
                          [ast.Return(value=s.test)]),
                 _funcdef(bname, [], self._decls(changed) + body)]
+        defs[1]._ag_defined = _leading_binds(body)
         get, put, sdefs = self._state(loop_vars)
         call = ast.Expr(value=_ag_call(
             "while_stmt", _load(tname), _load(bname), get, put,
@@ -747,6 +748,7 @@ class _ControlFlow:
             ast.Assign(targets=[s.target], value=_load(itr)), s)
         defs = [_funcdef(bname, [itr], self._decls(changed) + [target] +
                          body)]
+        defs[0]._ag_defined = an.bound(s.target) | _leading_binds(body)
         extra = getattr(s, "_ag_extra_test", [])
         if extra:
             test = extra[-1]
@@ -762,6 +764,20 @@ class _ControlFlow:
             "for_stmt", s.iter, extra_ref, _load(bname), get, put,
             self._names(loop_vars), s._ag_opts))
         return _at(inits + sdefs + defs + [call], s)
+
+
+def _leading_binds(body):
+    """Names surely bound by the first statements of body (`x = ...` not
+    reading x): reads after them need no ag__.ld()."""
+    out = set()
+    for st in body:
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and
+                isinstance(st.targets[0], ast.Name)):
+            break
+        if st.targets[0].id in an.reads(st.value):
+            break
+        out.add(st.targets[0].id)
+    return out
 
 
 # ---- 6. reads of possibly undefined variables ----------------------------
@@ -796,6 +812,8 @@ class _Loads(ast.NodeTransformer):
             if isinstance(n, (ast.Global, ast.Nonlocal)):
                 declared.update(n.names)
         local = (an.bound(node.body) | set(an.params(node))) - declared
+        # A loop body binds its target (and flags) before anything else.
+        local |= getattr(node, "_ag_defined", set())
         node.body = self._inner(local, node.body)
         return node
 
