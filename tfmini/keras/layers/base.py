@@ -46,6 +46,25 @@ _LAYER_KWARGS = frozenset(("input_shape", "batch_input_shape", "batch_size",
                            "activity_regularizer", "weights"))
 
 
+def _autograph_convert():
+    """AutoGraph's convert(f) while a tf.function with autograph=True is
+    being traced, else None."""
+    if tf.executing_eagerly():
+        return None
+    import importlib
+    try:
+        api = importlib.import_module("tfmini.autograph.api")
+        function = importlib.import_module("tfmini.function")
+    except ImportError:
+        return None
+    frames = getattr(function, "_frames", None)
+    if frames is not None:
+        active = frames()
+        if active and not getattr(active[-1].function, "_autograph", True):
+            return None
+    return getattr(api, "convert", None)
+
+
 def _call_spec(cls):
     """(passes training, default of training) for cls.call."""
     spec = _call_specs.get(cls)
@@ -505,8 +524,16 @@ class Layer:
             for layer in self._flatten_layers():
                 layer._keras_call_losses = []
         _ctx.training, _ctx.depth = training, depth + 1
+        call = self.call
+        convert = _autograph_convert()
+        if convert is not None:
+            # Like Keras: a layer's call() is converted by AutoGraph when
+            # traced (tfmini's own layers are left as they are), so
+            # Python control flow on tensors in user layers works in
+            # fit() and in any tf.function that calls the model.
+            call = convert(call)
         try:
-            outputs = self.call(inputs, *rest, **kwargs)
+            outputs = call(inputs, *rest, **kwargs)
         finally:
             _ctx.training, _ctx.depth = outer_training, depth
         if self.activity_regularizer is not None:
