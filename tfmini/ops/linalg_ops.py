@@ -1,5 +1,7 @@
 """Linear algebra: tf.matmul, tf.tensordot, tf.einsum, tf.linalg.matvec
 (csrc/ops/ops_linalg.def). See ops/__init__.py for __all__/_NAMESPACES."""
+import numpy as np
+
 from .. import _C
 from .._opids import ID
 from .._tensor import Tensor
@@ -11,14 +13,21 @@ _NAMESPACES = {"linalg": ["matmul"]}
 _MATMUL = ID["BatchMatMulV2"]
 
 
+def _as_tensor(x, hint=None):
+    """x as a tensor; Python values take dtype `hint` where they fit (as
+    TF's dtype_hint), NumPy arrays and tensors keep their own dtype."""
+    if type(x) is Tensor:
+        return x
+    if hint is None or isinstance(x, (np.ndarray, np.generic)):
+        return convert_to_tensor(x)
+    return convert_to_tensor(x, dtype_hint=hint)
+
+
 def _pair(a, b):
     """Both operands as tensors; b takes a's dtype when it is a Python
     value (TF converts b with a's dtype as the hint)."""
-    if type(a) is not Tensor:
-        a = convert_to_tensor(a)
-    if type(b) is not Tensor:
-        b = convert_to_tensor(b, dtype_hint=a.dtype)
-    return a, b
+    a = _as_tensor(a)
+    return a, _as_tensor(b, a.dtype)
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,

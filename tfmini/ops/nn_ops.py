@@ -10,6 +10,7 @@ from .._opids import ID
 from .._tensor import Tensor
 from ..errors import InvalidArgumentError
 from .constant_op import convert_to_tensor
+from .linalg_ops import _as_tensor
 
 __all__ = []
 _NAMESPACES = {
@@ -55,10 +56,8 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
 def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     """Cross entropy between distributions `labels` and softmax(logits)
     along axis; labels and logits have the same shape."""
-    if type(logits) is not Tensor:
-        logits = convert_to_tensor(logits)
-    if type(labels) is not Tensor:
-        labels = convert_to_tensor(labels, dtype_hint=logits.dtype)
+    logits = _as_tensor(logits)
+    labels = _as_tensor(labels, logits.dtype)
     loss, _ = _C.call(_XENT, (logits, labels), i=(_axis(axis),))
     return loss
 
@@ -66,10 +65,8 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
 def bias_add(value, bias, data_format=None, name=None):
     """value + bias, with bias (rank 1) added along the channel dim: the
     last one (data_format None or 'N...C'), or dim 1 ('NC...')."""
-    if type(value) is not Tensor:
-        value = convert_to_tensor(value)
-    if type(bias) is not Tensor:
-        bias = convert_to_tensor(bias, dtype_hint=value.dtype)
+    value = _as_tensor(value)
+    bias = _as_tensor(bias, value.dtype)
     channels_first = data_format is not None and data_format.startswith("NC")
     if data_format is not None and not channels_first and not (
             data_format.startswith("N") and data_format.endswith("C")):
@@ -110,8 +107,7 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
     from .reduce_ops import reduce_sum
     if axis is None:
         axis = dim
-    if type(x) is not Tensor:
-        x = convert_to_tensor(x)
+    x = _as_tensor(x)
     square_sum = reduce_sum(_C.binary(_MUL, x, x), axis, keepdims=True)
     inv_norm = rsqrt(_C.binary(_MAXIMUM, square_sum, epsilon))
     return _C.binary(_MUL, x, inv_norm)
@@ -123,8 +119,7 @@ def moments(x, axes, shift=None, keepdims=False, name=None):
     contribution vanishes)."""
     from .math_ops import cast, squared_difference, stop_gradient
     from .reduce_ops import reduce_mean
-    if type(x) is not Tensor:
-        x = convert_to_tensor(x)
+    x = _as_tensor(x)
     y = cast(x, _dtypes.float32) if x.dtype == _dtypes.float16 else x
     axes = [int(a) for a in axes]
     mean = reduce_mean(y, axes, keepdims=True)
@@ -148,8 +143,7 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
     if is_number and not 0 <= rate < 1:
         raise ValueError(f"`rate` must be a scalar tensor or a float in the "
                          f"range [0, 1). Received: rate={rate}")
-    if type(x) is not Tensor:
-        x = convert_to_tensor(x)
+    x = _as_tensor(x)
     if not x.dtype.is_floating:
         raise ValueError(f"x has to be a floating point tensor since it's "
                          f"going to be scaled. Received: x={x!r} with dtype "
@@ -157,7 +151,7 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
     if is_number and rate == 0:
         return x
     if not is_number:
-        rate = convert_to_tensor(rate, dtype_hint=x.dtype)
+        rate = _as_tensor(rate, x.dtype)
         if rate.shape.rank != 0:
             raise ValueError(f"`rate` must be a scalar tensor, got shape "
                              f"{rate.shape}")

@@ -97,9 +97,11 @@ stream_of(const tfm_attrs *a, stream *s)
     }
     s->key.k[0] = (uint32_t)seed;
     s->key.k[1] = (uint32_t)(seed >> 32);
+    /* The instance id itself stays out of the stream: the first run of
+     * a traced op draws what the same call would draw eagerly, and a
+     * retrace after tf.random.set_seed replays it, as in TF. */
     s->id = tfm_mix64((uint64_t)a->i[1] ^
-                      tfm_mix64((uint64_t)a->i[2] ^
-                                tfm_mix64(run ^ (uint64_t)a->i[3])));
+                      tfm_mix64((uint64_t)a->i[2] ^ tfm_mix64(run)));
     return TFM_OK;
 }
 
