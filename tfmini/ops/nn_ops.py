@@ -117,7 +117,8 @@ def moments(x, axes, shift=None, keepdims=False, name=None):
     """(mean, variance) of x over axes. The variance is taken around a
     stop-gradient mean, as in TF (its gradient is the same: the mean's
     contribution vanishes)."""
-    from .math_ops import cast, squared_difference, stop_gradient
+    from ..backprop import stop_gradient
+    from .math_ops import cast, squared_difference
     from .reduce_ops import reduce_mean
     x = _as_tensor(x)
     y = cast(x, _dtypes.float32) if x.dtype == _dtypes.float16 else x
