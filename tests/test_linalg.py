@@ -171,3 +171,110 @@ def test_no_leaks():
             pass
     gc.collect()
     assert tf._C.live_counts()[0] == before
+
+
+# ---- tensordot, einsum, matvec ------------------------------------------
+
+TENSORDOT = [((3, 4, 5), (4, 5, 2), 2), ((3, 4), (4, 5), 1), ((2, 3), (4,), 0),
+             ((2, 3, 4), (3, 2, 5), [[0, 1], [1, 0]]),
+             ((2, 3, 4), (4, 3), [[1, 2], [1, 0]]),
+             ((3, 4), (2, 4), [[-1], [-1]]), ((5,), (5,), 1)]
+
+
+@pytest.mark.parametrize("sa,sb,axes", TENSORDOT)
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_tensordot_matches_numpy(sa, sb, axes, dtype):
+    rng = np.random.default_rng(5)
+    a, b = _rand(rng, sa, dtype), _rand(rng, sb, dtype)
+    want = np.tensordot(a, b, axes)
+    got = tf.tensordot(a, b, axes)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    assert tf.linalg.tensordot is tf.tensordot
+
+
+def test_tensordot_errors():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="\\[2,3\\]"):
+        tf.tensordot(np.ones((2, 3)), np.ones((4, 2)), 1)
+    with pytest.raises(ValueError, match="axes"):
+        tf.tensordot(np.ones((2, 3)), np.ones((3, 2)), 3)
+    with pytest.raises(ValueError, match="different lengths"):
+        tf.tensordot(np.ones((2, 3)), np.ones((3, 2)), [[0, 1], [0]])
+
+
+EINSUM = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("bij,bjk->bik", [(5, 2, 3), (5, 3, 4)]),
+    ("bij,jk->bik", [(5, 2, 3), (3, 4)]),
+    ("i,i->", [(6,), (6,)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ij->ji", [(2, 3)]),
+    ("ij->j", [(2, 3)]),
+    ("ij->", [(2, 3)]),
+    ("ijk->kij", [(2, 3, 4)]),
+    ("ij,ij->ij", [(2, 3), (2, 3)]),
+    ("ij,ij->i", [(2, 3), (2, 3)]),
+    ("ij,kj->ik", [(2, 3), (4, 3)]),
+    ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("i,ij,j->", [(3,), (3, 4), (4,)]),
+    ("ij,jk", [(2, 3), (3, 4)]),             # implicit output
+    ("ba,ac", [(2, 3), (3, 4)]),             # implicit: sorted letters
+    ("...ij,...jk->...ik", [(4, 2, 3), (4, 3, 5)]),
+    ("...ij,jk->...ik", [(2, 4, 2, 3), (3, 5)]),
+    ("ij,jk->ki", [(2, 3), (3, 4)]),
+    ("ijk,k->ij", [(2, 3, 4), (4,)]),
+    ("ij,k->ijk", [(2, 3), (2,)]),
+    ("ij,jk->ik", [(0, 3), (3, 4)]),
+]
+
+
+@pytest.mark.parametrize("eq,shapes", EINSUM,
+                         ids=[e for e, _ in EINSUM])
+def test_einsum_matches_numpy(eq, shapes):
+    rng = np.random.default_rng(6)
+    xs = [rng.standard_normal(s) for s in shapes]
+    want = np.einsum(eq, *xs)
+    got = tf.einsum(eq, *xs)
+    assert got.shape == np.shape(want)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-12)
+
+
+def test_einsum_integers_and_namespaces():
+    a = np.arange(6, dtype="int32").reshape(2, 3)
+    np.testing.assert_array_equal(tf.einsum("ij,kj->ik", a, a).numpy(),
+                                  a @ a.T)
+    assert tf.linalg.einsum is tf.einsum
+
+
+def test_einsum_errors():
+    with pytest.raises(ValueError, match="operand"):
+        tf.einsum("ij,jk->ik", np.ones((2, 3)))
+    with pytest.raises(ValueError, match="rank"):
+        tf.einsum("ijk->k", np.ones((2, 3)))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="'j'"):
+        tf.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((4, 5)))
+    with pytest.raises(ValueError, match="diagonal"):
+        tf.einsum("ii->i", np.ones((3, 3)))
+    with pytest.raises(ValueError, match="no input"):
+        tf.einsum("ij->iz", np.ones((3, 3)))
+
+
+@pytest.mark.parametrize("ta", [False, True])
+def test_matvec_matches_numpy(ta):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((4, 3, 5))
+    v = rng.standard_normal((4, 3 if ta else 5))
+    m = np.swapaxes(a, -1, -2) if ta else a
+    want = np.einsum("bij,bj->bi", m, v)
+    got = tf.linalg.matvec(a, v, transpose_a=ta)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+
+
+def test_matrix_transpose():
+    a = np.arange(24).reshape(2, 3, 4)
+    np.testing.assert_array_equal(tf.linalg.matrix_transpose(a).numpy(),
+                                  np.swapaxes(a, -1, -2))
+    np.testing.assert_array_equal(tf.linalg.adjoint(a[0]).numpy(), a[0].T)
+    with pytest.raises(ValueError, match="rank"):
+        tf.linalg.matrix_transpose(np.ones(3))

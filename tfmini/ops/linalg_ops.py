@@ -188,10 +188,13 @@ def _parse_einsum(equation, ranks):
     ell = _ELLIPSIS_LETTERS[len(_ELLIPSIS_LETTERS) - n_ell:] if n_ell else ""
     subs = []
     for t, r in zip(terms, ranks):
+        letters = t.replace("...", "")
+        ok = all(c.islower() for c in letters) and t.count("...") <= 1
         if "..." in t:
-            k = r - len(t.replace("...", ""))
-            t = t.replace("...", ell[len(ell) - k:] if k else "")
-        if not all(c.islower() for c in t) or len(t) != r:
+            k = r - len(letters)
+            ok = ok and k >= 0
+            t = t.replace("...", ell[len(ell) - k:] if k > 0 else "")
+        if not ok or len(t) != r:
             raise ValueError(f"einsum: subscripts {t!r} do not fit an "
                              f"operand of rank {r} in {equation!r} (use "
                              "lower-case letters and '...')")
