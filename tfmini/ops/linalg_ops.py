@@ -163,7 +163,7 @@ def _shape_str(dims):
     return "[" + ",".join("?" if d is None else str(d) for d in dims) + "]"
 
 
-# ---- einsum -------------------------------------------------------------------
+# ---- einsum ---------------------------------------------------------
 
 _ELLIPSIS_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
