@@ -11,6 +11,27 @@
  * bigger ones run one at a time, each split over all cores by Eigen. */
 #define SMALL_GEMM (64 * 64 * 64)
 
+/* for (int64_t VAR = 0; VAR < COUNT; VAR++) { body }, on all cores when
+ * BIG. A parallel region whose if() is false still costs microseconds in
+ * libgomp once its thread pool exists, so small loops never enter one.
+ * (A candidate for loops.h, shared with the other families.) */
+#ifndef TFM_PAR_FOR
+#define TFM_PAR_FOR(BIG, VAR, COUNT, ...)                                    \
+    do {                                                                     \
+        int64_t VAR##_count = (COUNT);                                       \
+        if (BIG) {                                                           \
+            _Pragma("omp parallel for schedule(static)")                     \
+            for (int64_t VAR = 0; VAR < VAR##_count; VAR++) {                \
+                __VA_ARGS__                                                  \
+            }                                                                \
+        } else {                                                             \
+            for (int64_t VAR = 0; VAR < VAR##_count; VAR++) {                \
+                __VA_ARGS__                                                  \
+            }                                                                \
+        }                                                                    \
+    } while (0)
+#endif
+
 typedef struct plan {
     int64_t m, n, k, nbatch;
     int ta, tb;
@@ -92,8 +113,7 @@ NAME(int64_t m, int64_t n, int64_t k, const void *a_, int ta,                \
     T *c = c_;                                                               \
     int64_t sai = ta ? 1 : k, sap = ta ? m : 1;                              \
     int64_t sbp = tb ? 1 : n, sbj = tb ? k : 1;                              \
-    _Pragma("omp parallel for schedule(static) if(m * n * k >= TFM_PAR_MIN)")\
-    for (int64_t i = 0; i < m; i++) {                                        \
+    TFM_PAR_FOR(m * n * k >= TFM_PAR_MIN, i, m,                              \
         T *ci = c + i * n;                                                   \
         for (int64_t j = 0; j < n; j++)                                      \
             ci[j] = 0;                                                       \
@@ -103,7 +123,7 @@ NAME(int64_t m, int64_t n, int64_t k, const void *a_, int ta,                \
             for (int64_t j = 0; j < n; j++)                                  \
                 ci[j] = (T)((AT)ci[j] + x * (AT)bp[j * sbj]);                \
         }                                                                    \
-    }                                                                        \
+    );                                                                       \
 }
 
 INT_GEMM(gemm_i8, int8_t, uint32_t)
@@ -153,14 +173,12 @@ tfm_k_matmul(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
      * else (small products, integer loops) is split over the batch. */
     int per_batch = p.nbatch > 1 && (integer || work < SMALL_GEMM);
     if (per_batch) {
-        #pragma omp parallel for schedule(static) \
-            if (p.nbatch * work >= TFM_PAR_MIN)
-        for (int64_t t = 0; t < p.nbatch; t++) {
+        TFM_PAR_FOR(p.nbatch * work >= TFM_PAR_MIN, t, p.nbatch,
             int64_t ia, ib;
             plan_batch(&p, t, &ia, &ib);
             f(p.m, p.n, p.k, pa + ia * as, p.ta, pb + ib * bs, p.tb,
               pc + t * cs);
-        }
+        );
         return TFM_OK;
     }
     for (int64_t t = 0; t < p.nbatch; t++) {

@@ -24,6 +24,27 @@
 #include "philox.h"
 #include "random.h"
 
+/* for (int64_t VAR = 0; VAR < COUNT; VAR++) { body }, on all cores when
+ * BIG. A parallel region whose if() is false still costs microseconds in
+ * libgomp once its thread pool exists, so small loops never enter one.
+ * (A candidate for loops.h, shared with the other families.) */
+#ifndef TFM_PAR_FOR
+#define TFM_PAR_FOR(BIG, VAR, COUNT, ...)                                    \
+    do {                                                                     \
+        int64_t VAR##_count = (COUNT);                                       \
+        if (BIG) {                                                           \
+            _Pragma("omp parallel for schedule(static)")                     \
+            for (int64_t VAR = 0; VAR < VAR##_count; VAR++) {                \
+                __VA_ARGS__                                                  \
+            }                                                                \
+        } else {                                                             \
+            for (int64_t VAR = 0; VAR < VAR##_count; VAR++) {                \
+                __VA_ARGS__                                                  \
+            }                                                                \
+        }                                                                    \
+    } while (0)
+#endif
+
 /* ---- per-instance run counts (graph mode) ---------------------------- */
 
 typedef struct run_count {
@@ -107,15 +128,12 @@ stream_of(const tfm_attrs *a, stream *s)
 
 /* Runs the body for each block b of nblocks, in parallel when n is big;
  * the body (the variadic part) sees `w[4]`, the block's words, and `b`. */
-#define FOR_BLOCKS(n, nblocks, s, ...)                                      \
-    do {                                                                     \
-        _Pragma("omp parallel for schedule(static) if((n) >= TFM_PAR_MIN)")  \
-        for (int64_t b = 0; b < (nblocks); b++) {                            \
-            uint32_t w[4];                                                   \
-            tfm_philox((s).key, (uint64_t)b, (s).id, w);                     \
-            __VA_ARGS__                                                      \
-        }                                                                    \
-    } while (0)
+#define FOR_BLOCKS(n, nblocks, s, ...)                                       \
+    TFM_PAR_FOR((n) >= TFM_PAR_MIN, b, (nblocks),                            \
+        uint32_t w[4];                                                       \
+        tfm_philox((s).key, (uint64_t)b, (s).id, w);                         \
+        __VA_ARGS__                                                          \
+    )
 
 static const double TWO_PI = 6.283185307179586;
 
@@ -209,14 +227,14 @@ tfm_k_truncated_normal(tfm_op op, tfm_tensor *const *in, int nin,
     double mean = a->f[0], sd = a->f[1];
     if (out[0]->dtype == TFM_FLOAT32) {
         float *o = tfm_tensor_data(out[0]);
-        #pragma omp parallel for schedule(static) if(n >= TFM_PAR_MIN / 8)
-        for (int64_t e = 0; e < n; e++)
+        TFM_PAR_FOR(n >= TFM_PAR_MIN / 8, e, n,
             o[e] = (float)(mean + sd * truncated_draw(&s, e));
+        );
     } else {
         double *o = tfm_tensor_data(out[0]);
-        #pragma omp parallel for schedule(static) if(n >= TFM_PAR_MIN / 8)
-        for (int64_t e = 0; e < n; e++)
+        TFM_PAR_FOR(n >= TFM_PAR_MIN / 8, e, n,
             o[e] = mean + sd * truncated_draw(&s, e);
+        );
     }
     return TFM_OK;
 }
@@ -330,11 +348,10 @@ tfm_k_random_shuffle(tfm_op op, tfm_tensor *const *in, int nin,
     }
     const char *src = tfm_tensor_data(x);
     char *dst = tfm_tensor_data(out[0]);
-    #pragma omp parallel for schedule(static) \
-        if((int64_t)nbytes >= 8 * TFM_PAR_MIN)
-    for (int64_t i = 0; i < rows; i++)
-        memcpy(dst + (size_t)i * row_bytes, src + (size_t)perm[i] * row_bytes,
-               row_bytes);
+    TFM_PAR_FOR((int64_t)nbytes >= 8 * TFM_PAR_MIN, i, rows,
+        memcpy(dst + (size_t)i * row_bytes,
+               src + (size_t)perm[i] * row_bytes, row_bytes);
+    );
     free(perm);
     return TFM_OK;
 }
