@@ -24,6 +24,21 @@
 #include "philox.h"
 #include "random.h"
 
+/* glibc's vector log/sin/cos (libmvec), declared as the elementwise
+ * family's ew_scalar.h does (glibc declares them only under
+ * -ffast-math): the Box-Muller loops below then run 16 or 8 lanes per
+ * call. */
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__)
+#define TFM_SIMD_ __attribute__((simd("notinbranch")))
+TFM_SIMD_ float logf(float);
+TFM_SIMD_ double log(double);
+TFM_SIMD_ float sinf(float);
+TFM_SIMD_ double sin(double);
+TFM_SIMD_ float cosf(float);
+TFM_SIMD_ double cos(double);
+#undef TFM_SIMD_
+#endif
+
 /* for (int64_t VAR = 0; VAR < COUNT; VAR++) { body }, on all cores when
  * BIG. A parallel region whose if() is false still costs microseconds in
  * libgomp once its thread pool exists, so small loops never enter one.
@@ -126,31 +141,82 @@ stream_of(const tfm_attrs *a, stream *s)
     return TFM_OK;
 }
 
-/* Runs the body for each block b of nblocks, in parallel when n is big;
- * the body (the variadic part) sees `w[4]`, the block's words, and `b`. */
-#define FOR_BLOCKS(n, nblocks, s, ...)                                       \
-    TFM_PAR_FOR((n) >= TFM_PAR_MIN, b, (nblocks),                            \
-        uint32_t w[4];                                                       \
-        tfm_philox((s).key, (uint64_t)b, (s).id, w);                         \
-        __VA_ARGS__                                                          \
-    )
+/* ---- chunks of blocks, vectorized --------------------------------------- */
+
+/* Blocks per chunk: the chunk's Philox words are made 64 blocks at a time
+ * in structure-of-arrays form, so the 10 rounds run as vector multiplies,
+ * and then turned into numbers by plain (vector) loops. */
+#define CHUNK_BLOCKS 64
+
+static void
+philox_words(const stream *s, uint64_t b0, uint32_t *restrict w)
+{
+    const int nb = CHUNK_BLOCKS;
+    uint32_t c0[CHUNK_BLOCKS], c1[CHUNK_BLOCKS], c2[CHUNK_BLOCKS],
+             c3[CHUNK_BLOCKS];
+    uint32_t k0 = s->key.k[0], k1 = s->key.k[1];
+    #pragma omp simd
+    for (int k = 0; k < nb; k++) {
+        uint64_t b = b0 + (uint64_t)k;
+        c0[k] = (uint32_t)b;
+        c1[k] = (uint32_t)(b >> 32);
+        c2[k] = (uint32_t)s->id;
+        c3[k] = (uint32_t)(s->id >> 32);
+    }
+    for (int r = 0; r < 10; r++) {     /* tfm_philox_round, lane-wise */
+        #pragma omp simd
+        for (int k = 0; k < nb; k++) {
+            uint64_t p0 = (uint64_t)0xD2511F53u * c0[k];
+            uint64_t p1 = (uint64_t)0xCD9E8D57u * c2[k];
+            uint32_t r0 = (uint32_t)(p1 >> 32) ^ c1[k] ^ k0;
+            uint32_t r2 = (uint32_t)(p0 >> 32) ^ c3[k] ^ k1;
+            c0[k] = r0;
+            c1[k] = (uint32_t)p1;
+            c2[k] = r2;
+            c3[k] = (uint32_t)p0;
+        }
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    for (int k = 0; k < nb; k++) {
+        w[4 * k] = c0[k];
+        w[4 * k + 1] = c1[k];
+        w[4 * k + 2] = c2[k];
+        w[4 * k + 3] = c3[k];
+    }
+}
+
+/* Runs the body for each chunk of the n outputs, PER outputs per block,
+ * in parallel when n is big. The body (the variadic part) sees `w`, the
+ * chunk's words (4 per block, block-major), `e0`, its first output, and
+ * `len`, its number of outputs. A chunk always makes all its words, and
+ * the transforms below run over all of them, whatever len: with libm
+ * calls, a vector lane and a scalar tail differ in the last bits, and
+ * output e must not depend on how many outputs were asked for. */
+#define FOR_CHUNKS(n, PER, s, ...)                                           \
+    do {                                                                     \
+        int64_t per_chunk_ = (int64_t)CHUNK_BLOCKS * (PER);                  \
+        TFM_PAR_FOR((n) >= TFM_PAR_MIN, c_,                                  \
+                    ((n) + per_chunk_ - 1) / per_chunk_,                     \
+            uint32_t w[4 * CHUNK_BLOCKS];                                    \
+            int64_t e0 = c_ * per_chunk_;                                    \
+            int64_t len = (n) - e0 < per_chunk_ ? (n) - e0 : per_chunk_;     \
+            philox_words(&(s), (uint64_t)c_ * CHUNK_BLOCKS, w);              \
+            __VA_ARGS__                                                      \
+        );                                                                   \
+    } while (0)
 
 static const double TWO_PI = 6.283185307179586;
+/* r sin(t) as r cos(t - pi/2): GCC fuses sin(t) and cos(t) into a scalar
+ * sincos call, which has no vector version; sin(t) = cos(t - pi/2) keeps
+ * both in libmvec (and the pair stays independent normals). */
+static const double HALF_PI = 1.5707963267948966;
+#define HALF_PI_F 1.5707964f
 
 /* ---- normal ------------------------------------------------------------ */
 
-/* Box-Muller on (0, 1] x [0, 1). */
-static inline void
-box_muller_f(uint32_t x, uint32_t y, float *z0, float *z1)
-{
-    float u1 = ((float)(x >> 8) + 1.0f) * 0x1.0p-24f;
-    float u2 = tfm_u01f(y);
-    float r = sqrtf(-2.0f * logf(u1));
-    float t = (float)TWO_PI * u2;
-    *z0 = r * cosf(t);
-    *z1 = r * sinf(t);
-}
-
+/* Box-Muller on (0, 1] x [0, 1): outputs 2i and 2i+1 of a chunk come
+ * from words 2i and 2i+1 (float32), or from block i (float64). */
 static inline void
 box_muller_d(const uint32_t w[4], double *z0, double *z1)
 {
@@ -159,7 +225,7 @@ box_muller_d(const uint32_t w[4], double *z0, double *z1)
     double r = sqrt(-2.0 * log(u1));
     double t = TWO_PI * u2;
     *z0 = r * cos(t);
-    *z1 = r * sin(t);
+    *z1 = r * cos(t - HALF_PI);
 }
 
 tfm_code
@@ -175,21 +241,32 @@ tfm_k_random_normal(tfm_op op, tfm_tensor *const *in, int nin,
     if (out[0]->dtype == TFM_FLOAT32) {
         float *o = tfm_tensor_data(out[0]);
         float mean = (float)a->f[0], sd = (float)a->f[1];
-        FOR_BLOCKS(n, (n + 3) / 4, s, {
-            float z[4];
-            box_muller_f(w[0], w[1], &z[0], &z[1]);
-            box_muller_f(w[2], w[3], &z[2], &z[3]);
-            for (int j = 0; j < 4 && 4 * b + j < n; j++)
-                o[4 * b + j] = mean + sd * z[j];
+        FOR_CHUNKS(n, 4, s, {
+            float z[4 * CHUNK_BLOCKS];
+            _Pragma("omp simd")
+            for (int i = 0; i < 2 * CHUNK_BLOCKS; i++) {
+                float u1 = ((float)(w[2 * i] >> 8) + 1.0f) * 0x1.0p-24f;
+                float u2 = tfm_u01f(w[2 * i + 1]);
+                float r = sqrtf(-2.0f * logf(u1));
+                float t = (float)TWO_PI * u2;
+                z[2 * i] = r * cosf(t);
+                z[2 * i + 1] = r * cosf(t - HALF_PI_F);
+            }
+            _Pragma("omp simd")
+            for (int64_t k = 0; k < len; k++)
+                o[e0 + k] = mean + sd * z[k];
         });
     } else {
         double *o = tfm_tensor_data(out[0]);
         double mean = a->f[0], sd = a->f[1];
-        FOR_BLOCKS(n, (n + 1) / 2, s, {
-            double z[2];
-            box_muller_d(w, &z[0], &z[1]);
-            for (int j = 0; j < 2 && 2 * b + j < n; j++)
-                o[2 * b + j] = mean + sd * z[j];
+        FOR_CHUNKS(n, 2, s, {
+            double z[2 * CHUNK_BLOCKS];
+            _Pragma("omp simd")
+            for (int i = 0; i < CHUNK_BLOCKS; i++)
+                box_muller_d(w + 4 * i, &z[2 * i], &z[2 * i + 1]);
+            _Pragma("omp simd")
+            for (int64_t k = 0; k < len; k++)
+                o[e0 + k] = mean + sd * z[k];
         });
     }
     return TFM_OK;
@@ -254,16 +331,18 @@ tfm_k_random_uniform(tfm_op op, tfm_tensor *const *in, int nin,
     if (out[0]->dtype == TFM_FLOAT32) {
         float *o = tfm_tensor_data(out[0]);
         float lo = (float)a->f[0], span = (float)(a->f[1] - a->f[0]);
-        FOR_BLOCKS(n, (n + 3) / 4, s, {
-            for (int j = 0; j < 4 && 4 * b + j < n; j++)
-                o[4 * b + j] = lo + span * tfm_u01f(w[j]);
+        FOR_CHUNKS(n, 4, s, {
+            _Pragma("omp simd")
+            for (int64_t k = 0; k < len; k++)
+                o[e0 + k] = lo + span * tfm_u01f(w[k]);
         });
     } else {
         double *o = tfm_tensor_data(out[0]);
         double lo = a->f[0], span = a->f[1] - a->f[0];
-        FOR_BLOCKS(n, (n + 1) / 2, s, {
-            for (int j = 0; j < 2 && 2 * b + j < n; j++)
-                o[2 * b + j] = lo + span * tfm_u01d(w[2 * j], w[2 * j + 1]);
+        FOR_CHUNKS(n, 2, s, {
+            _Pragma("omp simd")
+            for (int64_t k = 0; k < len; k++)
+                o[e0 + k] = lo + span * tfm_u01d(w[2 * k], w[2 * k + 1]);
         });
     }
     return TFM_OK;
@@ -287,17 +366,17 @@ tfm_k_random_uniform_int(tfm_op op, tfm_tensor *const *in, int nin,
         int32_t *o = tfm_tensor_data(out[0]);
         /* sp == 0: the full 2^32 range of int32. */
         uint32_t lo = (uint32_t)a->i[4], sp = (uint32_t)span;
-        FOR_BLOCKS(n, (n + 3) / 4, s, {
-            for (int j = 0; j < 4 && 4 * b + j < n; j++)
-                o[4 * b + j] = (int32_t)(lo + (sp ? w[j] % sp : w[j]));
+        FOR_CHUNKS(n, 4, s, {
+            for (int64_t k = 0; k < len; k++)
+                o[e0 + k] = (int32_t)(lo + (sp ? w[k] % sp : w[k]));
         });
     } else {
         int64_t *o = tfm_tensor_data(out[0]);
         uint64_t lo = (uint64_t)a->i[4];
-        FOR_BLOCKS(n, (n + 1) / 2, s, {
-            for (int j = 0; j < 2 && 2 * b + j < n; j++) {
-                uint64_t r = ((uint64_t)w[2 * j] << 32) | w[2 * j + 1];
-                o[2 * b + j] = (int64_t)(lo + r % span);
+        FOR_CHUNKS(n, 2, s, {
+            for (int64_t k = 0; k < len; k++) {
+                uint64_t r = ((uint64_t)w[2 * k] << 32) | w[2 * k + 1];
+                o[e0 + k] = (int64_t)(lo + r % span);
             }
         });
     }
