@@ -229,8 +229,8 @@ def test_l2_normalize_zero_vector_stays_finite():
     np.testing.assert_allclose(y, [0.6, 0.8])
 
 
-@pytest.mark.skipif(not _has("reduce_mean", "squeeze"),
-                    reason="needs reduce_mean and squeeze")
+@pytest.mark.skipif(not _has("reduce_mean", "squeeze", "stop_gradient"),
+                    reason="needs reduce_mean, squeeze and stop_gradient")
 def test_moments_float16_and_shapes():
     x = np.arange(12, dtype="float16").reshape(3, 4)
     mean, var = tf.nn.moments(x, axes=[1])
