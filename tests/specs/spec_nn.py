@@ -120,6 +120,12 @@ SPECS = [
            inputs=[lambda r, s, d: np_softmax(r.uniform(-2, 2, s), 0)
                    .astype(d), uniform()],
            grad=(0, 1), ops=["SoftmaxCrossEntropyWithLogits"]),
+    OpSpec("sigmoid_cross_entropy_with_logits",
+           lambda z, x: tf.nn.sigmoid_cross_entropy_with_logits(labels=z,
+                                                                logits=x),
+           lambda z, x: (np.logaddexp(0, x) - x * z).astype(x.dtype),
+           [((4, 3), (4, 3)), ((5,), (5,))], FLOATS,
+           inputs=[uniform(0.0, 1.0), uniform(-30.0, 30.0)], grad=(0, 1)),
     OpSpec("bias_add", tf.nn.bias_add, np.add,
            [((2, 3), (3,)), ((2, 4, 3), (3,)), ((0, 3), (3,))],
            FLOATS + ("int32",), grad=(0, 1)),

@@ -16,7 +16,8 @@ __all__ = []
 _NAMESPACES = {
     "nn": ["softmax", "log_softmax", "bias_add",
            "sparse_softmax_cross_entropy_with_logits",
-           "softmax_cross_entropy_with_logits", "l2_normalize", "moments",
+           "softmax_cross_entropy_with_logits",
+           "sigmoid_cross_entropy_with_logits", "l2_normalize", "moments",
            "dropout"],
     "math": ["softmax", "log_softmax", "l2_normalize"],
     "linalg": ["l2_normalize"],
@@ -60,6 +61,25 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     labels = _as_tensor(labels, logits.dtype)
     loss, _ = _C.call(_XENT, (logits, labels), i=(_axis(axis),))
     return loss
+
+
+def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    """Elementwise cross entropy of independent binary labels z with
+    sigmoid(x): max(x, 0) - x * z + log1p(exp(-|x|)), which neither
+    overflows nor loses precision for large |x|."""
+    from .math_ops import abs as abs_, exp, log1p, maximum, negative
+    from .math_ops import add, multiply, subtract
+    if labels is None or logits is None:
+        raise ValueError("sigmoid_cross_entropy_with_logits needs both "
+                         "labels and logits")
+    logits = _as_tensor(logits)
+    labels = _as_tensor(labels, logits.dtype)
+    if labels.shape.rank is not None and logits.shape.rank is not None and \
+            not labels.shape.is_compatible_with(logits.shape):
+        raise ValueError(f"logits and labels must have the same shape "
+                         f"({logits.shape} vs {labels.shape})")
+    return add(subtract(maximum(logits, 0), multiply(logits, labels)),
+               log1p(exp(negative(abs_(logits)))))
 
 
 def bias_add(value, bias, data_format=None, name=None):
