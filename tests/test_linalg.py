@@ -57,6 +57,19 @@ def test_large_product_is_blocked_and_threaded(ta, tb):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_wide_product_is_split_by_columns(ta, tb, dtype):
+    # m << n: each thread takes a block of columns of the result.
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((300, 40) if ta else (40, 300)).astype(dtype)
+    b = rng.standard_normal((600, 300) if tb else (300, 600)).astype(dtype)
+    want = np.matmul(a.T if ta else a, b.T if tb else b)
+    got = tf.matmul(a, b, transpose_a=ta, transpose_b=tb).numpy()
+    tol = 1e-4 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10)
+
+
 def test_large_integer_product_runs_in_parallel_rows():
     rng = np.random.default_rng(3)
     a = rng.integers(-100, 100, size=(70, 90)).astype("int64")

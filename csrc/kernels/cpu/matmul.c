@@ -8,8 +8,9 @@
 #include "loops.h"
 
 /* Products smaller than this (m*n*k) run one per thread over the batch;
- * bigger ones run one at a time, each split over all cores by Eigen. */
-#define SMALL_GEMM (64 * 64 * 64)
+ * bigger ones run one at a time, each split over all cores by the Eigen
+ * shim (whose threshold, kParallelWork, is the same). */
+#define SMALL_GEMM (128 * 128 * 128)
 
 /* for (int64_t VAR = 0; VAR < COUNT; VAR++) { body }, on all cores when
  * BIG. A parallel region whose if() is false still costs microseconds in
@@ -169,8 +170,9 @@ tfm_k_matmul(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     size_t cs = (size_t)(p.m * p.n) * p.esize;
     int64_t work = p.m * p.n * (p.k ? p.k : 1);
     int integer = tfm_dtype_is_int(out[0]->dtype);
-    /* Eigen parallelizes one big float product by itself; everything
-     * else (small products, integer loops) is split over the batch. */
+    /* The shim splits one big float product over the cores itself;
+     * everything else (small products, integer loops) is split over the
+     * batch. */
     int per_batch = p.nbatch > 1 && (integer || work < SMALL_GEMM);
     if (per_batch) {
         TFM_PAR_FOR(p.nbatch * work >= TFM_PAR_MIN, t, p.nbatch,
