@@ -467,7 +467,6 @@ def test_digits_mlp_converges():
     assert model.evaluate(xt, yt, verbose=0)[1] >= 0.95
 
 
-@pytest.mark.slow
 def test_digits_cnn_converges():
     (x, y), (xt, yt) = _digits()
     model = keras.Sequential([
