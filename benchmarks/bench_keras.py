@@ -5,6 +5,7 @@ models in TensorFlow's Keras and PyTorch when those are installed.
 
     python3 -m pytest benchmarks/bench_keras.py --benchmark-enable
     python3 benchmarks/bench_keras.py        # a samples/s table
+    python3 benchmarks/bench_keras.py --threads 1
 
 Never a pass/fail on speed: these only measure."""
 import importlib
@@ -149,7 +150,7 @@ def test_fit_epoch(benchmark, impl, eager, kind):
 
 # ---- script: a samples/s table ----------------------------------------------
 
-def measure(epoch, n, repeats=3):
+def measure(epoch, n, repeats=5):
     epoch()                                   # warm-up (tracing, slots)
     best = min(_timed(epoch) for _ in range(repeats))
     return n / best
@@ -162,6 +163,17 @@ def _timed(fn):
 
 
 def main():
+    if "--threads" in sys.argv:
+        n = int(sys.argv[sys.argv.index("--threads") + 1])
+        import tfmini
+        tfmini.config.threading.set_intra_op_parallelism_threads(n)
+        if _importable("tensorflow"):
+            import tensorflow as tf
+            tf.config.threading.set_intra_op_parallelism_threads(n)
+            tf.config.threading.set_inter_op_parallelism_threads(n)
+        if _importable("torch"):
+            import torch
+            torch.set_num_threads(n)
     rows = []
     for kind, n in (("mlp", MLP_SAMPLES), ("cnn", CNN_SAMPLES)):
         for impl, eager in CASES:
