@@ -379,6 +379,10 @@ def _check_layer_grads(layer, x, training=False, tol=2e-2):
     (lambda: L.Flatten(), (2, 3, 2)),
     (lambda: L.Softmax(), (3, 4)),
     (lambda: L.BatchNormalization(), (8, 3)),
+    (lambda: L.Reshape((6,)), (2, 3, 2)),
+    (lambda: L.Activation("sigmoid"), (3, 4)),
+    (lambda: L.GlobalAveragePooling2D(), (2, 3, 3, 2)),
+    (lambda: L.Dense(2, kernel_regularizer="l2"), (3, 2)),
 ])
 def test_layer_gradients(make, shape):
     layer = make()
