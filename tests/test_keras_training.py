@@ -183,6 +183,21 @@ def test_sample_and_class_weights():
                                                     rel=1e-5)
 
 
+def test_only_weighted_metrics_see_sample_weights():
+    x, y = blobs(64)
+    model = mlp()
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True), metrics=["accuracy"],
+        weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(
+            name="weighted_acc")])
+    sw = (np.arange(64) < 16).astype(np.float32)
+    logs = model.evaluate(x, y, sample_weight=sw, verbose=0,
+                          return_dict=True)
+    hit = model.predict(x, verbose=0).argmax(-1) == y
+    assert logs["accuracy"] == pytest.approx(hit.mean())
+    assert logs["weighted_acc"] == pytest.approx(hit[:16].mean())
+
+
 def test_regression_with_mse_and_string_optimizer():
     r = np.random.default_rng(0)
     x = r.standard_normal((128, 3)).astype(np.float32)

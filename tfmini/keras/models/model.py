@@ -85,9 +85,9 @@ class Model(Layer):
         self._keras_compiled = False
         self._keras_run_eagerly = None
         self._keras_functions = {}
-        self._keras_predict_functions = {}
         self._keras_loss_fn = None
         self._keras_compiled_metrics = []
+        self._keras_metric_specs = []
         self._keras_loss_tracker = None
         self.optimizer = None
         self.loss = None
@@ -179,13 +179,18 @@ class Model(Layer):
         if isinstance(metrics, dict):
             raise ValueError("tfmini's compile() does not support a dict of "
                              "metrics yet")
-        self._keras_compiled_metrics = [
-            metrics_mod.get(m, self._keras_loss_fn)
-            for m in list(metrics or []) + list(weighted_metrics or [])]
+        # (metric, weighted): like Keras, only weighted_metrics see the
+        # sample weights.
+        self._keras_metric_specs = [
+            (metrics_mod.get(m, self._keras_loss_fn), False)
+            for m in metrics or []] + [
+            (metrics_mod.get(m, self._keras_loss_fn), True)
+            for m in weighted_metrics or []]
+        self._keras_compiled_metrics = [m for m, _ in
+                                        self._keras_metric_specs]
         self._keras_loss_tracker = metrics_mod.Mean(name="loss")
         self._keras_run_eagerly = run_eagerly
         self._keras_functions = {}
-        self._keras_predict_functions = {}
         self._keras_compiled = True
 
     @property
@@ -197,7 +202,6 @@ class Model(Layer):
     def run_eagerly(self, value):
         self._keras_run_eagerly = value
         self._keras_functions = {}
-        self._keras_predict_functions = {}
 
     @property
     def metrics(self):
@@ -249,8 +253,9 @@ class Model(Layer):
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Update the compiled metrics; return every metric's result."""
         if y is not None:
-            for m in self._keras_compiled_metrics:
-                m.update_state(y, y_pred, sample_weight)
+            for m, weighted in self._keras_metric_specs:
+                m.update_state(y, y_pred,
+                               sample_weight if weighted else None)
         return self.get_metrics_result()
 
     def get_metrics_result(self):
