@@ -81,13 +81,21 @@ def _symbolic_name(t):
     return _C.symbolic_name(t)
 
 
+@contextlib.contextmanager
 def _suspend_tapes():
-    """Tapes recording outside a trace must not see its symbolic ops: a
-    traced call is recorded when it runs instead (see
-    csrc/graph/exec.h). The tape module provides the pause."""
-    from . import backprop
-    pause = getattr(backprop, "_pause_tapes", None)
-    return pause() if pause is not None else contextlib.nullcontext()
+    """Tapes recording outside a trace must not record its symbolic ops
+    (a traced call is recorded op by op when it runs, see
+    csrc/graph/exec.h); tapes made inside the trace record as usual. The
+    tape module's pause pushes a barrier on the active stack."""
+    pause = getattr(_C, "pause_tapes", None)
+    if pause is None:
+        yield
+        return
+    pause()
+    try:
+        yield
+    finally:
+        _C.resume_tapes()
 
 
 @contextlib.contextmanager
