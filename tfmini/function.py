@@ -1250,3 +1250,9 @@ print = _print  # noqa: A001  (tf.print)
 _C._set_function_hooks(_pack_outputs,
                        os.path.dirname(os.path.abspath(__file__)) + os.sep,
                        TensorSpec)
+
+# `tfmini.function` is this decorator once tfmini/__init__.py star-imports
+# this module, so `from . import function; function._tracing()` (as
+# context.py does) finds the decorator, not the module: give it the names.
+function._tracing = _tracing
+function._symbolic_name = _symbolic_name
