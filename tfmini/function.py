@@ -312,6 +312,34 @@ def _leaf_spec(x):
     return TensorSpec(a.shape, a.dtype)
 
 
+class _ObjectArg:
+    """An identity-keyed argument as a signature shows it, without
+    keeping the object alive (see Function._watch)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, obj):
+        self.text = f"<{type(obj).__name__} object at {id(obj):#x}>"
+
+    def __repr__(self):
+        return self.text
+
+
+def _forget_objects(x):
+    if x is None or isinstance(x, (bool, int, float, str, TensorSpec)):
+        return x
+    t = type(x)
+    if t is list:
+        return [_forget_objects(v) for v in x]
+    if t is tuple:
+        return tuple(_forget_objects(v) for v in x)
+    if t is dict:
+        return {k: _forget_objects(v) for k, v in x.items()}
+    if _is_namedtuple(x):
+        return t(*[_forget_objects(v) for v in x])
+    return _ObjectArg(x)
+
+
 class _Leaf:
     """Where an output tensor goes in the output structure."""
     __slots__ = ()
@@ -1017,7 +1045,7 @@ class Function(_C.FunctionBase):
             graph.pop()
             frames.pop()
         it = iter(specs)
-        canonical_specs = [_map_leaves(lambda _: next(it), v)
+        canonical_specs = [_forget_objects(_map_leaves(lambda _: next(it), v))
                            for v in canonical]
         structured = _pack_outputs(structure, flat)
         concrete = ConcreteFunction(self, graph, placeholders, flat, kind,
