@@ -210,14 +210,22 @@ default_name(tfm_op op)
 
 /* ---- pointer maps: captured constants and variables ---- */
 
+/* Allocations are aligned and evenly spaced: mix all the bits so that the
+ * low ones (the slot) differ. */
+static uint32_t
+ptr_hash(const void *key)
+{
+    uint64_t h = (uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ULL;
+    return (uint32_t)(h >> 32);
+}
+
 static ptr_slot *
 ptr_find(ptr_map *m, const void *key)
 {
     if (!m->cap)
         return NULL;
     uint32_t mask = m->cap - 1;
-    uint32_t i = (uint32_t)(((uintptr_t)key >> 4) * 2654435761u) & mask;
-    for (;; i = (i + 1) & mask) {
+    for (uint32_t i = ptr_hash(key) & mask;; i = (i + 1) & mask) {
         if (!m->slots[i].key)
             return NULL;
         if (m->slots[i].key == key)
@@ -245,7 +253,7 @@ ptr_insert(ptr_map *m, const void *key)
         *m = nm;
     }
     uint32_t mask = m->cap - 1;
-    uint32_t i = (uint32_t)(((uintptr_t)key >> 4) * 2654435761u) & mask;
+    uint32_t i = ptr_hash(key) & mask;
     while (m->slots[i].key)
         i = (i + 1) & mask;
     ptr_slot *e = &m->slots[i];
@@ -388,9 +396,35 @@ attrs_are_default(const tfm_attrs *a)
     return 1;
 }
 
+static int
+add_node(tfm_graph *g, tfm_op op, const tfm_ref *in, int nin,
+         const tfm_attrs *attrs, const tfm_meta *out, int nout);
+
+/* State ops need their payload: they are made by their own functions. */
+static int
+needs_payload(tfm_op op)
+{
+    return op == TFM_OP_PLACEHOLDER || op == TFM_OP_CONST ||
+           op == TFM_OP_READ_VARIABLE || op == TFM_OP_ASSIGN_VARIABLE ||
+           op == TFM_OP_ASSIGN_ADD_VARIABLE ||
+           op == TFM_OP_ASSIGN_SUB_VARIABLE || op == TFM_OP_PRINT;
+}
+
 int
 tfm_graph_add_node(tfm_graph *g, tfm_op op, const tfm_ref *in, int nin,
                    const tfm_attrs *attrs, const tfm_meta *out, int nout)
+{
+    if ((unsigned)op >= TFM_OP_COUNT || needs_payload(op)) {
+        tfm_error(TFM_ERR_INTERNAL, "tfm_graph_add_node: op %d is made "
+                  "with its own tfm_graph_* function", (int)op);
+        return -1;
+    }
+    return add_node(g, op, in, nin, attrs, out, nout);
+}
+
+static int
+add_node(tfm_graph *g, tfm_op op, const tfm_ref *in, int nin,
+         const tfm_attrs *attrs, const tfm_meta *out, int nout)
 {
     if (g->sealed) {
         tfm_error(TFM_ERR_INTERNAL, "graph %s is sealed: its trace has "
@@ -519,7 +553,7 @@ tfm_graph_placeholder(tfm_graph *g, tfm_dtype dtype, const tfm_shape *shape,
     tfm_meta m;
     attrs_for_meta(&a, dtype, shape);
     meta_from(&m, dtype, shape);
-    int node = tfm_graph_add_node(g, TFM_OP_PLACEHOLDER, NULL, 0, &a, &m, 1);
+    int node = add_node(g, TFM_OP_PLACEHOLDER, NULL, 0, &a, &m, 1);
     if (node < 0)
         return -1;
     if (tfm_graph_set_name(g, node, name))
@@ -548,7 +582,7 @@ tfm_graph_const(tfm_graph *g, tfm_tensor *t)
     tfm_meta m;
     attrs_for_meta(&a, t->dtype, &t->shape);
     meta_from(&m, t->dtype, &t->shape);
-    int node = tfm_graph_add_node(g, TFM_OP_CONST, NULL, 0, &a, &m, 1);
+    int node = add_node(g, TFM_OP_CONST, NULL, 0, &a, &m, 1);
     if (node < 0)
         return -1;
     e = ptr_insert(&g->consts, t);
@@ -577,7 +611,7 @@ tfm_graph_read_variable(tfm_graph *g, tfm_variable *v)
     tfm_meta m;
     attrs_for_meta(&a, v->value->dtype, &v->value->shape);
     meta_from(&m, v->value->dtype, &v->value->shape);
-    int node = tfm_graph_add_node(g, TFM_OP_READ_VARIABLE, NULL, 0, &a, &m,
+    int node = add_node(g, TFM_OP_READ_VARIABLE, NULL, 0, &a, &m,
                                   1);
     if (node < 0)
         return -1;
@@ -614,7 +648,7 @@ tfm_graph_assign_variable(tfm_graph *g, tfm_variable *v, tfm_ref value,
     ptr_slot *e = var_state(g, v);
     if (!e)
         return -1;
-    int node = tfm_graph_add_node(g, ops[mode], &value, 1, NULL, NULL, 0);
+    int node = add_node(g, ops[mode], &value, 1, NULL, NULL, 0);
     if (node < 0)
         return -1;
     e = var_state(g, v);
@@ -639,7 +673,7 @@ tfm_graph_print(tfm_graph *g, const tfm_ref *in, int nin,
     tfm_attrs_init(&a);
     a.i[0] = stream;
     a.i[1] = summarize;
-    int node = tfm_graph_add_node(g, TFM_OP_PRINT, in, nin, &a, NULL, 0);
+    int node = add_node(g, TFM_OP_PRINT, in, nin, &a, NULL, 0);
     if (node < 0)
         return -1;
     const char **t = arena_alloc(g, sizeof(char *) * (size_t)(nin + 1));
