@@ -857,3 +857,61 @@ def test_tape_outside_does_not_record_the_trace():
     with tf.GradientTape() as t:
         y = f(c(3.0))
     assert t.gradient(y, v).numpy() == 3.0
+
+
+# ---- misuse of the internals: errors, never crashes ----------------------
+
+def test_internal_misuse_raises():
+    g = _C.Graph("g")
+    with pytest.raises(TypeError):
+        g.placeholder(99, (1,), "x")
+    with pytest.raises(ValueError):
+        g.placeholder(7, (1,) * 9, "x")
+    with pytest.raises(ValueError):
+        g.placeholder(7, (-3,), "x")
+    with pytest.raises(RuntimeError):
+        g.pop()                              # not being traced
+    with pytest.raises(RuntimeError):
+        _C.ConcreteBase()._run([])           # not built
+    with pytest.raises(RuntimeError):
+        _C.init_scope_exit()
+    with pytest.raises(ValueError):
+        _C.print_v2(["a"], [c(1.0)], 2, 3)   # texts != tensors + 1
+    with pytest.raises(TypeError):
+        _C.ConcreteBase()._build(g, [1.0], 1, None)
+    with pytest.raises(AttributeError):
+        _C.FunctionBase()(c(1.0))            # no Python slow path
+    with pytest.raises(tf.errors.UnimplementedError):
+        _C.call(tf._opids.ID["Placeholder"], [])   # no kernel
+
+    @tf.function
+    def state_op_by_hand():
+        return _C.call(tf._opids.ID["ReadVariableOp"], [])
+
+    with pytest.raises(tf.errors.InternalError, match="its own"):
+        state_op_by_hand()                   # no payload: refused
+    ph = g.placeholder(7, (2,), "x")
+    with pytest.raises(TypeError, match="used outside"):
+        ph + 1.0
+    cf = _C.ConcreteBase()
+    cf._build(g, [ph], 1, None)
+    with pytest.raises(RuntimeError):
+        cf._build(g, [ph], 1, None)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="input 'x'"):
+        cf._run([c([1.0, 2.0, 3.0])])
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        cf._run([])
+    assert cf._run([c([1.0, 2.0])]).numpy().tolist() == [1.0, 2.0]
+
+
+def test_trace_stack_recovers_from_an_unclosed_init_scope():
+    @tf.function
+    def f(x):
+        tf.init_scope().__enter__()          # never exited
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        f(c(1.0))
+    assert tf.executing_eagerly()
+    assert not _C.tracing()
+    assert (c(1.0) + 1.0).numpy() == 2.0

@@ -362,16 +362,66 @@ check_input(const tfm_plan *p, int i, const tfm_tensor *t)
                      tfm_shape_str(&t->shape, b, sizeof b));
 }
 
+/* Note [Data-dependent shapes]: an op whose output size depends on its
+ * input values (Where: the number of true elements) takes that size as
+ * an attribute its Python caller counts eagerly; traced, the count is
+ * unknown (-1), so the executor counts it here, on the concrete input. */
+static int64_t
+count_nonzero(const tfm_tensor *t)
+{
+    int64_t n = tfm_tensor_numel(t), count = 0;
+    const void *p = tfm_tensor_data(t);
+    switch (t->dtype) {
+    case TFM_FLOAT32:
+        for (int64_t k = 0; k < n; k++)
+            count += ((const float *)p)[k] != 0;
+        break;
+    case TFM_FLOAT64:
+        for (int64_t k = 0; k < n; k++)
+            count += ((const double *)p)[k] != 0;
+        break;
+    case TFM_FLOAT16:
+        for (int64_t k = 0; k < n; k++)
+            count += (((const uint16_t *)p)[k] & 0x7fff) != 0;
+        break;
+    default: {
+        size_t sz = tfm_dtype_size(t->dtype);
+        const unsigned char *b = p;
+        for (int64_t k = 0; k < n; k++) {
+            int nz = 0;
+            for (size_t j = 0; j < sz; j++)
+                nz |= b[(size_t)k * sz + j];
+            count += nz != 0;
+        }
+    }
+    }
+    return count;
+}
+
+static const tfm_attrs *
+runtime_attrs(const tfm_node *n, tfm_tensor *const *ins, tfm_attrs *tmp)
+{
+    if (n->op == TFM_OP_WHERE && n->attrs->i[0] < 0 &&
+        !tfm_tensor_is_symbolic(ins[0]) && ins[0]->device == 0) {
+        *tmp = *n->attrs;
+        tmp->i[0] = count_nonzero(ins[0]);
+        return tmp;
+    }
+    return n->attrs;
+}
+
 static tfm_code
 run_kernel_step(const step *st, tfm_tensor **vals, int recorded)
 {
     const tfm_node *n = st->node;
     tfm_tensor *ins[TFM_MAX_INPUTS];
     tfm_tensor *outs[TFM_MAX_OUTPUTS];
+    tfm_attrs tmp;
     int nout = 0;
     tfm_code rc;
     for (int i = 0; i < n->nin; i++)
         ins[i] = vals[st->in[i]];
+    const tfm_attrs *attrs = runtime_attrs(n, ins, &tmp);
     int direct = !recorded && st->direct && tfm_device_scope() <= 0;
     for (int i = 0; direct && i < n->nin; i++)
         direct = ins[i]->device == 0;
@@ -385,8 +435,8 @@ run_kernel_step(const step *st, tfm_tensor **vals, int recorded)
         return tfm_ops[n->op].cpu(n->op, ins, n->nin, n->attrs,
                                   &vals[st->out], n->nout);
     }
-    rc = recorded ? tfm_call(n->op, ins, n->nin, n->attrs, outs, &nout)
-                  : tfm_run_kernel(n->op, ins, n->nin, n->attrs, outs, &nout);
+    rc = recorded ? tfm_call(n->op, ins, n->nin, attrs, outs, &nout)
+                  : tfm_run_kernel(n->op, ins, n->nin, attrs, outs, &nout);
     if (rc)
         return rc;
     for (int k = 0; k < nout; k++) {

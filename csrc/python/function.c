@@ -493,15 +493,19 @@ graph_push(PyTfmGraph *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* End the trace of this graph, and any context entered in it and not
+ * left (an init_scope whose exit an exception skipped). */
 static PyObject *
 graph_pop(PyTfmGraph *self, PyObject *unused)
 {
     (void)unused;
-    if (tfm_trace_graph() != self->g) {
+    if (!tfm_trace_contains(self->g)) {
         PyErr_SetString(PyExc_RuntimeError, "graph.pop(): this graph is "
-                        "not the innermost trace");
+                        "not being traced");
         return NULL;
     }
+    while (tfm_trace_graph() != self->g)
+        tfm_trace_pop();
     tfm_trace_pop();
     Py_RETURN_NONE;
 }

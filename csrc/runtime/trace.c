@@ -47,6 +47,15 @@ tfm_trace_depth(void)
     return depth;
 }
 
+int
+tfm_trace_contains(const tfm_graph *g)
+{
+    for (int i = 0; i < depth; i++)
+        if (stack[i] == g)
+            return 1;
+    return 0;
+}
+
 void
 tfm_trace_set_site_hook(tfm_site_fn fn)
 {

@@ -21,6 +21,8 @@ tfm_code tfm_trace_push(struct tfm_graph *g);
 void tfm_trace_pop(void);
 /* Contexts on this thread's stack (traces and init_scopes). */
 int tfm_trace_depth(void);
+/* Whether g is on this thread's stack. */
+int tfm_trace_contains(const struct tfm_graph *g);
 
 /* Append op as a node of the current graph (concrete inputs are captured
  * as constants) and return its outputs as symbolic tensors. Errors if an
