@@ -248,3 +248,46 @@ def test_a_big_graph_runs():
 
     assert f(c(0.0)).numpy() == 300.0
     assert f(c(1.0)).numpy() == 301.0
+
+
+def test_keyword_calls_take_the_c_path():
+    @tf.function
+    def f(x, y=1.0, *, training=False):
+        return x * y if training else x
+
+    x = c(2.0)
+    f(x, training=True)
+    f(x, y=3.0, training=True)
+    size = f._cache_size()
+    hits = f._take_calls()
+    for _ in range(5):
+        assert f(x, training=True).numpy() == 2.0
+        assert f(y=3.0, x=x, training=True).numpy() == 6.0
+    assert hits == 0 and f._take_calls() == 10   # all ten were C hits
+    assert f._cache_size() == size
+
+
+def test_positional_only_and_duplicate_arguments():
+    @tf.function
+    def f(x, /, y):
+        return x + y
+
+    assert f(c(1.0), y=c(2.0)).numpy() == 3.0
+    with pytest.raises(TypeError):
+        f(x=c(1.0), y=c(2.0))
+    with pytest.raises(TypeError):
+        f(c(1.0), c(2.0), y=c(2.0))
+    with pytest.raises(TypeError):
+        f(c(1.0), c(2.0), z=1)
+
+
+def test_kwargs_catch_all():
+    @tf.function
+    def f(x, **opts):
+        return x * opts.get("k", 1.0)
+
+    assert f(c(2.0)).numpy() == 2.0
+    assert f(c(2.0), k=3.0).numpy() == 6.0
+    assert f(c(2.0), k=3.0).numpy() == 6.0
+    assert f(x=c(2.0), k=4.0).numpy() == 8.0
+    assert f.experimental_get_tracing_count() == 3

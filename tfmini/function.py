@@ -656,10 +656,11 @@ class _Binder:
             self.names.append("**" + self.varkw.name)
         self.defaults = tuple(p.default for p in self.positional
                               if p.default is not P.empty)
-        kw_ok = all(p.default is not P.empty for p in self.kwonly)
-        self.kwonly_defaults = tuple(p.default for p in self.kwonly) \
-            if self.kwonly and kw_ok else None
-        self.fast_ok = kw_ok
+        self.kwdefaults = tuple(p.default for p in self.kwonly)
+        self.n_posonly = sum(p.kind == P.POSITIONAL_ONLY
+                             for p in self.positional)
+        self.names_c = [sys.intern(p.name) for p in self.positional] + \
+            [sys.intern(p.name) for p in self.kwonly]
 
     def canonicalize(self, args, kwargs):
         bound = self.signature.bind(*args, **kwargs)
@@ -739,11 +740,10 @@ class Function(_C.FunctionBase):
                 self._instance_ref = weakref.ref(_instance)
             except TypeError:
                 self._instance_strong = _instance
-        self._binder = _Binder(python_function, _instance is not None)
-        self._configure(len(self._binder.positional), self._binder.defaults,
-                        self._binder.varargs is not None,
-                        self._binder.kwonly_defaults,
-                        self._binder.varkw is not None, self._binder.fast_ok)
+        self._binder = b = _Binder(python_function, _instance is not None)
+        self._configure(tuple(b.names_c), len(b.positional), b.n_posonly,
+                        b.defaults, b.kwdefaults, inspect.Parameter.empty,
+                        b.varargs is not None, b.varkw is not None)
         self._concretes = {}          # key -> ConcreteFunction (own keys)
         self._aliases = collections.OrderedDict()   # key -> concrete
         self._by_relaxed = {}         # relaxed key -> [ConcreteFunction]
@@ -752,7 +752,6 @@ class Function(_C.FunctionBase):
         self._tracing_count = 0
         self._traced_ok = False
         self._signature_concrete = None
-        self._descriptor_cache = {}
         self._history = collections.deque(maxlen=_RETRACE_WINDOW)
         self._warnings = 0
         self._slow_hits = 0
@@ -810,20 +809,15 @@ class Function(_C.FunctionBase):
         return f"<tf.function {self._name} at {id(self):#x}>"
 
     # ---- methods: one Function (one cache) per instance ----
-    def __get__(self, instance, owner=None):
-        if instance is None:
-            return self
-        key = id(instance)
-        entry = self._descriptor_cache.get(key)
-        if entry is not None:
-            bound, ref = entry
-            if ref is None or ref() is instance:
-                return bound
+    # FunctionBase's __get__ (C) finds the instance's Function in
+    # _descriptor_cache; the first access makes it here.
+    def _bind(self, instance):
         bound = Function(self._python_function, self._name,
                          self._input_signature, self._autograph,
                          self._jit_compile, self._reduce_retracing,
                          _instance=instance, _parent=self)
         cache = self._descriptor_cache
+        key = id(instance)
         try:
             ref = weakref.ref(instance, lambda _, c=cache, k=key:
                               c.pop(k, None))

@@ -973,13 +973,21 @@ static PyType_Spec concrete_spec = {
 typedef struct {
     PyObject_HEAD
     tfm_fcache *cache;
-    PyObject *defaults;     /* tuple: defaults of the last positionals */
-    PyObject *kwonly;       /* tuple: defaults of keyword-only params */
-    int n_pos;
+    /* The binder (Note [The call path]): parameter names (positional,
+     * then keyword-only), the defaults of the last positionals, and one
+     * default per keyword-only parameter (`missing` when it has none). */
+    PyObject *names;
+    PyObject *defaults;
+    PyObject *kwdefaults;
+    PyObject *missing;
+    int n_pos, n_posonly, n_kw;
     int has_varargs, has_varkw;
     int fast_ok;
     uint64_t calls;         /* calls since the last trace */
+    PyObject *bound;        /* id(instance) -> (Function, weakref) */
 } PyTfmFunction;
+
+#define MAX_FAST_PARAMS 64
 
 static PyObject *
 function_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
@@ -989,9 +997,10 @@ function_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
     if (!self)
         return NULL;
     self->cache = tfm_fcache_new();
-    if (!self->cache) {
+    self->bound = PyDict_New();
+    if (!self->cache || !self->bound) {
         Py_DECREF(self);
-        return tfm_py_raise();
+        return self->cache ? NULL : tfm_py_raise();
     }
     return (PyObject *)self;
 }
@@ -1000,16 +1009,22 @@ static int
 function_traverse(PyTfmFunction *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->names);
     Py_VISIT(self->defaults);
-    Py_VISIT(self->kwonly);
+    Py_VISIT(self->kwdefaults);
+    Py_VISIT(self->missing);
+    Py_VISIT(self->bound);
     return 0;
 }
 
 static int
 function_clear(PyTfmFunction *self)
 {
+    Py_CLEAR(self->names);
     Py_CLEAR(self->defaults);
-    Py_CLEAR(self->kwonly);
+    Py_CLEAR(self->kwdefaults);
+    Py_CLEAR(self->missing);
+    Py_CLEAR(self->bound);
     return 0;
 }
 
@@ -1025,38 +1040,79 @@ function_dealloc(PyTfmFunction *self)
     Py_DECREF(tp);
 }
 
-/* The call's canonical argument list, walked without building it:
- * positionals (defaults filled in), *args as a tuple, keyword-only
- * defaults, **kwargs as an empty dict. WALK_SLOW when it needs binding
- * in Python (missing or extra arguments). */
+static Py_ssize_t
+param_index(PyTfmFunction *self, PyObject *name)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(self->names);
+    for (Py_ssize_t i = 0; i < n; i++)   /* names are interned */
+        if (PyTuple_GET_ITEM(self->names, i) == name)
+            return i;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int eq = PyUnicode_Compare(PyTuple_GET_ITEM(self->names, i), name);
+        if (eq == 0)
+            return i;
+        if (eq == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return -1;
+        }
+    }
+    return -1;
+}
+
+/* The call's canonical argument list (positionals, *args as a tuple,
+ * keyword-only parameters, **kwargs as a dict), as _Binder.canonicalize
+ * builds it in Python, walked without building it. WALK_SLOW for what
+ * needs Python: binding errors, or keywords that land in **kwargs. */
 static int
 walk_call(PyTfmFunction *self, PyObject *const *args, Py_ssize_t nargs,
-          walk *w)
+          PyObject *kw, walk *w)
 {
-    Py_ssize_t ndef = self->defaults ? PyTuple_GET_SIZE(self->defaults) : 0;
-    if (nargs < self->n_pos - ndef ||
-        (nargs > self->n_pos && !self->has_varargs))
+    PyObject *slot[MAX_FAST_PARAMS];
+    int np = self->n_pos, nk = self->n_kw;
+    Py_ssize_t ndef = PyTuple_GET_SIZE(self->defaults);
+    if (nargs > np && !self->has_varargs)
         return WALK_SLOW;
-    for (Py_ssize_t i = 0; i < self->n_pos; i++) {
-        PyObject *v = i < nargs ? args[i]
-                    : PyTuple_GET_ITEM(self->defaults,
-                                       i - (self->n_pos - ndef));
-        int r = walk_value(w, v, 0);
+    for (int i = 0; i < np + nk; i++)
+        slot[i] = i < nargs && i < np ? args[i] : NULL;
+    if (kw) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(kw, &pos, &k, &v)) {
+            Py_ssize_t i = PyUnicode_Check(k) ? param_index(self, k) : -1;
+            if (i < self->n_posonly || slot[i])
+                return WALK_SLOW;
+            slot[i] = v;
+        }
+    }
+    for (int i = 0; i < np; i++) {
+        if (slot[i])
+            continue;
+        if (i < np - ndef)
+            return WALK_SLOW;               /* missing: TypeError */
+        slot[i] = PyTuple_GET_ITEM(self->defaults, i - (np - ndef));
+    }
+    for (int i = 0; i < nk; i++) {
+        if (slot[np + i])
+            continue;
+        slot[np + i] = PyTuple_GET_ITEM(self->kwdefaults, i);
+        if (slot[np + i] == self->missing)
+            return WALK_SLOW;
+    }
+    for (int i = 0; i < np; i++) {
+        int r = walk_value(w, slot[i], 0);
         if (r)
             return r;
     }
     if (self->has_varargs) {
-        Py_ssize_t extra = nargs > self->n_pos ? nargs - self->n_pos : 0;
-        int r = walk_items(w, 'U', args + self->n_pos, extra, 0);
+        Py_ssize_t extra = nargs > np ? nargs - np : 0;
+        int r = walk_items(w, 'U', args + np, extra, 0);
         if (r)
             return r;
     }
-    if (self->kwonly) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->kwonly); i++) {
-            int r = walk_value(w, PyTuple_GET_ITEM(self->kwonly, i), 0);
-            if (r)
-                return r;
-        }
+    for (int i = 0; i < nk; i++) {
+        int r = walk_value(w, slot[np + i], 0);
+        if (r)
+            return r;
     }
     if (self->has_varkw && put_tag(w, 'D', 0))
         return WALK_ERR;
@@ -1077,13 +1133,13 @@ call_slow(PyObject *self, PyObject *args, PyObject *kw)
 static PyObject *
 function_call(PyTfmFunction *self, PyObject *args, PyObject *kw)
 {
-    if (!self->fast_ok || run_eagerly || (kw && PyDict_GET_SIZE(kw)) ||
-        tfm_trace_graph())
+    if (!self->fast_ok || run_eagerly || tfm_trace_graph())
         return call_slow((PyObject *)self, args, kw);
     walk w;
     walk_init(&w, NULL);
     int r = walk_call(self, &PyTuple_GET_ITEM(args, 0),
-                      PyTuple_GET_SIZE(args), &w);
+                      PyTuple_GET_SIZE(args),
+                      kw && PyDict_GET_SIZE(kw) ? kw : NULL, &w);
     if (r) {
         walk_free(&w);
         if (r == WALK_ERR)
@@ -1102,36 +1158,72 @@ function_call(PyTfmFunction *self, PyObject *args, PyObject *kw)
     return result;
 }
 
-/* _configure(n_pos, defaults, has_varargs, kwonly_defaults, has_varkw,
- * fast_ok): how to canonicalize positional calls in C. */
+/* Methods: instance.method is one Function per instance (one cache),
+ * looked up here; `_bind` (Python) makes it the first time. */
+static PyObject *
+function_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    (void)type;
+    PyTfmFunction *f = (PyTfmFunction *)self;
+    if (!obj || obj == Py_None)
+        return Py_NewRef(self);
+    PyObject *key = PyLong_FromVoidPtr(obj);
+    if (!key)
+        return NULL;
+    PyObject *entry = PyDict_GetItemWithError(f->bound, key);
+    Py_DECREF(key);
+    if (entry && PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 2) {
+        PyObject *ref = PyTuple_GET_ITEM(entry, 1);
+        if (ref == Py_None ||
+            (PyWeakref_Check(ref) && PyWeakref_GetObject(ref) == obj))
+            return Py_NewRef(PyTuple_GET_ITEM(entry, 0));
+    }
+    if (PyErr_Occurred())
+        return NULL;
+    return PyObject_CallMethod(self, "_bind", "O", obj);
+}
+
+static PyObject *
+function_get_bound(PyTfmFunction *self, void *c)
+{
+    (void)c;
+    return Py_NewRef(self->bound);
+}
+
+/* _configure(names, n_pos, n_posonly, defaults, kwdefaults, missing,
+ * has_varargs, has_varkw): the binder of the C call path. */
 static PyObject *
 function_configure(PyTfmFunction *self, PyObject *args)
 {
-    int n_pos, has_varargs, has_varkw, fast_ok;
-    PyObject *defaults, *kwonly;
-    if (!PyArg_ParseTuple(args, "iO!pOpp", &n_pos, &PyTuple_Type, &defaults,
-                          &has_varargs, &kwonly, &has_varkw, &fast_ok))
+    int n_pos, n_posonly, has_varargs, has_varkw;
+    PyObject *names, *defaults, *kwdefaults, *missing;
+    if (!PyArg_ParseTuple(args, "O!iiO!O!Opp", &PyTuple_Type, &names,
+                          &n_pos, &n_posonly, &PyTuple_Type, &defaults,
+                          &PyTuple_Type, &kwdefaults, &missing,
+                          &has_varargs, &has_varkw))
         return NULL;
-    if (kwonly != Py_None && !PyTuple_Check(kwonly)) {
-        PyErr_SetString(PyExc_TypeError, "kwonly defaults: tuple or None");
+    Py_ssize_t nn = PyTuple_GET_SIZE(names);
+    if (n_pos < 0 || n_posonly < 0 || n_posonly > n_pos || n_pos > nn ||
+        PyTuple_GET_SIZE(defaults) > n_pos ||
+        PyTuple_GET_SIZE(kwdefaults) != nn - n_pos) {
+        PyErr_SetString(PyExc_ValueError, "inconsistent parameters");
         return NULL;
     }
-    if (n_pos < 0 || PyTuple_GET_SIZE(defaults) > n_pos) {
-        PyErr_SetString(PyExc_ValueError, "bad positional parameter count");
-        return NULL;
-    }
+    for (Py_ssize_t i = 0; i < nn; i++)
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(names, i))) {
+            PyErr_SetString(PyExc_TypeError, "parameter names are str");
+            return NULL;
+        }
+    Py_XSETREF(self->names, Py_NewRef(names));
+    Py_XSETREF(self->defaults, Py_NewRef(defaults));
+    Py_XSETREF(self->kwdefaults, Py_NewRef(kwdefaults));
+    Py_XSETREF(self->missing, Py_NewRef(missing));
     self->n_pos = n_pos;
-    Py_INCREF(defaults);
-    Py_XSETREF(self->defaults, defaults);
-    if (kwonly == Py_None) {
-        Py_CLEAR(self->kwonly);
-    } else {
-        Py_INCREF(kwonly);
-        Py_XSETREF(self->kwonly, kwonly);
-    }
+    self->n_posonly = n_posonly;
+    self->n_kw = (int)(nn - n_pos);
     self->has_varargs = has_varargs;
     self->has_varkw = has_varkw;
-    self->fast_ok = fast_ok;
+    self->fast_ok = nn <= MAX_FAST_PARAMS;
     Py_RETURN_NONE;
 }
 
@@ -1259,8 +1351,8 @@ function_take_calls(PyTfmFunction *self, PyObject *unused)
 
 static PyMethodDef function_methods[] = {
     {"_configure", (PyCFunction)function_configure, METH_VARARGS,
-     "_configure(n_pos, defaults, has_varargs, kwonly_defaults, "
-     "has_varkw, fast_ok)"},
+     "_configure(names, n_pos, n_posonly, defaults, kwdefaults, missing, "
+     "has_varargs, has_varkw)"},
     {"_key", (PyCFunction)function_key, METH_VARARGS,
      "_key(canonical, relaxed=False) -> (key, leaves, idents)"},
     {"_cache_put", (PyCFunction)function_cache_put, METH_VARARGS, NULL},
@@ -1271,8 +1363,16 @@ static PyMethodDef function_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyGetSetDef function_getset[] = {
+    {"_descriptor_cache", (getter)function_get_bound, NULL,
+     "id(instance) -> (bound Function, weakref to the instance)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyType_Slot function_slots[] = {
     {Py_tp_new, function_new},
+    {Py_tp_descr_get, function_descr_get},
+    {Py_tp_getset, function_getset},
     {Py_tp_dealloc, function_dealloc},
     {Py_tp_traverse, function_traverse},
     {Py_tp_clear, function_clear},
