@@ -172,6 +172,7 @@ def test_calls_under_a_tape_leave_memory_flat():
             t.watch(x)
             y = f(x)
         t.gradient(y, x)
+    del t, y
     before = live()
     for _ in range(2000):
         with tf.GradientTape() as t:
