@@ -7,6 +7,11 @@
 
 static int64_t live_concretes;
 
+/* Graph passes (issue 5: constant folding, CSE, fusion, memory plan) go
+ * between the seal and the plan: each is a function from a sealed graph
+ * to a new sealed graph (rebuilt with the tfm_graph_* constructors, which
+ * keep payloads and side-effect order), so the trace itself stays as
+ * built for inspection. */
 tfm_concrete *
 tfm_concrete_new(tfm_graph *g)
 {

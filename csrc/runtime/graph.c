@@ -361,6 +361,8 @@ tfm_graph_live_count(void)
 const char *
 tfm_graph_name(const tfm_graph *g)
 {
+    if (!g)
+        return "<no graph>";
     return g == &tfm_graph_dead ? "<freed>" : g->name;
 }
 
