@@ -915,3 +915,23 @@ def test_trace_stack_recovers_from_an_unclosed_init_scope():
     assert tf.executing_eagerly()
     assert not _C.tracing()
     assert (c(1.0) + 1.0).numpy() == 2.0
+
+
+def test_unknown_rank_signature_traces_once_per_rank():
+    @tf.function(input_signature=[tf.TensorSpec(None, tf.float32)])
+    def g(x):
+        return x * 2.0
+
+    assert g(c(1.0)).numpy() == 2.0
+    assert g(c([1.0, 2.0])).numpy().tolist() == [2.0, 4.0]
+    assert g(c([1.0, 2.0, 3.0])).shape == (3,)
+    assert g(c([[1.0]])).shape == (1, 1)
+    assert g.experimental_get_tracing_count() == 3     # ranks 0, 1, 2
+    with pytest.raises(TypeError):
+        g(c([1, 2]))
+    assert repr(tf.TensorSpec(None)) == ("TensorSpec(shape=<unknown>, "
+                                         "dtype=tf.float32, name=None)")
+    with pytest.raises(ValueError, match="known rank"):
+        g.get_concrete_function(tf.TensorSpec(None))
+    with pytest.raises(ValueError, match="known rank"):
+        tf.function(lambda x: x).get_concrete_function(tf.TensorSpec(None))

@@ -6,7 +6,6 @@ path]): on a cache hit no Python code runs. This module is the slow path:
 binding arguments, tracing, the retracing rules, input signatures,
 variable creation, and the printable signatures. tf.print and
 tf.init_scope live here too, since their meaning is about tracing."""
-import builtins
 import collections
 import contextlib
 import functools
@@ -159,7 +158,9 @@ def _lift_to_eager(value):
 
 class TensorSpec:
     """tf.TensorSpec(shape, dtype=tf.float32, name=None): describes a
-    tensor; None dims match any size."""
+    tensor; None dims match any size, shape=None any shape. (Graphs know
+    every rank: a tf.function traces an unknown-rank spec once per rank
+    it is called with.)"""
 
     __slots__ = ("_shape", "_dtype", "_name", "_dims", "_dtype_enum",
                  "__weakref__")
@@ -167,12 +168,10 @@ class TensorSpec:
     def __init__(self, shape, dtype=_dtypes.float32, name=None):
         shape = TensorShape(shape) if not isinstance(shape, TensorShape) \
             else shape
-        if shape.rank is None:
-            raise ValueError("tfmini's TensorSpec needs a known rank")
         self._shape = shape
         self._dtype = _dtypes.as_dtype(dtype)
         self._name = name
-        self._dims = tuple(shape.as_list())
+        self._dims = None if shape.rank is None else tuple(shape.as_list())
         self._dtype_enum = self._dtype._enum
 
     @classmethod
@@ -210,16 +209,20 @@ class TensorSpec:
         """Every tensor this spec matches, other matches too."""
         if not isinstance(other, TensorSpec) or self._dtype != other.dtype:
             return False
-        if len(self._dims) != len(other._dims):
+        if other._dims is None:
+            return True
+        if self._dims is None or len(self._dims) != len(other._dims):
             return False
         return all(o is None or s == o
                    for s, o in zip(self._dims, other._dims))
 
     def most_specific_common_supertype(self, others):
+        if self._dims is None:
+            return None
         dims = list(self._dims)
         for o in others:
             if (not isinstance(o, TensorSpec) or o.dtype != self._dtype or
-                    len(o._dims) != len(dims)):
+                    o._dims is None or len(o._dims) != len(dims)):
                 return None
             dims = [a if a == b else None for a, b in zip(dims, o._dims)]
         return TensorSpec(dims, self._dtype)
@@ -751,7 +754,7 @@ class Function(_C.FunctionBase):
         self._ident_watch = {}        # id(obj) -> (weakref or obj, keys)
         self._tracing_count = 0
         self._traced_ok = False
-        self._signature_concrete = None
+        self._signature_concretes = {}   # ranks of unknown-rank specs
         self._history = collections.deque(maxlen=_RETRACE_WINDOW)
         self._warnings = 0
         self._slow_hits = 0
@@ -786,6 +789,12 @@ class Function(_C.FunctionBase):
                 return self._signature_trace(canonical)
         if self._input_signature is not None:
             return self._signature_trace(canonical)
+        if any(isinstance(x, TensorSpec) and x._dims is None
+               for x in _flatten_leaves(canonical, [])):
+            raise ValueError(
+                f"tf.function '{self._name}': tfmini traces graphs of known "
+                f"rank; give get_concrete_function a TensorSpec with a "
+                f"shape (None dims are fine)")
         key, leaves, idents = self._key(canonical)
         concrete = self._concretes.get(key) or self._aliases.get(key)
         flat = _flatten_leaves(canonical, [])
@@ -890,13 +899,32 @@ class Function(_C.FunctionBase):
         return concrete._run(leaves)
 
     def _signature_trace(self, canonical):
-        if self._signature_concrete is None:
-            sig_canonical = list(self._input_signature) + \
-                list(canonical[len(self._input_signature):])
-            specs = [_leaf_spec(x)
-                     for x in _flatten_leaves(sig_canonical, [])]
-            self._signature_concrete = self._trace(sig_canonical, specs)
-        return self._signature_concrete
+        """The trace for input_signature: one, or one per rank pattern of
+        the arguments given for unknown-rank specs."""
+        n = len(self._input_signature)
+        sig_canonical = list(self._input_signature) + list(canonical[n:])
+        specs = [_leaf_spec(x) for x in _flatten_leaves(sig_canonical, [])]
+        given = _flatten_leaves(canonical, [])
+        ranks = []
+        for i, (spec, leaf) in enumerate(zip(specs, given)):
+            if spec._dims is None:
+                rank = len(_leaf_spec(leaf)._dims or ())
+                if isinstance(leaf, TensorSpec) and leaf._dims is None:
+                    raise ValueError(
+                        f"tf.function '{self._name}': tfmini traces graphs "
+                        f"of known rank; give get_concrete_function a "
+                        f"TensorSpec with a shape (None dims are fine)")
+                specs[i] = TensorSpec([None] * rank, spec.dtype, spec.name)
+                ranks.append(rank)
+        ranks = tuple(ranks)
+        concrete = self._signature_concretes.get(ranks)
+        if concrete is None:
+            it = iter(specs)
+            sig_canonical = [_map_leaves(lambda _: next(it), v)
+                             for v in sig_canonical]
+            concrete = self._trace(sig_canonical, specs)
+            self._signature_concretes[ranks] = concrete
+        return concrete
 
     def _trace_specs(self, canonical, leaves):
         """Placeholder specs for a new trace: the leaves' own, or with
@@ -1137,7 +1165,8 @@ class Function(_C.FunctionBase):
             c = self._concretes.pop(key, None) or self._aliases.pop(key, None)
             if c is not None:
                 c._keys.discard(key)
-                if not c._keys and c is not self._signature_concrete:
+                if not c._keys and \
+                        c not in self._signature_concretes.values():
                     self._drop_trace(c)
 
     def _drop_trace(self, c):
