@@ -291,3 +291,18 @@ def test_kwargs_catch_all():
     assert f(c(2.0), k=3.0).numpy() == 6.0
     assert f(x=c(2.0), k=4.0).numpy() == 8.0
     assert f.experimental_get_tracing_count() == 3
+
+
+def test_numpy_arguments_under_a_signature_hit_the_c_cache():
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+    def g(x):
+        return x * 2.0
+
+    a = np.ones((3, 2), np.float32)
+    g(a)
+    g._take_calls()
+    for _ in range(5):
+        assert g(a).shape == (3, 2)
+    assert g._take_calls() == 5
+    g([[1.0, 2.0]])            # a Python list: converted, Python path
+    assert g._take_calls() == 0

@@ -723,7 +723,7 @@ class Function(_C.FunctionBase):
 
     def __init__(self, python_function, name=None, input_signature=None,
                  autograph=True, jit_compile=None, reduce_retracing=False,
-                 _instance=None, _parent=None):
+                 _instance=None):
         super().__init__()
         if not callable(python_function):
             raise TypeError(f"tf.function expects a callable, got "
@@ -824,7 +824,7 @@ class Function(_C.FunctionBase):
         bound = Function(self._python_function, self._name,
                          self._input_signature, self._autograph,
                          self._jit_compile, self._reduce_retracing,
-                         _instance=instance, _parent=self)
+                         _instance=instance)
         cache = self._descriptor_cache
         key = id(instance)
         try:
@@ -880,12 +880,14 @@ class Function(_C.FunctionBase):
         if concrete is not None:
             self._slow_hits += 1
             return concrete._run(leaves)
+        traces = self._tracing_count
         if self._input_signature is not None:
             concrete = self._signature_trace(canonical)
         else:
             concrete = self._find_compatible(canonical, leaves)
         if concrete is not None:
-            self._slow_hits += 1
+            if self._tracing_count == traces:
+                self._slow_hits += 1
             self._alias(key, concrete, idents, cache=not converted)
         else:
             specs = self._trace_specs(canonical, leaves)
@@ -986,18 +988,23 @@ class Function(_C.FunctionBase):
                 if specs and isinstance(x, TensorSpec):
                     if not x.is_subtype_of(spec):
                         fail(path, spec, x)
-                    return spec
+                    return x if spec._dims is None else spec
                 if not isinstance(x, Tensor):
                     if isinstance(x, (TensorSpec,)) or not (
                             isinstance(x, (bool, int, float, list, tuple,
                                            np.ndarray, np.generic)) or
                             hasattr(x, "_as_tensor")):
                         fail(path, spec, repr(x))
+                    numpy_dtype = getattr(x, "dtype", None) if isinstance(
+                        x, (np.ndarray, np.generic)) else None
                     try:
                         x = convert_to_tensor(x, dtype_hint=spec.dtype)
                     except (TypeError, ValueError) as e:
                         fail(path, spec, f"{x!r} ({e})")
-                    converted[0] = True
+                    # The C key converts NumPy values itself: only other
+                    # conversions make the call's key differ from ours.
+                    if numpy_dtype != x.dtype.as_numpy_dtype:
+                        converted[0] = True
                 if not spec.is_compatible_with(x):
                     fail(path, spec, f"{x.dtype.name} tensor of shape "
                          f"{x.shape}")
