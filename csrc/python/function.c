@@ -4,13 +4,15 @@
  * two and holds everything that is not on the hot path: tracing, the
  * retracing rules, input signatures, printing signatures.
  *
- * Note [The call path]: FunctionBase's tp_call computes the signature
- * key of a call from its positional arguments (with the defaults of the
- * parameters not passed), looks it up in the C cache and runs the plan:
- * no Python code runs on a hit. Anything else (keyword arguments, a miss,
- * a call while tracing, run_functions_eagerly, a key it cannot compute)
- * goes to the Python method `_call_slow`, which computes the same key
- * through `_key` and fills the cache. The key is a byte string:
+ * Note [The call path]: FunctionBase's tp_call binds a call's arguments
+ * to the parameters (as _Binder.canonicalize does in Python: defaults
+ * filled in, *args as a tuple, keywords in parameter order), computes
+ * the signature key, looks it up in the C cache and runs the plan: no
+ * Python code runs on a hit. Anything else (a miss, a binding error,
+ * keywords caught by **kwargs, a call while tracing,
+ * run_functions_eagerly) goes to the Python method `_call_slow`, which
+ * computes the same key through `_key` and fills the cache. The key is a
+ * byte string:
  *   tensors (and NumPy arrays, converted): 'T' dtype rank dims,
  *     and the tensor is the next graph input ("leaf");
  *   None 'N', bool 'B', int 'I'/'J', float 'F', str 'S': by value;
