@@ -174,14 +174,28 @@ unique_name(tfm_graph *g, const char *base)
             return NULL;
         return s;
     }
-    size_t n = strlen(base) + 24;
+    size_t len = strlen(base);
     char buf[320];
-    if (n > sizeof buf)
+    if (len + 12 > sizeof buf) {
+        tfm_error(TFM_ERR_VALUE, "graph node name '%.40s...' is too long",
+                  base);
         return NULL;
+    }
+    memcpy(buf, base, len);
+    buf[len] = '_';
     for (;;) {
         e = name_find(g, base, h);    /* the table may have moved */
-        int32_t k = e->next++;
-        snprintf(buf, sizeof buf, "%s_%d", base, (int)k);
+        uint32_t k = (uint32_t)e->next++;
+        /* base_k, without printf: this runs once per traced op. */
+        char digits[11];
+        int nd = 0;
+        do {
+            digits[nd++] = (char)('0' + k % 10);
+            k /= 10;
+        } while (k);
+        for (int i = 0; i < nd; i++)
+            buf[len + 1 + i] = digits[nd - 1 - i];
+        buf[len + 1 + nd] = '\0';
         uint64_t hk = hash_str(buf);
         if (name_find(g, buf, hk))
             continue;
