@@ -935,3 +935,189 @@ def test_unknown_rank_signature_traces_once_per_rank():
         g.get_concrete_function(tf.TensorSpec(None))
     with pytest.raises(ValueError, match="known rank"):
         tf.function(lambda x: x).get_concrete_function(tf.TensorSpec(None))
+
+
+# ---- graph control flow (the primitives under tf.cond / tf.while_loop) ---
+
+from tfmini.function import _graph_assert, _graph_cond, _graph_while  # noqa
+from tfmini.tensor_shape import TensorShape  # noqa: E402
+
+SCALAR = TensorShape([])
+
+
+def test_graph_cond_runs_only_the_taken_branch(capsys):
+    @tf.function
+    def f(x, p):
+        y = x * 2.0
+
+        def yes():
+            tf.print("yes")
+            return [y + 1.0, x]
+
+        def no():
+            tf.print("no")
+            return [y - 1.0, x * 0.0 + 3.0]
+        return _graph_cond(p, yes, no)
+
+    x = c([1.0, 2.0])
+    a, b = f(x, c(True))
+    assert a.numpy().tolist() == [3.0, 5.0] and b.numpy().tolist() == [1, 2]
+    a, b = f(x, c(False))
+    assert a.numpy().tolist() == [1.0, 3.0] and b.numpy().tolist() == [3, 3]
+    assert capsys.readouterr().err == "yes\nno\n"
+    assert f.experimental_get_tracing_count() == 1
+    types = [o.type for o in
+             f.get_concrete_function(x, c(True)).graph.get_operations()]
+    assert types.count("If") == 1 and "Print" not in " ".join(types)
+
+
+def test_graph_cond_output_shapes_and_errors():
+    seen = []
+
+    @tf.function(input_signature=[tf.TensorSpec([None]), tf.TensorSpec([])])
+    def f(x, s):
+        out = _graph_cond(s > 0.0, lambda: [x, x], lambda: [x[:1], x])
+        seen.append([str(o.shape) for o in out])
+        return out
+
+    f(c([1.0, 2.0]), c(1.0))
+    assert seen == [["(None,)", "(None,)"]]
+
+    @tf.function
+    def bad_dtype(p):
+        return _graph_cond(p, lambda: [c(1.0)], lambda: [c(1)])
+
+    with pytest.raises(TypeError, match="float32 in true_fn but int32"):
+        bad_dtype(c(True))
+
+    @tf.function
+    def bad_rank(p):
+        return _graph_cond(p, lambda: [c(1.0)], lambda: [c([1.0])])
+
+    with pytest.raises(ValueError, match="one rank"):
+        bad_rank(c(True))
+
+    @tf.function
+    def bad_pred(p):
+        return _graph_cond(p, lambda: [c(1.0)], lambda: [c(2.0)])
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="scalar"):
+        bad_pred(c([True, False]))
+
+
+def test_graph_while_loops_in_the_executor():
+    @tf.function
+    def f(n):
+        return _graph_while(lambda i, a: i < n,
+                            lambda i, a: [i + 1, a * 2.0],
+                            [c(0), c(1.0)], [SCALAR, SCALAR], None)
+
+    for n in (0, 3, 10):
+        i, a = f(c(n))
+        assert i.numpy() == n and a.numpy() == 2.0 ** n
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_graph_while_shape_invariants_and_max_iterations():
+    @tf.function
+    def f(x, m):
+        return _graph_while(lambda v: tf.reduce_sum(v) < 100.0,
+                            lambda v: [v * 2.0], [x],
+                            [TensorShape([None])], m)[0]
+
+    if not hasattr(tf, "reduce_sum"):
+        pytest.skip("needs tf.reduce_sum")
+    assert f(c([1.0, 2.0]), 4).numpy().tolist() == [16.0, 32.0]
+    assert f(c([1.0, 2.0]), 100).numpy().tolist() == [64.0, 128.0]
+
+    @tf.function
+    def changes_shape(x):
+        return _graph_while(lambda v: c(True), lambda v: [v[:1]], [x],
+                            [TensorShape([2])], 3)
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="shape"):
+        changes_shape(c([1.0, 2.0]))
+
+
+def test_nested_control_flow_captures_through_every_level():
+    @tf.function
+    def f(x, n):
+        k = x * 10.0          # captured two levels down
+
+        def body(i, acc):
+            inner = _graph_cond(i % 2 == 0, lambda: [acc + k],
+                                lambda: [acc - 1.0])
+            return [i + 1, inner[0]]
+        return _graph_while(lambda i, acc: i < n, body, [c(0), x],
+                            [SCALAR, SCALAR], None)[1]
+
+    def reference(x, n):
+        acc = x
+        for i in range(n):
+            acc = acc + x * 10 if i % 2 == 0 else acc - 1
+        return acc
+
+    for n in (0, 1, 4, 7):
+        assert f(c(1.5), c(n)).numpy() == reference(1.5, n)
+
+
+def test_graph_assert_checks_every_call():
+    @tf.function
+    def f(x):
+        _graph_assert(x > 0.0, ["x must be positive:", x], None)
+        return x + 1.0   # ASSERT LINE
+
+    assert f(c(1.0)).numpy() == 2.0
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+        f(c(-2.0))
+    msg = str(e.value)
+    assert "x must be positive:\n-2" in msg
+    assert "Node 'Assert'" in msg and "in f" in msg
+    assert f(c(3.0)).numpy() == 4.0
+
+
+def test_error_inside_a_branch_names_the_branch_line():
+    @tf.function(input_signature=[tf.TensorSpec([None]), tf.TensorSpec([]),
+                                  tf.TensorSpec([None])])
+    def f(x, s, y):
+        return _graph_cond(s > 0.0, lambda: [x + y],   # BRANCH LINE
+                           lambda: [x])
+
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+        f(c([1.0, 2.0]), c(1.0), c([1.0, 2.0, 3.0]))
+    line = next(i for i, text in enumerate(open(__file__), 1)
+                if "# BRANCH LINE" in text and "lambda" in text)
+    assert f"line {line}" in str(e.value)
+    assert f(c([1.0, 2.0]), c(-1.0), c([1.0]))[0].numpy().tolist() == [1, 2]
+
+
+@needs_variables
+def test_variables_inside_branches_and_loops():
+    v = tf.Variable(0.0)
+
+    @tf.function
+    def f(p, n):
+        _graph_cond(p, lambda: (v.assign_add(1.0), [])[1],
+                    lambda: (v.assign_sub(1.0), [])[1])
+        _graph_while(lambda i: i < n,
+                     lambda i: (v.assign_add(10.0), [i + 1])[1],
+                     [c(0)], [SCALAR], None)
+        return v.read_value()
+
+    assert f(c(True), c(2)).numpy() == 21.0
+    assert f(c(False), c(0)).numpy() == 20.0
+    assert v.numpy() == 20.0
+
+
+@needs_variables
+def test_outer_tape_sees_the_taken_branch():
+    @tf.function
+    def f(x, p):
+        return _graph_cond(p, lambda: [x * x], lambda: [x * 3.0])[0]
+
+    x = c(2.0)
+    for p, want in ((True, 4.0), (False, 3.0)):
+        with tf.GradientTape() as t:
+            t.watch(x)
+            y = f(x, c(p))
+        assert t.gradient(y, x).numpy() == want

@@ -1226,6 +1226,83 @@ def function(func=None, input_signature=None, autograph=True,
     return decorate(func)
 
 
+# ---- graph control flow --------------------------------------------------
+# What ops/control_flow_ops.py's graph hooks need (see its Note [Graph
+# control flow hooks]; and Note [Sub-graphs] in csrc/runtime/graph.h):
+# branches and loop bodies traced into sub-graphs of the graph being
+# traced, as If / While / Assert nodes the executor runs. Arguments and
+# results are flat lists of tensors. Tapes recording around the trace do
+# not see the sub-graphs' ops (a traced call under a tape is replayed op
+# by op, the taken branch included, see csrc/graph/exec.h).
+
+def _trace_sub(name, fn, specs):
+    """fn(*placeholders of specs) traced into a new sub-graph of the graph
+    being traced -> (sub-graph, list of output tensors)."""
+    from .ops.constant_op import convert_to_tensor
+    sub = _C.subgraph(name)
+    args = []
+    for i, spec in enumerate(specs):
+        if spec._dims is None:
+            raise ValueError(f"{name}: tfmini's graphs need the rank of "
+                             f"loop variable {i} (a shape invariant with "
+                             f"None dims, not an unknown rank)")
+        args.append(sub.placeholder(spec.dtype._enum, spec._dims,
+                                    f"loop_var_{i}" if specs else name))
+    sub.push()
+    try:
+        with _suspend_tapes():
+            outs = [convert_to_tensor(r) for r in fn(*args)]
+    finally:
+        sub.pop()
+    return sub, outs
+
+
+def _graph_cond(pred, true_fn, false_fn):
+    """An If node: true_fn() and false_fn() (each a list of tensors, same
+    count and dtypes) traced as sub-graphs; only the taken one runs.
+    Returns the outputs, whose shapes are the most specific both fit."""
+    tg, touts = _trace_sub("cond_true", true_fn, ())
+    fg, fouts = _trace_sub("cond_false", false_fn, ())
+    return list(_C.graph_if(pred, tg, touts, fg, fouts))
+
+
+def _graph_while(cond_fn, body_fn, loop_vars, shape_invariants,
+                 maximum_iterations):
+    """A While node over loop_vars (a list of tensors) whose shapes may
+    vary as shape_invariants allow (None dims)."""
+    from .ops.constant_op import convert_to_tensor
+    loop_vars = [convert_to_tensor(v) for v in loop_vars]
+    specs = [TensorSpec(inv, v.dtype)
+             for v, inv in zip(loop_vars, shape_invariants)]
+    cg, couts = _trace_sub("while_cond", lambda *a: [cond_fn(*a)], specs)
+    bg, bouts = _trace_sub("while_body", body_fn, specs)
+    if maximum_iterations is not None:
+        maximum_iterations = convert_to_tensor(maximum_iterations)
+    return list(_C.graph_while(loop_vars, cg, couts[0], bg, bouts,
+                               maximum_iterations))
+
+
+def _graph_assert(condition, data, summarize):
+    """An Assert node: InvalidArgumentError at run time when condition is
+    false, naming data's strings and tensor values (summarize elements at
+    each end of every dim, tf.print's format)."""
+    from .ops.constant_op import convert_to_tensor
+    what = condition.name if isinstance(condition, Tensor) and \
+        condition._symbolic else condition
+    pieces = [f"Expected '{what}' to be true. Summarized data: "]
+    tensors = []
+    for i, x in enumerate(data):
+        sep = "\n" if i else ""
+        if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
+            pieces[-1] += sep
+            tensors.append(convert_to_tensor(x))
+            pieces.append("")
+        else:
+            pieces[-1] += sep + str(x)
+    _C.graph_assert(condition, pieces, tensors,
+                    3 if summarize is None else int(summarize))
+
+
 # ---- tf.print ------------------------------------------------------------
 
 def _stream_id(stream):

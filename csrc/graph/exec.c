@@ -14,7 +14,8 @@
  * (dispatch.c's UNLOCK_MIN_ELEMENTS). */
 #define DIRECT_MAX_WORK 65536
 
-enum { STEP_KERNEL, STEP_READ, STEP_ASSIGN, STEP_PRINT };
+enum { STEP_KERNEL, STEP_READ, STEP_ASSIGN, STEP_PRINT, STEP_IF,
+       STEP_WHILE, STEP_ASSERT };
 
 typedef struct step {
     const tfm_node *node;
@@ -24,6 +25,7 @@ typedef struct step {
     int32_t out;            /* first output slot */
     int32_t *free;          /* slots whose last use is this step */
     int32_t nfree;
+    tfm_plan *sub[2];       /* If: then, else; While: cond, body */
 } step;
 
 struct tfm_plan {
@@ -42,11 +44,14 @@ struct tfm_plan {
     int32_t *pool;          /* step inputs and free lists */
 };
 
+/* Nodes that run whether or not an output needs them. Control flow
+ * counts: its sub-graphs may print or assign. */
 static int
 is_effect(tfm_op op)
 {
     return op == TFM_OP_ASSIGN_VARIABLE || op == TFM_OP_ASSIGN_ADD_VARIABLE
-        || op == TFM_OP_ASSIGN_SUB_VARIABLE || op == TFM_OP_PRINT;
+        || op == TFM_OP_ASSIGN_SUB_VARIABLE || op == TFM_OP_PRINT
+        || op == TFM_OP_IF || op == TFM_OP_WHILE || op == TFM_OP_ASSERT;
 }
 
 static const tfm_meta *
@@ -95,6 +100,10 @@ tfm_plan_free(tfm_plan *p)
     for (int32_t i = 0; i < p->nconst; i++)
         if (p->const_val && p->const_val[i])
             tfm_tensor_decref(p->const_val[i]);
+    for (int32_t s = 0; p->steps && s < p->nsteps; s++) {
+        tfm_plan_free(p->steps[s].sub[0]);
+        tfm_plan_free(p->steps[s].sub[1]);
+    }
     free(p->steps);
     free(p->in_slot);
     free(p->in_meta);
@@ -223,6 +232,19 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
         case TFM_OP_ASSIGN_ADD_VARIABLE:
         case TFM_OP_ASSIGN_SUB_VARIABLE: st->kind = STEP_ASSIGN; break;
         case TFM_OP_PRINT: st->kind = STEP_PRINT; break;
+        case TFM_OP_ASSERT: st->kind = STEP_ASSERT; break;
+        case TFM_OP_IF:
+        case TFM_OP_WHILE:
+            st->kind = nd->op == TFM_OP_IF ? STEP_IF : STEP_WHILE;
+            for (int b = 0; b < 2; b++) {
+                st->sub[b] = tfm_plan_new(nd->sub[b]);
+                if (!st->sub[b]) {
+                    s++;        /* so that tfm_plan_free sees this step */
+                    p->nsteps = s;
+                    goto fail;
+                }
+            }
+            break;
         default:
             st->kind = STEP_KERNEL;
             st->direct = (uint8_t)can_direct(g, nd);
@@ -336,6 +358,13 @@ annotate(const tfm_plan *p, const step *st)
                          n->site);
     return tfm_error(code, "%s\n\nNode '%s' (%s) of tf.function '%s'", msg,
                      n->name, tfm_ops[n->op].name, tfm_graph_name(p->g));
+}
+
+static int
+is_nested_error(const step *st)
+{
+    return (st->kind == STEP_IF || st->kind == STEP_WHILE) &&
+           strstr(tfm_error_message(), "\n\nNode '") != NULL;
 }
 
 static tfm_code
@@ -452,6 +481,122 @@ run_kernel_step(const step *st, tfm_tensor **vals, int recorded)
     return TFM_OK;
 }
 
+/* A scalar condition's value: 1 / 0, or -1 with the error set. */
+static int
+truth(const tfm_tensor *t, const char *what)
+{
+    if (tfm_tensor_is_symbolic(t) || t->device != 0 ||
+        tfm_tensor_numel(t) != 1) {
+        char s[128];
+        tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s must be a scalar, got "
+                  "shape %s", what, tfm_shape_str(&t->shape, s, sizeof s));
+        return -1;
+    }
+    return tfm_tensor_get_f64(t, 0) != 0;
+}
+
+/* The inputs of sub-graph b: node input map[i] for each, where the node
+ * inputs are vals[] through in[] (If), or cur[] for the first nvars and
+ * vals[] through in[] after (While). */
+static void
+sub_inputs(const step *st, int b, tfm_tensor **vals, tfm_tensor **cur,
+           int nvars, tfm_tensor **out)
+{
+    const tfm_node *n = st->node;
+    int nin = tfm_graph_input_count(n->sub[b]);
+    for (int i = 0; i < nin; i++) {
+        int32_t k = n->submap[b][i];
+        out[i] = k < nvars ? cur[k] : vals[st->in[k]];
+    }
+}
+
+static tfm_code
+run_if(const step *st, tfm_tensor **vals, int recorded)
+{
+    tfm_tensor *in[TFM_MAX_INPUTS];
+    int which = truth(vals[st->in[0]], "tf.cond's predicate");
+    if (which < 0)
+        return tfm_error_code();
+    int b = which ? 0 : 1;
+    sub_inputs(st, b, vals, NULL, 0, in);
+    return tfm_plan_run(st->sub[b], in,
+                        tfm_graph_input_count(st->node->sub[b]),
+                        &vals[st->out], recorded);
+}
+
+static tfm_code
+run_while(const step *st, tfm_tensor **vals, int recorded)
+{
+    const tfm_node *n = st->node;
+    int nvars = (int)n->attrs->i[0];
+    tfm_tensor *cur[TFM_MAX_OUTPUTS], *next[TFM_MAX_OUTPUTS];
+    tfm_tensor *in[TFM_MAX_INPUTS], *c = NULL;
+    int64_t max_iter = -1;
+    tfm_code rc = TFM_OK;
+    if (n->attrs->i[1]) {
+        const tfm_tensor *m = vals[st->in[n->nin - 1]];
+        if (tfm_tensor_numel(m) != 1 || tfm_dtype_is_float(m->dtype))
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "tf.while_loop: "
+                             "maximum_iterations must be an integer scalar");
+        max_iter = (int64_t)tfm_tensor_get_f64(m, 0);
+    }
+    for (int k = 0; k < nvars; k++) {
+        cur[k] = vals[st->in[k]];
+        tfm_tensor_incref(cur[k]);
+    }
+    for (int64_t iter = 0; max_iter < 0 || iter < max_iter; iter++) {
+        sub_inputs(st, 0, vals, cur, nvars, in);
+        rc = tfm_plan_run(st->sub[0], in,
+                          tfm_graph_input_count(n->sub[0]), &c, recorded);
+        if (rc)
+            goto done;
+        int go = truth(c, "tf.while_loop's condition");
+        tfm_tensor_decref(c);
+        if (go < 0) {
+            rc = tfm_error_code();
+            goto done;
+        }
+        if (!go)
+            break;
+        sub_inputs(st, 1, vals, cur, nvars, in);
+        rc = tfm_plan_run(st->sub[1], in,
+                          tfm_graph_input_count(n->sub[1]), next, recorded);
+        if (rc)
+            goto done;
+        for (int k = 0; k < nvars; k++) {
+            tfm_tensor_decref(cur[k]);
+            cur[k] = next[k];
+        }
+    }
+done:
+    for (int k = 0; k < nvars; k++) {
+        if (rc)
+            tfm_tensor_decref(cur[k]);
+        else
+            vals[st->out + k] = cur[k];
+    }
+    return rc;
+}
+
+static tfm_code
+run_assert(const step *st, tfm_tensor **vals)
+{
+    const tfm_node *n = st->node;
+    tfm_tensor *data[TFM_MAX_INPUTS];
+    int ok = truth(vals[st->in[0]], "tf.Assert's condition");
+    if (ok != 0)
+        return ok < 0 ? tfm_error_code() : TFM_OK;
+    for (int i = 1; i < n->nin; i++)
+        data[i - 1] = vals[st->in[i]];
+    char *text = tfm_format_line(n->text, data, n->nin - 1,
+                                 (int)n->attrs->i[1]);
+    if (!text)
+        return tfm_error_code();
+    tfm_code rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s", text);
+    free(text);
+    return rc;
+}
+
 static tfm_code
 run_step(const step *st, tfm_tensor **vals, int recorded)
 {
@@ -485,6 +630,12 @@ run_step(const step *st, tfm_tensor **vals, int recorded)
         return tfm_print_tensors(n->text, ins, n->nin, (int)n->attrs->i[0],
                                  (int)n->attrs->i[1]);
     }
+    case STEP_IF:
+        return run_if(st, vals, recorded);
+    case STEP_WHILE:
+        return run_while(st, vals, recorded);
+    case STEP_ASSERT:
+        return run_assert(st, vals);
     }
     return tfm_error(TFM_ERR_INTERNAL, "bad plan step");
 }
@@ -523,7 +674,9 @@ tfm_plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
     for (int32_t s = 0; s < p->nsteps; s++) {
         const step *st = &p->steps[s];
         if ((rc = run_step(st, vals, recorded))) {
-            rc = annotate(p, st);
+            /* Errors inside a sub-graph already name their node. */
+            if (!is_nested_error(st))
+                rc = annotate(p, st);
             goto done;
         }
         for (int32_t f = 0; f < st->nfree; f++) {
@@ -537,8 +690,10 @@ tfm_plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
     for (int32_t i = 0; i < p->nout; i++) {
         out[i] = vals[p->out_slot[i]];
         if (!out[i]) {
-            for (int32_t j = 0; j < i; j++)
+            for (int32_t j = 0; j < i; j++) {
                 tfm_tensor_decref(out[j]);
+                out[j] = NULL;
+            }
             rc = tfm_error(TFM_ERR_INTERNAL, "tf.function '%s': output %d "
                            "was not computed", tfm_graph_name(p->g), i);
             goto done;

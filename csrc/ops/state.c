@@ -40,6 +40,16 @@ tfm_infer_sink(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
     return TFM_OK;
 }
 
+tfm_code
+tfm_infer_control(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
+                  tfm_meta *out, int *nout)
+{
+    (void)in; (void)nin; (void)a; (void)out; (void)nout;
+    return tfm_error(TFM_ERR_INTERNAL, "%s: its outputs come from its "
+                     "sub-graphs (made by tfm_graph_%s)", tfm_ops[op].name,
+                     op == TFM_OP_IF ? "if" : "while");
+}
+
 /* ---- text ---- */
 
 typedef struct sbuf {
@@ -231,27 +241,38 @@ tfm_print_write(const char *text, int stream)
     return TFM_OK;
 }
 
-tfm_code
-tfm_print_tensors(const char *const *texts, tfm_tensor *const *t, int n,
-                  int stream, int summarize)
+char *
+tfm_format_line(const char *const *texts, tfm_tensor *const *t, int n,
+                int summarize)
 {
     sbuf b = {0};
     puts_(&b, texts[0] ? texts[0] : "");
     for (int i = 0; i < n; i++) {
         if (tfm_tensor_is_symbolic(t[i]) || t[i]->device != 0) {
             free(b.p);
-            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "PrintV2: input %d "
-                             "is not a concrete CPU tensor", i);
+            tfm_error(TFM_ERR_INVALID_ARGUMENT, "input %d to format is not "
+                      "a concrete CPU tensor", i);
+            return NULL;
         }
         format_into(&b, t[i], summarize);
         puts_(&b, texts[i + 1] ? texts[i + 1] : "");
     }
     if (b.oom) {
         free(b.p);
-        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM formatting "
-                         "tf.print output");
+        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM formatting tensors");
+        return NULL;
     }
-    tfm_code rc = tfm_print_write(b.p, stream);
-    free(b.p);
+    return b.p;
+}
+
+tfm_code
+tfm_print_tensors(const char *const *texts, tfm_tensor *const *t, int n,
+                  int stream, int summarize)
+{
+    char *line = tfm_format_line(texts, t, n, summarize);
+    if (!line)
+        return tfm_error_code();
+    tfm_code rc = tfm_print_write(line, stream);
+    free(line);
     return rc;
 }

@@ -13,6 +13,10 @@ tfm_code tfm_infer_from_attrs(tfm_op op, const tfm_meta *in, int nin,
 tfm_code tfm_infer_sink(tfm_op op, const tfm_meta *in, int nin,
                         const tfm_attrs *a, tfm_meta *out, int *nout);
 
+/* If, While: outputs come from sub-graphs, not from input metas. */
+tfm_code tfm_infer_control(tfm_op op, const tfm_meta *in, int nin,
+                           const tfm_attrs *a, tfm_meta *out, int *nout);
+
 /* A tensor's text as tf.print shows it (TF's PrintV2 format):
  * `[0 1 2 ... 7 8 9]`, nested brackets per dim, `summarize` elements at
  * each end of every dim (-1: all). Floats print in their shortest exact
@@ -28,8 +32,12 @@ typedef int (*tfm_print_fn)(const char *text, int stream);
 void tfm_print_set_hook(tfm_print_fn fn);
 tfm_code tfm_print_write(const char *text, int stream);
 
-/* tf.print's whole line: texts[0] t[0] texts[1] ... t[n-1] texts[n],
- * written to stream. t must be concrete. */
+/* texts[0] t[0] texts[1] ... t[n-1] texts[n], tensors formatted as by
+ * tfm_format_tensor: a malloc'd string, or NULL with the error set. */
+char *tfm_format_line(const char *const *texts, tfm_tensor *const *t,
+                      int n, int summarize);
+
+/* tf.print's whole line (tfm_format_line), written to stream. */
 tfm_code tfm_print_tensors(const char *const *texts, tfm_tensor *const *t,
                            int n, int stream, int summarize);
 

@@ -12,7 +12,9 @@
  *   Const             a concrete tensor captured while tracing;
  *   ReadVariableOp    the current value of a captured tf.Variable;
  *   Assign*VariableOp a write to a captured tf.Variable;
- *   PrintV2           tf.print.
+ *   PrintV2           tf.print;
+ *   If, While         control flow: sub-graphs (Note [Sub-graphs]);
+ *   Assert            tf.Assert in a graph.
  *
  * Graphs are refcounted: the trace that builds one, the concrete function
  * that runs it and its compiled plan each hold a reference. A graph pass
@@ -48,7 +50,10 @@ typedef struct tfm_node {
     const char *site;          /* "file.py:12 in f" (the user's line) */
     tfm_tensor *value;         /* Const */
     struct tfm_variable *var;  /* ReadVariableOp, Assign*VariableOp */
-    const char *const *text;   /* PrintV2: nin + 1 literal pieces */
+    const char *const *text;   /* PrintV2, Assert: literal pieces */
+    struct tfm_graph *sub[2];  /* If: then, else; While: cond, body */
+    int32_t *submap[2];        /* sub[b]'s input i is node input
+                                * submap[b][i] (While: see graph.c) */
 } tfm_node;
 
 typedef struct tfm_graph tfm_graph;
@@ -95,6 +100,36 @@ int tfm_graph_assign_variable(tfm_graph *g, struct tfm_variable *v,
  * stdout, 2 stderr, more: a stream the binding registered. */
 int tfm_graph_print(tfm_graph *g, const tfm_ref *in, int nin,
                     const char *const *texts, int stream, int summarize);
+
+/* Note [Sub-graphs]: the branches of tf.cond and the condition and body
+ * of tf.while_loop are traced into sub-graphs of the graph being traced
+ * (tfm_graph_new_sub). A sub-graph reaches values of the graphs around
+ * it by capture: using one makes a placeholder in the sub-graph (and in
+ * every graph between), remembered with the value it stands for. The If
+ * or While node then takes the captured values as inputs, and submap
+ * says which node input feeds each sub-graph input. Once the node is
+ * made, its sub-graphs are sealed and belong to it. */
+tfm_graph *tfm_graph_new_sub(tfm_graph *parent, const char *name);
+/* Whether a is g or a graph g is (transitively) a sub-graph of. */
+int tfm_graph_within(const tfm_graph *g, const tfm_graph *a);
+/* t (symbolic, of g or of a graph around it) as a ref in g. */
+tfm_code tfm_graph_capture(tfm_graph *g, const tfm_tensor *t, tfm_ref *r);
+/* If(pred, captures...): runs then_g or else_g (no explicit inputs; their
+ * outputs set) and gives its outputs: same count and dtypes; each shape
+ * the most specific one both fit. */
+int tfm_graph_if(tfm_graph *g, tfm_ref pred, tfm_graph *then_g,
+                 tfm_graph *else_g);
+/* While(vars..., captures..., [max_iter]): cond_g and body_g take the
+ * loop variables as their first nvars inputs (placeholders with the
+ * loop's shape invariants); cond_g gives a scalar bool, body_g the next
+ * values. max_iter: NULL or a scalar integer. */
+int tfm_graph_while(tfm_graph *g, const tfm_ref *vars, int nvars,
+                    tfm_graph *cond_g, tfm_graph *body_g,
+                    const tfm_ref *max_iter);
+/* Assert(cond, data...): InvalidArgumentError with texts[0] data[0] ...
+ * texts[n] when cond (a scalar bool) is false at run time. */
+int tfm_graph_assert(tfm_graph *g, tfm_ref cond, const tfm_ref *data,
+                     int ndata, const char *const *texts, int summarize);
 
 /* Function inputs (placeholders, in order) and outputs. */
 int tfm_graph_input_count(const tfm_graph *g);

@@ -93,12 +93,22 @@ leaked(const tfm_tensor *t, const tfm_graph *g, const char *what)
                      tfm_graph_name(t->graph), tfm_graph_name(g));
 }
 
+/* A symbolic tensor of g, or of a graph around g (captured: see Note
+ * [Sub-graphs] in graph.h). */
+static int
+usable(const tfm_tensor *t, const tfm_graph *g)
+{
+    return t->graph == g || (g && t->graph && tfm_graph_within(g, t->graph));
+}
+
 static tfm_code
 input_ref(tfm_graph *g, tfm_tensor *t, const char *what, tfm_ref *r)
 {
     if (tfm_tensor_is_symbolic(t)) {
-        if (t->graph != g)
+        if (!usable(t, g))
             return leaked(t, g, what);
+        if (t->graph != g)
+            return tfm_graph_capture(g, t, r);
         r->node = t->node;
         r->out = t->out_index;
         return TFM_OK;
@@ -111,6 +121,12 @@ input_ref(tfm_graph *g, tfm_tensor *t, const char *what, tfm_ref *r)
     r->node = c;
     r->out = 0;
     return TFM_OK;
+}
+
+tfm_code
+tfm_trace_input(tfm_tensor *t, tfm_ref *r)
+{
+    return input_ref(tfm_trace_graph(), t, "tf.function", r);
 }
 
 tfm_code
@@ -127,7 +143,7 @@ tfm_trace_add_op(tfm_op op, tfm_tensor *const *in, int nin,
     /* Leaks first: an op on a leaked tensor is that error, even when
      * the shapes would not match either. */
     for (int i = 0; i < nin; i++)
-        if (tfm_tensor_is_symbolic(in[i]) && in[i]->graph != g)
+        if (tfm_tensor_is_symbolic(in[i]) && !usable(in[i], g))
             return leaked(in[i], g, name);
     tfm_code rc = tfm_infer(op, in, nin, a, meta, nout);
     if (rc)

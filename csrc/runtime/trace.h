@@ -31,6 +31,11 @@ int tfm_trace_contains(const struct tfm_graph *g);
 tfm_code tfm_trace_add_op(tfm_op op, tfm_tensor *const *in, int nin,
                           const tfm_attrs *a, tfm_tensor **out, int *nout);
 
+struct tfm_ref;
+/* t as a value of the current graph: its node output, a capture (a
+ * tensor of a graph around it), or a Const (a concrete tensor). */
+tfm_code tfm_trace_input(tfm_tensor *t, struct tfm_ref *r);
+
 struct tfm_variable;
 /* Variable access while tracing: graph nodes that read / assign the
  * captured variable when the function runs (see variable.h). A read is a
