@@ -938,7 +938,7 @@ input_capture(const tfm_graph *sub, int i)
  * one of the first n_explicit inputs. */
 static tfm_code
 merge_captures(const tfm_graph *sub, int n_explicit, tfm_ref *u, int *nu,
-               int base, int32_t *map)
+               int cap, int base, int32_t *map)
 {
     for (int i = 0; i < sub->n_inputs; i++) {
         int32_t k = input_capture(sub, i);
@@ -958,10 +958,9 @@ merge_captures(const tfm_graph *sub, int n_explicit, tfm_ref *u, int *nu,
             if (u[j].node == o.node && u[j].out == o.out)
                 break;
         if (j == *nu) {
-            if (*nu == TFM_MAX_INPUTS - 1)
+            if (*nu >= cap)
                 return tfm_error(TFM_ERR_UNIMPLEMENTED, "control flow "
-                                 "capturing more than %d values",
-                                 TFM_MAX_INPUTS - 2);
+                                 "capturing more than %d values", cap);
             u[(*nu)++] = o;
         }
         map[i] = base + j;
@@ -1055,8 +1054,9 @@ tfm_graph_if(tfm_graph *g, tfm_ref pred, tfm_graph *then_g,
     if (!map_t || !map_e)
         return -1;
     in[0] = pred;
-    if (merge_captures(then_g, 0, in + 1, &nu, 1, map_t) ||
-        merge_captures(else_g, 0, in + 1, &nu, 1, map_e))
+    int cap = TFM_MAX_INPUTS - 1;
+    if (merge_captures(then_g, 0, in + 1, &nu, cap, 1, map_t) ||
+        merge_captures(else_g, 0, in + 1, &nu, cap, 1, map_e))
         return -1;
     int node = add_node(g, TFM_OP_IF, in, 1 + nu, NULL, out, nout);
     if (node < 0)
@@ -1109,8 +1109,9 @@ tfm_graph_while(tfm_graph *g, const tfm_ref *vars, int nvars,
     int32_t *map_c = new_map(g, cond_g), *map_b = new_map(g, body_g);
     if (!map_c || !map_b)
         return -1;
-    if (merge_captures(cond_g, nvars, in + nvars, &nu, nvars, map_c) ||
-        merge_captures(body_g, nvars, in + nvars, &nu, nvars, map_b))
+    int cap = TFM_MAX_INPUTS - 1 - nvars;   /* one left for max_iter */
+    if (merge_captures(cond_g, nvars, in + nvars, &nu, cap, nvars, map_c) ||
+        merge_captures(body_g, nvars, in + nvars, &nu, cap, nvars, map_b))
         return -1;
     int nin = nvars + nu;
     tfm_attrs a;
