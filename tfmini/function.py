@@ -24,8 +24,10 @@ from . import dtypes as _dtypes
 from ._tensor import Tensor
 from .tensor_shape import TensorShape
 
-__all__ = ["function", "Function", "ConcreteFunction", "TensorSpec",
-           "init_scope", "print", "FunctionSignatureError"]
+# TF's top-level names (tfmini/__init__.py star-imports them). Function,
+# ConcreteFunction and FunctionSignatureError stay in this module, as in
+# TF, where they are not in the tf namespace either.
+__all__ = ["function", "TensorSpec", "init_scope", "print"]
 
 _logger = logging.getLogger("tfmini")
 
