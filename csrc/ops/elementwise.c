@@ -47,6 +47,28 @@ tfm_infer_binary(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
     return elementwise(op, in, nin, in[0].dtype, out, nout);
 }
 
+static tfm_code
+not_float(tfm_op op, tfm_dtype d)
+{
+    return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s expects floating-point "
+                     "inputs (float16, float32, float64), got %s; use "
+                     "tf.cast to convert", tfm_ops[op].name,
+                     tfm_dtype_name(d));
+}
+
+tfm_code
+tfm_infer_binary_float(tfm_op op, const tfm_meta *in, int nin,
+                       const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)a;
+    tfm_code rc = same_dtype(op, in, nin);
+    if (rc)
+        return rc;
+    if (!tfm_dtype_is_float(in[0].dtype))
+        return not_float(op, in[0].dtype);
+    return elementwise(op, in, nin, in[0].dtype, out, nout);
+}
+
 tfm_code
 tfm_infer_compare(tfm_op op, const tfm_meta *in, int nin,
                   const tfm_attrs *a, tfm_meta *out, int *nout)
@@ -93,6 +115,26 @@ tfm_infer_unary(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
     if (in[0].dtype == TFM_BOOL)
         return bad_dtype(op, in[0].dtype, "numeric");
     return elementwise(op, in, nin, in[0].dtype, out, nout);
+}
+
+tfm_code
+tfm_infer_unary_float(tfm_op op, const tfm_meta *in, int nin,
+                      const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)a;
+    if (!tfm_dtype_is_float(in[0].dtype))
+        return not_float(op, in[0].dtype);
+    return elementwise(op, in, nin, in[0].dtype, out, nout);
+}
+
+tfm_code
+tfm_infer_float_pred(tfm_op op, const tfm_meta *in, int nin,
+                     const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)a;
+    if (!tfm_dtype_is_float(in[0].dtype))
+        return not_float(op, in[0].dtype);
+    return elementwise(op, in, nin, TFM_BOOL, out, nout);
 }
 
 tfm_code

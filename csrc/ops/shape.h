@@ -1,7 +1,65 @@
-/* Shape rules of the shape family (rows in ops_shape.def). */
+/* Shape rules of the shape family (rows in ops_shape.def), and the
+ * strided-slice plan that the rule and the kernels share. */
 #ifndef TFM_OPS_SHAPE_H
 #define TFM_OPS_SHAPE_H
 
 #include "op.h"
+
+#define TFM_SHAPE_INFER(NAME)                                               \
+    tfm_code NAME(tfm_op op, const tfm_meta *in, int nin,                   \
+                  const tfm_attrs *a, tfm_meta *out, int *nout)
+
+/* shape.c: reshaping and copying */
+TFM_SHAPE_INFER(tfm_infer_reshape);
+TFM_SHAPE_INFER(tfm_infer_transpose);
+TFM_SHAPE_INFER(tfm_infer_expand_dims);
+TFM_SHAPE_INFER(tfm_infer_squeeze);
+TFM_SHAPE_INFER(tfm_infer_identity);
+TFM_SHAPE_INFER(tfm_infer_concat);
+TFM_SHAPE_INFER(tfm_infer_pack);
+TFM_SHAPE_INFER(tfm_infer_unpack);
+TFM_SHAPE_INFER(tfm_infer_split);
+TFM_SHAPE_INFER(tfm_infer_tile);
+TFM_SHAPE_INFER(tfm_infer_pad);
+TFM_SHAPE_INFER(tfm_infer_reverse);
+TFM_SHAPE_INFER(tfm_infer_broadcast_to);
+TFM_SHAPE_INFER(tfm_infer_shape_of);
+/* shape_index.c: slicing, gathering, scattering, selecting */
+TFM_SHAPE_INFER(tfm_infer_slice);
+TFM_SHAPE_INFER(tfm_infer_strided_slice);
+TFM_SHAPE_INFER(tfm_infer_strided_slice_grad);
+TFM_SHAPE_INFER(tfm_infer_gather);
+TFM_SHAPE_INFER(tfm_infer_gather_nd);
+TFM_SHAPE_INFER(tfm_infer_scatter);
+TFM_SHAPE_INFER(tfm_infer_select);
+TFM_SHAPE_INFER(tfm_infer_where);
+/* shape_fill.c: tensors made from attributes */
+TFM_SHAPE_INFER(tfm_infer_fill);
+TFM_SHAPE_INFER(tfm_infer_range);
+TFM_SHAPE_INFER(tfm_infer_linspace);
+TFM_SHAPE_INFER(tfm_infer_one_hot);
+
+#undef TFM_SHAPE_INFER
+
+/* A strided slice resolved against an input shape: for every input dim
+ * d, the first index begin[d], the step stride[d] and the count len[d]
+ * (len -1 when the dim is unknown and the count cannot be known). The
+ * output shape adds new axes and drops shrunk dims. */
+typedef struct tfm_slice_plan {
+    int ndim;                        /* input rank */
+    int64_t begin[TFM_MAX_DIMS];
+    int64_t stride[TFM_MAX_DIMS];
+    int64_t len[TFM_MAX_DIMS];
+    tfm_shape out;
+} tfm_slice_plan;
+
+/* Resolve StridedSlice attrs (see ops_shape.def) against shape `in`.
+ * Errors name the op: bad spec, zero stride, shrunk index out of range. */
+tfm_code tfm_strided_slice_plan(const tfm_shape *in, const tfm_attrs *a,
+                                tfm_slice_plan *p);
+/* StridedSliceGrad's attrs: the input shape, and StridedSlice's attrs
+ * (the spec after the shape). */
+tfm_code tfm_strided_slice_grad_attrs(const tfm_attrs *a, tfm_shape *shape,
+                                      tfm_attrs *slice);
 
 #endif

@@ -1,4 +1,771 @@
-"""Public ops of one family: see ops/__init__.py for __all__/_NAMESPACES."""
+"""Shape and array ops: tf.reshape, tf.concat, tf.gather, tf.where, ...,
+and tensor indexing (csrc/ops/ops_shape.def).
 
-__all__ = []
-_NAMESPACES = {}
+Arguments that TF passes as tensors but that decide the shape of the
+result (shape, perm, begin/end, paddings, multiples, depth, ...) are
+attributes of the C ops: they are read here from Python values or eager
+tensors. While tracing they must be static (a symbolic tensor there is a
+TypeError that says so); `tf.shape` of a tensor whose static shape is
+fully known is a constant, so `tf.reshape(x, tf.shape(y))` traces."""
+import builtins
+import operator
+
+import numpy as np
+
+from .. import _C
+from .. import dtypes as _dtypes
+from .._opids import ID
+from .._tensor import Tensor
+
+__all__ = [
+    "reshape", "transpose", "expand_dims", "squeeze", "identity", "concat",
+    "stack", "unstack", "split", "tile", "pad", "slice", "strided_slice",
+    "gather", "gather_nd", "broadcast_to", "shape", "size", "rank", "where",
+    "fill", "zeros", "ones", "zeros_like", "ones_like", "range", "linspace",
+    "one_hot", "eye", "reverse", "tensor_scatter_nd_update",
+    "tensor_scatter_nd_add", "scatter_nd", "boolean_mask",
+]
+_NAMESPACES = {"linalg": ["eye"]}
+
+_OP = {name: ID[name] for name in (
+    "Reshape", "Transpose", "ExpandDims", "Squeeze", "Identity", "ConcatV2",
+    "Pack", "Unpack", "Split", "SplitV", "Tile", "PadV2", "MirrorPad",
+    "ReverseV2", "BroadcastTo", "Slice", "StridedSlice", "GatherV2",
+    "GatherNd", "TensorScatterUpdate", "TensorScatterAdd", "SelectV2",
+    "Where", "Shape", "Size", "Rank", "Fill", "ZerosLike", "OnesLike",
+    "Range", "LinSpace", "OneHot", "StridedSliceGrad")}
+
+# The C ops take at most this many inputs / outputs (op.h); more are
+# handled here in groups.
+_MAX_ARITY = 256
+
+
+# ---- argument helpers -------------------------------------------------
+
+def _tensor(x, dtype=None):
+    """x as a Tensor (Variables read), dtype an optional DType."""
+    if isinstance(x, Tensor) and dtype is None:
+        return x
+    if hasattr(x, "_as_tensor") and dtype is None:
+        return x._as_tensor()
+    from .constant_op import convert_to_tensor
+    return convert_to_tensor(x, dtype=dtype)
+
+
+def _dims(t):
+    return t._shape_tuple
+
+
+def _static(t, what):
+    """The value of an eager tensor as NumPy; a symbolic one is an error
+    (the C ops need it as an attribute)."""
+    if getattr(t, "_symbolic", False):
+        raise TypeError(
+            f"tfmini: {what} must be known when the function is traced, but "
+            f"got the symbolic tensor {t}. Pass a Python value, or a tensor "
+            f"computed from static shapes (tf.shape of a fully defined "
+            f"shape is a constant).")
+    return np.asarray(t.numpy())
+
+
+def _int(x, what):
+    """A Python int from an int, a NumPy integer or a scalar int tensor."""
+    if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
+        t = _tensor(x)
+        if not (t.dtype.is_integer and len(_dims(t)) == 0):
+            raise TypeError(f"{what} must be an integer scalar, got a "
+                            f"{t.dtype.name} tensor of shape {t.shape}")
+        return int(_static(t, what))
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {x!r} of type "
+                        f"{type(x).__name__}") from None
+
+
+def _ints(x, what):
+    """A list of Python ints from a list/tuple (of ints or scalar
+    tensors), an int, a TensorShape, a NumPy array or an int tensor."""
+    if type(x) in (list, tuple) and all(type(v) is int for v in x):
+        return list(x)
+    if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
+        t = _tensor(x)
+        if not t.dtype.is_integer:
+            raise TypeError(f"{what} must be an integer tensor, got "
+                            f"{t.dtype.name}")
+        return [int(v) for v in _static(t, what).reshape(-1)]
+    if hasattr(x, "as_list"):            # TensorShape
+        x = x.as_list()
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind not in "iu":
+            raise TypeError(f"{what} must hold integers, got {x.dtype}")
+        return [int(v) for v in x.reshape(-1)]
+    if isinstance(x, (list, tuple, builtins.range)):
+        out = []
+        for v in x:
+            if v is None:
+                raise ValueError(f"{what} must be fully defined, got "
+                                 f"{list(x)} (None is an unknown dim)")
+            out.append(_int(v, what))
+        return out
+    return [_int(x, what)]
+
+
+def _axes(axis, what="axis"):
+    return [] if axis is None else _ints(axis, what)
+
+
+def _common(values):
+    """Tensors of values, Python values taking the first tensor's dtype
+    (as TF converts the arguments of tf.concat / tf.stack)."""
+    dtype = None
+    for v in values:
+        if isinstance(v, Tensor) or hasattr(v, "_as_tensor"):
+            dtype = _tensor(v).dtype
+            break
+    out = []
+    for v in values:
+        if dtype is not None and not (isinstance(v, Tensor) or
+                                      hasattr(v, "_as_tensor")):
+            out.append(_tensor(v, dtype))
+        else:
+            out.append(_tensor(v))
+    return out
+
+
+def _scalar_of(value, dtype):
+    """A rank-0 tensor of dtype holding value."""
+    if isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
+        t = _tensor(value)
+        if t.dtype != dtype:
+            raise TypeError(f"Expected a value of dtype {dtype.name}, got a "
+                            f"tensor of dtype {t.dtype.name}")
+        return t
+    return _C.constant(np.asarray(value, dtype=dtype.as_numpy_dtype),
+                       dtype._enum)
+
+
+def _call(name, inputs, ints=None, i=None, f=None, dtype=None):
+    # Positional: _C.call parses keywords about a microsecond slower.
+    return _C.call(_OP[name], inputs, ints, i, f, dtype)
+
+
+# ---- reshaping and copying -------------------------------------------
+
+def reshape(tensor, shape, name=None):
+    """tensor's values in a new shape; one dim may be -1 (inferred)."""
+    return _call("Reshape", (tensor,), ints=_ints(shape, "shape"))
+
+
+def transpose(a, perm=None, conjugate=False, name="transpose"):
+    """Permute the dims of a: output dim i is input dim perm[i]; default
+    reverses them."""
+    a = _tensor(a)
+    if perm is None:
+        perm = builtins.range(len(_dims(a)) - 1, -1, -1)
+    return _call("Transpose", (a,), ints=_ints(perm, "perm"))
+
+
+def expand_dims(input, axis, name=None):
+    """input with a dim of size 1 inserted at axis (-rank-1 <= axis <=
+    rank)."""
+    return _call("ExpandDims", (input,), i=[_int(axis, "axis")])
+
+
+def squeeze(input, axis=None, name=None):
+    """input without its size-1 dims (only those in axis, if given)."""
+    return _call("Squeeze", (input,), ints=_axes(axis))
+
+
+def identity(input, name=None):
+    """A tensor with input's value (recorded on tapes, traced as a
+    node)."""
+    return _call("Identity", (input,))
+
+
+def concat(values, axis, name="concat"):
+    """Join values along axis (dims must agree elsewhere)."""
+    if isinstance(values, (Tensor,)) or hasattr(values, "_as_tensor"):
+        values = [values]
+    values = _common(list(values))
+    axis = _int(axis, "axis")
+    if len(values) == 1:
+        return identity(values[0])
+    if len(values) > _MAX_ARITY:
+        groups = [values[k:k + _MAX_ARITY]
+                  for k in builtins.range(0, len(values), _MAX_ARITY)]
+        values = [_call("ConcatV2", g, i=[axis]) if len(g) > 1 else g[0]
+                  for g in groups]
+    return _call("ConcatV2", values, i=[axis])
+
+
+def stack(values, axis=0, name="stack"):
+    """Stack tensors of one shape along a new axis."""
+    values = _common(list(values))
+    if not values:
+        raise ValueError("tf.stack needs at least one value")
+    axis = _int(axis, "axis")
+    if len(values) > _MAX_ARITY:
+        r = len(_dims(values[0]))
+        ax = axis + r + 1 if axis < 0 else axis
+        parts = [_call("Pack", values[k:k + _MAX_ARITY], i=[ax])
+                 for k in builtins.range(0, len(values), _MAX_ARITY)]
+        return concat(parts, ax)
+    return _call("Pack", values, i=[axis])
+
+
+def unstack(value, num=None, axis=0, name="unstack"):
+    """The list of slices of value along axis."""
+    value = _tensor(value)
+    axis = _int(axis, "axis")
+    dims = _dims(value)
+    if -len(dims) <= axis < len(dims):
+        dim = dims[axis]
+        if dim is not None and dim > _MAX_ARITY and num in (None, dim):
+            out = []
+            for part in split(value, _chunks(dim), axis=axis):
+                out.extend(unstack(part, axis=axis))
+            return out
+    num = -1 if num is None else _int(num, "num")
+    return list(_call("Unpack", (value,), i=[axis, num]))
+
+
+def _chunks(n):
+    sizes = [_MAX_ARITY] * (n // _MAX_ARITY)
+    if n % _MAX_ARITY:
+        sizes.append(n % _MAX_ARITY)
+    return sizes
+
+
+def split(value, num_or_size_splits, axis=0, num=None, name="split"):
+    """Split value along axis into num_or_size_splits equal parts (an
+    int), or parts of the given sizes (a list; one may be -1)."""
+    axis = _int(axis, "axis")
+    if isinstance(num_or_size_splits, (int, np.integer)) or (
+            isinstance(num_or_size_splits, Tensor)
+            and len(_dims(num_or_size_splits)) == 0):
+        n = _int(num_or_size_splits, "num_or_size_splits")
+        return list(_call("Split", (value,), i=[axis, n]))
+    sizes = _ints(num_or_size_splits, "num_or_size_splits")
+    if num is not None and _int(num, "num") != len(sizes):
+        raise ValueError(f"num={num} does not match the {len(sizes)} sizes "
+                         f"in num_or_size_splits")
+    return list(_call("SplitV", (value,), ints=sizes, i=[axis]))
+
+
+def tile(input, multiples, name=None):
+    """input repeated multiples[d] times along each dim d."""
+    return _call("Tile", (input,), ints=_ints(multiples, "multiples"))
+
+
+def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
+    """tensor padded by paddings ([rank, 2]: before/after per dim) with
+    constant_values (mode CONSTANT) or by mirroring (REFLECT excludes
+    the edge, SYMMETRIC includes it)."""
+    flat = []
+    if isinstance(paddings, (list, tuple)):
+        for row in paddings:
+            flat.extend(_ints(row, "paddings"))
+    else:
+        flat = _ints(paddings, "paddings")
+    mode = str(mode).upper()
+    if mode == "CONSTANT":
+        if isinstance(constant_values, Tensor) or hasattr(
+                constant_values, "_as_tensor"):
+            constant_values = _static(_tensor(constant_values),
+                                      "constant_values").item()
+        return _call("PadV2", (tensor,), ints=flat,
+                     f=[float(constant_values)])
+    if mode in ("REFLECT", "SYMMETRIC"):
+        return _call("MirrorPad", (tensor,), ints=flat,
+                     i=[0 if mode == "REFLECT" else 1])
+    raise ValueError(f'Value of argument `mode` expected to be one of '
+                     f'"CONSTANT", "REFLECT", or "SYMMETRIC". Received '
+                     f'`mode` = {mode}')
+
+
+def reverse(tensor, axis, name=None):
+    """tensor with the dims in axis reversed."""
+    return _call("ReverseV2", (tensor,), ints=_axes(axis))
+
+
+def broadcast_to(input, shape, name=None):
+    """input broadcast (NumPy rules) to shape."""
+    return _call("BroadcastTo", (input,), ints=_ints(shape, "shape"))
+
+
+# ---- shapes ----------------------------------------------------------
+
+def shape(input, out_type=None, name=None):
+    """The shape of input as a 1-D int32 (or out_type) tensor."""
+    dtype = _dtypes.int32 if out_type is None else _dtypes.as_dtype(out_type)
+    t = _tensor(input)
+    dims = _dims(t)
+    if getattr(t, "_symbolic", False) and None not in dims:
+        # Static while tracing: a constant, so shape arithmetic folds.
+        return _C.constant(np.asarray(dims, dtype.as_numpy_dtype),
+                           dtype._enum)
+    return _call("Shape", (t,), dtype=dtype._enum)
+
+
+def size(input, out_type=None, name=None):
+    """The number of elements of input, as an int32 (or out_type)
+    scalar."""
+    dtype = _dtypes.int32 if out_type is None else _dtypes.as_dtype(out_type)
+    return _call("Size", (input,), dtype=dtype._enum)
+
+
+def rank(input, name=None):
+    """The rank of input, as an int32 scalar."""
+    return _call("Rank", (input,))
+
+
+# ---- slicing ---------------------------------------------------------
+
+def slice(input_, begin, size, name=None):
+    """The block of input_ that starts at begin with extent size (-1: to
+    the end of the dim)."""
+    b = _ints(begin, "begin")
+    s = _ints(size, "size")
+    if len(b) != len(s):
+        raise ValueError(f"begin ({len(b)} values) and size ({len(s)} "
+                         f"values) must have the same length")
+    return _call("Slice", (input_,), ints=b + s)
+
+
+def strided_slice(input_, begin, end, strides=None, begin_mask=0,
+                  end_mask=0, ellipsis_mask=0, new_axis_mask=0,
+                  shrink_axis_mask=0, var=None, name=None):
+    """TF's StridedSlice: the slice begin:end:strides per spec entry, with
+    the masks of tf.strided_slice (what `tensor[...]` builds)."""
+    b = _ints(begin, "begin")
+    e = _ints(end, "end")
+    s = [1] * len(b) if strides is None else _ints(strides, "strides")
+    if not len(b) == len(e) == len(s):
+        raise ValueError(f"begin, end and strides must have the same "
+                         f"length, got {len(b)}, {len(e)} and {len(s)}")
+    return _call("StridedSlice", (input_,), ints=b + e + s,
+                 i=[int(begin_mask), int(end_mask), int(ellipsis_mask),
+                    int(new_axis_mask), int(shrink_axis_mask)])
+
+
+def _strided_slice_grad(dy, shape, begin, end, strides, begin_mask=0,
+                        end_mask=0, ellipsis_mask=0, new_axis_mask=0,
+                        shrink_axis_mask=0):
+    """TF's raw StridedSliceGrad: dy scattered into zeros of `shape` where
+    strided_slice(x of `shape`, ...) read (the gradient of indexing)."""
+    shape = _ints(shape, "shape")
+    return _call("StridedSliceGrad", (dy,),
+                 shape + _ints(begin, "begin") + _ints(end, "end")
+                 + _ints(strides, "strides"),
+                 (int(begin_mask), int(end_mask), int(ellipsis_mask),
+                  int(new_axis_mask), int(shrink_axis_mask), len(shape)))
+
+
+_INDEX_TYPES_MSG = ("Only integers, slices (`:`), ellipsis (`...`), "
+                    "tf.newaxis (`None`) and scalar tf.int32/tf.int64 "
+                    "tensors are valid indices")
+
+
+def _index(x, dynamic):
+    """An int for a slice bound or index; a symbolic scalar int tensor is
+    returned as is when `dynamic` accepts it."""
+    if type(x) is int:
+        return x
+    if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
+        t = _tensor(x)
+        if not (t.dtype.is_integer and len(_dims(t)) == 0):
+            raise TypeError(f"{_INDEX_TYPES_MSG}, got {x!r}")
+        if getattr(t, "_symbolic", False):
+            if dynamic:
+                return t
+            raise TypeError(
+                "tfmini: slice bounds must be known when the function is "
+                f"traced, got the symbolic tensor {t} (a single symbolic "
+                "index `x[i]` is supported; `x[i:j]` is not)")
+        return int(t.numpy())
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise TypeError(f"{_INDEX_TYPES_MSG}, got {x!r}") from None
+
+
+def _is_bool_mask(key):
+    if isinstance(key, bool):
+        return True
+    if isinstance(key, Tensor):
+        return key.dtype == _dtypes.bool
+    return isinstance(key, np.ndarray) and key.dtype == np.bool_
+
+
+_STRIDED_SLICE = _OP["StridedSlice"]
+_SHRINK = (0, 0, 0, 0, 1)
+
+
+def _getitem(tensor, key, _force_dynamic=False):
+    """tensor[key], as TF's _slice_helper: a StridedSlice with masks.
+
+    Scalar int tensors that are symbolic (while tracing) cannot be
+    attributes: they are left as whole slices in the StridedSlice and
+    taken afterwards with GatherV2 on the axis they land on.
+    `_force_dynamic` treats eager int tensors that way too (tests)."""
+    if type(key) is int:                       # the common t[i]
+        return _C.call(_STRIDED_SLICE, (tensor,), (key, key + 1, 1),
+                       _SHRINK)
+    if _is_bool_mask(key):
+        return boolean_mask(tensor, key)
+    if not isinstance(key, (list, tuple)):
+        key = (key,)
+    ints, masks, gathers = _slice_spec(key, _force_dynamic)
+    out = _C.call(_STRIDED_SLICE, (tensor,), ints, masks)
+    if gathers:
+        out = _gather_dynamic(tensor, key, out, gathers, masks[2], masks[3],
+                              masks[4])
+    return out
+
+
+def _slice_spec(key, force_dynamic=False):
+    """StridedSlice's attrs for an index tuple: (begin + end + strides,
+    (begin_mask, end_mask, ellipsis_mask, new_axis_mask,
+    shrink_axis_mask), [(entry, symbolic index tensor), ...])."""
+    begin, end, strides = [], [], []
+    bmask = emask = ellipsis = newaxis = shrink = 0
+    gathers = []
+    for k, s in enumerate(key):
+        bit = 1 << k
+        if type(s) is int:
+            begin.append(s)
+            end.append(s + 1)
+            strides.append(1)
+            shrink |= bit
+        elif isinstance(s, builtins.slice):
+            if s.start is None:
+                begin.append(0)
+                bmask |= bit
+            else:
+                begin.append(_index(s.start, False))
+            if s.stop is None:
+                end.append(0)
+                emask |= bit
+            else:
+                end.append(_index(s.stop, False))
+            strides.append(1 if s.step is None else _index(s.step, False))
+        elif s is Ellipsis:
+            begin.append(0)
+            end.append(0)
+            strides.append(1)
+            ellipsis |= bit
+        elif s is None:
+            begin.append(0)
+            end.append(0)
+            strides.append(1)
+            newaxis |= bit
+        else:
+            if force_dynamic and isinstance(s, Tensor):
+                i = s
+            else:
+                i = _index(s, True)
+            if isinstance(i, Tensor):
+                gathers.append((k, i))
+                begin.append(0)
+                end.append(0)
+                strides.append(1)
+                bmask |= bit
+                emask |= bit
+                continue
+            begin.append(i)
+            end.append(i + 1)
+            strides.append(1)
+            shrink |= bit
+    if len(begin) * 3 > 64:
+        raise ValueError(f"tfmini: an index of {len(begin)} entries is too "
+                         f"long (at most 21)")
+    return (begin + end + strides, (bmask, emask, ellipsis, newaxis, shrink),
+            gathers)
+
+
+def _gather_dynamic(tensor, key, out, gathers, ellipsis, newaxis, shrink):
+    """Take the symbolic indices left whole in `out` with GatherV2, from
+    the last to the first so that earlier output axes keep their place."""
+    r = len(_dims(_tensor(tensor)))
+    n = len(key)
+    # Output axis of each spec entry: new axes and kept dims count, shrunk
+    # entries do not, an ellipsis spans the dims the others leave.
+    explicit = builtins.sum(1 for k in builtins.range(n)
+                            if not (ellipsis >> k) & 1
+                            and not (newaxis >> k) & 1)
+    axis_of = {}
+    pos = 0
+    for k in builtins.range(n):
+        if (ellipsis >> k) & 1:
+            pos += r - explicit
+        elif (shrink >> k) & 1:
+            continue
+        else:
+            axis_of[k] = pos
+            pos += 1
+    for k, idx in reversed(gathers):
+        out = gather(out, idx, axis=axis_of[k])
+    return out
+
+
+# ---- gather / scatter / select ---------------------------------------
+
+def _indices(x):
+    if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
+        return _tensor(x)
+    a = np.asarray(x)
+    if a.dtype.kind not in "iu" and a.size:
+        raise TypeError(f"indices must be integers, got {a.dtype}")
+    return _C.constant(a.astype(np.int64 if a.dtype == np.int64
+                                else np.int32))
+
+
+def gather(params, indices, validate_indices=None, axis=None, batch_dims=0,
+           name=None):
+    """Slices of params along axis at indices (out of range:
+    InvalidArgumentError)."""
+    batch_dims = _int(batch_dims, "batch_dims")
+    axis = batch_dims if axis is None else _int(axis, "axis")
+    return _call("GatherV2", (params, _indices(indices)),
+                 i=[axis, batch_dims])
+
+
+def gather_nd(params, indices, batch_dims=0, name=None):
+    """Slices of params at the index vectors of indices' last dim."""
+    indices = _indices(indices)
+    batch_dims = _int(batch_dims, "batch_dims")
+    if batch_dims == 0:
+        return _call("GatherNd", (params, indices))
+    # Batched: prepend each index vector's batch coordinates and gather
+    # from params with its batch dims flattened into one.
+    params = _tensor(params)
+    pdims, idims = _dims(params), _dims(indices)
+    if batch_dims < 0 or batch_dims >= len(idims) or batch_dims > len(pdims):
+        raise ValueError(f"batch_dims = {batch_dims} is out of range for "
+                         f"indices of rank {len(idims)}")
+    bshape = list(idims[:batch_dims])
+    if None in bshape or None in pdims[:batch_dims] or None in idims:
+        raise ValueError("gather_nd with batch_dims needs known shapes")
+    nb = int(np.prod(bshape))
+    flat_p = reshape(params, [nb] + list(pdims[batch_dims:]))
+    flat_i = reshape(indices, [nb] + list(idims[batch_dims:]))
+    b = reshape(range(nb, dtype=indices.dtype),
+                [nb] + [1] * (len(idims) - batch_dims))
+    b = broadcast_to(b, [nb] + list(idims[batch_dims:-1]) + [1])
+    res = _call("GatherNd", (flat_p, concat([b, flat_i], -1)))
+    return reshape(res, bshape + list(_dims(res)[1:]))
+
+
+def tensor_scatter_nd_update(tensor, indices, updates, name=None):
+    """A copy of tensor with the slices at indices replaced by updates."""
+    tensor = _tensor(tensor)
+    updates = _common([tensor, updates])[1]
+    return _call("TensorScatterUpdate", (tensor, _indices(indices), updates))
+
+
+def tensor_scatter_nd_add(tensor, indices, updates, name=None):
+    """A copy of tensor with updates added at indices."""
+    tensor = _tensor(tensor)
+    updates = _common([tensor, updates])[1]
+    return _call("TensorScatterAdd", (tensor, _indices(indices), updates))
+
+
+def scatter_nd(indices, updates, shape, name=None):
+    """Zeros of shape with updates added at indices (repeats sum)."""
+    updates = _tensor(updates)
+    return tensor_scatter_nd_add(zeros(shape, updates.dtype), indices,
+                                 updates)
+
+
+def where(condition, x=None, y=None, name=None):
+    """where(condition): the int64 [n, rank] coordinates of condition's
+    true (nonzero) elements. where(condition, x, y): x where condition
+    else y, all three broadcast."""
+    if x is None and y is None:
+        c = _tensor(condition)
+        if getattr(c, "_symbolic", False):
+            count = -1
+        else:
+            count = int(np.count_nonzero(c.numpy()))
+        return _call("Where", (c,), i=[count])
+    if x is None or y is None:
+        raise ValueError("x and y must both be non-None or both be None.")
+    cond = _tensor(condition)
+    x, y = _common([x, y])
+    return _call("SelectV2", (cond, x, y))
+
+
+def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
+    """The elements (axis None: from dim 0) of tensor where mask is true;
+    mask's shape must match tensor's dims axis:axis+mask.ndim."""
+    tensor = _tensor(tensor)
+    mask = _tensor(mask)
+    if mask.dtype != _dtypes.bool:
+        raise TypeError(f"mask must be a bool tensor, got {mask.dtype.name}")
+    tdims, mdims = _dims(tensor), _dims(mask)
+    axis = 0 if axis is None else _int(axis, "axis")
+    if axis < 0:
+        axis += len(tdims)
+    k = len(mdims)
+    if k == 0:
+        raise ValueError("mask cannot be scalar.")
+    if axis < 0 or axis + k > len(tdims):
+        raise ValueError(f"mask of shape {mask.shape} does not fit tensor of "
+                         f"shape {tensor.shape} at axis {axis}")
+    for d in builtins.range(k):
+        a, b = tdims[axis + d], mdims[d]
+        if a is not None and b is not None and a != b:
+            raise ValueError(f"Shapes {tensor.shape[axis:axis + k]} and "
+                             f"{mask.shape} are incompatible")
+    lead = list(tdims[:axis])
+    if None in lead or None in tdims[axis + k:]:
+        raise ValueError("boolean_mask needs the dims outside the mask to "
+                         "be known")
+    flat = reshape(tensor, lead + [-1] + list(tdims[axis + k:]))
+    idx = reshape(where(reshape(mask, [-1])), [-1])
+    return gather(flat, idx, axis=axis)
+
+
+# ---- tensors from values ---------------------------------------------
+
+def fill(dims, value, name=None):
+    """A tensor of shape dims filled with the scalar value (its dtype)."""
+    return _call("Fill", (_tensor(value),), ints=_ints(dims, "dims"))
+
+
+def _dtype(dtype):
+    return _dtypes.float32 if dtype is None else _dtypes.as_dtype(dtype)
+
+
+def zeros(shape, dtype=_dtypes.float32, name=None):
+    """A tensor of zeros."""
+    dtype = _dtype(dtype)
+    return fill(shape, _scalar_of(0, dtype))
+
+
+def ones(shape, dtype=_dtypes.float32, name=None):
+    """A tensor of ones."""
+    dtype = _dtype(dtype)
+    return fill(shape, _scalar_of(1, dtype))
+
+
+def _like(op, value, input, dtype):
+    t = _tensor(input)
+    if dtype is None or _dtypes.as_dtype(dtype) == t.dtype:
+        return _call(op, (t,))
+    dtype = _dtypes.as_dtype(dtype)
+    dims = _dims(t)
+    if None not in dims:
+        return fill(list(dims), _scalar_of(value, dtype))
+    from .math_ops import cast
+    return cast(_call(op, (t,)), dtype)
+
+
+def zeros_like(input, dtype=None, name=None):
+    """Zeros of input's shape and dtype (or dtype)."""
+    return _like("ZerosLike", 0, input, dtype)
+
+
+def ones_like(input, dtype=None, name=None):
+    """Ones of input's shape and dtype (or dtype)."""
+    return _like("OnesLike", 1, input, dtype)
+
+
+_RANGE_ORDER = ["int8", "uint8", "int16", "int32", "int64", "float16",
+                "float32", "float64"]
+
+
+def _arg_dtype(v):
+    if isinstance(v, Tensor) or hasattr(v, "_as_tensor"):
+        return _tensor(v).dtype
+    if isinstance(v, (bool, np.bool_)):
+        return _dtypes.int32
+    if isinstance(v, (int, np.integer)):
+        return (_dtypes.as_dtype(v.dtype) if isinstance(v, np.integer)
+                else _dtypes.int32)
+    if isinstance(v, np.floating):
+        return _dtypes.as_dtype(v.dtype)
+    return _dtypes.float32
+
+
+def _pyvalue(v, what):
+    if isinstance(v, Tensor) or hasattr(v, "_as_tensor"):
+        t = _tensor(v)
+        if len(_dims(t)) != 0:
+            raise ValueError(f"{what} must be a scalar, got shape {t.shape}")
+        return _static(t, what).item()
+    return v
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range"):
+    """[start, start + delta, ...) up to limit (exclusive); range(n) is
+    0..n-1. Ints give int32, floats float32 (or the tensors' dtype)."""
+    if limit is None:
+        start, limit = 0, start
+    if dtype is None:
+        dtype = builtins.max((_arg_dtype(v) for v in (start, limit, delta)),
+                             key=lambda d: _RANGE_ORDER.index(d.name))
+    else:
+        dtype = _dtypes.as_dtype(dtype)
+    vals = [_pyvalue(v, n) for v, n in ((start, "start"), (limit, "limit"),
+                                        (delta, "delta"))]
+    if dtype.is_integer:
+        for v, n in zip(vals, ("start", "limit", "delta")):
+            if isinstance(v, float) and not v.is_integer():
+                raise TypeError(f"range: {n} = {v} is not an integer but "
+                                f"dtype is {dtype.name}")
+        return _call("Range", (), i=[int(v) for v in vals],
+                     dtype=dtype._enum)
+    return _call("Range", (), f=[float(v) for v in vals], dtype=dtype._enum)
+
+
+def linspace(start, stop, num, name=None, axis=0):
+    """num evenly spaced values from start to stop (both included)."""
+    dtype = _arg_dtype(start)
+    if not dtype.is_floating:
+        dtype = _dtypes.float32
+    if _int(axis, "axis") not in (0, -1):
+        raise ValueError("tfmini's linspace takes scalar start and stop "
+                         "(axis must be 0)")
+    return _call("LinSpace", (),
+                 f=[float(_pyvalue(start, "start")),
+                    float(_pyvalue(stop, "stop"))],
+                 i=[_int(num, "num")], dtype=dtype._enum)
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None,
+            dtype=None, name=None):
+    """A one-hot encoding of indices along a new axis (default last) of
+    size depth: on_value (1) at the index, off_value (0) elsewhere."""
+    if dtype is None:
+        for v in (on_value, off_value):
+            if isinstance(v, Tensor) or hasattr(v, "_as_tensor"):
+                dtype = _tensor(v).dtype
+                break
+            if v is not None and dtype is None:
+                dtype = _arg_dtype(v)
+                break
+    dtype = _dtype(dtype)
+    on = _scalar_of(1 if on_value is None else on_value, dtype)
+    off = _scalar_of(0 if off_value is None else off_value, dtype)
+    axis = -1 if axis is None else _int(axis, "axis")
+    return _call("OneHot", (_indices(indices), on, off),
+                 i=[_int(depth, "depth"), axis])
+
+
+def eye(num_rows, num_columns=None, batch_shape=None, dtype=_dtypes.float32,
+        name=None):
+    """The identity matrix [num_rows, num_columns], optionally repeated
+    over batch_shape."""
+    n = _int(num_rows, "num_rows")
+    m = n if num_columns is None else _int(num_columns, "num_columns")
+    out = one_hot(range(n), m, dtype=_dtype(dtype))
+    if batch_shape is not None:
+        out = broadcast_to(out, _ints(batch_shape, "batch_shape") + [n, m])
+    return out
+
+
+# Tensor.__getitem__ (tfmini/_tensor.py) imports this module on every call,
+# which costs more than the slice itself; bind the method directly.
+Tensor.__getitem__ = _getitem

@@ -1,4 +1,232 @@
-"""Public ops of one family: see ops/__init__.py for __all__/_NAMESPACES."""
+"""Convolution and pooling: tf.nn.conv2d, tf.nn.max_pool2d, ...
+
+NHWC only (TF's CPU layout); filters are [height, width, in, out]. The
+ops and their attribute slots are in csrc/ops/ops_conv.def; every call
+sends the same 12 ints: strides (2), dilations or window (2), sizes (4,
+for the two-input backprop forms) and explicit pads (4)."""
+import operator
+
+from .. import _C
+from .._opids import ID
+from ..errors import InvalidArgumentError, UnimplementedError
 
 __all__ = []
-_NAMESPACES = {}
+_NAMESPACES = {"nn": ["conv2d", "conv2d_transpose", "max_pool2d",
+                      "avg_pool2d", "max_pool", "avg_pool"]}
+
+_CONV2D = ID["Conv2D"]
+_BACKPROP_INPUT = ID["Conv2DBackpropInput"]
+_BACKPROP_FILTER = ID["Conv2DBackpropFilter"]
+_MAX_POOL = ID["MaxPool"]
+_MAX_POOL_GRAD = ID["MaxPoolGrad"]
+_MAX_POOL_GRAD_GRAD = ID["MaxPoolGradGrad"]
+_AVG_POOL = ID["AvgPool"]
+_AVG_POOL_GRAD = ID["AvgPoolGrad"]
+
+_VALID, _SAME, _EXPLICIT = 0, 1, 2
+_NO_SIZES = (0, 0, 0, 0)
+_NO_PADS = (0, 0, 0, 0)
+
+
+def _pair(value, what, op):
+    """strides / dilations / ksize as (h, w): an int, or a list of 1, 2
+    or 4 ints (4: NHWC, with 1 for the batch and depth dims)."""
+    if value is None:
+        return (1, 1)
+    try:
+        return (operator.index(value),) * 2
+    except TypeError:
+        pass
+    vals = [operator.index(v) for v in value]
+    if len(vals) == 1:
+        return (vals[0], vals[0])
+    if len(vals) == 2:
+        return tuple(vals)
+    if len(vals) == 4:
+        if vals[0] != 1 or vals[3] != 1:
+            raise InvalidArgumentError(
+                None, None, f"{op}: {what} in the batch and depth "
+                f"dimensions must be 1 (NHWC), got {vals}")
+        return (vals[1], vals[2])
+    raise ValueError(f"{what} should be of length 1, 2 or 4 but was "
+                     f"{len(vals)}")
+
+
+def _padding(padding, op, explicit_ok=True):
+    """(mode, pads) from "SAME", "VALID" or NHWC explicit pads
+    [[0, 0], [top, bottom], [left, right], [0, 0]]."""
+    if isinstance(padding, str):
+        if padding == "SAME":
+            return _SAME, _NO_PADS
+        if padding == "VALID":
+            return _VALID, _NO_PADS
+        allowed = '"SAME", "VALID"' + (" or explicit paddings"
+                                        if explicit_ok else "")
+        raise InvalidArgumentError(
+            None, None, f"{op}: padding must be {allowed}, got {padding!r}")
+    if not explicit_ok:
+        raise InvalidArgumentError(
+            None, None, f"{op}: padding must be \"SAME\" or \"VALID\", got "
+            f"{padding!r}")
+    try:
+        pairs = [tuple(operator.index(v) for v in p) for p in padding]
+    except TypeError:
+        pairs = None
+    if (pairs is None or len(pairs) != 4 or any(len(p) != 2 for p in pairs)
+            or pairs[0] != (0, 0) or pairs[3] != (0, 0)):
+        raise InvalidArgumentError(
+            None, None, f"{op}: explicit padding must be 4 pairs, NHWC, with "
+            f"[0, 0] for the batch and depth dims, got {padding!r}")
+    return _EXPLICIT, pairs[1] + pairs[2]
+
+
+def _check_format(data_format, op):
+    if data_format in (None, "NHWC"):
+        return
+    if data_format == "NCHW":
+        raise UnimplementedError(
+            None, None, f"{op}: only the NHWC data format is supported on "
+            f"the CPU, got NCHW (transpose to NHWC with tf.transpose)")
+    raise InvalidArgumentError(
+        None, None, f"{op}: data_format must be \"NHWC\" or \"NCHW\", got "
+        f"{data_format!r}")
+
+
+def _conv_call(op_id, inputs, strides, padding, dilations, sizes, op):
+    sh, sw = _pair(strides, "strides", op)
+    dh, dw = _pair(dilations, "dilations", op)
+    mode, pads = _padding(padding, op)
+    return _C.call(op_id, inputs, ints=(sh, sw, dh, dw) + tuple(sizes)
+                   + tuple(pads), i=(mode,))
+
+
+def _sizes(value, what):
+    """Four ints from a list, tuple or eager tensor; entries that are
+    symbolic tensors (a batch size known only at run time) become -1."""
+    if hasattr(value, "_symbolic"):
+        if value._symbolic:
+            raise ValueError(f"{what} must be known while tracing (Python "
+                             f"ints, or a list whose symbolic entries are "
+                             f"only the batch and depth sizes)")
+        value = value.numpy().tolist()
+    out = []
+    for v in value:
+        if getattr(v, "_symbolic", False):
+            out.append(-1)
+        else:
+            out.append(operator.index(v) if not hasattr(v, "numpy")
+                       else int(v.numpy()))
+    if len(out) != 4:
+        raise ValueError(f"{what} must have 4 elements (NHWC), got "
+                         f"{len(out)}")
+    return tuple(out)
+
+
+def conv2d(input, filters, strides, padding, data_format="NHWC",
+           dilations=None, name=None):
+    """2-D convolution of input [batch, h, w, in] with filters
+    [fh, fw, in, out]: TF's SAME/VALID arithmetic, strides, dilations."""
+    _check_format(data_format, "Conv2D")
+    return _conv_call(_CONV2D, (input, filters), strides, padding,
+                      dilations, _NO_SIZES, "Conv2D")
+
+
+def conv2d_backprop_input(input_sizes, filters, out_backprop, strides,
+                          padding, data_format="NHWC", dilations=None,
+                          name=None):
+    """Gradient of conv2d with respect to its input (of shape
+    input_sizes); tf.compat.v1.nn.conv2d_backprop_input."""
+    _check_format(data_format, "Conv2DBackpropInput")
+    return _conv_call(_BACKPROP_INPUT, (filters, out_backprop), strides,
+                      padding, dilations, _sizes(input_sizes, "input_sizes"),
+                      "Conv2DBackpropInput")
+
+
+def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides,
+                           padding, data_format="NHWC", dilations=None,
+                           name=None):
+    """Gradient of conv2d with respect to its filter (of shape
+    filter_sizes); tf.compat.v1.nn.conv2d_backprop_filter."""
+    _check_format(data_format, "Conv2DBackpropFilter")
+    return _conv_call(_BACKPROP_FILTER, (input, out_backprop), strides,
+                      padding, dilations,
+                      _sizes(filter_sizes, "filter_sizes"),
+                      "Conv2DBackpropFilter")
+
+
+def conv2d_transpose(input, filters, output_shape, strides, padding="SAME",
+                     data_format="NHWC", dilations=None, name=None):
+    """The transpose (gradient) of conv2d: filters are [fh, fw, out, in]
+    and output_shape is the [batch, h, w, out] it produces."""
+    _check_format(data_format, "conv2d_transpose")
+    return _conv_call(_BACKPROP_INPUT, (filters, input), strides, padding,
+                      dilations, _sizes(output_shape, "output_shape"),
+                      "Conv2DBackpropInput")
+
+
+def _pool_call(op_id, input, ksize, strides, padding, data_format, op):
+    _check_format(data_format, op)
+    return _C.call(op_id, (input,),
+                   **_pool_attrs(ksize, strides, padding, op))
+
+
+def max_pool2d(input, ksize, strides, padding, data_format="NHWC",
+               name=None):
+    """Max over each ksize window of input [batch, h, w, c]."""
+    return _pool_call(_MAX_POOL, input, ksize, strides, padding,
+                      data_format, "MaxPool")
+
+
+def avg_pool2d(input, ksize, strides, padding, data_format="NHWC",
+               name=None):
+    """Mean over each ksize window (padding cells not counted)."""
+    return _pool_call(_AVG_POOL, input, ksize, strides, padding,
+                      data_format, "AvgPool")
+
+
+def _rank(input):
+    shape = getattr(input, "shape", None)
+    return len(shape) if shape is not None else None
+
+
+def max_pool(input, ksize, strides, padding, data_format=None, name=None):
+    """tf.nn.max_pool: N-D in TF; here the 2-D (4-D input) case."""
+    if _rank(input) not in (None, 4):
+        raise UnimplementedError(None, None, "max_pool: only 4-D (NHWC) "
+                                 "inputs are supported")
+    return max_pool2d(input, ksize, strides, padding, data_format, name)
+
+
+def avg_pool(input, ksize, strides, padding, data_format=None, name=None):
+    """tf.nn.avg_pool: N-D in TF; here the 2-D (4-D input) case."""
+    if _rank(input) not in (None, 4):
+        raise UnimplementedError(None, None, "avg_pool: only 4-D (NHWC) "
+                                 "inputs are supported")
+    return avg_pool2d(input, ksize, strides, padding, data_format, name)
+
+
+def _pool_attrs(ksize, strides, padding, op):
+    kh, kw = _pair(ksize, "ksize", op)
+    sh, sw = _pair(strides, "strides", op)
+    mode, _ = _padding(padding, op, explicit_ok=False)
+    return dict(ints=(sh, sw, kh, kw), i=(mode,))
+
+
+def _max_pool_grad(orig_input, orig_output, grad, ksize, strides, padding):
+    """MaxPoolGrad: grad routed to the first maximum of each window."""
+    return _C.call(_MAX_POOL_GRAD, (orig_input, orig_output, grad),
+                   **_pool_attrs(ksize, strides, padding, "MaxPoolGrad"))
+
+
+def _max_pool_grad_grad(orig_input, orig_output, grad, ksize, strides,
+                        padding):
+    """MaxPoolGradGrad: grad (shaped like the input) read at each argmax."""
+    return _C.call(_MAX_POOL_GRAD_GRAD, (orig_input, orig_output, grad),
+                   **_pool_attrs(ksize, strides, padding,
+                                 "MaxPoolGradGrad"))
+
+
+def _avg_pool_grad(orig_input, grad, ksize, strides, padding):
+    """AvgPoolGrad; only orig_input's shape is read."""
+    return _C.call(_AVG_POOL_GRAD, (orig_input, grad),
+                   **_pool_attrs(ksize, strides, padding, "AvgPoolGrad"))

@@ -1,11 +1,17 @@
-/* Binary arithmetic kernels, one loop per (op, dtype) from loops.h. */
+/* Binary arithmetic kernels: one loop per (op, dtype) from loops.h,
+ * element functions from ew_scalar.h. Comparisons, logical and bitwise
+ * ops are in ew_compare.c. */
 #include "elementwise.h"
 
+#include "ew_scalar.h"
 #include "loops.h"
 
 typedef void (*binary_fn)(const void *, const void *, void *,
                           const tfm_bcast *);
+typedef int (*binary_err_fn)(const void *, const void *, void *,
+                             const tfm_bcast *);
 
+/* Every numeric dtype, with EXPR over x and y. */
 #define NUMERIC_LOOPS(OPNAME, EXPR)                                          \
     TFM_BINARY_LOOP(OPNAME##_i8, int8_t, int8_t, EXPR)                       \
     TFM_BINARY_LOOP(OPNAME##_u8, uint8_t, uint8_t, EXPR)                     \
@@ -21,20 +27,116 @@ typedef void (*binary_fn)(const void *, const void *, void *,
       [TFM_INT64] = OPNAME##_i64, [TFM_FLOAT32] = OPNAME##_f32,              \
       [TFM_FLOAT64] = OPNAME##_f64 }
 
-NUMERIC_LOOPS(add, x + y)
-NUMERIC_LOOPS(sub, x - y)
-NUMERIC_LOOPS(mul, x * y)
+#define FLOAT_LOOPS(OPNAME, EXPR32, EXPR64)                                  \
+    TFM_BINARY_LOOP(OPNAME##_f32, float, float, EXPR32)                      \
+    TFM_BINARY_LOOP(OPNAME##_f64, double, double, EXPR64)
 
+#define FLOAT_TABLE(OPNAME)                                                  \
+    { [TFM_FLOAT32] = OPNAME##_f32, [TFM_FLOAT64] = OPNAME##_f64 }
+
+NUMERIC_LOOPS(add, tfm_wadd(x, y))
+NUMERIC_LOOPS(sub, tfm_wsub(x, y))
+NUMERIC_LOOPS(mul, tfm_wmul(x, y))
+NUMERIC_LOOPS(max, tfm_max(x, y))
+NUMERIC_LOOPS(min, tfm_min(x, y))
+NUMERIC_LOOPS(sqdiff, tfm_sqdiff(x, y))
+FLOAT_LOOPS(div, x / y, x / y)
+FLOAT_LOOPS(divnonan, y == 0 ? 0.0f : x / y, y == 0 ? 0.0 : x / y)
+FLOAT_LOOPS(atan2, atan2f(x, y), atan2(x, y))
+
+/* Integer division, modulo and power can fail: these loops return an
+ * error mask. Float versions never fail but share the table shape. */
+#define DIV_LOOPS(OPNAME)                                                    \
+    TFM_BINARY_LOOP_ERR(OPNAME##_i8, int8_t, int8_t,                         \
+                        tfm_##OPNAME##_i8(x, y, &err))                       \
+    TFM_BINARY_LOOP_ERR(OPNAME##_u8, uint8_t, uint8_t,                       \
+                        tfm_##OPNAME##_u8(x, y, &err))                       \
+    TFM_BINARY_LOOP_ERR(OPNAME##_i16, int16_t, int16_t,                      \
+                        tfm_##OPNAME##_i16(x, y, &err))                      \
+    TFM_BINARY_LOOP_ERR(OPNAME##_i32, int32_t, int32_t,                      \
+                        tfm_##OPNAME##_i32(x, y, &err))                      \
+    TFM_BINARY_LOOP_ERR(OPNAME##_i64, int64_t, int64_t,                      \
+                        tfm_##OPNAME##_i64(x, y, &err))                      \
+    TFM_BINARY_LOOP(OPNAME##_f32, float, float,                              \
+                    tfm_##OPNAME##_f32(x, y, NULL))                          \
+    TFM_BINARY_LOOP(OPNAME##_f64, double, double,                            \
+                    tfm_##OPNAME##_f64(x, y, NULL))
+
+DIV_LOOPS(floordiv)
+DIV_LOOPS(floormod)
+DIV_LOOPS(truncdiv)
+DIV_LOOPS(truncmod)
+
+#define INT_POW_LOOP(SUF, T)                                                 \
+    TFM_BINARY_LOOP_ERR(pow_##SUF, T, T, tfm_ipow(T, x, y, &err))
+INT_POW_LOOP(i8, int8_t)
+INT_POW_LOOP(u8, uint8_t)
+INT_POW_LOOP(i16, int16_t)
+INT_POW_LOOP(i32, int32_t)
+INT_POW_LOOP(i64, int64_t)
+FLOAT_LOOPS(pow, powf(x, y), pow(x, y))
+
+/* Loops that cannot fail. */
 static binary_fn
 lookup(tfm_op op, tfm_dtype d)
 {
     static const binary_fn add[TFM_DTYPE_COUNT] = NUMERIC_TABLE(add);
     static const binary_fn sub[TFM_DTYPE_COUNT] = NUMERIC_TABLE(sub);
     static const binary_fn mul[TFM_DTYPE_COUNT] = NUMERIC_TABLE(mul);
+    static const binary_fn max[TFM_DTYPE_COUNT] = NUMERIC_TABLE(max);
+    static const binary_fn min[TFM_DTYPE_COUNT] = NUMERIC_TABLE(min);
+    static const binary_fn sqdiff[TFM_DTYPE_COUNT] = NUMERIC_TABLE(sqdiff);
+    static const binary_fn div[TFM_DTYPE_COUNT] = FLOAT_TABLE(div);
+    static const binary_fn divnonan[TFM_DTYPE_COUNT] = FLOAT_TABLE(divnonan);
+    static const binary_fn atan2[TFM_DTYPE_COUNT] = FLOAT_TABLE(atan2);
+    static const binary_fn pow[TFM_DTYPE_COUNT] = FLOAT_TABLE(pow);
+    static const binary_fn floordiv[TFM_DTYPE_COUNT] = FLOAT_TABLE(floordiv);
+    static const binary_fn floormod[TFM_DTYPE_COUNT] = FLOAT_TABLE(floormod);
+    static const binary_fn truncdiv[TFM_DTYPE_COUNT] = FLOAT_TABLE(truncdiv);
+    static const binary_fn truncmod[TFM_DTYPE_COUNT] = FLOAT_TABLE(truncmod);
     switch (op) {
     case TFM_OP_ADD: return add[d];
     case TFM_OP_SUB: return sub[d];
     case TFM_OP_MUL: return mul[d];
+    case TFM_OP_MAXIMUM: return max[d];
+    case TFM_OP_MINIMUM: return min[d];
+    case TFM_OP_SQUARED_DIFFERENCE: return sqdiff[d];
+    case TFM_OP_DIV: return div[d];
+    case TFM_OP_DIV_NO_NAN: return divnonan[d];
+    case TFM_OP_ATAN2: return atan2[d];
+    case TFM_OP_POW: return pow[d];
+    case TFM_OP_FLOORDIV: return floordiv[d];
+    case TFM_OP_FLOORMOD: return floormod[d];
+    case TFM_OP_TRUNCATEDIV: return truncdiv[d];
+    case TFM_OP_TRUNCATEMOD: return truncmod[d];
+    default: return NULL;
+    }
+}
+
+#define ERR_TABLE(OPNAME)                                                    \
+    { [TFM_INT8] = OPNAME##_i8, [TFM_UINT8] = OPNAME##_u8,                   \
+      [TFM_INT16] = OPNAME##_i16, [TFM_INT32] = OPNAME##_i32,                \
+      [TFM_INT64] = OPNAME##_i64 }
+
+/* Integer loops that can fail. */
+static binary_err_fn
+lookup_err(tfm_op op, tfm_dtype d)
+{
+    static const binary_err_fn floordiv[TFM_DTYPE_COUNT] =
+        ERR_TABLE(floordiv);
+    static const binary_err_fn floormod[TFM_DTYPE_COUNT] =
+        ERR_TABLE(floormod);
+    static const binary_err_fn truncdiv[TFM_DTYPE_COUNT] =
+        ERR_TABLE(truncdiv);
+    static const binary_err_fn truncmod[TFM_DTYPE_COUNT] =
+        ERR_TABLE(truncmod);
+    static const binary_err_fn pow[TFM_DTYPE_COUNT] = ERR_TABLE(pow);
+    switch (op) {
+    case TFM_OP_FLOORDIV: return floordiv[d];
+    case TFM_OP_FLOORMOD: return floormod[d];
+    case TFM_OP_TRUNCATEDIV: return truncdiv[d];
+    case TFM_OP_TRUNCATEMOD: return truncmod[d];
+    case TFM_OP_POW: return pow[d];
     default: return NULL;
     }
 }
@@ -44,15 +146,30 @@ tfm_k_binary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
              tfm_tensor *const *out, int nout)
 {
     (void)nin; (void)a; (void)nout;
-    binary_fn f = lookup(op, in[0]->dtype);
-    if (!f)
+    tfm_dtype d = in[0]->dtype;
+    binary_fn f = lookup(op, d);
+    binary_err_fn fe = f ? NULL : lookup_err(op, d);
+    if (!f && !fe)
         return tfm_error(TFM_ERR_INVALID_ARGUMENT,
                          "%s has no kernel for dtype %s", tfm_ops[op].name,
-                         tfm_dtype_name(in[0]->dtype));
+                         tfm_dtype_name(d));
     tfm_bcast p;
     tfm_bcast_plan(&in[0]->shape, &in[1]->shape, &out[0]->shape, &p);
-    if (p.n > 0)
-        f(tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
-          tfm_tensor_data(out[0]), &p);
+    if (p.n == 0)
+        return TFM_OK;
+    const void *x = tfm_tensor_data(in[0]), *y = tfm_tensor_data(in[1]);
+    void *o = tfm_tensor_data(out[0]);
+    if (f) {
+        f(x, y, o, &p);
+        return TFM_OK;
+    }
+    int err = fe(x, y, o, &p);
+    if (err & TFM_EW_DIV_BY_ZERO)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT,
+                         "%s: Integer division by zero", tfm_ops[op].name);
+    if (err & TFM_EW_NEGATIVE_POWER)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT,
+                         "%s: Integers to negative integer powers are not "
+                         "allowed", tfm_ops[op].name);
     return TFM_OK;
 }

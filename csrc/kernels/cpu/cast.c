@@ -1,38 +1,88 @@
-/* Cast between any two dtypes. Float to int truncates toward zero (C and
- * TF agree); to bool is `!= 0`; float16 goes through float32. */
+/* Cast between any two dtypes, one loop per (from, to) pair.
+ *
+ * Float to int truncates toward zero. NaN, infinities and values out of
+ * range have no C meaning (undefined behaviour); we give them the
+ * answers x86 hardware, NumPy and TF on x86 give: to int32/int64 the
+ * "integer indefinite" value INT_MIN; to narrower ints, the int32 result
+ * wrapped. Int to narrower int wraps. Anything to bool is `!= 0` (NaN is
+ * true). float16 goes through float32. */
 #include "elementwise.h"
 
 #include <string.h>
 
 #include "loops.h"
 
-#define LOAD(T, p, i) ((double)((const T *)(p))[i])
+typedef void (*unary_fn)(const void *, void *, int64_t);
 
-static double
-load(tfm_dtype d, const void *p, int64_t i)
+static inline int32_t
+f2i32(double v)
 {
-    switch (d) {
-    case TFM_BOOL: return ((const uint8_t *)p)[i] != 0;
-    case TFM_INT8: return LOAD(int8_t, p, i);
-    case TFM_UINT8: return LOAD(uint8_t, p, i);
-    case TFM_INT16: return LOAD(int16_t, p, i);
-    case TFM_INT32: return LOAD(int32_t, p, i);
-    case TFM_INT64: return LOAD(int64_t, p, i);
-    case TFM_FLOAT16: return tfm_half_to_float(((const uint16_t *)p)[i]);
-    case TFM_FLOAT32: return LOAD(float, p, i);
-    default: return LOAD(double, p, i);
-    }
+    return (v > -2147483649.0 && v < 2147483648.0) ? (int32_t)v : INT32_MIN;
 }
 
-/* Fast paths for the casts training code does all the time. */
-TFM_UNARY_LOOP(f32_to_f64, float, double, x)
-TFM_UNARY_LOOP(f64_to_f32, double, float, x)
-TFM_UNARY_LOOP(i32_to_f32, int32_t, float, x)
-TFM_UNARY_LOOP(i64_to_f32, int64_t, float, x)
-TFM_UNARY_LOOP(i32_to_i64, int32_t, int64_t, x)
-TFM_UNARY_LOOP(i64_to_i32, int64_t, int32_t, x)
-TFM_UNARY_LOOP(bool_to_f32, uint8_t, float, x != 0)
-TFM_UNARY_LOOP(f32_to_i32, float, int32_t, x)
+static inline int64_t
+f2i64(double v)
+{
+    return (v >= -9223372036854775808.0 && v < 9223372036854775808.0)
+               ? (int64_t)v : INT64_MIN;
+}
+
+/* Source element as a value (bools read as 0/1, halves as float). */
+#define SRC_b(x) ((x) != 0)
+#define SRC_i8(x) (x)
+#define SRC_u8(x) (x)
+#define SRC_i16(x) (x)
+#define SRC_i32(x) (x)
+#define SRC_i64(x) (x)
+#define SRC_f16(x) tfm_half_to_float(x)
+#define SRC_f32(x) (x)
+#define SRC_f64(x) (x)
+
+/* To integers, from an integer (I) or float (F) source kind. */
+#define NARROW_I(T, v) ((T)(v))
+#define NARROW_F(T, v) ((T)f2i32(v))
+#define I32_I(v) ((int32_t)(v))
+#define I32_F(v) f2i32(v)
+#define I64_I(v) ((int64_t)(v))
+#define I64_F(v) f2i64(v)
+
+#define CASTS_FROM(SN, ST, K)                                                \
+    TFM_UNARY_LOOP(SN##_to_b, ST, uint8_t, SRC_##SN(x) != 0)                 \
+    TFM_UNARY_LOOP(SN##_to_i8, ST, int8_t, NARROW_##K(int8_t, SRC_##SN(x)))  \
+    TFM_UNARY_LOOP(SN##_to_u8, ST, uint8_t,                                  \
+                   NARROW_##K(uint8_t, SRC_##SN(x)))                         \
+    TFM_UNARY_LOOP(SN##_to_i16, ST, int16_t,                                 \
+                   NARROW_##K(int16_t, SRC_##SN(x)))                         \
+    TFM_UNARY_LOOP(SN##_to_i32, ST, int32_t, I32_##K(SRC_##SN(x)))           \
+    TFM_UNARY_LOOP(SN##_to_i64, ST, int64_t, I64_##K(SRC_##SN(x)))           \
+    TFM_UNARY_LOOP(SN##_to_f16, ST, uint16_t,                                \
+                   tfm_float_to_half((float)SRC_##SN(x)))                    \
+    TFM_UNARY_LOOP(SN##_to_f32, ST, float, SRC_##SN(x))                      \
+    TFM_UNARY_LOOP(SN##_to_f64, ST, double, SRC_##SN(x))
+
+CASTS_FROM(b, uint8_t, I)
+CASTS_FROM(i8, int8_t, I)
+CASTS_FROM(u8, uint8_t, I)
+CASTS_FROM(i16, int16_t, I)
+CASTS_FROM(i32, int32_t, I)
+CASTS_FROM(i64, int64_t, I)
+CASTS_FROM(f16, uint16_t, F)
+CASTS_FROM(f32, float, F)
+CASTS_FROM(f64, double, F)
+
+#define ROW(SN)                                                              \
+    { [TFM_BOOL] = SN##_to_b, [TFM_INT8] = SN##_to_i8,                       \
+      [TFM_UINT8] = SN##_to_u8, [TFM_INT16] = SN##_to_i16,                   \
+      [TFM_INT32] = SN##_to_i32, [TFM_INT64] = SN##_to_i64,                  \
+      [TFM_FLOAT16] = SN##_to_f16, [TFM_FLOAT32] = SN##_to_f32,              \
+      [TFM_FLOAT64] = SN##_to_f64 }
+
+static const unary_fn casts[TFM_DTYPE_COUNT][TFM_DTYPE_COUNT] = {
+    [TFM_BOOL] = ROW(b), [TFM_INT8] = ROW(i8), [TFM_UINT8] = ROW(u8),
+    [TFM_INT16] = ROW(i16), [TFM_INT32] = ROW(i32), [TFM_INT64] = ROW(i64),
+    [TFM_FLOAT16] = ROW(f16), [TFM_FLOAT32] = ROW(f32),
+    [TFM_FLOAT64] = ROW(f64),
+};
 
 tfm_code
 tfm_k_cast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
@@ -43,35 +93,12 @@ tfm_k_cast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     const void *src = tfm_tensor_data(in[0]);
     void *dst = tfm_tensor_data(out[0]);
     int64_t n = tfm_tensor_numel(in[0]);
-    if (from == to) {
+    if (n == 0)
+        return TFM_OK;
+    if (from == to && from != TFM_BOOL) {
         memcpy(dst, src, (size_t)n * tfm_dtype_size(from));
         return TFM_OK;
     }
-#define FAST(F, T, fn) if (from == F && to == T) { fn(src, dst, n); return TFM_OK; }
-    FAST(TFM_FLOAT32, TFM_FLOAT64, f32_to_f64)
-    FAST(TFM_FLOAT64, TFM_FLOAT32, f64_to_f32)
-    FAST(TFM_INT32, TFM_FLOAT32, i32_to_f32)
-    FAST(TFM_INT64, TFM_FLOAT32, i64_to_f32)
-    FAST(TFM_INT32, TFM_INT64, i32_to_i64)
-    FAST(TFM_INT64, TFM_INT32, i64_to_i32)
-    FAST(TFM_BOOL, TFM_FLOAT32, bool_to_f32)
-    FAST(TFM_FLOAT32, TFM_INT32, f32_to_i32)
-#undef FAST
-    for (int64_t i = 0; i < n; i++) {
-        double v = load(from, src, i);
-        switch (to) {
-        case TFM_BOOL: ((uint8_t *)dst)[i] = v != 0; break;
-        case TFM_INT8: ((int8_t *)dst)[i] = (int8_t)(int64_t)v; break;
-        case TFM_UINT8: ((uint8_t *)dst)[i] = (uint8_t)(int64_t)v; break;
-        case TFM_INT16: ((int16_t *)dst)[i] = (int16_t)(int64_t)v; break;
-        case TFM_INT32: ((int32_t *)dst)[i] = (int32_t)(int64_t)v; break;
-        case TFM_INT64: ((int64_t *)dst)[i] = (int64_t)v; break;
-        case TFM_FLOAT16:
-            ((uint16_t *)dst)[i] = tfm_float_to_half((float)v);
-            break;
-        case TFM_FLOAT32: ((float *)dst)[i] = (float)v; break;
-        default: ((double *)dst)[i] = v; break;
-        }
-    }
+    casts[from][to](src, dst, n);
     return TFM_OK;
 }

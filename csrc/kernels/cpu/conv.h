@@ -1,7 +1,101 @@
-/* CPU kernels of the conv family (rows in ops/ops_conv.def). */
+/* CPU kernels of the conv family (rows in ops/ops_conv.def), and the
+ * window geometry that the shape rules (ops/conv.c) share with them. */
 #ifndef TFM_KERNELS_CPU_CONV_H
 #define TFM_KERNELS_CPU_CONV_H
 
 #include "../../ops/op.h"
+
+/* Attribute slots of every conv-family op (see ops_conv.def). */
+enum {
+    TFM_CONV_STRIDE_H = 0, TFM_CONV_STRIDE_W = 1,
+    TFM_CONV_WIN_H = 2, TFM_CONV_WIN_W = 3, /* dilations or pool window */
+    TFM_CONV_SIZES = 4,                     /* ints[4..7] */
+    TFM_CONV_PADS = 8,                      /* ints[8..11]: t, b, l, r */
+};
+enum { TFM_PAD_VALID = 0, TFM_PAD_SAME = 1, TFM_PAD_EXPLICIT = 2 };
+
+/* Output size and leading pad of one spatial dim: input `in`, window
+ * `k` dilated by `d`, stride `s`. TF's arithmetic: SAME gives
+ * ceil(in / s) outputs and pads (out - 1) * s + (k - 1) * d + 1 - in in
+ * total, the smaller half before; VALID gives (in - eff_k) / s + 1;
+ * EXPLICIT is VALID over the padded input. An unknown input (-1) gives
+ * an unknown output. Returns 0, or -1 when the dilated window does not
+ * fit in the (padded) input. */
+static inline int
+tfm_conv_dim(int64_t in, int64_t k, int64_t s, int64_t d, int mode,
+             int64_t pad_before, int64_t pad_after, int64_t *out,
+             int64_t *pad)
+{
+    int64_t eff = (k - 1) * d + 1;
+    *pad = 0;
+    *out = -1;
+    if (in < 0)
+        return 0;
+    if (mode == TFM_PAD_SAME) {
+        *out = (in + s - 1) / s;
+        int64_t total = (*out - 1) * s + eff - in;
+        *pad = total > 0 ? total / 2 : 0;
+        return 0;
+    }
+    if (mode != TFM_PAD_EXPLICIT)
+        pad_before = pad_after = 0;
+    int64_t span = in + pad_before + pad_after - eff;
+    if (span < 0)
+        return -1;
+    *out = span / s + 1;
+    *pad = pad_before;
+    return 0;
+}
+
+/* One convolution or pooling window, all sizes known. x: [n, h, w, c];
+ * window kh x kw (dilated by dh, dw); y: [n, oh, ow, o] (o = c for
+ * pooling). */
+typedef struct tfm_conv_geom {
+    int64_t n, h, w, c;
+    int64_t kh, kw, o;
+    int64_t sh, sw, dh, dw;
+    int64_t oh, ow;
+    int64_t pt, pl;
+} tfm_conv_geom;
+
+/* Geometry from the input shape, window and attrs (pool: o = c). */
+void tfm_conv_geom_make(tfm_conv_geom *g, const tfm_shape *x, int64_t kh,
+                        int64_t kw, int64_t o, int64_t dh, int64_t dw,
+                        const tfm_attrs *a);
+
+/* Row-major C[M,N] (+)= op(A) @ B[K,N], with op(A) = A[M,K] or, when
+ * trans_a, A^T for an A stored as [K,M]; lda is A's row stride as
+ * stored. One thread (callers split the work); accumulate = 0
+ * overwrites C. */
+void tfm_conv_gemm_f32(int trans_a, int64_t M, int64_t N, int64_t K,
+                       const float *A, int64_t lda, const float *B,
+                       int64_t ldb, float *C, int64_t ldc, int accumulate);
+void tfm_conv_gemm_f64(int trans_a, int64_t M, int64_t N, int64_t K,
+                       const double *A, int64_t lda, const double *B,
+                       int64_t ldb, double *C, int64_t ldc, int accumulate);
+
+tfm_code tfm_k_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
+                      const tfm_attrs *a, tfm_tensor *const *out, int nout);
+tfm_code tfm_k_conv2d_backprop_input(tfm_op op, tfm_tensor *const *in,
+                                     int nin, const tfm_attrs *a,
+                                     tfm_tensor *const *out, int nout);
+tfm_code tfm_k_conv2d_backprop_filter(tfm_op op, tfm_tensor *const *in,
+                                      int nin, const tfm_attrs *a,
+                                      tfm_tensor *const *out, int nout);
+tfm_code tfm_k_max_pool(tfm_op op, tfm_tensor *const *in, int nin,
+                        const tfm_attrs *a, tfm_tensor *const *out,
+                        int nout);
+tfm_code tfm_k_max_pool_grad(tfm_op op, tfm_tensor *const *in, int nin,
+                             const tfm_attrs *a, tfm_tensor *const *out,
+                             int nout);
+tfm_code tfm_k_max_pool_grad_grad(tfm_op op, tfm_tensor *const *in, int nin,
+                                  const tfm_attrs *a,
+                                  tfm_tensor *const *out, int nout);
+tfm_code tfm_k_avg_pool(tfm_op op, tfm_tensor *const *in, int nin,
+                        const tfm_attrs *a, tfm_tensor *const *out,
+                        int nout);
+tfm_code tfm_k_avg_pool_grad(tfm_op op, tfm_tensor *const *in, int nin,
+                             const tfm_attrs *a, tfm_tensor *const *out,
+                             int nout);
 
 #endif

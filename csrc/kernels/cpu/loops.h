@@ -9,6 +9,9 @@
 
 /* Elements below which a loop runs on one thread. */
 #define TFM_PAR_MIN 32768
+/* The same for loops whose element costs tens of cycles (exp, erf, ...):
+ * they pay for a parallel region much sooner. */
+#define TFM_PAR_MIN_HEAVY 16384
 
 /* A binary broadcast, with contiguous dims merged. */
 typedef enum { TFM_BC_SAME, TFM_BC_A_SCALAR, TFM_BC_B_SCALAR,
@@ -39,6 +42,30 @@ tfm_bcast_row(const tfm_bcast *p, int64_t r, int64_t *oa, int64_t *ob)
     *oa = a;
     *ob = b;
 }
+
+/* One row of a general broadcast. The inner strides are 0 or 1 after
+ * tfm_bcast_plan merged dims, so the three common pairs get their own
+ * (vectorizable) loops and only odd cases pay for strided loads. */
+#define TFM_BCAST_ROW_(TA, TO, EXPR, pa, pb, o, len, ia, ib)                 \
+    if (ia == 1 && ib == 1) {                                                \
+        for (int64_t i = 0; i < len; i++) {                                  \
+            TA x = pa[i], y = pb[i]; o[i] = (TO)(EXPR);                      \
+        }                                                                    \
+    } else if (ia == 0 && ib == 1) {                                         \
+        const TA x = pa[0];                                                  \
+        for (int64_t i = 0; i < len; i++) {                                  \
+            TA y = pb[i]; o[i] = (TO)(EXPR);                                 \
+        }                                                                    \
+    } else if (ia == 1 && ib == 0) {                                         \
+        const TA y = pb[0];                                                  \
+        for (int64_t i = 0; i < len; i++) {                                  \
+            TA x = pa[i]; o[i] = (TO)(EXPR);                                 \
+        }                                                                    \
+    } else {                                                                 \
+        for (int64_t i = 0; i < len; i++) {                                  \
+            TA x = pa[i * ia], y = pb[i * ib]; o[i] = (TO)(EXPR);            \
+        }                                                                    \
+    }
 
 /* Defines `static void NAME(const void *, const void *, void *, const
  * tfm_bcast *)` computing o = EXPR over x (from a) and y (from b). */
@@ -99,25 +126,96 @@ NAME(const void *pa_, const void *pb_, void *po_, const tfm_bcast *p)        \
         for (int64_t r = 0; r < rows; r++) {                                 \
             int64_t oa, ob;                                                  \
             tfm_bcast_row(p, r, &oa, &ob);                                   \
+            const TA *ra = pa + oa, *rb = pb + ob;                           \
             TO *o = po + r * len;                                            \
-            for (int64_t i = 0; i < len; i++) {                              \
-                TA x = pa[oa + i * ia], y = pb[ob + i * ib];                 \
-                o[i] = (TO)(EXPR);                                           \
-            }                                                                \
+            TFM_BCAST_ROW_(TA, TO, EXPR, ra, rb, o, len, ia, ib)             \
         }                                                                    \
     }                                                                        \
     }                                                                        \
 }
 
+/* Like TFM_BINARY_LOOP for element functions that can fail (integer
+ * division by zero, ...): EXPR may set bits in `int err`, and NAME
+ * returns their union. Kernels may run on OpenMP threads without the
+ * caller's lock, so the error is raised by the caller after the loop,
+ * never from inside it. These loops are branchy integer code that does
+ * not vectorize, so they keep one simple shape. */
+#define TFM_OMP_FOR_ERR_                                                     \
+    _Pragma("omp parallel for reduction(|:err) if(n >= TFM_PAR_MIN)")
+#define TFM_BINARY_LOOP_ERR(NAME, TA, TO, EXPR)                              \
+static int                                                                   \
+NAME(const void *pa_, const void *pb_, void *po_, const tfm_bcast *p)        \
+{                                                                            \
+    const TA *restrict pa = pa_;                                             \
+    const TA *restrict pb = pb_;                                             \
+    TO *restrict po = po_;                                                   \
+    int64_t n = p->n;                                                        \
+    int err = 0;                                                             \
+    int64_t len = p->kind == TFM_BC_GENERAL ? p->dims[p->ndim - 1] : n;      \
+    int64_t rows = len ? n / len : 0;                                        \
+    int64_t ia = 1, ib = 1;                                                  \
+    if (p->kind == TFM_BC_GENERAL) {                                         \
+        ia = p->sa[p->ndim - 1];                                             \
+        ib = p->sb[p->ndim - 1];                                             \
+    } else if (p->kind == TFM_BC_A_SCALAR) {                                 \
+        ia = 0;                                                              \
+    } else if (p->kind == TFM_BC_B_SCALAR) {                                 \
+        ib = 0;                                                              \
+    }                                                                        \
+    if (rows == 1) {                                                         \
+        TFM_OMP_FOR_ERR_                                                     \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            TA x = pa[i * ia], y = pb[i * ib]; po[i] = (TO)(EXPR);           \
+        }                                                                    \
+        return err;                                                          \
+    }                                                                        \
+    TFM_OMP_FOR_ERR_                                                         \
+    for (int64_t r = 0; r < rows; r++) {                                     \
+        int64_t oa, ob;                                                      \
+        tfm_bcast_row(p, r, &oa, &ob);                                       \
+        TO *o = po + r * len;                                                \
+        for (int64_t i = 0; i < len; i++) {                                  \
+            TA x = pa[oa + i * ia], y = pb[ob + i * ib];                     \
+            o[i] = (TO)(EXPR);                                               \
+        }                                                                    \
+    }                                                                        \
+    return err;                                                              \
+}
+
 /* Defines `static void NAME(const void *, void *, int64_t n)` computing
- * o = EXPR over x. */
-#define TFM_UNARY_LOOP(NAME, TI, TO, EXPR)                                   \
+ * o = EXPR over x, parallel from PARMIN elements. */
+#define TFM_UNARY_LOOP_AT(NAME, TI, TO, EXPR, PARMIN)                        \
 static void                                                                  \
 NAME(const void *pi_, void *po_, int64_t n)                                  \
 {                                                                            \
     const TI *restrict pi = pi_;                                             \
     TO *restrict po = po_;                                                   \
-    if (n < TFM_PAR_MIN) {                                                   \
+    if (n < (PARMIN)) {                                                      \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            TI x = pi[i]; po[i] = (TO)(EXPR);                                \
+        }                                                                    \
+    } else {                                                                 \
+        _Pragma("omp parallel for simd schedule(static)")                    \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            TI x = pi[i]; po[i] = (TO)(EXPR);                                \
+        }                                                                    \
+    }                                                                        \
+}
+
+#define TFM_UNARY_LOOP(NAME, TI, TO, EXPR)                                   \
+    TFM_UNARY_LOOP_AT(NAME, TI, TO, EXPR, TFM_PAR_MIN)
+
+/* Unary loop with one scalar parameter `prm` (of type TI) that EXPR may
+ * use (an attribute such as LeakyRelu's alpha):
+ * `static void NAME(const void *, void *, int64_t n, double prm)`. */
+#define TFM_UNARY_LOOP_PARAM(NAME, TI, TO, EXPR, PARMIN)                     \
+static void                                                                  \
+NAME(const void *pi_, void *po_, int64_t n, double prm_)                     \
+{                                                                            \
+    const TI *restrict pi = pi_;                                             \
+    TO *restrict po = po_;                                                   \
+    const TI prm = (TI)prm_;                                                 \
+    if (n < (PARMIN)) {                                                      \
         for (int64_t i = 0; i < n; i++) {                                    \
             TI x = pi[i]; po[i] = (TO)(EXPR);                                \
         }                                                                    \

@@ -1,38 +1,64 @@
-/* Unary elementwise kernels, one loop per (op, dtype) from loops.h. */
+/* Unary kernels over every numeric dtype (Neg, Abs, Sign, Square, Round),
+ * one loop per (op, dtype) from loops.h. Float-only math is in
+ * ew_math.c, activations in ew_activation.c. */
 #include "elementwise.h"
 
+#include "ew_scalar.h"
 #include "loops.h"
+
+/* The loops below are instantiated for uint8 too, where `x < 0` is
+ * always false: that is intended. */
+#pragma GCC diagnostic ignored "-Wtype-limits"
 
 typedef void (*unary_fn)(const void *, void *, int64_t);
 
-TFM_UNARY_LOOP(neg_f32, float, float, -x)
-TFM_UNARY_LOOP(neg_f64, double, double, -x)
-TFM_UNARY_LOOP(neg_i32, int32_t, int32_t, -x)
-TFM_UNARY_LOOP(neg_i64, int64_t, int64_t, -x)
+#define NUMERIC_LOOPS(OPNAME, EXPR_INT, EXPR_F32, EXPR_F64)                  \
+    TFM_UNARY_LOOP(OPNAME##_i8, int8_t, int8_t, EXPR_INT)                    \
+    TFM_UNARY_LOOP(OPNAME##_u8, uint8_t, uint8_t, EXPR_INT)                  \
+    TFM_UNARY_LOOP(OPNAME##_i16, int16_t, int16_t, EXPR_INT)                 \
+    TFM_UNARY_LOOP(OPNAME##_i32, int32_t, int32_t, EXPR_INT)                 \
+    TFM_UNARY_LOOP(OPNAME##_i64, int64_t, int64_t, EXPR_INT)                 \
+    TFM_UNARY_LOOP(OPNAME##_f32, float, float, EXPR_F32)                     \
+    TFM_UNARY_LOOP(OPNAME##_f64, double, double, EXPR_F64)
 
-static unary_fn
-lookup(tfm_op op, tfm_dtype d)
-{
-    static const unary_fn neg[TFM_DTYPE_COUNT] = {
-        [TFM_FLOAT32] = neg_f32, [TFM_FLOAT64] = neg_f64,
-        [TFM_INT32] = neg_i32, [TFM_INT64] = neg_i64,
-    };
-    switch (op) {
-    case TFM_OP_NEG: return neg[d];
-    default: return NULL;
-    }
-}
+#define NUMERIC_TABLE(OPNAME)                                                \
+    { [TFM_INT8] = OPNAME##_i8, [TFM_UINT8] = OPNAME##_u8,                   \
+      [TFM_INT16] = OPNAME##_i16, [TFM_INT32] = OPNAME##_i32,                \
+      [TFM_INT64] = OPNAME##_i64, [TFM_FLOAT32] = OPNAME##_f32,              \
+      [TFM_FLOAT64] = OPNAME##_f64 }
+
+NUMERIC_LOOPS(neg, tfm_wneg(x), -x, -x)
+NUMERIC_LOOPS(abs, tfm_abs(x), fabsf(x), fabs(x))
+NUMERIC_LOOPS(sign, tfm_sign(x), tfm_sign(x), tfm_sign(x))
+NUMERIC_LOOPS(square, tfm_wmul(x, x), x * x, x * x)
+/* Round half to even (TF's Round), the default rounding mode; integers
+ * are already round. */
+NUMERIC_LOOPS(round, x, rintf(x), rint(x))
 
 tfm_code
 tfm_k_unary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
             tfm_tensor *const *out, int nout)
 {
     (void)nin; (void)a; (void)nout;
-    unary_fn f = lookup(op, in[0]->dtype);
+    static const unary_fn neg[TFM_DTYPE_COUNT] = NUMERIC_TABLE(neg);
+    static const unary_fn abs[TFM_DTYPE_COUNT] = NUMERIC_TABLE(abs);
+    static const unary_fn sign[TFM_DTYPE_COUNT] = NUMERIC_TABLE(sign);
+    static const unary_fn square[TFM_DTYPE_COUNT] = NUMERIC_TABLE(square);
+    static const unary_fn round[TFM_DTYPE_COUNT] = NUMERIC_TABLE(round);
+    tfm_dtype d = in[0]->dtype;
+    unary_fn f = NULL;
+    switch (op) {
+    case TFM_OP_NEG: f = neg[d]; break;
+    case TFM_OP_ABS: f = abs[d]; break;
+    case TFM_OP_SIGN: f = sign[d]; break;
+    case TFM_OP_SQUARE: f = square[d]; break;
+    case TFM_OP_ROUND: f = round[d]; break;
+    default: break;
+    }
     if (!f)
         return tfm_error(TFM_ERR_INVALID_ARGUMENT,
                          "%s has no kernel for dtype %s", tfm_ops[op].name,
-                         tfm_dtype_name(in[0]->dtype));
+                         tfm_dtype_name(d));
     f(tfm_tensor_data(in[0]), tfm_tensor_data(out[0]),
       tfm_tensor_numel(in[0]));
     return TFM_OK;

@@ -1,0 +1,260 @@
+"""tf.data.Dataset: a small, eager re-implementation.
+
+Structures are tuples, namedtuples and dicts; lists are data (as in
+tf.data, where a list becomes one tensor).
+
+Elements are nested structures (tuples, lists, dicts) of tensors. Sources
+keep their data as NumPy arrays and slice them lazily, so a batch is one
+NumPy slice and one tensor conversion per component. Functions given to
+map() run eagerly on tensors (TF traces them; the values are the same,
+but Python side effects run per element here)."""
+import itertools
+
+import numpy as np
+
+AUTOTUNE = -1
+
+
+class experimental:  # noqa: N801  (TF's namespace name)
+    AUTOTUNE = AUTOTUNE
+
+
+def _to_tensor(x):
+    from ..ops.constant_op import constant
+    return constant(x)
+
+
+def _map_structure(fn, structure):
+    if isinstance(structure, dict):
+        return {k: _map_structure(fn, v) for k, v in structure.items()}
+    if isinstance(structure, tuple) and hasattr(structure, "_fields"):
+        return type(structure)(*(_map_structure(fn, v) for v in structure))
+    if isinstance(structure, tuple):
+        return tuple(_map_structure(fn, v) for v in structure)
+    return fn(structure)     # lists are data, as in tf.data
+
+
+def _flatten(structure):
+    if isinstance(structure, dict):
+        return [x for k in sorted(structure) for x in _flatten(structure[k])]
+    if isinstance(structure, tuple):
+        return [x for v in structure for x in _flatten(v)]
+    return [structure]
+
+
+def _as_numpy(x):
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "numpy"):
+        return x.numpy()
+    a = np.asarray(x)
+    if a.dtype == np.float64 and not isinstance(x, np.ndarray):
+        a = a.astype(np.float32)      # Python floats -> float32, as TF
+    if a.dtype == np.int64 and not isinstance(x, np.ndarray):
+        a = a.astype(np.int32)
+    return a
+
+
+class Dataset:
+    """An iterable of elements; transformations return new datasets."""
+
+    def __init__(self, make_iter, length=None):
+        self._make_iter = make_iter
+        self._length = length
+
+    # ---- sources ----------------------------------------------------
+    @staticmethod
+    def from_tensor_slices(tensors):
+        arrays = _map_structure(_as_numpy, tensors)
+        flat = _flatten(arrays)
+        if not flat:
+            raise ValueError("from_tensor_slices needs at least one tensor")
+        n = len(flat[0]) if flat[0].ndim else None
+        for a in flat:
+            if a.ndim == 0 or len(a) != n:
+                raise ValueError(
+                    "Dimensions of the components of from_tensor_slices must "
+                    f"all have the same size in dim 0; got shapes "
+                    f"{[tuple(b.shape) for b in flat]}")
+        return _Slices(arrays, n)
+
+    @staticmethod
+    def from_tensors(tensors):
+        element = _map_structure(_to_tensor, tensors)
+        return Dataset(lambda: iter([element]), 1)
+
+    @staticmethod
+    def range(*args, output_type=None):
+        r = range(*args)
+        from .. import dtypes
+        dt = dtypes.as_dtype(output_type) if output_type else dtypes.int64
+        return Dataset(lambda: (_to_tensor(np.array(i, dt.as_numpy_dtype))
+                                for i in r), len(r))
+
+    # ---- iteration --------------------------------------------------
+    def __iter__(self):
+        return self._make_iter()
+
+    def as_numpy_iterator(self):
+        return (_map_structure(lambda t: t.numpy(), e) for e in self)
+
+    def __len__(self):
+        if self._length is None or self._length < 0:
+            raise TypeError("The dataset length is unknown or infinite.")
+        return self._length
+
+    def cardinality(self):
+        return _to_tensor(np.int64(-2 if self._length is None
+                                   else self._length))
+
+    # ---- transformations --------------------------------------------
+    def batch(self, batch_size, drop_remainder=False, **_):
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        src = self
+
+        def gen():
+            buf = []
+            for e in src:
+                buf.append(e)
+                if len(buf) == batch_size:
+                    yield _stack(buf)
+                    buf = []
+            if buf and not drop_remainder:
+                yield _stack(buf)
+        return Dataset(gen, _batched_len(self._length, batch_size,
+                                         drop_remainder))
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True):
+        src = self
+        state = {"epoch": 0}
+        base = seed if seed is not None else np.random.SeedSequence().entropy
+
+        def gen():
+            epoch = state["epoch"] if reshuffle_each_iteration else 0
+            state["epoch"] += 1
+            rng = np.random.default_rng([int(base) % (2**63), epoch])
+            buf = []
+            for e in src:
+                if len(buf) < buffer_size:
+                    buf.append(e)
+                    continue
+                i = rng.integers(len(buf))
+                yield buf[i]
+                buf[i] = e
+            rng.shuffle(buf)
+            yield from buf
+        return Dataset(gen, self._length)
+
+    def map(self, map_func, num_parallel_calls=None, deterministic=None):
+        src = self
+
+        def call(e):
+            if isinstance(e, tuple):
+                return map_func(*e)
+            return map_func(e)
+        return Dataset(lambda: (call(e) for e in src), self._length)
+
+    def filter(self, predicate):
+        src = self
+
+        def keep(e):
+            r = predicate(*e) if isinstance(e, tuple) else predicate(e)
+            return bool(r)
+        return Dataset(lambda: (e for e in src if keep(e)), None)
+
+    def repeat(self, count=None):
+        src = self
+        if count is None or count < 0:
+            return Dataset(lambda: itertools.chain.from_iterable(
+                iter(src) for _ in itertools.count()), -1)
+        length = None if self._length is None else self._length * count
+        return Dataset(lambda: itertools.chain.from_iterable(
+            iter(src) for _ in range(count)), length)
+
+    def take(self, count):
+        src = self
+        length = count if self._length in (None, -1) or count < 0 \
+            else min(count, self._length)
+        if count < 0:
+            return self
+        return Dataset(lambda: itertools.islice(iter(src), count), length)
+
+    def skip(self, count):
+        src = self
+        length = None if self._length is None else max(self._length - count,
+                                                        0)
+        return Dataset(lambda: itertools.islice(iter(src), count, None),
+                       length)
+
+    def prefetch(self, buffer_size=None):
+        # Elements are produced on demand; nothing to overlap with here.
+        return self
+
+    def cache(self, filename=""):
+        src = self
+        store = []
+
+        def gen():
+            if store:
+                yield from store
+                return
+            for e in src:
+                store.append(e)
+                yield e
+        return Dataset(gen, self._length)
+
+    def enumerate(self, start=0):
+        src = self
+        return Dataset(lambda: ((_to_tensor(np.int64(i)), e)
+                                for i, e in enumerate(src, start)),
+                       self._length)
+
+    @staticmethod
+    def zip(*datasets):
+        if len(datasets) == 1 and isinstance(datasets[0], (tuple, list)):
+            datasets = tuple(datasets[0])
+        lens = [d._length for d in datasets]
+        length = None if None in lens else min(lens)
+        return Dataset(lambda: zip(*datasets), length)
+
+
+def _batched_len(n, size, drop):
+    if n is None or n < 0:
+        return n
+    return n // size if drop else -(-n // size)
+
+
+def _stack(elements):
+    first = elements[0]
+    if isinstance(first, dict):
+        return {k: _stack([e[k] for e in elements]) for k in first}
+    if isinstance(first, tuple):
+        return tuple(_stack([e[i] for e in elements])
+                     for i in range(len(first)))
+    return _to_tensor(np.stack([_as_numpy(e) for e in elements]))
+
+
+class _Slices(Dataset):
+    """from_tensor_slices, with batch() as one NumPy slice per batch."""
+
+    def __init__(self, arrays, n, order=None):
+        self._arrays = arrays
+        self._n = n
+        super().__init__(self._elements, n)
+
+    def _elements(self):
+        for i in range(self._n):
+            yield _map_structure(lambda a: _to_tensor(a[i]), self._arrays)
+
+    def batch(self, batch_size, drop_remainder=False, **_):
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        arrays, n = self._arrays, self._n
+        stop = n - n % batch_size if drop_remainder else n
+
+        def gen():
+            for i in range(0, stop, batch_size):
+                yield _map_structure(
+                    lambda a: _to_tensor(a[i:i + batch_size]), arrays)
+        return Dataset(gen, _batched_len(n, batch_size, drop_remainder))
