@@ -15,7 +15,20 @@ from specs.opspec import OpSpec, away_from_zero, positive, uniform  # noqa
 # Spec names (OpSpec.name) whose gradients are also differentiated once
 # more: the elementwise and matmul families.
 SECOND_ORDER = {
-    "add", "subtract", "multiply",
+    # elementwise
+    "add", "subtract", "multiply", "maximum", "minimum",
+    "squared_difference", "pow", "realdiv", "divide_no_nan", "floormod",
+    "atan2", "negative", "abs", "square", "sqrt", "rsqrt", "reciprocal",
+    "exp", "expm1", "log", "log1p", "sin", "cos", "tan", "asin", "acos",
+    "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid",
+    "erf", "erfc", "relu", "relu6", "elu", "selu", "softplus", "softsign",
+    "leaky_relu", "gelu", "gelu_approximate",
+    # matmul
+    "matmul", "matmul_transpose_a", "matmul_transpose_b",
+    "matmul_adjoint_both",
+    # softmax and cross entropy
+    "softmax", "log_softmax", "sparse_softmax_cross_entropy_with_logits",
+    "softmax_cross_entropy_with_logits",
 }
 
 # Gradient-only rows for ops whose table row has no grad indices (or no
@@ -150,6 +163,12 @@ def test_second_order_matches_finite_differences(case):
     for i, h in zip(spec.grad, second):
         want = _numeric(first_order_dot, xs, i, 1e-5)
         _check(spec, h, want, f"second order, d/d(input {i})")
+
+
+def test_second_order_names_exist():
+    names = {s.name for s in ALL_SPECS}
+    missing = sorted(SECOND_ORDER - names)
+    assert not missing, f"SECOND_ORDER names no OpSpec: {missing}"
 
 
 def test_every_differentiable_op_has_a_gradient():

@@ -143,7 +143,8 @@ def test_output_gradients_weight_targets():
         [20.0, 4.0]
     g = t.gradient([y, z], x, output_gradients=[c([1.0, 0.0]), None])
     assert val(g) == [5.0, 3.0]
-    assert val(t.gradient(y, x, output_gradients=[[0.5, 0.5]])) == [1.0, 2.0]
+    assert val(t.gradient(y, x, output_gradients=[np.array([0.5, 0.5])])) \
+        == [1.0, 2.0]
     with pytest.raises(tf.errors.InvalidArgumentError, match="shape"):
         t.gradient(y, x, output_gradients=c([1.0, 2.0, 3.0]))
     with pytest.raises(ValueError):

@@ -3,6 +3,18 @@
 #include <string.h>
 
 tfm_tensor *
+tfm_grad_op0(tfm_call_fn call, tfm_op op, const tfm_attrs *a)
+{
+    tfm_tensor *out[TFM_MAX_OUTPUTS];
+    int n = 0;
+    if (call(op, NULL, 0, a, out, &n))
+        return NULL;
+    for (int i = 1; i < n; i++)
+        tfm_tensor_decref(out[i]);
+    return out[0];
+}
+
+tfm_tensor *
 tfm_grad_op1(tfm_call_fn call, tfm_op op, tfm_tensor *x, const tfm_attrs *a)
 {
     if (!x)
@@ -46,50 +58,16 @@ tfm_grad_op3(tfm_call_fn call, tfm_op op, tfm_tensor *x, tfm_tensor *y,
     return out[0];
 }
 
-/* A constant of t's (fully known) shape filled with v. It reads nothing
- * from t, so it is as valid under tracing (captured as a constant) as in
- * eager mode. */
-static tfm_tensor *
-filled(tfm_tensor *t, double v)
-{
-    char s[128];
-    if (!tfm_shape_is_known(&t->shape)) {
-        tfm_error(TFM_ERR_UNIMPLEMENTED, "gradient: a tensor of shape %s "
-                  "(unknown dims) cannot be seeded yet",
-                  tfm_shape_str(&t->shape, s, sizeof s));
-        return NULL;
-    }
-    tfm_tensor *o = tfm_tensor_new(t->dtype, &t->shape, TFM_CPU);
-    if (!o)
-        return NULL;
-    int64_t n = tfm_tensor_numel(o);
-    if (n == 0)
-        return o;
-    size_t esz = tfm_dtype_size(o->dtype);
-    char *p = tfm_tensor_data(o);
-    tfm_tensor_set_f64(o, 0, v);
-    /* Replicate the first element by doubling copies. */
-    size_t have = esz, total = (size_t)n * esz;
-    while (have < total) {
-        size_t k = have < total - have ? have : total - have;
-        memcpy(p + have, p, k);
-        have += k;
-    }
-    return o;
-}
-
 tfm_tensor *
 tfm_grad_ones_like(tfm_call_fn call, tfm_tensor *t)
 {
-    (void)call;
-    return t ? filled(t, 1.0) : NULL;
+    return tfm_grad_op1(call, TFM_OP_ONES_LIKE, t, NULL);
 }
 
 tfm_tensor *
 tfm_grad_zeros_like(tfm_call_fn call, tfm_tensor *t)
 {
-    (void)call;
-    return t ? filled(t, 0.0) : NULL;
+    return tfm_grad_op1(call, TFM_OP_ZEROS_LIKE, t, NULL);
 }
 
 tfm_tensor *
@@ -124,36 +102,98 @@ same_static_shape(const tfm_shape *a, const tfm_shape *b)
 }
 
 tfm_tensor *
+tfm_grad_sum(tfm_call_fn call, tfm_tensor *t, const int *axes, int naxes,
+             int keepdims)
+{
+    /* Until the reduce family is in the table. */
+    static int sum_op = -2;
+    if (sum_op == -2)
+        sum_op = tfm_op_lookup("Sum");
+    if (!t)
+        return NULL;
+    if (sum_op < 0) {
+        tfm_error(TFM_ERR_UNIMPLEMENTED, "gradient: needs the Sum op");
+        return NULL;
+    }
+    tfm_attrs a;
+    tfm_attrs_init(&a);
+    a.n_ints = naxes;
+    for (int i = 0; i < naxes; i++)
+        a.ints[i] = axes[i];
+    a.i[0] = keepdims;
+    return tfm_grad_op1(call, (tfm_op)sum_op, t, &a);
+}
+
+/* Broadcasting right-aligns shapes: g's leading extra dims are summed
+ * away, and so are the dims where x has size 1 and g does not (kept, so
+ * no reshape is needed and unknown dims stay unknown). */
+tfm_tensor *
 tfm_grad_unbroadcast(tfm_call_fn call, tfm_tensor *g, const tfm_tensor *x)
 {
-    char sa[128], sb[128];
     if (!g)
         return NULL;
     if (same_static_shape(&g->shape, &x->shape))
         return g;
-    tfm_grad_drop(g);
-    tfm_error(TFM_ERR_UNIMPLEMENTED, "gradient: reducing a gradient of "
-              "shape %s to the broadcast input's shape %s needs the Sum op",
-              tfm_shape_str(&g->shape, sa, sizeof sa),
-              tfm_shape_str(&x->shape, sb, sizeof sb));
-    (void)call;
-    return NULL;
+    int lead = g->shape.ndim - x->shape.ndim;
+    int kept[TFM_MAX_DIMS], nkept = 0, dropped[TFM_MAX_DIMS];
+    if (lead < 0) {
+        char sa[128], sb[128];
+        tfm_grad_drop(g);
+        tfm_error(TFM_ERR_INTERNAL, "gradient: a gradient of shape %s "
+                  "cannot belong to an input of shape %s",
+                  tfm_shape_str(&g->shape, sa, sizeof sa),
+                  tfm_shape_str(&x->shape, sb, sizeof sb));
+        return NULL;
+    }
+    for (int d = 0; d < x->shape.ndim; d++)
+        if (x->shape.dims[d] == 1 && g->shape.dims[lead + d] != 1)
+            kept[nkept++] = lead + d;
+    tfm_tensor *t = g;
+    if (nkept) {
+        t = tfm_grad_sum(call, g, kept, nkept, 1);
+        tfm_grad_drop(g);
+    }
+    if (lead && t) {
+        for (int d = 0; d < lead; d++)
+            dropped[d] = d;
+        tfm_tensor *s = tfm_grad_sum(call, t, dropped, lead, 0);
+        tfm_grad_drop(t);
+        t = s;
+    }
+    return t;
+}
+
+tfm_tensor *
+tfm_grad_reshape(tfm_call_fn call, tfm_tensor *t, const tfm_shape *shape)
+{
+    char sa[128], sb[128];
+    if (!t)
+        return NULL;
+    if (same_static_shape(&t->shape, shape))
+        return tfm_grad_ref(t);
+    tfm_attrs a;
+    tfm_attrs_init(&a);
+    int unknown = 0;
+    a.n_ints = shape->ndim;
+    for (int d = 0; d < shape->ndim; d++) {
+        a.ints[d] = shape->dims[d];
+        unknown += shape->dims[d] < 0;
+    }
+    if (unknown > 1) {
+        tfm_error(TFM_ERR_UNIMPLEMENTED, "gradient: cannot reshape %s to "
+                  "%s, which has more than one unknown dim",
+                  tfm_shape_str(&t->shape, sa, sizeof sa),
+                  tfm_shape_str(shape, sb, sizeof sb));
+        return NULL;
+    }
+    return tfm_grad_op1(call, TFM_OP_RESHAPE, t, &a);
 }
 
 tfm_tensor *
 tfm_grad_reshape_like(tfm_call_fn call, tfm_tensor *t,
                       const tfm_tensor *like)
 {
-    char sa[128], sb[128];
-    if (!t)
-        return NULL;
-    if (same_static_shape(&t->shape, &like->shape))
-        return tfm_grad_ref(t);
-    tfm_error(TFM_ERR_UNIMPLEMENTED, "gradient: reshaping %s to %s needs "
-              "the Reshape op", tfm_shape_str(&t->shape, sa, sizeof sa),
-              tfm_shape_str(&like->shape, sb, sizeof sb));
-    (void)call;
-    return NULL;
+    return tfm_grad_reshape(call, t, &like->shape);
 }
 
 tfm_code
@@ -172,4 +212,101 @@ tfm_grad_finish(tfm_tensor **gin, int nin, unsigned need)
     tfm_code rc = tfm_error_code();
     return rc ? rc : tfm_error(TFM_ERR_INTERNAL, "a gradient rule failed "
                                "without an error");
+}
+
+/* ---- scopes ---- */
+
+tfm_tensor *
+tfm_gs_keep(tfm_grad_scope *s, tfm_tensor *t)
+{
+    if (!t)
+        return NULL;
+    if (s->n == TFM_GRAD_SCOPE_MAX) {
+        tfm_tensor_decref(t);
+        tfm_error(TFM_ERR_INTERNAL, "%s: gradient rule uses more than %d "
+                  "temporaries", tfm_ops[s->c->op].name,
+                  TFM_GRAD_SCOPE_MAX);
+        return NULL;
+    }
+    s->t[s->n++] = t;
+    return t;
+}
+
+void
+tfm_gs_end(tfm_grad_scope *s)
+{
+    while (s->n > 0)
+        tfm_tensor_decref(s->t[--s->n]);
+}
+
+tfm_tensor *
+tfm_gs_op0(tfm_grad_scope *s, tfm_op op, const tfm_attrs *a)
+{
+    return tfm_gs_keep(s, tfm_grad_op0(s->c->call, op, a));
+}
+
+tfm_tensor *
+tfm_gs_op1(tfm_grad_scope *s, tfm_op op, tfm_tensor *x, const tfm_attrs *a)
+{
+    return tfm_gs_keep(s, tfm_grad_op1(s->c->call, op, x, a));
+}
+
+tfm_tensor *
+tfm_gs_op2(tfm_grad_scope *s, tfm_op op, tfm_tensor *x, tfm_tensor *y,
+           const tfm_attrs *a)
+{
+    return tfm_gs_keep(s, tfm_grad_op2(s->c->call, op, x, y, a));
+}
+
+tfm_tensor *
+tfm_gs_op3(tfm_grad_scope *s, tfm_op op, tfm_tensor *x, tfm_tensor *y,
+           tfm_tensor *z, const tfm_attrs *a)
+{
+    return tfm_gs_keep(s, tfm_grad_op3(s->c->call, op, x, y, z, a));
+}
+
+tfm_tensor *
+tfm_gs_scalar(tfm_grad_scope *s, const tfm_tensor *like, double v)
+{
+    if (!like)
+        return NULL;
+    return tfm_gs_keep(s, tfm_grad_scalar(s->c->call, like->dtype, v));
+}
+
+tfm_tensor *
+tfm_gs_zeros_like(tfm_grad_scope *s, tfm_tensor *t)
+{
+    return tfm_gs_keep(s, tfm_grad_zeros_like(s->c->call, t));
+}
+
+tfm_tensor *
+tfm_gs_ones_like(tfm_grad_scope *s, tfm_tensor *t)
+{
+    return tfm_gs_keep(s, tfm_grad_ones_like(s->c->call, t));
+}
+
+tfm_tensor *
+tfm_gs_sum(tfm_grad_scope *s, tfm_tensor *t, const int *axes, int naxes,
+           int keepdims)
+{
+    return tfm_gs_keep(s, tfm_grad_sum(s->c->call, t, axes, naxes,
+                                       keepdims));
+}
+
+tfm_tensor *
+tfm_gs_reshape(tfm_grad_scope *s, tfm_tensor *t, const tfm_shape *shape)
+{
+    return tfm_gs_keep(s, tfm_grad_reshape(s->c->call, t, shape));
+}
+
+tfm_tensor *
+tfm_gs_cast(tfm_grad_scope *s, tfm_tensor *t, tfm_dtype d)
+{
+    return tfm_gs_keep(s, tfm_grad_cast(s->c->call, t, d));
+}
+
+tfm_tensor *
+tfm_gs_unbroadcast(tfm_grad_scope *s, tfm_tensor *t, const tfm_tensor *x)
+{
+    return tfm_grad_unbroadcast(s->c->call, tfm_grad_ref(t), x);
 }

@@ -16,7 +16,8 @@ typedef tfm_code (*tfm_call_fn)(tfm_op op, tfm_tensor *const *in, int nin,
                                 const tfm_attrs *a, tfm_tensor **out,
                                 int *nout);
 
-/* op(x) / op(x, y) / op(x, y, z), single output; a may be NULL. */
+/* op() / op(x) / op(x, y) / op(x, y, z), single output; a may be NULL. */
+tfm_tensor *tfm_grad_op0(tfm_call_fn call, tfm_op op, const tfm_attrs *a);
 tfm_tensor *tfm_grad_op1(tfm_call_fn call, tfm_op op, tfm_tensor *x,
                          const tfm_attrs *a);
 tfm_tensor *tfm_grad_op2(tfm_call_fn call, tfm_op op, tfm_tensor *x,
@@ -24,7 +25,8 @@ tfm_tensor *tfm_grad_op2(tfm_call_fn call, tfm_op op, tfm_tensor *x,
 tfm_tensor *tfm_grad_op3(tfm_call_fn call, tfm_op op, tfm_tensor *x,
                          tfm_tensor *y, tfm_tensor *z, const tfm_attrs *a);
 
-/* Tensors of t's shape and dtype filled with 1 / 0. */
+/* Tensors of t's shape and dtype filled with 1 / 0 (OnesLike/ZerosLike:
+ * valid for symbolic t of unknown dims too). */
 tfm_tensor *tfm_grad_ones_like(tfm_call_fn call, tfm_tensor *t);
 tfm_tensor *tfm_grad_zeros_like(tfm_call_fn call, tfm_tensor *t);
 
@@ -40,8 +42,14 @@ tfm_tensor *tfm_grad_cast(tfm_call_fn call, tfm_tensor *t, tfm_dtype dtype);
 tfm_tensor *tfm_grad_unbroadcast(tfm_call_fn call, tfm_tensor *g,
                                  const tfm_tensor *x);
 
-/* Reshape t to the static shape of `like` (a new reference to t when the
- * shapes already agree). */
+/* Sum t over axes (non-negative, ascending). */
+tfm_tensor *tfm_grad_sum(tfm_call_fn call, tfm_tensor *t, const int *axes,
+                         int naxes, int keepdims);
+
+/* Reshape t to shape (at most one unknown dim) / to the static shape of
+ * `like` (a new reference to t when the shapes already agree). */
+tfm_tensor *tfm_grad_reshape(tfm_call_fn call, tfm_tensor *t,
+                             const tfm_shape *shape);
 tfm_tensor *tfm_grad_reshape_like(tfm_call_fn call, tfm_tensor *t,
                                   const tfm_tensor *like);
 
@@ -59,6 +67,57 @@ tfm_grad_drop(tfm_tensor *t)
     if (t)
         tfm_tensor_decref(t);
 }
+
+/* ---- scopes: temporaries released together ----
+ * A rule opens a scope, builds its formula from scoped helpers (each
+ * result is owned by the scope, NULL propagates), takes new references
+ * to its results with tfm_gs_out / tfm_gs_unbroadcast, and ends the
+ * scope. */
+#define TFM_GRAD_SCOPE_MAX 48
+typedef struct tfm_grad_scope {
+    const tfm_grad_ctx *c;
+    int n;
+    tfm_tensor *t[TFM_GRAD_SCOPE_MAX];
+} tfm_grad_scope;
+
+static inline void
+tfm_gs_begin(tfm_grad_scope *s, const tfm_grad_ctx *c)
+{
+    s->c = c;
+    s->n = 0;
+}
+
+/* Hand t (a new reference or NULL) to the scope; returns t. */
+tfm_tensor *tfm_gs_keep(tfm_grad_scope *s, tfm_tensor *t);
+void tfm_gs_end(tfm_grad_scope *s);
+
+tfm_tensor *tfm_gs_op0(tfm_grad_scope *s, tfm_op op, const tfm_attrs *a);
+tfm_tensor *tfm_gs_op1(tfm_grad_scope *s, tfm_op op, tfm_tensor *x,
+                       const tfm_attrs *a);
+tfm_tensor *tfm_gs_op2(tfm_grad_scope *s, tfm_op op, tfm_tensor *x,
+                       tfm_tensor *y, const tfm_attrs *a);
+tfm_tensor *tfm_gs_op3(tfm_grad_scope *s, tfm_op op, tfm_tensor *x,
+                       tfm_tensor *y, tfm_tensor *z, const tfm_attrs *a);
+/* A scalar constant with like's dtype. */
+tfm_tensor *tfm_gs_scalar(tfm_grad_scope *s, const tfm_tensor *like,
+                          double v);
+tfm_tensor *tfm_gs_zeros_like(tfm_grad_scope *s, tfm_tensor *t);
+tfm_tensor *tfm_gs_ones_like(tfm_grad_scope *s, tfm_tensor *t);
+tfm_tensor *tfm_gs_sum(tfm_grad_scope *s, tfm_tensor *t, const int *axes,
+                       int naxes, int keepdims);
+tfm_tensor *tfm_gs_reshape(tfm_grad_scope *s, tfm_tensor *t,
+                           const tfm_shape *shape);
+tfm_tensor *tfm_gs_cast(tfm_grad_scope *s, tfm_tensor *t, tfm_dtype d);
+
+/* Results: a new reference to t / to t reduced to x's shape. */
+static inline tfm_tensor *
+tfm_gs_out(tfm_grad_scope *s, tfm_tensor *t)
+{
+    (void)s;
+    return tfm_grad_ref(t);
+}
+tfm_tensor *tfm_gs_unbroadcast(tfm_grad_scope *s, tfm_tensor *t,
+                               const tfm_tensor *x);
 
 /* End of a rule: OK if gin[k] is set for every k in need (a bit mask of
  * inputs that must have a gradient); otherwise release all of gin and
