@@ -119,8 +119,9 @@ record_ints(record *r)
     return (int64_t *)&r->t[r->nin + r->nout];
 }
 
+/* Drop what a record holds; its memory belongs to the tape's arena. */
 static void
-record_free(record *r)
+record_release(record *r)
 {
     if (!r)
         return;
@@ -128,8 +129,17 @@ record_free(record *r)
         tfm_tensor_decref(r->t[k]);
     if (r->fn)
         r->fn->release(r->fn_ctx);
-    free(r);
 }
+
+/* Records are bump-allocated from chunks and freed all at once when the
+ * tape is cleared: recording is on every op's path. */
+typedef struct chunk {
+    struct chunk *next;
+    size_t used, cap;
+    _Alignas(16) char data[];
+} chunk;
+
+#define CHUNK_BYTES (64 * 1024 - sizeof(chunk))
 
 static void
 record_attrs(record *r, tfm_attrs *a)
@@ -144,6 +154,7 @@ record_attrs(record *r, tfm_attrs *a)
 struct tfm_tape {
     unsigned flags;
     int recording;
+    chunk *chunks;           /* newest first */
     idmap ids;               /* watched/produced id -> record or LEAF */
     record **recs;
     int64_t nrec, caprec;
@@ -223,14 +234,39 @@ tfm_tape_new(unsigned flags)
     return t;
 }
 
+static void *
+arena_alloc(tfm_tape *t, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    chunk *c = t->chunks;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > CHUNK_BYTES ? n : CHUNK_BYTES;
+        c = malloc(sizeof *c + cap);
+        if (!c)
+            return NULL;
+        c->used = 0;
+        c->cap = cap;
+        c->next = t->chunks;
+        t->chunks = c;
+    }
+    void *p = c->data + c->used;
+    c->used += n;
+    return p;
+}
+
 static void
 release_records(tfm_tape *t)
 {
     for (int64_t i = 0; i < t->nrec; i++)
-        record_free(t->recs[i]);
+        record_release(t->recs[i]);
     free(t->recs);
     t->recs = NULL;
     t->nrec = t->caprec = t->live = 0;
+    while (t->chunks) {
+        chunk *next = t->chunks->next;
+        free(t->chunks);
+        t->chunks = next;
+    }
 }
 
 void
@@ -386,8 +422,9 @@ tape_append(tfm_tape *t, tfm_op op, const tfm_tape_fn *fn, void *fn_ctx,
         t->recs = rs;
         t->caprec = cap;
     }
-    record *r = malloc(sizeof *r + (size_t)(nin + nout) * sizeof(tfm_tensor *)
-                       + (size_t)n_ints * sizeof(int64_t));
+    record *r = arena_alloc(t, sizeof *r
+                            + (size_t)(nin + nout) * sizeof(tfm_tensor *)
+                            + (size_t)n_ints * sizeof(int64_t));
     if (!r)
         return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM recording an op "
                          "on a tape");
@@ -395,10 +432,8 @@ tape_append(tfm_tape *t, tfm_op op, const tfm_tape_fn *fn, void *fn_ctx,
     for (int k = 0; k < nout; k++) {
         int fresh = 0;
         int64_t *slot = idmap_get(&t->ids, out[k]->id, t->nrec, &fresh);
-        if (!slot) {
-            free(r);
-            return tfm_error_code();
-        }
+        if (!slot)
+            return tfm_error_code();   /* r stays in the arena, unused */
         /* An id produced by an op is never a variable's: outputs are new
          * tensors. A re-watched leaf keeps pointing at its producer. */
         if (!fresh && *slot == WATCHED_LEAF)
@@ -504,7 +539,7 @@ tfm_tape_clear_custom(tfm_tape *t)
         if (r && r->fn) {
             t->recs[i] = NULL;
             t->live--;
-            record_free(r);
+            record_release(r);
         }
     }
 }
@@ -789,7 +824,7 @@ tfm_tape_gradient(tfm_tape *t, tfm_tensor *const *targets, int ntargets,
         if (consume && r) {
             t->recs[i] = NULL;
             t->live--;
-            record_free(r);
+            record_release(r);
         }
     }
 
