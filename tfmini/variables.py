@@ -238,16 +238,6 @@ def _rebuild(value, trainable, name):
     return Variable(value, trainable=trainable, name=name)
 
 
-def _index_value(k):
-    """A slice key element as NumPy indexes it (tensors to ints)."""
-    if isinstance(k, slice):
-        return slice(_index_value(k.start), _index_value(k.stop),
-                     _index_value(k.step))
-    if isinstance(k, (Tensor, _C.VariableBase)):
-        return k.__index__()
-    return k
-
-
 class _SlicedValue(Tensor):
     """v[key]: a Tensor that also knows where it came from, so that
     v[key].assign(x) writes into v (TF's sliced variable assignment).
@@ -266,24 +256,32 @@ class _SlicedValue(Tensor):
         return t
 
     def assign(self, value, use_locking=None, name=None, read_value=True):
+        """Write value into the slice of the variable this came from (TF's
+        strided-slice assignment), with ops: it works while tracing."""
+        import tfmini as tf
         origin = self._origins.get(id(self))
         var = origin[0]() if origin else None
         if var is None:
             raise ValueError("the variable this slice was taken from no "
                              "longer exists")
-        key = origin[1]
-        key = (tuple(_index_value(k) for k in key)
-               if isinstance(key, tuple) else _index_value(key))
-        # TF's strided-slice assignment; done on a copy of the value, then
-        # one assign (so reads made earlier keep their value).
-        new = var.numpy()
-        v = value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+        from .ops import array_ops
+        shape = var._value_shape
+        n = int(np.prod(shape)) if shape else 1
+        # Where each element of the slice lives in the flat variable.
+        pos = array_ops._getitem(tf.reshape(tf.range(n), shape), origin[1])
+        value = tf.convert_to_tensor(value, dtype=var.dtype)
         try:
-            new[key] = np.broadcast_to(v, new[key].shape)
+            fits = np.broadcast_shapes(tuple(value.shape),
+                                       tuple(pos.shape)) == tuple(pos.shape)
         except ValueError:
-            raise ValueError(f"Cannot assign a value of shape "
-                             f"{np.shape(v)} to the slice "
-                             f"{self.shape} of a variable of shape "
-                             f"{var.shape}") from None
-        var.assign(new)
+            fits = False
+        if not fits:
+            raise ValueError(f"Cannot assign a value of shape {value.shape} "
+                             f"to a slice of shape {pos.shape} of a "
+                             f"variable of shape {var.shape}")
+        value = tf.broadcast_to(value, pos.shape)
+        new = tf.tensor_scatter_nd_update(tf.reshape(var.read_value(), [n]),
+                                          tf.reshape(pos, [-1, 1]),
+                                          tf.reshape(value, [-1]))
+        var.assign(tf.reshape(new, shape))
         return var if read_value else None
