@@ -79,6 +79,17 @@ const tfm_grad_fn tfm_op_grads[TFM_OP_COUNT] = {
     [TFM_OP_TENSOR_SCATTER_ADD] = tfm_grad_rule_tensor_scatter_add,
     [TFM_OP_SELECT] = tfm_grad_rule_select,
     [TFM_OP_FILL] = tfm_grad_rule_fill,
+    /* reduce */
+    [TFM_OP_SUM] = tfm_grad_rule_sum,
+    [TFM_OP_MEAN] = tfm_grad_rule_mean,
+    [TFM_OP_PROD] = tfm_grad_rule_prod,
+    [TFM_OP_MAX] = tfm_grad_rule_max,
+    [TFM_OP_MIN] = tfm_grad_rule_min,
+    [TFM_OP_REDUCE_LOGSUMEXP] = tfm_grad_rule_reduce_logsumexp,
+    [TFM_OP_CUMSUM] = tfm_grad_rule_cumsum,
+    [TFM_OP_CUMPROD] = tfm_grad_rule_cumprod,
+    [TFM_OP_SORT] = tfm_grad_rule_sort,
+    [TFM_OP_TOPK] = tfm_grad_rule_topk,
     /* conv (grad_conv.c) */
     [TFM_OP_CONV2D] = tfm_grad_rule_conv2d,
     [TFM_OP_CONV2D_BACKPROP_INPUT] = tfm_grad_rule_conv2d_backprop_input,

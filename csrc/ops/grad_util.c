@@ -105,23 +105,15 @@ tfm_tensor *
 tfm_grad_sum(tfm_call_fn call, tfm_tensor *t, const int *axes, int naxes,
              int keepdims)
 {
-    /* Until the reduce family is in the table. */
-    static int sum_op = -2;
-    if (sum_op == -2)
-        sum_op = tfm_op_lookup("Sum");
     if (!t)
         return NULL;
-    if (sum_op < 0) {
-        tfm_error(TFM_ERR_UNIMPLEMENTED, "gradient: needs the Sum op");
-        return NULL;
-    }
     tfm_attrs a;
     tfm_attrs_init(&a);
     a.n_ints = naxes;
     for (int i = 0; i < naxes; i++)
         a.ints[i] = axes[i];
     a.i[0] = keepdims;
-    return tfm_grad_op1(call, (tfm_op)sum_op, t, &a);
+    return tfm_grad_op1(call, TFM_OP_SUM, t, &a);
 }
 
 /* Broadcasting right-aligns shapes: g's leading extra dims are summed

@@ -85,4 +85,16 @@ TFM_GRAD(tfm_grad_rule_tensor_scatter_add);
 TFM_GRAD(tfm_grad_rule_select);
 TFM_GRAD(tfm_grad_rule_fill);
 
+/* grad_reduce.c */
+TFM_GRAD(tfm_grad_rule_sum);
+TFM_GRAD(tfm_grad_rule_mean);
+TFM_GRAD(tfm_grad_rule_prod);
+TFM_GRAD(tfm_grad_rule_max);
+TFM_GRAD(tfm_grad_rule_min);
+TFM_GRAD(tfm_grad_rule_reduce_logsumexp);
+TFM_GRAD(tfm_grad_rule_cumsum);
+TFM_GRAD(tfm_grad_rule_cumprod);
+TFM_GRAD(tfm_grad_rule_sort);
+TFM_GRAD(tfm_grad_rule_topk);
+
 #endif
