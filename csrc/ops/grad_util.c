@@ -188,6 +188,34 @@ tfm_grad_reshape_like(tfm_call_fn call, tfm_tensor *t,
     return tfm_grad_reshape(call, t, &like->shape);
 }
 
+static const tfm_grad_ctx *needed_ctx;
+static uint64_t needed_mask;
+
+void
+tfm_grad_set_needed(const tfm_grad_ctx *c, uint64_t mask,
+                    const tfm_grad_ctx **saved_ctx, uint64_t *saved_mask)
+{
+    *saved_ctx = needed_ctx;
+    *saved_mask = needed_mask;
+    needed_ctx = c;
+    needed_mask = mask;
+}
+
+void
+tfm_grad_restore_needed(const tfm_grad_ctx *saved_ctx, uint64_t saved_mask)
+{
+    needed_ctx = saved_ctx;
+    needed_mask = saved_mask;
+}
+
+int
+tfm_grad_wants(const tfm_grad_ctx *c, int k)
+{
+    if (c != needed_ctx || k >= 64)
+        return 1;
+    return (int)(needed_mask >> k & 1);
+}
+
 tfm_code
 tfm_grad_finish(tfm_tensor **gin, int nin, unsigned need)
 {

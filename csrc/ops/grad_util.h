@@ -53,6 +53,18 @@ tfm_tensor *tfm_grad_reshape(tfm_call_fn call, tfm_tensor *t,
 tfm_tensor *tfm_grad_reshape_like(tfm_call_fn call, tfm_tensor *t,
                                   const tfm_tensor *like);
 
+/* Note [Needed gradients]: the tape tells a rule which input gradients
+ * it will use (inputs on a path from a source), so that costly rules
+ * (matmul) skip the others, as TF's skip_input_indices. The mask is keyed
+ * by the ctx it was set for: any other ctx (a rule called from elsewhere)
+ * sees every input as needed. */
+void tfm_grad_set_needed(const tfm_grad_ctx *c, uint64_t mask,
+                         const tfm_grad_ctx **saved_ctx,
+                         uint64_t *saved_mask);
+void tfm_grad_restore_needed(const tfm_grad_ctx *saved_ctx,
+                             uint64_t saved_mask);
+int tfm_grad_wants(const tfm_grad_ctx *c, int k);
+
 static inline tfm_tensor *
 tfm_grad_ref(tfm_tensor *t)
 {

@@ -643,8 +643,11 @@ check_grad(const record *r, int k, const tfm_tensor *g)
     return TFM_OK;
 }
 
+/* needed: bit k set when input k's gradient will be used (see Note
+ * [Needed gradients] in ops/grad_util.h). */
 static tfm_code
-run_rule(record *r, tfm_tensor *const *gout, tfm_tensor **gin)
+run_rule(record *r, tfm_tensor *const *gout, tfm_tensor **gin,
+         uint64_t needed)
 {
     tfm_tensor *const *in = r->t, *const *out = r->t + r->nin;
     if (r->fn)
@@ -655,7 +658,12 @@ run_rule(record *r, tfm_tensor *const *gout, tfm_tensor **gin)
         .op = r->op, .in = in, .nin = r->nin, .out = out, .nout = r->nout,
         .attrs = &a, .call = tfm_call,
     };
-    return tfm_op_grads[r->op](&ctx, gout, gin);
+    const tfm_grad_ctx *saved_ctx;
+    uint64_t saved_mask;
+    tfm_grad_set_needed(&ctx, needed, &saved_ctx, &saved_mask);
+    tfm_code rc = tfm_op_grads[r->op](&ctx, gout, gin);
+    tfm_grad_restore_needed(saved_ctx, saved_mask);
+    return rc;
 }
 
 /* The backward step for one record: gradients of its outputs in, of its
@@ -683,9 +691,14 @@ backprop_record(record *r, grads *gs, const idmap *reach,
     }
     if (!any)
         goto done;
-    for (int k = 0; k < r->nin; k++)
+    uint64_t needed = 0;
+    for (int k = 0; k < r->nin; k++) {
         gin[k] = NULL;
-    rc = run_rule(r, gout, gin);
+        if (k >= 64 || (tfm_dtype_is_float(r->t[k]->dtype) &&
+                        idmap_find(reach, r->t[k]->id)))
+            needed |= k < 64 ? (uint64_t)1 << k : 0;
+    }
+    rc = run_rule(r, gout, gin, needed);
     /* Every consumer of these outputs came later and has run: their
      * gradients are complete and, unless asked for, no longer needed. */
     for (int k = 0; !rc && k < r->nout; k++) {
