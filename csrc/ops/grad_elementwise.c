@@ -199,7 +199,7 @@ RULE(neg) { return unary_done(s, gin, un(s, TFM_OP_NEG, g)); }
 
 RULE(abs) { return unary_done(s, gin, mul(s, g, un(s, TFM_OP_SIGN, x))); }
 
-RULE(sign) { return unary_done(s, gin, tfm_gs_zeros_like(s, x)); }
+RULE(sign) { return unary_done(s, gin, tfm_gs_zeros_of(s, x)); }
 
 RULE(square) { return unary_done(s, gin, mul(s, g, scale(s, x, 2.0))); }
 
@@ -307,17 +307,19 @@ RULE(erfc)
 
 /* ---- activations ---- */
 
+/* Relu and Relu6 test their output (0 < y iff 0 < x; y < 6 iff x < 6),
+ * so the tape need not keep the input. */
 RULE(relu)
 {
-    return unary_done(s, gin, keep_where(s, cmp(s, TFM_OP_GREATER, x, 0.0),
+    return unary_done(s, gin, keep_where(s, cmp(s, TFM_OP_GREATER, y, 0.0),
                                          g));
 }
 
 RULE(relu6)
 {
     tfm_tensor *in = tfm_gs_op2(s, TFM_OP_LOGICAL_AND,
-                                cmp(s, TFM_OP_GREATER, x, 0.0),
-                                cmp(s, TFM_OP_LESS, x, 6.0), NULL);
+                                cmp(s, TFM_OP_GREATER, y, 0.0),
+                                cmp(s, TFM_OP_LESS, y, 6.0), NULL);
     return unary_done(s, gin, keep_where(s, in, g));
 }
 

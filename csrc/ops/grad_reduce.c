@@ -289,7 +289,7 @@ scatter_along(tfm_grad_scope *s, tfm_tensor *x, tfm_tensor *idx, int axis,
             nd = tfm_gs_keep(s, out[0]);
     }
     return tfm_gs_op3(s, TFM_OP_TENSOR_SCATTER_ADD,
-                      tfm_gs_zeros_like(s, x), nd, g, NULL);
+                      tfm_gs_zeros_of(s, x), nd, g, NULL);
 }
 
 TFM_GRAD(tfm_grad_rule_sort)

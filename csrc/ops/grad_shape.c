@@ -63,7 +63,7 @@ scatter_to_positions(tfm_grad_scope *s, tfm_tensor *g)
     tfm_shape col = {.ndim = 2, .dims = {-1, 1}}, row = {.ndim = 1,
                                                         .dims = {-1}};
     tfm_shape flat = {.ndim = 1, .dims = {n}};
-    tfm_tensor *zeros = tfm_gs_reshape(s, tfm_gs_zeros_like(s, x), &flat);
+    tfm_tensor *zeros = tfm_gs_reshape(s, tfm_gs_zeros_of(s, x), &flat);
     tfm_tensor *sum = tfm_gs_op3(s, TFM_OP_TENSOR_SCATTER_ADD, zeros,
                                  tfm_gs_reshape(s, picked, &col),
                                  tfm_gs_reshape(s, g, &row), NULL);
@@ -222,7 +222,7 @@ grads_or_zeros(tfm_grad_scope *s, tfm_tensor *const *g, tfm_tensor **all)
 {
     const tfm_grad_ctx *c = s->c;
     for (int k = 0; k < c->nout; k++) {
-        all[k] = g[k] ? g[k] : tfm_gs_zeros_like(s, c->out[k]);
+        all[k] = g[k] ? g[k] : tfm_gs_zeros_of(s, c->out[k]);
         if (!all[k])
             return -1;
     }
@@ -315,7 +315,7 @@ TFM_GRAD(tfm_grad_rule_tensor_scatter_update)
     tfm_tensor *idx = c->in[1];
     gin[0] = tfm_gs_out(&s, tfm_gs_op3(&s, TFM_OP_TENSOR_SCATTER_UPDATE,
                                        g[0], idx,
-                                       tfm_gs_zeros_like(&s, c->in[2]),
+                                       tfm_gs_zeros_of(&s, c->in[2]),
                                        NULL));
     gin[2] = tfm_gs_out(&s, tfm_gs_op2(&s, TFM_OP_GATHER_ND, g[0], idx,
                                        NULL));

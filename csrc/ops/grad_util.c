@@ -300,6 +300,21 @@ tfm_gs_zeros_like(tfm_grad_scope *s, tfm_tensor *t)
 }
 
 tfm_tensor *
+tfm_gs_zeros_of(tfm_grad_scope *s, tfm_tensor *t)
+{
+    if (!t)
+        return NULL;
+    if (!tfm_shape_is_known(&t->shape))
+        return tfm_gs_zeros_like(s, t);
+    tfm_attrs a;
+    tfm_attrs_init(&a);
+    a.n_ints = t->shape.ndim;
+    for (int d = 0; d < t->shape.ndim; d++)
+        a.ints[d] = t->shape.dims[d];
+    return tfm_gs_op1(s, TFM_OP_FILL, tfm_gs_scalar(s, t, 0.0), &a);
+}
+
+tfm_tensor *
 tfm_gs_ones_like(tfm_grad_scope *s, tfm_tensor *t)
 {
     return tfm_gs_keep(s, tfm_grad_ones_like(s->c->call, t));

@@ -114,6 +114,9 @@ tfm_tensor *tfm_gs_op3(tfm_grad_scope *s, tfm_op op, tfm_tensor *x,
 tfm_tensor *tfm_gs_scalar(tfm_grad_scope *s, const tfm_tensor *like,
                           double v);
 tfm_tensor *tfm_gs_zeros_like(tfm_grad_scope *s, tfm_tensor *t);
+/* Zeros of t's shape and dtype that read only t's shape when it is known
+ * (t may be a shape-only stand-in, see Note [Saved tensors] in grads.h). */
+tfm_tensor *tfm_gs_zeros_of(tfm_grad_scope *s, tfm_tensor *t);
 tfm_tensor *tfm_gs_ones_like(tfm_grad_scope *s, tfm_tensor *t);
 tfm_tensor *tfm_gs_sum(tfm_grad_scope *s, tfm_tensor *t, const int *axes,
                        int naxes, int keepdims);

@@ -7,6 +7,19 @@
 
 #include "op.h"
 
+/* Note [Saved tensors]: what each rule reads of the forward call beyond
+ * shapes and dtypes: bit k of `in` / `out` set when the rule passes
+ * input / output k to an op. The tape keeps only those tensors' values;
+ * for the others it keeps a shape-only stand-in, so that buffers no rule
+ * will read are freed as soon as the user drops them. Ops without an
+ * entry (valid == 0) keep everything. */
+typedef struct tfm_grad_saves {
+    unsigned char valid;
+    unsigned char in;       /* bit k: input k (k < 8; variadic: none) */
+    unsigned char out;      /* bit k: output k */
+} tfm_grad_saves;
+extern const tfm_grad_saves tfm_op_grad_saves[TFM_OP_COUNT];
+
 #define TFM_GRAD(name)                                                    \
     tfm_code name(const tfm_grad_ctx *c, tfm_tensor *const *g,            \
                   tfm_tensor **gin)

@@ -625,7 +625,21 @@ py_tapes_active(PyObject *self, PyObject *unused)
     return PyLong_FromLong(tfm_tape_active_count);
 }
 
+static PyObject *
+py_set_tape_stub_min(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long long n = PyLong_AsLongLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    tfm_tape_set_stub_min(n);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef tape_module_methods[] = {
+    {"set_tape_stub_min", py_set_tape_stub_min, METH_O,
+     "tensors of at least n elements that no gradient rule reads are kept "
+     "shape-only on tapes (default 1024; tests use 0)"},
     {"record_custom", py_record_custom, METH_VARARGS,
      "record_custom(inputs, outputs, grad_fn)"},
     {"should_record", py_should_record, METH_O,

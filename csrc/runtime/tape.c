@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../ops/grad_util.h"
+#include "../ops/grads.h"
 #include "dispatch.h"
 #include "variable.h"
 
@@ -407,6 +408,34 @@ tape_wants(const tfm_tape *t, tfm_tensor *const *in, int nin)
     return 0;
 }
 
+/* Tensors of at least this many elements that a rule only needs the
+ * shape of are kept as shape-only stand-ins (Note [Saved tensors] in
+ * ops/grads.h); smaller ones are simply referenced, which is cheaper. */
+static int64_t stub_min = 1024;
+
+void
+tfm_tape_set_stub_min(int64_t n)
+{
+    stub_min = n;
+}
+
+/* What a record keeps of t: t itself, or a buffer-less tensor with its
+ * id, dtype, shape and device (a new reference either way). */
+static tfm_tensor *
+saved(tfm_tensor *t, int keep)
+{
+    if (keep || tfm_tensor_is_symbolic(t) || tfm_tensor_numel(t) < stub_min) {
+        tfm_tensor_incref(t);
+        return t;
+    }
+    tfm_tensor *s = tfm_tensor_symbolic(t->dtype, &t->shape, NULL, -1, 0);
+    if (s) {
+        s->id = t->id;
+        s->device = t->device;
+    }
+    return s;
+}
+
 static tfm_code
 tape_append(tfm_tape *t, tfm_op op, const tfm_tape_fn *fn, void *fn_ctx,
             tfm_tensor *const *in, int nin, const tfm_attrs *a,
@@ -458,13 +487,21 @@ tape_append(tfm_tape *t, tfm_op op, const tfm_tape_fn *fn, void *fn_ctx,
         memset(r->f, 0, sizeof r->f);
         r->dtype = TFM_FLOAT32;
     }
-    for (int k = 0; k < nin; k++) {
-        r->t[k] = in[k];
-        tfm_tensor_incref(in[k]);
-    }
-    for (int k = 0; k < nout; k++) {
-        r->t[nin + k] = out[k];
-        tfm_tensor_incref(out[k]);
+    /* Custom records hand their function only dtypes and shapes. */
+    tfm_grad_saves sv = fn ? (tfm_grad_saves){1, 0, 0}
+                           : tfm_op_grad_saves[op];
+    for (int k = 0; k < nin + nout; k++) {
+        int keep = !sv.valid ||
+                   (k < nin ? k < 8 && (sv.in >> k & 1)
+                            : k - nin < 8 && (sv.out >> (k - nin) & 1));
+        r->t[k] = saved(k < nin ? in[k] : out[k - nin], keep);
+        if (!r->t[k]) {
+            while (k-- > 0)
+                tfm_tensor_decref(r->t[k]);
+            if (fn)
+                fn->release(fn_ctx);
+            return tfm_error_code();
+        }
     }
     t->recs[t->nrec++] = r;
     t->live++;

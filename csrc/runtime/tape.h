@@ -64,6 +64,10 @@ int tfm_tape_variables(tfm_tape *tape, struct tfm_variable *const **out);
 /* Forget every record and watch (tf.GradientTape.reset). */
 void tfm_tape_clear(tfm_tape *tape);
 
+/* Tensors of at least n elements whose values no rule reads are kept
+ * shape-only (Note [Saved tensors] in ops/grads.h); tests set 0. */
+void tfm_tape_set_stub_min(int64_t n);
+
 /* Number of op records held (for memory tests). */
 int64_t tfm_tape_record_count(const tfm_tape *tape);
 
