@@ -98,8 +98,10 @@ idmap_free(idmap *m)
 
 /* ---- records ---- */
 
-/* Values of a tape's id map for tensors no recorded op produced. */
+/* Values of a tape's id map for tensors no recorded op produced: watched
+ * tensors, and variables (listed in the tape's vars). */
 #define WATCHED_LEAF (-1)
+#define WATCHED_VARIABLE (-2)
 
 typedef struct record {
     tfm_op op;
@@ -347,11 +349,13 @@ tfm_tape_watch(tfm_tape *t, const tfm_tensor *x)
 tfm_code
 tfm_tape_watch_variable(tfm_tape *t, tfm_variable *v)
 {
-    for (int i = 0; i < t->nvars; i++)
-        if (t->vars[i] == v)
-            return TFM_OK;
-    if (!idmap_get(&t->ids, v->id, WATCHED_LEAF, NULL))
+    int fresh = 0;
+    int64_t *slot = idmap_get(&t->ids, v->id, WATCHED_VARIABLE, &fresh);
+    if (!slot)
         return tfm_error_code();
+    if (!fresh && *slot == WATCHED_VARIABLE)
+        return TFM_OK;                  /* listed already */
+    *slot = WATCHED_LEAF;               /* watched, not yet listed */
     if (t->nvars == t->capvars) {
         int cap = t->capvars ? t->capvars * 2 : 8;
         tfm_variable **vs = realloc(t->vars, (size_t)cap * sizeof *vs);
@@ -361,6 +365,7 @@ tfm_tape_watch_variable(tfm_tape *t, tfm_variable *v)
         t->vars = vs;
         t->capvars = cap;
     }
+    *slot = WATCHED_VARIABLE;
     /* Keep creation order (ids grow with creation): insertion sort. */
     int i = t->nvars++;
     while (i > 0 && t->vars[i - 1]->id > v->id) {
