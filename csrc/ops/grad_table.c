@@ -90,6 +90,13 @@ const tfm_grad_fn tfm_op_grads[TFM_OP_COUNT] = {
     [TFM_OP_CUMPROD] = tfm_grad_rule_cumprod,
     [TFM_OP_SORT] = tfm_grad_rule_sort,
     [TFM_OP_TOPK] = tfm_grad_rule_topk,
+    /* linalg */
+    [TFM_OP_MATMUL] = tfm_grad_rule_matmul,
+    /* nn */
+    [TFM_OP_SOFTMAX] = tfm_grad_rule_softmax,
+    [TFM_OP_LOG_SOFTMAX] = tfm_grad_rule_log_softmax,
+    [TFM_OP_SPARSE_SOFTMAX_XENT] = tfm_grad_rule_sparse_softmax_xent,
+    [TFM_OP_SOFTMAX_XENT] = tfm_grad_rule_softmax_xent,
     /* conv (grad_conv.c) */
     [TFM_OP_CONV2D] = tfm_grad_rule_conv2d,
     [TFM_OP_CONV2D_BACKPROP_INPUT] = tfm_grad_rule_conv2d_backprop_input,
@@ -184,4 +191,9 @@ const tfm_grad_saves tfm_op_grad_saves[TFM_OP_COUNT] = {
     [TFM_OP_CUMPROD] = SAVES(0x1, 0x1),
     [TFM_OP_SORT] = SAVES(0, 0x2),
     [TFM_OP_TOPK] = SAVES(0, 0x2),
+    [TFM_OP_MATMUL] = SAVES(0x3, 0),
+    [TFM_OP_SOFTMAX] = SAVES(0, 0x1),
+    [TFM_OP_LOG_SOFTMAX] = SAVES(0, 0x1),
+    [TFM_OP_SPARSE_SOFTMAX_XENT] = SAVES(0x1, 0x2),
+    [TFM_OP_SOFTMAX_XENT] = SAVES(0x1, 0x2),
 };

@@ -110,4 +110,13 @@ TFM_GRAD(tfm_grad_rule_cumprod);
 TFM_GRAD(tfm_grad_rule_sort);
 TFM_GRAD(tfm_grad_rule_topk);
 
+/* grad_linalg.c */
+TFM_GRAD(tfm_grad_rule_matmul);
+
+/* grad_nn.c */
+TFM_GRAD(tfm_grad_rule_softmax);
+TFM_GRAD(tfm_grad_rule_log_softmax);
+TFM_GRAD(tfm_grad_rule_sparse_softmax_xent);
+TFM_GRAD(tfm_grad_rule_softmax_xent);
+
 #endif
