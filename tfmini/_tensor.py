@@ -170,17 +170,9 @@ class Tensor(_C.TensorBase):
     experimental_ref = ref
 
     # ---- ops that live in Python modules ----------------------------
-    def __getitem__(self, key):
-        from .ops import array_ops
-        return array_ops._getitem(self, key)
-
-    def __matmul__(self, other):
-        from .ops import linalg_ops
-        return linalg_ops.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        from .ops import linalg_ops
-        return linalg_ops.matmul(other, self)
+    # __getitem__, __matmul__ and __rmatmul__ are installed by
+    # tfmini.ops.array_ops and tfmini.ops.linalg_ops when they load (they
+    # import this module, so it cannot import them).
 
     # NumPy defers to our reflected operators: ndarray + Tensor -> Tensor.
     __array_priority__ = 100

@@ -766,6 +766,5 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=_dtypes.float32,
     return out
 
 
-# Tensor.__getitem__ (tfmini/_tensor.py) imports this module on every call,
-# which costs more than the slice itself; bind the method directly.
+# Indexing of tensors (see tfmini/_tensor.py).
 Tensor.__getitem__ = _getitem

@@ -294,3 +294,16 @@ def adjoint(matrix, name=None):
     """The conjugate transpose of the last two dims (real dtypes: the
     transpose)."""
     return matrix_transpose(matrix)
+
+
+# The @ operator of tensors (see tfmini/_tensor.py).
+def _matmul_op(a, b):
+    return matmul(a, b)
+
+
+def _rmatmul_op(a, b):
+    return matmul(b, a)
+
+
+Tensor.__matmul__ = _matmul_op
+Tensor.__rmatmul__ = _rmatmul_op
