@@ -5,6 +5,7 @@ operators: arithmetic on a Variable reads its current value (a read the
 gradient tapes see, see Note [Variable ids] in variable.h) and gives a
 Tensor. Every op accepts a Variable wherever it accepts a Tensor."""
 import enum
+import sys
 import weakref
 
 import numpy as np
@@ -80,13 +81,20 @@ class Variable(_C.VariableBase):
             trainable = False
         elif trainable is None:
             trainable = True
-        if callable(initial_value):
-            initial_value = initial_value()
-        if isinstance(initial_value, _C.VariableBase):
-            initial_value = initial_value._read()
         enum_ = -1 if dtype is None else _dtypes.as_dtype(dtype)._enum
-        self._init(initial_value, enum_, bool(trainable),
-                   *_shape_arg(shape, validate_shape))
+        # (tfmini.function, the attribute, is tf.function itself.)
+        _function = sys.modules[__package__ + ".function"]
+        # While a tf.function is traced, variables are made eagerly
+        # outside its graph (only on the first trace; an initial value
+        # computed in the trace is lifted out of it), then captured.
+        with _function._variable_creation_scope():
+            if callable(initial_value):
+                initial_value = initial_value()
+            initial_value = _function._lift_to_eager(initial_value)
+            if isinstance(initial_value, _C.VariableBase):
+                initial_value = initial_value._read()
+            self._init(initial_value, enum_, bool(trainable),
+                       *_shape_arg(shape, validate_shape))
         self._name = (name if name is not None else "Variable") + ":0"
         self._constraint = constraint
         self._synchronization = synchronization
