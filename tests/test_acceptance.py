@@ -16,12 +16,8 @@ PROGRAMS = sorted(HERE.glob("[0-9]*.py"))
 
 # program -> why it cannot pass yet (its open issue)
 OPEN = {
-    "02_gradient_tape.py": "Variables and GradientTape: issue 3",
-    "03_function_tracing.py": "tf.function: issue 4",
     "04_train_step.py": "Keras layers, loss, Adam, traced train step: "
                         "issue 7",
-    "05_bad_input.py": "reshape and matmul errors: issue 2 (its last lines "
-                       "need AutoGraph: issue 6)",
 }
 
 

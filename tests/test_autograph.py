@@ -617,6 +617,10 @@ def test_converted_staged_matches_python(fn, args):
                     "graph control flow in the C core")
 @pytest.mark.parametrize("fn,args", PARAMS)
 def test_traced_matches_python(fn, args):
+    if fn in PYTHON_ONLY:
+        # As in TF: a tensor `if` traces both branches, so the raise in the
+        # else branch fires while tracing and the except always runs.
+        pytest.skip("Python semantics only")
     want = _expected(fn, args)
     got = tf.function(fn)(*_args(args))
     _same(want, got)

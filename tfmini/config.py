@@ -80,6 +80,7 @@ def run_functions_eagerly(run_eagerly):
     """Make every tf.function run its Python body eagerly (debugging)."""
     global _run_eagerly
     _run_eagerly = bool(run_eagerly)
+    _C.set_run_eagerly(_run_eagerly)   # the C call path checks it
 
 
 def functions_run_eagerly():

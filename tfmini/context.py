@@ -7,8 +7,8 @@ from .errors import InvalidArgumentError
 
 def executing_eagerly():
     """True unless a tf.function is being traced on this thread."""
-    from . import function
-    return not function._tracing()
+    from .function import _tracing
+    return not _tracing()
 
 
 def _parse_device(spec):

@@ -505,7 +505,12 @@ def _gather_dynamic(tensor, key, out, gathers, ellipsis, newaxis, shrink):
             axis_of[k] = pos
             pos += 1
     for k, idx in reversed(gathers):
-        out = gather(out, idx, axis=axis_of[k])
+        axis = axis_of[k]
+        # A negative index counts from the end, as for Python ints.
+        dim = _dims(out)[axis]
+        size = dim if dim is not None else shape(out, out_type=idx.dtype)[axis]
+        idx = where(idx < 0, idx + size, idx)
+        out = gather(out, idx, axis=axis)
     return out
 
 

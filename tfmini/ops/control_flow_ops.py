@@ -1003,63 +1003,39 @@ class TensorArray:
 
 # ---- graph control flow hooks --------------------------------------------
 
-# Note [Graph control flow hooks]: these three functions are all that
-# graph control flow needs from the C core (csrc/graph, csrc/runtime);
-# until it has If/While nodes they raise NotImplementedError. Each is
+# Note [Graph control flow hooks]: graph control flow needs three things
+# from the C core, implemented in tfmini/function.py over If/While/Assert
+# nodes with sub-graphs (csrc/runtime/graph.c, csrc/graph/exec.c). Each is
 # called only while a tf.function is traced, with everything nested
 # already flattened and checked by the callers above:
 #
 # _graph_cond(pred, true_fn, false_fn) -> list of tensors
-#     pred: scalar bool tensor (symbolic, or concrete while tracing).
-#     true_fn(), false_fn(): no arguments; each returns a list of tensors,
-#     the same length and dtypes for both (the second call checks that
-#     and raises TypeError otherwise). Both must be traced, each into a
-#     sub-graph of the graph being traced: tensors of enclosing graphs
-#     used inside are captured as extra inputs, concrete tensors become
-#     constants. Emit one If node (pred, captures -> outputs); output
-#     shapes are the most specific shape compatible with both branches
-#     (dims that differ unknown). At run time only the taken sub-graph
-#     runs (tf.print and variable writes inside it included). Zero
-#     outputs is allowed (a branch run for its side effects).
-#
+#     pred: scalar bool tensor; true_fn(), false_fn() return lists of
+#     tensors of equal length and dtypes, each traced into a sub-graph
+#     (outer tensors captured). One If node; only the taken branch runs.
 # _graph_while(cond_fn, body_fn, loop_vars, shape_invariants,
 #              maximum_iterations) -> list of tensors
-#     loop_vars: list of tensors; shape_invariants: one TensorShape each
-#     (None dims may vary). Trace cond_fn(*placeholders) -> scalar bool
-#     tensor and body_fn(*placeholders) -> list of tensors into two
-#     sub-graphs whose placeholders have the loop vars' dtypes and the
-#     invariant shapes (body_fn checks dtypes and shapes of its results
-#     and raises TF's errors). maximum_iterations: None, an int or a
-#     scalar int tensor. Emit one While node; outputs have the invariant
-#     shapes.
-#
+#     One While node over two sub-graphs; outputs have the invariant
+#     shapes (None dims may vary between iterations).
 # _graph_assert(condition, data, summarize) -> None
-#     A stateful node that raises InvalidArgumentError at run time when
-#     condition (scalar bool tensor) is false, with data's values
-#     (strings and tensors) in the message, as tf.Assert does eagerly.
+#     A stateful node that raises InvalidArgumentError at run time.
 
-_GRAPH_CONTROL_FLOW = False
-
-
-def _not_built(what):
-    return NotImplementedError(
-        f"tfmini: {what} on a tensor inside a tf.function needs graph "
-        f"control flow (If/While nodes with sub-graphs in the C graph and "
-        f"executor), which is not built yet. Run the function eagerly "
-        f"(tf.config.run_functions_eagerly(True)) or make the condition a "
-        f"Python value.")
+_GRAPH_CONTROL_FLOW = True
 
 
 def _graph_cond(pred, true_fn, false_fn):
-    raise _not_built("a conditional (tf.cond, or Python `if`/`and`/`or`/"
-                     "`a if c else b`)")
+    from ..function import _graph_cond as build
+    return build(pred, true_fn, false_fn)
 
 
 def _graph_while(cond_fn, body_fn, loop_vars, shape_invariants,
                  maximum_iterations):
-    raise _not_built("a loop (tf.while_loop, or a Python `while`/`for`)")
+    from ..function import _graph_while as build
+    return build(cond_fn, body_fn, loop_vars, shape_invariants,
+                 maximum_iterations)
 
 
 def _graph_assert(condition, data, summarize):
-    raise _not_built("an assertion (tf.Assert or `assert`)")
+    from ..function import _graph_assert as build
+    return build(condition, data, summarize)
 
