@@ -16,8 +16,6 @@ PROGRAMS = sorted(HERE.glob("[0-9]*.py"))
 
 # program -> why it cannot pass yet (its open issue)
 OPEN = {
-    "04_train_step.py": "Keras layers, loss, Adam, traced train step: "
-                        "issue 7",
 }
 
 
