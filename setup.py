@@ -7,6 +7,7 @@ OpenMP for big kernels. Environment switches:
   EIGEN3_INCLUDE_DIR  where Eigen's headers are, if not in a standard place
 """
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -45,10 +46,20 @@ def sources():
     return [s for s in found if not s.startswith("csrc/tests")]
 
 
+def headers():
+    """Headers and op lists: editing one rebuilds the extension
+    (setuptools otherwise looks only at the .c files' times)."""
+    return sorted(glob.glob("csrc/**/*.h", recursive=True)
+                  + glob.glob("csrc/**/*.def", recursive=True))
+
+
 SANITIZE = os.environ.get("TFMINI_SANITIZE") == "1"
 DEBUG = os.environ.get("TFMINI_DEBUG") == "1"
+MODE = "sanitize" if SANITIZE else "debug" if DEBUG else "release"
 
-COMMON = ["-fopenmp", "-Wall", "-Wextra", "-Wno-unused-parameter",
+# -fwrapv: integer arithmetic wraps on overflow, as TF's kernels do (and
+# the sanitizer build then does not abort on it).
+COMMON = ["-fopenmp", "-fwrapv", "-Wall", "-Wextra", "-Wno-unused-parameter",
           "-Wno-missing-field-initializers", "-Wno-cast-function-type",
           "-fno-strict-aliasing"]
 if SANITIZE:
@@ -65,11 +76,38 @@ LINK = ["-fopenmp"] + (["-fsanitize=address,undefined"] if SANITIZE else [])
 
 
 class BuildExt(build_ext):
-    """Per-language flags, and all cores for compiling."""
+    """Per-language flags, all cores for compiling, and one object folder
+    per build mode (release / debug / sanitize)."""
 
     def initialize_options(self):
         super().initialize_options()
         self.parallel = os.cpu_count() or 1
+
+    def finalize_options(self):
+        chosen = self.build_temp is not None
+        super().finalize_options()
+        if not chosen and MODE != "release":
+            self.build_temp += "-" + MODE
+
+    def build_extension(self, ext):
+        # setuptools skips an extension whose .so is newer than its
+        # sources, even when that .so was built in another mode (an ASan
+        # build left in place would then stay): remember each output's
+        # mode and rebuild when it changes.
+        stamp = os.path.join(HERE, "build", "tfmini-build-modes.json")
+        target = os.path.abspath(self.get_ext_fullpath(ext.name))
+        try:
+            with open(stamp) as f:
+                modes = json.load(f)
+        except (OSError, ValueError):
+            modes = {}
+        if modes.get(target) != MODE:
+            self.force = True
+        super().build_extension(ext)
+        modes[target] = MODE
+        os.makedirs(os.path.dirname(stamp), exist_ok=True)
+        with open(stamp, "w") as f:
+            json.dump(modes, f, indent=1)
 
     def build_extensions(self):
         compiler = self.compiler
@@ -90,6 +128,7 @@ class BuildExt(build_ext):
 ext = Extension(
     "tfmini._C",
     sources=sources(),
+    depends=headers(),
     include_dirs=[numpy.get_include(), find_eigen(), "csrc"],
     extra_compile_args=COMMON,
     extra_link_args=LINK,

@@ -20,7 +20,8 @@ del _m
 from .variables import *  # noqa: E402,F401,F403
 from .backprop import *  # noqa: E402,F401,F403
 from .function import *  # noqa: E402,F401,F403
-from . import math, nn, linalg, random, data  # noqa: E402,F401
+from . import math, nn, linalg, random, data, autograph  # noqa: E402,F401
+from . import keras  # noqa: E402,F401
 
 __version__ = "0.1.0"
 newaxis = None

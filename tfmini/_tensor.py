@@ -19,10 +19,14 @@ def device_name(index):
 
 
 def _numpy_text(t, is_repr):
+    """The value part of str/repr, as TF's numpy_text: NumPy's str, or for
+    repr NumPy's repr, except that a scalar shows as the Python value
+    (repr(a.item()): numpy=6.0, not numpy=np.float32(6.0))."""
     a = t.numpy()
-    # Scalars print as their value in both forms (numpy=6.0, not
-    # numpy=array(6., dtype=float32)), as TF does.
-    text = repr(a) if is_repr and a.ndim else str(a)
+    if is_repr:
+        text = repr(a.item()) if np.ndim(a) == 0 else repr(a)
+    else:
+        text = str(a)
     if "\n" in text:
         text = "\n" + text
     return text
@@ -74,12 +78,11 @@ class Tensor(_C.TensorBase):
                 f"dtype={self.dtype.name})")
 
     def __format__(self, spec):
+        # As TF: the value's own format (f"{t:.2f}" on a scalar; NumPy's
+        # str for f"{t}" on an array).
         if self._symbolic:
             return format(str(self), spec)
-        a = self.numpy()
-        if a.ndim == 0:
-            return format(a.item(), spec)
-        return format(str(self), spec)
+        return format(self.numpy(), spec)
 
     # ---- conversions ------------------------------------------------
     def _eager_only(self, what):
@@ -94,7 +97,11 @@ class Tensor(_C.TensorBase):
 
     def __array__(self, dtype=None, copy=None):
         self._eager_only("array")
-        a = self.numpy()
+        if copy is False:
+            raise ValueError("A tf.Tensor cannot be viewed as a NumPy array "
+                             "without a copy (tensors are immutable); use "
+                             "np.asarray(t) or memoryview(t)")
+        a = np.asarray(self.numpy())        # rank 0: numpy() is a scalar
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __bool__(self):
@@ -163,17 +170,9 @@ class Tensor(_C.TensorBase):
     experimental_ref = ref
 
     # ---- ops that live in Python modules ----------------------------
-    def __getitem__(self, key):
-        from .ops import array_ops
-        return array_ops._getitem(self, key)
-
-    def __matmul__(self, other):
-        from .ops import linalg_ops
-        return linalg_ops.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        from .ops import linalg_ops
-        return linalg_ops.matmul(other, self)
+    # __getitem__, __matmul__ and __rmatmul__ are installed by
+    # tfmini.ops.array_ops and tfmini.ops.linalg_ops when they load (they
+    # import this module, so it cannot import them).
 
     # NumPy defers to our reflected operators: ndarray + Tensor -> Tensor.
     __array_priority__ = 100

@@ -1,3 +1,460 @@
-"""tf.GradientTape: filled by the Variables/GradientTape work (issue 3)."""
+"""tf.GradientTape, tf.stop_gradient, tf.custom_gradient.
 
-__all__ = []
+Recording happens in C at op dispatch (csrc/runtime/tape.c); this module
+is the Python face: nested structures, TF's errors and warnings, and the
+context-manager protocol."""
+import contextlib
+import enum
+import functools
+import inspect
+import logging
+
+import numpy as np
+
+from . import _C
+from . import dtypes as _dtypes
+from ._tensor import Tensor
+
+__all__ = ["GradientTape", "stop_gradient", "custom_gradient",
+           "UnconnectedGradients"]
+
+_logger = logging.getLogger("tfmini")
+_warned = set()
+
+
+def _warn_once(key, msg, *args):
+    if key not in _warned:
+        _warned.add(key)
+        _logger.warning(msg, *args)
+
+
+class UnconnectedGradients(enum.Enum):
+    """What gradient() returns for a source the target does not depend
+    on: None, or zeros of the source's shape."""
+    NONE = "none"
+    ZERO = "zero"
+
+
+# ---- nested structures (lists, tuples, namedtuples, dicts) ------------
+
+def _is_seq(x):
+    return isinstance(x, (list, tuple, dict))
+
+
+def _flatten(s):
+    if isinstance(s, dict):
+        return [x for k in sorted(s) for x in _flatten(s[k])]
+    if isinstance(s, (list, tuple)):
+        return [x for e in s for x in _flatten(e)]
+    return [s]
+
+
+def _pack_as(structure, flat):
+    it = iter(flat)
+
+    def build(s):
+        if isinstance(s, dict):
+            built = {k: build(s[k]) for k in sorted(s)}
+            return type(s)((k, built[k]) for k in s)
+        if isinstance(s, tuple) and hasattr(s, "_fields"):
+            return type(s)(*[build(e) for e in s])
+        if isinstance(s, (list, tuple)):
+            return type(s)(build(e) for e in s)
+        return next(it)
+    return build(structure)
+
+
+def _is_variable(x):
+    return isinstance(x, _C.VariableBase)
+
+
+def _is_float(x):
+    return _dtypes.from_enum(x._dtype_enum).is_floating
+
+
+def _unconnected(value):
+    if isinstance(value, UnconnectedGradients):
+        return value
+    try:
+        return UnconnectedGradients(value)
+    except ValueError:
+        raise ValueError(f"Unknown value for unconnected_gradients: "
+                         f"{value!r}") from None
+
+
+def _to_tensor(x, dtype=None):
+    from .ops.constant_op import convert_to_tensor
+    return convert_to_tensor(x, dtype=dtype)
+
+
+def _zeros_like(t):
+    from . import ops as _ops  # noqa: F401
+    import tfmini
+    if hasattr(tfmini, "zeros_like"):
+        return tfmini.zeros_like(t)
+    return _C.constant(np.zeros(t._shape_tuple,
+                                _dtypes.from_enum(t._dtype_enum)
+                                .as_numpy_dtype))
+
+
+def _stack(rows, shape, dtype):
+    """rows (Tensors of one shape) stacked on a new first axis, then
+    reshaped to shape: with ops when they exist (so a jacobian stays
+    differentiable and traceable), else through NumPy."""
+    import tfmini
+    if hasattr(tfmini, "stack") and hasattr(tfmini, "reshape") and rows:
+        return tfmini.reshape(tfmini.stack(rows), shape)
+    if rows:
+        a = np.stack([r.numpy() for r in rows])
+    else:
+        a = np.zeros((0,), dtype.as_numpy_dtype)
+    return _C.constant(a.reshape(shape))
+
+
+class GradientTape:
+    """Records operations for automatic differentiation.
+
+    Ops run inside `with tf.GradientTape() as tape:` are recorded when one
+    of their inputs is watched: trainable variables read in the block
+    (unless watch_accessed_variables=False) and tensors passed to
+    watch(). `tape.gradient(target, sources)` then differentiates. A
+    non-persistent tape answers one gradient() (or jacobian) call and
+    frees its record; a persistent one keeps it until deleted.
+    """
+
+    def __init__(self, persistent=False, watch_accessed_variables=True):
+        self._tape = None
+        self._persistent = bool(persistent)
+        self._watch_accessed_variables = bool(watch_accessed_variables)
+        self._watched_variables = ()
+
+    @property
+    def _recording(self):
+        return self._tape is not None and self._tape.recording
+
+    def __enter__(self):
+        self._push_tape()
+        return self
+
+    def __exit__(self, typ, value, traceback):
+        if self._recording:
+            self._pop_tape()
+
+    def _push_tape(self):
+        if self._recording:
+            raise ValueError("Tape is still recording, This can happen if "
+                             "you try to re-enter an already-active tape.")
+        if self._tape is None:
+            self._tape = _C.Tape(self._persistent,
+                                 self._watch_accessed_variables)
+        self._tape.push()
+
+    def _pop_tape(self):
+        if not self._recording:
+            raise ValueError("Tape is not recording.")
+        self._tape.pop()
+
+    def watch(self, tensor):
+        """Watch a tensor, a variable, or a nested structure of them."""
+        for t in _flatten(tensor):
+            if not isinstance(t, (Tensor, _C.VariableBase)):
+                raise ValueError(f"Passed in object of type {type(t)}, not "
+                                 "tf.Tensor or tf.Variable or "
+                                 "ExtensionType.")
+            if not _is_float(t):
+                _logger.warning("The dtype of the watched tensor must be "
+                                "floating (e.g. tf.float32), got %r",
+                                _dtypes.from_enum(t._dtype_enum))
+            if self._tape is None:
+                self._tape = _C.Tape(self._persistent,
+                                     self._watch_accessed_variables)
+            self._tape.watch(t)
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """Temporarily stop recording operations on this tape."""
+        if not self._recording:
+            raise RuntimeError("Trying to stop recording a tape which is "
+                               "not recording.")
+        self._pop_tape()
+        try:
+            yield
+        finally:
+            self._push_tape()
+
+    def reset(self):
+        """Clear everything this tape recorded and watched (as if the
+        block were exited and a new tape entered)."""
+        self._pop_tape()
+        self._tape = None
+        self._push_tape()
+
+    def watched_variables(self):
+        """The variables this tape watches, in creation order."""
+        if self._tape is not None:
+            self._watched_variables = self._tape.watched_variables()
+        return self._watched_variables
+
+    # ---- gradients --------------------------------------------------
+    def _check_usable(self):
+        if self._tape is None:
+            raise RuntimeError("A non-persistent GradientTape can only be "
+                               "used to compute one set of gradients (or "
+                               "jacobians)")
+        if not self._persistent:
+            # The tape is consumed below: remember what it watched.
+            self._watched_variables = self._tape.watched_variables()
+        if self._recording:
+            if not self._persistent:
+                self._pop_tape()
+            else:
+                _warn_once(
+                    "persistent-in-context",
+                    "Calling GradientTape.gradient on a persistent tape "
+                    "inside its context is significantly less efficient "
+                    "than calling it outside the context (it causes the "
+                    "gradient ops to be recorded on the tape, leading to "
+                    "increased CPU and memory usage). Only call "
+                    "GradientTape.gradient inside the context if you "
+                    "actually want to trace the gradient in order to "
+                    "compute higher order derivatives.")
+
+    def _done(self):
+        """A non-persistent tape is spent after one gradient/jacobian."""
+        if not self._persistent:
+            self._tape = None
+
+    @staticmethod
+    def _sources(sources):
+        flat = _flatten(sources)
+        for s in flat:
+            if not isinstance(s, (Tensor, _C.VariableBase)):
+                raise ValueError(f"GradientTape.gradient: a source must be "
+                                 f"a tf.Tensor or tf.Variable, got "
+                                 f"{type(s).__name__}")
+            if not _is_float(s):
+                _logger.warning("The dtype of the source tensor must be "
+                                "floating (e.g. tf.float32) when calling "
+                                "GradientTape.gradient, got %r",
+                                _dtypes.from_enum(s._dtype_enum))
+        return flat
+
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=UnconnectedGradients.NONE):
+        """d(target)/d(sources), in the nested structure of sources.
+
+        A list or non-scalar target is summed; output_gradients (one per
+        target) weight the targets. Unconnected sources give None, or
+        zeros with unconnected_gradients='zero'."""
+        mode = _unconnected(unconnected_gradients)
+        self._check_usable()
+        flat_targets = []
+        for t in _flatten(target):
+            if _is_variable(t):
+                raise ValueError("GradientTape.gradient is not supported "
+                                 "for variable targets.")
+            flat_targets.append(t if isinstance(t, Tensor)
+                                else _to_tensor(t))
+        flat_sources = self._sources(sources)
+        if output_gradients is not None:
+            flat_og = _flatten(output_gradients)
+            if len(flat_og) != len(flat_targets):
+                raise ValueError(f"output_gradients has {len(flat_og)} "
+                                 f"entries for {len(flat_targets)} targets")
+            output_gradients = [
+                None if g is None else _to_tensor(g, t.dtype)
+                for g, t in zip(flat_og, flat_targets)]
+        try:
+            flat = self._tape.gradient(flat_targets, flat_sources,
+                                       output_gradients,
+                                       mode is UnconnectedGradients.ZERO,
+                                       not self._persistent)
+        finally:
+            self._done()
+        return _pack_as(sources, flat)
+
+    def jacobian(self, target, sources,
+                 unconnected_gradients=UnconnectedGradients.NONE,
+                 parallel_iterations=None, experimental_use_pfor=True):
+        """d(target[i...])/d(source[j...]) for each source: shape
+        target.shape + source.shape."""
+        mode = _unconnected(unconnected_gradients)
+        self._check_usable()
+        try:
+            target = target if isinstance(target, Tensor) \
+                else _to_tensor(target)
+            flat_sources = self._sources(sources)
+            tshape = tuple(target._shape_tuple)
+            if None in tshape:
+                raise ValueError("GradientTape.jacobian needs a target of "
+                                 f"known shape, got {target.shape}")
+            n = int(np.prod(tshape)) if tshape else 1
+            rows = [[] for _ in flat_sources]
+            np_dtype = target.dtype.as_numpy_dtype
+            for i in range(n):
+                seed = np.zeros(n, np_dtype)
+                seed[i] = 1
+                seed = _C.constant(seed.reshape(tshape))
+                grads = self._tape.gradient(
+                    [target], flat_sources, [seed],
+                    mode is UnconnectedGradients.ZERO, False)
+                for j, g in enumerate(grads):
+                    rows[j].append(g)
+            out = []
+            for s, r in zip(flat_sources, rows):
+                sshape = tuple(s._shape_tuple)
+                if n and all(g is None for g in r):
+                    out.append(None)
+                    continue
+                r = [_zeros_like(_to_tensor(s)) if g is None else g
+                     for g in r]
+                out.append(_stack(r, tshape + sshape, s.dtype))
+        finally:
+            self._done()
+        return _pack_as(sources, out)
+
+    def batch_jacobian(self, target, source,
+                       unconnected_gradients=UnconnectedGradients.NONE,
+                       parallel_iterations=None, experimental_use_pfor=True):
+        """For target [b, y...] and source [b, x...] where example i of
+        target depends only on example i of source: the [b, y..., x...]
+        jacobian of each example."""
+        mode = _unconnected(unconnected_gradients)
+        self._check_usable()
+        try:
+            target = target if isinstance(target, Tensor) \
+                else _to_tensor(target)
+            tshape = tuple(target._shape_tuple)
+            sshape = tuple(source._shape_tuple)
+            if len(tshape) < 1 or len(sshape) < 1:
+                raise ValueError("batch_jacobian needs target and source of "
+                                 "rank 1 or more (the batch dimension "
+                                 f"first), got {target.shape} and "
+                                 f"{source.shape}")
+            if tshape[0] != sshape[0]:
+                raise ValueError(f"Need first dimension of `target` shape "
+                                 f"({target.shape}) and `source` shape "
+                                 f"({source.shape}) to match.")
+            self._sources([source])
+            b = tshape[0]
+            per = int(np.prod(tshape[1:])) if len(tshape) > 1 else 1
+            np_dtype = target.dtype.as_numpy_dtype
+            rows = []
+            for j in range(per):
+                seed = np.zeros((b, per), np_dtype)
+                seed[:, j] = 1
+                seed = _C.constant(seed.reshape(tshape))
+                (g,) = self._tape.gradient(
+                    [target], [source], [seed],
+                    mode is UnconnectedGradients.ZERO, False)
+                rows.append(g)
+            if per and all(g is None for g in rows):
+                return None
+            rows = [_zeros_like(_to_tensor(source)) if g is None else g
+                    for g in rows]
+            # rows[j] is [b, x...]: stack to [per, b, x...], then move the
+            # batch axis first.
+            stacked = _stack(rows, (per,) + sshape, source.dtype)
+            import tfmini
+            perm = [1, 0] + list(range(2, 2 + len(sshape) - 1))
+            if hasattr(tfmini, "transpose") and hasattr(tfmini, "reshape"):
+                out = tfmini.transpose(stacked, perm)
+                return tfmini.reshape(out, tshape + sshape[1:])
+            a = np.transpose(stacked.numpy(), perm)
+            return _C.constant(a.reshape(tshape + sshape[1:]))
+        finally:
+            self._done()
+
+
+def stop_gradient(input, name=None):
+    """The same value, through which no gradient flows."""
+    if not isinstance(input, (Tensor, _C.VariableBase)):
+        input = _to_tensor(input)
+    return _C.fresh_tensor(input)
+
+
+# ---- tf.custom_gradient ---------------------------------------------
+
+def _takes_variables(fn):
+    try:
+        spec = inspect.getfullargspec(fn)
+    except TypeError:
+        return False
+    return ("variables" in spec.args or "variables" in spec.kwonlyargs
+            or spec.varkw is not None)
+
+
+def _custom_gradient_call(f, args, kwargs):
+    watcher = _C.Tape(False, True, True)
+    _C.pause_tapes()
+    try:
+        watcher.push()
+        try:
+            result, grad_fn = f(*args, **kwargs)
+        finally:
+            watcher.pop()
+    finally:
+        _C.resume_tapes()
+    arg_ids = {id(a) for a in args}
+    variables = [v for v in watcher.watched_variables()
+                 if id(v) not in arg_ids]
+    takes_variables = _takes_variables(grad_fn)
+    if variables and not takes_variables:
+        raise TypeError("@tf.custom_gradient grad_fn must accept keyword "
+                        "argument 'variables', since function uses "
+                        f"variables: {variables}")
+    if takes_variables and not variables:
+        _logger.warning("@custom_gradient grad_fn has 'variables' in "
+                        "signature, but no ResourceVariables were used on "
+                        "the forward pass.")
+
+    # Reading the variables here, outside the paused section, lets the
+    # outer tapes watch them (a use of the variable, as in TF).
+    inputs = [a if isinstance(a, Tensor) else _to_tensor(a) for a in args]
+    inputs += [v._read() for v in variables]
+    flat_result = _flatten(result)
+    for r in flat_result:
+        if not isinstance(r, (Tensor, _C.VariableBase)):
+            raise TypeError("a @tf.custom_gradient function must return "
+                            "tensors (and the gradient function), got "
+                            f"{type(r).__name__}")
+    # New ids, so that the tapes see these outputs as the custom op's.
+    outputs = [_C.fresh_tensor(r) for r in flat_result]
+    if not _C.should_record(inputs):
+        return _pack_as(result, outputs)
+    nargs = len(args)
+
+    def backward(output_grads):
+        grads = [_zeros_like(o) if g is None else g
+                 for g, o in zip(output_grads, outputs)]
+        if variables:
+            in_grads, var_grads = grad_fn(*grads, variables=variables)
+            var_grads = list(var_grads) if var_grads is not None else []
+            if len(var_grads) != len(variables):
+                raise ValueError("Must return gradient for each variable "
+                                 "from @custom_gradient grad_fn.")
+        else:
+            in_grads, var_grads = grad_fn(*grads), []
+        flat = _flatten(in_grads) if _is_seq(in_grads) else [in_grads]
+        if len(flat) != nargs:
+            raise ValueError(f"custom_gradient function expected to return "
+                             f"{nargs} gradients, but returned {len(flat)} "
+                             "instead.")
+        return flat + var_grads
+
+    _C.record_custom(inputs, outputs, backward)
+    return _pack_as(result, outputs)
+
+
+def custom_gradient(f=None):
+    """Decorator: f(*args) returns (y, grad_fn), and grad_fn(*dys) gives
+    the gradients of the args (with `variables=`: (arg grads, variable
+    grads) for the variables f read)."""
+    if f is None:
+        return custom_gradient
+
+    @functools.wraps(f)
+    def decorated(*args, **kwargs):
+        return _custom_gradient_call(f, args, kwargs)
+    return decorated
+

@@ -2,12 +2,13 @@
 import contextlib
 
 from . import _C
+from .errors import InvalidArgumentError
 
 
 def executing_eagerly():
     """True unless a tf.function is being traced on this thread."""
-    from . import function
-    return not function._tracing()
+    from .function import _tracing
+    return not _tracing()
 
 
 def _parse_device(spec):
@@ -20,17 +21,24 @@ def _parse_device(spec):
     if tail.startswith("DEVICE:"):
         tail = tail[len("DEVICE:"):]
     kind, _, num = tail.partition(":")
-    n = int(num) if num else 0
+    try:
+        n = int(num) if num else 0
+    except ValueError:
+        raise ValueError(f"Unknown device specification {spec!r}") from None
     if kind == "CPU":
         if n != 0:
             raise ValueError(f"Unknown device {spec!r}: tfmini has one CPU "
                              "device, /CPU:0")
         return 0
     if kind == "GPU":
-        from .config import _gpu_count
-        if n >= _gpu_count():
-            raise ValueError(f"Device {spec!r} is not available: "
-                             f"{_gpu_count()} GPU(s) found")
+        from . import config
+        if n >= config._gpu_count():
+            if config.get_soft_device_placement():
+                return 0
+            raise InvalidArgumentError(
+                f"Could not satisfy device specification {spec!r}: "
+                f"{config._gpu_count()} GPU(s) found (soft device placement "
+                "is off)")
         return 1 + n
     raise ValueError(f"Unknown device specification {spec!r}")
 

@@ -40,7 +40,7 @@ class DType:
 
     @property
     def is_unsigned(self):
-        return self._name.startswith("uint") or self._name == "bool"
+        return self._name.startswith("uint")
 
     @property
     def is_bool(self):
@@ -63,11 +63,16 @@ class DType:
         return False
 
     @property
+    def as_datatype_enum(self):
+        """The core's enum value (not TF's DataType numbers)."""
+        return self._enum
+
+    @property
     def min(self):
         if self.is_floating:
             return float(np.finfo(self._np).min)
         if self.is_bool:
-            return False
+            raise TypeError(f"Cannot find minimum value of {self}.")
         return int(np.iinfo(self._np).min)
 
     @property
@@ -75,8 +80,11 @@ class DType:
         if self.is_floating:
             return float(np.finfo(self._np).max)
         if self.is_bool:
-            return True
+            raise TypeError(f"Cannot find maximum value of {self}.")
         return int(np.iinfo(self._np).max)
+
+    def is_compatible_with(self, other):
+        return self == as_dtype(other)
 
     def __repr__(self):
         return f"tf.{self._name}"
@@ -135,7 +143,7 @@ def as_dtype(value):
         return _BY_NAME["bool"]
     try:
         name = np.dtype(value).name
-    except TypeError:
+    except (TypeError, ValueError):
         raise TypeError(
             f"Cannot convert value {value!r} to a tfmini DType.") from None
     if name in _BY_NAME:

@@ -1,11 +1,1395 @@
-"""tf.function: filled by the tracing work (issue 4)."""
+"""tf.function: trace Python into a C graph, cache it by signature, run it
+from C.
 
-__all__ = []
+The call of a Function is C (csrc/python/function.c, Note [The call
+path]): on a cache hit no Python code runs. This module is the slow path:
+binding arguments, tracing, the retracing rules, input signatures,
+variable creation, and the printable signatures. tf.print and
+tf.init_scope live here too, since their meaning is about tracing."""
+import collections
+import contextlib
+import functools
+import inspect
+import logging
+import os
+import pprint
+import sys
+import threading
+import weakref
+
+import numpy as np
+
+from . import _C
+from . import dtypes as _dtypes
+from ._tensor import Tensor
+from .tensor_shape import TensorShape
+
+# TF's top-level names (tfmini/__init__.py star-imports them). Function,
+# ConcreteFunction and FunctionSignatureError stay in this module, as in
+# TF, where they are not in the tf namespace either.
+__all__ = ["function", "TensorSpec", "init_scope", "print"]
+
+_logger = logging.getLogger("tfmini")
+
+# AutoGraph (issue 6) sets this to a converter: f -> f' with Python
+# control flow on tensors rewritten into graph ops. Function applies it
+# to the Python function before its first trace when autograph=True.
+_autograph_converter = None
+
+# Alias keys (an exact call signature served by a more general trace) kept
+# per function: bounds the cache when shapes vary without end.
+_MAX_ALIASES = 256
+_RETRACE_WINDOW = 10
+_RETRACE_THRESHOLD = 5
+_MAX_RETRACE_WARNINGS = 2
+
+
+class FunctionSignatureError(TypeError, ValueError):
+    """Arguments that do not match a tf.function's input_signature (or a
+    ConcreteFunction's inputs). TF raises TypeError ("Binding inputs to
+    tf.function failed ...") where older versions raised ValueError: this
+    class is both."""
+
+
+# ---- tracing state -------------------------------------------------------
+
+class _TraceFrame:
+    __slots__ = ("function", "graph", "allow_variables")
+
+    def __init__(self, function, graph, allow_variables):
+        self.function = function
+        self.graph = graph
+        self.allow_variables = allow_variables
+
+
+_local = threading.local()
+
+
+def _frames():
+    f = getattr(_local, "frames", None)
+    if f is None:
+        f = _local.frames = []
+    return f
 
 
 def _tracing():
-    return False
+    """True while ops on this thread are traced into a graph (not inside
+    an init_scope)."""
+    return _C.tracing()
 
 
 def _symbolic_name(t):
-    return "unknown:0"
+    return _C.symbolic_name(t)
+
+
+@contextlib.contextmanager
+def _suspend_tapes():
+    """Tapes recording outside a trace must not record its symbolic ops
+    (a traced call is recorded op by op when it runs, see
+    csrc/graph/exec.h); tapes made inside the trace record as usual. The
+    tape module's pause pushes a barrier on the active stack."""
+    pause = getattr(_C, "pause_tapes", None)
+    if pause is None:
+        yield
+        return
+    pause()
+    try:
+        yield
+    finally:
+        _C.resume_tapes()
+
+
+@contextlib.contextmanager
+def init_scope():
+    """tf.init_scope: lift the code in the block out of any tf.function
+    being traced. Ops in it run eagerly (variables created in it are
+    initialized at once), and gradient tapes do not record them."""
+    _C.init_scope_enter()
+    try:
+        with _suspend_tapes():
+            yield
+    finally:
+        _C.init_scope_exit()
+
+
+@contextlib.contextmanager
+def _variable_creation_scope():
+    """tf.Variable.__init__ runs under this. While a tf.function is being
+    traced it checks TF's rule (variables only on the first trace) and
+    creates the variable eagerly, outside the graph, where it is then
+    captured by reference."""
+    frames = _frames()
+    if not _C.tracing() or not frames:
+        yield
+        return
+    frame = frames[-1]
+    if not frame.allow_variables:
+        raise ValueError(
+            "tf.function only supports singleton tf.Variables created on "
+            "the first call. Make sure the tf.Variable is only created once "
+            "or created outside tf.function. (tf.function "
+            f"'{frame.function._name}' created a variable while tracing it "
+            "again for new arguments.) See https://www.tensorflow.org/guide/"
+            "function#creating_tfvariables for more information.")
+    with init_scope():
+        yield
+
+
+def _lift_to_eager(value):
+    """A tf.Variable's initial value computed inside a trace, evaluated
+    now: the ops it depends on run eagerly (an error if it depends on the
+    function's inputs). Other values pass through."""
+    if isinstance(value, Tensor) and value._symbolic:
+        for frame in reversed(_frames()):
+            if frame.graph.owns(value):
+                try:
+                    return frame.graph.lift(value)
+                except ValueError as e:
+                    raise ValueError(
+                        f"The initial value of a tf.Variable created inside "
+                        f"tf.function '{frame.function._name}' ({value}) "
+                        f"depends on the function's inputs: {e}. Create the "
+                        f"variable from a constant or an initializer, or "
+                        f"outside the function.") from None
+        raise ValueError(f"The initial value of a tf.Variable, {value}, "
+                         f"is a symbolic tensor of no function being traced")
+    return value
+
+
+# ---- TensorSpec ----------------------------------------------------------
+
+class TensorSpec:
+    """tf.TensorSpec(shape, dtype=tf.float32, name=None): describes a
+    tensor; None dims match any size, shape=None any shape. (Graphs know
+    every rank: a tf.function traces an unknown-rank spec once per rank
+    it is called with.)"""
+
+    __slots__ = ("_shape", "_dtype", "_name", "_dims", "_dtype_enum",
+                 "__weakref__")
+
+    def __init__(self, shape, dtype=_dtypes.float32, name=None):
+        shape = TensorShape(shape) if not isinstance(shape, TensorShape) \
+            else shape
+        self._shape = shape
+        self._dtype = _dtypes.as_dtype(dtype)
+        self._name = name
+        self._dims = None if shape.rank is None else tuple(shape.as_list())
+        self._dtype_enum = self._dtype._enum
+
+    @classmethod
+    def from_tensor(cls, tensor, name=None):
+        if hasattr(tensor, "_as_tensor") and not isinstance(tensor, Tensor):
+            tensor = tensor._as_tensor()
+        return cls(tensor.shape, tensor.dtype, name)
+
+    @classmethod
+    def from_spec(cls, spec, name=None):
+        return cls(spec.shape, spec.dtype, name if name else spec.name)
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def name(self):
+        return self._name
+
+    def is_compatible_with(self, other):
+        if isinstance(other, TensorSpec):
+            return (self._dtype == other.dtype and
+                    self._shape.is_compatible_with(other.shape))
+        if isinstance(other, Tensor):
+            return (self._dtype == other.dtype and
+                    self._shape.is_compatible_with(other.shape))
+        return False
+
+    def is_subtype_of(self, other):
+        """Every tensor this spec matches, other matches too."""
+        if not isinstance(other, TensorSpec) or self._dtype != other.dtype:
+            return False
+        if other._dims is None:
+            return True
+        if self._dims is None or len(self._dims) != len(other._dims):
+            return False
+        return all(o is None or s == o
+                   for s, o in zip(self._dims, other._dims))
+
+    def most_specific_common_supertype(self, others):
+        if self._dims is None:
+            return None
+        dims = list(self._dims)
+        for o in others:
+            if (not isinstance(o, TensorSpec) or o.dtype != self._dtype or
+                    o._dims is None or len(o._dims) != len(dims)):
+                return None
+            dims = [a if a == b else None for a, b in zip(dims, o._dims)]
+        return TensorSpec(dims, self._dtype)
+
+    def __eq__(self, other):
+        return (isinstance(other, TensorSpec) and
+                self._dtype == other._dtype and self._dims == other._dims
+                and self._name == other._name)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash((self._dims, self._dtype._enum, self._name))
+
+    def __repr__(self):
+        return (f"TensorSpec(shape={self._shape}, dtype=tf.{self._dtype.name}"
+                f", name={self._name!r})")
+
+    def __reduce__(self):
+        return TensorSpec, (self._dims, self._dtype, self._name)
+
+
+def _spec_text(spec):
+    return f"{spec.dtype.name} Tensor, shape={spec.shape}"
+
+
+# ---- structures ----------------------------------------------------------
+# These walk values exactly as the C key does (csrc/python/function.c):
+# exact lists/tuples/dicts (dict keys sorted) and namedtuples are
+# structures; tensors, NumPy values and TensorSpecs are leaves.
+
+def _is_leaf(x):
+    return isinstance(x, (Tensor, TensorSpec, np.ndarray, np.generic))
+
+
+def _is_namedtuple(x):
+    return isinstance(x, tuple) and type(x) is not tuple and \
+        hasattr(type(x), "_fields")
+
+
+def _sorted_keys(d):
+    try:
+        return sorted(d)
+    except TypeError:
+        return list(d)
+
+
+def _map_leaves(fn, x):
+    if _is_leaf(x):
+        return fn(x)
+    t = type(x)
+    if t is list:
+        return [_map_leaves(fn, v) for v in x]
+    if t is tuple:
+        return tuple(_map_leaves(fn, v) for v in x)
+    if t is dict:
+        return {k: _map_leaves(fn, x[k]) for k in _sorted_keys(x)}
+    if _is_namedtuple(x):
+        return t(*[_map_leaves(fn, v) for v in x])
+    return x
+
+
+def _flatten_leaves(x, out):
+    if _is_leaf(x):
+        out.append(x)
+        return out
+    t = type(x)
+    if t is list or t is tuple or _is_namedtuple(x):
+        for v in x:
+            _flatten_leaves(v, out)
+    elif t is dict:
+        for k in _sorted_keys(x):
+            _flatten_leaves(x[k], out)
+    return out
+
+
+def _leaf_names(name, x, out):
+    """One name per leaf of x (a parameter's value)."""
+    n = len(_flatten_leaves(x, []))
+    out.extend([name] * n)
+
+
+def _leaf_spec(x):
+    if isinstance(x, TensorSpec):
+        return x
+    if isinstance(x, Tensor):
+        return TensorSpec(x._shape_tuple, x.dtype)
+    a = np.asarray(x)
+    return TensorSpec(a.shape, a.dtype)
+
+
+class _ObjectArg:
+    """An identity-keyed argument as a signature shows it, without
+    keeping the object alive (see Function._watch)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, obj):
+        self.text = f"<{type(obj).__name__} object at {id(obj):#x}>"
+
+    def __repr__(self):
+        return self.text
+
+
+def _forget_objects(x):
+    if x is None or isinstance(x, (bool, int, float, str, TensorSpec)):
+        return x
+    t = type(x)
+    if t is list:
+        return [_forget_objects(v) for v in x]
+    if t is tuple:
+        return tuple(_forget_objects(v) for v in x)
+    if t is dict:
+        return {k: _forget_objects(v) for k, v in x.items()}
+    if _is_namedtuple(x):
+        return t(*[_forget_objects(v) for v in x])
+    return _ObjectArg(x)
+
+
+class _Leaf:
+    """Where an output tensor goes in the output structure."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<leaf>"
+
+
+_LEAF = _Leaf()
+
+OUT_NONE, OUT_SINGLE, OUT_TUPLE, OUT_LIST, OUT_GENERIC = range(5)
+
+
+def _pack_outputs(structure, flat):
+    it = iter(flat)
+
+    def pack(s):
+        if s is _LEAF:
+            return next(it)
+        t = type(s)
+        if t is list:
+            return [pack(v) for v in s]
+        if t is tuple:
+            return tuple(pack(v) for v in s)
+        if t is dict:
+            return {k: pack(v) for k, v in s.items()}
+        if _is_namedtuple(s):
+            return t(*[pack(v) for v in s])
+        return s
+
+    return pack(structure)
+
+
+def _prepare_outputs(value, fname):
+    """The traced function's return value -> (structure with _LEAF for each
+    tensor, flat tensors, output kind). Runs inside the trace: Python
+    numbers become constants, variables are read."""
+    from .ops.constant_op import convert_to_tensor
+    flat = []
+
+    def conv(x, path):
+        if x is None:
+            return None
+        if isinstance(x, Tensor):
+            flat.append(x)
+            return _LEAF
+        t = type(x)
+        if t is list:
+            return [conv(v, f"{path}[{i}]") for i, v in enumerate(x)]
+        if t is tuple:
+            return tuple(conv(v, f"{path}[{i}]") for i, v in enumerate(x))
+        if t is dict:
+            return {k: conv(x[k], f"{path}[{k!r}]") for k in x}
+        if _is_namedtuple(x):
+            return t(*[conv(v, f"{path}.{f}") for f, v in
+                       zip(t._fields, x)])
+        if isinstance(x, (bool, int, float, np.ndarray, np.generic)) or \
+                hasattr(x, "_as_tensor"):
+            flat.append(convert_to_tensor(x))
+            return _LEAF
+        raise TypeError(
+            f"To be compatible with tf.function, Python functions must "
+            f"return zero or more Tensors or None values; in compilation of "
+            f"{fname}, found return value{path} of type {type(x).__name__}, "
+            f"which is not a Tensor.")
+
+    structure = conv(value, "")
+    if structure is None:
+        kind = OUT_NONE
+    elif structure is _LEAF:
+        kind = OUT_SINGLE
+    elif type(structure) is tuple and all(s is _LEAF for s in structure):
+        kind = OUT_TUPLE
+    elif type(structure) is list and all(s is _LEAF for s in structure):
+        kind = OUT_LIST
+    else:
+        kind = OUT_GENERIC
+    return structure, flat, kind
+
+
+# ---- argument descriptions (retracing warnings, signatures) -------------
+
+def _describe(x, depth=0):
+    """A hashable, printable summary of an argument: what the cache key
+    saw, without holding the value."""
+    if depth > 8:
+        return ("...",)
+    if isinstance(x, TensorSpec):
+        return ("tensor", x.dtype.name, x._dims)
+    if isinstance(x, Tensor):
+        return ("tensor", x.dtype.name, x._shape_tuple)
+    if isinstance(x, (np.ndarray, np.generic)):
+        a = np.asarray(x)
+        return ("tensor", a.dtype.name, a.shape)
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return ("value", type(x).__name__, repr(x))
+    t = type(x)
+    if t is list or t is tuple or _is_namedtuple(x):
+        return (t.__name__, tuple(_describe(v, depth + 1) for v in x))
+    if t is dict:
+        return ("dict", tuple((repr(k), _describe(x[k], depth + 1))
+                              for k in _sorted_keys(x)))
+    return ("object", t.__name__, id(x))
+
+
+def _desc_text(d):
+    kind = d[0]
+    if kind == "tensor":
+        return f"{d[1]} tensor of shape {tuple(d[2])}"
+    if kind == "value":
+        return d[2]
+    if kind == "object":
+        return f"a {d[1]} object (id {d[2]:#x})"
+    if kind == "dict":
+        return "{" + ", ".join(f"{k}: {_desc_text(v)}" for k, v in d[1]) \
+            + "}"
+    if kind == "...":
+        return "..."
+    inner = ", ".join(_desc_text(v) for v in d[1])
+    return f"[{inner}]" if kind == "list" else f"({inner})"
+
+
+def _diff(path, old, new, out):
+    if old == new or len(out) >= 3:
+        return
+    if old[0] == new[0] == "tensor":
+        changes = []
+        if old[1] != new[1]:
+            changes.append(f"dtype {old[1]} -> {new[1]}")
+        if tuple(old[2]) != tuple(new[2]):
+            changes.append(f"shape {tuple(old[2])} -> {tuple(new[2])}")
+        out.append(f"argument {path}: " + ", ".join(changes))
+        return
+    if old[0] == new[0] and old[0] in ("list", "tuple") and \
+            len(old[1]) == len(new[1]):
+        for i, (a, b) in enumerate(zip(old[1], new[1])):
+            _diff(f"{path}[{i}]", a, b, out)
+        return
+    if old[0] == new[0] == "dict" and [k for k, _ in old[1]] == \
+            [k for k, _ in new[1]]:
+        for (k, a), (_, b) in zip(old[1], new[1]):
+            _diff(f"{path}[{k}]", a, b, out)
+        return
+    if old[0] == new[0] == "value" and old[1] == new[1]:
+        out.append(f"argument {path}: Python value {old[2]} -> {new[2]} "
+                   f"(Python values are part of the signature: pass a "
+                   f"tensor to avoid retracing)")
+        return
+    if old[0] == new[0] == "object" and old[1] == new[1]:
+        out.append(f"argument {path}: a different {old[1]} object "
+                   f"({old[2]:#x} -> {new[2]:#x}; objects are keyed by "
+                   f"identity)")
+        return
+    out.append(f"argument {path}: {_desc_text(old)} -> {_desc_text(new)}")
+
+
+# ---- concrete functions --------------------------------------------------
+
+class Operation:
+    """A node of a traced graph, for inspection."""
+
+    __slots__ = ("name", "type", "inputs", "outputs", "control_inputs",
+                 "site")
+
+    def __init__(self, row):
+        (self.name, self.type, self.inputs, outs, self.control_inputs,
+         self.site) = row
+        self.outputs = [TensorSpec(dims, _dtypes.from_enum(dt))
+                        for dt, dims in outs]
+
+    def __repr__(self):
+        return f"<Operation '{self.name}' type={self.type}>"
+
+
+class FuncGraph:
+    """The graph of one trace (inspection only; the graph itself is C)."""
+
+    def __init__(self, graph, inputs, outputs):
+        self._graph = graph
+        self.inputs = inputs
+        self.outputs = outputs
+
+    @property
+    def name(self):
+        return self._graph.name
+
+    def get_operations(self):
+        return [Operation(r) for r in self._graph.ops()]
+
+    def __repr__(self):
+        return f"<FuncGraph '{self.name}'>"
+
+
+class ConcreteFunction(_C.ConcreteBase):
+    """One trace of a tf.function: a compiled graph with fixed input
+    dtypes and shapes. Call it with tensors (the tensor arguments of the
+    original call, or all arguments as the Function took them)."""
+
+    def __init__(self, function, graph, inputs, outputs, kind, structure,
+                 canonical_specs, structured_outputs):
+        super().__init__()
+        self._build(graph, outputs, kind, structure)
+        self._function_name = function._name
+        self._binder = function._binder
+        self._canonical_specs = canonical_specs
+        self._leaf_specs = [_leaf_spec(x) for x in
+                            _flatten_leaves(canonical_specs, [])]
+        self._relaxed_key = None
+        self._keys = set()
+        self.graph = FuncGraph(graph, inputs, outputs)
+        self.inputs = inputs
+        self.outputs = outputs
+        self.structured_outputs = structured_outputs
+
+    @property
+    def name(self):
+        return self._function_name
+
+    @property
+    def structured_input_signature(self):
+        args, kwargs = self._binder.split(self._canonical_specs)
+        return tuple(args), kwargs
+
+    def __call__(self, *args, **kwargs):
+        if not kwargs and len(args) == len(self._leaf_specs) and \
+                all(_is_leaf(a) for a in args):
+            flat = list(args)
+        else:
+            canonical = self._binder.canonicalize(args, kwargs)
+            flat = _flatten_leaves(canonical, [])
+            if len(flat) != len(self._leaf_specs):
+                raise FunctionSignatureError(
+                    f"ConcreteFunction {self.pretty_printed_signature(False)}"
+                    f" takes {len(self._leaf_specs)} tensors, got "
+                    f"{len(flat)}")
+        from .ops.constant_op import convert_to_tensor
+        tensors = []
+        for i, (x, spec) in enumerate(zip(flat, self._leaf_specs)):
+            t = x if isinstance(x, Tensor) else convert_to_tensor(
+                x, dtype_hint=spec.dtype)
+            if not spec.is_compatible_with(t):
+                raise FunctionSignatureError(
+                    f"ConcreteFunction {self.pretty_printed_signature(False)}"
+                    f": input {i} must be compatible with {spec}, got "
+                    f"{t.dtype.name} tensor of shape {t.shape}")
+            tensors.append(t)
+        return self._run(tensors)
+
+    def pretty_printed_signature(self, verbose=True):
+        names = self._binder.names
+        text = f"{self._function_name}({', '.join(names)})"
+        if not verbose:
+            return text
+        lines = [text, "  Args:"]
+        for name, v in zip(names, self._canonical_specs):
+            lines.append(f"    {name}: {_spec_structure_text(v)}")
+        lines.append("  Returns:")
+        lines.append(f"    {_spec_structure_text(self.structured_outputs)}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"<ConcreteFunction {self.pretty_printed_signature(False)}>"
+
+
+def _spec_structure_text(x):
+    if isinstance(x, TensorSpec):
+        return _spec_text(x)
+    if isinstance(x, Tensor):
+        return _spec_text(TensorSpec(x._shape_tuple, x.dtype))
+    t = type(x)
+    if t is list:
+        return "[" + ", ".join(_spec_structure_text(v) for v in x) + "]"
+    if t is tuple or _is_namedtuple(x):
+        inner = ", ".join(_spec_structure_text(v) for v in x)
+        return f"({inner}{',' if len(x) == 1 else ''})"
+    if t is dict:
+        return "{" + ", ".join(f"{k!r}: {_spec_structure_text(v)}"
+                               for k, v in x.items()) + "}"
+    return repr(x)
+
+
+# ---- binding arguments ---------------------------------------------------
+
+class _Binder:
+    """A Python signature as the C key sees it: the canonical argument
+    list is the positional parameters (defaults filled in), then *args as
+    a tuple, keyword-only parameters, and **kwargs as a dict."""
+
+    def __init__(self, fn, drop_first):
+        sig = inspect.signature(fn)
+        params = list(sig.parameters.values())
+        if drop_first:
+            if not params or params[0].kind not in (
+                    params[0].POSITIONAL_ONLY,
+                    params[0].POSITIONAL_OR_KEYWORD):
+                raise TypeError(f"cannot bind {fn!r} to an instance: it "
+                                f"takes no positional parameter")
+            params = params[1:]
+        self.signature = sig.replace(parameters=params)
+        P = inspect.Parameter
+        self.positional = [p for p in params
+                           if p.kind in (P.POSITIONAL_ONLY,
+                                         P.POSITIONAL_OR_KEYWORD)]
+        self.varargs = next((p for p in params if p.kind == P.VAR_POSITIONAL),
+                            None)
+        self.kwonly = [p for p in params if p.kind == P.KEYWORD_ONLY]
+        self.varkw = next((p for p in params if p.kind == P.VAR_KEYWORD),
+                          None)
+        self.names = [p.name for p in self.positional]
+        if self.varargs:
+            self.names.append("*" + self.varargs.name)
+        self.names += [p.name for p in self.kwonly]
+        if self.varkw:
+            self.names.append("**" + self.varkw.name)
+        self.defaults = tuple(p.default for p in self.positional
+                              if p.default is not P.empty)
+        self.kwdefaults = tuple(p.default for p in self.kwonly)
+        self.n_posonly = sum(p.kind == P.POSITIONAL_ONLY
+                             for p in self.positional)
+        self.names_c = [sys.intern(p.name) for p in self.positional] + \
+            [sys.intern(p.name) for p in self.kwonly]
+
+    def canonicalize(self, args, kwargs):
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+        out = [a[p.name] for p in self.positional]
+        if self.varargs:
+            out.append(tuple(a.get(self.varargs.name, ())))
+        out += [a[p.name] for p in self.kwonly]
+        if self.varkw:
+            out.append(dict(a.get(self.varkw.name, {})))
+        return out
+
+    def split(self, canonical):
+        """canonical -> (args, kwargs) to call the Python function."""
+        n = len(self.positional)
+        args = list(canonical[:n])
+        i = n
+        if self.varargs:
+            args += list(canonical[i])
+            i += 1
+        kwargs = {}
+        for p in self.kwonly:
+            kwargs[p.name] = canonical[i]
+            i += 1
+        if self.varkw:
+            kwargs.update(canonical[i])
+        return args, kwargs
+
+    def leaf_names(self, canonical):
+        names = []
+        for p, v in zip(self.positional, canonical):
+            _leaf_names(p.name, v, names)
+        i = len(self.positional)
+        if self.varargs:
+            for k, v in enumerate(canonical[i]):
+                _leaf_names(f"{self.varargs.name}_{k}", v, names)
+            i += 1
+        for p in self.kwonly:
+            _leaf_names(p.name, canonical[i], names)
+            i += 1
+        if self.varkw:
+            d = canonical[i]
+            for k in _sorted_keys(d):
+                _leaf_names(str(k), d[k], names)
+        return names
+
+    def describe(self, canonical):
+        return [(n, _describe(v)) for n, v in zip(self.names, canonical)]
+
+
+# ---- the Function --------------------------------------------------------
+
+class Function(_C.FunctionBase):
+    """What tf.function returns: a callable that traces its Python
+    function once per input signature and runs the cached graph."""
+
+    def __init__(self, python_function, name=None, input_signature=None,
+                 autograph=True, jit_compile=None, reduce_retracing=False,
+                 _instance=None):
+        super().__init__()
+        if not callable(python_function):
+            raise TypeError(f"tf.function expects a callable, got "
+                            f"{python_function!r}")
+        self._python_function = python_function
+        self._name = name or getattr(python_function, "__name__",
+                                     type(python_function).__name__)
+        self._input_signature = _normalize_signature(input_signature)
+        self._autograph = autograph
+        self._converted = None
+        self._jit_compile = jit_compile
+        self._reduce_retracing = bool(reduce_retracing)
+        self._instance_ref = None
+        self._instance_strong = None
+        if _instance is not None:
+            try:
+                self._instance_ref = weakref.ref(_instance)
+            except TypeError:
+                self._instance_strong = _instance
+        self._binder = b = _Binder(python_function, _instance is not None)
+        self._configure(tuple(b.names_c), len(b.positional), b.n_posonly,
+                        b.defaults, b.kwdefaults, inspect.Parameter.empty,
+                        b.varargs is not None, b.varkw is not None)
+        self._concretes = {}          # key -> ConcreteFunction (own keys)
+        self._aliases = collections.OrderedDict()   # key -> concrete
+        self._by_relaxed = {}         # relaxed key -> [ConcreteFunction]
+        self._traces = []             # in trace order
+        self._ident_watch = {}        # id(obj) -> (weakref or obj, keys)
+        self._tracing_count = 0
+        self._traced_ok = False
+        self._signature_concretes = {}   # ranks of unknown-rank specs
+        self._history = collections.deque(maxlen=_RETRACE_WINDOW)
+        self._warnings = 0
+        self._slow_hits = 0
+        self._last_description = None
+        try:
+            functools.update_wrapper(self, python_function)
+        except (AttributeError, TypeError):
+            pass
+
+    # ---- TF's public members ----
+    @property
+    def python_function(self):
+        return self._python_function
+
+    @property
+    def input_signature(self):
+        return self._input_signature
+
+    def experimental_get_tracing_count(self):
+        return self._tracing_count
+
+    def get_concrete_function(self, *args, **kwargs):
+        """The ConcreteFunction for these arguments (tensors or
+        tf.TensorSpecs), tracing if there is none yet."""
+        if self._input_signature is not None and not args and not kwargs:
+            canonical = self._binder.canonicalize(
+                list(self._input_signature), {})
+        else:
+            canonical = self._binder.canonicalize(args, kwargs)
+            if self._input_signature is not None:
+                canonical, _ = self._apply_signature(canonical, specs=True)
+                return self._signature_trace(canonical)
+        if self._input_signature is not None:
+            return self._signature_trace(canonical)
+        if any(isinstance(x, TensorSpec) and x._dims is None
+               for x in _flatten_leaves(canonical, [])):
+            raise ValueError(
+                f"tf.function '{self._name}': tfmini traces graphs of known "
+                f"rank; give get_concrete_function a TensorSpec with a "
+                f"shape (None dims are fine)")
+        key, leaves, idents = self._key(canonical)
+        concrete = self._concretes.get(key) or self._aliases.get(key)
+        flat = _flatten_leaves(canonical, [])
+        if concrete is None:
+            concrete = self._find_compatible(canonical, flat)
+        if concrete is None:
+            specs = [_leaf_spec(x) for x in flat]
+            concrete = self._trace(canonical, specs)
+            self._remember(key, concrete, idents, own=True,
+                           cache=all(x is not None for x in leaves))
+        return concrete
+
+    def pretty_printed_concrete_signatures(self, verbose=True):
+        return "\n\n".join(c.pretty_printed_signature(verbose)
+                           for c in self._traces)
+
+    def experimental_get_compiler_ir(self, *args, **kwargs):
+        raise NotImplementedError("tfmini has no XLA")
+
+    def __repr__(self):
+        return f"<tf.function {self._name} at {id(self):#x}>"
+
+    # ---- methods: one Function (one cache) per instance ----
+    # FunctionBase's __get__ (C) finds the instance's Function in
+    # _descriptor_cache; the first access makes it here.
+    def _bind(self, instance):
+        bound = Function(self._python_function, self._name,
+                         self._input_signature, self._autograph,
+                         self._jit_compile, self._reduce_retracing,
+                         _instance=instance)
+        cache = self._descriptor_cache
+        key = id(instance)
+        try:
+            ref = weakref.ref(instance, lambda _, c=cache, k=key:
+                              c.pop(k, None))
+        except TypeError:
+            ref = None      # kept alive by the cache, like TF
+        cache[key] = (bound, ref)
+        return bound
+
+    # ---- the slow path (Note [The call path]) ----
+    def _instance(self):
+        if self._instance_strong is not None:
+            return self._instance_strong
+        if self._instance_ref is None:
+            return None
+        inst = self._instance_ref()
+        if inst is None:
+            raise ReferenceError(f"tf.function '{self._name}': the object "
+                                 f"this method was bound to is gone")
+        return inst
+
+    def _callable(self):
+        fn = self._python_function
+        if self._autograph and _autograph_converter is not None:
+            if self._converted is None:
+                self._converted = _autograph_converter(fn)
+            fn = self._converted
+        return fn
+
+    def _call_python(self, args, kwargs, fn=None):
+        fn = fn or self._python_function
+        inst = self._instance()
+        if inst is not None:
+            return fn(inst, *args, **kwargs)
+        return fn(*args, **kwargs)
+
+    def _call_slow(self, *args, **kwargs):
+        from . import config
+        if config.functions_run_eagerly():
+            return self._call_python(args, kwargs)
+        canonical = self._binder.canonicalize(args, kwargs)
+        if self._input_signature is not None:
+            canonical, converted = self._apply_signature(canonical)
+        else:
+            converted = False
+        if _C.tracing():
+            # Called from another function's trace: traced inline.
+            a, k = self._binder.split(canonical)
+            return self._call_python(a, k, self._callable())
+        key, leaves, idents = self._key(canonical)
+        concrete = self._concretes.get(key) or self._aliases.get(key)
+        if concrete is not None:
+            self._slow_hits += 1
+            return concrete._run(leaves)
+        traces = self._tracing_count
+        if self._input_signature is not None:
+            concrete = self._signature_trace(canonical)
+        else:
+            concrete = self._find_compatible(canonical, leaves)
+        if concrete is not None:
+            if self._tracing_count == traces:
+                self._slow_hits += 1
+            self._alias(key, concrete, idents, cache=not converted)
+        else:
+            specs = self._trace_specs(canonical, leaves)
+            concrete = self._trace(canonical, specs)
+            own = all(tuple(s._dims) == t._shape_tuple
+                      for s, t in zip(specs, leaves))
+            if own:
+                self._remember(key, concrete, idents, own=True, cache=True)
+            else:
+                self._alias(key, concrete, idents, cache=True)
+        return concrete._run(leaves)
+
+    def _signature_trace(self, canonical):
+        """The trace for input_signature: one, or one per rank pattern of
+        the arguments given for unknown-rank specs."""
+        n = len(self._input_signature)
+        sig_canonical = list(self._input_signature) + list(canonical[n:])
+        specs = [_leaf_spec(x) for x in _flatten_leaves(sig_canonical, [])]
+        given = _flatten_leaves(canonical, [])
+        ranks = []
+        for i, (spec, leaf) in enumerate(zip(specs, given)):
+            if spec._dims is None:
+                rank = len(_leaf_spec(leaf)._dims or ())
+                if isinstance(leaf, TensorSpec) and leaf._dims is None:
+                    raise ValueError(
+                        f"tf.function '{self._name}': tfmini traces graphs "
+                        f"of known rank; give get_concrete_function a "
+                        f"TensorSpec with a shape (None dims are fine)")
+                specs[i] = TensorSpec([None] * rank, spec.dtype, spec.name)
+                ranks.append(rank)
+        ranks = tuple(ranks)
+        concrete = self._signature_concretes.get(ranks)
+        if concrete is None:
+            it = iter(specs)
+            sig_canonical = [_map_leaves(lambda _: next(it), v)
+                             for v in sig_canonical]
+            concrete = self._trace(sig_canonical, specs)
+            self._signature_concretes[ranks] = concrete
+        return concrete
+
+    def _trace_specs(self, canonical, leaves):
+        """Placeholder specs for a new trace: the leaves' own, or with
+        reduce_retracing, generalized against the traces of the same
+        structure (dims that differ become None)."""
+        specs = [_leaf_spec(t) for t in leaves]
+        if not self._reduce_retracing:
+            return specs
+        rkey = self._key(canonical, True)[0]
+        for other in reversed(self._by_relaxed.get(rkey, [])):
+            general = [s.most_specific_common_supertype([o])
+                       for s, o in zip(specs, other._leaf_specs)]
+            if all(g is not None for g in general):
+                return general
+        return specs
+
+    def _find_compatible(self, canonical, leaves):
+        """The most specific trace whose inputs accept these leaves."""
+        rkey = self._key(canonical, True)[0]
+        best, best_known = None, -1
+        for c in self._by_relaxed.get(rkey, ()):
+            ok = True
+            for spec, leaf in zip(c._leaf_specs, leaves):
+                want = spec._dims
+                have = _leaf_spec(leaf)._dims
+                if len(want) != len(have) or any(
+                        w is not None and w != h for w, h in zip(want, have)):
+                    ok = False
+                    break
+            if ok:
+                known = sum(d is not None for s in c._leaf_specs
+                            for d in s._dims)
+                if known > best_known:
+                    best, best_known = c, known
+        return best
+
+    def _apply_signature(self, canonical, specs=False):
+        """Check (and convert) the arguments against input_signature.
+        Returns (canonical, whether anything was converted)."""
+        from .ops.constant_op import convert_to_tensor
+        sig = self._input_signature
+        n = len(sig)
+        names = self._binder.names
+        if len(self._binder.positional) < n:
+            raise FunctionSignatureError(
+                f"tf.function '{self._name}' has an input_signature of {n} "
+                f"entries but takes {len(self._binder.positional)} "
+                f"positional arguments")
+        converted = [False]
+
+        def fail(path, want, got):
+            raise FunctionSignatureError(
+                f"Binding inputs to tf.function '{self._name}' failed: "
+                f"argument {path} must match {want}, got {got}. (The "
+                f"input_signature is {list(sig)}.)")
+
+        def match(x, spec, path):
+            if isinstance(spec, TensorSpec):
+                if specs and isinstance(x, TensorSpec):
+                    if not x.is_subtype_of(spec):
+                        fail(path, spec, x)
+                    return x if spec._dims is None else spec
+                if not isinstance(x, Tensor):
+                    if isinstance(x, (TensorSpec,)) or not (
+                            isinstance(x, (bool, int, float, list, tuple,
+                                           np.ndarray, np.generic)) or
+                            hasattr(x, "_as_tensor")):
+                        fail(path, spec, repr(x))
+                    numpy_dtype = getattr(x, "dtype", None) if isinstance(
+                        x, (np.ndarray, np.generic)) else None
+                    try:
+                        x = convert_to_tensor(x, dtype_hint=spec.dtype)
+                    except (TypeError, ValueError) as e:
+                        fail(path, spec, f"{x!r} ({e})")
+                    # The C key converts NumPy values itself: only other
+                    # conversions make the call's key differ from ours.
+                    if numpy_dtype != x.dtype.as_numpy_dtype:
+                        converted[0] = True
+                if not spec.is_compatible_with(x):
+                    fail(path, spec, f"{x.dtype.name} tensor of shape "
+                         f"{x.shape}")
+                return x
+            t = type(spec)
+            if t in (list, tuple) or _is_namedtuple(spec):
+                if not isinstance(x, (list, tuple)) or len(x) != len(spec):
+                    fail(path, spec, repr(x))
+                out = [match(a, s, f"{path}[{i}]")
+                       for i, (a, s) in enumerate(zip(x, spec))]
+                return type(x)(out) if type(x) in (list, tuple) else \
+                    type(x)(*out)
+            if t is dict:
+                if not isinstance(x, dict) or set(x) != set(spec):
+                    fail(path, spec, repr(x))
+                return {k: match(x[k], spec[k], f"{path}[{k!r}]")
+                        for k in spec}
+            return x
+
+        out = list(canonical)
+        for i in range(n):
+            out[i] = match(canonical[i], sig[i], repr(names[i]))
+        params = self._binder.positional
+        for i in range(n, len(params)):
+            if params[i].default is inspect.Parameter.empty or \
+                    out[i] is not params[i].default:
+                raise FunctionSignatureError(
+                    f"Binding inputs to tf.function '{self._name}' failed: "
+                    f"argument {params[i].name!r} is not in the "
+                    f"input_signature {list(sig)}")
+        k = len(params)
+        if self._binder.varargs is not None:
+            if out[k]:
+                raise FunctionSignatureError(
+                    f"Binding inputs to tf.function '{self._name}' failed: "
+                    f"{len(out[k])} extra positional arguments outside the "
+                    f"input_signature {list(sig)}")
+        return out, converted[0]
+
+    # ---- the trace ----
+    def _trace(self, canonical, specs):
+        """Trace the Python function with symbolic inputs of these specs
+        (one per leaf of canonical) into a new ConcreteFunction."""
+        description = self._binder.describe(canonical)
+        self._note_trace(self._change_text(description))
+        names = self._binder.leaf_names(canonical)
+        graph = _C.Graph(self._name)
+        placeholders = [graph.placeholder(s.dtype._enum, s._dims, n)
+                        for s, n in zip(specs, names)]
+        it = iter(placeholders)
+        symbolic = [_map_leaves(lambda _: next(it), v) for v in canonical]
+        args, kwargs = self._binder.split(symbolic)
+        fn = self._callable()
+        frames = _frames()
+        frames.append(_TraceFrame(self, graph, not self._traced_ok))
+        graph.push()
+        try:
+            with _suspend_tapes():
+                result = self._call_python(args, kwargs, fn)
+                structure, flat, kind = _prepare_outputs(result, self._name)
+        except BaseException as e:
+            if hasattr(e, "add_note"):
+                e.add_note(f"(raised while tracing tf.function "
+                           f"'{self._name}')")
+            raise
+        finally:
+            graph.pop()
+            frames.pop()
+        it = iter(specs)
+        canonical_specs = [_forget_objects(_map_leaves(lambda _: next(it), v))
+                           for v in canonical]
+        structured = _pack_outputs(structure, flat)
+        concrete = ConcreteFunction(self, graph, placeholders, flat, kind,
+                                    structure, canonical_specs, structured)
+        concrete._relaxed_key = self._key(canonical, True)[0]
+        self._by_relaxed.setdefault(concrete._relaxed_key, []).append(
+            concrete)
+        self._traces.append(concrete)
+        self._tracing_count += 1
+        self._traced_ok = True
+        self._last_description = description
+        return concrete
+
+    def _change_text(self, description):
+        """What differs from the previous trace, for the warning."""
+        old = self._last_description
+        if old is None:
+            return ""
+        changes = []
+        for (name, a), (_, b) in zip(old, description):
+            _diff(repr(name), a, b, changes)
+        if not changes:
+            return ""
+        return " The last retrace was caused by: " + "; ".join(changes) + "."
+
+    def _note_trace(self, change):
+        """The retracing detector: warn when 5 of the last (up to) 10
+        calls traced, naming what changed since the previous trace."""
+        hits = self._take_calls() + self._slow_hits
+        self._slow_hits = 0
+        self._history.extend([False] * min(hits, _RETRACE_WINDOW))
+        self._history.append(True)
+        traced = sum(self._history)
+        if traced < _RETRACE_THRESHOLD or \
+                self._warnings >= _MAX_RETRACE_WARNINGS:
+            return
+        self._warnings += 1
+        _logger.warning(
+            "%d out of the last %d calls to %r triggered tf.function "
+            "retracing. Tracing is expensive and the excessive number of "
+            "tracings could be due to (1) creating @tf.function repeatedly "
+            "in a loop, (2) passing tensors with different shapes, (3) "
+            "passing Python objects instead of tensors. For (1), please "
+            "define your @tf.function outside of the loop. For (2), "
+            "@tf.function has reduce_retracing=True option that can avoid "
+            "unnecessary retracing. For (3), please refer to "
+            "https://www.tensorflow.org/guide/function#controlling_retracing"
+            " and https://www.tensorflow.org/api_docs/python/tf/function for"
+            " more details.%s", traced, len(self._history),
+            self._python_function, change)
+
+    # ---- the cache ----
+    def _remember(self, key, concrete, idents, own, cache):
+        self._concretes[key] = concrete
+        concrete._keys.add(key)
+        self._watch(key, idents)
+        if cache:
+            self._cache_put(key, concrete)
+
+    def _alias(self, key, concrete, idents, cache):
+        if len(self._aliases) >= _MAX_ALIASES:
+            old, c = self._aliases.popitem(last=False)
+            self._cache_remove(old)
+            c._keys.discard(old)
+        self._aliases[key] = concrete
+        concrete._keys.add(key)
+        self._watch(key, idents)
+        if cache:
+            self._cache_put(key, concrete)
+
+    def _watch(self, key, idents):
+        """Keys that hold objects by identity die with the objects."""
+        for obj in idents:
+            entry = self._ident_watch.get(id(obj))
+            if entry is None:
+                me = weakref.ref(self)
+
+                def dead(_, me=me, oid=id(obj)):
+                    f = me()
+                    if f is not None:
+                        f._forget_ident(oid)
+                try:
+                    holder = weakref.ref(obj, dead)
+                except TypeError:
+                    holder = obj       # not weakref-able: keep it alive
+                entry = self._ident_watch[id(obj)] = (holder, set())
+            entry[1].add(key)
+
+    def _forget_ident(self, oid):
+        entry = self._ident_watch.pop(oid, None)
+        if entry is None:
+            return
+        for key in entry[1]:
+            self._cache_remove(key)
+            c = self._concretes.pop(key, None) or self._aliases.pop(key, None)
+            if c is not None:
+                c._keys.discard(key)
+                if not c._keys and \
+                        c not in self._signature_concretes.values():
+                    self._drop_trace(c)
+
+    def _drop_trace(self, c):
+        if c in self._traces:
+            self._traces.remove(c)
+        lst = self._by_relaxed.get(c._relaxed_key)
+        if lst and c in lst:
+            lst.remove(c)
+
+
+def _normalize_signature(sig):
+    if sig is None:
+        return None
+    if isinstance(sig, TensorSpec) or not isinstance(sig, (list, tuple)):
+        raise TypeError(f"input_signature must be a list or tuple of "
+                        f"tf.TensorSpec, got {sig!r}")
+
+    def check(s):
+        if isinstance(s, TensorSpec):
+            return s
+        if type(s) in (list, tuple):
+            return type(s)(check(x) for x in s)
+        if type(s) is dict:
+            return {k: check(v) for k, v in s.items()}
+        raise TypeError(f"input_signature must contain tf.TensorSpec "
+                        f"objects (or lists/tuples/dicts of them), got "
+                        f"{s!r}")
+    return tuple(check(s) for s in sig)
+
+
+def function(func=None, input_signature=None, autograph=True,
+             jit_compile=None, reduce_retracing=False,
+             experimental_implements=None, experimental_autograph_options=None,
+             experimental_attributes=None, experimental_relax_shapes=None,
+             experimental_compile=None, experimental_follow_type_hints=None):
+    """tf.function: compile a Python function into a cached graph.
+
+    Usable as @tf.function, @tf.function(...) and tf.function(f, ...)."""
+    if experimental_relax_shapes is not None:
+        reduce_retracing = reduce_retracing or experimental_relax_shapes
+    if jit_compile is None and experimental_compile is not None:
+        jit_compile = experimental_compile
+
+    def decorate(f):
+        return Function(f, input_signature=input_signature,
+                        autograph=autograph, jit_compile=jit_compile,
+                        reduce_retracing=reduce_retracing)
+    if func is None:
+        return decorate
+    return decorate(func)
+
+
+# ---- graph control flow --------------------------------------------------
+# What ops/control_flow_ops.py's graph hooks need (see its Note [Graph
+# control flow hooks]; and Note [Sub-graphs] in csrc/runtime/graph.h):
+# branches and loop bodies traced into sub-graphs of the graph being
+# traced, as If / While / Assert nodes the executor runs. Arguments and
+# results are flat lists of tensors. Tapes recording around the trace do
+# not see the sub-graphs' ops (a traced call under a tape is replayed op
+# by op, the taken branch included, see csrc/graph/exec.h).
+
+def _trace_sub(name, fn, specs):
+    """fn(*placeholders of specs) traced into a new sub-graph of the graph
+    being traced -> (sub-graph, list of output tensors)."""
+    from .ops.constant_op import convert_to_tensor
+    sub = _C.subgraph(name)
+    args = []
+    for i, spec in enumerate(specs):
+        if spec._dims is None:
+            raise ValueError(f"{name}: tfmini's graphs need the rank of "
+                             f"loop variable {i} (a shape invariant with "
+                             f"None dims, not an unknown rank)")
+        args.append(sub.placeholder(spec.dtype._enum, spec._dims,
+                                    f"loop_var_{i}" if specs else name))
+    sub.push()
+    try:
+        with _suspend_tapes():
+            outs = [convert_to_tensor(r) for r in fn(*args)]
+    finally:
+        sub.pop()
+    return sub, outs
+
+
+def _graph_cond(pred, true_fn, false_fn):
+    """An If node: true_fn() and false_fn() (each a list of tensors, same
+    count and dtypes) traced as sub-graphs; only the taken one runs.
+    Returns the outputs, whose shapes are the most specific both fit."""
+    tg, touts = _trace_sub("cond_true", true_fn, ())
+    fg, fouts = _trace_sub("cond_false", false_fn, ())
+    return list(_C.graph_if(pred, tg, touts, fg, fouts))
+
+
+def _graph_while(cond_fn, body_fn, loop_vars, shape_invariants,
+                 maximum_iterations):
+    """A While node over loop_vars (a list of tensors) whose shapes may
+    vary as shape_invariants allow (None dims)."""
+    from .ops.constant_op import convert_to_tensor
+    loop_vars = [convert_to_tensor(v) for v in loop_vars]
+    specs = [TensorSpec(inv, v.dtype)
+             for v, inv in zip(loop_vars, shape_invariants)]
+    cg, couts = _trace_sub("while_cond", lambda *a: [cond_fn(*a)], specs)
+    bg, bouts = _trace_sub("while_body", body_fn, specs)
+    if maximum_iterations is not None:
+        maximum_iterations = convert_to_tensor(maximum_iterations)
+    return list(_C.graph_while(loop_vars, cg, couts[0], bg, bouts,
+                               maximum_iterations))
+
+
+def _graph_assert(condition, data, summarize):
+    """An Assert node: InvalidArgumentError at run time when condition is
+    false, naming data's strings and tensor values (summarize elements at
+    each end of every dim, tf.print's format)."""
+    from .ops.constant_op import convert_to_tensor
+    what = condition.name if isinstance(condition, Tensor) and \
+        condition._symbolic else condition
+    pieces = [f"Expected '{what}' to be true. Summarized data: "]
+    tensors = []
+    for i, x in enumerate(data):
+        sep = "\n" if i else ""
+        if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
+            pieces[-1] += sep
+            tensors.append(convert_to_tensor(x))
+            pieces.append("")
+        else:
+            pieces[-1] += sep + str(x)
+    _C.graph_assert(condition, pieces, tensors,
+                    3 if summarize is None else int(summarize))
+
+
+# ---- tf.print ------------------------------------------------------------
+
+def _stream_id(stream):
+    if stream is None or stream is sys.stderr or stream is sys.__stderr__:
+        return 2
+    if stream is sys.stdout or stream is sys.__stdout__:
+        return 1
+    if isinstance(stream, str):
+        if stream in ("stderr", "stdout"):
+            return 2 if stream == "stderr" else 1
+        if stream.startswith("file://"):
+            return _C.register_stream(open(stream[len("file://"):], "a"))
+        raise ValueError(f"Unsupported output stream {stream!r}: use "
+                         f"sys.stdout, sys.stderr, a file object or "
+                         f"'file://path'")
+    if hasattr(stream, "write"):
+        return _C.register_stream(stream)
+    raise ValueError(f"Unsupported output stream {stream!r}")
+
+
+def _print(*inputs, output_stream=None, summarize=3, sep=" ", end="\n",
+           name=None):
+    """tf.print: print tensors (and Python values) when the op runs:
+    eagerly at once, in a tf.function on every call (Python's print runs
+    only while tracing). Tensors print as `[0 1 2 ... 7 8 9]`, with
+    `summarize` elements at each end of every dim (-1: all)."""
+    if summarize is None:
+        summarize = 3
+    tensors = []
+
+    def is_tensor(x):
+        return isinstance(x, Tensor) or (hasattr(x, "_as_tensor") and
+                                         not isinstance(x, type))
+
+    def as_tensor(x):
+        return x if isinstance(x, Tensor) else x._as_tensor()
+
+    def strip(x):
+        if is_tensor(x):
+            return ""
+        t = type(x)
+        if t in (list, tuple):
+            return t(strip(v) for v in x)
+        if t is dict:
+            return {k: strip(v) for k, v in x.items()}
+        return x
+
+    free = " ".join(pprint.pformat(strip(x)) for x in inputs)
+    ph = "{tensor}"
+    while ph in free or ph in sep or ph in end:
+        ph = "{" + ph + "}"
+    templates = []
+    for x in inputs:
+        if isinstance(x, str):
+            templates.append(x)
+        elif is_tensor(x):
+            tensors.append(as_tensor(x))
+            templates.append(ph)
+        else:
+            def mark(v):
+                if is_tensor(v):
+                    tensors.append(as_tensor(v))
+                    return ph
+                t = type(v)
+                if t in (list, tuple):
+                    return t(mark(e) for e in v)
+                if t is dict:
+                    return {k: mark(e) for k, e in v.items()}
+                return v
+            templates.append(pprint.pformat(mark(x)).replace(
+                repr(ph), ph))
+    text = sep.join(templates) + end
+    _C.print_v2(text.split(ph), tensors, _stream_id(output_stream),
+                int(summarize))
+
+
+print = _print  # noqa: A001  (tf.print)
+
+
+_C._set_function_hooks(_pack_outputs,
+                       os.path.dirname(os.path.abspath(__file__)) + os.sep,
+                       TensorSpec)
+
+# `tfmini.function` is this decorator once tfmini/__init__.py star-imports
+# this module, so `from . import function; function._tracing()` (as
+# context.py does) finds the decorator, not the module: give it the names.
+function._tracing = _tracing
+function._symbolic_name = _symbolic_name

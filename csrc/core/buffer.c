@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static int64_t live_count, live_bytes;
@@ -12,6 +13,29 @@ static tfm_device_allocator device_alloc;
  * then cost one malloc for their data. */
 #define TFM_ALIGN 64
 #define TFM_INLINE_MAX 256
+
+/* Big host buffers are aligned to 2 MiB and offered to the kernel as
+ * transparent huge pages (as NumPy does): a fresh 64 MiB output then
+ * costs 32 page faults instead of 16384, which is most of the time of a
+ * large elementwise op. */
+#define TFM_HUGE_MIN ((size_t)4 << 20)
+#define TFM_HUGE_ALIGN ((size_t)2 << 20)
+
+static void *
+host_alloc(size_t nbytes)
+{
+    if (nbytes >= TFM_HUGE_MIN) {
+        size_t rounded = (nbytes + TFM_HUGE_ALIGN - 1) & ~(TFM_HUGE_ALIGN - 1);
+        void *p = aligned_alloc(TFM_HUGE_ALIGN, rounded);
+#ifdef MADV_HUGEPAGE
+        if (p)
+            madvise(p, rounded, MADV_HUGEPAGE);    /* advice: may fail */
+#endif
+        return p;
+    }
+    size_t rounded = (nbytes + TFM_ALIGN - 1) / TFM_ALIGN * TFM_ALIGN;
+    return aligned_alloc(TFM_ALIGN, rounded ? rounded : TFM_ALIGN);
+}
 
 static size_t
 physical_memory(void)
@@ -30,8 +54,8 @@ tfm_buffer_new(size_t nbytes, int device)
         limit = physical_memory();
     if (nbytes > limit) {
         tfm_error(TFM_ERR_RESOURCE_EXHAUSTED,
-                  "OOM when allocating a buffer of %zu bytes (the machine "
-                  "has %zu bytes of memory)", nbytes, limit);
+                  "OOM when allocating %zu bytes (more than the %zu bytes "
+                  "of memory this machine has)", nbytes, limit);
         return NULL;
     }
     tfm_buffer *b;
@@ -47,8 +71,7 @@ tfm_buffer_new(size_t nbytes, int device)
             goto oom;
         b->inline_data = 0;
         if (device == TFM_CPU) {
-            size_t rounded = (nbytes + TFM_ALIGN - 1) / TFM_ALIGN * TFM_ALIGN;
-            b->data = aligned_alloc(TFM_ALIGN, rounded ? rounded : TFM_ALIGN);
+            b->data = host_alloc(nbytes);
         } else if (device_alloc.alloc) {
             b->data = device_alloc.alloc(nbytes, device);
         } else {
@@ -73,7 +96,7 @@ tfm_buffer_new(size_t nbytes, int device)
     return b;
 oom:
     tfm_error(TFM_ERR_RESOURCE_EXHAUSTED,
-              "OOM when allocating a buffer of %zu bytes", nbytes);
+              "OOM when allocating %zu bytes (out of memory)", nbytes);
     return NULL;
 }
 

@@ -7,12 +7,18 @@ int64_t
 tfm_shape_numel(const tfm_shape *s)
 {
     int64_t n = 1;
+    int saturated = 0;
     for (int i = 0; i < s->ndim; i++) {
         if (s->dims[i] < 0)
             return -1;
-        n *= s->dims[i];
+        if (__builtin_mul_overflow(n, s->dims[i], &n))
+            saturated = 1;
     }
-    return n;
+    /* A zero dim makes the product 0 whatever came before it. */
+    for (int i = 0; saturated && i < s->ndim; i++)
+        if (s->dims[i] == 0)
+            return 0;
+    return saturated ? INT64_MAX : n;
 }
 
 bool
@@ -40,6 +46,10 @@ tfm_shape_make(int ndim, const int64_t *dims)
 {
     tfm_shape s;
     memset(&s, 0, sizeof s);
+    if (ndim < 0)
+        ndim = 0;
+    if (ndim > TFM_MAX_DIMS)
+        ndim = TFM_MAX_DIMS;    /* callers check rank first; never overrun */
     s.ndim = ndim;
     for (int i = 0; i < ndim; i++)
         s.dims[i] = dims[i];

@@ -17,7 +17,9 @@ typedef struct tfm_shape {
     int64_t dims[TFM_MAX_DIMS];
 } tfm_shape;
 
-/* Product of dims; -1 if any dim is unknown. */
+/* Product of dims; -1 if any dim is unknown. A product beyond int64
+ * saturates at INT64_MAX (no such tensor can be allocated: allocation
+ * then fails with ResourceExhaustedError instead of wrapping around). */
 int64_t tfm_shape_numel(const tfm_shape *s);
 bool tfm_shape_equal(const tfm_shape *a, const tfm_shape *b);
 bool tfm_shape_is_known(const tfm_shape *s);

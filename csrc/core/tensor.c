@@ -1,5 +1,6 @@
 #include "tensor.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,9 +32,24 @@ tensor_alloc(void)
     return t;
 }
 
+/* ResourceExhaustedError naming what was asked for, as TF's "OOM when
+ * allocating tensor with shape[...] and type float" does. */
+static void
+oom(tfm_dtype dtype, const tfm_shape *shape, const char *why)
+{
+    char s[256];
+    tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM when allocating tensor with "
+              "shape %s and type %s: %s", tfm_shape_str(shape, s, sizeof s),
+              tfm_dtype_name(dtype), why);
+}
+
 tfm_tensor *
 tfm_tensor_new(tfm_dtype dtype, const tfm_shape *shape, int device)
 {
+    if ((unsigned)dtype >= TFM_DTYPE_COUNT) {
+        tfm_error(TFM_ERR_INVALID_ARGUMENT, "invalid dtype %d", (int)dtype);
+        return NULL;
+    }
     int64_t n = tfm_shape_numel(shape);
     if (n < 0) {
         tfm_error(TFM_ERR_INVALID_ARGUMENT,
@@ -41,15 +57,25 @@ tfm_tensor_new(tfm_dtype dtype, const tfm_shape *shape, int device)
         return NULL;
     }
     size_t esz = tfm_dtype_size(dtype);
-    if (n > 0 && (uint64_t)n > SIZE_MAX / esz) {
-        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED,
-                  "OOM: a tensor of %lld elements of %s is too large",
-                  (long long)n, tfm_dtype_name(dtype));
+    if ((uint64_t)n > SIZE_MAX / esz) {
+        oom(dtype, shape, "its size in bytes does not fit in memory "
+            "addresses");
         return NULL;
     }
     tfm_buffer *b = tfm_buffer_new((size_t)n * esz, device);
-    if (!b)
+    if (!b) {
+        if (tfm_error_code() == TFM_ERR_RESOURCE_EXHAUSTED) {
+            /* Keep the buffer's reason, less its "OOM when allocating". */
+            static const char prefix[] = "OOM when allocating ";
+            const char *m = tfm_error_message();
+            char why[512];
+            if (strncmp(m, prefix, sizeof prefix - 1) == 0)
+                m += sizeof prefix - 1;
+            snprintf(why, sizeof why, "%s", m);
+            oom(dtype, shape, why);
+        }
         return NULL;
+    }
     tfm_tensor *t = tensor_alloc();
     if (!t) {
         tfm_buffer_decref(b);

@@ -4,4 +4,8 @@
 
 #include "op.h"
 
+/* BatchMatMulV2: rank >= 2, inner dims agree, batch dims broadcast. */
+tfm_code tfm_infer_matmul(tfm_op op, const tfm_meta *in, int nin,
+                          const tfm_attrs *a, tfm_meta *out, int *nout);
+
 #endif

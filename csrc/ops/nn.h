@@ -4,4 +4,15 @@
 
 #include "op.h"
 
+/* Softmax, LogSoftmax: float input, same shape; i[0] = axis. */
+tfm_code tfm_infer_softmax(tfm_op op, const tfm_meta *in, int nin,
+                           const tfm_attrs *a, tfm_meta *out, int *nout);
+/* SparseSoftmaxCrossEntropyWithLogits: (loss, backprop). */
+tfm_code tfm_infer_sparse_xent(tfm_op op, const tfm_meta *in, int nin,
+                               const tfm_attrs *a, tfm_meta *out,
+                               int *nout);
+/* SoftmaxCrossEntropyWithLogits: (loss, backprop); i[0] = axis. */
+tfm_code tfm_infer_xent(tfm_op op, const tfm_meta *in, int nin,
+                        const tfm_attrs *a, tfm_meta *out, int *nout);
+
 #endif

@@ -4,6 +4,7 @@
 #define TFM_OPS_SHAPE_H
 
 #include "op.h"
+#include "../kernels/cpu/slice_plan.h"
 
 #define TFM_SHAPE_INFER(NAME)                                               \
     tfm_code NAME(tfm_op op, const tfm_meta *in, int nin,                   \
@@ -41,12 +42,12 @@ TFM_SHAPE_INFER(tfm_infer_one_hot);
 
 #undef TFM_SHAPE_INFER
 
-/* An InvalidArgumentError naming op when a tensor of dtype d and shape
+/* A ResourceExhaustedError naming op when a tensor of dtype d and shape
  * s would span more bytes than int64 counts, zero dims aside (NumPy's
  * rule: every tensor that passes converts to an array). Every rule whose
- * output dims come from attributes or from arithmetic on dims calls it:
- * a count that wrapped would size a buffer smaller than the shape it
- * claims (tfm_shape_numel does not check). */
+ * output dims come from attributes or from arithmetic on dims calls it,
+ * so that the error names the op (the allocator's does not) and no
+ * count ever wraps. */
 tfm_code tfm_check_size(const char *op, const tfm_shape *s, tfm_dtype d);
 
 /* Whether v is a value of the integer dtype d. */
@@ -61,27 +62,5 @@ tfm_int_fits(int64_t v, tfm_dtype d)
     default: return 1;
     }
 }
-
-/* A strided slice resolved against an input shape: for every input dim
- * d, the first index begin[d], the step stride[d] and the count len[d]
- * (len -1 when the dim is unknown and the count cannot be known). The
- * output shape adds new axes and drops shrunk dims. */
-typedef struct tfm_slice_plan {
-    int ndim;                        /* input rank */
-    int64_t begin[TFM_MAX_DIMS];
-    int64_t stride[TFM_MAX_DIMS];
-    int64_t len[TFM_MAX_DIMS];
-    tfm_shape out;
-} tfm_slice_plan;
-
-/* Resolve StridedSlice attrs (see ops_shape.def) against shape `in`.
- * Errors name `op` (StridedSlice or StridedSliceGrad): bad spec, zero
- * stride, shrunk index out of range. */
-tfm_code tfm_strided_slice_plan(const char *op, const tfm_shape *in,
-                                const tfm_attrs *a, tfm_slice_plan *p);
-/* StridedSliceGrad's attrs: the input shape, and StridedSlice's attrs
- * (the spec after the shape). */
-tfm_code tfm_strided_slice_grad_attrs(const tfm_attrs *a, tfm_shape *shape,
-                                      tfm_attrs *slice);
 
 #endif

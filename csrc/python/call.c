@@ -163,6 +163,18 @@ py_call(PyObject *self, PyObject *args, PyObject *kw)
     return result;
 }
 
+/* An operand of tf.add & co., converted as the operators do (the other
+ * operand's dtype is a hint: compatible kinds only); a value of no
+ * convertible type gets tf.convert_to_tensor's error. */
+static tfm_tensor *
+convert_operand(PyObject *o, int hint)
+{
+    tfm_tensor *t = tfm_py_to_tensor_operand(o, hint);
+    if (!t && !PyErr_Occurred())
+        t = tfm_py_to_tensor(o, hint);
+    return t;
+}
+
 /* binary(op, x, y): x and y as the operators convert them. */
 static PyObject *
 py_binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -179,12 +191,12 @@ py_binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int hint = tfm_py_is_tensor(x) ? (int)((PyTfmTensor *)x)->t->dtype
              : tfm_py_is_tensor(y) ? (int)((PyTfmTensor *)y)->t->dtype : -1;
     tfm_tensor *in[2];
-    in[0] = tfm_py_to_tensor(x, tfm_py_is_tensor(x) ? -1 : hint);
+    in[0] = convert_operand(x, tfm_py_is_tensor(x) ? -1 : hint);
     if (!in[0])
         return NULL;
     if (hint < 0)
         hint = in[0]->dtype;
-    in[1] = tfm_py_to_tensor(y, tfm_py_is_tensor(y) ? -1 : hint);
+    in[1] = convert_operand(y, tfm_py_is_tensor(y) ? -1 : hint);
     if (!in[1]) {
         tfm_tensor_decref(in[0]);
         return NULL;

@@ -131,6 +131,8 @@ from_python_int(PyObject *o, int dtype)
     return t;
 }
 
+/* TF turns a Python float into a float dtype only: 1.0 as int32 is a
+ * TypeError, as it is in TensorFlow (no silent truncation). */
 static tfm_tensor *
 from_python_float(PyObject *o, int dtype)
 {
@@ -139,38 +141,92 @@ from_python_float(PyObject *o, int dtype)
         return NULL;
     if (dtype < 0)
         dtype = TFM_FLOAT32;
-    if (dtype == TFM_BOOL)
-        return raise_convert(o, dtype);
-    if (tfm_dtype_is_int(dtype) &&
-        (v != floor(v) || !int_fits((long long)v, dtype) || isinf(v)))
+    if (!tfm_dtype_is_float(dtype))
         return raise_convert(o, dtype);
     return scalar((tfm_dtype)dtype, v);
 }
 
-/* A NumPy array (or anything NumPy turns into one) -> tensor. `from_list`
- * applies TF's defaults for Python data: float64 -> float32, and int64 ->
- * int32 when every value fits. */
 static tfm_tensor *
-from_array(PyObject *o, int dtype, int from_list)
+from_python_bool(PyObject *o, int dtype)
+{
+    /* True as a number is 1, as in TF (its converters accept bools). */
+    if (dtype < 0)
+        dtype = TFM_BOOL;
+    return scalar((tfm_dtype)dtype, o == Py_True);
+}
+
+/* May data of dtype `have` become `want`? TF's rule for values it must
+ * cast after converting them (IsCompatible): ints to ints, ints and floats
+ * to floats, and nothing else (bools stay bools). */
+static int
+compatible(int have, int want)
+{
+    if (have == want)
+        return 1;
+    if (tfm_dtype_is_int(want))
+        return tfm_dtype_is_int(have);
+    if (tfm_dtype_is_float(want))
+        return tfm_dtype_is_int(have) || tfm_dtype_is_float(have);
+    return 0;
+}
+
+/* Python lists: every integer fits the requested integer dtype (TF
+ * refuses to wrap them). */
+static int
+ints_fit(PyArrayObject *src, int want)
+{
+    if (!tfm_dtype_is_int(want) || want == TFM_INT64)
+        return 1;
+    PyArrayObject *c = (PyArrayObject *)PyArray_FROM_OTF(
+        (PyObject *)src, NPY_INT64, NPY_ARRAY_CARRAY_RO);
+    if (!c)
+        return -1;
+    const int64_t *p = PyArray_DATA(c);
+    int64_t n = PyArray_SIZE(c);
+    int ok = 1;
+    for (int64_t i = 0; i < n && ok; i++)
+        ok = int_fits(p[i], (tfm_dtype)want);
+    Py_DECREF(c);
+    return ok;
+}
+
+enum { FROM_ARRAY, FROM_LIST };
+enum { AS_HINT, AS_REQUESTED };
+
+/* A NumPy array (or anything NumPy turns into one) -> tensor.
+ *
+ * Python lists follow TF's defaults for Python data (float -> float32,
+ * int -> int32 unless a value needs int64) and its rules for a requested
+ * dtype (floats never become ints, ints must fit). NumPy arrays keep
+ * their dtype; a requested dtype casts them as NumPy's astype would
+ * (TF's tf.constant(array, dtype)), while a dtype hint (the other
+ * operand's dtype, for operators) converts only compatible kinds. */
+static tfm_tensor *
+from_array(PyObject *o, int dtype, int source, int how)
 {
     PyArrayObject *arr = NULL;
     tfm_tensor *t = NULL;
     PyObject *src = PyArray_FromAny(o, NULL, 0, 0, 0, NULL);
     if (!src) {
-        if (PyErr_ExceptionMatches(PyExc_ValueError) && from_list) {
+        if (PyErr_ExceptionMatches(PyExc_ValueError) && source == FROM_LIST) {
             PyErr_Clear();
             PyErr_SetString(PyExc_ValueError, "Can't convert "
                             "non-rectangular Python sequence to Tensor.");
         }
         return NULL;
     }
-    int have = dtype_from_numpy(PyArray_DESCR((PyArrayObject *)src));
+    PyArray_Descr *descr = PyArray_DESCR((PyArrayObject *)src);
+    int have = dtype_from_numpy(descr);
     if (have < 0) {
-        PyErr_Format(PyExc_TypeError, "Cannot convert a NumPy array of "
-                     "dtype %R to a tensor: tfmini supports bool, int8, "
-                     "uint8, int16, int32, int64, float16, float32 and "
-                     "float64", (PyObject *)PyArray_DESCR(
-                         (PyArrayObject *)src));
+        if (source == FROM_LIST && (descr->kind == 'u' || descr->kind == 'O'))
+            PyErr_Format(PyExc_ValueError, "Can't convert Python sequence "
+                         "%R to a Tensor: it holds integers out of range for "
+                         "int64, or objects that are not numbers", o);
+        else
+            PyErr_Format(PyExc_TypeError, "Cannot convert a NumPy array of "
+                         "dtype %R to a tensor: tfmini supports bool, int8, "
+                         "uint8, int16, int32, int64, float16, float32 and "
+                         "float64", (PyObject *)descr);
         goto done;
     }
     if (PyArray_NDIM((PyArrayObject *)src) > TFM_MAX_DIMS) {
@@ -182,61 +238,62 @@ from_array(PyObject *o, int dtype, int from_list)
     int want = dtype;
     if (want < 0) {
         want = have;
-        if (from_list && have == TFM_FLOAT64)
+        if (source == FROM_LIST && have == TFM_FLOAT64)
             want = TFM_FLOAT32;
-        if (from_list && have == TFM_INT64) {
-            want = TFM_INT32;
-            int64_t n = PyArray_SIZE((PyArrayObject *)src);
-            PyArrayObject *c = (PyArrayObject *)PyArray_FROM_OTF(
-                src, NPY_INT64, NPY_ARRAY_CARRAY_RO);
-            if (!c)
+        if (source == FROM_LIST && have == TFM_INT64) {
+            int fits = ints_fit((PyArrayObject *)src, TFM_INT32);
+            if (fits < 0)
                 goto done;
-            const int64_t *p = PyArray_DATA(c);
-            for (int64_t i = 0; i < n; i++)
-                if (p[i] < INT32_MIN || p[i] > INT32_MAX) {
-                    want = TFM_INT64;
-                    break;
-                }
-            Py_DECREF(c);
+            want = fits ? TFM_INT32 : TFM_INT64;
         }
     } else if (have != want) {
-        /* Same-kind conversions only (and ints/bools to floats); floats
-         * into ints would silently truncate. */
-        int ok = tfm_dtype_is_float(want) ||
-                 (tfm_dtype_is_int(want) && !tfm_dtype_is_float(have)) ||
-                 (want == TFM_BOOL && have == TFM_BOOL);
-        if (from_list && tfm_dtype_is_int(want) && tfm_dtype_is_float(have))
-            ok = 1;     /* [1., 2.] as int32 is allowed when integral */
+        int ok;
+        if (source == FROM_LIST) {
+            /* Python bools are numbers too (TF accepts True as 1). */
+            ok = compatible(have, want) ||
+                 (have == TFM_BOOL && want != TFM_BOOL);
+            if (ok) {
+                ok = ints_fit((PyArrayObject *)src, want);
+                if (ok < 0)
+                    goto done;
+            }
+        } else {
+            ok = how == AS_REQUESTED || compatible(have, want);
+        }
         if (!ok) {
-            PyErr_Format(PyExc_TypeError, "Cannot convert %R to "
-                         "EagerTensor of dtype %s", o,
-                         tfm_dtype_name((tfm_dtype)want));
+            raise_convert(o, want);
             goto done;
         }
     }
-    arr = (PyArrayObject *)PyArray_FROM_OTF(src, numpy_typenum(want),
-                                            NPY_ARRAY_CARRAY_RO |
-                                            NPY_ARRAY_FORCECAST);
-    if (!arr)
-        goto done;
+    /* Allocate the tensor first and let NumPy copy (and cast, and
+     * gather strided or broadcast input) straight into it: one pass, and
+     * an absurd size is our ResourceExhaustedError before any work. */
     tfm_shape s;
-    s.ndim = PyArray_NDIM(arr);
+    s.ndim = PyArray_NDIM((PyArrayObject *)src);
+    npy_intp dims[TFM_MAX_DIMS];
     for (int i = 0; i < s.ndim; i++)
-        s.dims[i] = PyArray_DIM(arr, i);
+        dims[i] = s.dims[i] = PyArray_DIM((PyArrayObject *)src, i);
     t = tfm_tensor_new((tfm_dtype)want, &s, TFM_CPU);
     if (!t) {
         tfm_py_raise();
         goto done;
     }
-    memcpy(tfm_tensor_data(t), PyArray_DATA(arr), tfm_tensor_nbytes(t));
+    arr = (PyArrayObject *)PyArray_New(&PyArray_Type, s.ndim, dims,
+                                       numpy_typenum(want), NULL,
+                                       tfm_tensor_data(t), 0,
+                                       NPY_ARRAY_CARRAY, NULL);
+    if (!arr || PyArray_CopyInto(arr, (PyArrayObject *)src) < 0) {
+        tfm_tensor_decref(t);
+        t = NULL;
+    }
 done:
     Py_XDECREF(arr);
     Py_DECREF(src);
     return t;
 }
 
-tfm_tensor *
-tfm_py_to_tensor(PyObject *o, int dtype)
+static tfm_tensor *
+to_tensor(PyObject *o, int dtype, int how)
 {
     if (tfm_py_is_tensor(o)) {
         tfm_tensor *t = ((PyTfmTensor *)o)->t;
@@ -245,29 +302,32 @@ tfm_py_to_tensor(PyObject *o, int dtype)
     }
     if (tfm_py_variable_base && PyObject_TypeCheck(o, tfm_py_variable_base))
         return tfm_py_variable_read(o);
-    if (PyBool_Check(o)) {
-        if (dtype >= 0 && dtype != TFM_BOOL)
-            return raise_convert(o, dtype);
-        return scalar(TFM_BOOL, o == Py_True);
-    }
+    if (PyBool_Check(o))
+        return from_python_bool(o, dtype);
     if (PyLong_CheckExact(o))
         return from_python_int(o, dtype);
     if (PyFloat_CheckExact(o))
         return from_python_float(o, dtype);
     if (PyArray_Check(o) || PyArray_IsScalar(o, Generic))
-        return from_array(o, dtype, 0);
+        return from_array(o, dtype, FROM_ARRAY, how);
     if (PyLong_Check(o))
         return from_python_int(o, dtype);
     if (PyFloat_Check(o))
         return from_python_float(o, dtype);
     if (PyList_Check(o) || PyTuple_Check(o))
-        return from_array(o, dtype, 1);
+        return from_array(o, dtype, FROM_LIST, how);
     if (PyObject_HasAttrString(o, "__array__"))
-        return from_array(o, dtype, 0);
+        return from_array(o, dtype, FROM_ARRAY, how);
     PyErr_Format(PyExc_ValueError, "Attempt to convert a value (%R) with "
                  "an unsupported type (%s) to a Tensor.", o,
                  Py_TYPE(o)->tp_name);
     return NULL;
+}
+
+tfm_tensor *
+tfm_py_to_tensor(PyObject *o, int dtype)
+{
+    return to_tensor(o, dtype, AS_REQUESTED);
 }
 
 tfm_tensor *
@@ -278,7 +338,7 @@ tfm_py_to_tensor_operand(PyObject *o, int dtype)
         PyArray_Check(o) || PyArray_IsScalar(o, Generic) ||
         (tfm_py_variable_base &&
          PyObject_TypeCheck(o, tfm_py_variable_base)))
-        return tfm_py_to_tensor(o, dtype);
+        return to_tensor(o, dtype, AS_HINT);
     return NULL;
 }
 

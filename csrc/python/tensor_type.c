@@ -149,6 +149,47 @@ static PyObject *nb_neg(PyObject *a) { return unary(a, TFM_OP_NEG); }
 static PyObject *nb_abs(PyObject *a) { return unary(a, TFM_OP_ABS); }
 static PyObject *nb_invert(PyObject *a) { return unary(a, TFM_OP_INVERT); }
 
+/* == and != as TF's Tensor.__eq__: elementwise, except that operands
+ * whose shapes do not broadcast compare unequal (a bool scalar tensor,
+ * TF's incompatible_shape_error=False) instead of raising. Other errors
+ * (mixed dtypes, a missing kernel) are raised, never hidden. */
+static PyObject *
+equality(PyObject *a, PyObject *b, int cmp)
+{
+    tfm_tensor *in[2] = {NULL, NULL};
+    PyObject *r = NULL;
+    int hint = anchor_dtype(a, b);
+    in[0] = tfm_py_to_tensor_operand(a, tfm_py_is_tensor(a) ? -1 : hint);
+    if (in[0])
+        in[1] = tfm_py_to_tensor_operand(b, tfm_py_is_tensor(b) ? -1 : hint);
+    if (!in[1]) {
+        if (in[0])
+            tfm_tensor_decref(in[0]);
+        if (PyErr_Occurred()) {
+            /* a value of the wrong kind (TypeError) or a ragged list
+             * (ValueError) is simply not equal, as in Python */
+            if (!PyErr_ExceptionMatches(PyExc_TypeError) &&
+                !PyErr_ExceptionMatches(PyExc_ValueError))
+                return NULL;
+            PyErr_Clear();
+        }
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    tfm_shape out;
+    if (in[0]->dtype == in[1]->dtype &&
+        tfm_shape_broadcast("Equal", &in[0]->shape, &in[1]->shape, &out)) {
+        tfm_error_clear();
+        r = tfm_py_wrap(tfm_tensor_scalar(TFM_BOOL, cmp == Py_NE));
+    } else {
+        r = tfm_py_wrap(tfm_call1(cmp == Py_EQ ? TFM_OP_EQUAL
+                                               : TFM_OP_NOT_EQUAL, in, 2,
+                                  NULL));
+    }
+    tfm_tensor_decref(in[0]);
+    tfm_tensor_decref(in[1]);
+    return r;
+}
+
 static PyObject *
 richcompare(PyObject *a, PyObject *b, int cmp)
 {
@@ -157,19 +198,12 @@ richcompare(PyObject *a, PyObject *b, int cmp)
         [Py_EQ] = TFM_OP_EQUAL, [Py_NE] = TFM_OP_NOT_EQUAL,
         [Py_GT] = TFM_OP_GREATER, [Py_GE] = TFM_OP_GREATER_EQUAL,
     };
-    if ((cmp == Py_EQ || cmp == Py_NE) && b == Py_None)
-        return PyBool_FromLong(cmp == Py_NE);
-    PyObject *r = binary(a, b, ops[cmp], PLAIN);
-    /* TF's __eq__ answers False (not an error) for operands that cannot
-     * be compared elementwise. */
-    if (!r && (cmp == Py_EQ || cmp == Py_NE) &&
-        (PyErr_ExceptionMatches(tfm_py_error_type(TFM_ERR_INVALID_ARGUMENT))
-         || PyErr_ExceptionMatches(PyExc_TypeError) ||
-         PyErr_ExceptionMatches(PyExc_ValueError))) {
-        PyErr_Clear();
-        return PyBool_FromLong(cmp == Py_NE);
+    if (cmp == Py_EQ || cmp == Py_NE) {
+        if (b == Py_None)
+            return PyBool_FromLong(cmp == Py_NE);
+        return equality(a, b, cmp);
     }
-    return r;
+    return binary(a, b, ops[cmp], PLAIN);
 }
 
 /* ---- attributes the Python class builds on ---- */
@@ -234,11 +268,20 @@ get_device_index(PyTfmTensor *self, void *c)
     return PyLong_FromLong(self->t->device);
 }
 
+/* A NumPy copy; rank 0 gives a NumPy scalar (np.float32(6.0)), as TF. */
 static PyObject *
 tensor_numpy(PyTfmTensor *self, PyObject *unused)
 {
     (void)unused;
-    return tfm_py_to_numpy(self->t);
+    PyObject *a = tfm_py_to_numpy(self->t);
+    if (!a || self->t->shape.ndim != 0)
+        return a;
+    PyObject *empty = PyTuple_New(0), *item = NULL;
+    if (empty)
+        item = PyObject_GetItem(a, empty);      /* a[()]: the scalar */
+    Py_XDECREF(empty);
+    Py_DECREF(a);
+    return item;
 }
 
 static PyGetSetDef tensor_getset[] = {

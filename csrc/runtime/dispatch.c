@@ -157,8 +157,10 @@ tfm_run_kernel(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         a = &none;
     }
     tfm_code rc = tfm_infer(op, in, nin, a, meta, nout);
-    if (rc)
+    if (rc) {
+        *nout = 0;
         return rc;
+    }
     int device = device_scope >= 0 ? device_scope
                                    : (nin > 0 ? in[0]->device : TFM_CPU);
     for (int i = 0; i < nin; i++)

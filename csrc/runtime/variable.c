@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dispatch.h"
 #include "tape.h"
 #include "trace.h"
 
@@ -33,7 +34,56 @@ tfm_variable_new(tfm_tensor *init, int trainable)
     v->refcount = 1;
     v->id = v->value->id;
     v->trainable = trainable;
+    v->shape = init->shape;
+    v->any_rank = 0;
+    v->owner = NULL;
     return v;
+}
+
+/* Whether a value of shape s fits the declared shape of v. */
+static int
+fits(const tfm_variable *v, const tfm_shape *s)
+{
+    if (v->any_rank)
+        return 1;
+    if (s->ndim != v->shape.ndim)
+        return 0;
+    for (int i = 0; i < s->ndim; i++)
+        if (v->shape.dims[i] >= 0 && s->dims[i] >= 0 &&
+            s->dims[i] != v->shape.dims[i])
+            return 0;
+    return 1;
+}
+
+tfm_code
+tfm_variable_set_shape(tfm_variable *v, const tfm_shape *shape, int any_rank)
+{
+    char sa[128], sb[128];
+    tfm_shape old = v->shape;
+    int old_any = v->any_rank;
+    v->shape = *shape;
+    v->any_rank = any_rank;
+    if (!fits(v, &v->value->shape)) {
+        v->shape = old;
+        v->any_rank = old_any;
+        return tfm_error(TFM_ERR_VALUE, "The initial value's shape (%s) is "
+                         "not compatible with the explicitly supplied "
+                         "`shape` argument (%s).",
+                         tfm_shape_str(&v->value->shape, sa, sizeof sa),
+                         tfm_shape_str(shape, sb, sizeof sb));
+    }
+    return TFM_OK;
+}
+
+tfm_tensor *
+tfm_variable_handle(tfm_variable *v)
+{
+    tfm_tensor *t = tfm_tensor_view(v->value->buf, v->value->offset,
+                                    v->value->dtype, &v->value->shape,
+                                    v->value->device);
+    if (t)
+        t->id = v->id;          /* see Note [Variable ids] */
+    return t;
 }
 
 void
@@ -71,19 +121,27 @@ check_value(tfm_variable *v, tfm_tensor *value, tfm_assign_mode mode)
                          "%s variable", mode_names[mode],
                          tfm_dtype_name(value->dtype),
                          tfm_dtype_name(v->value->dtype));
-    if (!tfm_shape_equal(&value->shape, &v->value->shape)) {
-        /* Unknown dims in a symbolic value are checked when it runs. */
-        int ok = value->shape.ndim == v->value->shape.ndim;
-        for (int i = 0; ok && i < value->shape.ndim; i++)
+    /* assign() may change the shape within the declared one; the others
+     * combine with the current value elementwise. Unknown dims in a
+     * symbolic value are checked when it runs. */
+    const tfm_shape *want;
+    int ok;
+    if (mode == TFM_ASSIGN) {
+        want = &v->shape;
+        ok = fits(v, &value->shape);
+    } else {
+        want = &v->value->shape;
+        ok = value->shape.ndim == want->ndim;
+        for (int i = 0; ok && i < want->ndim; i++)
             ok = value->shape.dims[i] < 0 ||
-                 value->shape.dims[i] == v->value->shape.dims[i];
-        if (!ok || !tfm_tensor_is_symbolic(value))
-            return tfm_error(TFM_ERR_VALUE, "%s: cannot assign a value of "
-                             "shape %s to a variable of shape %s",
-                             mode_names[mode],
-                             tfm_shape_str(&value->shape, sa, sizeof sa),
-                             tfm_shape_str(&v->value->shape, sb, sizeof sb));
+                 value->shape.dims[i] == want->dims[i];
     }
+    if (!ok)
+        return tfm_error(TFM_ERR_VALUE, "%s: cannot assign a value of "
+                         "shape %s to a variable of shape %s",
+                         mode_names[mode],
+                         tfm_shape_str(&value->shape, sa, sizeof sa),
+                         tfm_shape_str(want, sb, sizeof sb));
     return TFM_OK;
 }
 
@@ -106,9 +164,11 @@ tfm_variable_assign_now(tfm_variable *v, tfm_tensor *value,
     if (rc)
         return rc;
     tfm_tensor *dst = v->value;
-    if (dst->buf->refcount > 1) {
-        /* Someone holds a read: write into a fresh buffer instead. */
-        dst = tfm_tensor_new(v->value->dtype, &v->value->shape,
+    int reshaped = !tfm_shape_equal(&value->shape, &dst->shape);
+    if (dst->buf->refcount > 1 || reshaped) {
+        /* Someone holds a read (or the shape changes): write into a
+         * fresh buffer instead. */
+        dst = tfm_tensor_new(v->value->dtype, &value->shape,
                              v->value->device);
         if (!dst)
             return tfm_error_code();
@@ -123,7 +183,22 @@ tfm_variable_assign_now(tfm_variable *v, tfm_tensor *value,
         tfm_tensor *in[2] = {v->value, value};
         tfm_attrs a;
         tfm_attrs_init(&a);
-        rc = tfm_ops[op].cpu(op, in, 2, &a, &dst, 1);
+        if (dst->device == TFM_CPU && dst->dtype != TFM_FLOAT16) {
+            /* In place: elementwise kernels allow out == in. */
+            rc = tfm_ops[op].cpu(op, in, 2, &a, &dst, 1);
+        } else {
+            /* float16 (computed in float32) and devices: the general
+             * path, whose result becomes the value. */
+            tfm_tensor *sum = NULL;
+            int n = 0;
+            rc = tfm_run_kernel(op, in, 2, &a, &sum, &n);
+            if (!rc) {
+                if (dst != v->value)
+                    tfm_tensor_decref(dst);
+                dst = sum;
+                dst->id = v->id;
+            }
+        }
         if (rc) {
             if (dst != v->value)
                 tfm_tensor_decref(dst);

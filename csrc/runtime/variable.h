@@ -19,6 +19,14 @@ typedef struct tfm_variable {
     uint64_t id;
     tfm_tensor *value;     /* concrete; never NULL after creation */
     int trainable;
+    /* The declared shape (tf.Variable(shape=...)): value's shape, or a
+     * less specific one (-1 dims) that assign() may change value within;
+     * any_rank: the declared shape is TensorShape(None). */
+    tfm_shape shape;
+    int any_rank;
+    /* The binding's object for this variable (borrowed; NULL once it is
+     * gone): how a tape's watched variables get back to Python. */
+    void *owner;
 } tfm_variable;
 
 typedef enum { TFM_ASSIGN = 0, TFM_ASSIGN_ADD, TFM_ASSIGN_SUB }
@@ -26,6 +34,10 @@ typedef enum { TFM_ASSIGN = 0, TFM_ASSIGN_ADD, TFM_ASSIGN_SUB }
 
 /* New variable holding a private copy of init (concrete). */
 tfm_variable *tfm_variable_new(tfm_tensor *init, int trainable);
+/* Declare a less specific shape (shape=... in tf.Variable): it must be
+ * compatible with the current value (ValueError otherwise). */
+tfm_code tfm_variable_set_shape(tfm_variable *v, const tfm_shape *shape,
+                                int any_rank);
 static inline void
 tfm_variable_incref(tfm_variable *v)
 {
@@ -37,8 +49,13 @@ void tfm_variable_decref(tfm_variable *v);
  * active tapes the variable was accessed (they may watch it). */
 tfm_code tfm_variable_read(tfm_variable *v, tfm_tensor **out);
 
+/* The current value as a tensor carrying the variable's id, without
+ * telling the tapes (a gradient source, not a use). Eager only. */
+tfm_tensor *tfm_variable_handle(tfm_variable *v);
+
 /* v = value / v += value / v -= value. value must have v's dtype and
- * shape (ValueError naming both otherwise). */
+ * shape (ValueError naming both otherwise); assign (only) may change the
+ * shape within a less specific declared shape. */
 tfm_code tfm_variable_assign(tfm_variable *v, tfm_tensor *value,
                              tfm_assign_mode mode);
 

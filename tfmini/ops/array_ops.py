@@ -587,7 +587,12 @@ def _gather_dynamic(tensor, key, out, gathers, ellipsis, newaxis, shrink):
             axis_of[k] = pos
             pos += 1
     for k, idx in reversed(gathers):
-        out = gather(out, idx, axis=axis_of[k])
+        axis = axis_of[k]
+        # A negative index counts from the end, as for Python ints.
+        dim = _dims(out)[axis]
+        size = dim if dim is not None else shape(out, out_type=idx.dtype)[axis]
+        idx = where(idx < 0, idx + size, idx)
+        out = gather(out, idx, axis=axis)
     return out
 
 
@@ -884,6 +889,5 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=_dtypes.float32,
     return out
 
 
-# Tensor.__getitem__ (tfmini/_tensor.py) imports this module on every call,
-# which costs more than the slice itself; bind the method directly.
+# Indexing of tensors (see tfmini/_tensor.py).
 Tensor.__getitem__ = _getitem

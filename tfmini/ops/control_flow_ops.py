@@ -1,4 +1,1041 @@
-"""Public ops of one family: see ops/__init__.py for __all__/_NAMESPACES."""
+"""Control flow: tf.cond, tf.while_loop, tf.switch_case, tf.case,
+tf.TensorArray and tf.Assert.
 
-__all__ = []
-_NAMESPACES = {}
+Eagerly these are plain Python: one branch runs, the loop is a Python
+loop, the TensorArray is a list. While a tf.function is traced they must
+become graph control flow (DESIGN.md, "Control flow"): only the taken
+branch runs and loops run in the C executor. See Note [Graph control flow
+hooks]: everything graph-specific goes through the three `_graph_*`
+functions at the end of this file; the code around them flattens nested
+structures into lists of tensors and checks them with TF's messages, so
+the hooks deal only in flat lists of tensors."""
+import importlib
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from .._tensor import Tensor
+from ..errors import InvalidArgumentError, OutOfRangeError
+from ..tensor_shape import TensorShape
+
+__all__ = ["cond", "while_loop", "switch_case", "case", "TensorArray",
+           "Assert"]
+_NAMESPACES = {"debugging": ["Assert"]}
+
+
+# ---- tracing state -------------------------------------------------------
+
+def _is_tracing():
+    """True while a tf.function is being traced on this thread."""
+    return importlib.import_module("tfmini.function")._tracing()
+
+
+def _is_tensor(x):
+    return isinstance(x, Tensor) or (hasattr(x, "_as_tensor") and
+                                     not isinstance(x, type))
+
+
+def _as_tensor(x, dtype=None):
+    from .constant_op import convert_to_tensor
+    return convert_to_tensor(x, dtype=dtype)
+
+
+def _staged(x):
+    """Whether a condition decides graph control flow: a tensor that is
+    symbolic, or any tensor while tracing (a constant made inside the
+    function is a graph constant, as in TF)."""
+    if isinstance(x, Tensor):
+        return x._symbolic or _is_tracing()
+    if _is_tensor(x):
+        return _is_tracing()
+    return False
+
+
+def _truth(pred):
+    """A Python condition or an eager tensor as a Python bool."""
+    if _is_tensor(pred) and not isinstance(pred, Tensor):
+        pred = _as_tensor(pred)
+    return bool(pred)
+
+
+# ---- nested structures (lists, tuples, namedtuples, dicts) ---------------
+
+def _is_nested(x):
+    return isinstance(x, (list, tuple, dict))
+
+
+def _sorted_keys(d):
+    try:
+        return sorted(d)
+    except TypeError:
+        return sorted(d, key=repr)
+
+
+def _flatten(x, out=None):
+    """The leaves of x in TF's order (dicts by sorted key)."""
+    if out is None:
+        out = []
+    if isinstance(x, dict):
+        for k in _sorted_keys(x):
+            _flatten(x[k], out)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _flatten(v, out)
+    else:
+        out.append(x)
+    return out
+
+
+def _pack_as(structure, flat):
+    """flat's values in structure's nesting (the inverse of _flatten)."""
+    it = iter(flat)
+
+    def pack(s):
+        if isinstance(s, dict):
+            vals = {k: pack(s[k]) for k in _sorted_keys(s)}
+            return type(s)((k, vals[k]) for k in s)
+        if isinstance(s, tuple) and hasattr(type(s), "_fields"):
+            return type(s)(*[pack(v) for v in s])
+        if isinstance(s, (list, tuple)):
+            return type(s)(pack(v) for v in s)
+        return next(it)
+
+    return pack(structure)
+
+
+def _kind(x):
+    if isinstance(x, dict):
+        return "dict"
+    if isinstance(x, (list, tuple)):
+        return type(x).__name__
+    return "leaf"
+
+
+def _structure_mismatch(a, b, check_types=True):
+    """None if a and b nest alike, else (exception class, detail)."""
+    na, nb = _is_nested(a), _is_nested(b)
+    if na != nb:
+        seq, other = (a, b) if na else (b, a)
+        return ValueError, (f"Substructure \"type={type(seq).__name__} "
+                            f"str={seq!r}\" is a sequence, while "
+                            f"substructure \"type={type(other).__name__} "
+                            f"str={other!r}\" is not")
+    if not na:
+        return None
+    if check_types and type(a) is not type(b):
+        return TypeError, (f"The two structures don't have the same "
+                           f"sequence type. Input structure has type "
+                           f"{type(a)}, while shallow structure has type "
+                           f"{type(b)}.")
+    if isinstance(a, dict) or isinstance(b, dict):
+        if not (isinstance(a, dict) and isinstance(b, dict)):
+            return TypeError, (f"The two structures don't have the same "
+                               f"sequence type: {type(a)} and {type(b)}.")
+        if set(a) != set(b):
+            return ValueError, (f"The two dictionaries don't have the same "
+                                f"set of keys. First structure has keys "
+                                f"{_sorted_keys(a)}, while second structure "
+                                f"has keys {_sorted_keys(b)}.")
+        pairs = [(a[k], b[k]) for k in _sorted_keys(a)]
+    else:
+        if len(a) != len(b):
+            return ValueError, (f"The two structures don't have the same "
+                                f"number of elements. First structure "
+                                f"{a!r} has length {len(a)}, while second "
+                                f"structure {b!r} has length {len(b)}.")
+        pairs = zip(a, b)
+    for x, y in pairs:
+        r = _structure_mismatch(x, y, check_types)
+        if r is not None:
+            return r
+    return None
+
+
+def _assert_same_structure(a, b, check_types=True):
+    r = _structure_mismatch(a, b, check_types)
+    if r is not None:
+        cls, detail = r
+        raise cls(f"The two structures don't have the same nested "
+                  f"structure.\n\nFirst structure: {a!r}\n\nSecond "
+                  f"structure: {b!r}\n\nMore specifically: {detail}")
+
+
+# ---- leaves as tensors ---------------------------------------------------
+
+_PY_SCALARS = (bool, int, float, np.generic, np.ndarray)
+
+
+def _leaf_tensor(x, what):
+    """A leaf of a branch output or loop variable as a tensor (Python
+    scalars and NumPy values converted, Variables read)."""
+    if isinstance(x, Tensor):
+        return x
+    if x is None:
+        raise ValueError(f"{what} is None: every output of a tf.cond "
+                         f"branch or tf.while_loop body must be a tensor "
+                         f"(or a value convertible to one)")
+    try:
+        return _as_tensor(x)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{what} must be a tensor or convertible to one, "
+                        f"got {x!r} of type {type(x).__name__}: "
+                        f"{e}") from None
+
+
+def _components(leaves, what):
+    """Tensors for leaves: TensorArrays contribute their buffer (Note
+    [TensorArray in graphs]), the rest _leaf_tensor. Returns (tensors,
+    specs) where a spec rebuilds a leaf from its tensors."""
+    tensors, specs = [], []
+    for i, x in enumerate(leaves):
+        if isinstance(x, TensorArray):
+            comp = x._to_components()
+            specs.append((x._spec(), len(comp)))
+            tensors.extend(comp)
+        else:
+            tensors.append(_leaf_tensor(x, f"{what} {i}"))
+            specs.append((None, 1))
+    return tensors, specs
+
+
+def _from_components(specs, tensors):
+    out, k = [], 0
+    for spec, n in specs:
+        if spec is None:
+            out.append(tensors[k])
+        else:
+            out.append(TensorArray._from_components(spec, tensors[k:k + n]))
+        k += n
+    return out
+
+
+def _bool_scalar(c, what):
+    """c as a scalar bool tensor, as a graph condition needs."""
+    c = _as_tensor(c)
+    if c.dtype != _dtypes.bool:
+        raise TypeError(f"{what} must be a bool tensor, got "
+                        f"{c.dtype.name}: {c}")
+    dims = c._shape_tuple
+    if dims:
+        if any(d is not None and d != 1 for d in dims):
+            raise ValueError(f"{what} must be a scalar, got shape "
+                             f"{c.shape}")
+        from .array_ops import reshape
+        c = reshape(c, [])
+    return c
+
+
+# ---- tf.cond -------------------------------------------------------------
+
+def cond(pred, true_fn=None, false_fn=None, name=None):
+    """true_fn() if pred else false_fn(). Eagerly only the chosen branch
+    runs; in a tf.function both are traced into a graph conditional and
+    only the taken one runs at each call."""
+    if true_fn is None:
+        raise TypeError("cond(): 'true_fn' argument required")
+    if false_fn is None:
+        raise TypeError("cond(): 'false_fn' argument required")
+    if not callable(true_fn):
+        raise TypeError("'true_fn' must be callable.")
+    if not callable(false_fn):
+        raise TypeError("'false_fn' must be callable.")
+    if _staged(pred):
+        return _staged_cond(pred, true_fn, false_fn)
+    return true_fn() if _truth(pred) else false_fn()
+
+
+class _NoneOutput(tuple):
+    """A branch that returned None: no outputs (TF allows it)."""
+
+    def __repr__(self):
+        return "None"
+
+
+_NONE = _NoneOutput()
+
+
+def _staged_cond(pred, true_fn, false_fn, names=("true_fn", "false_fn")):
+    """Graph tf.cond: flattens each branch's output into tensors, checks
+    that both branches agree (TF's messages) and hands the flat branches
+    to _graph_cond."""
+    pred = _as_tensor(pred)
+    if pred.dtype != _dtypes.bool:
+        from .math_ops import not_equal
+        pred = not_equal(pred, 0)
+    pred = _bool_scalar(pred, "The `pred` argument to tf.cond")
+    seen = {}
+
+    def flat(fn, label):
+        def run():
+            out = fn()
+            structure = _NONE if out is None else out
+            leaves = _flatten(structure)
+            tensors, specs = _components(leaves, f"Output of {label}")
+            other = [k for k in seen if k != label]
+            if other:
+                o_struct, o_tensors = seen[other[0]]
+                _check_same_outputs(names, seen, label, structure, tensors,
+                                    o_struct, o_tensors)
+            seen[label] = (structure, tensors)
+            seen.setdefault("_specs", specs)
+            return tensors
+        return run
+
+    out = _graph_cond(pred, flat(true_fn, names[0]), flat(false_fn, names[1]))
+    structure = seen[names[0]][0]
+    if structure is _NONE:
+        return None
+    return _pack_as(structure, _from_components(seen["_specs"], list(out)))
+
+
+def _check_same_outputs(names, seen, label, structure, tensors, o_struct,
+                        o_tensors):
+    first = (o_struct, structure) if label == names[1] else (structure,
+                                                              o_struct)
+
+    def error(detail):
+        raise TypeError(
+            f"{names[0]} and {names[1]} arguments to tf.cond must have the "
+            f"same number, type, and overall structure of return values."
+            f"\n\n{names[0]} output: {first[0]!r}\n{names[1]} output: "
+            f"{first[1]!r}\n\nError details:\n{detail}")
+
+    try:
+        _assert_same_structure(o_struct, structure)
+    except (TypeError, ValueError) as e:
+        error(str(e))
+    for a, b in zip(o_tensors, tensors):
+        if a.dtype != b.dtype:
+            error(f"{a} and {b} have different types")
+
+
+# ---- tf.while_loop -------------------------------------------------------
+
+def while_loop(cond, body, loop_vars, shape_invariants=None,
+               parallel_iterations=10, back_prop=True, swap_memory=False,
+               maximum_iterations=None, name=None):
+    """Repeat body while cond is true; returns the final loop variables
+    in the structure of loop_vars. cond and body take one argument per
+    element of loop_vars. Eagerly a Python loop; in a tf.function a graph
+    loop (shapes fixed unless shape_invariants relax them).
+
+    tfmini also accepts a single tensor as loop_vars (TF wants a list or
+    tuple); cond and body then take and return that one value."""
+    if not callable(cond):
+        raise TypeError("'cond' must be callable.")
+    if not callable(body):
+        raise TypeError("'body' must be callable.")
+    if parallel_iterations < 1:
+        raise TypeError("'parallel_iterations' must be a positive integer.")
+    single = not isinstance(loop_vars, (list, tuple))
+    if single:
+        loop_vars = [loop_vars]
+    elif not loop_vars:
+        raise ValueError("'loop_vars' must be provided.")
+    loop_vars = _pack_as(loop_vars, [v._as_tensor() if _is_variable(v)
+                                     else v for v in _flatten(loop_vars)])
+    if shape_invariants is not None and single:
+        shape_invariants = [shape_invariants]
+    if maximum_iterations is not None:
+        m = _as_tensor(maximum_iterations)
+        if m._shape_tuple:
+            raise ValueError(f"'maximum_iterations' must be a scalar. "
+                             f"Received shape: {m.shape}")
+        if not m.dtype.is_integer:
+            raise TypeError(f"'maximum_iterations' must be an integer, got "
+                            f"{m.dtype.name}")
+        maximum_iterations = m if m._symbolic else int(m)
+    if _is_tracing() or (isinstance(maximum_iterations, Tensor) and
+                         maximum_iterations._symbolic):
+        out = _staged_while(cond, body, loop_vars, shape_invariants,
+                            maximum_iterations)
+    else:
+        out = _eager_while(cond, body, loop_vars, maximum_iterations)
+    return out[0] if single else out
+
+
+def _is_variable(x):
+    return hasattr(x, "_as_tensor") and not isinstance(x, (Tensor, type))
+
+
+def _eager_while(cond, body, loop_vars, maximum_iterations):
+    structure = list(loop_vars)
+    kind = type(loop_vars)
+    n = 0
+    while maximum_iterations is None or n < maximum_iterations:
+        if not _truth(cond(*loop_vars)):
+            break
+        out = body(*loop_vars)
+        if not isinstance(out, (list, tuple)):
+            out = kind((out,)) if kind in (list, tuple) else [out]
+        try:
+            _assert_same_structure(structure, list(out))
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"body of tf.while_loop must return the same "
+                             f"structure as loop_vars: {e}") from None
+        loop_vars = out
+        n += 1
+
+    def convert(x):
+        if isinstance(x, (Tensor, TensorArray)):
+            return x
+        return _leaf_tensor(x, "A loop variable")
+
+    return _pack_as(loop_vars, [convert(x) for x in _flatten(loop_vars)])
+
+
+def _shape_conforms(shape, invariant):
+    """shape is at least as specific as invariant (TF's
+    _ShapeLessThanOrEqual): same rank, equal where invariant is known."""
+    invariant = TensorShape(invariant)
+    shape = TensorShape(shape)
+    if invariant.rank is None:
+        return True
+    if shape.rank != invariant.rank:
+        return False
+    return all(b is None or a == b for a, b in zip(shape, invariant))
+
+
+def _staged_while(cond, body, loop_vars, shape_invariants,
+                  maximum_iterations):
+    """Graph tf.while_loop: loop variables flattened into tensors (Python
+    numbers converted, TensorArrays as their buffer), the shape
+    invariants checked, and cond/body wrapped to take and give flat
+    lists for _graph_while."""
+    structure = loop_vars
+    leaves = _flatten(loop_vars)
+    tensors, specs = _components(leaves, "Loop variable")
+    if shape_invariants is None:
+        invariants = [None] * len(leaves)
+    else:
+        if isinstance(shape_invariants, TensorShape):
+            shape_invariants = [shape_invariants]
+        invariants = _flatten(_map_invariants(list(structure),
+                                              list(shape_invariants)))
+    flat_inv = []
+    for (spec, n), inv, leaf in zip(specs, invariants, leaves):
+        if spec is not None:
+            flat_inv.extend(leaf._component_invariants(inv))
+            continue
+        t = tensors[len(flat_inv)]
+        if inv is None:
+            inv = t.shape
+        inv = TensorShape(inv)
+        if not _shape_conforms(t.shape, inv):
+            raise ValueError(
+                f"The shape invariant specified for {t} is not compatible "
+                f"with the initial shape of the loop variable. It enters "
+                f"the loop with shape {t.shape}, but the specified shape "
+                f"invariant is {inv}.")
+        flat_inv.append(inv)
+
+    def unflatten(flat):
+        return _pack_as(structure, _from_components(specs, list(flat)))
+
+    def flat_cond(*flat):
+        return _bool_scalar(cond(*unflatten(flat)),
+                            "The condition of tf.while_loop")
+
+    def flat_body(*flat):
+        out = body(*unflatten(flat))
+        if not isinstance(out, (list, tuple)):
+            out = type(structure)((out,))
+        try:
+            _assert_same_structure(list(structure), list(out))
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"body of tf.while_loop must return the same "
+                             f"structure as loop_vars: {e}") from None
+        new, _ = _components(_flatten(out), "Output of the loop body")
+        for a, b, inv in zip(flat, new, flat_inv):
+            if a.dtype != b.dtype:
+                raise TypeError(f"Loop var {a} enters the loop with type "
+                                f"{a.dtype.name}, but has type "
+                                f"{b.dtype.name} after 1 iteration.")
+            if not _shape_conforms(b.shape, inv):
+                raise ValueError(
+                    f"Input tensor {a} enters the loop with shape "
+                    f"{inv}, but has shape {b.shape} after one iteration. "
+                    f"To allow the shape to vary across iterations, use "
+                    f"the `shape_invariants` argument of tf.while_loop to "
+                    f"specify a less-specific shape.")
+        return new
+
+    out = _graph_while(flat_cond, flat_body, tensors, flat_inv,
+                       maximum_iterations)
+    return unflatten(out)
+
+
+def _map_invariants(structure, invariants):
+    """Shape invariants in the nesting of the loop variables, a TensorShape
+    (or a list of dims, or None) for each tensor."""
+    def walk(s, inv):
+        if _is_nested(s) and inv is None:
+            return _pack_as(s, [None] * len(_flatten(s)))
+        if _is_nested(s):
+            if isinstance(s, dict) and isinstance(inv, dict) and \
+                    set(s) == set(inv):
+                return {k: walk(s[k], inv[k]) for k in s}
+            if isinstance(s, (list, tuple)) and \
+                    isinstance(inv, (list, tuple)) and len(s) == len(inv):
+                return [walk(x, i) for x, i in zip(s, inv)]
+            raise ValueError(f"'shape_invariants' must have the same nested "
+                             f"structure as 'loop_vars': {inv!r} does not "
+                             f"match {s!r}")
+        if inv is None or isinstance(inv, TensorShape):
+            return inv
+        try:
+            return TensorShape(inv)
+        except TypeError:
+            raise TypeError(f"A shape invariant must be a TensorShape, got "
+                            f"{inv!r}") from None
+
+    return walk(structure, invariants)
+
+
+# ---- tf.switch_case and tf.case ------------------------------------------
+
+def _branch_list(branch_fns, default, branch_index):
+    if not _is_tensor(branch_index):
+        raise TypeError(f"'branch_index' must be a Tensor, got "
+                        f"{type(branch_index)}")
+    if not _as_tensor(branch_index).dtype.is_integer:
+        raise TypeError(f"'branch_index' must be an integer Tensor, got "
+                        f"{_as_tensor(branch_index).dtype}")
+    if not branch_fns:
+        raise ValueError("Must provide at least one item in 'branch_fns'")
+    if not isinstance(branch_fns, (list, tuple, dict)):
+        raise TypeError("'branch_fns' must be a list, tuple, or dict")
+    if isinstance(branch_fns, dict):
+        branch_fns = list(branch_fns.items())
+    if all(callable(fn) for fn in branch_fns):
+        branch_fns = list(enumerate(branch_fns))
+    for pair in branch_fns:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise TypeError(f"Each entry in 'branch_fns' must be a 2-tuple. "
+                            f"Received {pair}.")
+        key, fn = pair
+        if not isinstance(key, int):
+            raise TypeError(f"key must be a Python `int`, got {type(key)}")
+        if not callable(fn):
+            raise TypeError(f"fn for key {key} must be callable.")
+    keys = [k for k, _ in branch_fns]
+    if min(keys) < 0 or max(keys) >= len(keys) or len(set(keys)) != len(keys):
+        raise ValueError(f"branch indices (keys) must form contiguous range "
+                         f"of [0 to {len(keys)}) but found "
+                         f"{{{','.join(map(str, sorted(keys)))}}}")
+    fns = [fn for _, fn in sorted(branch_fns, key=lambda p: p[0])]
+    if default is not None:
+        if not callable(default):
+            raise TypeError("'default' must be callable.")
+        fns.append(default)
+    return fns
+
+
+def switch_case(branch_index, branch_fns, default=None, name="switch_case"):
+    """branch_fns[branch_index](): an integer-indexed conditional. An
+    index out of range runs default (or the last branch)."""
+    fns = _branch_list(branch_fns, default, branch_index)
+    if not _staged(branch_index):
+        i = int(_as_tensor(branch_index))
+        if i < 0 or i >= len(fns):
+            i = len(fns) - 1
+        return fns[i]()
+    index = _as_tensor(branch_index)
+    # A chain of graph conditionals: at run time only the taken branch
+    # runs, like TF's Case op.
+    from .math_ops import equal
+
+    def chain(k):
+        if k == len(fns) - 1:
+            return fns[k]
+        return lambda: _staged_cond(equal(index, k), fns[k], chain(k + 1),
+                                    (f"branch {k}", f"branches after {k}"))
+
+    return chain(0)()
+
+
+def case(pred_fn_pairs, default=None, exclusive=False, strict=False,
+         name="case"):
+    """The fn of the first pair whose predicate is true, else default()
+    (without default: the last pair's fn, whose predicate must then be
+    true). exclusive=True checks that at most one predicate is true."""
+    if isinstance(pred_fn_pairs, dict):
+        pred_fn_pairs = list(pred_fn_pairs.items())
+    if not isinstance(pred_fn_pairs, (list, tuple)):
+        raise TypeError("'pred_fn_pairs' must be a list, tuple, or dict. "
+                        f"Received: {type(pred_fn_pairs)}")
+    if not pred_fn_pairs:
+        raise ValueError("'pred_fn_pairs' must not be empty.")
+    for pair in pred_fn_pairs:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise TypeError(f"Each entry in 'pred_fn_pairs' must be a "
+                            f"2-tuple. Received {pair}.")
+        pred, fn = pair
+        if not (_is_tensor(pred) or isinstance(pred, (bool, np.bool_))):
+            raise TypeError(f"pred must be a Tensor or bool, got {pred!r}")
+        if not callable(fn):
+            raise TypeError(f"fn for pred {pred} must be callable.")
+    if default is not None and not callable(default):
+        raise TypeError("'default' must be callable.")
+    preds = [p for p, _ in pred_fn_pairs]
+    fns = [f for _, f in pred_fn_pairs]
+    if not any(_staged(p) for p in preds):
+        values = [_truth(p) for p in preds]
+        if exclusive and sum(values) > 1:
+            raise InvalidArgumentError(
+                None, None, f"Input error: exclusive=True and more than 1 "
+                f"conditions evaluated as True: {values}")
+        for v, f in zip(values, fns):
+            if v:
+                return f()
+        if default is not None:
+            return default()
+        raise InvalidArgumentError(
+            None, None, f"Input error: None of conditions evaluated as "
+            f"True: {values}")
+    if exclusive:
+        from .math_ops import cast
+        n = None
+        for p in preds:
+            c = cast(_bool_scalar(_as_tensor(p), "pred"), _dtypes.int32)
+            n = c if n is None else n + c
+        Assert(n <= 1, ["Input error: exclusive=True and more than 1 "
+                        "conditions evaluated as True:", n])
+    if default is None:
+        last_pred, last = preds[-1], fns[-1]
+        preds, fns = preds[:-1], fns[:-1]
+
+        def default():
+            Assert(last_pred, ["Input error: None of conditions evaluated "
+                               "as True"])
+            return last()
+
+    def chain(k):
+        if k == len(preds):
+            return default
+        return lambda: _staged_cond(_as_tensor(preds[k]), fns[k],
+                                    chain(k + 1),
+                                    (f"branch {k}", f"branches after {k}"))
+
+    return chain(0)()
+
+
+# ---- tf.Assert -----------------------------------------------------------
+
+def _summarize(x, summarize):
+    if isinstance(x, str):
+        return x
+    if not _is_tensor(x):
+        return str(x)
+    a = np.asarray(_as_tensor(x).numpy())
+    if summarize is None:
+        summarize = 3
+    if a.ndim == 0:
+        return str(a) if summarize else ""
+    flat = a.reshape(-1)
+    n = flat.size if summarize < 0 else summarize
+    items = [str(v) for v in flat[:n]]
+    if len(items) < flat.size:
+        items.append("...")
+    return ", ".join(items)
+
+
+def Assert(condition, data, summarize=None, name=None):
+    """Raise InvalidArgumentError with data (summarize elements of each
+    tensor) if condition is false. In a tf.function the check runs at
+    every call."""
+    if _staged(condition):
+        return _graph_assert(_bool_scalar(condition, "tf.Assert condition"),
+                             list(data), summarize)
+    if not _truth(condition):
+        text = "\n".join(_summarize(x, summarize) for x in data)
+        raise InvalidArgumentError(
+            None, None, f"Expected '{condition}' to be true. Summarized "
+            f"data: {text}")
+    return None
+
+
+# ---- tf.TensorArray ------------------------------------------------------
+
+# Note [TensorArray in graphs]: eagerly a TensorArray is a Python list of
+# tensors and write() changes it in place (as TF's eager TensorArray). A
+# graph loop can only carry tensors, so a TensorArray that is a loop
+# variable (or a tf.cond output) becomes one dense tensor, its buffer,
+# of shape [size, *element_shape]: reads gather from it and writes are
+# functional updates (tensor_scatter_nd_update) returning a new
+# TensorArray, which is why code must use the value write() returns. The
+# buffer needs the element shape, so such a TensorArray must know it
+# (from element_shape= or an earlier write).
+
+class TensorArray:
+    """A list of tensors of one dtype, for accumulating results in loops:
+    ta = ta.write(i, x); ta.stack()."""
+
+    def __init__(self, dtype, size=None, dynamic_size=None,
+                 clear_after_read=None, tensor_array_name=None, handle=None,
+                 flow=None, infer_shape=True, element_shape=None,
+                 colocate_with_first_write_call=True, name=None):
+        if handle is not None:
+            raise ValueError("TensorArray handles are not supported in "
+                             "tfmini.")
+        if size is None:
+            raise ValueError("Size must be declared for TensorArrays.")
+        self._dtype = _dtypes.as_dtype(dtype)
+        self._dynamic_size = bool(dynamic_size)
+        self._clear_after_read = (True if clear_after_read is None
+                                  else bool(clear_after_read))
+        self._infer_shape = infer_shape
+        self._element_shape = TensorShape(element_shape)
+        self._read = set()
+        self._buffer = None
+        self._list = [None] * self._static_int(size, "size")
+
+    # -- state -------------------------------------------------------
+    @staticmethod
+    def _static_int(x, what):
+        if _is_tensor(x):
+            t = _as_tensor(x)
+            if t._symbolic:
+                raise NotImplementedError(
+                    f"tfmini: a TensorArray {what} must be known when the "
+                    f"function is traced, got the symbolic tensor {t}")
+            x = t.numpy()
+        return int(x)
+
+    def _spec(self):
+        return (self._dtype, self._element_shape, self._dynamic_size,
+                self._clear_after_read, self._infer_shape)
+
+    def _dense(self):
+        """The buffer [size, *element_shape]: unwritten elements zeros."""
+        if self._buffer is not None:
+            return self._buffer
+        from .array_ops import stack, zeros
+        shape = self._element_shape
+        if not shape.is_fully_defined():
+            raise ValueError(
+                f"tfmini: a TensorArray carried through graph control flow "
+                f"needs a fully known element shape, got {shape}; pass "
+                f"element_shape= to tf.TensorArray or write to it before "
+                f"the loop")
+        if not self._list:
+            return zeros([0] + shape.as_list(), self._dtype)
+        return stack([v if v is not None else
+                      zeros(shape.as_list(), self._dtype)
+                      for v in self._list])
+
+    def _to_components(self):
+        return [self._dense()]
+
+    def _component_invariants(self, invariant):
+        """Shape invariant of the buffer (invariant, if given, is that of
+        the elements)."""
+        elem = TensorShape(invariant) if invariant is not None else \
+            self._element_shape
+        if elem.rank is None:
+            elem = self._element_shape
+        n = None if self._dynamic_size else len(self)
+        return [TensorShape([n] + elem.as_list())]
+
+    @classmethod
+    def _from_components(cls, spec, tensors):
+        ta = cls.__new__(cls)
+        (ta._dtype, ta._element_shape, ta._dynamic_size,
+         ta._clear_after_read, ta._infer_shape) = spec
+        ta._read = set()
+        ta._buffer = tensors[0]
+        ta._list = None
+        return ta
+
+    def __len__(self):
+        if self._buffer is not None:
+            n = self._buffer._shape_tuple[0]
+            if n is None:
+                raise TypeError("The size of this TensorArray is only known "
+                                "when the function runs; use size()")
+            return n
+        return len(self._list)
+
+    # -- attributes ---------------------------------------------------
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def element_shape(self):
+        return self._element_shape
+
+    @property
+    def dynamic_size(self):
+        return self._dynamic_size
+
+    @property
+    def handle(self):
+        return None
+
+    @property
+    def flow(self):
+        from .constant_op import constant
+        return constant(0)
+
+    def identity(self):
+        return self
+
+    def __repr__(self):
+        return (f"<tf.TensorArray dtype={self._dtype.name} size="
+                f"{self.size()} element_shape={self._element_shape}>")
+
+    # -- access -------------------------------------------------------
+    def _index(self, index, what):
+        if _is_tensor(index):
+            t = _as_tensor(index)
+            if t._symbolic:
+                return t
+            index = t.numpy()
+        index = int(index)
+        if index < 0:
+            raise OutOfRangeError(None, None, f"{what} negative indices "
+                                  f"(index {index}) is not allowed.")
+        return index
+
+    def _value(self, value):
+        if isinstance(value, Tensor) or _is_variable(value):
+            t = _as_tensor(value)
+        else:
+            t = _as_tensor(value, dtype=self._dtype)
+        if t.dtype != self._dtype:
+            raise InvalidArgumentError(
+                None, None, f"TensorArray dtype is {self._dtype.name} but "
+                f"Op is trying to write dtype {t.dtype.name} ")
+        if not self._element_shape.is_compatible_with(t.shape):
+            raise ValueError(f"Incompatible shape for value ({t.shape}), "
+                             f"expected ({self._element_shape})")
+        return t
+
+    def read(self, index, name=None):
+        """The element at index (zeros if never written)."""
+        i = self._index(index, "Reading from")
+        if self._buffer is not None or isinstance(i, Tensor):
+            from .array_ops import gather
+            return gather(self._dense(), i)
+        if i >= len(self._list):
+            raise OutOfRangeError(None, None, f"Tried to read from index {i} "
+                                  f"but array size is: {len(self._list)} ")
+        t = self._list[i]
+        if t is None:
+            if i in self._read:
+                raise InvalidArgumentError(
+                    None, None, f"Could not read index {i} twice because it "
+                    f"was cleared after a previous read (perhaps try "
+                    f"setting clear_after_read = false?)")
+            t = self._zeros_element(i)
+        if self._clear_after_read:
+            self._list[i] = None
+            self._read.add(i)
+        return t
+
+    def _zeros_element(self, i):
+        from .array_ops import zeros
+        if not self._element_shape.is_fully_defined():
+            raise ValueError(f"Could not read index {i} of a TensorArray "
+                             f"whose element shape is not known "
+                             f"({self._element_shape}) and that was never "
+                             f"written")
+        return zeros(self._element_shape.as_list(), self._dtype)
+
+    def write(self, index, value, name=None):
+        """Write value at index; returns the TensorArray to use from now
+        on (eagerly this one, changed in place)."""
+        i = self._index(index, "Writing to")
+        if self._buffer is not None or isinstance(i, Tensor):
+            value = self._value(value)
+            ta = self._dense_write(i, value)
+            if self._infer_shape:
+                ta._element_shape = ta._element_shape.merge_with(value.shape)
+            return ta
+        if i >= len(self._list) and not self._dynamic_size:
+            raise OutOfRangeError(
+                None, None, f"Tried to write to index {i} but array is not "
+                f"resizeable and size is: {len(self._list)} ")
+        value = self._value(value)
+        if self._infer_shape:
+            self._element_shape = self._element_shape.merge_with(value.shape)
+        if i >= len(self._list):
+            self._list.extend([None] * (i - len(self._list) + 1))
+        self._list[i] = value
+        return self
+
+    def _dense_write(self, i, value):
+        from .array_ops import reshape, tensor_scatter_nd_update, expand_dims
+        buf = self._dense()
+        if isinstance(i, int):
+            n = buf._shape_tuple[0]
+            if n is not None and i >= n:
+                if not self._dynamic_size:
+                    raise OutOfRangeError(
+                        None, None, f"Tried to write to index {i} but array "
+                        f"is not resizeable and size is: {n} ")
+                from .array_ops import concat, zeros
+                buf = concat([buf, zeros([i - n + 1] + list(
+                    buf._shape_tuple[1:]), self._dtype)], 0)
+        elif self._dynamic_size:
+            raise NotImplementedError(
+                "tfmini: writing a dynamic_size TensorArray at an index "
+                "known only when the function runs is not supported yet; "
+                "give the TensorArray a fixed size")
+        idx = reshape(_as_tensor(i, _dtypes.int32) if not isinstance(
+            i, Tensor) else i, [1, 1])
+        new = tensor_scatter_nd_update(buf, idx, expand_dims(value, 0))
+        return TensorArray._from_components(self._spec(), [new])
+
+    def stack(self, name=None):
+        """All elements stacked along a new dim 0."""
+        if self._buffer is not None:
+            return self._buffer
+        if not self._list:
+            if not self._element_shape.is_fully_defined():
+                raise ValueError("Cannot stack an empty TensorArray whose "
+                                 "element shape is not known")
+        return self._dense()
+
+    def gather(self, indices, name=None):
+        """The elements at indices, stacked."""
+        from .array_ops import gather, stack
+        idx = _as_tensor(indices)
+        if self._buffer is not None or idx._symbolic:
+            return gather(self._dense(), idx)
+        vals = []
+        for i in np.asarray(idx.numpy()).reshape(-1):
+            i = int(i)
+            if i < 0 or i >= len(self._list):
+                raise OutOfRangeError(None, None, f"Tried to read from index "
+                                      f"{i} but array size is: "
+                                      f"{len(self._list)} ")
+            v = self._list[i]
+            vals.append(v if v is not None else self._zeros_element(i))
+        if not vals:
+            return self._dense()[:0]
+        return stack(vals)
+
+    def concat(self, name=None):
+        """The elements concatenated along their dim 0."""
+        from .array_ops import concat, reshape
+        if self._buffer is not None:
+            dims = self._buffer._shape_tuple
+            if len(dims) < 2:
+                raise InvalidArgumentError(None, None, "Concat saw a scalar "
+                                           "shape but requires at least "
+                                           "vectors.")
+            return reshape(self._buffer, [-1] + list(dims[2:]))
+        vals = [v if v is not None else self._zeros_element(i)
+                for i, v in enumerate(self._list)]
+        for i, v in enumerate(vals):
+            if not v._shape_tuple:
+                raise InvalidArgumentError(
+                    None, None, f"Concat saw a scalar shape at index {i} but "
+                    f"requires at least vectors.")
+        if not vals:
+            return self._dense()
+        return concat(vals, 0)
+
+    def unstack(self, value, name=None):
+        """Fill the array with value's slices along dim 0."""
+        from .array_ops import unstack
+        value = self._value_rows(value)
+        if self._buffer is not None or value._symbolic:
+            n = value._shape_tuple[0]
+            if self._buffer is not None and not self._dynamic_size and \
+                    n is not None and n > len(self):
+                raise ValueError(f"Cannot unstack {n} tensors into a "
+                                 f"TensorArray of static size {len(self)} ")
+            if self._infer_shape:
+                self._element_shape = self._element_shape.merge_with(
+                    value.shape[1:])
+            return TensorArray._from_components(self._spec(), [value])
+        rows = unstack(value)
+        if len(rows) > len(self._list) and not self._dynamic_size:
+            raise ValueError(f"Cannot unstack {len(rows)} tensors into a "
+                             f"TensorArray of static size "
+                             f"{len(self._list)} ")
+        if self._infer_shape:
+            self._element_shape = self._element_shape.merge_with(
+                value.shape[1:])
+        self._list = list(rows)
+        self._read = set()
+        return self
+
+    def _value_rows(self, value):
+        t = _as_tensor(value) if _is_tensor(value) else \
+            _as_tensor(value, self._dtype)
+        if t.dtype != self._dtype:
+            raise InvalidArgumentError(
+                None, None, f"TensorArray dtype is {self._dtype.name} but "
+                f"Op is trying to write dtype {t.dtype.name} ")
+        if not t._shape_tuple:
+            raise ValueError("Cannot unstack a scalar into a TensorArray")
+        return t
+
+    def scatter(self, indices, value, name=None):
+        """Write value's slices at indices."""
+        from .array_ops import unstack
+        idx = _as_tensor(indices)
+        if idx._symbolic:
+            raise NotImplementedError("tfmini: TensorArray.scatter needs "
+                                      "indices known when traced")
+        ta = self
+        for i, row in zip(np.asarray(idx.numpy()).reshape(-1),
+                          unstack(self._value_rows(value))):
+            ta = ta.write(int(i), row)
+        return ta
+
+    def size(self, name=None):
+        """The number of elements, as an int32 scalar tensor."""
+        from .constant_op import constant
+        if self._buffer is not None and self._buffer._shape_tuple[0] is None:
+            from .array_ops import shape
+            return shape(self._buffer)[0]
+        return constant(len(self), _dtypes.int32)
+
+    def close(self, name=None):
+        if self._list is not None:
+            del self._list[:]
+
+
+# ---- graph control flow hooks --------------------------------------------
+
+# Note [Graph control flow hooks]: graph control flow needs three things
+# from the C core, implemented in tfmini/function.py over If/While/Assert
+# nodes with sub-graphs (csrc/runtime/graph.c, csrc/graph/exec.c). Each is
+# called only while a tf.function is traced, with everything nested
+# already flattened and checked by the callers above:
+#
+# _graph_cond(pred, true_fn, false_fn) -> list of tensors
+#     pred: scalar bool tensor; true_fn(), false_fn() return lists of
+#     tensors of equal length and dtypes, each traced into a sub-graph
+#     (outer tensors captured). One If node; only the taken branch runs.
+# _graph_while(cond_fn, body_fn, loop_vars, shape_invariants,
+#              maximum_iterations) -> list of tensors
+#     One While node over two sub-graphs; outputs have the invariant
+#     shapes (None dims may vary between iterations).
+# _graph_assert(condition, data, summarize) -> None
+#     A stateful node that raises InvalidArgumentError at run time.
+
+_GRAPH_CONTROL_FLOW = True
+
+
+def _graph_cond(pred, true_fn, false_fn):
+    from ..function import _graph_cond as build
+    return build(pred, true_fn, false_fn)
+
+
+def _graph_while(cond_fn, body_fn, loop_vars, shape_invariants,
+                 maximum_iterations):
+    from ..function import _graph_while as build
+    return build(cond_fn, body_fn, loop_vars, shape_invariants,
+                 maximum_iterations)
+
+
+def _graph_assert(condition, data, summarize):
+    from ..function import _graph_assert as build
+    return build(condition, data, summarize)
+

@@ -1,4 +1,309 @@
-"""Public ops of one family: see ops/__init__.py for __all__/_NAMESPACES."""
+"""Linear algebra: tf.matmul, tf.tensordot, tf.einsum, tf.linalg.matvec
+(csrc/ops/ops_linalg.def). See ops/__init__.py for __all__/_NAMESPACES."""
+import numpy as np
 
-__all__ = []
-_NAMESPACES = {}
+from .. import _C
+from .._opids import ID
+from .._tensor import Tensor
+from .constant_op import convert_to_tensor
+
+__all__ = ["matmul", "tensordot", "einsum"]
+_NAMESPACES = {"linalg": ["matmul", "matvec", "tensordot", "einsum",
+                          "matrix_transpose", "adjoint"]}
+
+_MATMUL = ID["BatchMatMulV2"]
+
+
+def _as_tensor(x, hint=None):
+    """x as a tensor; Python values take dtype `hint` where they fit (as
+    TF's dtype_hint), NumPy arrays and tensors keep their own dtype."""
+    if type(x) is Tensor:
+        return x
+    if hint is None or isinstance(x, (np.ndarray, np.generic)):
+        return convert_to_tensor(x)
+    return convert_to_tensor(x, dtype_hint=hint)
+
+
+def _pair(a, b):
+    """Both operands as tensors; b takes a's dtype when it is a Python
+    value (TF converts b with a's dtype as the hint)."""
+    a = _as_tensor(a)
+    return a, _as_tensor(b, a.dtype)
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,
+           adjoint_b=False, a_is_sparse=False, b_is_sparse=False,
+           output_type=None, grad_a=False, grad_b=False, name=None):
+    """Matrix product of the two innermost dims, batched over the rest
+    (which broadcast). a and b have rank >= 2 and the same dtype."""
+    if transpose_a and adjoint_a:
+        raise ValueError("Only one of transpose_a and adjoint_a can be True.")
+    if transpose_b and adjoint_b:
+        raise ValueError("Only one of transpose_b and adjoint_b can be True.")
+    a, b = _pair(a, b)
+    out = _C.call(_MATMUL, (a, b), i=(1 if transpose_a or adjoint_a else 0,
+                                      1 if transpose_b or adjoint_b else 0))
+    if output_type is not None:
+        from .math_ops import cast
+        from .. import dtypes
+        if dtypes.as_dtype(output_type) != out.dtype:
+            out = cast(out, output_type)
+    return out
+
+
+# ---- composites over matmul, reshape, transpose and reduce_sum -----------
+
+def _dims(t):
+    return list(t._shape_tuple)
+
+
+def _prod(dims):
+    """Product of dims, or -1 when one is unknown (None)."""
+    n = 1
+    for d in dims:
+        if d is None:
+            return -1
+        n *= d
+    return n
+
+
+def _reshape(t, dims):
+    if list(t._shape_tuple) == list(dims):
+        return t
+    if sum(1 for d in dims if d is None or d < 0) > 1:
+        raise ValueError(f"tfmini cannot reshape {t.shape} to {dims} with "
+                         "more than one unknown dim; call it with known "
+                         "shapes")
+    from .array_ops import reshape
+    return reshape(t, [-1 if d is None else d for d in dims])
+
+
+def _transpose(t, perm):
+    if list(perm) == list(range(len(perm))):
+        return t
+    from .array_ops import transpose
+    return transpose(t, perm)
+
+
+def matvec(a, b, transpose_a=False, adjoint_a=False, a_is_sparse=False,
+           b_is_sparse=False, name=None):
+    """Matrix-vector product a[..., m, n] @ b[..., n] -> [..., m]."""
+    from .array_ops import expand_dims, squeeze
+    a, b = _pair(a, b)
+    out = matmul(a, expand_dims(b, -1), transpose_a=transpose_a,
+                 adjoint_a=adjoint_a)
+    return squeeze(out, [-1])
+
+
+def matrix_transpose(a, name="matrix_transpose", conjugate=False):
+    """Swaps the last two dims (real dtypes: adjoint == transpose)."""
+    a = _as_tensor(a)
+    r = len(a._shape_tuple)
+    if r < 2:
+        raise ValueError(f"Argument 'a' should be a (batch) matrix with rank "
+                         f">= 2.  Received `a` = {a!r} with shape: {a.shape}")
+    return _transpose(a, list(range(r - 2)) + [r - 1, r - 2])
+
+
+def _axes_list(axes, rank, what):
+    axes = [axes] if isinstance(axes, (int, np.integer)) else list(axes)
+    out = []
+    for ax in axes:
+        ax = int(ax)
+        if not -rank <= ax < rank:
+            raise ValueError(f"tensordot: axis {ax} is out of range for "
+                             f"{what} of rank {rank}")
+        out.append(ax % rank)
+    return out
+
+
+def tensordot(a, b, axes, name=None):
+    """Sums a[..., k] * b[k, ...] over the given axes: axes = N (the last
+    N of a with the first N of b) or a pair of axis lists."""
+    a, b = _pair(a, b)
+    da, db = _dims(a), _dims(b)
+    if isinstance(axes, Tensor):
+        axes = axes.numpy().tolist()
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > len(da) or n > len(db):
+            raise ValueError(f"tensordot: axes = {n} must be in [0, "
+                             f"min(rank(a), rank(b))] = [0, "
+                             f"{min(len(da), len(db))}]")
+        ax_a = list(range(len(da) - n, len(da)))
+        ax_b = list(range(n))
+    else:
+        if len(axes) != 2:
+            raise ValueError(f"tensordot: axes must be an int or a pair of "
+                             f"axis lists, got {axes!r}")
+        ax_a = _axes_list(axes[0], len(da), "a")
+        ax_b = _axes_list(axes[1], len(db), "b")
+        if len(ax_a) != len(ax_b):
+            raise ValueError(f"tensordot: the axes of a ({ax_a}) and b "
+                             f"({ax_b}) have different lengths")
+    for i, j in zip(ax_a, ax_b):
+        if da[i] is not None and db[j] is not None and da[i] != db[j]:
+            from ..errors import InvalidArgumentError
+            raise InvalidArgumentError(
+                f"tensordot: dim {i} of a (size {da[i]}) does not match dim "
+                f"{j} of b (size {db[j]}); shapes {_shape_str(da)} and "
+                f"{_shape_str(db)}")
+    free_a = [i for i in range(len(da)) if i not in ax_a]
+    free_b = [j for j in range(len(db)) if j not in ax_b]
+    k = _prod([da[i] for i in ax_a])
+    a2 = _reshape(_transpose(a, free_a + ax_a),
+                  [_prod([da[i] for i in free_a]), k])
+    b2 = _reshape(_transpose(b, ax_b + free_b),
+                  [k, _prod([db[j] for j in free_b])])
+    return _reshape(matmul(a2, b2),
+                    [da[i] for i in free_a] + [db[j] for j in free_b])
+
+
+def _shape_str(dims):
+    return "[" + ",".join("?" if d is None else str(d) for d in dims) + "]"
+
+
+# ---- einsum ---------------------------------------------------------
+
+_ELLIPSIS_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _parse_einsum(equation, ranks):
+    """(input subscripts, output subscripts), with '...' replaced by
+    upper-case letters (right-aligned, so they broadcast)."""
+    eq = equation.replace(" ", "")
+    if "->" in eq:
+        lhs, out = eq.split("->")
+    else:
+        lhs, out = eq, None
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise ValueError(f"einsum: the equation {equation!r} has "
+                         f"{len(terms)} operand(s) but {len(ranks)} were "
+                         f"given")
+    n_ell = 0
+    for t, r in zip(terms, ranks):
+        if "..." in t:
+            n_ell = max(n_ell, r - len(t.replace("...", "")))
+    ell = _ELLIPSIS_LETTERS[len(_ELLIPSIS_LETTERS) - n_ell:] if n_ell else ""
+    subs = []
+    for t, r in zip(terms, ranks):
+        letters = t.replace("...", "")
+        ok = all(c.islower() for c in letters) and t.count("...") <= 1
+        if "..." in t:
+            k = r - len(letters)
+            ok = ok and k >= 0
+            t = t.replace("...", ell[len(ell) - k:] if k > 0 else "")
+        if not ok or len(t) != r:
+            raise ValueError(f"einsum: subscripts {t!r} do not fit an "
+                             f"operand of rank {r} in {equation!r} (use "
+                             "lower-case letters and '...')")
+        subs.append(t)
+    if out is None:
+        counts = {}
+        for t in subs:
+            for c in t:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, n in counts.items()
+                                   if n == 1 and c.islower()))
+    else:
+        out = out.replace("...", ell)
+        if len(set(out)) != len(out):
+            raise ValueError(f"einsum: output subscripts of {equation!r} "
+                             "repeat a letter")
+        for c in out:
+            if not any(c in t for t in subs):
+                raise ValueError(f"einsum: output letter {c!r} of "
+                                 f"{equation!r} is in no input")
+    for t in subs:
+        if len(set(t)) != len(t):
+            raise ValueError(f"einsum: {equation!r} repeats a letter within "
+                             "one operand (a diagonal or trace), which "
+                             "tfmini's einsum does not support yet")
+    return subs, out
+
+
+def _sum_out(x, sub, keep):
+    """x (subscripts sub) summed over the letters not in keep."""
+    drop = [i for i, c in enumerate(sub) if c not in keep]
+    if not drop:
+        return x, sub
+    from .reduce_ops import reduce_sum
+    return (reduce_sum(x, drop),
+            "".join(c for c in sub if c in keep))
+
+
+def _einsum_pair(a, sa, b, sb, out):
+    """Contracts a (subscripts sa) with b (sb) into subscripts out."""
+    a, sa = _sum_out(a, sa, set(sb) | set(out))
+    b, sb = _sum_out(b, sb, set(sa) | set(out))
+    batch = [c for c in sa if c in sb and c in out]
+    contract = [c for c in sa if c in sb and c not in out]
+    free_a = [c for c in sa if c not in sb]
+    free_b = [c for c in sb if c not in sa]
+    da = dict(zip(sa, _dims(a)))
+    db = dict(zip(sb, _dims(b)))
+    for c in contract:
+        if da[c] is not None and db[c] is not None and da[c] != db[c]:
+            from ..errors import InvalidArgumentError
+            raise InvalidArgumentError(
+                f"einsum: dimension {c!r} has size {da[c]} in one operand "
+                f"and {db[c]} in the other")
+    a3 = _transpose(a, [sa.index(c) for c in batch + free_a + contract])
+    b3 = _transpose(b, [sb.index(c) for c in batch + contract + free_b])
+    k = _prod([da[c] for c in contract])
+    a3 = _reshape(a3, [da[c] for c in batch]
+                  + [_prod([da[c] for c in free_a]), k])
+    b3 = _reshape(b3, [db[c] for c in batch]
+                  + [k, _prod([db[c] for c in free_b])])
+    y = matmul(a3, b3)
+    yb = _dims(y)[:len(batch)]     # broadcast batch sizes
+    y = _reshape(y, yb + [da[c] for c in free_a] + [db[c] for c in free_b])
+    sy = "".join(batch + free_a + free_b)
+    return _transpose(y, [sy.index(c) for c in out])
+
+
+def einsum(equation, *inputs, **kwargs):
+    """Einstein summation over 1 or more operands, e.g. 'ij,jk->ik',
+    'bij,bjk->bik', 'i,i->', 'ij->ji', 'ij->j', 'i,j->ij', '...ij,jk'.
+    Products run as (batched) matmuls; more than two operands are
+    contracted left to right."""
+    if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
+        inputs = tuple(inputs[0])
+    if not inputs:
+        raise ValueError("einsum: no operands given")
+    xs = [_as_tensor(x) for x in inputs]
+    subs, out = _parse_einsum(equation, [len(x._shape_tuple) for x in xs])
+    if len(xs) == 1:
+        x, s = _sum_out(xs[0], subs[0], set(out))
+        return _transpose(x, [s.index(c) for c in out])
+    x, s = xs[0], subs[0]
+    for i in range(1, len(xs)):
+        later = set(out).union(*[set(t) for t in subs[i + 1:]])
+        if i == len(xs) - 1:
+            step_out = out
+        else:
+            step_out = "".join(dict.fromkeys(
+                c for c in s + subs[i] if c in later))
+        x = _einsum_pair(x, s, xs[i], subs[i], step_out)
+        s = step_out
+    return x
+
+
+def adjoint(matrix, name=None):
+    """The conjugate transpose of the last two dims (real dtypes: the
+    transpose)."""
+    return matrix_transpose(matrix)
+
+
+# The @ operator of tensors (see tfmini/_tensor.py).
+def _matmul_op(a, b):
+    return matmul(a, b)
+
+
+def _rmatmul_op(a, b):
+    return matmul(b, a)
+
+
+Tensor.__matmul__ = _matmul_op
+Tensor.__rmatmul__ = _rmatmul_op

@@ -4,4 +4,13 @@
 
 #include "../../ops/op.h"
 
+/* Softmax and LogSoftmax (by op) along i[0]. */
+tfm_code tfm_k_softmax(tfm_op op, tfm_tensor *const *in, int nin,
+                       const tfm_attrs *a, tfm_tensor *const *out, int nout);
+tfm_code tfm_k_sparse_xent(tfm_op op, tfm_tensor *const *in, int nin,
+                           const tfm_attrs *a, tfm_tensor *const *out,
+                           int nout);
+tfm_code tfm_k_xent(tfm_op op, tfm_tensor *const *in, int nin,
+                    const tfm_attrs *a, tfm_tensor *const *out, int nout);
+
 #endif

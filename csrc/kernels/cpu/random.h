@@ -4,4 +4,20 @@
 
 #include "../../ops/op.h"
 
+tfm_code tfm_k_random_normal(tfm_op op, tfm_tensor *const *in, int nin,
+                             const tfm_attrs *a, tfm_tensor *const *out,
+                             int nout);
+tfm_code tfm_k_random_uniform(tfm_op op, tfm_tensor *const *in, int nin,
+                              const tfm_attrs *a, tfm_tensor *const *out,
+                              int nout);
+tfm_code tfm_k_random_uniform_int(tfm_op op, tfm_tensor *const *in, int nin,
+                                  const tfm_attrs *a,
+                                  tfm_tensor *const *out, int nout);
+tfm_code tfm_k_truncated_normal(tfm_op op, tfm_tensor *const *in, int nin,
+                                const tfm_attrs *a, tfm_tensor *const *out,
+                                int nout);
+tfm_code tfm_k_random_shuffle(tfm_op op, tfm_tensor *const *in, int nin,
+                              const tfm_attrs *a, tfm_tensor *const *out,
+                              int nout);
+
 #endif

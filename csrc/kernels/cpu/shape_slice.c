@@ -1,7 +1,7 @@
 /* Slice and StridedSlice: a strided view of the input, copied out. */
 #include "shape.h"
 
-#include "../../ops/shape.h"
+#include "slice_plan.h"
 
 tfm_code
 tfm_k_slice(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,

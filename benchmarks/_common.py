@@ -1,0 +1,58 @@
+"""Helpers of the benchmarks: which implementations are here, and how to
+hand them the same inputs. (Kept apart from conftest.py so that the
+benchmark files can import it by name.)"""
+import importlib
+
+import numpy as np
+import pytest
+
+import tfmini
+
+
+def _importable(name):
+    try:
+        importlib.import_module(name)
+        return True
+    except Exception:           # not installed, or broken: not compared
+        return False
+
+
+IMPLS = ["tfmini", "numpy", "tensorflow", "torch"]
+AVAILABLE = {"tfmini": True, "numpy": True,
+             "tensorflow": _importable("tensorflow"),
+             "torch": _importable("torch")}
+
+
+def impl_params():
+    return [pytest.param(name, id=name, marks=pytest.mark.skipif(
+        not AVAILABLE[name], reason=f"{name} is not installed"))
+        for name in IMPLS]
+
+
+def needs_tfmini(*names):
+    """Skip when tfmini lacks one of these public functions (an op that
+    has not landed yet)."""
+    missing = [n for n in names if not hasattr(tfmini, n)]
+    return pytest.mark.skipif(bool(missing), reason=f"tfmini has no "
+                              f"{', '.join(missing)} yet")
+
+
+def to_impl(impl, x):
+    """x (a NumPy array) as impl's tensor type."""
+    if impl == "tfmini":
+        return tfmini.constant(x)
+    if impl == "numpy":
+        return x
+    if impl == "tensorflow":
+        import tensorflow as tf
+        return tf.constant(x)
+    import torch
+    return torch.from_numpy(np.ascontiguousarray(x))
+
+
+def module(impl):
+    if impl == "tfmini":
+        return tfmini
+    if impl == "numpy":
+        return np
+    return importlib.import_module(impl)

@@ -1,0 +1,139 @@
+"""Run the benchmarks and write their ratio table to RESULTS.md.
+
+    python3 benchmarks/report.py                 run, then write the table
+    python3 benchmarks/report.py --json F.json   table from an earlier
+                                                 --benchmark-json run
+
+Ratio = NumPy's median time / the other's median time, from one run on
+one machine: above 1 is faster than NumPy."""
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+ORDER = ["tfmini", "numpy", "tensorflow", "torch"]
+
+
+def run(json_path, extra):
+    cmd = [sys.executable, "-m", "pytest", str(HERE), "-p",
+           "no:cacheprovider", "--benchmark-enable",
+           f"--benchmark-json={json_path}", "-q"] + extra
+    print("running:", " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, cwd=ROOT)
+    if r.returncode not in (0, 5):
+        sys.exit(r.returncode)
+
+
+def machine():
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import numpy as np
+    blas = "?"
+    try:
+        cfg = np.show_config(mode="dicts")
+        blas = cfg["Build Dependencies"]["blas"]["name"]
+    except Exception:
+        pass
+    return (f"{cpu}, {os.cpu_count()} logical cores; Python "
+            f"{platform.python_version()}, NumPy {np.__version__} ({blas})")
+
+
+def table(data):
+    groups = {}
+    for b in data["benchmarks"]:
+        impl = b["params"]["impl"]
+        groups.setdefault(b["group"], {})[impl] = b
+    impls = [i for i in ORDER if any(i in g for g in groups.values())]
+    others = [i for i in impls if i != "numpy"]
+    head = (["benchmark", "NumPy"] + [f"{i} (x NumPy)" for i in others])
+    rows = ["| " + " | ".join(head) + " |",
+            "|" + "---|" * len(head)]
+    for name in sorted(groups, key=_group_order):
+        g = groups[name]
+        ref = g.get("numpy")
+        cells = [name, _cell(ref, None)]
+        for i in others:
+            cells.append(_cell(g.get(i), ref))
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def _group_order(name):
+    for k, prefix in enumerate(["tiny a", "tiny m", "matmul", "add",
+                                "reduce"]):
+        if name.startswith(prefix):
+            return (k, len(name), name)
+    return (9, 0, name)
+
+
+def _cell(b, ref):
+    if b is None:
+        return "-"
+    t = b["stats"]["median"]
+    text = _fmt_time(t)
+    info = b.get("extra_info", {})
+    if info.get("work"):
+        scale = 1e9
+        text += f", {info['work'] / t / scale:.1f} {info['unit']}"
+    if ref is not None:
+        text = f"**{ref['stats']['median'] / t:.2f}** ({text})"
+    return text
+
+
+def _fmt_time(t):
+    for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if t >= scale:
+            return f"{t / scale:.3g} {unit}"
+    return f"{t / 1e-9:.3g} ns"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", help="use this pytest-benchmark JSON file")
+    p.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    p.add_argument("pytest_args", nargs="*",
+                   help="more pytest arguments (e.g. -k matmul)")
+    args = p.parse_args()
+    if args.json:
+        path = args.json
+        command = f"python3 -m pytest benchmarks --benchmark-enable " \
+                  f"--benchmark-json={path}; python3 benchmarks/report.py " \
+                  f"--json {path}"
+    else:
+        fd, path = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        run(path, args.pytest_args)
+        command = "python3 benchmarks/report.py " + " ".join(args.pytest_args)
+    with open(path) as f:
+        data = json.load(f)
+    text = f"""# Benchmark results
+
+Latest run: {datetime.date.today()}, on {machine()}.
+
+Command: `{command.strip()}`
+
+Median time per call; **ratio** = NumPy's median / the other's (above 1:
+faster than NumPy), throughput in GB/s (memory traffic) or GFLOP/s. One
+run on one machine: compare ratios within this table only.
+
+{table(data)}
+"""
+    pathlib.Path(args.out).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,721 @@
+#include "exec.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ops/state.h"
+#include "../runtime/dispatch.h"
+#include "../runtime/variable.h"
+
+/* Work (elements in + out) from which a kernel goes through
+ * tfm_run_kernel, which runs big kernels without the interpreter lock
+ * (dispatch.c's UNLOCK_MIN_ELEMENTS). */
+#define DIRECT_MAX_WORK 65536
+
+enum { STEP_KERNEL, STEP_READ, STEP_ASSIGN, STEP_PRINT, STEP_IF,
+       STEP_WHILE, STEP_ASSERT };
+
+typedef struct step {
+    const tfm_node *node;
+    int32_t index;          /* the node's index, for errors */
+    uint8_t kind, direct;
+    int32_t *in;            /* input slots */
+    int32_t out;            /* first output slot */
+    int32_t *free;          /* slots whose last use is this step */
+    int32_t nfree;
+    tfm_plan *sub[2];       /* If: then, else; While: cond, body */
+} step;
+
+struct tfm_plan {
+    tfm_graph *g;
+    int32_t nslots, nsteps;
+    step *steps;
+    int32_t nin;
+    int32_t *in_slot;       /* -1: input not used */
+    const tfm_meta **in_meta;
+    const char **in_name;
+    int32_t nconst;
+    int32_t *const_slot;
+    tfm_tensor **const_val;
+    int32_t nout;
+    int32_t *out_slot;
+    int32_t *pool;          /* step inputs and free lists */
+};
+
+/* Nodes that run whether or not an output needs them. Control flow
+ * counts: its sub-graphs may print or assign. */
+static int
+is_effect(tfm_op op)
+{
+    return op == TFM_OP_ASSIGN_VARIABLE || op == TFM_OP_ASSIGN_ADD_VARIABLE
+        || op == TFM_OP_ASSIGN_SUB_VARIABLE || op == TFM_OP_PRINT
+        || op == TFM_OP_IF || op == TFM_OP_WHILE || op == TFM_OP_ASSERT;
+}
+
+static const tfm_meta *
+meta_of(const tfm_graph *g, tfm_ref r)
+{
+    return &tfm_graph_node(g, r.node)->out[r.out];
+}
+
+/* Whether the kernel can be called straight into planned outputs. */
+static int
+can_direct(const tfm_graph *g, const tfm_node *n)
+{
+    if (!tfm_ops[n->op].cpu)
+        return 0;
+    unsigned flags = tfm_ops[n->op].flags;
+    int f16_ok = (flags & (TFM_OPF_F16 | TFM_OPF_ANY_DTYPE)) != 0;
+    int64_t work = 0;
+    for (int i = 0; i < n->nin; i++) {
+        const tfm_meta *m = meta_of(g, n->in[i]);
+        if (!tfm_shape_is_known(&m->shape) ||
+            (m->dtype == TFM_FLOAT16 && !f16_ok))
+            return 0;
+        work += tfm_shape_numel(&m->shape);
+    }
+    for (int i = 0; i < n->nout; i++) {
+        const tfm_meta *m = &n->out[i];
+        if (!tfm_shape_is_known(&m->shape) ||
+            (m->dtype == TFM_FLOAT16 && !f16_ok))
+            return 0;
+        work += tfm_shape_numel(&m->shape);
+    }
+    return work < DIRECT_MAX_WORK;
+}
+
+static tfm_code
+oom(void)
+{
+    return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM compiling a graph");
+}
+
+void
+tfm_plan_free(tfm_plan *p)
+{
+    if (!p)
+        return;
+    for (int32_t i = 0; i < p->nconst; i++)
+        if (p->const_val && p->const_val[i])
+            tfm_tensor_decref(p->const_val[i]);
+    for (int32_t s = 0; p->steps && s < p->nsteps; s++) {
+        tfm_plan_free(p->steps[s].sub[0]);
+        tfm_plan_free(p->steps[s].sub[1]);
+    }
+    free(p->steps);
+    free(p->in_slot);
+    free(p->in_meta);
+    free(p->in_name);
+    free(p->const_slot);
+    free(p->const_val);
+    free(p->out_slot);
+    free(p->pool);
+    if (p->g)
+        tfm_graph_decref(p->g);
+    free(p);
+}
+
+/* The plan that computes outs (and, with effects, every assign and
+ * print). use_inputs = 0: a placeholder among them is an error. */
+static tfm_plan *
+plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
+           int use_inputs)
+{
+    int32_t n = tfm_graph_node_count(g);
+    int32_t *base = malloc(sizeof(int32_t) * ((size_t)n + 1));
+    uint8_t *live = calloc((size_t)n + 1, 1);
+    int32_t *todo = malloc(sizeof(int32_t) * ((size_t)n + 1));
+    int32_t *last = NULL;
+    tfm_plan *p = calloc(1, sizeof *p);
+    if (!base || !live || !todo || !p) {
+        oom();
+        goto fail;
+    }
+    p->g = g;
+    tfm_graph_incref(g);
+    base[0] = 0;
+    for (int32_t k = 0; k < n; k++)
+        base[k + 1] = base[k] + tfm_graph_node(g, k)->nout;
+    p->nslots = base[n];
+
+    /* Liveness: what the outputs and the side effects need. */
+    int32_t ntodo = 0;
+    for (int i = 0; i < nout; i++)
+        if (!live[outs[i].node]) {
+            live[outs[i].node] = 1;
+            todo[ntodo++] = outs[i].node;
+        }
+    for (int32_t k = 0; effects && k < n; k++)
+        if (is_effect(tfm_graph_node(g, k)->op) && !live[k]) {
+            live[k] = 1;
+            todo[ntodo++] = k;
+        }
+    while (ntodo) {
+        const tfm_node *nd = tfm_graph_node(g, todo[--ntodo]);
+        for (int i = 0; i < nd->nin; i++)
+            if (!live[nd->in[i].node]) {
+                live[nd->in[i].node] = 1;
+                todo[ntodo++] = nd->in[i].node;
+            }
+    }
+
+    /* Steps, constants and inputs. */
+    int32_t nsteps = 0, nconst = 0, nin_total = 0;
+    for (int32_t k = 0; k < n; k++) {
+        if (!live[k])
+            continue;
+        const tfm_node *nd = tfm_graph_node(g, k);
+        if (nd->op == TFM_OP_PLACEHOLDER) {
+            if (!use_inputs) {
+                tfm_error(TFM_ERR_VALUE, "the value cannot be computed "
+                          "outside tf.function '%s': it depends on the "
+                          "function's input '%s'", tfm_graph_name(g),
+                          nd->name);
+                goto fail;
+            }
+        } else if (nd->op == TFM_OP_CONST) {
+            nconst++;
+        } else {
+            nsteps++;
+            nin_total += nd->nin;
+        }
+    }
+    p->nsteps = nsteps;
+    p->nconst = nconst;
+    p->nout = nout;
+    p->nin = use_inputs ? tfm_graph_input_count(g) : 0;
+    p->steps = calloc((size_t)nsteps + 1, sizeof(step));
+    p->const_slot = malloc(sizeof(int32_t) * ((size_t)nconst + 1));
+    p->const_val = calloc((size_t)nconst + 1, sizeof(tfm_tensor *));
+    p->out_slot = malloc(sizeof(int32_t) * ((size_t)nout + 1));
+    p->in_slot = malloc(sizeof(int32_t) * ((size_t)p->nin + 1));
+    p->in_meta = malloc(sizeof(tfm_meta *) * ((size_t)p->nin + 1));
+    p->in_name = malloc(sizeof(char *) * ((size_t)p->nin + 1));
+    last = malloc(sizeof(int32_t) * ((size_t)p->nslots + 1));
+    if (!p->steps || !p->const_slot || !p->const_val || !p->out_slot ||
+        !p->in_slot || !p->in_meta || !p->in_name || !last) {
+        oom();
+        goto fail;
+    }
+    for (int32_t i = 0; i < p->nin; i++) {
+        int32_t k = tfm_graph_input(g, i);
+        const tfm_node *nd = tfm_graph_node(g, k);
+        p->in_slot[i] = live[k] ? base[k] : -1;
+        p->in_meta[i] = &nd->out[0];
+        p->in_name[i] = nd->name;
+    }
+    for (int32_t s = 0; s < p->nslots; s++)
+        last[s] = -1;
+    int32_t s = 0, c = 0;
+    for (int32_t k = 0; k < n; k++) {
+        if (!live[k])
+            continue;
+        const tfm_node *nd = tfm_graph_node(g, k);
+        if (nd->op == TFM_OP_PLACEHOLDER)
+            continue;
+        if (nd->op == TFM_OP_CONST) {
+            p->const_slot[c] = base[k];
+            p->const_val[c] = nd->value;
+            tfm_tensor_incref(nd->value);
+            c++;
+            continue;
+        }
+        step *st = &p->steps[s];
+        st->node = nd;
+        st->index = k;
+        st->out = base[k];
+        switch (nd->op) {
+        case TFM_OP_READ_VARIABLE: st->kind = STEP_READ; break;
+        case TFM_OP_ASSIGN_VARIABLE:
+        case TFM_OP_ASSIGN_ADD_VARIABLE:
+        case TFM_OP_ASSIGN_SUB_VARIABLE: st->kind = STEP_ASSIGN; break;
+        case TFM_OP_PRINT: st->kind = STEP_PRINT; break;
+        case TFM_OP_ASSERT: st->kind = STEP_ASSERT; break;
+        case TFM_OP_IF:
+        case TFM_OP_WHILE:
+            st->kind = nd->op == TFM_OP_IF ? STEP_IF : STEP_WHILE;
+            for (int b = 0; b < 2; b++) {
+                st->sub[b] = tfm_plan_new(nd->sub[b]);
+                if (!st->sub[b]) {
+                    s++;        /* so that tfm_plan_free sees this step */
+                    p->nsteps = s;
+                    goto fail;
+                }
+            }
+            break;
+        default:
+            st->kind = STEP_KERNEL;
+            st->direct = (uint8_t)can_direct(g, nd);
+        }
+        for (int i = 0; i < nd->nin; i++)
+            last[base[nd->in[i].node] + nd->in[i].out] = s;
+        s++;
+    }
+    for (int i = 0; i < nout; i++) {
+        p->out_slot[i] = base[outs[i].node] + outs[i].out;
+        last[p->out_slot[i]] = INT32_MAX;
+    }
+    /* Slots nobody reads (unused outputs of a multi-output op) go as soon
+     * as their op has run. */
+    int32_t nfree_total = 0;
+    for (int32_t k = 0, ss = 0; k < n; k++) {
+        const tfm_node *nd = tfm_graph_node(g, k);
+        if (!live[k] || nd->op == TFM_OP_PLACEHOLDER ||
+            nd->op == TFM_OP_CONST)
+            continue;
+        for (int j = 0; j < nd->nout; j++)
+            if (last[base[k] + j] < 0)
+                last[base[k] + j] = ss;
+        ss++;
+    }
+    for (int32_t sl = 0; sl < p->nslots; sl++)
+        if (last[sl] >= 0 && last[sl] != INT32_MAX)
+            nfree_total++;
+    p->pool = malloc(sizeof(int32_t) * ((size_t)nin_total +
+                                        (size_t)nfree_total + 1));
+    if (!p->pool) {
+        oom();
+        goto fail;
+    }
+    int32_t *q = p->pool;
+    for (s = 0; s < nsteps; s++) {
+        step *st = &p->steps[s];
+        st->in = q;
+        for (int i = 0; i < st->node->nin; i++)
+            *q++ = base[st->node->in[i].node] + st->node->in[i].out;
+    }
+    /* Free lists, grouped by step: count, then fill. */
+    for (int32_t sl = 0; sl < p->nslots; sl++)
+        if (last[sl] >= 0 && last[sl] != INT32_MAX)
+            p->steps[last[sl]].nfree++;
+    for (s = 0; s < nsteps; s++) {
+        p->steps[s].free = q;
+        q += p->steps[s].nfree;
+        p->steps[s].nfree = 0;
+    }
+    for (int32_t sl = 0; sl < p->nslots; sl++)
+        if (last[sl] >= 0 && last[sl] != INT32_MAX) {
+            step *st = &p->steps[last[sl]];
+            st->free[st->nfree++] = sl;
+        }
+    free(base);
+    free(live);
+    free(todo);
+    free(last);
+    return p;
+fail:
+    free(base);
+    free(live);
+    free(todo);
+    free(last);
+    tfm_plan_free(p);
+    return NULL;
+}
+
+tfm_plan *
+tfm_plan_new(tfm_graph *g)
+{
+    if (!tfm_graph_sealed(g)) {
+        tfm_error(TFM_ERR_INTERNAL, "tfm_plan_new: graph %s is still being "
+                  "traced", tfm_graph_name(g));
+        return NULL;
+    }
+    int nout = tfm_graph_output_count(g);
+    tfm_ref *outs = malloc(sizeof(tfm_ref) * ((size_t)nout + 1));
+    if (!outs) {
+        oom();
+        return NULL;
+    }
+    for (int i = 0; i < nout; i++)
+        outs[i] = tfm_graph_output(g, i);
+    tfm_plan *p = plan_build(g, outs, nout, 1, 1);
+    free(outs);
+    return p;
+}
+
+int
+tfm_plan_step_count(const tfm_plan *p)
+{
+    return p->nsteps;
+}
+
+/* Append where the failing op came from to the current error. */
+static tfm_code
+annotate(const tfm_plan *p, const step *st)
+{
+    tfm_code code = tfm_error_code();
+    if (code == TFM_OK)
+        code = TFM_ERR_INTERNAL;
+    char msg[640];
+    snprintf(msg, sizeof msg, "%s", tfm_error_message());
+    const tfm_node *n = st->node;
+    if (n->site)
+        return tfm_error(code, "%s\n\nNode '%s' (%s) of tf.function '%s', "
+                         "defined at:\n  %s", msg, n->name,
+                         tfm_ops[n->op].name, tfm_graph_name(p->g),
+                         n->site);
+    return tfm_error(code, "%s\n\nNode '%s' (%s) of tf.function '%s'", msg,
+                     n->name, tfm_ops[n->op].name, tfm_graph_name(p->g));
+}
+
+static int
+is_nested_error(const step *st)
+{
+    return (st->kind == STEP_IF || st->kind == STEP_WHILE) &&
+           strstr(tfm_error_message(), "\n\nNode '") != NULL;
+}
+
+static tfm_code
+check_input(const tfm_plan *p, int i, const tfm_tensor *t)
+{
+    const tfm_meta *m = p->in_meta[i];
+    int ok = !tfm_tensor_is_symbolic(t) && t->dtype == m->dtype &&
+             t->shape.ndim == m->shape.ndim;
+    for (int d = 0; ok && d < m->shape.ndim; d++)
+        ok = m->shape.dims[d] < 0 || m->shape.dims[d] == t->shape.dims[d];
+    if (ok)
+        return TFM_OK;
+    char a[128], b[128];
+    if (tfm_tensor_is_symbolic(t))
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "tf.function '%s': "
+                         "input '%s' is a symbolic tensor",
+                         tfm_graph_name(p->g), p->in_name[i]);
+    return tfm_error(TFM_ERR_INVALID_ARGUMENT, "tf.function '%s': input "
+                     "'%s' must be a %s tensor of shape %s, got %s of "
+                     "shape %s", tfm_graph_name(p->g), p->in_name[i],
+                     tfm_dtype_name(m->dtype),
+                     tfm_shape_str(&m->shape, a, sizeof a),
+                     tfm_dtype_name(t->dtype),
+                     tfm_shape_str(&t->shape, b, sizeof b));
+}
+
+/* Note [Data-dependent shapes]: an op whose output size depends on its
+ * input values (Where: the number of true elements) takes that size as
+ * an attribute its Python caller counts eagerly; traced, the count is
+ * unknown (-1), so the executor counts it here, on the concrete input. */
+static int64_t
+count_nonzero(const tfm_tensor *t)
+{
+    int64_t n = tfm_tensor_numel(t), count = 0;
+    const void *p = tfm_tensor_data(t);
+    switch (t->dtype) {
+    case TFM_FLOAT32:
+        for (int64_t k = 0; k < n; k++)
+            count += ((const float *)p)[k] != 0;
+        break;
+    case TFM_FLOAT64:
+        for (int64_t k = 0; k < n; k++)
+            count += ((const double *)p)[k] != 0;
+        break;
+    case TFM_FLOAT16:
+        for (int64_t k = 0; k < n; k++)
+            count += (((const uint16_t *)p)[k] & 0x7fff) != 0;
+        break;
+    default: {
+        size_t sz = tfm_dtype_size(t->dtype);
+        const unsigned char *b = p;
+        for (int64_t k = 0; k < n; k++) {
+            int nz = 0;
+            for (size_t j = 0; j < sz; j++)
+                nz |= b[(size_t)k * sz + j];
+            count += nz != 0;
+        }
+    }
+    }
+    return count;
+}
+
+static const tfm_attrs *
+runtime_attrs(const tfm_node *n, tfm_tensor *const *ins, tfm_attrs *tmp)
+{
+    if (n->op == TFM_OP_WHERE && n->attrs->i[0] < 0 &&
+        !tfm_tensor_is_symbolic(ins[0]) && ins[0]->device == 0) {
+        *tmp = *n->attrs;
+        tmp->i[0] = count_nonzero(ins[0]);
+        return tmp;
+    }
+    return n->attrs;
+}
+
+static tfm_code
+run_kernel_step(const step *st, tfm_tensor **vals, int recorded)
+{
+    const tfm_node *n = st->node;
+    tfm_tensor *ins[TFM_MAX_INPUTS];
+    tfm_tensor *outs[TFM_MAX_OUTPUTS];
+    tfm_attrs tmp;
+    int nout = 0;
+    tfm_code rc;
+    for (int i = 0; i < n->nin; i++)
+        ins[i] = vals[st->in[i]];
+    const tfm_attrs *attrs = runtime_attrs(n, ins, &tmp);
+    int direct = !recorded && st->direct && tfm_device_scope() <= 0;
+    for (int i = 0; direct && i < n->nin; i++)
+        direct = ins[i]->device == 0;
+    if (direct) {
+        for (int k = 0; k < n->nout; k++) {
+            vals[st->out + k] = tfm_tensor_new(n->out[k].dtype,
+                                               &n->out[k].shape, 0);
+            if (!vals[st->out + k])
+                return tfm_error_code();
+        }
+        return tfm_ops[n->op].cpu(n->op, ins, n->nin, n->attrs,
+                                  &vals[st->out], n->nout);
+    }
+    rc = recorded ? tfm_call(n->op, ins, n->nin, attrs, outs, &nout)
+                  : tfm_run_kernel(n->op, ins, n->nin, attrs, outs, &nout);
+    if (rc)
+        return rc;
+    for (int k = 0; k < nout; k++) {
+        if (k < n->nout)
+            vals[st->out + k] = outs[k];
+        else
+            tfm_tensor_decref(outs[k]);
+    }
+    if (nout != n->nout)
+        return tfm_error(TFM_ERR_INTERNAL, "%s made %d outputs when run "
+                         "but %d when traced", tfm_ops[n->op].name, nout,
+                         n->nout);
+    return TFM_OK;
+}
+
+/* A scalar condition's value: 1 / 0, or -1 with the error set. */
+static int
+truth(const tfm_tensor *t, const char *what)
+{
+    if (tfm_tensor_is_symbolic(t) || t->device != 0 ||
+        tfm_tensor_numel(t) != 1) {
+        char s[128];
+        tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s must be a scalar, got "
+                  "shape %s", what, tfm_shape_str(&t->shape, s, sizeof s));
+        return -1;
+    }
+    return tfm_tensor_get_f64(t, 0) != 0;
+}
+
+/* The inputs of sub-graph b: node input map[i] for each, where the node
+ * inputs are vals[] through in[] (If), or cur[] for the first nvars and
+ * vals[] through in[] after (While). */
+static void
+sub_inputs(const step *st, int b, tfm_tensor **vals, tfm_tensor **cur,
+           int nvars, tfm_tensor **out)
+{
+    const tfm_node *n = st->node;
+    int nin = tfm_graph_input_count(n->sub[b]);
+    for (int i = 0; i < nin; i++) {
+        int32_t k = n->submap[b][i];
+        out[i] = k < nvars ? cur[k] : vals[st->in[k]];
+    }
+}
+
+static tfm_code
+run_if(const step *st, tfm_tensor **vals, int recorded)
+{
+    tfm_tensor *in[TFM_MAX_INPUTS];
+    int which = truth(vals[st->in[0]], "tf.cond's predicate");
+    if (which < 0)
+        return tfm_error_code();
+    int b = which ? 0 : 1;
+    sub_inputs(st, b, vals, NULL, 0, in);
+    return tfm_plan_run(st->sub[b], in,
+                        tfm_graph_input_count(st->node->sub[b]),
+                        &vals[st->out], recorded);
+}
+
+static tfm_code
+run_while(const step *st, tfm_tensor **vals, int recorded)
+{
+    const tfm_node *n = st->node;
+    int nvars = (int)n->attrs->i[0];
+    tfm_tensor *cur[TFM_MAX_OUTPUTS], *next[TFM_MAX_OUTPUTS];
+    tfm_tensor *in[TFM_MAX_INPUTS], *c = NULL;
+    int64_t max_iter = -1;
+    tfm_code rc = TFM_OK;
+    if (n->attrs->i[1]) {
+        const tfm_tensor *m = vals[st->in[n->nin - 1]];
+        if (tfm_tensor_numel(m) != 1 || tfm_dtype_is_float(m->dtype))
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "tf.while_loop: "
+                             "maximum_iterations must be an integer scalar");
+        max_iter = (int64_t)tfm_tensor_get_f64(m, 0);
+    }
+    for (int k = 0; k < nvars; k++) {
+        cur[k] = vals[st->in[k]];
+        tfm_tensor_incref(cur[k]);
+    }
+    for (int64_t iter = 0; max_iter < 0 || iter < max_iter; iter++) {
+        sub_inputs(st, 0, vals, cur, nvars, in);
+        rc = tfm_plan_run(st->sub[0], in,
+                          tfm_graph_input_count(n->sub[0]), &c, recorded);
+        if (rc)
+            goto done;
+        int go = truth(c, "tf.while_loop's condition");
+        tfm_tensor_decref(c);
+        if (go < 0) {
+            rc = tfm_error_code();
+            goto done;
+        }
+        if (!go)
+            break;
+        sub_inputs(st, 1, vals, cur, nvars, in);
+        rc = tfm_plan_run(st->sub[1], in,
+                          tfm_graph_input_count(n->sub[1]), next, recorded);
+        if (rc)
+            goto done;
+        for (int k = 0; k < nvars; k++) {
+            tfm_tensor_decref(cur[k]);
+            cur[k] = next[k];
+        }
+    }
+done:
+    for (int k = 0; k < nvars; k++) {
+        if (rc)
+            tfm_tensor_decref(cur[k]);
+        else
+            vals[st->out + k] = cur[k];
+    }
+    return rc;
+}
+
+static tfm_code
+run_assert(const step *st, tfm_tensor **vals)
+{
+    const tfm_node *n = st->node;
+    tfm_tensor *data[TFM_MAX_INPUTS];
+    int ok = truth(vals[st->in[0]], "tf.Assert's condition");
+    if (ok != 0)
+        return ok < 0 ? tfm_error_code() : TFM_OK;
+    for (int i = 1; i < n->nin; i++)
+        data[i - 1] = vals[st->in[i]];
+    char *text = tfm_format_line(n->text, data, n->nin - 1,
+                                 (int)n->attrs->i[1]);
+    if (!text)
+        return tfm_error_code();
+    tfm_code rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s", text);
+    free(text);
+    return rc;
+}
+
+static tfm_code
+run_step(const step *st, tfm_tensor **vals, int recorded)
+{
+    const tfm_node *n = st->node;
+    switch (st->kind) {
+    case STEP_KERNEL:
+        return run_kernel_step(st, vals, recorded);
+    case STEP_READ: {
+        if (recorded)
+            return tfm_variable_read(n->var, &vals[st->out]);
+        tfm_tensor *v = n->var->value;
+        tfm_tensor *t = tfm_tensor_view(v->buf, v->offset, v->dtype,
+                                        &v->shape, v->device);
+        if (!t)
+            return tfm_error_code();
+        t->id = n->var->id;     /* see Note [Variable ids] */
+        vals[st->out] = t;
+        return TFM_OK;
+    }
+    case STEP_ASSIGN: {
+        tfm_assign_mode mode = (tfm_assign_mode)(n->op -
+                                                 TFM_OP_ASSIGN_VARIABLE);
+        tfm_tensor *value = vals[st->in[0]];
+        return recorded ? tfm_variable_assign(n->var, value, mode)
+                        : tfm_variable_assign_now(n->var, value, mode);
+    }
+    case STEP_PRINT: {
+        tfm_tensor *ins[TFM_MAX_INPUTS];
+        for (int i = 0; i < n->nin; i++)
+            ins[i] = vals[st->in[i]];
+        return tfm_print_tensors(n->text, ins, n->nin, (int)n->attrs->i[0],
+                                 (int)n->attrs->i[1]);
+    }
+    case STEP_IF:
+        return run_if(st, vals, recorded);
+    case STEP_WHILE:
+        return run_while(st, vals, recorded);
+    case STEP_ASSERT:
+        return run_assert(st, vals);
+    }
+    return tfm_error(TFM_ERR_INTERNAL, "bad plan step");
+}
+
+tfm_code
+tfm_plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
+             tfm_tensor **out, int recorded)
+{
+    tfm_tensor *local[64];
+    tfm_tensor **vals = local;
+    tfm_code rc = TFM_OK;
+    if (nin != p->nin)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "tf.function '%s' takes "
+                         "%d tensor inputs, got %d", tfm_graph_name(p->g),
+                         p->nin, nin);
+    for (int i = 0; i < nin; i++)
+        if ((rc = check_input(p, i, in[i])))
+            return rc;
+    if (p->nslots > 64) {
+        vals = calloc((size_t)p->nslots, sizeof *vals);
+        if (!vals)
+            return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM running "
+                             "tf.function '%s'", tfm_graph_name(p->g));
+    } else {
+        memset(vals, 0, sizeof(tfm_tensor *) * (size_t)p->nslots);
+    }
+    for (int i = 0; i < nin; i++)
+        if (p->in_slot[i] >= 0) {
+            tfm_tensor_incref(in[i]);
+            vals[p->in_slot[i]] = in[i];
+        }
+    for (int32_t c = 0; c < p->nconst; c++) {
+        tfm_tensor_incref(p->const_val[c]);
+        vals[p->const_slot[c]] = p->const_val[c];
+    }
+    for (int32_t s = 0; s < p->nsteps; s++) {
+        const step *st = &p->steps[s];
+        if ((rc = run_step(st, vals, recorded))) {
+            /* Errors inside a sub-graph already name their node. */
+            if (!is_nested_error(st))
+                rc = annotate(p, st);
+            goto done;
+        }
+        for (int32_t f = 0; f < st->nfree; f++) {
+            tfm_tensor *t = vals[st->free[f]];
+            if (t) {
+                tfm_tensor_decref(t);
+                vals[st->free[f]] = NULL;
+            }
+        }
+    }
+    for (int32_t i = 0; i < p->nout; i++) {
+        out[i] = vals[p->out_slot[i]];
+        if (!out[i]) {
+            for (int32_t j = 0; j < i; j++) {
+                tfm_tensor_decref(out[j]);
+                out[j] = NULL;
+            }
+            rc = tfm_error(TFM_ERR_INTERNAL, "tf.function '%s': output %d "
+                           "was not computed", tfm_graph_name(p->g), i);
+            goto done;
+        }
+        tfm_tensor_incref(out[i]);
+    }
+done:
+    for (int32_t sl = 0; sl < p->nslots; sl++)
+        if (vals[sl])
+            tfm_tensor_decref(vals[sl]);
+    if (vals != local)
+        free(vals);
+    return rc;
+}
+
+tfm_code
+tfm_graph_eval(tfm_graph *g, tfm_ref r, tfm_tensor **out)
+{
+    tfm_plan *p = plan_build(g, &r, 1, 0, 0);
+    if (!p)
+        return tfm_error_code();
+    tfm_code rc = tfm_plan_run(p, NULL, 0, out, 0);
+    tfm_plan_free(p);
+    return rc;
+}

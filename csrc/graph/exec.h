@@ -1,0 +1,41 @@
+/* The executor: a traced graph compiled to a flat plan (see DESIGN.md,
+ * "Executor"). Nodes run in creation order, which is a topological order
+ * and program order (Note [Side-effect order] in runtime/graph.c). Only
+ * the nodes that feed an output or a side effect (assign, print) run.
+ * Every node output has a slot; a slot is released right after its last
+ * use, so a long chain holds two intermediates at a time, not all. Ops
+ * whose shapes were all known at trace time call their kernel directly
+ * into outputs allocated from the planned metas; the others (unknown
+ * dims, float16 upcasts, big work that releases the interpreter lock) go
+ * through tfm_run_kernel, the same path eager ops take. */
+#ifndef TFM_GRAPH_EXEC_H
+#define TFM_GRAPH_EXEC_H
+
+#include "../runtime/graph.h"
+
+typedef struct tfm_plan tfm_plan;
+
+/* Compile g's inputs -> outputs (tfm_graph_set_outputs). The plan holds
+ * a reference on g, which must be sealed. NULL with the error set. */
+tfm_plan *tfm_plan_new(tfm_graph *g);
+void tfm_plan_free(tfm_plan *p);
+/* Nodes the plan runs (for tests of pruning). */
+int tfm_plan_step_count(const tfm_plan *p);
+
+/* Run: in[i] feeds graph input i and must match its placeholder's dtype
+ * and known dims; out[] receives a new reference per graph output.
+ *
+ * recorded = 1 replays the plan through the dispatcher (tfm_call) and
+ * variable.c instead of calling kernels, so that active GradientTapes
+ * record every op: that is how gradients flow through a traced function
+ * called under a tape. */
+tfm_code tfm_plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
+                      tfm_tensor **out, int recorded);
+
+/* Evaluate output r of a graph (possibly still being traced) now, by
+ * running the nodes it depends on. Errors (ValueError) if it depends on
+ * a function input. This lifts a tf.Variable's initial value computed
+ * inside a trace out of the graph, as TF's init_scope does. */
+tfm_code tfm_graph_eval(tfm_graph *g, tfm_ref r, tfm_tensor **out);
+
+#endif

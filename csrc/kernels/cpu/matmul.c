@@ -1,0 +1,193 @@
+/* BatchMatMulV2 on the CPU: float32/float64 through Eigen's GEMM
+ * (gemm_eigen.cc), integers through a plain loop that wraps around on
+ * overflow like TF's. Batch dims broadcast: each output matrix finds its
+ * two input matrices through broadcast strides counted in matrices. */
+#include <string.h>
+
+#include "linalg.h"
+#include "loops.h"
+
+/* Products smaller than this (m*n*k) run one per thread over the batch;
+ * bigger ones run one at a time, each split over all cores by the Eigen
+ * shim (whose threshold, kParallelWork, is the same). */
+#define SMALL_GEMM (128 * 128 * 128)
+
+/* for (int64_t VAR = 0; VAR < COUNT; VAR++) { body }, on all cores when
+ * BIG. A parallel region whose if() is false still costs microseconds in
+ * libgomp once its thread pool exists, so small loops never enter one.
+ * (A candidate for loops.h, shared with the other families.) */
+#ifndef TFM_PAR_FOR
+#define TFM_PAR_FOR(BIG, VAR, COUNT, ...)                                    \
+    do {                                                                     \
+        int64_t VAR##_count = (COUNT);                                       \
+        if (BIG) {                                                           \
+            _Pragma("omp parallel for schedule(static)")                     \
+            for (int64_t VAR = 0; VAR < VAR##_count; VAR++) {                \
+                __VA_ARGS__                                                  \
+            }                                                                \
+        } else {                                                             \
+            for (int64_t VAR = 0; VAR < VAR##_count; VAR++) {                \
+                __VA_ARGS__                                                  \
+            }                                                                \
+        }                                                                    \
+    } while (0)
+#endif
+
+typedef struct plan {
+    int64_t m, n, k, nbatch;
+    int ta, tb;
+    size_t esize;
+    int nb;                          /* batch rank of the output */
+    int64_t bdims[TFM_MAX_DIMS];
+    int64_t sa[TFM_MAX_DIMS], sb[TFM_MAX_DIMS];  /* in matrices */
+    int bcast;                       /* batch dims differ between inputs */
+} plan;
+
+static void
+plan_make(const tfm_tensor *a, const tfm_tensor *b, const tfm_tensor *o,
+          const tfm_attrs *at, plan *p)
+{
+    int ra = a->shape.ndim, rb = b->shape.ndim, ro = o->shape.ndim;
+    p->ta = at->i[0] != 0;
+    p->tb = at->i[1] != 0;
+    p->m = o->shape.dims[ro - 2];
+    p->n = o->shape.dims[ro - 1];
+    p->k = a->shape.dims[ra - (p->ta ? 2 : 1)];
+    p->esize = tfm_dtype_size(o->dtype);
+    p->nb = ro - 2;
+    tfm_shape ba = tfm_shape_make(ra - 2, a->shape.dims);
+    tfm_shape bb = tfm_shape_make(rb - 2, b->shape.dims);
+    tfm_shape bo = tfm_shape_make(ro - 2, o->shape.dims);
+    p->nbatch = tfm_shape_numel(&bo);
+    p->bcast = !tfm_shape_equal(&ba, &bo) || !tfm_shape_equal(&bb, &bo);
+    for (int d = 0; d < p->nb; d++)
+        p->bdims[d] = bo.dims[d];
+    tfm_shape_broadcast_strides(&ba, &bo, p->sa);
+    tfm_shape_broadcast_strides(&bb, &bo, p->sb);
+}
+
+/* Indices (in matrices) of the inputs of output matrix t. */
+static inline void
+plan_batch(const plan *p, int64_t t, int64_t *ia, int64_t *ib)
+{
+    if (!p->bcast) {
+        *ia = *ib = t;
+        return;
+    }
+    int64_t a = 0, b = 0;
+    for (int d = p->nb - 1; d >= 0; d--) {
+        int64_t i = t % p->bdims[d];
+        t /= p->bdims[d];
+        a += i * p->sa[d];
+        b += i * p->sb[d];
+    }
+    *ia = a;
+    *ib = b;
+}
+
+typedef void (*gemm_fn)(int64_t m, int64_t n, int64_t k, const void *a,
+                        int ta, const void *b, int tb, void *c);
+
+static void
+gemm_f32(int64_t m, int64_t n, int64_t k, const void *a, int ta,
+         const void *b, int tb, void *c)
+{
+    tfm_gemm_f32(m, n, k, a, ta, b, tb, c);
+}
+
+static void
+gemm_f64(int64_t m, int64_t n, int64_t k, const void *a, int ta,
+         const void *b, int tb, void *c)
+{
+    tfm_gemm_f64(m, n, k, a, ta, b, tb, c);
+}
+
+/* Integer product in an unsigned accumulator type AT, so that overflow
+ * wraps (two's complement) instead of being undefined. Rows of c are
+ * accumulated p-major so that b and c are walked contiguously. */
+#define INT_GEMM(NAME, T, AT)                                                \
+static void                                                                  \
+NAME(int64_t m, int64_t n, int64_t k, const void *a_, int ta,                \
+     const void *b_, int tb, void *c_)                                       \
+{                                                                            \
+    const T *a = a_, *b = b_;                                                \
+    T *c = c_;                                                               \
+    int64_t sai = ta ? 1 : k, sap = ta ? m : 1;                              \
+    int64_t sbp = tb ? 1 : n, sbj = tb ? k : 1;                              \
+    TFM_PAR_FOR(m * n * k >= TFM_PAR_MIN, i, m,                              \
+        T *ci = c + i * n;                                                   \
+        for (int64_t j = 0; j < n; j++)                                      \
+            ci[j] = 0;                                                       \
+        for (int64_t p = 0; p < k; p++) {                                    \
+            AT x = (AT)a[i * sai + p * sap];                                 \
+            const T *bp = b + p * sbp;                                       \
+            for (int64_t j = 0; j < n; j++)                                  \
+                ci[j] = (T)((AT)ci[j] + x * (AT)bp[j * sbj]);                \
+        }                                                                    \
+    );                                                                       \
+}
+
+INT_GEMM(gemm_i8, int8_t, uint32_t)
+INT_GEMM(gemm_u8, uint8_t, uint32_t)
+INT_GEMM(gemm_i16, int16_t, uint32_t)
+INT_GEMM(gemm_i32, int32_t, uint32_t)
+INT_GEMM(gemm_i64, int64_t, uint64_t)
+
+static gemm_fn
+gemm_for(tfm_dtype d)
+{
+    switch (d) {
+    case TFM_FLOAT32: return gemm_f32;
+    case TFM_FLOAT64: return gemm_f64;
+    case TFM_INT8: return gemm_i8;
+    case TFM_UINT8: return gemm_u8;
+    case TFM_INT16: return gemm_i16;
+    case TFM_INT32: return gemm_i32;
+    case TFM_INT64: return gemm_i64;
+    default: return NULL;
+    }
+}
+
+tfm_code
+tfm_k_matmul(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+             tfm_tensor *const *out, int nout)
+{
+    (void)nin; (void)nout;
+    gemm_fn f = gemm_for(out[0]->dtype);
+    if (!f)
+        return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s has no CPU kernel for "
+                         "%s", tfm_ops[op].name,
+                         tfm_dtype_name(out[0]->dtype));
+    plan p;
+    plan_make(in[0], in[1], out[0], a, &p);
+    if (p.nbatch == 0 || p.m == 0 || p.n == 0)
+        return TFM_OK;
+    const char *pa = tfm_tensor_data(in[0]);
+    const char *pb = tfm_tensor_data(in[1]);
+    char *pc = tfm_tensor_data(out[0]);
+    size_t as = (size_t)(p.m * p.k) * p.esize;
+    size_t bs = (size_t)(p.k * p.n) * p.esize;
+    size_t cs = (size_t)(p.m * p.n) * p.esize;
+    int64_t work = p.m * p.n * (p.k ? p.k : 1);
+    int integer = tfm_dtype_is_int(out[0]->dtype);
+    /* The shim splits one big float product over the cores itself;
+     * everything else (small products, integer loops) is split over the
+     * batch. */
+    int per_batch = p.nbatch > 1 && (integer || work < SMALL_GEMM);
+    if (per_batch) {
+        TFM_PAR_FOR(p.nbatch * work >= TFM_PAR_MIN, t, p.nbatch,
+            int64_t ia, ib;
+            plan_batch(&p, t, &ia, &ib);
+            f(p.m, p.n, p.k, pa + ia * as, p.ta, pb + ib * bs, p.tb,
+              pc + t * cs);
+        );
+        return TFM_OK;
+    }
+    for (int64_t t = 0; t < p.nbatch; t++) {
+        int64_t ia, ib;
+        plan_batch(&p, t, &ia, &ib);
+        f(p.m, p.n, p.k, pa + ia * as, p.ta, pb + ib * bs, p.tb,
+          pc + t * cs);
+    }
+    return TFM_OK;
+}

@@ -1,0 +1,71 @@
+/* Shape rules of the linalg family. */
+#include "linalg.h"
+
+static tfm_code
+size_incompatible(tfm_op op, const tfm_meta *in, const tfm_attrs *a)
+{
+    char sa[160], sb[160];
+    return tfm_error(TFM_ERR_INVALID_ARGUMENT,
+                     "%s: Matrix size-incompatible: In[0]: %s, In[1]: %s "
+                     "(adj_x=%s, adj_y=%s)", tfm_ops[op].name,
+                     tfm_shape_str(&in[0].shape, sa, sizeof sa),
+                     tfm_shape_str(&in[1].shape, sb, sizeof sb),
+                     a->i[0] ? "true" : "false", a->i[1] ? "true" : "false");
+}
+
+tfm_code
+tfm_infer_matmul(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
+                 tfm_meta *out, int *nout)
+{
+    (void)nin;
+    const char *name = tfm_ops[op].name;
+    if (in[0].dtype != in[1].dtype)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT,
+                         "%s: inputs must have the same dtype, got %s and "
+                         "%s (tfmini, like TensorFlow, does not promote; "
+                         "use tf.cast)", name, tfm_dtype_name(in[0].dtype),
+                         tfm_dtype_name(in[1].dtype));
+    if (in[0].dtype == TFM_BOOL)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT,
+                         "%s expects numeric inputs, got bool", name);
+    const tfm_shape *sa = &in[0].shape, *sb = &in[1].shape;
+    for (int k = 0; k < 2; k++) {
+        if (in[k].shape.ndim < 2) {
+            char s[160];
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT,
+                             "%s: In[%d] must be a matrix or a batch of "
+                             "matrices (rank >= 2), got shape %s (rank %d)",
+                             name, k,
+                             tfm_shape_str(&in[k].shape, s, sizeof s),
+                             in[k].shape.ndim);
+        }
+    }
+    int ra = sa->ndim, rb = sb->ndim;
+    int64_t m = sa->dims[ra - (a->i[0] ? 1 : 2)];
+    int64_t ka = sa->dims[ra - (a->i[0] ? 2 : 1)];
+    int64_t kb = sb->dims[rb - (a->i[1] ? 1 : 2)];
+    int64_t n = sb->dims[rb - (a->i[1] ? 2 : 1)];
+    if (ka >= 0 && kb >= 0 && ka != kb)
+        return size_incompatible(op, in, a);
+    tfm_shape ba = tfm_shape_make(ra - 2, sa->dims);
+    tfm_shape bb = tfm_shape_make(rb - 2, sb->dims);
+    tfm_shape batch;
+    if (tfm_shape_broadcast(name, &ba, &bb, &batch)) {
+        char s0[160], s1[160];
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT,
+                         "%s: In[0] and In[1] must have broadcastable batch "
+                         "dimensions: In[0]: %s, In[1]: %s", name,
+                         tfm_shape_str(sa, s0, sizeof s0),
+                         tfm_shape_str(sb, s1, sizeof s1));
+    }
+    if (batch.ndim + 2 > TFM_MAX_DIMS)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: result rank %d "
+                         "exceeds %d", name, batch.ndim + 2, TFM_MAX_DIMS);
+    out[0].dtype = in[0].dtype;
+    out[0].shape = batch;
+    out[0].shape.dims[batch.ndim] = m;
+    out[0].shape.dims[batch.ndim + 1] = n;
+    out[0].shape.ndim = batch.ndim + 2;
+    *nout = 1;
+    return TFM_OK;
+}

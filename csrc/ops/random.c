@@ -1,0 +1,65 @@
+/* Shape rules of the random family. */
+#include "random.h"
+
+static tfm_code
+shape_from_attrs(tfm_op op, const tfm_attrs *a, tfm_shape *s)
+{
+    if (a->n_ints > TFM_MAX_DIMS)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: shape has rank %d, "
+                         "more than the %d dims tfmini supports",
+                         tfm_ops[op].name, a->n_ints, TFM_MAX_DIMS);
+    for (int d = 0; d < a->n_ints; d++)
+        if (a->ints[d] < 0)
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: shape dim %d "
+                             "is %lld; dims must be >= 0",
+                             tfm_ops[op].name, d, (long long)a->ints[d]);
+    *s = tfm_shape_make(a->n_ints, a->ints);
+    return TFM_OK;
+}
+
+tfm_code
+tfm_infer_random(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
+                 tfm_meta *out, int *nout)
+{
+    (void)in; (void)nin;
+    if (!tfm_dtype_is_float(a->dtype))
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: dtype must be a "
+                         "float type (float16, float32, float64), got %s",
+                         tfm_ops[op].name, tfm_dtype_name(a->dtype));
+    out[0].dtype = a->dtype;
+    *nout = 1;
+    return shape_from_attrs(op, a, &out[0].shape);
+}
+
+tfm_code
+tfm_infer_random_int(tfm_op op, const tfm_meta *in, int nin,
+                     const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)in; (void)nin;
+    if (a->dtype != TFM_INT32 && a->dtype != TFM_INT64)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: dtype must be int32 "
+                         "or int64, got %s", tfm_ops[op].name,
+                         tfm_dtype_name(a->dtype));
+    if (a->i[4] >= a->i[5])
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: Need minval < "
+                         "maxval: %lld >= %lld", tfm_ops[op].name,
+                         (long long)a->i[4], (long long)a->i[5]);
+    if (a->dtype == TFM_INT32 && (a->i[4] < INT32_MIN || a->i[5] - 1 >
+                                  INT32_MAX))
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: [%lld, %lld) does "
+                         "not fit int32", tfm_ops[op].name,
+                         (long long)a->i[4], (long long)a->i[5]);
+    out[0].dtype = a->dtype;
+    *nout = 1;
+    return shape_from_attrs(op, a, &out[0].shape);
+}
+
+tfm_code
+tfm_infer_shuffle(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
+                  tfm_meta *out, int *nout)
+{
+    (void)op; (void)nin; (void)a;
+    out[0] = in[0];
+    *nout = 1;
+    return TFM_OK;
+}

@@ -1,0 +1,305 @@
+"""tf.matmul beyond the OpSpec table: random shapes against NumPy, the
+parallel paths, dtypes, conversions and errors."""
+import numpy as np
+import pytest
+
+import tfmini as tf
+
+
+def _rand(rng, shape, dtype):
+    if np.dtype(dtype).kind in "iu":
+        return rng.integers(-3, 4, size=shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_batched_broadcast_shapes_match_numpy(seed):
+    rng = np.random.default_rng(seed)
+    m, k, n = rng.integers(1, 9, size=3)
+    batch_a = list(rng.integers(1, 4, size=rng.integers(0, 3)))
+    # b's batch dims broadcast against a's: same, 1, or missing.
+    batch_b = [d if rng.random() < 0.5 else 1 for d in batch_a]
+    batch_b = batch_b[rng.integers(0, len(batch_b) + 1):]
+    ta, tb = bool(rng.integers(2)), bool(rng.integers(2))
+    a = _rand(rng, batch_a + ([k, m] if ta else [m, k]), "float64")
+    b = _rand(rng, batch_b + ([n, k] if tb else [k, n]), "float64")
+    want = np.matmul(np.swapaxes(a, -1, -2) if ta else a,
+                     np.swapaxes(b, -1, -2) if tb else b)
+    got = tf.matmul(a, b, transpose_a=ta, transpose_b=tb)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_many_small_products_run_per_batch(dtype):
+    # 512 products of 8x8: split over threads batch by batch.
+    rng = np.random.default_rng(1)
+    a = _rand(rng, (512, 8, 8), dtype)
+    b = _rand(rng, (512, 8, 8), dtype)
+    got = tf.matmul(a, b).numpy()
+    if dtype.startswith("int"):
+        np.testing.assert_array_equal(got, a @ b)
+    else:
+        np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False),
+                                   (False, True), (True, True)])
+def test_large_product_is_blocked_and_threaded(ta, tb):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((300, 200)).astype("float32")
+    b = rng.standard_normal((200, 300) if not ta else (300, 200))
+    b = b.astype("float32")
+    if tb:
+        b = np.ascontiguousarray(b.T)
+    want = np.matmul(a.T if ta else a, b.T if tb else b)
+    got = tf.matmul(a, b, transpose_a=ta, transpose_b=tb).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_wide_product_is_split_by_columns(ta, tb, dtype):
+    # m << n: each thread takes a block of columns of the result.
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((300, 40) if ta else (40, 300)).astype(dtype)
+    b = rng.standard_normal((600, 300) if tb else (300, 600)).astype(dtype)
+    want = np.matmul(a.T if ta else a, b.T if tb else b)
+    got = tf.matmul(a, b, transpose_a=ta, transpose_b=tb).numpy()
+    tol = 1e-4 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10)
+
+
+def test_large_integer_product_runs_in_parallel_rows():
+    rng = np.random.default_rng(3)
+    a = rng.integers(-100, 100, size=(70, 90)).astype("int64")
+    b = rng.integers(-100, 100, size=(90, 80)).astype("int64")
+    np.testing.assert_array_equal(tf.matmul(a, b).numpy(), a @ b)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64"])
+def test_integer_overflow_wraps_like_numpy(dtype):
+    info = np.iinfo(dtype)
+    a = np.array([[info.max, info.max], [info.min, 3]], dtype=dtype)
+    b = np.array([[info.max, 2], [info.max, info.min]], dtype=dtype)
+    with np.errstate(over="ignore"):
+        want = a @ b
+    np.testing.assert_array_equal(tf.matmul(a, b).numpy(), want)
+
+
+def test_uint8_wraps():
+    a = np.full((2, 3), 200, dtype="uint8")
+    b = np.full((3, 2), 7, dtype="uint8")
+    np.testing.assert_array_equal(tf.matmul(a, b).numpy(), a @ b)
+
+
+def test_float16_is_computed_in_float32():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 4)).astype("float16")
+    b = rng.standard_normal((4, 2)).astype("float16")
+    got = tf.matmul(a, b)
+    assert got.dtype == tf.float16
+    want = (a.astype("float32") @ b.astype("float32")).astype("float16")
+    np.testing.assert_allclose(got.numpy().astype("float32"),
+                               want.astype("float32"), rtol=2e-3, atol=2e-3)
+
+
+def test_python_lists_and_dtype_hint_from_a():
+    a = tf.constant([[1.0, 2.0]], dtype=tf.float64)
+    got = tf.matmul(a, [[3.0], [4.0]])
+    assert got.dtype == tf.float64
+    assert got.numpy().tolist() == [[11.0]]
+    assert tf.matmul([[1, 2]], [[3], [4]]).dtype == tf.int32
+
+
+def test_operator_and_linalg_namespace():
+    a = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_array_equal((a @ a).numpy(), a.numpy() @ a.numpy())
+    np.testing.assert_array_equal((a.numpy() @ a).numpy(),
+                                  a.numpy() @ a.numpy())
+    assert tf.linalg.matmul is tf.matmul
+
+
+def test_output_type_casts():
+    a = np.ones((2, 2), dtype="int8")
+    assert tf.matmul(a, a, output_type=tf.int32).dtype == tf.int32
+
+
+@pytest.mark.skipif(not hasattr(tf, "Variable"),
+                    reason="tf.Variable is not public yet")
+def test_variables_are_accepted():
+    v = tf.Variable([[2.0, 0.0], [0.0, 2.0]])
+    np.testing.assert_array_equal(tf.matmul(v, v).numpy(), [[4, 0], [0, 4]])
+
+
+# ---- errors -----------------------------------------------------------------
+
+def test_inner_dim_mismatch_names_op_and_shapes():
+    a = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+        tf.matmul(a, a)
+    msg = str(e.value)
+    assert "BatchMatMulV2" in msg and msg.count("[2,3]") == 2
+    # Transposing fixes it.
+    assert tf.matmul(a, a, transpose_b=True).shape == (2, 2)
+
+
+def test_batch_dims_must_broadcast():
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+        tf.matmul(np.ones((2, 2, 3)), np.ones((3, 3, 4)))
+    assert "[2,2,3]" in str(e.value) and "[3,3,4]" in str(e.value)
+
+
+def test_rank_below_two_is_rejected():
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+        tf.matmul(tf.constant([1.0, 2.0]), tf.constant([[1.0], [2.0]]))
+    assert "rank >= 2" in str(e.value) and "[2]" in str(e.value)
+
+
+def test_dtypes_must_match_and_be_numeric():
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+        tf.matmul(tf.constant([[1.0]]), tf.constant([[1.0]], tf.float64))
+    assert "float32" in str(e.value) and "float64" in str(e.value)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="bool"):
+        tf.matmul(np.ones((2, 2), bool), np.ones((2, 2), bool))
+
+
+def test_transpose_and_adjoint_together_is_a_value_error():
+    a = tf.constant([[1.0]])
+    with pytest.raises(ValueError, match="transpose_a and adjoint_a"):
+        tf.matmul(a, a, transpose_a=True, adjoint_a=True)
+    with pytest.raises(ValueError, match="transpose_b and adjoint_b"):
+        tf.matmul(a, a, transpose_b=True, adjoint_b=True)
+
+
+def test_no_leaks():
+    import gc
+    gc.collect()
+    before = tf._C.live_counts()[0]
+    for _ in range(20):
+        tf.matmul(np.ones((3, 4)), np.ones((4, 5)))
+        try:
+            tf.matmul(np.ones((3, 4)), np.ones((3, 5)))
+        except tf.errors.InvalidArgumentError:
+            pass
+    gc.collect()
+    assert tf._C.live_counts()[0] == before
+
+
+# ---- tensordot, einsum, matvec ------------------------------------------
+# Composites over the shape and reduce families' ops.
+needs_composites = pytest.mark.skipif(
+    not all(hasattr(tf, n) for n in ("reshape", "transpose", "expand_dims",
+                                     "squeeze", "reduce_sum")),
+    reason="needs the shape and reduce families")
+
+TENSORDOT = [((3, 4, 5), (4, 5, 2), 2), ((3, 4), (4, 5), 1), ((2, 3), (4,), 0),
+             ((2, 3, 4), (3, 2, 5), [[0, 1], [1, 0]]),
+             ((2, 3, 4), (4, 3), [[1, 2], [1, 0]]),
+             ((3, 4), (2, 4), [[-1], [-1]]), ((5,), (5,), 1)]
+
+
+@needs_composites
+@pytest.mark.parametrize("sa,sb,axes", TENSORDOT)
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_tensordot_matches_numpy(sa, sb, axes, dtype):
+    rng = np.random.default_rng(5)
+    a, b = _rand(rng, sa, dtype), _rand(rng, sb, dtype)
+    want = np.tensordot(a, b, axes)
+    got = tf.tensordot(a, b, axes)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    assert tf.linalg.tensordot is tf.tensordot
+
+
+@needs_composites
+def test_tensordot_errors():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="\\[2,3\\]"):
+        tf.tensordot(np.ones((2, 3)), np.ones((4, 2)), 1)
+    with pytest.raises(ValueError, match="axes"):
+        tf.tensordot(np.ones((2, 3)), np.ones((3, 2)), 3)
+    with pytest.raises(ValueError, match="different lengths"):
+        tf.tensordot(np.ones((2, 3)), np.ones((3, 2)), [[0, 1], [0]])
+
+
+EINSUM = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("bij,bjk->bik", [(5, 2, 3), (5, 3, 4)]),
+    ("bij,jk->bik", [(5, 2, 3), (3, 4)]),
+    ("i,i->", [(6,), (6,)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ij->ji", [(2, 3)]),
+    ("ij->j", [(2, 3)]),
+    ("ij->", [(2, 3)]),
+    ("ijk->kij", [(2, 3, 4)]),
+    ("ij,ij->ij", [(2, 3), (2, 3)]),
+    ("ij,ij->i", [(2, 3), (2, 3)]),
+    ("ij,kj->ik", [(2, 3), (4, 3)]),
+    ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("i,ij,j->", [(3,), (3, 4), (4,)]),
+    ("ij,jk", [(2, 3), (3, 4)]),             # implicit output
+    ("ba,ac", [(2, 3), (3, 4)]),             # implicit: sorted letters
+    ("...ij,...jk->...ik", [(4, 2, 3), (4, 3, 5)]),
+    ("...ij,jk->...ik", [(2, 4, 2, 3), (3, 5)]),
+    ("ij,jk->ki", [(2, 3), (3, 4)]),
+    ("ijk,k->ij", [(2, 3, 4), (4,)]),
+    ("ij,k->ijk", [(2, 3), (2,)]),
+    ("ij,jk->ik", [(0, 3), (3, 4)]),
+]
+
+
+@needs_composites
+@pytest.mark.parametrize("eq,shapes", EINSUM,
+                         ids=[e for e, _ in EINSUM])
+def test_einsum_matches_numpy(eq, shapes):
+    rng = np.random.default_rng(6)
+    xs = [rng.standard_normal(s) for s in shapes]
+    want = np.einsum(eq, *xs)
+    got = tf.einsum(eq, *xs)
+    assert got.shape == np.shape(want)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-12)
+
+
+@needs_composites
+def test_einsum_integers_and_namespaces():
+    a = np.arange(6, dtype="int32").reshape(2, 3)
+    np.testing.assert_array_equal(tf.einsum("ij,kj->ik", a, a).numpy(),
+                                  a @ a.T)
+    assert tf.linalg.einsum is tf.einsum
+
+
+@needs_composites
+def test_einsum_errors():
+    with pytest.raises(ValueError, match="operand"):
+        tf.einsum("ij,jk->ik", np.ones((2, 3)))
+    with pytest.raises(ValueError, match="rank"):
+        tf.einsum("ijk->k", np.ones((2, 3)))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="'j'"):
+        tf.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((4, 5)))
+    with pytest.raises(ValueError, match="diagonal"):
+        tf.einsum("ii->i", np.ones((3, 3)))
+    with pytest.raises(ValueError, match="no input"):
+        tf.einsum("ij->iz", np.ones((3, 3)))
+
+
+@needs_composites
+@pytest.mark.parametrize("ta", [False, True])
+def test_matvec_matches_numpy(ta):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((4, 3, 5))
+    v = rng.standard_normal((4, 3 if ta else 5))
+    m = np.swapaxes(a, -1, -2) if ta else a
+    want = np.einsum("bij,bj->bi", m, v)
+    got = tf.linalg.matvec(a, v, transpose_a=ta)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+
+
+@needs_composites
+def test_matrix_transpose():
+    a = np.arange(24).reshape(2, 3, 4)
+    np.testing.assert_array_equal(tf.linalg.matrix_transpose(a).numpy(),
+                                  np.swapaxes(a, -1, -2))
+    np.testing.assert_array_equal(tf.linalg.adjoint(a[0]).numpy(), a[0].T)
+    with pytest.raises(ValueError, match="rank"):
+        tf.linalg.matrix_transpose(np.ones(3))

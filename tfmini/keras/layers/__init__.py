@@ -1,0 +1,13 @@
+"""keras.layers."""
+from .base import Layer  # noqa: F401
+from .input_layer import Input, InputLayer, KerasTensor  # noqa: F401
+from .core import (Activation, Add, Concatenate, Dense, Dropout,  # noqa
+                   Embedding, Flatten, Lambda, LeakyReLU, ReLU, Reshape,
+                   Softmax)
+from .conv import (AveragePooling2D, AvgPool2D, Conv2D,  # noqa: F401
+                   GlobalAveragePooling2D, GlobalAvgPool2D,
+                   GlobalMaxPool2D, GlobalMaxPooling2D, MaxPool2D,
+                   MaxPooling2D)
+from .normalization import BatchNormalization  # noqa: F401
+
+Convolution2D = Conv2D

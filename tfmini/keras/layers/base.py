@@ -1,0 +1,559 @@
+"""keras.layers.Layer: the unit models are built from.
+
+A layer owns weights (made by add_weight in build), computes call(), and
+tracks what is assigned to its attributes: sub-layers, tf.Variables and
+lists/tuples/dicts of them (walked when asked, so list appends after
+assignment count). From those come trainable_weights,
+non_trainable_weights, losses and the layer tree.
+
+Calling a layer:
+- converts NumPy/Python inputs to tensors and casts floating inputs to
+  the layer's compute dtype (Keras' autocast);
+- builds the weights on the first call from the input's shape, inside
+  tf.init_scope: when that call happens while a tf.function is traced,
+  the variables are still created and initialized eagerly, outside the
+  graph, and the graph captures them;
+- resolves `training`: the explicit argument, else the value of the
+  enclosing layer call, else the default of call()'s `training`
+  parameter; passes it to call() when call() takes it;
+- on symbolic Keras inputs (keras.Input) builds a functional graph
+  instead of computing (see input_layer.py).
+"""
+import inspect
+import threading
+
+import numpy as np
+
+import tfmini as tf
+
+from .. import backend, constraints, initializers, regularizers
+
+
+class _CallContext(threading.local):
+    def __init__(self):
+        self.training = None
+        self.depth = 0
+
+
+_ctx = _CallContext()
+_call_specs = {}
+# Set once any layer adds a loss during call: only then does a top-level
+# call pay for clearing the previous call's losses in the whole tree.
+_call_losses_used = [False]
+
+_LAYER_KWARGS = frozenset(("input_shape", "batch_input_shape", "batch_size",
+                           "input_dim", "dynamic", "autocast",
+                           "activity_regularizer", "weights"))
+
+
+def _autograph_convert():
+    """AutoGraph's convert(f) while a tf.function with autograph=True is
+    being traced, else None."""
+    if tf.executing_eagerly():
+        return None
+    import importlib
+    try:
+        api = importlib.import_module("tfmini.autograph.api")
+        function = importlib.import_module("tfmini.function")
+    except ImportError:
+        return None
+    frames = getattr(function, "_frames", None)
+    if frames is not None:
+        active = frames()
+        if active and not getattr(active[-1].function, "_autograph", True):
+            return None
+    return getattr(api, "convert", None)
+
+
+def _call_spec(cls):
+    """(passes training, default of training) for cls.call."""
+    spec = _call_specs.get(cls)
+    if spec is None:
+        params = inspect.signature(cls.call).parameters
+        varkw = any(p.kind == p.VAR_KEYWORD for p in params.values())
+        t = params.get("training")
+        default = None
+        if t is not None and t.default is not inspect.Parameter.empty:
+            default = t.default
+        spec = _call_specs[cls] = (t is not None or varkw, default)
+    return spec
+
+
+def _is_metric(x):
+    return getattr(type(x), "_keras_is_metric", False)
+
+
+def _trackable(value):
+    return isinstance(value, (Layer, list, tuple, dict)) or \
+        backend.is_variable(value) or _is_metric(value)
+
+
+def _walk(value, layers, variables, metrics, seen, depth=0):
+    if depth > 50:
+        return
+    if isinstance(value, Layer):
+        if id(value) not in seen:
+            seen.add(id(value))
+            layers.append(value)
+    elif backend.is_variable(value):
+        if id(value) not in seen:
+            seen.add(id(value))
+            variables.append(value)
+    elif _is_metric(value):
+        if metrics is not None and id(value) not in seen:
+            seen.add(id(value))
+            metrics.append(value)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _walk(v, layers, variables, metrics, seen, depth + 1)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _walk(v, layers, variables, metrics, seen, depth + 1)
+
+
+def _dedup(seq):
+    seen, out = set(), []
+    for x in seq:
+        if id(x) not in seen:
+            seen.add(id(x))
+            out.append(x)
+    return out
+
+
+def _convert_leaf(x, dtype, autocast):
+    if isinstance(x, tf.Tensor) or backend.is_variable(x):
+        if autocast and x.dtype != dtype and x.dtype.is_floating:
+            return tf.cast(x, dtype)
+        return x
+    if isinstance(x, (np.ndarray, np.generic, float, int, bool)):
+        a = np.asarray(x)
+        if a.dtype.kind == "f" and autocast:
+            a = a.astype(dtype.as_numpy_dtype, copy=False)
+        elif a.dtype == np.int64 and not isinstance(x, np.ndarray):
+            a = a.astype(np.int32)
+        return tf.constant(a)
+    return x
+
+
+def _is_number_list(x):
+    """A (nested) Python list of numbers: one tensor, not a structure."""
+    if isinstance(x, (list, tuple)):
+        return all(_is_number_list(e) for e in x) and len(x) > 0
+    return isinstance(x, (int, float, bool, np.number))
+
+
+def _convert_inputs(x, dtype, autocast):
+    if isinstance(x, list) and _is_number_list(x):
+        a = np.asarray(x)
+        if a.dtype == np.int64:
+            a = a.astype(np.int32)      # Python ints -> int32, as TF
+        return _convert_leaf(a, dtype, autocast)
+    if isinstance(x, dict):
+        return {k: _convert_inputs(v, dtype, autocast) for k, v in x.items()}
+    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+        return type(x)(_convert_inputs(v, dtype, autocast) for v in x)
+    return _convert_leaf(x, dtype, autocast)
+
+
+def _shape_of(x):
+    """The TensorShape (or nested structure of them) of an input."""
+    if isinstance(x, dict):
+        return {k: _shape_of(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_shape_of(v) for v in x]
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        return None
+    return tf.TensorShape(shape)
+
+
+def _output_shape(x):
+    """Shape for summaries: a tuple with the batch dim as None."""
+    if isinstance(x, (list, tuple)):
+        return [_output_shape(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _output_shape(v) for k, v in x.items()}
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        return None
+    dims = tuple(shape)
+    return (None,) + tuple(dims[1:]) if dims else ()
+
+
+def _contains_keras_tensor(x):
+    if isinstance(x, tf.Tensor):
+        return False
+    from .input_layer import KerasTensor
+    if isinstance(x, KerasTensor):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_contains_keras_tensor(e) for e in x)
+    if isinstance(x, dict):
+        return any(_contains_keras_tensor(e) for e in x.values())
+    return False
+
+
+class Layer:
+    """Base class of all layers (tf.keras.layers.Layer)."""
+
+    def __init__(self, trainable=True, name=None, dtype=None,
+                 dynamic=False, **kwargs):
+        unknown = set(kwargs) - _LAYER_KWARGS
+        if unknown:
+            raise TypeError(f"Keyword argument not understood: "
+                            f"{sorted(unknown)[0]!r}")
+        d = self.__dict__
+        d["_keras_tracked"] = {}
+        d["_keras_weights"] = []
+        d["_keras_regularizers"] = []
+        d["_keras_call_losses"] = []
+        d["_keras_callable_losses"] = []
+        d["_keras_output_shape"] = None
+        d["_keras_inbound"] = []
+        self._keras_trainable = bool(trainable)
+        self._name = name if name is not None else \
+            backend.unique_object_name(
+                backend.to_snake_case(type(self).__name__))
+        if isinstance(dtype, dict):       # a serialized policy
+            dtype = dtype.get("config", {}).get("name")
+        self._keras_dtype = tf.as_dtype(
+            getattr(dtype, "name", dtype) or backend.floatx())
+        self._keras_autocast = kwargs.get("autocast", True)
+        self.built = False
+        self.supports_masking = False
+        self.activity_regularizer = regularizers.get(
+            kwargs.get("activity_regularizer"))
+        batch_shape = kwargs.get("batch_input_shape")
+        if batch_shape is None and kwargs.get("input_shape") is not None:
+            batch_shape = (kwargs.get("batch_size"),) + \
+                tuple(kwargs["input_shape"])
+        if batch_shape is None and kwargs.get("input_dim") is not None:
+            batch_shape = (kwargs.get("batch_size"), kwargs["input_dim"])
+        self._keras_batch_input_shape = (tuple(batch_shape)
+                                         if batch_shape is not None
+                                         else None)
+        self._keras_initial_weights = kwargs.get("weights")
+
+    # ---- attribute tracking ------------------------------------------
+    def __setattr__(self, name, value):
+        tracked = self.__dict__.get("_keras_tracked")
+        if tracked is None:
+            if isinstance(value, Layer) or backend.is_variable(value):
+                cls = type(self).__name__
+                raise RuntimeError(
+                    f"It looks like you are subclassing `{cls}` and you "
+                    f"forgot to call `super().__init__()`. Always start "
+                    f"with this line.")
+        elif not name.startswith("_keras_"):
+            if _trackable(value):
+                tracked[name] = value
+            else:
+                tracked.pop(name, None)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        tracked = self.__dict__.get("_keras_tracked")
+        if tracked is not None:
+            tracked.pop(name, None)
+        object.__delattr__(self, name)
+
+    def _tracked_children(self, metrics=None):
+        layers, variables = [], []
+        seen = {id(self)}
+        for value in self._keras_tracked.values():
+            _walk(value, layers, variables, metrics, seen)
+        return layers, variables
+
+    def _flatten_layers(self, include_self=True, recursive=True):
+        """This layer (optionally) and its sub-layers, each once, in
+        tracking order (depth first)."""
+        seen = set()
+
+        def visit(layer, is_root):
+            if id(layer) in seen:
+                return
+            seen.add(id(layer))
+            if include_self or not is_root:
+                yield layer
+            if is_root or recursive:
+                for child in layer._tracked_children()[0]:
+                    yield from visit(child, False)
+        return list(visit(self, True))
+
+    # ---- names, dtypes, flags ----------------------------------------
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def dtype(self):
+        """The dtype of the layer's weights, as a string ('float32')."""
+        return self._keras_dtype.name
+
+    @property
+    def variable_dtype(self):
+        return self._keras_dtype.name
+
+    @property
+    def compute_dtype(self):
+        return self._keras_dtype.name
+
+    @property
+    def trainable(self):
+        return self._keras_trainable
+
+    @trainable.setter
+    def trainable(self, value):
+        # Like Keras: freezing a layer freezes everything under it.
+        for layer in self._flatten_layers():
+            layer._keras_trainable = bool(value)
+
+    @property
+    def input_shape(self):
+        if self._keras_batch_input_shape is not None:
+            return self._keras_batch_input_shape
+        raise AttributeError(f"The layer {self.name!r} has never been "
+                             f"called with a known input shape")
+
+    @property
+    def output_shape(self):
+        if self._keras_output_shape is None:
+            raise AttributeError(f"The layer {self.name!r} has never been "
+                                 f"called and thus has no defined output "
+                                 f"shape.")
+        return self._keras_output_shape
+
+    # ---- weights -----------------------------------------------------
+    def add_weight(self, name=None, shape=None, dtype=None, initializer=None,
+                   regularizer=None, trainable=None, constraint=None,
+                   use_resource=None, synchronization=None,
+                   aggregation=None, **kwargs):
+        """Create a weight of this layer: a tf.Variable named
+        '<layer>/<name>', initialized eagerly (also when the layer is
+        first called inside a traced function)."""
+        shape = tuple(() if shape is None else
+                      [int(d) if d is not None else None for d in shape])
+        if any(d is None for d in shape):
+            raise ValueError(f"Weight {name!r} of layer {self.name!r} needs "
+                             f"a fully defined shape, got {shape}")
+        dtype = tf.as_dtype(getattr(dtype, "name", dtype) or
+                            self._keras_dtype)
+        if initializer is None:
+            initializer = ("glorot_uniform" if dtype.is_floating
+                           else "zeros")
+        init = initializers.get(initializer)
+        sync = synchronization
+        if trainable is None:
+            trainable = not (sync is not None and
+                             getattr(sync, "name", sync) == "ON_READ")
+        name = name or f"weight_{len(self._keras_weights)}"
+        extra = {}
+        if sync is not None:
+            extra["synchronization"] = sync
+        if aggregation is not None:
+            extra["aggregation"] = aggregation
+        with backend.init_scope():
+            value = init(shape, dtype=dtype)
+            var = tf.Variable(value, trainable=bool(trainable),
+                              name=f"{self.name}/{name}", dtype=dtype,
+                              constraint=constraints.get(constraint),
+                              **extra)
+        self._keras_weights.append(var)
+        reg = regularizers.get(regularizer)
+        if reg is not None:
+            self._keras_regularizers.append((reg, var))
+        return var
+
+    @property
+    def trainable_weights(self):
+        if not self.trainable:
+            return []
+        layers, variables = self._tracked_children()
+        out = [w for w in _dedup(self._keras_weights + variables)
+               if w.trainable]
+        for layer in layers:
+            out.extend(layer.trainable_weights)
+        return _dedup(out)
+
+    @property
+    def non_trainable_weights(self):
+        layers, variables = self._tracked_children()
+        own = _dedup(self._keras_weights + variables)
+        if self.trainable:
+            out = [w for w in own if not w.trainable]
+            for layer in layers:
+                out.extend(layer.non_trainable_weights)
+        else:
+            out = ([w for w in own if w.trainable] +
+                   [w for w in own if not w.trainable])
+            for layer in layers:
+                out.extend(layer.weights)
+        return _dedup(out)
+
+    @property
+    def weights(self):
+        return _dedup(self.trainable_weights + self.non_trainable_weights)
+
+    variables = weights
+    trainable_variables = trainable_weights
+    non_trainable_variables = non_trainable_weights
+
+    def get_weights(self):
+        """The weights' values as a list of NumPy arrays."""
+        return [w.numpy() for w in self.weights]
+
+    def set_weights(self, weights):
+        params = self.weights
+        if len(params) != len(weights):
+            raise ValueError(
+                f"You called `set_weights(weights)` on layer {self.name!r} "
+                f"with a weight list of length {len(weights)}, but the layer "
+                f"was expecting {len(params)} weights.")
+        for p, w in zip(params, weights):
+            w = np.asarray(w)
+            if tuple(p.shape) != w.shape:
+                raise ValueError(
+                    f"Layer {self.name!r} weight shape {tuple(p.shape)} is "
+                    f"not compatible with provided weight shape {w.shape}.")
+        for p, w in zip(params, weights):
+            p.assign(np.asarray(w, dtype=p.dtype.as_numpy_dtype))
+
+    def count_params(self):
+        if not self.built:
+            raise ValueError(
+                f"You tried to call `count_params` on layer {self.name!r}, "
+                f"but the layer isn't built. You can build it manually via: "
+                f"`layer.build(input_shape)`.")
+        total = 0
+        for w in self.weights:
+            n = 1
+            for d in w.shape:
+                n *= int(d)
+            total += n
+        return total
+
+    # ---- losses ------------------------------------------------------
+    def add_loss(self, loss):
+        """Add a loss term: a tensor computed in call(), or a callable of
+        no arguments evaluated whenever `losses` is read."""
+        if callable(loss) and not isinstance(loss, tf.Tensor):
+            self._keras_callable_losses.append(loss)
+            return
+        _call_losses_used[0] = True
+        self._keras_call_losses.append(loss)
+
+    @property
+    def losses(self):
+        """Losses added during the last call and weight-regularization
+        penalties of this layer and its sub-layers (recomputed from the
+        weights' current values)."""
+        out = []
+        for layer in self._flatten_layers():
+            out.extend(layer._keras_call_losses)
+            for fn in layer._keras_callable_losses:
+                out.append(fn())
+            if layer.trainable:
+                for reg, var in layer._keras_regularizers:
+                    out.append(reg(var))
+        return out
+
+    # ---- building and calling ----------------------------------------
+    def build(self, input_shape):
+        """Create the weights for inputs of this shape. Called once, on
+        the first call."""
+        self.built = True
+
+    def call(self, inputs, *args, **kwargs):
+        return inputs
+
+    def compute_output_shape(self, input_shape):
+        raise NotImplementedError(f"Layer {type(self).__name__} does not "
+                                  f"implement compute_output_shape")
+
+    def _keras_maybe_build(self, inputs):
+        if self.built:
+            return
+        shape = _shape_of(inputs)
+        if self._keras_batch_input_shape is None and \
+                isinstance(shape, tf.TensorShape):
+            self._keras_batch_input_shape = \
+                (None,) + tuple(shape)[1:] if shape.rank else tuple(shape)
+        with backend.init_scope():
+            self.build(shape)
+            self.built = True
+        if self._keras_initial_weights is not None:
+            self.set_weights(self._keras_initial_weights)
+            self._keras_initial_weights = None
+
+    def __call__(self, *args, **kwargs):
+        if args:
+            inputs, rest = args[0], args[1:]
+        elif "inputs" in kwargs:
+            inputs, rest = kwargs.pop("inputs"), ()
+        else:
+            raise TypeError(f"{type(self).__name__}.__call__() missing its "
+                            f"`inputs` argument")
+        if type(inputs) is tf.Tensor:
+            # The common case, kept short: a tensor, cast only when it is
+            # a float of another precision (Keras' autocast).
+            if self._keras_autocast and \
+                    inputs._dtype_enum != self._keras_dtype._enum and \
+                    inputs.dtype.is_floating:
+                inputs = tf.cast(inputs, self._keras_dtype)
+        else:
+            if _contains_keras_tensor(inputs):
+                from . import input_layer
+                return input_layer.functional_call(self, inputs, rest,
+                                                   kwargs)
+            inputs = _convert_inputs(inputs, self._keras_dtype,
+                                     self._keras_autocast)
+        passes_training, default = _call_spec(type(self))
+        training = kwargs.pop("training", None)
+        if training is None:
+            training = _ctx.training
+            if training is None:
+                training = default
+        if isinstance(training, tf.Tensor):
+            training = bool(training)
+        if passes_training:
+            kwargs["training"] = training
+        if not self.built:
+            self._keras_maybe_build(inputs)
+        outer_training, depth = _ctx.training, _ctx.depth
+        if depth == 0 and _call_losses_used[0]:
+            for layer in self._flatten_layers():
+                layer._keras_call_losses = []
+        _ctx.training, _ctx.depth = training, depth + 1
+        call = self.call
+        convert = _autograph_convert()
+        if convert is not None:
+            # Like Keras: a layer's call() is converted by AutoGraph when
+            # traced (tfmini's own layers are left as they are), so
+            # Python control flow on tensors in user layers works in
+            # fit() and in any tf.function that calls the model.
+            call = convert(call)
+        try:
+            outputs = call(inputs, *rest, **kwargs)
+        finally:
+            _ctx.training, _ctx.depth = outer_training, depth
+        if self.activity_regularizer is not None:
+            self.add_loss(self.activity_regularizer(outputs) /
+                          tf.cast(tf.shape(outputs)[0], outputs.dtype))
+        if self._keras_output_shape is None:
+            self._keras_output_shape = _output_shape(outputs)
+        return outputs
+
+    # ---- config ------------------------------------------------------
+    def get_config(self):
+        config = {"name": self.name, "trainable": self.trainable,
+                  "dtype": self.dtype}
+        if self._keras_batch_input_shape is not None:
+            config["batch_input_shape"] = self._keras_batch_input_shape
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name}, built={self.built}>"

@@ -1,0 +1,171 @@
+"""keras.Input, InputLayer and the symbolic tensors of the functional API.
+
+keras.Input(shape) returns a KerasTensor: a shape and dtype with no
+value. Calling a layer on KerasTensors builds the layer and records a
+Node (layer, arguments, outputs) instead of computing; the output
+KerasTensors' shapes come from running the layer once, eagerly, on a
+batch of one zero example. keras.Model(inputs, outputs) then replays the
+recorded nodes in order on real tensors (models/functional.py).
+"""
+import numpy as np
+
+import tfmini as tf
+
+from .. import backend
+from .base import Layer, _output_shape
+
+
+class KerasTensor:
+    """A symbolic Keras input or layer output: shape (batch dim first,
+    usually None) and dtype, plus the node that produced it."""
+
+    def __init__(self, shape, dtype="float32", node=None, index=0,
+                 name=None):
+        self.shape = tf.TensorShape(shape)
+        self.dtype = tf.as_dtype(getattr(dtype, "name", dtype))
+        self._keras_node = node
+        self._keras_index = index
+        self.name = name
+
+    @property
+    def ndim(self):
+        return self.shape.rank
+
+    def __repr__(self):
+        return (f"<KerasTensor shape={self.shape}, dtype={self.dtype.name}"
+                f"{', name=' + self.name if self.name else ''}>")
+
+    def __hash__(self):
+        return id(self)
+
+    def _example(self):
+        """A zero tensor of this shape with unknown dims set to 1."""
+        dims = [1 if d is None else int(d) for d in self.shape]
+        return tf.zeros(dims, dtype=self.dtype)
+
+    # Arithmetic on symbolic tensors is not recorded: say so clearly.
+    def _no_op(self, *args, **kwargs):
+        raise TypeError("tfmini's functional API records layer calls only; "
+                        "wrap tensor arithmetic on keras.Input values in a "
+                        "layer (e.g. keras.layers.Lambda-like subclass)")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_op
+    __truediv__ = __matmul__ = __neg__ = _no_op
+
+
+class Node:
+    """One layer call in a functional graph."""
+
+    def __init__(self, layer, args, kwargs, outputs):
+        self.layer = layer
+        self.args = args            # (inputs, *rest), may hold KerasTensors
+        self.kwargs = kwargs
+        self.outputs = outputs      # nested structure of KerasTensors
+
+    def input_tensors(self):
+        return [x for x in _flatten(self.args) if isinstance(x, KerasTensor)]
+
+
+def _flatten(x):
+    if isinstance(x, (list, tuple)):
+        return [y for e in x for y in _flatten(e)]
+    if isinstance(x, dict):
+        return [y for k in x for y in _flatten(x[k])]
+    return [x]
+
+
+def _map(fn, x):
+    if isinstance(x, list):
+        return [_map(fn, e) for e in x]
+    if isinstance(x, tuple):
+        return tuple(_map(fn, e) for e in x)
+    if isinstance(x, dict):
+        return {k: _map(fn, v) for k, v in x.items()}
+    return fn(x)
+
+
+def functional_call(layer, inputs, rest, kwargs):
+    """layer(KerasTensors): build the layer, work out the output shapes
+    on a one-example batch, and return output KerasTensors."""
+    args = (inputs,) + tuple(rest)
+
+    def example(x):
+        return x._example() if isinstance(x, KerasTensor) else x
+
+    kw = dict(kwargs)
+    kw.setdefault("training", False)
+    with backend.init_scope():
+        out = layer(*_map(example, args), **kw)
+        # The probe's losses belong to no real call.
+        layer._keras_call_losses = []
+    batch_unknown = any(x.shape.rank and x.shape[0] is None
+                        for x in _flatten(args) if isinstance(x, KerasTensor))
+    node = Node(layer, args, dict(kwargs), None)
+    counter = [0]
+
+    def symbolic(t):
+        shape = tuple(t.shape)
+        if batch_unknown and shape:
+            shape = (None,) + shape[1:]
+        kt = KerasTensor(shape, t.dtype, node, counter[0])
+        counter[0] += 1
+        return kt
+    node.outputs = _map(symbolic, out)
+    layer._keras_inbound.append(node)
+    layer._keras_output_shape = _output_shape(node.outputs)
+    return node.outputs
+
+
+class InputLayer(Layer):
+    """The layer behind keras.Input: it holds the input's shape and
+    dtype and passes tensors through."""
+
+    def __init__(self, input_shape=None, batch_size=None, dtype=None,
+                 input_tensor=None, sparse=None, name=None, ragged=None,
+                 batch_input_shape=None, shape=None, batch_shape=None,
+                 **kwargs):
+        if shape is not None:
+            input_shape = shape
+        if batch_shape is not None:
+            batch_input_shape = batch_shape
+        if batch_input_shape is None:
+            if input_shape is None:
+                raise ValueError("InputLayer needs `shape` (or "
+                                 "`batch_shape`)")
+            if isinstance(input_shape, int):
+                input_shape = (input_shape,)
+            batch_input_shape = (batch_size,) + tuple(input_shape)
+        super().__init__(name=name, dtype=dtype or backend.floatx(),
+                         **kwargs)
+        self._keras_batch_input_shape = tuple(
+            None if d is None else int(d) for d in batch_input_shape)
+        self.built = True
+        node = Node(self, (), {}, None)
+        self._keras_output = KerasTensor(self._keras_batch_input_shape,
+                                         self.dtype, node, 0, name=self.name)
+        node.outputs = self._keras_output
+        self._keras_inbound.append(node)
+        self._keras_output_shape = self._keras_batch_input_shape
+
+    def call(self, inputs):
+        return inputs
+
+    def get_config(self):
+        return {"batch_input_shape": self._keras_batch_input_shape,
+                "dtype": self.dtype, "name": self.name}
+
+
+def Input(shape=None, batch_size=None, name=None, dtype=None, sparse=None,
+          tensor=None, ragged=None, type_spec=None, batch_shape=None,
+          **kwargs):
+    """keras.Input: a symbolic input of the given shape (without the
+    batch dim) for the functional API and Sequential."""
+    if shape is None and batch_shape is None:
+        raise ValueError("Please provide to Input a `shape` or a "
+                         "`batch_shape` argument. Note that `shape` does "
+                         "not include the batch dimension.")
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    layer = InputLayer(input_shape=shape, batch_size=batch_size, name=name,
+                       dtype=dtype, batch_shape=batch_shape)
+    return layer._keras_output

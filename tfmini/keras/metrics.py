@@ -1,0 +1,312 @@
+"""keras.metrics: stateful metrics.
+
+A metric keeps its running state in non-trainable tf.Variables, so that
+update_state() inside a traced train step is a pair of assign ops in the
+graph. result() reads the state; reset_state() zeroes it. Calling a metric
+updates it and returns the new result.
+"""
+import tfmini as tf
+
+from . import backend, losses as losses_mod
+
+
+class Metric:
+    """Base class: subclasses create state with add_variable in
+    __init__ and implement update_state and result."""
+
+    _keras_is_metric = True
+
+    def __init__(self, name=None, dtype=None):
+        self.name = name or backend.to_snake_case(type(self).__name__)
+        self._dtype = tf.as_dtype(getattr(dtype, "name", dtype) or
+                                  backend.floatx())
+        self._variables = []
+
+    @property
+    def dtype(self):
+        return self._dtype.name
+
+    def add_variable(self, shape=(), initializer="zeros", dtype=None,
+                     name=None):
+        dt = tf.as_dtype(getattr(dtype, "name", dtype) or self._dtype)
+        with backend.init_scope():
+            v = tf.Variable(tf.zeros(shape, dt), trainable=False,
+                            name=f"{self.name}/{name}")
+        self._variables.append(v)
+        return v
+
+    add_weight = add_variable
+
+    @property
+    def variables(self):
+        return list(self._variables)
+
+    def update_state(self, *args, **kwargs):
+        raise NotImplementedError
+
+    def result(self):
+        raise NotImplementedError
+
+    def reset_state(self):
+        for v in self._variables:
+            v.assign(tf.zeros(tuple(v.shape), v.dtype))
+
+    reset_states = reset_state
+
+    def __call__(self, *args, **kwargs):
+        self.update_state(*args, **kwargs)
+        return self.result()
+
+    def get_config(self):
+        return {"name": self.name, "dtype": self.dtype}
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name}>"
+
+
+def _weighted(values, sample_weight, dtype):
+    values = tf.cast(values, dtype)
+    if sample_weight is None:
+        return tf.reduce_sum(values), tf.cast(tf.size(values), dtype)
+    sw = sample_weight
+    if not isinstance(sw, tf.Tensor):
+        sw = tf.convert_to_tensor(sw)
+    sw = tf.cast(sw, dtype)
+    rv, rw = values.shape.rank, sw.shape.rank
+    if rw == rv + 1 and sw.shape[-1] == 1:
+        sw = tf.squeeze(sw, -1)
+    sw = tf.broadcast_to(sw, tf.shape(values)) if rw != rv else sw
+    return tf.reduce_sum(values * sw), tf.reduce_sum(sw)
+
+
+class Mean(Metric):
+    """The (weighted) mean of the values given to update_state."""
+
+    def __init__(self, name="mean", dtype=None):
+        super().__init__(name=name, dtype=dtype)
+        self.total = self.add_variable(name="total")
+        self.count = self.add_variable(name="count")
+
+    def update_state(self, values, sample_weight=None):
+        values = values if isinstance(values, tf.Tensor) else \
+            tf.convert_to_tensor(values)
+        total, count = _weighted(values, sample_weight, self._dtype)
+        self.total.assign_add(total)
+        self.count.assign_add(count)
+
+    def result(self):
+        return tf.math.divide_no_nan(self.total.read_value(),
+                                     self.count.read_value())
+
+
+class Sum(Metric):
+    def __init__(self, name="sum", dtype=None):
+        super().__init__(name=name, dtype=dtype)
+        self.total = self.add_variable(name="total")
+
+    def update_state(self, values, sample_weight=None):
+        values = values if isinstance(values, tf.Tensor) else \
+            tf.convert_to_tensor(values)
+        self.total.assign_add(_weighted(values, sample_weight,
+                                        self._dtype)[0])
+
+    def result(self):
+        return self.total.read_value()
+
+
+class MeanMetricWrapper(Mean):
+    """The mean of fn(y_true, y_pred) over all examples seen."""
+
+    def __init__(self, fn, name=None, dtype=None, **kwargs):
+        super().__init__(name=name or getattr(fn, "__name__", "metric"),
+                         dtype=dtype)
+        self._fn = fn
+        self._fn_kwargs = kwargs
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        values = self._fn(y_true, y_pred, **self._fn_kwargs)
+        super().update_state(values, sample_weight)
+
+
+# ---- metric functions ------------------------------------------------------
+
+def _as_tensor(x):
+    if isinstance(x, tf.Tensor) or hasattr(x, "_dtype_enum"):
+        return x
+    return tf.convert_to_tensor(x)
+
+
+def accuracy(y_true, y_pred):
+    y_true, y_pred = _as_tensor(y_true), _as_tensor(y_pred)
+    y_true, y_pred = losses_mod._match_ranks(y_true, y_pred)
+    if y_true.dtype != y_pred.dtype:
+        y_true = tf.cast(y_true, y_pred.dtype)
+    return tf.cast(tf.equal(y_true, y_pred), backend.floatx())
+
+
+def sparse_categorical_accuracy(y_true, y_pred):
+    y_true, y_pred = _as_tensor(y_true), _as_tensor(y_pred)
+    rt, rp = y_true.shape.rank, y_pred.shape.rank
+    if rt is not None and rp is not None and rt == rp and \
+            y_true.shape[-1] == 1:
+        y_true = tf.squeeze(y_true, -1)
+    pred = tf.argmax(y_pred, axis=-1, output_type=tf.int32)
+    if y_true.dtype != tf.int32:
+        y_true = tf.cast(y_true, tf.int32)
+    return tf.cast(tf.equal(y_true, pred), backend.floatx())
+
+
+def categorical_accuracy(y_true, y_pred):
+    y_true, y_pred = _as_tensor(y_true), _as_tensor(y_pred)
+    return tf.cast(tf.equal(tf.argmax(y_true, axis=-1),
+                            tf.argmax(y_pred, axis=-1)), backend.floatx())
+
+
+def binary_accuracy(y_true, y_pred, threshold=0.5):
+    y_true, y_pred = _as_tensor(y_true), _as_tensor(y_pred)
+    y_true, y_pred = losses_mod._match_ranks(y_true, y_pred)
+    pred = tf.cast(y_pred > threshold, y_pred.dtype)
+    if y_true.dtype != y_pred.dtype:
+        y_true = tf.cast(y_true, y_pred.dtype)
+    return tf.reduce_mean(tf.cast(tf.equal(y_true, pred), backend.floatx()),
+                          axis=-1)
+
+
+# ---- metric classes --------------------------------------------------------
+
+class Accuracy(MeanMetricWrapper):
+    """How often predictions equal labels exactly."""
+
+    def __init__(self, name="accuracy", dtype=None):
+        super().__init__(accuracy, name=name, dtype=dtype)
+
+
+class SparseCategoricalAccuracy(MeanMetricWrapper):
+    """How often argmax(y_pred) equals the integer label."""
+
+    def __init__(self, name="sparse_categorical_accuracy", dtype=None):
+        super().__init__(sparse_categorical_accuracy, name=name, dtype=dtype)
+
+
+class CategoricalAccuracy(MeanMetricWrapper):
+    """How often argmax(y_pred) equals argmax of the one-hot label."""
+
+    def __init__(self, name="categorical_accuracy", dtype=None):
+        super().__init__(categorical_accuracy, name=name, dtype=dtype)
+
+
+class BinaryAccuracy(MeanMetricWrapper):
+    """How often (y_pred > threshold) equals the 0/1 label."""
+
+    def __init__(self, name="binary_accuracy", dtype=None, threshold=0.5):
+        super().__init__(binary_accuracy, name=name, dtype=dtype,
+                         threshold=threshold)
+
+
+class MeanSquaredError(MeanMetricWrapper):
+    def __init__(self, name="mean_squared_error", dtype=None):
+        super().__init__(losses_mod.mean_squared_error, name=name,
+                         dtype=dtype)
+
+
+class MeanAbsoluteError(MeanMetricWrapper):
+    def __init__(self, name="mean_absolute_error", dtype=None):
+        super().__init__(losses_mod.mean_absolute_error, name=name,
+                         dtype=dtype)
+
+
+class SparseCategoricalCrossentropy(MeanMetricWrapper):
+    def __init__(self, name="sparse_categorical_crossentropy", dtype=None,
+                 from_logits=False, axis=-1):
+        super().__init__(losses_mod.sparse_categorical_crossentropy,
+                         name=name, dtype=dtype, from_logits=from_logits,
+                         axis=axis)
+
+
+class CategoricalCrossentropy(MeanMetricWrapper):
+    def __init__(self, name="categorical_crossentropy", dtype=None,
+                 from_logits=False, label_smoothing=0.0, axis=-1):
+        super().__init__(losses_mod.categorical_crossentropy, name=name,
+                         dtype=dtype, from_logits=from_logits,
+                         label_smoothing=label_smoothing, axis=axis)
+
+
+class BinaryCrossentropy(MeanMetricWrapper):
+    def __init__(self, name="binary_crossentropy", dtype=None,
+                 from_logits=False, label_smoothing=0.0):
+        super().__init__(losses_mod.binary_crossentropy, name=name,
+                         dtype=dtype, from_logits=from_logits,
+                         label_smoothing=label_smoothing)
+
+
+_CLASSES = {
+    "accuracy": Accuracy, "acc": Accuracy,
+    "sparse_categorical_accuracy": SparseCategoricalAccuracy,
+    "categorical_accuracy": CategoricalAccuracy,
+    "binary_accuracy": BinaryAccuracy,
+    "mean_squared_error": MeanSquaredError, "mse": MeanSquaredError,
+    "mean_absolute_error": MeanAbsoluteError, "mae": MeanAbsoluteError,
+    "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
+    "categorical_crossentropy": CategoricalCrossentropy,
+    "binary_crossentropy": BinaryCrossentropy,
+}
+for _c in set(_CLASSES.values()) | {Mean, Sum}:
+    _CLASSES[_c.__name__] = _c
+del _c
+
+
+def _accuracy_for(loss, y_true, y_pred):
+    """Which accuracy 'accuracy' means for this loss and these shapes,
+    as Keras decides it."""
+    name = getattr(loss, "name", "") or ""
+    if "sparse_categorical" in name:
+        return sparse_categorical_accuracy
+    if "binary" in name:
+        return binary_accuracy
+    if "categorical" in name:
+        return categorical_accuracy
+    pshape, tshape = tuple(y_pred.shape), tuple(y_true.shape)
+    if pshape and pshape[-1] == 1:
+        return binary_accuracy
+    if pshape and len(tshape) < len(pshape) or (tshape and tshape[-1] == 1):
+        return sparse_categorical_accuracy
+    return categorical_accuracy
+
+
+class _AutoAccuracy(MeanMetricWrapper):
+    """compile(metrics=['accuracy']): resolved on the first update from
+    the loss and the shapes; reported under the name given."""
+
+    def __init__(self, name, loss):
+        super().__init__(None, name=name)
+        self._loss = loss
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        if self._fn is None:
+            self._fn = _accuracy_for(self._loss, _as_tensor(y_true),
+                                     _as_tensor(y_pred))
+        super().update_state(y_true, y_pred, sample_weight)
+
+
+def get(identifier, loss=None):
+    """A Metric from a name, a class, an instance or a function."""
+    if isinstance(identifier, Metric):
+        return identifier
+    if isinstance(identifier, str):
+        if identifier in ("accuracy", "acc"):
+            return _AutoAccuracy(identifier, loss)
+        try:
+            return _CLASSES[identifier]()
+        except KeyError:
+            raise ValueError(f"Unknown metric function: {identifier!r}. "
+                             f"Known: {sorted(_CLASSES)}") from None
+    if isinstance(identifier, type) and issubclass(identifier, Metric):
+        return identifier()
+    if callable(identifier):
+        return MeanMetricWrapper(identifier)
+    raise ValueError(f"Could not interpret metric identifier: "
+                     f"{identifier!r}")
+
+
+mse = MSE = losses_mod.mean_squared_error
+mae = MAE = losses_mod.mean_absolute_error

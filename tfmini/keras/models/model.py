@@ -1,0 +1,565 @@
+"""keras.Model: a layer with a training loop.
+
+Subclass it (layers assigned in __init__, the forward pass in call) or
+build one functionally, keras.Model(inputs, outputs). compile() picks
+the optimizer, loss and metrics; fit/evaluate/predict run train_step,
+test_step and predict_step over batches, each wrapped in tf.function
+(traced once for the batches' shapes, with the batch dim unknown) unless
+run_eagerly=True.
+"""
+import numpy as np
+
+import tfmini as tf
+
+from .. import backend, callbacks as callbacks_mod, losses as losses_mod
+from .. import metrics as metrics_mod, optimizers, saving
+from ..layers.base import Layer, _walk
+from . import data_adapter
+from .data_adapter import DataHandler, unpack_x_y_sample_weight
+
+
+def _has_tracing():
+    return hasattr(tf, "function") and hasattr(tf, "TensorSpec")
+
+
+def _spec(x):
+    """TensorSpec of a batch component with the batch dim unknown, so
+    one trace serves full and partial batches."""
+    shape = tuple(x.shape)
+    if shape:
+        shape = (None,) + shape[1:]
+    return tf.TensorSpec(shape, x.dtype)
+
+
+def _map_structure(fn, x):
+    if isinstance(x, dict):
+        return {k: _map_structure(fn, v) for k, v in x.items()}
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(_map_structure(fn, v) for v in x))
+    if isinstance(x, (list, tuple)):
+        return type(x)(_map_structure(fn, v) for v in x)
+    return fn(x)
+
+
+def _structure_key(x, with_shapes):
+    if isinstance(x, dict):
+        return ("d",) + tuple((k, _structure_key(v, with_shapes))
+                              for k, v in sorted(x.items()))
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__,) + tuple(_structure_key(v, with_shapes)
+                                           for v in x)
+    if x is None:
+        return None
+    if with_shapes:
+        return (x.dtype.name, tuple(x.shape)[1:])
+    return x.dtype.name
+
+
+def _to_float(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return v
+
+
+class Model(Layer):
+    """A Layer with compile/fit/evaluate/predict/summary and weights
+    files (tf.keras.Model)."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Model and (len(args) >= 2 or "inputs" in kwargs or
+                             "outputs" in kwargs):
+            from .functional import Functional
+            return object.__new__(Functional)
+        return object.__new__(cls)
+
+    def __init__(self, *args, **kwargs):
+        known = {k: kwargs.pop(k) for k in ("name", "trainable", "dtype")
+                 if k in kwargs}
+        if args:
+            raise TypeError(f"Model.__init__ got unexpected positional "
+                            f"arguments {args!r} (keras.Model(inputs, "
+                            f"outputs) builds a functional model)")
+        kwargs.pop("autocast", None)
+        super().__init__(**known, **kwargs)
+        self._keras_compiled = False
+        self._keras_run_eagerly = None
+        self._keras_functions = {}
+        self._keras_loss_fn = None
+        self._keras_compiled_metrics = []
+        self._keras_metric_specs = []
+        self._keras_loss_tracker = None
+        self.optimizer = None
+        self.loss = None
+        self.stop_training = False
+        self.history = None
+
+    # ---- structure ----------------------------------------------------
+    @property
+    def layers(self):
+        """The model's direct sub-layers, in the order assigned."""
+        return self._tracked_children()[0]
+
+    def get_layer(self, name=None, index=None):
+        if index is not None:
+            layers = self.layers
+            if len(layers) <= index:
+                raise ValueError(f"Was asked to retrieve layer at index "
+                                 f"{index} but model only has "
+                                 f"{len(layers)} layers.")
+            return layers[index]
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"No such layer: {name}. Existing layers are: "
+                         f"{[layer.name for layer in self.layers]}.")
+
+    def _keras_maybe_build(self, inputs):
+        # Sub-layers build lazily during the call itself; a model only
+        # runs its own build() when a subclass defines one.
+        if self.built:
+            return
+        shape = data_adapter._map(
+            lambda t: tf.TensorShape(t.shape) if hasattr(t, "shape")
+            else None, inputs)
+        if isinstance(shape, tf.TensorShape) and shape.rank:
+            self._keras_batch_input_shape = (None,) + tuple(shape)[1:]
+        if type(self).build is not Model.build:
+            with backend.init_scope():
+                self.build(shape)
+        self.built = True
+
+    def build(self, input_shape):
+        """Create the weights by calling the model on a batch of zeros
+        of input_shape (None dims as 1)."""
+        if input_shape is None:
+            raise ValueError("You must provide an `input_shape` argument.")
+        shapes = input_shape
+        if isinstance(shapes, tuple) and shapes and \
+                all(isinstance(d, (int, type(None))) for d in shapes):
+            shapes = tf.TensorShape(shapes)
+
+        def zeros(s):
+            s = tf.TensorShape(s)
+            return tf.zeros([1 if d is None else d for d in s],
+                            self._keras_dtype)
+        if isinstance(shapes, (tf.TensorShape, list)) and \
+                isinstance(shapes, tf.TensorShape):
+            dummy = zeros(shapes)
+            self._keras_batch_input_shape = (None,) + tuple(shapes)[1:]
+        else:
+            dummy = [zeros(s) for s in shapes]
+        self.built = True
+        with backend.init_scope():
+            self(dummy, training=False)
+
+    def call(self, inputs, training=None, mask=None):
+        raise NotImplementedError(
+            f"Model {type(self).__name__} does not have a `call()` method: "
+            f"subclasses of keras.Model must implement call(inputs)")
+
+    # ---- compile ------------------------------------------------------
+    def compile(self, optimizer="rmsprop", loss=None, metrics=None,
+                loss_weights=None, weighted_metrics=None, run_eagerly=None,
+                steps_per_execution=None, jit_compile=None,
+                auto_scale_loss=True, **kwargs):
+        """Set the optimizer, loss and metrics used by fit/evaluate."""
+        if isinstance(loss, (list, tuple)):
+            if len(loss) != 1:
+                raise ValueError("tfmini's compile() takes one loss (models "
+                                 "with several outputs are not supported "
+                                 "by fit yet)")
+            loss = loss[0]
+        if isinstance(loss, dict):
+            raise ValueError("tfmini's compile() does not support a dict of "
+                             "losses yet")
+        self.optimizer = optimizers.get(optimizer)
+        self.loss = loss
+        self._keras_loss_fn = losses_mod.get(loss)
+        if isinstance(metrics, dict):
+            raise ValueError("tfmini's compile() does not support a dict of "
+                             "metrics yet")
+        # (metric, weighted): like Keras, only weighted_metrics see the
+        # sample weights.
+        self._keras_metric_specs = [
+            (metrics_mod.get(m, self._keras_loss_fn), False)
+            for m in metrics or []] + [
+            (metrics_mod.get(m, self._keras_loss_fn), True)
+            for m in weighted_metrics or []]
+        self._keras_compiled_metrics = [m for m, _ in
+                                        self._keras_metric_specs]
+        self._keras_loss_tracker = metrics_mod.Mean(name="loss")
+        self._keras_run_eagerly = run_eagerly
+        self._keras_functions = {}
+        self._keras_compiled = True
+
+    @property
+    def run_eagerly(self):
+        cfg = getattr(tf.config, "functions_run_eagerly", None)
+        return bool(self._keras_run_eagerly) or bool(cfg and cfg())
+
+    @run_eagerly.setter
+    def run_eagerly(self, value):
+        self._keras_run_eagerly = value
+        self._keras_functions = {}
+
+    @property
+    def metrics(self):
+        """The loss tracker, compiled metrics, then metrics assigned as
+        attributes (of this model and its layers)."""
+        out = []
+        if self._keras_loss_tracker is not None:
+            out.append(self._keras_loss_tracker)
+        out.extend(self._keras_compiled_metrics)
+        seen = {id(m) for m in out}
+        for layer in self._flatten_layers():
+            found = []
+            _walk(list(layer._keras_tracked.values()), [], [], found,
+                  set())
+            for m in found:
+                if id(m) not in seen:
+                    seen.add(id(m))
+                    out.append(m)
+        return out
+
+    @property
+    def metrics_names(self):
+        return [m.name for m in self.metrics]
+
+    def reset_metrics(self):
+        for m in self.metrics:
+            m.reset_state()
+
+    # ---- steps --------------------------------------------------------
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,
+                     training=True):
+        """The compiled loss of (y, y_pred) plus the model's added and
+        regularization losses."""
+        terms = []
+        if self._keras_loss_fn is not None and y is not None:
+            terms.append(self._keras_loss_fn(y, y_pred, sample_weight))
+        terms.extend(self.losses)
+        if not terms:
+            if self._keras_loss_fn is None:
+                raise ValueError("No loss to compute. Provide a `loss` "
+                                 "argument in `compile()`.")
+            raise ValueError("The model was compiled with a loss but the "
+                             "data has no targets (y)")
+        total = terms[0]
+        for t in terms[1:]:
+            total = total + tf.cast(t, total.dtype)
+        return total
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        """Update the compiled metrics; return every metric's result."""
+        if y is not None:
+            for m, weighted in self._keras_metric_specs:
+                m.update_state(y, y_pred,
+                               sample_weight if weighted else None)
+        return self.get_metrics_result()
+
+    def get_metrics_result(self):
+        return {m.name: m.result() for m in self.metrics}
+
+    def train_step(self, data):
+        """One optimization step on a batch: forward under a tape, loss,
+        gradients, optimizer update, metrics. Returns {name: value}."""
+        x, y, sample_weight = unpack_x_y_sample_weight(data)
+        with tf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(x, y, y_pred, sample_weight)
+        variables = self.trainable_variables
+        grads = tape.gradient(loss, variables)
+        self.optimizer.apply_gradients(zip(grads, variables))
+        self._track_loss(loss, x)
+        return self.compute_metrics(x, y, y_pred, sample_weight)
+
+    def _track_loss(self, loss, x):
+        # The epoch's loss is the mean over examples: each batch's mean
+        # counts with its batch size (the last batch may be smaller).
+        first = data_adapter._flatten(x)[0]
+        n = first.shape[0]
+        self._keras_loss_tracker.update_state(
+            loss, sample_weight=n if n is not None else tf.shape(first)[0])
+
+    def test_step(self, data):
+        x, y, sample_weight = unpack_x_y_sample_weight(data)
+        y_pred = self(x, training=False)
+        loss = self.compute_loss(x, y, y_pred, sample_weight,
+                                 training=False)
+        self._track_loss(loss, x)
+        return self.compute_metrics(x, y, y_pred, sample_weight)
+
+    def predict_step(self, data):
+        x, _, _ = unpack_x_y_sample_weight(data)
+        return self(x, training=False)
+
+    # Note [Batch shapes of traced steps]: TF traces fit's steps once,
+    # with the batch dim unknown. tfmini's random ops (hence Dropout)
+    # need static shapes when traced, so by default a step is traced per
+    # batch shape instead: the full batches and the last, smaller one
+    # (two traces, reused for every epoch). With _keras_unknown_batch a
+    # step is traced once with the batch dim None (for models whose ops
+    # all accept unknown dims).
+    _keras_unknown_batch = False
+
+    def _function(self, kind, step, batch):
+        """The (traced unless run_eagerly) function running `step` on
+        batches like `batch`; one per batch structure and dtypes."""
+        if self.run_eagerly or not _has_tracing():
+            # Without tf.function (or when debugging) steps run eagerly.
+            return step
+        key = (kind, _structure_key(batch, self._keras_unknown_batch))
+        fn = self._keras_functions.get(key)
+        if fn is None:
+            if self._keras_unknown_batch:
+                signature = [_map_structure(_spec, batch)]
+                fn = tf.function(step, input_signature=signature)
+            else:
+                fn = tf.function(step)
+            self._keras_functions[key] = fn
+        return fn
+
+    def make_train_function(self, force=False):
+        return lambda data: self._function("train", self.train_step,
+                                           data)(data)
+
+    def make_test_function(self, force=False):
+        return lambda data: self._function("test", self.test_step,
+                                           data)(data)
+
+    def make_predict_function(self, force=False):
+        return lambda data: self._function("predict", self.predict_step,
+                                           data)(data)
+
+    def _assert_compiled(self, what):
+        if not self._keras_compiled:
+            raise RuntimeError(f"You must compile your model before "
+                               f"{what}. Calling `compile(optimizer, loss)`.")
+
+    # ---- fit / evaluate / predict -------------------------------------
+    def _callbacks(self, callbacks, verbose, epochs, steps, add_history,
+                   **extra):
+        if isinstance(callbacks, callbacks_mod.CallbackList):
+            cbs = callbacks
+        else:
+            user = list(callbacks or [])
+            defaults = []
+            if verbose and not any(isinstance(c, callbacks_mod.ProgbarLogger)
+                                   for c in user):
+                defaults.append(callbacks_mod.ProgbarLogger())
+            tail = []
+            if add_history:
+                tail.append(callbacks_mod.History())
+            cbs = callbacks_mod.CallbackList(defaults + user + tail)
+        cbs.set_model(self)
+        cbs.set_params({"verbose": verbose, "epochs": epochs,
+                        "steps": steps, **extra})
+        return cbs
+
+    @staticmethod
+    def _verbose(verbose):
+        if verbose == "auto":
+            return 1
+        return int(verbose)
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto",
+            callbacks=None, validation_split=0.0, validation_data=None,
+            shuffle=True, class_weight=None, sample_weight=None,
+            initial_epoch=0, steps_per_epoch=None, validation_steps=None,
+            validation_batch_size=None, validation_freq=1, **kwargs):
+        """Train for `epochs` epochs; returns the History callback."""
+        self._assert_compiled("training/testing")
+        verbose = self._verbose(verbose)
+        if validation_split and validation_data is None:
+            if data_adapter._is_dataset(x):
+                raise ValueError("`validation_split` is only supported for "
+                                 "Tensors or NumPy arrays, found: a "
+                                 "Dataset")
+            (x, y, sample_weight), validation_data = \
+                data_adapter.train_validation_split(
+                    (data_adapter._map(data_adapter._to_numpy, x),
+                     None if y is None else
+                     data_adapter._map(data_adapter._to_numpy, y),
+                     None if sample_weight is None else
+                     data_adapter._to_numpy(sample_weight)),
+                    validation_split)
+            if validation_data[2] is None:
+                validation_data = validation_data[:2]
+        data = DataHandler(x, y, sample_weight, batch_size,
+                           steps_per_epoch, shuffle, class_weight)
+        val = None
+        if validation_data is not None:
+            if data_adapter._is_dataset(validation_data):
+                val = DataHandler(validation_data,
+                                  steps_per_epoch=validation_steps)
+            else:
+                vx, vy, vsw = unpack_x_y_sample_weight(validation_data)
+                val = DataHandler(vx, vy, vsw,
+                                  validation_batch_size or batch_size,
+                                  validation_steps)
+        cbs = self._callbacks(callbacks, verbose, epochs, data.steps, True)
+        train = self.make_train_function()
+        self.stop_training = False
+        cbs.on_train_begin()
+        epoch_logs = {}
+        for epoch in range(initial_epoch, epochs):
+            self.reset_metrics()
+            cbs.on_epoch_begin(epoch)
+            logs = None
+            for step, batch in enumerate(data.epoch()):
+                cbs.on_train_batch_begin(step)
+                logs = train(batch)
+                cbs.on_train_batch_end(step, logs)
+                if self.stop_training:
+                    break
+            if logs is None:
+                raise ValueError("Unexpected result of `train_function` "
+                                 "(Empty logs). This could be due to "
+                                 "issues in input data: the training data "
+                                 "yielded no batch.")
+            epoch_logs = {k: _to_float(v) for k, v in logs.items()}
+            if val is not None and (epoch + 1) % validation_freq == 0:
+                val_logs = self._evaluate(val, cbs)
+                epoch_logs.update({"val_" + k: v
+                                   for k, v in val_logs.items()})
+            cbs.on_epoch_end(epoch, epoch_logs)
+            if self.stop_training:
+                break
+        cbs.on_train_end(epoch_logs)
+        for c in cbs:
+            if isinstance(c, callbacks_mod.History):
+                return c
+        return self.history
+
+    def _evaluate(self, data, cbs):
+        self.reset_metrics()
+        test = self.make_test_function()
+        cbs.on_test_begin()
+        logs = None
+        for step, batch in enumerate(data.epoch()):
+            cbs.on_test_batch_begin(step)
+            logs = test(batch)
+            cbs.on_test_batch_end(step, logs)
+        if logs is None:
+            raise ValueError("Unexpected result of `test_function` (Empty "
+                             "logs): the evaluation data yielded no batch.")
+        logs = {k: _to_float(v) for k, v in logs.items()}
+        cbs.on_test_end(logs)
+        return logs
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto",
+                 sample_weight=None, steps=None, callbacks=None,
+                 return_dict=False, **kwargs):
+        """The loss and metrics on the data: a scalar (loss only), a list
+        in metrics_names order, or a dict with return_dict=True."""
+        self._assert_compiled("training/testing")
+        verbose = self._verbose(verbose)
+        data = DataHandler(x, y, sample_weight, batch_size, steps)
+        cbs = self._callbacks(callbacks, verbose, 1, data.steps, False,
+                              _evaluating=True)
+        logs = self._evaluate(data, cbs)
+        if return_dict:
+            return logs
+        values = [logs[name] for name in self.metrics_names if name in logs]
+        return values[0] if len(values) == 1 else values
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None,
+                callbacks=None, **kwargs):
+        """The model's outputs for x, batch by batch, as NumPy arrays."""
+        verbose = self._verbose(verbose)
+        data = DataHandler(x, batch_size=batch_size, steps_per_epoch=steps,
+                           for_predict=True)
+        cbs = self._callbacks(callbacks, verbose, 1, data.steps, False)
+        fn = self.make_predict_function()
+        cbs.on_predict_begin()
+        outputs = []
+        for step, batch in enumerate(data.epoch()):
+            cbs.on_predict_batch_begin(step)
+            out = fn(batch)
+            outputs.append(_map_structure(lambda t: t.numpy(), out))
+            cbs.on_predict_batch_end(step, {"outputs": out})
+        cbs.on_predict_end()
+        if not outputs:
+            raise ValueError("Unexpected result of `predict_function` "
+                             "(Empty batch_outputs): the input yielded no "
+                             "batch.")
+        first = outputs[0]
+        if isinstance(first, np.ndarray):
+            return np.concatenate(outputs)
+        flat = [data_adapter._flatten(o) for o in outputs]
+        joined = [np.concatenate(parts) for parts in zip(*flat)]
+        it = iter(joined)
+        return _map_structure(lambda _: next(it), first)
+
+    def train_on_batch(self, x, y=None, sample_weight=None,
+                       class_weight=None, reset_metrics=True,
+                       return_dict=False):
+        self._assert_compiled("training/testing")
+        if reset_metrics:
+            self.reset_metrics()
+        data = DataHandler(x, y, sample_weight, batch_size=len(
+            data_adapter._flatten(data_adapter._map(
+                data_adapter._to_numpy, x))[0]), class_weight=class_weight)
+        logs = None
+        for batch in data.epoch():
+            logs = self.make_train_function()(batch)
+        logs = {k: _to_float(v) for k, v in logs.items()}
+        if return_dict:
+            return logs
+        values = list(logs.values())
+        return values[0] if len(values) == 1 else values
+
+    def test_on_batch(self, x, y=None, sample_weight=None,
+                      reset_metrics=True, return_dict=False):
+        self._assert_compiled("training/testing")
+        if reset_metrics:
+            self.reset_metrics()
+        n = len(data_adapter._flatten(data_adapter._map(
+            data_adapter._to_numpy, x))[0])
+        data = DataHandler(x, y, sample_weight, batch_size=n)
+        logs = None
+        for batch in data.epoch():
+            logs = self.make_test_function()(batch)
+        logs = {k: _to_float(v) for k, v in logs.items()}
+        if return_dict:
+            return logs
+        values = list(logs.values())
+        return values[0] if len(values) == 1 else values
+
+    def predict_on_batch(self, x):
+        out = self(x, training=False)
+        return _map_structure(lambda t: t.numpy(), out)
+
+    # ---- weights files and summary ------------------------------------
+    def save_weights(self, filepath, overwrite=True, save_format=None,
+                     options=None):
+        """Write the weights to filepath (format: keras/saving/
+        weights_format.py), atomically."""
+        saving.save_weights(self, filepath, overwrite=overwrite)
+
+    def load_weights(self, filepath, skip_mismatch=False, by_name=False,
+                     options=None):
+        """Read weights written by save_weights into this model (same
+        architecture, already built)."""
+        saving.load_weights(self, filepath, skip_mismatch=skip_mismatch,
+                            by_name=by_name)
+
+    def save(self, filepath, overwrite=True, **kwargs):
+        raise NotImplementedError(
+            "tfmini cannot save whole models yet: save the weights with "
+            "model.save_weights(path), rebuild the model in code and call "
+            "model.load_weights(path)")
+
+    def summary(self, line_length=None, positions=None, print_fn=None,
+                expand_nested=False, show_trainable=False,
+                layer_range=None):
+        """Print a table of the layers, their output shapes and parameter
+        counts."""
+        from .summary import print_summary
+        print_summary(self, line_length=line_length, positions=positions,
+                      print_fn=print_fn, expand_nested=expand_nested,
+                      show_trainable=show_trainable)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable}

@@ -1,0 +1,25 @@
+"""keras.optimizers."""
+from . import schedules  # noqa: F401
+from .adam import Adam, AdamW  # noqa: F401
+from .optimizer import Optimizer  # noqa: F401
+from .rmsprop import RMSprop  # noqa: F401
+from .sgd import SGD  # noqa: F401
+
+_BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop}
+
+
+def get(identifier):
+    """An optimizer from a name ('adam'), a class or an instance."""
+    if isinstance(identifier, Optimizer):
+        return identifier
+    if isinstance(identifier, str):
+        try:
+            return _BY_NAME[identifier.lower()]()
+        except KeyError:
+            raise ValueError(f"Could not interpret optimizer identifier: "
+                             f"{identifier!r}. Known: {sorted(_BY_NAME)}"
+                             ) from None
+    if isinstance(identifier, type) and issubclass(identifier, Optimizer):
+        return identifier()
+    raise ValueError(f"Could not interpret optimizer identifier: "
+                     f"{identifier!r}")
