@@ -2,6 +2,8 @@
 dtypes as TF has them, big inputs (the tiled and parallel kernel paths),
 and the errors (TF's exception type, the op name and the shapes in the
 message)."""
+import gc
+
 import numpy as np
 import pytest
 
@@ -509,3 +511,143 @@ def test_infer_unknown_dims():
                       i=[1, -1])) == 3
     with pytest.raises(IAE, match="requested shape has 8"):
         _infer("tfm_infer_reshape", "Reshape", [(2, 3)], ints=[4, 2])
+
+
+# ---- regressions found by tests/test_fuzz_ops.py ---------------------------
+
+HUGE = 2 ** 32      # HUGE * HUGE wraps int64 to 0
+
+
+@pytest.mark.parametrize("fn, op", [
+    (lambda: tf.zeros([HUGE, HUGE]), "Fill"),
+    (lambda: tf.fill([HUGE, 3, HUGE], 1.0), "Fill"),
+    (lambda: tf.tile(tf.constant([[1.0]]), [HUGE, HUGE]), "Tile"),
+    (lambda: tf.tile(tf.constant([1.0, 2.0]), [2 ** 63 - 1]), "Tile"),
+    (lambda: tf.reshape(tf.zeros([0]), [HUGE, HUGE, 0]), "Reshape"),
+    (lambda: tf.reshape(tf.zeros([0]), [HUGE, HUGE]), "Reshape"),
+    (lambda: tf.broadcast_to(tf.constant(1.0), [HUGE, HUGE]), "BroadcastTo"),
+    (lambda: tf.one_hot([0, 1, 2, 3], 2 ** 62), "OneHot"),
+    (lambda: tf.pad(tf.zeros([2]), [[2 ** 62, 2 ** 62]]), "PadV2"),
+    (lambda: tf.pad(tf.zeros([2]), [[2 ** 63 - 1, 1]]), "PadV2"),
+    (lambda: tf.split(tf.zeros([5]), [2 ** 62] * 4 + [5]), "SplitV"),
+    (lambda: tf.concat([tf.zeros([2 ** 61, 0], tf.int8)] * 5, 0),
+     "ConcatV2"),
+])
+def test_shapes_past_int64_are_refused(fn, op):
+    """Element counts that wrap int64 once sized a buffer far smaller than
+    the shape (a crash on the first read); they are refused like NumPy
+    refuses them, naming the op."""
+    gc.collect()
+    before = tf._C.live_counts()
+    expect(IAE, fn, op)
+    gc.collect()
+    assert tf._C.live_counts() == before
+
+
+def test_empty_shapes_with_big_dims_still_work():
+    assert tf.zeros([2 ** 40, 0]).shape == (2 ** 40, 0)
+    assert tf.reshape(tf.zeros([0]), [2 ** 40, 0]).shape == (2 ** 40, 0)
+    assert tf.tile(tf.zeros([0, 1]), [1, 2 ** 40]).shape == (0, 2 ** 40)
+    # Up to NumPy's limit (2^63 bytes, zero dims aside), so that every
+    # such tensor converts to an array (and prints).
+    t = tf.zeros([2 ** 60, 0], tf.float32)
+    assert t.numpy().shape == (2 ** 60, 0)
+    assert "shape=(1152921504606846976, 0)" in repr(t)
+    expect(IAE, lambda: tf.zeros([2 ** 61, 0], tf.float32), "Fill",
+           "float32")
+    expect(IAE, lambda: tf.one_hot(tf.zeros([0], tf.int32), 2 ** 63 - 1),
+           "OneHot")
+
+
+def test_pad_constant_is_exact_and_checked():
+    big = 2 ** 60 + 1          # not a float64
+    got = tf.pad(tf.constant([1], tf.int64), [[1, 1]], constant_values=big)
+    assert got.numpy().tolist() == [big, 1, big]
+    got = tf.pad(tf.constant([1], tf.uint8), [[1, 0]], constant_values=255)
+    assert got.numpy().tolist() == [255, 1]
+    got = tf.pad(tf.constant([1], tf.int8), [[0, 1]],
+                 constant_values=tf.constant(-128, tf.int8))
+    assert got.numpy().tolist() == [1, -128]
+    got = tf.pad(tf.constant([1.5]), [[1, 0]], constant_values=2 ** 60 + 1)
+    assert got.numpy().tolist() == [2.0 ** 60, 1.5]
+    for bad in (2 ** 40, 1.5, float("nan"), float("inf"), -1):
+        expect(TypeError, lambda: tf.pad(tf.constant([1], tf.uint8),
+                                         [[1, 1]], constant_values=bad),
+               "PadV2")
+    expect(TypeError, lambda: tf.pad(tf.constant([1]), [[1, 1]],
+                                     constant_values="x"), "PadV2")
+    # The op itself refuses a constant its dtype cannot hold.
+    pad = tfm_ops_id("PadV2")
+    expect(IAE, lambda: tf._C.call(pad, (tf.constant([1]),), [1, 1], None,
+                                   [1.5]), "PadV2", "int32")
+    expect(IAE, lambda: tf._C.call(pad, (tf.constant([1], tf.int8),),
+                                   [1, 1], [0, 1, 300]), "PadV2", "int8")
+
+
+def tfm_ops_id(name):
+    from tfmini._opids import ID
+    return ID[name]
+
+
+def test_range_bounds_must_fit_the_dtype():
+    assert tf.range(120, 127, 3, dtype=tf.int8).numpy().tolist() == [
+        120, 123, 126]
+    expect(IAE, lambda: tf.range(1000, dtype=tf.int8), "Range", "int8")
+    expect(IAE, lambda: tf.range(-129, 0, dtype=tf.int8), "Range", "start")
+    expect(IAE, lambda: tf.range(0, 10, 300, dtype=tf.uint8), "Range",
+           "delta")
+    expect(ValueError, lambda: tf.range(2 ** 70), "Range")
+    expect(TypeError, lambda: tf.range(0, "a"), "Range")
+
+
+@pytest.mark.parametrize("fn, op", [
+    (lambda: tf.reshape(tf.zeros([1]), [2 ** 70]), "Reshape"),
+    (lambda: tf.tile(tf.zeros([1]), [2 ** 64]), "Tile"),
+    (lambda: tf.expand_dims(tf.zeros([1]), 2 ** 63), "ExpandDims"),
+    (lambda: tf.one_hot([1], 2 ** 70), "OneHot"),
+    (lambda: tf.transpose(tf.zeros([1]), np.array([2 ** 64 - 1],
+                                                  np.uint64)), "Transpose"),
+    (lambda: tf.strided_slice(tf.zeros([2]), [0], [1], begin_mask=2 ** 70),
+     "StridedSlice"),
+])
+def test_python_ints_past_int64_are_value_errors(fn, op):
+    """Not OverflowError from deep in the binding."""
+    expect(ValueError, fn, op)
+
+
+def test_one_hot_bool_on_value_gives_bool():
+    got = tf.one_hot([1, 0], 2, on_value=True, off_value=False)
+    assert got.dtype == tf.bool
+    assert got.numpy().tolist() == [[False, True], [True, False]]
+    expect(TypeError, lambda: tf.one_hot([1], 2, on_value=1.5,
+                                         dtype=tf.int32), "OneHot")
+    expect(TypeError, lambda: tf.one_hot([1], 2, on_value=-1,
+                                         dtype=tf.uint8), "OneHot")
+
+
+def test_unstack_num_below_minus_one():
+    unpack = tfm_ops_id("Unpack")
+    expect(IAE, lambda: tf._C.call(unpack, (tf.zeros([2, 3]),), None,
+                                   [0, -2]), "Unpack", "num")
+
+
+def test_gather_indices_from_python_values():
+    p = tf.constant([10, 20, 30])
+    assert tf.gather(p, np.array([2, 0], np.uint64)).numpy().tolist() == [
+        30, 10]
+    assert tf.gather(p, np.array([1], np.uint8)).numpy().tolist() == [20]
+    expect(ValueError, lambda: tf.gather(p, np.array([2 ** 63], np.uint64)),
+           "GatherV2")
+    expect(ValueError, lambda: tf.gather(p, [[0, 1], [2]]), "GatherV2")
+    expect(TypeError, lambda: tf.gather(p, [0.5]), "GatherV2")
+
+
+def test_boolean_mask_of_empty_tensors():
+    """reshape(-1) next to a zero dim cannot infer the -1."""
+    x = np.zeros((0, 0), np.float32)
+    got = tf.boolean_mask(tf.constant(x), tf.zeros([0], tf.bool))
+    assert got.shape == (0, 0)
+    x = np.zeros((2, 0, 3), np.int32)
+    m = np.array([True, False])
+    np.testing.assert_array_equal(
+        tf.boolean_mask(tf.constant(x), m).numpy(), x[m])

@@ -2,6 +2,7 @@
 paddings and dilations against NumPy, backprop ops against finite
 differences of the forward op, pooling ties, the parallel paths, shape
 errors, and (where the runtime has them) unknown dims and tape grads."""
+import gc
 import itertools
 
 import numpy as np
@@ -539,3 +540,59 @@ def test_tape_pool_gradients():
                                np_max_pool_grad(x.numpy(), g, *args))
     np.testing.assert_allclose(got_avg.numpy(),
                                np_avg_pool_grad((2, 6, 6, 1), g, *args))
+
+
+# ---- regressions found by tests/test_fuzz_ops.py ---------------------------
+
+@pytest.mark.parametrize("fn, op", [
+    # 2**32 x 2**32 outputs: the element count wrapped int64 to 0.
+    (lambda: tf.nn.conv2d(tf.zeros([1, 2, 2, 1]), tf.ones([1, 1, 1, 1]), 1,
+                          [[0, 0], [2 ** 31 - 1, 2 ** 31 - 1],
+                           [2 ** 31 - 1, 2 ** 31 - 1], [0, 0]]), "Conv2D"),
+    (lambda: tf.nn.conv2d_transpose(tf.zeros([1, 1, 1, 1]),
+                                    tf.zeros([1, 1, 16, 1]),
+                                    [1, 2 ** 30, 2 ** 30, 16], 2 ** 31 - 1,
+                                    "VALID"), "Conv2DBackpropInput"),
+    (lambda: conv_ops.conv2d_backprop_filter(
+        tf.zeros([1, 1, 1, 1]), [2 ** 30, 2 ** 30, 1, 16],
+        tf.zeros([1, 1, 1, 16]), 2 ** 31 - 1,
+        [[0, 0], [2 ** 30, 2 ** 30], [2 ** 30, 2 ** 30], [0, 0]]),
+     "Conv2DBackpropFilter"),
+])
+def test_outputs_past_int64_are_refused(fn, op):
+    gc.collect()
+    before = _C.live_counts()
+    with pytest.raises(tf.errors.InvalidArgumentError, match=op):
+        fn()
+    gc.collect()
+    assert _C.live_counts() == before
+
+
+@pytest.mark.parametrize("kw", [
+    dict(strides=2 ** 70), dict(strides=[1, 2 ** 64]),
+    dict(dilations=2 ** 63), dict(padding=[[0, 0], [2 ** 64, 0], [0, 0],
+                                           [0, 0]])])
+def test_attribute_ints_past_int64(kw):
+    """InvalidArgumentError naming the op, not OverflowError."""
+    args = dict(strides=1, padding="SAME")
+    args.update(kw)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Conv2D"):
+        tf.nn.conv2d(tf.zeros([1, 3, 3, 1]), tf.ones([1, 1, 1, 1]), **args)
+    with pytest.raises(TypeError, match="Conv2D"):
+        tf.nn.conv2d(tf.zeros([1, 3, 3, 1]), tf.ones([1, 1, 1, 1]), "ab",
+                     "SAME")
+
+
+@pytest.mark.parametrize("fn, op", [
+    (lambda: tf.nn.conv2d_transpose(tf.zeros([1, 3, 3, 1]),
+                                    tf.zeros([1, 1, 1, 1]), [1, -1, 3, 1],
+                                    1, "VALID"), "Conv2DBackpropInput"),
+    (lambda: conv_ops.conv2d_backprop_filter(
+        tf.zeros([1, 3, 3, 1]), [1, -1, 1, 1], tf.zeros([1, 3, 3, 1]), 1,
+        "VALID"), "Conv2DBackpropFilter"),
+])
+def test_unknown_window_sizes_are_refused(fn, op):
+    """A -1 height or width in input_sizes / filter_sizes left the output
+    shape unknown at run time: an error that did not name the op."""
+    with pytest.raises(tf.errors.InvalidArgumentError, match=op):
+        fn()

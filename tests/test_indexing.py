@@ -215,3 +215,31 @@ def test_slice_grad_dy_shape_mismatch():
         array_ops._strided_slice_grad(tf.zeros([2]), [3, 4], [0], [2], [1])
     assert "StridedSliceGrad" in str(e.value)
     assert "[2,4]" in str(e.value)
+
+
+# ---- regressions found by tests/test_fuzz_ops.py ---------------------------
+
+@pytest.mark.parametrize("mask", [1 << 10, 1 << 3, -2 ** 63])
+def test_ellipsis_mask_bits_past_the_spec_mean_nothing(mask):
+    """An ellipsis bit past the spec's entries once suppressed the
+    implicit trailing ellipsis and left dims unplanned (uninitialized
+    reads: garbage values)."""
+    x = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    got = tf.strided_slice(tf.constant(x), [0], [1], ellipsis_mask=mask)
+    np.testing.assert_array_equal(got.numpy(), x[0:1])
+
+
+def test_int64_edge_indices():
+    t = tf.constant(X)
+    IAE = tf.errors.InvalidArgumentError
+    for key in (2 ** 63 - 1, -2 ** 63, (0, 2 ** 63 - 1)):
+        with pytest.raises(IAE, match="StridedSlice"):
+            t[key]
+    for key in (2 ** 63, -2 ** 70, (0, 2 ** 64)):
+        with pytest.raises(IndexError, match="StridedSlice"):
+            t[key]
+    # Slice bounds and steps past int64 clamp, as Python's do.
+    for key in (slice(None, 2 ** 70), slice(-2 ** 70, None),
+                slice(None, None, 2 ** 70), slice(None, None, -2 ** 70),
+                (Ellipsis, slice(2 ** 64, -2 ** 64, -1))):
+        np.testing.assert_array_equal(t[key].numpy(), X[key])

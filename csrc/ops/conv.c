@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../kernels/cpu/conv.h"
+#include "shape.h"
 
 #define SHAPE_BUF 96
 
@@ -191,13 +192,19 @@ check_sizes(tfm_op op, const tfm_attrs *a, const char *what)
     if (a->n_ints < TFM_CONV_SIZES + 4)
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: the two-input form "
                          "needs %s in ints[4..7]", tfm_ops[op].name, what);
-    for (int k = 0; k < 4; k++)
-        if (a->ints[TFM_CONV_SIZES + k] < -1 ||
-            a->ints[TFM_CONV_SIZES + k] > INT32_MAX)
-            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %s must be in "
-                             "[0, 2^31) (or -1: unknown), got %lld",
-                             tfm_ops[op].name, what,
-                             (long long)a->ints[TFM_CONV_SIZES + k]);
+    /* Only the sizes another input supplies may be -1 (input_sizes:
+     * batch and depth; filter_sizes: in and out channels): a -1 window
+     * size would leave the output's shape unknown even at run time. */
+    int spatial0 = op == TFM_OP_CONV2D_BACKPROP_INPUT ? 1 : 0;
+    for (int k = 0; k < 4; k++) {
+        int64_t v = a->ints[TFM_CONV_SIZES + k];
+        int spatial = k == spatial0 || k == spatial0 + 1;
+        if (v < (spatial ? 0 : -1) || v > INT32_MAX)
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %s[%d] must be "
+                             "in [0, 2^31)%s, got %lld", tfm_ops[op].name,
+                             what, k, spatial ? "" : " (or -1: unknown)",
+                             (long long)v);
+    }
     return TFM_OK;
 }
 
@@ -214,7 +221,10 @@ tfm_infer_conv2d(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
         return rc;
     *nout = 1;
     out[0].dtype = in[0].dtype;
-    return conv_shape(op, &in[0].shape, &in[1].shape, a, &out[0].shape);
+    if ((rc = conv_shape(op, &in[0].shape, &in[1].shape, a, &out[0].shape)))
+        return rc;
+    return tfm_check_size(tfm_ops[op].name, &out[0].shape,
+                          out[0].dtype);
 }
 
 tfm_code
@@ -259,7 +269,8 @@ tfm_infer_conv2d_backprop_input(tfm_op op, const tfm_meta *in, int nin,
         out[0].shape.dims[0] = dy->shape.dims[0];
     if (x.dims[3] < 0)
         out[0].shape.dims[3] = f->shape.dims[2];
-    return TFM_OK;
+    return tfm_check_size(tfm_ops[op].name, &out[0].shape,
+                          out[0].dtype);
 }
 
 tfm_code
@@ -300,7 +311,8 @@ tfm_infer_conv2d_backprop_filter(tfm_op op, const tfm_meta *in, int nin,
         out[0].shape.dims[2] = x->shape.dims[3];
     if (f.dims[3] < 0)
         out[0].shape.dims[3] = dy->shape.dims[3];
-    return TFM_OK;
+    return tfm_check_size(tfm_ops[op].name, &out[0].shape,
+                          out[0].dtype);
 }
 
 /* Shape of a pooling of x. */
@@ -318,7 +330,7 @@ pool_shape(tfm_op op, const tfm_meta *x, const tfm_attrs *a, tfm_shape *y)
         return rc;
     int64_t dims[4] = {x->shape.dims[0], oh, ow, x->shape.dims[3]};
     *y = tfm_shape_make(4, dims);
-    return TFM_OK;
+    return tfm_check_size(tfm_ops[op].name, y, x->dtype);
 }
 
 tfm_code

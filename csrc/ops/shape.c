@@ -4,6 +4,7 @@
  * concrete shapes are inferred. */
 #include "shape.h"
 
+#include <math.h>
 #include <string.h>
 
 #define NAME (tfm_ops[op].name)
@@ -15,6 +16,21 @@ static const char *
 stext(shape_text *t, const tfm_shape *s)
 {
     return tfm_shape_str(s, t->s, sizeof t->s);
+}
+
+tfm_code
+tfm_check_size(const char *op, const tfm_shape *s, tfm_dtype dt)
+{
+    int64_t n = (int64_t)tfm_dtype_size(dt);
+    for (int d = 0; d < s->ndim; d++) {
+        if (s->dims[d] > 0 && __builtin_mul_overflow(n, s->dims[d], &n)) {
+            shape_text t1;
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: a %s tensor of "
+                             "shape %s would hold more than 2^63 bytes", op,
+                             tfm_dtype_name(dt), stext(&t1, s));
+        }
+    }
+    return TFM_OK;
 }
 
 static void
@@ -53,6 +69,8 @@ tfm_infer_reshape(tfm_op op, const tfm_meta *in, int nin,
     tfm_shape s = tfm_shape_make(a->n_ints, a->ints);
     int infer_at = -1;
     int64_t known = 1;
+    if ((rc = tfm_check_size(NAME, &s, in[0].dtype)))
+        return rc;
     for (int d = 0; d < s.ndim; d++) {
         if (s.dims[d] == -1) {
             if (infer_at >= 0)
@@ -240,8 +258,14 @@ tfm_infer_concat(tfm_op op, const tfm_meta *in, int nin,
                              stext(&t2, si));
         for (int d = 0; d < s.ndim; d++) {
             if (d == ax) {
-                s.dims[d] = s.dims[d] < 0 || si->dims[d] < 0
-                                ? -1 : s.dims[d] + si->dims[d];
+                if (s.dims[d] < 0 || si->dims[d] < 0)
+                    s.dims[d] = -1;
+                else if (__builtin_add_overflow(s.dims[d], si->dims[d],
+                                                &s.dims[d]))
+                    return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: the "
+                                     "concatenated dim %d overflows int64 "
+                                     "(shape[%d] = %s)", NAME, d, i,
+                                     stext(&t2, si));
             } else if (merge_dim(s.dims[d], si->dims[d], &s.dims[d])) {
                 return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: Dimension %d "
                                  "in both shapes must be equal: shape[0] = "
@@ -251,6 +275,8 @@ tfm_infer_concat(tfm_op op, const tfm_meta *in, int nin,
             }
         }
     }
+    if ((rc = tfm_check_size(NAME, &s, in[0].dtype)))
+        return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
 }
@@ -288,6 +314,8 @@ tfm_infer_pack(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
     s.ndim = r + 1;
     for (int d = 0, k = 0; d <= r; d++)
         s.dims[d] = d == ax ? nin : m.dims[k++];
+    if ((rc = tfm_check_size(NAME, &s, in[0].dtype)))
+        return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
 }
@@ -319,6 +347,10 @@ tfm_infer_unpack(tfm_op op, const tfm_meta *in, int nin,
     if (rc)
         return rc;
     int64_t num = a->i[1], dim = x->dims[ax];
+    if (num < -1)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: num must be "
+                         "non-negative (or -1: the dim's size), got %lld",
+                         NAME, (long long)num);
     if (num < 0 && dim < 0)
         return tfm_error(TFM_ERR_VALUE, "%s: Cannot infer argument `num` "
                          "from shape %s", NAME, stext(&t1, x));
@@ -388,8 +420,8 @@ tfm_infer_split(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
                                  "must be non-negative with at most one -1, "
                                  "but size_splits[%d] = %lld", NAME, k,
                                  (long long)sizes[k]);
-            } else {
-                total += sizes[k];
+            } else if (__builtin_add_overflow(total, sizes[k], &total)) {
+                total = INT64_MAX;  /* more than any dim: refused below */
             }
         }
         if (dim >= 0 && (infer_at < 0 ? total != dim : total > dim))
@@ -430,8 +462,18 @@ tfm_infer_tile(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
             return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: Expected "
                              "multiples[%d] >= 0, but got %lld", NAME, d,
                              (long long)m);
-        s.dims[d] = m == 0 ? 0 : x->dims[d] < 0 ? -1 : x->dims[d] * m;
+        if (m == 0)
+            s.dims[d] = 0;
+        else if (x->dims[d] < 0)
+            s.dims[d] = -1;
+        else if (__builtin_mul_overflow(x->dims[d], m, &s.dims[d]))
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: dim %d of size "
+                             "%lld tiled %lld times overflows int64", NAME,
+                             d, (long long)x->dims[d], (long long)m);
     }
+    tfm_code rc = tfm_check_size(NAME, &s, in[0].dtype);
+    if (rc)
+        return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
 }
@@ -449,6 +491,21 @@ tfm_infer_pad(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
                          "%d values", NAME, x->ndim, stext(&t1, x),
                          a->n_ints);
     int mirror = op == TFM_OP_MIRROR_PAD;
+    tfm_dtype dt = in[0].dtype;
+    if (!mirror && tfm_dtype_is_int(dt)) {
+        /* The kernel stores the constant in dt: it must be a value of
+         * dt, or it would wrap (or, from a double, be undefined). */
+        double f = a->f[0];
+        int ok = a->i[1] ? tfm_int_fits(a->i[2], dt)
+                         : f == floor(f) && f >= -9223372036854775808.0 &&
+                               f < 9223372036854775808.0 &&
+                               tfm_int_fits((int64_t)f, dt);
+        if (!ok)
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: constant_values "
+                             "%.17g is not a value of dtype %s", NAME,
+                             a->i[1] ? (double)a->i[2] : f,
+                             tfm_dtype_name(dt));
+    }
     if (mirror && a->i[0] != 0 && a->i[0] != 1)
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: mode must be 0 "
                          "(REFLECT) or 1 (SYMMETRIC), got %lld", NAME,
@@ -473,8 +530,18 @@ tfm_infer_pad(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
                                  (long long)lim, d, stext(&t1, x),
                                  a->i[0] == 0 ? "REFLECT" : "SYMMETRIC");
         }
-        s.dims[d] = dim < 0 ? -1 : dim + lo + hi;
+        if (dim < 0)
+            s.dims[d] = -1;
+        else if (__builtin_add_overflow(dim, lo, &s.dims[d]) ||
+                 __builtin_add_overflow(s.dims[d], hi, &s.dims[d]))
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: dim %d of size "
+                             "%lld padded by %lld and %lld overflows int64",
+                             NAME, d, (long long)dim, (long long)lo,
+                             (long long)hi);
     }
+    tfm_code rc = tfm_check_size(NAME, &s, in[0].dtype);
+    if (rc)
+        return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
 }
@@ -524,6 +591,8 @@ tfm_infer_broadcast_to(tfm_op op, const tfm_meta *in, int nin,
                          "%s vs. %s (cannot broadcast the input to the "
                          "target shape)", NAME, stext(&t1, x),
                          stext(&t2, &s));
+    if ((rc = tfm_check_size(NAME, &s, in[0].dtype)))
+        return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
 }

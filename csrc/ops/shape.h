@@ -42,4 +42,25 @@ TFM_SHAPE_INFER(tfm_infer_one_hot);
 
 #undef TFM_SHAPE_INFER
 
+/* An InvalidArgumentError naming op when a tensor of dtype d and shape
+ * s would span more bytes than int64 counts, zero dims aside (NumPy's
+ * rule: every tensor that passes converts to an array). Every rule whose
+ * output dims come from attributes or from arithmetic on dims calls it:
+ * a count that wrapped would size a buffer smaller than the shape it
+ * claims (tfm_shape_numel does not check). */
+tfm_code tfm_check_size(const char *op, const tfm_shape *s, tfm_dtype d);
+
+/* Whether v is a value of the integer dtype d. */
+static inline int
+tfm_int_fits(int64_t v, tfm_dtype d)
+{
+    switch (d) {
+    case TFM_INT8: return v >= INT8_MIN && v <= INT8_MAX;
+    case TFM_UINT8: return v >= 0 && v <= UINT8_MAX;
+    case TFM_INT16: return v >= INT16_MIN && v <= INT16_MAX;
+    case TFM_INT32: return v >= INT32_MIN && v <= INT32_MAX;
+    default: return 1;
+    }
+}
+
 #endif

@@ -41,6 +41,9 @@ tfm_infer_fill(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
                              "non-negative, got %s]", NAME, t1);
         }
     }
+    tfm_code rc = tfm_check_size(NAME, &s, in[0].dtype);
+    if (rc)
+        return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
 }
@@ -101,9 +104,17 @@ tfm_code
 tfm_infer_range(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
                 tfm_meta *out, int *nout)
 {
+    static const char *const what[3] = {"start", "limit", "delta"};
     tfm_dtype d = a->dtype;
     int64_t n = 0;
     tfm_code rc;
+    /* Out-of-range bounds would wrap in the kernel: refused, as TF
+     * refuses to convert them to the dtype. */
+    for (int k = 0; tfm_dtype_is_int(d) && k < 3; k++)
+        if (!tfm_int_fits(a->i[k], d))
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %s = %lld is "
+                             "out of range for dtype %s", NAME, what[k],
+                             (long long)a->i[k], tfm_dtype_name(d));
     if (tfm_dtype_is_int(d))
         rc = range_count_int(op, a->i[0], a->i[1], a->i[2], &n);
     else if (tfm_dtype_is_float(d))
@@ -175,6 +186,9 @@ tfm_infer_one_hot(tfm_op op, const tfm_meta *in, int nin,
     s.ndim = is->ndim + 1;
     for (int d = 0, k = 0; d < s.ndim; d++)
         s.dims[d] = d == ax ? depth : is->dims[k++];
+    tfm_code rc = tfm_check_size(NAME, &s, in[1].dtype);
+    if (rc)
+        return rc;
     one_output(out, nout, in[1].dtype, &s);
     return TFM_OK;
 }

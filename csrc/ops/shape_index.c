@@ -72,7 +72,7 @@ tfm_infer_strided_slice(tfm_op op, const tfm_meta *in, int nin,
                         const tfm_attrs *a, tfm_meta *out, int *nout)
 {
     tfm_slice_plan p;
-    tfm_code rc = tfm_strided_slice_plan(&in[0].shape, a, &p);
+    tfm_code rc = tfm_strided_slice_plan(NAME, &in[0].shape, a, &p);
     if (rc)
         return rc;
     one_output(out, nout, in[0].dtype, &p.out);
@@ -87,13 +87,15 @@ tfm_infer_strided_slice_grad(tfm_op op, const tfm_meta *in, int nin,
     tfm_attrs sa;
     tfm_slice_plan p;
     tfm_code rc = tfm_strided_slice_grad_attrs(a, &shape, &sa);
-    if (rc || (rc = tfm_strided_slice_plan(&shape, &sa, &p)))
+    if (rc || (rc = tfm_strided_slice_plan(NAME, &shape, &sa, &p)))
         return rc;
     const tfm_shape *dy = &in[0].shape;
     int bad = dy->ndim != p.out.ndim;
     for (int d = 0; !bad && d < dy->ndim; d++)
         bad = dy->dims[d] >= 0 && p.out.dims[d] >= 0 &&
               dy->dims[d] != p.out.dims[d];
+    if (!bad && (rc = tfm_check_size(NAME, &shape, in[0].dtype)))
+        return rc;
     if (bad) {
         shape_text t1, t2, t3;
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: dy has shape %s, "
@@ -155,6 +157,8 @@ tfm_infer_gather(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
         s.dims[s.ndim++] = is->dims[d];
     for (int d = ax + 1; d < ps->ndim; d++)
         s.dims[s.ndim++] = ps->dims[d];
+    if ((rc = tfm_check_size(NAME, &s, in[0].dtype)))
+        return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
 }
@@ -205,6 +209,8 @@ tfm_infer_gather_nd(tfm_op op, const tfm_meta *in, int nin,
         s.dims[s.ndim++] = is->dims[d];
     for (int d = k; d < ps->ndim; d++)
         s.dims[s.ndim++] = ps->dims[d];
+    if ((rc = tfm_check_size(NAME, &s, in[0].dtype)))
+        return rc;
     one_output(out, nout, in[0].dtype, &s);
     return TFM_OK;
 }

@@ -68,8 +68,19 @@ def _static(t, what):
     return np.asarray(t.numpy())
 
 
+_INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
+
+
+def _int64(v, what):
+    """v (a Python int) if int64 holds it: the C attributes are int64."""
+    if not _INT64_MIN <= v <= _INT64_MAX:
+        raise ValueError(f"{what}: {v} is out of range for int64")
+    return v
+
+
 def _int(x, what):
-    """A Python int from an int, a NumPy integer or a scalar int tensor."""
+    """A Python int from an int, a NumPy integer or a scalar int tensor.
+    `what` names the op and the argument ("Reshape: shape") for errors."""
     if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
         t = _tensor(x)
         if not (t.dtype.is_integer and len(_dims(t)) == 0):
@@ -77,7 +88,7 @@ def _int(x, what):
                             f"{t.dtype.name} tensor of shape {t.shape}")
         return int(_static(t, what))
     try:
-        return operator.index(x)
+        return _int64(operator.index(x), what)
     except TypeError:
         raise TypeError(f"{what} must be an integer, got {x!r} of type "
                         f"{type(x).__name__}") from None
@@ -87,6 +98,8 @@ def _ints(x, what):
     """A list of Python ints from a list/tuple (of ints or scalar
     tensors), an int, a TensorShape, a NumPy array or an int tensor."""
     if type(x) in (list, tuple) and all(type(v) is int for v in x):
+        for v in x:
+            _int64(v, what)
         return list(x)
     if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
         t = _tensor(x)
@@ -99,7 +112,7 @@ def _ints(x, what):
     if isinstance(x, np.ndarray):
         if x.dtype.kind not in "iu":
             raise TypeError(f"{what} must hold integers, got {x.dtype}")
-        return [int(v) for v in x.reshape(-1)]
+        return [_int64(int(v), what) for v in x.reshape(-1)]
     if isinstance(x, (list, tuple, builtins.range)):
         out = []
         for v in x:
@@ -111,7 +124,7 @@ def _ints(x, what):
     return [_int(x, what)]
 
 
-def _axes(axis, what="axis"):
+def _axes(axis, what):
     return [] if axis is None else _ints(axis, what)
 
 
@@ -133,19 +146,37 @@ def _common(values):
     return out
 
 
-def _scalar_of(value, dtype):
-    """A rank-0 tensor of dtype holding value."""
+def _scalar_of(value, dtype, what):
+    """A rank-0 tensor of dtype holding value, which must be a value of
+    dtype (TypeError naming `what` otherwise: nothing wraps or
+    truncates)."""
     if isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
         t = _tensor(value)
         if t.dtype != dtype:
-            raise TypeError(f"Expected a value of dtype {dtype.name}, got a "
-                            f"tensor of dtype {t.dtype.name}")
+            raise TypeError(f"{what}: expected a value of dtype "
+                            f"{dtype.name}, got a tensor of dtype "
+                            f"{t.dtype.name}")
         return t
-    return _C.constant(np.asarray(value, dtype=dtype.as_numpy_dtype),
-                       dtype._enum)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if dtype.is_bool and not isinstance(value, bool) and value in (0, 1):
+        value = bool(value)             # tf.zeros(..., tf.bool)
+    if not isinstance(value, (bool, int, float)):
+        raise TypeError(f"{what}: expected a number, got {value!r} of type "
+                        f"{type(value).__name__}")
+    try:
+        return _C.constant(value, dtype._enum)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{what}: {e}") from None
+
+
+_MAX_INTS = 64      # tfm_attrs.ints (csrc/ops/op.h)
 
 
 def _call(name, inputs, ints=None, i=None, f=None, dtype=None):
+    if ints is not None and len(ints) > _MAX_INTS:
+        raise ValueError(f"{name}: at most {_MAX_INTS} ints in all "
+                         f"(shape, perm, paddings, ...), got {len(ints)}")
     # Positional: _C.call parses keywords about a microsecond slower.
     return _C.call(_OP[name], inputs, ints, i, f, dtype)
 
@@ -154,7 +185,7 @@ def _call(name, inputs, ints=None, i=None, f=None, dtype=None):
 
 def reshape(tensor, shape, name=None):
     """tensor's values in a new shape; one dim may be -1 (inferred)."""
-    return _call("Reshape", (tensor,), ints=_ints(shape, "shape"))
+    return _call("Reshape", (tensor,), ints=_ints(shape, "Reshape: shape"))
 
 
 def transpose(a, perm=None, conjugate=False, name="transpose"):
@@ -163,18 +194,18 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
     a = _tensor(a)
     if perm is None:
         perm = builtins.range(len(_dims(a)) - 1, -1, -1)
-    return _call("Transpose", (a,), ints=_ints(perm, "perm"))
+    return _call("Transpose", (a,), ints=_ints(perm, "Transpose: perm"))
 
 
 def expand_dims(input, axis, name=None):
     """input with a dim of size 1 inserted at axis (-rank-1 <= axis <=
     rank)."""
-    return _call("ExpandDims", (input,), i=[_int(axis, "axis")])
+    return _call("ExpandDims", (input,), i=[_int(axis, "ExpandDims: axis")])
 
 
 def squeeze(input, axis=None, name=None):
     """input without its size-1 dims (only those in axis, if given)."""
-    return _call("Squeeze", (input,), ints=_axes(axis))
+    return _call("Squeeze", (input,), ints=_axes(axis, "Squeeze: axis"))
 
 
 def identity(input, name=None):
@@ -188,7 +219,7 @@ def concat(values, axis, name="concat"):
     if isinstance(values, (Tensor,)) or hasattr(values, "_as_tensor"):
         values = [values]
     values = _common(list(values))
-    axis = _int(axis, "axis")
+    axis = _int(axis, "ConcatV2: axis")
     if len(values) == 1:
         return identity(values[0])
     if len(values) > _MAX_ARITY:
@@ -204,7 +235,7 @@ def stack(values, axis=0, name="stack"):
     values = _common(list(values))
     if not values:
         raise ValueError("tf.stack needs at least one value")
-    axis = _int(axis, "axis")
+    axis = _int(axis, "Pack: axis")
     if len(values) > _MAX_ARITY:
         r = len(_dims(values[0]))
         ax = axis + r + 1 if axis < 0 else axis
@@ -217,7 +248,7 @@ def stack(values, axis=0, name="stack"):
 def unstack(value, num=None, axis=0, name="unstack"):
     """The list of slices of value along axis."""
     value = _tensor(value)
-    axis = _int(axis, "axis")
+    axis = _int(axis, "Unpack: axis")
     dims = _dims(value)
     if -len(dims) <= axis < len(dims):
         dim = dims[axis]
@@ -226,7 +257,12 @@ def unstack(value, num=None, axis=0, name="unstack"):
             for part in split(value, _chunks(dim), axis=axis):
                 out.extend(unstack(part, axis=axis))
             return out
-    num = -1 if num is None else _int(num, "num")
+    if num is None:
+        num = -1            # the op reads the dim
+    else:
+        num = _int(num, "Unpack: num")
+        if num < 0:
+            raise ValueError(f"Unpack: num must be >= 0, got {num}")
     return list(_call("Unpack", (value,), i=[axis, num]))
 
 
@@ -240,22 +276,22 @@ def _chunks(n):
 def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     """Split value along axis into num_or_size_splits equal parts (an
     int), or parts of the given sizes (a list; one may be -1)."""
-    axis = _int(axis, "axis")
+    axis = _int(axis, "Split: axis")
     if isinstance(num_or_size_splits, (int, np.integer)) or (
             isinstance(num_or_size_splits, Tensor)
             and len(_dims(num_or_size_splits)) == 0):
-        n = _int(num_or_size_splits, "num_or_size_splits")
+        n = _int(num_or_size_splits, "Split: num_or_size_splits")
         return list(_call("Split", (value,), i=[axis, n]))
-    sizes = _ints(num_or_size_splits, "num_or_size_splits")
-    if num is not None and _int(num, "num") != len(sizes):
-        raise ValueError(f"num={num} does not match the {len(sizes)} sizes "
-                         f"in num_or_size_splits")
+    sizes = _ints(num_or_size_splits, "Split: num_or_size_splits")
+    if num is not None and _int(num, "Split: num") != len(sizes):
+        raise ValueError(f"SplitV: num={num} does not match the "
+                         f"{len(sizes)} sizes in num_or_size_splits")
     return list(_call("SplitV", (value,), ints=sizes, i=[axis]))
 
 
 def tile(input, multiples, name=None):
     """input repeated multiples[d] times along each dim d."""
-    return _call("Tile", (input,), ints=_ints(multiples, "multiples"))
+    return _call("Tile", (input,), ints=_ints(multiples, "Tile: multiples"))
 
 
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
@@ -265,17 +301,14 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     flat = []
     if isinstance(paddings, (list, tuple)):
         for row in paddings:
-            flat.extend(_ints(row, "paddings"))
+            flat.extend(_ints(row, "PadV2: paddings"))
     else:
-        flat = _ints(paddings, "paddings")
+        flat = _ints(paddings, "PadV2: paddings")
     mode = str(mode).upper()
     if mode == "CONSTANT":
-        if isinstance(constant_values, Tensor) or hasattr(
-                constant_values, "_as_tensor"):
-            constant_values = _static(_tensor(constant_values),
-                                      "constant_values").item()
-        return _call("PadV2", (tensor,), ints=flat,
-                     f=[float(constant_values)])
+        tensor = _tensor(tensor)
+        f, i = _pad_constant(constant_values, tensor.dtype)
+        return _call("PadV2", (tensor,), ints=flat, f=f, i=i)
     if mode in ("REFLECT", "SYMMETRIC"):
         return _call("MirrorPad", (tensor,), ints=flat,
                      i=[0 if mode == "REFLECT" else 1])
@@ -284,14 +317,43 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
                      f'`mode` = {mode}')
 
 
+def _pad_constant(value, dtype):
+    """PadV2's f and i attributes for constant_values of a tensor of
+    dtype: integers travel exactly in i[2] (int64 beyond 2**53), and
+    must be values of dtype (TypeError otherwise, as TF's conversion)."""
+    what = "PadV2: constant_values"
+    if isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
+        t = _tensor(value)
+        if len(_dims(t)) != 0:
+            raise ValueError(f"{what} must be a scalar, got shape {t.shape}")
+        value = _static(t, what).item()
+    if isinstance(value, np.generic):
+        value = value.item()
+    if not isinstance(value, (bool, int, float)):
+        raise TypeError(f"{what} must be a number, got {value!r} of type "
+                        f"{type(value).__name__}")
+    if dtype.is_integer:
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise TypeError(f"{what} = {value!r} is not a value of "
+                                f"dtype {dtype.name}")
+            value = int(value)
+        if not dtype.min <= value <= dtype.max:
+            raise TypeError(f"{what} = {value!r} is out of range for dtype "
+                            f"{dtype.name}")
+        return [float(value)], [0, 1, int(value)]
+    return [float(value)], None
+
+
 def reverse(tensor, axis, name=None):
     """tensor with the dims in axis reversed."""
-    return _call("ReverseV2", (tensor,), ints=_axes(axis))
+    return _call("ReverseV2", (tensor,), ints=_axes(axis, "ReverseV2: axis"))
 
 
 def broadcast_to(input, shape, name=None):
     """input broadcast (NumPy rules) to shape."""
-    return _call("BroadcastTo", (input,), ints=_ints(shape, "shape"))
+    return _call("BroadcastTo", (input,),
+                 ints=_ints(shape, "BroadcastTo: shape"))
 
 
 # ---- shapes ----------------------------------------------------------
@@ -325,8 +387,8 @@ def rank(input, name=None):
 def slice(input_, begin, size, name=None):
     """The block of input_ that starts at begin with extent size (-1: to
     the end of the dim)."""
-    b = _ints(begin, "begin")
-    s = _ints(size, "size")
+    b = _ints(begin, "Slice: begin")
+    s = _ints(size, "Slice: size")
     if len(b) != len(s):
         raise ValueError(f"begin ({len(b)} values) and size ({len(s)} "
                          f"values) must have the same length")
@@ -338,15 +400,18 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0,
                   shrink_axis_mask=0, var=None, name=None):
     """TF's StridedSlice: the slice begin:end:strides per spec entry, with
     the masks of tf.strided_slice (what `tensor[...]` builds)."""
-    b = _ints(begin, "begin")
-    e = _ints(end, "end")
-    s = [1] * len(b) if strides is None else _ints(strides, "strides")
+    b = _ints(begin, "StridedSlice: begin")
+    e = _ints(end, "StridedSlice: end")
+    s = ([1] * len(b) if strides is None
+         else _ints(strides, "StridedSlice: strides"))
     if not len(b) == len(e) == len(s):
         raise ValueError(f"begin, end and strides must have the same "
                          f"length, got {len(b)}, {len(e)} and {len(s)}")
-    return _call("StridedSlice", (input_,), ints=b + e + s,
-                 i=[int(begin_mask), int(end_mask), int(ellipsis_mask),
-                    int(new_axis_mask), int(shrink_axis_mask)])
+    masks = [_int(m, f"StridedSlice: {n}") for m, n in (
+        (begin_mask, "begin_mask"), (end_mask, "end_mask"),
+        (ellipsis_mask, "ellipsis_mask"), (new_axis_mask, "new_axis_mask"),
+        (shrink_axis_mask, "shrink_axis_mask"))]
+    return _call("StridedSlice", (input_,), ints=b + e + s, i=masks)
 
 
 def _strided_slice_grad(dy, shape, begin, end, strides, begin_mask=0,
@@ -354,10 +419,12 @@ def _strided_slice_grad(dy, shape, begin, end, strides, begin_mask=0,
                         shrink_axis_mask=0):
     """TF's raw StridedSliceGrad: dy scattered into zeros of `shape` where
     strided_slice(x of `shape`, ...) read (the gradient of indexing)."""
-    shape = _ints(shape, "shape")
+    what = "StridedSliceGrad: "
+    shape = _ints(shape, what + "shape")
     return _call("StridedSliceGrad", (dy,),
-                 shape + _ints(begin, "begin") + _ints(end, "end")
-                 + _ints(strides, "strides"),
+                 shape + _ints(begin, what + "begin")
+                 + _ints(end, what + "end")
+                 + _ints(strides, what + "strides"),
                  (int(begin_mask), int(end_mask), int(ellipsis_mask),
                   int(new_axis_mask), int(shrink_axis_mask), len(shape)))
 
@@ -390,6 +457,20 @@ def _index(x, dynamic):
         raise TypeError(f"{_INDEX_TYPES_MSG}, got {x!r}") from None
 
 
+def _shrink_index(i):
+    """An index taking one element: out of int64 it is out of range of
+    every dim (the op checks the others)."""
+    if not _INT64_MIN <= i <= _INT64_MAX:
+        raise IndexError(f"StridedSlice: index {i} is out of range")
+    return i
+
+
+def _bound(i):
+    """A slice bound or step clamped into int64: as in Python, a bound
+    past the end means the end (and a step that long, one element)."""
+    return _INT64_MIN if i < _INT64_MIN else builtins.min(i, _INT64_MAX)
+
+
 def _is_bool_mask(key):
     if isinstance(key, bool):
         return True
@@ -409,7 +490,7 @@ def _getitem(tensor, key, _force_dynamic=False):
     attributes: they are left as whole slices in the StridedSlice and
     taken afterwards with GatherV2 on the axis they land on.
     `_force_dynamic` treats eager int tensors that way too (tests)."""
-    if type(key) is int:                       # the common t[i]
+    if type(key) is int and _INT64_MIN <= key < _INT64_MAX:   # t[i]
         return _C.call(_STRIDED_SLICE, (tensor,), (key, key + 1, 1),
                        _SHRINK)
     if _is_bool_mask(key):
@@ -434,8 +515,8 @@ def _slice_spec(key, force_dynamic=False):
     for k, s in enumerate(key):
         bit = 1 << k
         if type(s) is int:
-            begin.append(s)
-            end.append(s + 1)
+            begin.append(_shrink_index(s))
+            end.append(s + 1 if s < _INT64_MAX else s)  # unused: shrunk
             strides.append(1)
             shrink |= bit
         elif isinstance(s, builtins.slice):
@@ -443,13 +524,14 @@ def _slice_spec(key, force_dynamic=False):
                 begin.append(0)
                 bmask |= bit
             else:
-                begin.append(_index(s.start, False))
+                begin.append(_bound(_index(s.start, False)))
             if s.stop is None:
                 end.append(0)
                 emask |= bit
             else:
-                end.append(_index(s.stop, False))
-            strides.append(1 if s.step is None else _index(s.step, False))
+                end.append(_bound(_index(s.stop, False)))
+            strides.append(1 if s.step is None
+                           else _bound(_index(s.step, False)))
         elif s is Ellipsis:
             begin.append(0)
             end.append(0)
@@ -473,13 +555,13 @@ def _slice_spec(key, force_dynamic=False):
                 bmask |= bit
                 emask |= bit
                 continue
-            begin.append(i)
-            end.append(i + 1)
+            begin.append(_shrink_index(i))
+            end.append(i + 1 if i < _INT64_MAX else i)
             strides.append(1)
             shrink |= bit
     if len(begin) * 3 > 64:
-        raise ValueError(f"tfmini: an index of {len(begin)} entries is too "
-                         f"long (at most 21)")
+        raise ValueError(f"StridedSlice: an index of {len(begin)} entries "
+                         f"is too long (at most 21)")
     return (begin + end + strides, (bmask, emask, ellipsis, newaxis, shrink),
             gathers)
 
@@ -516,30 +598,41 @@ def _gather_dynamic(tensor, key, out, gathers, ellipsis, newaxis, shrink):
 
 # ---- gather / scatter / select ---------------------------------------
 
-def _indices(x):
+def _indices(x, op):
+    """Index values as an int32 tensor (int64 when they need it); `op`
+    names the op in errors."""
     if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
         return _tensor(x)
-    a = np.asarray(x)
+    try:
+        a = np.asarray(x)
+    except (ValueError, OverflowError) as e:
+        raise ValueError(f"{op}: indices {x!r} are not a rectangular array "
+                         f"of integers ({e})") from None
     if a.dtype.kind not in "iu" and a.size:
-        raise TypeError(f"indices must be integers, got {a.dtype}")
-    return _C.constant(a.astype(np.int64 if a.dtype == np.int64
-                                else np.int32))
+        raise TypeError(f"{op}: indices must be integers, got {a.dtype}")
+    if a.dtype in (np.int32, np.int64):
+        return _C.constant(a)
+    if a.size and (int(a.min()) < _INT64_MIN or int(a.max()) > _INT64_MAX):
+        raise ValueError(f"{op}: indices are out of range for int64")
+    small = not a.size or (int(a.min()) >= -2 ** 31
+                           and int(a.max()) < 2 ** 31)
+    return _C.constant(a.astype(np.int32 if small else np.int64))
 
 
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0,
            name=None):
     """Slices of params along axis at indices (out of range:
     InvalidArgumentError)."""
-    batch_dims = _int(batch_dims, "batch_dims")
-    axis = batch_dims if axis is None else _int(axis, "axis")
-    return _call("GatherV2", (params, _indices(indices)),
+    batch_dims = _int(batch_dims, "GatherV2: batch_dims")
+    axis = batch_dims if axis is None else _int(axis, "GatherV2: axis")
+    return _call("GatherV2", (params, _indices(indices, "GatherV2")),
                  i=[axis, batch_dims])
 
 
 def gather_nd(params, indices, batch_dims=0, name=None):
     """Slices of params at the index vectors of indices' last dim."""
-    indices = _indices(indices)
-    batch_dims = _int(batch_dims, "batch_dims")
+    indices = _indices(indices, "GatherNd")
+    batch_dims = _int(batch_dims, "GatherNd: batch_dims")
     if batch_dims == 0:
         return _call("GatherNd", (params, indices))
     # Batched: prepend each index vector's batch coordinates and gather
@@ -566,14 +659,16 @@ def tensor_scatter_nd_update(tensor, indices, updates, name=None):
     """A copy of tensor with the slices at indices replaced by updates."""
     tensor = _tensor(tensor)
     updates = _common([tensor, updates])[1]
-    return _call("TensorScatterUpdate", (tensor, _indices(indices), updates))
+    return _call("TensorScatterUpdate",
+                 (tensor, _indices(indices, "TensorScatterUpdate"), updates))
 
 
 def tensor_scatter_nd_add(tensor, indices, updates, name=None):
     """A copy of tensor with updates added at indices."""
     tensor = _tensor(tensor)
     updates = _common([tensor, updates])[1]
-    return _call("TensorScatterAdd", (tensor, _indices(indices), updates))
+    return _call("TensorScatterAdd",
+                 (tensor, _indices(indices, "TensorScatterAdd"), updates))
 
 
 def scatter_nd(indices, updates, shape, name=None):
@@ -609,7 +704,7 @@ def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
     if mask.dtype != _dtypes.bool:
         raise TypeError(f"mask must be a bool tensor, got {mask.dtype.name}")
     tdims, mdims = _dims(tensor), _dims(mask)
-    axis = 0 if axis is None else _int(axis, "axis")
+    axis = 0 if axis is None else _int(axis, "boolean_mask: axis")
     if axis < 0:
         axis += len(tdims)
     k = len(mdims)
@@ -627,7 +722,12 @@ def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
     if None in lead or None in tdims[axis + k:]:
         raise ValueError("boolean_mask needs the dims outside the mask to "
                          "be known")
-    flat = reshape(tensor, lead + [-1] + list(tdims[axis + k:]))
+    # The masked dims as one: their size when known (-1 cannot be
+    # inferred next to a zero dim).
+    masked = [a if a is not None else b
+              for a, b in zip(tdims[axis:axis + k], mdims)]
+    n = -1 if None in masked else int(np.prod(masked, dtype=np.int64))
+    flat = reshape(tensor, lead + [n] + list(tdims[axis + k:]))
     idx = reshape(where(reshape(mask, [-1])), [-1])
     return gather(flat, idx, axis=axis)
 
@@ -636,7 +736,7 @@ def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
 
 def fill(dims, value, name=None):
     """A tensor of shape dims filled with the scalar value (its dtype)."""
-    return _call("Fill", (_tensor(value),), ints=_ints(dims, "dims"))
+    return _call("Fill", (_tensor(value),), ints=_ints(dims, "Fill: dims"))
 
 
 def _dtype(dtype):
@@ -646,13 +746,13 @@ def _dtype(dtype):
 def zeros(shape, dtype=_dtypes.float32, name=None):
     """A tensor of zeros."""
     dtype = _dtype(dtype)
-    return fill(shape, _scalar_of(0, dtype))
+    return fill(shape, _scalar_of(0, dtype, "Fill"))
 
 
 def ones(shape, dtype=_dtypes.float32, name=None):
     """A tensor of ones."""
     dtype = _dtype(dtype)
-    return fill(shape, _scalar_of(1, dtype))
+    return fill(shape, _scalar_of(1, dtype, "Fill"))
 
 
 def _like(op, value, input, dtype):
@@ -662,7 +762,7 @@ def _like(op, value, input, dtype):
     dtype = _dtypes.as_dtype(dtype)
     dims = _dims(t)
     if None not in dims:
-        return fill(list(dims), _scalar_of(value, dtype))
+        return fill(list(dims), _scalar_of(value, dtype, "Fill"))
     from .math_ops import cast
     return cast(_call(op, (t,)), dtype)
 
@@ -703,6 +803,14 @@ def _pyvalue(v, what):
     return v
 
 
+def _float(v, what):
+    v = _pyvalue(v, what)
+    if not isinstance(v, (bool, int, float, np.number)):
+        raise TypeError(f"{what} must be a number, got {v!r} of type "
+                        f"{type(v).__name__}")
+    return float(v)
+
+
 def range(start, limit=None, delta=1, dtype=None, name="range"):
     """[start, start + delta, ...) up to limit (exclusive); range(n) is
     0..n-1. Ints give int32, floats float32 (or the tensors' dtype)."""
@@ -713,14 +821,20 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):
                              key=lambda d: _RANGE_ORDER.index(d.name))
     else:
         dtype = _dtypes.as_dtype(dtype)
-    vals = [_pyvalue(v, n) for v, n in ((start, "start"), (limit, "limit"),
-                                        (delta, "delta"))]
+    names = ("Range: start", "Range: limit", "Range: delta")
+    vals = [_pyvalue(v, n) for v, n in zip((start, limit, delta), names)]
+    for v, n in zip(vals, names):
+        if not isinstance(v, (bool, int, float, np.number)):
+            raise TypeError(f"{n} must be a number, got {v!r} of type "
+                            f"{type(v).__name__}")
     if dtype.is_integer:
-        for v, n in zip(vals, ("start", "limit", "delta")):
-            if isinstance(v, float) and not v.is_integer():
-                raise TypeError(f"range: {n} = {v} is not an integer but "
-                                f"dtype is {dtype.name}")
-        return _call("Range", (), i=[int(v) for v in vals],
+        for v, n in zip(vals, names):
+            if (isinstance(v, (float, np.floating))
+                    and not float(v).is_integer()):
+                raise TypeError(f"{n} = {v} is not an integer but dtype "
+                                f"is {dtype.name}")
+        return _call("Range", (), i=[_int64(int(v), n)
+                                     for v, n in zip(vals, names)],
                      dtype=dtype._enum)
     return _call("Range", (), f=[float(v) for v in vals], dtype=dtype._enum)
 
@@ -730,13 +844,13 @@ def linspace(start, stop, num, name=None, axis=0):
     dtype = _arg_dtype(start)
     if not dtype.is_floating:
         dtype = _dtypes.float32
-    if _int(axis, "axis") not in (0, -1):
+    if _int(axis, "LinSpace: axis") not in (0, -1):
         raise ValueError("tfmini's linspace takes scalar start and stop "
                          "(axis must be 0)")
     return _call("LinSpace", (),
-                 f=[float(_pyvalue(start, "start")),
-                    float(_pyvalue(stop, "stop"))],
-                 i=[_int(num, "num")], dtype=dtype._enum)
+                 f=[_float(start, "LinSpace: start"),
+                    _float(stop, "LinSpace: stop")],
+                 i=[_int(num, "LinSpace: num")], dtype=dtype._enum)
 
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None,
@@ -749,25 +863,29 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None,
                 dtype = _tensor(v).dtype
                 break
             if v is not None and dtype is None:
-                dtype = _arg_dtype(v)
+                dtype = (_dtypes.bool if isinstance(v, (bool, np.bool_))
+                         else _arg_dtype(v))
                 break
     dtype = _dtype(dtype)
-    on = _scalar_of(1 if on_value is None else on_value, dtype)
-    off = _scalar_of(0 if off_value is None else off_value, dtype)
-    axis = -1 if axis is None else _int(axis, "axis")
-    return _call("OneHot", (_indices(indices), on, off),
-                 i=[_int(depth, "depth"), axis])
+    on = _scalar_of(1 if on_value is None else on_value, dtype,
+                    "OneHot: on_value")
+    off = _scalar_of(0 if off_value is None else off_value, dtype,
+                     "OneHot: off_value")
+    axis = -1 if axis is None else _int(axis, "OneHot: axis")
+    return _call("OneHot", (_indices(indices, "OneHot"), on, off),
+                 i=[_int(depth, "OneHot: depth"), axis])
 
 
 def eye(num_rows, num_columns=None, batch_shape=None, dtype=_dtypes.float32,
         name=None):
     """The identity matrix [num_rows, num_columns], optionally repeated
     over batch_shape."""
-    n = _int(num_rows, "num_rows")
-    m = n if num_columns is None else _int(num_columns, "num_columns")
+    n = _int(num_rows, "eye: num_rows")
+    m = n if num_columns is None else _int(num_columns, "eye: num_columns")
     out = one_hot(range(n), m, dtype=_dtype(dtype))
     if batch_shape is not None:
-        out = broadcast_to(out, _ints(batch_shape, "batch_shape") + [n, m])
+        out = broadcast_to(out, _ints(batch_shape, "eye: batch_shape")
+                           + [n, m])
     return out
 
 

@@ -28,16 +28,28 @@ _NO_SIZES = (0, 0, 0, 0)
 _NO_PADS = (0, 0, 0, 0)
 
 
+def _index(v, what, op):
+    """v as a Python int that the C attributes (int64) hold; errors name
+    op and what."""
+    try:
+        v = operator.index(v)
+    except TypeError:
+        raise TypeError(f"{op}: {what} must be integers, got {v!r} of type "
+                        f"{type(v).__name__}") from None
+    if not -2 ** 63 <= v < 2 ** 63:
+        raise InvalidArgumentError(
+            None, None, f"{op}: {what} value {v} is out of range")
+    return v
+
+
 def _pair(value, what, op):
     """strides / dilations / ksize as (h, w): an int, or a list of 1, 2
     or 4 ints (4: NHWC, with 1 for the batch and depth dims)."""
     if value is None:
         return (1, 1)
-    try:
-        return (operator.index(value),) * 2
-    except TypeError:
-        pass
-    vals = [operator.index(v) for v in value]
+    if not hasattr(value, "__iter__") or isinstance(value, (str, bytes)):
+        return (_index(value, what, op),) * 2
+    vals = [_index(v, what, op) for v in value]
     if len(vals) == 1:
         return (vals[0], vals[0])
     if len(vals) == 2:
@@ -48,7 +60,7 @@ def _pair(value, what, op):
                 None, None, f"{op}: {what} in the batch and depth "
                 f"dimensions must be 1 (NHWC), got {vals}")
         return (vals[1], vals[2])
-    raise ValueError(f"{what} should be of length 1, 2 or 4 but was "
+    raise ValueError(f"{op}: {what} should be of length 1, 2 or 4 but was "
                      f"{len(vals)}")
 
 
@@ -69,7 +81,8 @@ def _padding(padding, op, explicit_ok=True):
             None, None, f"{op}: padding must be \"SAME\" or \"VALID\", got "
             f"{padding!r}")
     try:
-        pairs = [tuple(operator.index(v) for v in p) for p in padding]
+        pairs = [tuple(_index(v, "padding", op) for v in p)
+                 for p in padding]
     except TypeError:
         pairs = None
     if (pairs is None or len(pairs) != 4 or any(len(p) != 2 for p in pairs)
@@ -100,24 +113,27 @@ def _conv_call(op_id, inputs, strides, padding, dilations, sizes, op):
                    + tuple(pads), i=(mode,))
 
 
-def _sizes(value, what):
+def _sizes(value, what, op):
     """Four ints from a list, tuple or eager tensor; entries that are
     symbolic tensors (a batch size known only at run time) become -1."""
     if hasattr(value, "_symbolic"):
         if value._symbolic:
-            raise ValueError(f"{what} must be known while tracing (Python "
-                             f"ints, or a list whose symbolic entries are "
-                             f"only the batch and depth sizes)")
+            raise ValueError(f"{op}: {what} must be known while tracing "
+                             f"(Python ints, or a list whose symbolic "
+                             f"entries are only the batch and depth sizes)")
         value = value.numpy().tolist()
+    if not hasattr(value, "__iter__") or isinstance(value, (str, bytes)):
+        raise TypeError(f"{op}: {what} must be a list of 4 ints, got "
+                        f"{value!r}")
     out = []
     for v in value:
         if getattr(v, "_symbolic", False):
             out.append(-1)
         else:
-            out.append(operator.index(v) if not hasattr(v, "numpy")
-                       else int(v.numpy()))
+            out.append(_index(v, what, op) if not hasattr(v, "numpy")
+                       else _index(v.numpy(), what, op))
     if len(out) != 4:
-        raise ValueError(f"{what} must have 4 elements (NHWC), got "
+        raise ValueError(f"{op}: {what} must have 4 elements (NHWC), got "
                          f"{len(out)}")
     return tuple(out)
 
@@ -138,7 +154,9 @@ def conv2d_backprop_input(input_sizes, filters, out_backprop, strides,
     input_sizes); tf.compat.v1.nn.conv2d_backprop_input."""
     _check_format(data_format, "Conv2DBackpropInput")
     return _conv_call(_BACKPROP_INPUT, (filters, out_backprop), strides,
-                      padding, dilations, _sizes(input_sizes, "input_sizes"),
+                      padding, dilations,
+                      _sizes(input_sizes, "input_sizes",
+                             "Conv2DBackpropInput"),
                       "Conv2DBackpropInput")
 
 
@@ -150,7 +168,8 @@ def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides,
     _check_format(data_format, "Conv2DBackpropFilter")
     return _conv_call(_BACKPROP_FILTER, (input, out_backprop), strides,
                       padding, dilations,
-                      _sizes(filter_sizes, "filter_sizes"),
+                      _sizes(filter_sizes, "filter_sizes",
+                             "Conv2DBackpropFilter"),
                       "Conv2DBackpropFilter")
 
 
@@ -160,7 +179,9 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME",
     and output_shape is the [batch, h, w, out] it produces."""
     _check_format(data_format, "conv2d_transpose")
     return _conv_call(_BACKPROP_INPUT, (filters, input), strides, padding,
-                      dilations, _sizes(output_shape, "output_shape"),
+                      dilations,
+                      _sizes(output_shape, "output_shape",
+                             "Conv2DBackpropInput"),
                       "Conv2DBackpropInput")
 
 

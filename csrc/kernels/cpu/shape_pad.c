@@ -12,6 +12,23 @@ mirror_index(int64_t k, int64_t n, int symmetric)
     return symmetric ? 2 * n - 1 - k : 2 * n - 2 - k;
 }
 
+/* v (which the shape rule checked fits) as one element of dtype d. */
+static void
+int_elem(tfm_dtype d, int64_t v, char *elem)
+{
+    int8_t i8 = (int8_t)v;
+    uint8_t u8 = (uint8_t)v;
+    int16_t i16 = (int16_t)v;
+    int32_t i32 = (int32_t)v;
+    switch (d) {
+    case TFM_INT8: memcpy(elem, &i8, 1); break;
+    case TFM_UINT8: memcpy(elem, &u8, 1); break;
+    case TFM_INT16: memcpy(elem, &i16, 2); break;
+    case TFM_INT32: memcpy(elem, &i32, 4); break;
+    default: memcpy(elem, &v, 8); break;
+    }
+}
+
 tfm_code
 tfm_k_pad(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
           tfm_tensor *const *out, int nout)
@@ -34,8 +51,12 @@ tfm_k_pad(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
             /* The constant, written once in the output's dtype, then
              * repeated; the interior is overwritten below. */
             char elem[8];
-            tfm_tensor_set_f64(out[0], 0, a->f[0]);
-            memcpy(elem, o, esz);
+            if (a->i[1] && tfm_dtype_is_int(out[0]->dtype)) {
+                int_elem(out[0]->dtype, a->i[2], elem);
+            } else {
+                tfm_tensor_set_f64(out[0], 0, a->f[0]);
+                memcpy(elem, o, esz);
+            }
             tfm_fill_bytes(o, elem, n, esz);
         }
         tfm_copy_nd(o + base * e, ost, tfm_tensor_data(in[0]), ist,

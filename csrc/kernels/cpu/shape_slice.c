@@ -28,7 +28,8 @@ tfm_k_strided_slice(tfm_op op, tfm_tensor *const *in, int nin,
                     const tfm_attrs *a, tfm_tensor *const *out, int nout)
 {
     tfm_slice_plan p;
-    tfm_code rc = tfm_strided_slice_plan(&in[0]->shape, a, &p);
+    tfm_code rc = tfm_strided_slice_plan(tfm_ops[op].name, &in[0]->shape,
+                                         a, &p);
     if (rc)
         return rc;
     if (tfm_tensor_numel(out[0]) == 0)
@@ -57,7 +58,8 @@ tfm_k_strided_slice_grad(tfm_op op, tfm_tensor *const *in, int nin,
     tfm_attrs sa;
     tfm_slice_plan p;
     tfm_code rc = tfm_strided_slice_grad_attrs(a, &shape, &sa);
-    if (rc || (rc = tfm_strided_slice_plan(&shape, &sa, &p)))
+    if (rc || (rc = tfm_strided_slice_plan(tfm_ops[op].name, &shape, &sa,
+                                            &p)))
         return rc;
     size_t esz = tfm_dtype_size(out[0]->dtype);
     char zero[8] = {0};

@@ -15,10 +15,9 @@ stext(shape_text *t, const tfm_shape *s)
  * begin/end are clamped to the dim in the direction of travel; a shrunk
  * entry takes one element and must be in range. */
 tfm_code
-tfm_strided_slice_plan(const tfm_shape *in, const tfm_attrs *a,
-                       tfm_slice_plan *p)
+tfm_strided_slice_plan(const char *name, const tfm_shape *in,
+                       const tfm_attrs *a, tfm_slice_plan *p)
 {
-    static const char *name = "StridedSlice";
     if (a->n_ints % 3 != 0)
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: begin, end and "
                          "strides must have the same length, got %d values "
@@ -30,6 +29,10 @@ tfm_strided_slice_plan(const tfm_shape *in, const tfm_attrs *a,
     if (ellipsis & (ellipsis - 1))
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: Multiple ellipses "
                          "in slice spec not allowed", name);
+    /* Bits past the spec's entries mean nothing (as in TF): an ellipsis
+     * there is no ellipsis, and the implicit one below covers the
+     * trailing dims. */
+    ellipsis &= ((int64_t)1 << n) - 1;
     /* Without an ellipsis, unmentioned trailing dims are kept whole. */
     int nspec = n;
     if (!ellipsis) {

@@ -18,9 +18,10 @@ typedef struct tfm_slice_plan {
 } tfm_slice_plan;
 
 /* Resolve StridedSlice attrs (see ops_shape.def) against shape `in`.
- * Errors name the op: bad spec, zero stride, shrunk index out of range. */
-tfm_code tfm_strided_slice_plan(const tfm_shape *in, const tfm_attrs *a,
-                                tfm_slice_plan *p);
+ * Errors name `op` (StridedSlice or StridedSliceGrad): bad spec, zero
+ * stride, shrunk index out of range. */
+tfm_code tfm_strided_slice_plan(const char *op, const tfm_shape *in,
+                                const tfm_attrs *a, tfm_slice_plan *p);
 /* StridedSliceGrad's attrs: the input shape, and StridedSlice's attrs
  * (the spec after the shape). */
 tfm_code tfm_strided_slice_grad_attrs(const tfm_attrs *a, tfm_shape *shape,
