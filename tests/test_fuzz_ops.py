@@ -1524,10 +1524,6 @@ def test_failed_allocation_names_the_op():
         tf.linspace(0.0, 1.0, 2 ** 62)
 
 
-@pytest.mark.xfail(strict=True, reason="csrc/python/convert.c from_array: "
-                   "lists and arrays are cast with NPY_ARRAY_FORCECAST, so "
-                   "non-integral floats truncate and out-of-range ints wrap "
-                   "instead of raising TypeError (as TF does)")
 @pytest.mark.parametrize("value, dtype", [
     ([1.5], tf.int32), ([1000], tf.int8), ([-1], tf.uint8),
     ([1e300], tf.int32), ([float("nan")], tf.int64),
@@ -1539,10 +1535,6 @@ def test_conversion_never_changes_a_value(value, dtype):
         tf.add(tf.zeros([1], dtype), value)
 
 
-@pytest.mark.xfail(strict=True, reason="csrc/python/convert.c "
-                   "from_python_float: no range check for int64, and the "
-                   "int_fits((long long)v) test casts before isinf: 1e19 "
-                   "becomes INT64_MIN (undefined behaviour in C)")
 @pytest.mark.parametrize("v", [1e19, -1e19, 1e300])
 def test_python_float_to_int64_out_of_range(v):
     with pytest.raises(TypeError):
