@@ -87,5 +87,5 @@ def test_reduce_sum_16m(benchmark, impl, rng):
              "torch": lambda: a.sum()}[impl]
     _info(benchmark, "reduce_sum 16M float32", x.nbytes, "GB/s")
     r = benchmark.pedantic(total, rounds=10, warmup_rounds=2)
-    np.testing.assert_allclose(float(np.asarray(r)), float(x.sum(np.float64)),
+    np.testing.assert_allclose(float(np.asarray(r)), float(x.sum(dtype=np.float64)),
                                rtol=1e-3, atol=1.0)

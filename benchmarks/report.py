@@ -52,23 +52,29 @@ def machine():
 
 
 def table(data):
+    """One row per (benchmark, implementation or variant): its median,
+    and NumPy's median over it (NumPy's own row of the group, or for a
+    variant like "numpy-forward" the plain "numpy" row)."""
     groups = {}
     for b in data["benchmarks"]:
-        impl = b["params"]["impl"]
-        groups.setdefault(b["group"], {})[impl] = b
-    impls = [i for i in ORDER if any(i in g for g in groups.values())]
-    others = [i for i in impls if i != "numpy"]
-    head = (["benchmark", "NumPy"] + [f"{i} (x NumPy)" for i in others])
-    rows = ["| " + " | ".join(head) + " |",
-            "|" + "---|" * len(head)]
+        groups.setdefault(b["group"], {})[b["params"]["impl"]] = b
+    head = ["benchmark", "implementation", "median (throughput)",
+            "NumPy / it"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name in sorted(groups, key=_group_order):
         g = groups[name]
         ref = g.get("numpy")
-        cells = [name, _cell(ref, None)]
-        for i in others:
-            cells.append(_cell(g.get(i), ref))
-        rows.append("| " + " | ".join(cells) + " |")
+        for impl in sorted(g, key=_impl_order):
+            b = g[impl]
+            ratio = "-" if ref is None or impl == "numpy" else \
+                f"**{ref['stats']['median'] / b['stats']['median']:.2f}**"
+            rows.append(f"| {name} | {impl} | {_cell(b, None)} | {ratio} |")
     return "\n".join(rows)
+
+
+def _impl_order(impl):
+    base = impl.split("-")[0]
+    return (ORDER.index(base) if base in ORDER else len(ORDER), impl)
 
 
 def _group_order(name):

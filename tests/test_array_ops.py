@@ -536,11 +536,10 @@ HUGE = 2 ** 32      # HUGE * HUGE wraps int64 to 0
 def test_shapes_past_int64_are_refused(fn, op):
     """Element counts that wrap int64 once sized a buffer far smaller than
     the shape (a crash on the first read); they are refused like NumPy
-    refuses them, naming the op (ResourceExhaustedError; dims that
-    overflow in the op's arithmetic: InvalidArgumentError)."""
+    refuses them, naming the op."""
     gc.collect()
     before = tf._C.live_counts()
-    expect((IAE, tf.errors.ResourceExhaustedError), fn, op)
+    expect(IAE, fn, op)
     gc.collect()
     assert tf._C.live_counts() == before
 
@@ -554,10 +553,9 @@ def test_empty_shapes_with_big_dims_still_work():
     t = tf.zeros([2 ** 60, 0], tf.float32)
     assert t.numpy().shape == (2 ** 60, 0)
     assert "shape=(1152921504606846976, 0)" in repr(t)
-    expect(tf.errors.ResourceExhaustedError,
-           lambda: tf.zeros([2 ** 61, 0], tf.float32), "Fill", "float32")
-    expect(tf.errors.ResourceExhaustedError,
-           lambda: tf.one_hot(tf.zeros([0], tf.int32), 2 ** 63 - 1),
+    expect(IAE, lambda: tf.zeros([2 ** 61, 0], tf.float32), "Fill",
+           "float32")
+    expect(IAE, lambda: tf.one_hot(tf.zeros([0], tf.int32), 2 ** 63 - 1),
            "OneHot")
 
 

@@ -25,10 +25,9 @@ tfm_check_size(const char *op, const tfm_shape *s, tfm_dtype dt)
     for (int d = 0; d < s->ndim; d++) {
         if (s->dims[d] > 0 && __builtin_mul_overflow(n, s->dims[d], &n)) {
             shape_text t1;
-            return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: OOM: a %s "
-                             "tensor of shape %s would hold more than 2^63 "
-                             "bytes", op, tfm_dtype_name(dt),
-                             stext(&t1, s));
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: a %s tensor of "
+                             "shape %s would hold more than 2^63 bytes", op,
+                             tfm_dtype_name(dt), stext(&t1, s));
         }
     }
     return TFM_OK;

@@ -42,7 +42,7 @@ TFM_SHAPE_INFER(tfm_infer_one_hot);
 
 #undef TFM_SHAPE_INFER
 
-/* A ResourceExhaustedError naming op when a tensor of dtype d and shape
+/* An InvalidArgumentError naming op when a tensor of dtype d and shape
  * s would span more bytes than int64 counts, zero dims aside (NumPy's
  * rule: every tensor that passes converts to an array). Every rule whose
  * output dims come from attributes or from arithmetic on dims calls it,

@@ -259,6 +259,13 @@ from_array(PyObject *o, int dtype, int source, int how)
             }
         } else {
             ok = how == AS_REQUESTED || compatible(have, want);
+            /* Integers must fit: a wrapped value is a silently wrong
+             * number. */
+            if (ok && tfm_dtype_is_int(have) && tfm_dtype_is_int(want)) {
+                ok = ints_fit((PyArrayObject *)src, want);
+                if (ok < 0)
+                    goto done;
+            }
         }
         if (!ok) {
             raise_convert(o, want);
