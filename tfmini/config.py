@@ -85,3 +85,84 @@ def run_functions_eagerly(run_eagerly):
 
 def functions_run_eagerly():
     return _run_eagerly
+
+
+class optimizer:  # noqa: N801  (TF's namespace name)
+    """tf.config.optimizer: which graph passes tf.function uses.
+
+    tfmini's passes (docs/GRAPH_OPTIMIZER.md) are named
+      arithmetic        exact algebraic simplification (x*1, x+0, ...)
+      constant_folding  subgraphs of constants evaluated once
+      cse               common-subexpression elimination
+      dce               dead-code elimination
+      remapping         matmul + bias + activation in one node
+      fusion            elementwise chains in one pass over memory
+      memory            buffer reuse and in-place execution
+    and each can be switched by that name. TF's option names map onto
+    them: arithmetic_optimization (arithmetic and cse), constant_folding,
+    remapping (remapping and fusion), disable_model_pruning (dce off),
+    memory_optimization, and disable_meta_optimizer (all off); TF's
+    other options are accepted and change nothing here. The settings
+    apply to functions traced afterwards, as in TF: a trace keeps the
+    plan it was compiled with. The environment variable
+    TFMINI_GRAPH_PASSES_OFF (comma-separated names, or "all") switches
+    passes off when tfmini is imported."""
+
+    _tf_map = {
+        "arithmetic_optimization": ("arithmetic", "cse"),
+        "constant_folding": ("constant_folding",),
+        "remapping": ("remapping", "fusion"),
+        "memory_optimization": ("memory",),
+    }
+    _tf_ignored = frozenset([
+        "layout_optimizer", "shape_optimization", "dependency_optimization",
+        "loop_optimization", "function_optimization", "debug_stripper",
+        "scoped_allocator_optimization", "pin_to_host_optimization",
+        "implementation_selector", "auto_mixed_precision",
+        "min_graph_nodes"])
+    _set = {}
+
+    @staticmethod
+    def set_experimental_options(options):
+        passes = {}
+        names = _C.graph_passes()
+        for key, value in dict(options).items():
+            if key in names:
+                passes[key] = bool(value)
+            elif key in optimizer._tf_map:
+                for name in optimizer._tf_map[key]:
+                    passes[name] = bool(value)
+            elif key == "disable_model_pruning":
+                passes["dce"] = not value
+            elif key == "disable_meta_optimizer":
+                for name in names:
+                    passes[name] = not value
+            elif key not in optimizer._tf_ignored:
+                raise ValueError(
+                    f"tf.config.optimizer.set_experimental_options: unknown "
+                    f"option {key!r}; tfmini's passes are "
+                    f"{sorted(names)}")
+            optimizer._set[key] = value
+        _C.set_graph_passes(passes)
+
+    @staticmethod
+    def get_experimental_options():
+        """The options set so far (as TF), plus every tfmini pass's
+        state under its own name."""
+        out = dict(optimizer._set)
+        out.update(_C.graph_passes())
+        return out
+
+
+def _passes_from_environment():
+    import os
+    text = os.environ.get("TFMINI_GRAPH_PASSES_OFF", "").strip()
+    if not text:
+        return
+    names = _C.graph_passes()
+    off = names if text == "all" else [s.strip() for s in text.split(",")
+                                       if s.strip()]
+    _C.set_graph_passes({name: False for name in off})
+
+
+_passes_from_environment()

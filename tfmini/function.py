@@ -534,6 +534,21 @@ class FuncGraph:
     def get_operations(self):
         return [Operation(r) for r in self._graph.ops()]
 
+    def as_text(self):
+        """One line per node: name = Op(inputs) -> outputs, with control
+        inputs after ^ and the user's line after #."""
+        lines = [f"graph '{self.name}' ({len(self._graph.ops())} nodes)"]
+        for op in self.get_operations():
+            outs = ", ".join(f"{o.dtype.name}{list(o.shape)}"
+                             for o in op.outputs) or "()"
+            text = f"  {op.name} = {op.type}({', '.join(op.inputs)}) -> {outs}"
+            if op.control_inputs:
+                text += "  " + " ".join("^" + c for c in op.control_inputs)
+            if op.site:
+                text += f"  # {op.site}"
+            lines.append(text)
+        return "\n".join(lines)
+
     def __repr__(self):
         return f"<FuncGraph '{self.name}'>"
 
@@ -562,6 +577,13 @@ class ConcreteFunction(_C.ConcreteBase):
     @property
     def name(self):
         return self._function_name
+
+    @property
+    def optimized_graph(self):
+        """The graph the cached call runs: self.graph after the graph
+        passes (tf.config.optimizer). Compare their as_text() to see what
+        the optimizer did."""
+        return FuncGraph(self._optimized_graph, self.inputs, self.outputs)
 
     @property
     def structured_input_signature(self):

@@ -4,14 +4,10 @@
 #include <string.h>
 
 #include "../runtime/tape.h"
+#include "passes.h"
 
 static int64_t live_concretes;
 
-/* Graph passes (issue 5: constant folding, CSE, fusion, memory plan) go
- * between the seal and the plan: each is a function from a sealed graph
- * to a new sealed graph (rebuilt with the tfm_graph_* constructors, which
- * keep payloads and side-effect order), so the trace itself stays as
- * built for inspection. */
 tfm_concrete *
 tfm_concrete_new(tfm_graph *g)
 {
@@ -21,8 +17,14 @@ tfm_concrete_new(tfm_graph *g)
         tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM making a function");
         return NULL;
     }
-    cf->plan = tfm_plan_new(g);
+    cf->optimized = tfm_graph_optimize(g, tfm_passes_enabled);
+    if (!cf->optimized) {
+        free(cf);
+        return NULL;
+    }
+    cf->plan = tfm_plan_new(cf->optimized);
     if (!cf->plan) {
+        tfm_graph_decref(cf->optimized);
         free(cf);
         return NULL;
     }
@@ -41,6 +43,8 @@ tfm_concrete_decref(tfm_concrete *cf)
     if (cf->user_free)
         cf->user_free(cf->user);
     tfm_plan_free(cf->plan);
+    tfm_plan_free(cf->replay);
+    tfm_graph_decref(cf->optimized);
     tfm_graph_decref(cf->graph);
     free(cf);
     live_concretes--;
@@ -56,7 +60,11 @@ tfm_code
 tfm_concrete_call(tfm_concrete *cf, tfm_tensor *const *in, int nin,
                   tfm_tensor **out)
 {
-    return tfm_plan_run(cf->plan, in, nin, out, tfm_tape_active_count > 0);
+    if (tfm_tape_active_count == 0)
+        return tfm_plan_run(cf->plan, in, nin, out, 0);
+    if (!cf->replay && !(cf->replay = tfm_plan_new(cf->graph)))
+        return tfm_error_code();
+    return tfm_plan_run(cf->replay, in, nin, out, 1);
 }
 
 /* ---- the cache: chained buckets, keys stored inline ---- */

@@ -15,14 +15,17 @@
 
 typedef struct tfm_concrete {
     int64_t refcount;
-    tfm_graph *graph;
-    tfm_plan *plan;
+    tfm_graph *graph;       /* as traced */
+    tfm_graph *optimized;   /* after the passes (passes.h) */
+    tfm_plan *plan;         /* runs optimized */
+    tfm_plan *replay;       /* runs graph under a tape; made on first use */
     /* The binding's data (how to pack outputs), freed with the function. */
     void *user;
     void (*user_free)(void *user);
 } tfm_concrete;
 
-/* Seal g (inputs and outputs set) and compile it. Takes its own
+/* Seal g (inputs and outputs set), optimize it with the passes enabled
+ * now (tfm_passes_enabled) and compile the result. Takes its own
  * reference on g. NULL with the error set. */
 tfm_concrete *tfm_concrete_new(tfm_graph *g);
 static inline void
@@ -34,7 +37,8 @@ void tfm_concrete_decref(tfm_concrete *cf);
 int64_t tfm_concrete_live_count(void);
 
 /* Run with one tensor per graph input; out gets one new reference per
- * graph output. Under an active GradientTape the plan is replayed through
+ * graph output. Under an active GradientTape the traced graph (not the
+ * optimized one: fused nodes have no gradient rule) is replayed through
  * the dispatcher so that the tape records it (see exec.h). */
 tfm_code tfm_concrete_call(tfm_concrete *cf, tfm_tensor *const *in, int nin,
                            tfm_tensor **out);

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "../graph/function.h"
+#include "../graph/passes.h"
 #include "../ops/state.h"
 #include "../runtime/graph.h"
 #include "../runtime/trace.h"
@@ -947,6 +948,21 @@ concrete_get_steps(PyTfmConcrete *self, void *c)
     return PyLong_FromLong(tfm_plan_step_count(self->cf->plan));
 }
 
+/* The graph after the passes, as a Graph object (inspection only). */
+static PyObject *
+concrete_get_optimized(PyTfmConcrete *self, void *c)
+{
+    (void)c;
+    if (!self->cf)
+        Py_RETURN_NONE;
+    PyTfmGraph *g = (PyTfmGraph *)graph_type->tp_alloc(graph_type, 0);
+    if (!g)
+        return NULL;
+    g->g = self->cf->optimized;
+    tfm_graph_incref(g->g);
+    return (PyObject *)g;
+}
+
 static PyMethodDef concrete_methods[] = {
     {"_build", (PyCFunction)concrete_build, METH_VARARGS,
      "_build(graph, outputs, kind, structure): seal and compile"},
@@ -958,6 +974,8 @@ static PyMethodDef concrete_methods[] = {
 static PyGetSetDef concrete_getset[] = {
     {"_plan_steps", (getter)concrete_get_steps, NULL,
      "ops the compiled plan runs per call", NULL},
+    {"_optimized_graph", (getter)concrete_get_optimized, NULL,
+     "the graph the plan runs: the trace after the graph passes", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1835,7 +1853,56 @@ done:
     return r;
 }
 
+/* graph_passes() -> {name: enabled} */
+static PyObject *
+py_graph_passes(PyObject *self, PyObject *unused)
+{
+    (void)self; (void)unused;
+    PyObject *d = PyDict_New();
+    for (int i = 0; d && i < TFM_PASS_COUNT; i++)
+        if (PyDict_SetItemString(d, tfm_pass_names[i],
+                                 (tfm_passes_enabled >> i) & 1
+                                 ? Py_True : Py_False)) {
+            Py_CLEAR(d);
+        }
+    return d;
+}
+
+/* set_graph_passes({name: bool}): the passes later traces use. */
+static PyObject *
+py_set_graph_passes(PyObject *self, PyObject *d)
+{
+    (void)self;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    unsigned mask = tfm_passes_enabled;
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "set_graph_passes takes a dict");
+        return NULL;
+    }
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        const char *name = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+        int i = 0;
+        while (name && i < TFM_PASS_COUNT && strcmp(name, tfm_pass_names[i]))
+            i++;
+        if (!name || i == TFM_PASS_COUNT) {
+            PyErr_Format(PyExc_ValueError, "unknown graph pass %R", k);
+            return NULL;
+        }
+        int on = PyObject_IsTrue(v);
+        if (on < 0)
+            return NULL;
+        mask = on ? mask | (1u << i) : mask & ~(1u << i);
+    }
+    tfm_passes_enabled = mask;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"graph_passes", py_graph_passes, METH_NOARGS,
+     "graph_passes() -> {pass name: enabled}"},
+    {"set_graph_passes", py_set_graph_passes, METH_O,
+     "set_graph_passes({pass name: enabled}) for functions traced later"},
     {"subgraph", py_subgraph, METH_VARARGS,
      "subgraph(name): a graph traced inside the current one"},
     {"graph_if", py_graph_if, METH_VARARGS,

@@ -61,6 +61,12 @@ arena_strdup(tfm_graph *g, const char *s)
     return p;
 }
 
+void *
+tfm_graph_arena_alloc(tfm_graph *g, size_t n)
+{
+    return arena_alloc(g, n);
+}
+
 /* ---- unique names ---- */
 
 static uint64_t
@@ -404,8 +410,22 @@ tfm_graph_add_node(tfm_graph *g, tfm_op op, const tfm_ref *in, int nin,
 }
 
 static int
+add_node_named(tfm_graph *g, tfm_op op, const tfm_ref *in, int nin,
+               const tfm_attrs *attrs, const tfm_meta *out, int nout,
+               const char *base);
+
+static int
 add_node(tfm_graph *g, tfm_op op, const tfm_ref *in, int nin,
          const tfm_attrs *attrs, const tfm_meta *out, int nout)
+{
+    return add_node_named(g, op, in, nin, attrs, out, nout,
+                          default_name(op));
+}
+
+static int
+add_node_named(tfm_graph *g, tfm_op op, const tfm_ref *in, int nin,
+               const tfm_attrs *attrs, const tfm_meta *out, int nout,
+               const char *base)
 {
     if (g->sealed) {
         tfm_error(TFM_ERR_INTERNAL, "graph %s is sealed: its trace has "
@@ -455,7 +475,7 @@ add_node(tfm_graph *g, tfm_op op, const tfm_ref *in, int nin,
         *a = *attrs;
         n.attrs = a;
     }
-    n.name = unique_name(g, default_name(op));
+    n.name = unique_name(g, base);
     if (!n.name)
         return -1;
     g->nodes[g->n_nodes] = n;
@@ -1110,5 +1130,76 @@ tfm_graph_assert(tfm_graph *g, tfm_ref cond, const tfm_ref *data, int ndata,
         return -1;
     g->last_effect = node;
     g->last_opaque = node;
+    return node;
+}
+
+/* ---- copying nodes between graphs (Note [Graph rewrites]) ---- */
+
+static const char *const *
+copy_texts(tfm_graph *g, const char *const *texts, int n)
+{
+    const char **t = arena_alloc(g, sizeof(char *) * (size_t)(n + 1));
+    if (!t)
+        return NULL;
+    for (int i = 0; i <= n; i++) {
+        t[i] = arena_strdup(g, texts[i] ? texts[i] : "");
+        if (!t[i])
+            return NULL;
+    }
+    return t;
+}
+
+int
+tfm_graph_copy_node(tfm_graph *g, const tfm_node *src, const tfm_ref *in,
+                    const int32_t *ctrl, int nctrl)
+{
+    int node = add_node_named(g, src->op, in, src->nin, src->attrs,
+                              src->out, src->nout, src->name);
+    if (node < 0)
+        return -1;
+    if (tfm_graph_set_site(g, node, src->site) ||
+        tfm_graph_add_ctrl(g, node, ctrl, nctrl))
+        return -1;
+    tfm_node *n = &g->nodes[node];
+    if (src->op == TFM_OP_PLACEHOLDER) {
+        if (g->n_inputs == g->cap_inputs) {
+            int32_t cap = g->cap_inputs ? g->cap_inputs * 2 : 8;
+            int32_t *t = realloc(g->inputs, sizeof *t * (size_t)cap);
+            if (!t) {
+                tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM building a graph");
+                return -1;
+            }
+            g->inputs = t;
+            g->cap_inputs = cap;
+        }
+        g->inputs[g->n_inputs++] = node;
+    }
+    if (src->text) {
+        /* PrintV2: nin pieces between the inputs; Assert: data inputs. */
+        int pieces = src->op == TFM_OP_ASSERT ? src->nin - 1 : src->nin;
+        n->text = copy_texts(g, src->text, pieces);
+        if (!n->text)
+            return -1;
+    }
+    for (int b = 0; b < 2; b++) {
+        if (!src->sub[b])
+            continue;
+        int m = tfm_graph_input_count(src->sub[b]);
+        int32_t *map = arena_alloc(g, sizeof(int32_t) * ((size_t)m + 1));
+        if (!map)
+            return -1;
+        memcpy(map, src->submap[b], sizeof(int32_t) * (size_t)m);
+        n->submap[b] = map;
+        n->sub[b] = src->sub[b];
+        tfm_graph_incref(n->sub[b]);
+    }
+    if (src->value) {
+        n->value = src->value;
+        tfm_tensor_incref(n->value);
+    }
+    if (src->var) {
+        n->var = src->var;
+        tfm_variable_incref(n->var);
+    }
     return node;
 }

@@ -56,4 +56,25 @@ struct tfm_graph {
     ptr_map caps;            /* outer ref -> capture index */
 };
 
+/* Note [Graph rewrites]: a pass (csrc/graph/pass_*.c) builds a new graph
+ * from a sealed one, node by node, in the old creation order, so program
+ * order (and with it side-effect order) carries over. These two are what
+ * it needs beyond the tfm_graph_* constructors. */
+
+/* Copy src (a node of another graph) into g with inputs in[] (refs in g)
+ * and control edges ctrl[] (nodes of g): op, attrs, metas, name, site and
+ * payload (constants, variables, texts, sub-graphs and their maps, each
+ * with its own reference). A Placeholder becomes g's next input. Returns
+ * the new node's index or -1 with the error set. */
+int tfm_graph_copy_node(tfm_graph *g, const tfm_node *src, const tfm_ref *in,
+                        const int32_t *ctrl, int nctrl);
+/* Memory that lives as long as g (payloads a pass makes). */
+void *tfm_graph_arena_alloc(tfm_graph *g, size_t n);
+/* Node k of g, writable: only for a pass filling a node it just made. */
+static inline tfm_node *
+tfm_graph_node_mut(tfm_graph *g, int k)
+{
+    return &g->nodes[k];
+}
+
 #endif

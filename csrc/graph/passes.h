@@ -1,0 +1,92 @@
+/* The graph optimizer (see DESIGN.md, "Graph passes"): a pipeline of
+ * passes, each a function from a sealed graph to a new sealed graph, run
+ * once per concrete function between the trace and the plan.
+ *
+ * A pass never edits its input: the trace stays as built, for inspection
+ * (ConcreteFunction.graph) and for replays under a GradientTape, which
+ * run the traced graph through the dispatcher so that every op is
+ * recorded (tfm_concrete_call). Each pass has a bit in the enabled mask,
+ * set from Python by tf.config.optimizer.set_experimental_options or the
+ * environment variable TFMINI_GRAPH_PASSES_OFF (tfmini/config.py). */
+#ifndef TFM_GRAPH_PASSES_H
+#define TFM_GRAPH_PASSES_H
+
+#include "../runtime/graph_impl.h"
+
+/* One bit per pass, in pipeline order. Names: tfm_pass_names. */
+enum tfm_pass_bit {
+    TFM_PASS_SIMPLIFY = 1u << 0,  /* pass_simplify.c: exact algebra */
+    TFM_PASS_FOLD = 1u << 1,      /* pass_fold.c: constant folding */
+    TFM_PASS_CSE = 1u << 2,       /* pass_cse.c */
+    TFM_PASS_DCE = 1u << 3,       /* pass_dce.c */
+    TFM_PASS_EPILOGUE = 1u << 4,  /* matmul + bias + activation */
+    TFM_PASS_FUSE = 1u << 5,      /* elementwise fusion */
+    TFM_PASS_MEMORY = 1u << 6,    /* memory plan in exec.c */
+    TFM_PASS_ALL = (1u << 7) - 1,
+};
+#define TFM_PASS_COUNT 7
+
+/* "arithmetic", "constant_folding", "cse", "dce", "remapping",
+ * "fusion", "memory": indexed by bit position. */
+extern const char *const tfm_pass_names[TFM_PASS_COUNT];
+
+/* The passes compiled functions use from now on (functions already
+ * traced keep their plans). Default: all. */
+extern unsigned tfm_passes_enabled;
+
+/* A pass: a new reference to the rewritten graph (g itself, increfed,
+ * when nothing changes), or NULL with the error set. */
+typedef tfm_graph *(*tfm_pass_fn)(tfm_graph *g);
+
+tfm_graph *tfm_pass_simplify(tfm_graph *g);
+tfm_graph *tfm_pass_fold(tfm_graph *g);
+tfm_graph *tfm_pass_cse(tfm_graph *g);
+tfm_graph *tfm_pass_dce(tfm_graph *g);
+tfm_graph *tfm_pass_epilogue(tfm_graph *g);
+tfm_graph *tfm_pass_fuse(tfm_graph *g);
+
+/* Every enabled pass in order, inside If/While sub-graphs too. A new
+ * reference, or NULL with the error set. */
+tfm_graph *tfm_graph_optimize(tfm_graph *g, unsigned passes);
+
+/* ---- building a pass's output (Note [Graph rewrites]) ----
+ *
+ * A rewrite copies src into dst in creation order. map[] sends each
+ * output of src (by slot: base[node] + out) to a ref in dst; nodes not
+ * (yet) copied map to {-1, -1}. A pass walks src's nodes and, for each,
+ * copies it (tfm_rw_copy), sends its outputs to existing refs
+ * (tfm_rw_alias), drops it, or adds new nodes in its place. */
+typedef struct tfm_rw {
+    tfm_graph *src;
+    tfm_graph *dst;
+    int32_t *base;      /* src node -> first output slot */
+    tfm_ref *map;       /* src slot -> dst ref */
+    int32_t *node_map;  /* src node -> dst node (-1: none), for ctrl */
+} tfm_rw;
+
+tfm_code tfm_rw_begin(tfm_rw *rw, tfm_graph *src);
+/* The dst ref of src output r ({-1, -1} when dropped). */
+static inline tfm_ref
+tfm_rw_ref(const tfm_rw *rw, tfm_ref r)
+{
+    return rw->map[rw->base[r.node] + r.out];
+}
+/* Copy src node k with its inputs and control edges mapped (edges to
+ * dropped nodes are dropped). Returns the dst node or -1. */
+int tfm_rw_copy(tfm_rw *rw, int k);
+/* src output (k, out) is dst ref r from now on. */
+void tfm_rw_alias(tfm_rw *rw, int k, int out, tfm_ref r);
+/* src node k became dst node d (outputs one to one). */
+void tfm_rw_set(tfm_rw *rw, int k, int d);
+/* Map the outputs, seal dst and return it (a new reference); frees the
+ * rewrite's tables. NULL with the error set if an output was dropped. */
+tfm_graph *tfm_rw_finish(tfm_rw *rw);
+/* Give up (after an error): frees dst and the tables. */
+void tfm_rw_abort(tfm_rw *rw);
+
+/* Whether node n must run even when no output needs it: writes to
+ * variables, prints, asserts, control flow (its sub-graphs may do any of
+ * these) and ops flagged stateful. */
+int tfm_node_has_effect(const tfm_node *n);
+
+#endif
