@@ -95,12 +95,12 @@ class optimizer:  # noqa: N801  (TF's namespace name)
       constant_folding  subgraphs of constants evaluated once
       cse               common-subexpression elimination
       dce               dead-code elimination
-      remapping         matmul + bias + activation in one node
+      epilogue          matmul + bias + activation in one node
       fusion            elementwise chains in one pass over memory
       memory            buffer reuse and in-place execution
     and each can be switched by that name. TF's option names map onto
     them: arithmetic_optimization (arithmetic and cse), constant_folding,
-    remapping (remapping and fusion), disable_model_pruning (dce off),
+    remapping (epilogue and fusion), disable_model_pruning (dce off),
     memory_optimization, and disable_meta_optimizer (all off); TF's
     other options are accepted and change nothing here. The settings
     apply to functions traced afterwards, as in TF: a trace keeps the
@@ -111,7 +111,7 @@ class optimizer:  # noqa: N801  (TF's namespace name)
     _tf_map = {
         "arithmetic_optimization": ("arithmetic", "cse"),
         "constant_folding": ("constant_folding",),
-        "remapping": ("remapping", "fusion"),
+        "remapping": ("epilogue", "fusion"),
         "memory_optimization": ("memory",),
     }
     _tf_ignored = frozenset([

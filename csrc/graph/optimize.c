@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 const char *const tfm_pass_names[TFM_PASS_COUNT] = {
-    "arithmetic", "constant_folding", "cse", "dce", "remapping", "fusion",
+    "arithmetic", "constant_folding", "cse", "dce", "epilogue", "fusion",
     "memory",
 };
 

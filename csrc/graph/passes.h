@@ -26,7 +26,7 @@ enum tfm_pass_bit {
 };
 #define TFM_PASS_COUNT 7
 
-/* "arithmetic", "constant_folding", "cse", "dce", "remapping",
+/* "arithmetic", "constant_folding", "cse", "dce", "epilogue",
  * "fusion", "memory": indexed by bit position. */
 extern const char *const tfm_pass_names[TFM_PASS_COUNT];
 
