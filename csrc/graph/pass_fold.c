@@ -24,7 +24,7 @@
  *     it names the node and the user's line as it did before.
  *
  * Shape, Size and Rank need only their input's shape: they fold when
- * that shape is fully known and the input is a value that cannot fail
+ * that shape is fully known (Rank: always) and the input is a value that cannot fail
  * to exist (a function input, a constant, a variable read), so no
  * run-time error is skipped along with the input.
  *
@@ -111,14 +111,16 @@ evaluate(const tfm_node *n, tfm_tensor *const *in, tfm_tensor **out)
     return 1;
 }
 
-/* Shape, Size, Rank of an input whose shape is known: 1 with *out a new
- * reference, 0 when not (or on OOM, which then surfaces at run time). */
+/* Shape, Size of an input whose shape is known, Rank of any: 1 with
+ * *out a new reference, 0 when not (or on OOM: it surfaces at run
+ * time). */
 static int
 shape_value(const tfm_node *n, const tfm_meta *x, tfm_tensor **out)
 {
     const tfm_meta *m = &n->out[0];
     int64_t vals[TFM_MAX_DIMS], count = 1;
-    if (!tfm_shape_is_known(&x->shape) || !tfm_shape_is_known(&m->shape))
+    if ((n->op != TFM_OP_RANK && !tfm_shape_is_known(&x->shape)) ||
+        !tfm_shape_is_known(&m->shape))
         return 0;
     if (n->op == TFM_OP_SHAPE) {
         count = x->shape.ndim;
