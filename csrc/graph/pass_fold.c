@@ -1,9 +1,240 @@
-/* Placeholder until the pass lands: returns its input unchanged. */
+/* Constant folding: a node whose inputs are all constants is evaluated
+ * once, here, and becomes Const nodes holding its outputs.
+ *
+ * It runs the same kernels as eager code and the executor
+ * (tfm_run_kernel, float16 upcasts included), on the CPU, so a folded
+ * value has the bits the executor would have computed. Folding walks
+ * the graph in creation order, so chains of constants fold through.
+ *
+ * What never folds:
+ *   - ops with no kernel (Placeholder, Const, ReadVariableOp, the
+ *     assigns, PrintV2, If, While, Assert: their values come from
+ *     outside the graph or they act on the world), ops flagged stateful
+ *     or random (a random op draws anew each run), nodes with control
+ *     edges;
+ *   - Where whose count is left to run time (Note [Data-dependent
+ *     shapes] in exec.c);
+ *   - a node any output of which has more than TFM_FOLD_MAX_ELEMENTS
+ *     elements: tf.zeros([10000, 10000]) stays a Fill that makes its
+ *     400 MB at run time instead of a constant held by the plan for
+ *     the function's lifetime. The cap is checked on the inferred
+ *     shapes before anything is computed;
+ *   - a node whose kernel fails (an out-of-range gather on constants,
+ *     say): the error is the program's, so it stays for run time, where
+ *     it names the node and the user's line as it did before.
+ *
+ * Shape, Size and Rank need only their input's shape: they fold when
+ * that shape is fully known (Rank: always) and the input is a value that cannot fail
+ * to exist (a function input, a constant, a variable read), so no
+ * run-time error is skipped along with the input.
+ *
+ * A folded graph output gets an Identity in front (Note [Distinct
+ * outputs]): each call still returns a tensor of its own. */
 #include "passes.h"
+
+#include <stdlib.h>
+
+#include "../runtime/dispatch.h"
+
+/* 2^16 elements: 256 KiB of float32 per folded output. */
+#define TFM_FOLD_MAX_ELEMENTS ((int64_t)1 << 16)
+
+static int
+small(const tfm_shape *s)
+{
+    int64_t n = tfm_shape_numel(s);
+    return n >= 0 && n <= TFM_FOLD_MAX_ELEMENTS;
+}
+
+static int
+may_fold(const tfm_node *n)
+{
+    unsigned flags = tfm_ops[n->op].flags;
+    if (!tfm_ops[n->op].cpu || (flags & (TFM_OPF_STATEFUL | TFM_OPF_RANDOM))
+        || tfm_node_has_effect(n) || n->sub[0] || n->nctrl || n->nout < 1)
+        return 0;
+    if (n->op == TFM_OP_WHERE && n->attrs->i[0] < 0)
+        return 0;
+    /* Known sizes first: a shape unknown at trace time is checked on the
+     * inputs' real shapes below. */
+    for (int j = 0; j < n->nout; j++)
+        if (tfm_shape_is_known(&n->out[j].shape) && !small(&n->out[j].shape))
+            return 0;
+    return 1;
+}
+
+/* Whether the concrete result t fits meta m (same dtype, each known dim
+ * equal): anything else would be a bug to keep out of the graph. */
+static int
+fits(const tfm_tensor *t, const tfm_meta *m)
+{
+    if (t->dtype != m->dtype || t->shape.ndim != m->shape.ndim)
+        return 0;
+    for (int d = 0; d < m->shape.ndim; d++)
+        if (m->shape.dims[d] >= 0 && m->shape.dims[d] != t->shape.dims[d])
+            return 0;
+    return 1;
+}
+
+/* Run n on in[] (concrete, CPU). 1 with out[0..n->nout) new references,
+ * 0 (no error set) when it does not fold. */
+static int
+evaluate(const tfm_node *n, tfm_tensor *const *in, tfm_tensor **out)
+{
+    tfm_meta meta[TFM_MAX_OUTPUTS];
+    int nout = 0;
+    if (tfm_infer(n->op, in, n->nin, n->attrs, meta, &nout)) {
+        tfm_error_clear();
+        return 0;
+    }
+    if (nout != n->nout)
+        return 0;
+    for (int j = 0; j < nout; j++)
+        if (!small(&meta[j].shape))
+            return 0;
+    int scope = tfm_device_scope();
+    tfm_device_set_scope(-1);   /* the inputs' device: the CPU */
+    tfm_code rc = tfm_run_kernel(n->op, in, n->nin, n->attrs, out, &nout);
+    tfm_device_set_scope(scope);
+    if (rc) {
+        tfm_error_clear();
+        return 0;
+    }
+    int ok = nout == n->nout;
+    for (int j = 0; ok && j < nout; j++)
+        ok = fits(out[j], &n->out[j]);
+    if (!ok) {
+        for (int j = 0; j < nout; j++)
+            tfm_tensor_decref(out[j]);
+        return 0;
+    }
+    return 1;
+}
+
+/* Shape, Size of an input whose shape is known, Rank of any: 1 with
+ * *out a new reference, 0 when not (or on OOM: it surfaces at run
+ * time). */
+static int
+shape_value(const tfm_node *n, const tfm_meta *x, tfm_tensor **out)
+{
+    const tfm_meta *m = &n->out[0];
+    int64_t vals[TFM_MAX_DIMS], count = 1;
+    if ((n->op != TFM_OP_RANK && !tfm_shape_is_known(&x->shape)) ||
+        !tfm_shape_is_known(&m->shape))
+        return 0;
+    if (n->op == TFM_OP_SHAPE) {
+        count = x->shape.ndim;
+        for (int d = 0; d < x->shape.ndim; d++)
+            vals[d] = x->shape.dims[d];
+    } else {
+        vals[0] = n->op == TFM_OP_SIZE ? tfm_shape_numel(&x->shape)
+                                       : x->shape.ndim;
+    }
+    if (tfm_shape_numel(&m->shape) != count ||
+        (m->dtype != TFM_INT32 && m->dtype != TFM_INT64))
+        return 0;
+    for (int64_t k = 0; k < count; k++)
+        if (m->dtype == TFM_INT32 && vals[k] > INT32_MAX)
+            return 0;           /* the kernel's error, at run time */
+    tfm_tensor *t = tfm_tensor_new(m->dtype, &m->shape, 0);
+    if (!t) {
+        tfm_error_clear();
+        return 0;
+    }
+    for (int64_t k = 0; k < count; k++) {
+        if (m->dtype == TFM_INT32)
+            ((int32_t *)tfm_tensor_data(t))[k] = (int32_t)vals[k];
+        else
+            ((int64_t *)tfm_tensor_data(t))[k] = vals[k];
+    }
+    *out = t;
+    return 1;
+}
+
+static int
+cannot_fail(tfm_op op)
+{
+    return op == TFM_OP_PLACEHOLDER || op == TFM_OP_CONST ||
+           op == TFM_OP_READ_VARIABLE;
+}
+
+/* Fold src node k if it can be: 1 if its outputs are now Consts of
+ * dst, 0 if not, -1 on error (building dst). */
+static int
+fold_node(tfm_rw *rw, int k)
+{
+    const tfm_node *n = tfm_graph_node(rw->src, k);
+    tfm_tensor *in[TFM_MAX_INPUTS], *out[TFM_MAX_OUTPUTS];
+    if (!may_fold(n))
+        return 0;
+    int folded;
+    if ((n->op == TFM_OP_SHAPE || n->op == TFM_OP_SIZE ||
+         n->op == TFM_OP_RANK) && n->nin == 1) {
+        tfm_ref r = tfm_rw_ref(rw, n->in[0]);
+        if (r.node < 0)
+            return 0;
+        const tfm_node *x = tfm_graph_node(rw->dst, r.node);
+        if (!cannot_fail(x->op))
+            return 0;
+        folded = shape_value(n, &x->out[r.out], out);
+    } else {
+        for (int i = 0; i < n->nin; i++) {
+            tfm_ref r = tfm_rw_ref(rw, n->in[i]);
+            if (r.node < 0)
+                return 0;
+            const tfm_node *c = tfm_graph_node(rw->dst, r.node);
+            if (c->op != TFM_OP_CONST || !c->value ||
+                tfm_tensor_is_symbolic(c->value) || c->value->device != 0)
+                return 0;
+            in[i] = c->value;
+        }
+        folded = evaluate(n, in, out);
+    }
+    if (!folded)
+        return 0;
+    int rc = 1;
+    for (int j = 0; j < n->nout; j++) {
+        /* The Const keeps the node's name (a second output: name_1, ...)
+         * and line, as TF's folding does: the text still reads. */
+        int c = rc > 0 ? tfm_rw_add(rw, TFM_OP_CONST, NULL, 0, NULL, NULL,
+                                    0, n->name, n->site, out[j]) : -1;
+        if (c < 0)
+            rc = -1;
+        else
+            tfm_rw_alias(rw, k, j, (tfm_ref){c, 0});
+        tfm_tensor_decref(out[j]);     /* the Const holds its own */
+    }
+    return rc;
+}
 
 tfm_graph *
 tfm_pass_fold(tfm_graph *g)
 {
-    tfm_graph_incref(g);
-    return g;
+    int32_t n = tfm_graph_node_count(g);
+    tfm_rw rw;
+    int changed = 0;
+    if (tfm_rw_begin(&rw, g))
+        return NULL;
+    for (int32_t k = 0; k < n; k++) {
+        int r = fold_node(&rw, k);
+        if (r < 0)
+            goto fail;
+        if (r > 0) {
+            changed = 1;
+            continue;
+        }
+        if (tfm_rw_copy(&rw, k) < 0)
+            goto fail;
+    }
+    if (!changed) {
+        tfm_rw_abort(&rw);
+        tfm_graph_incref(g);
+        return g;
+    }
+    if (tfm_rw_distinct_outputs(&rw))
+        goto fail;
+    return tfm_rw_finish(&rw);
+fail:
+    tfm_rw_abort(&rw);
+    return NULL;
 }

@@ -84,6 +84,27 @@ tfm_graph *tfm_rw_finish(tfm_rw *rw);
 /* Give up (after an error): frees dst and the tables. */
 void tfm_rw_abort(tfm_rw *rw);
 
+/* A new node in dst (not a copy of a src node): op on in[] (dst refs)
+ * with attributes a (NULL: defaults) and outputs out[], named name
+ * (made unique), from the user's line site (may be NULL), holding value
+ * when op is Const (the node takes its own reference; its attributes
+ * then come from value's dtype and shape). The node's index or -1. */
+int tfm_rw_add(tfm_rw *rw, tfm_op op, const tfm_ref *in, int nin,
+               const tfm_attrs *a, const tfm_meta *out, int nout,
+               const char *name, const char *site, tfm_tensor *value);
+
+/* Note [Distinct outputs]: a tensor's identity shows in Python: tapes
+ * key gradients by tensor id (Note [Variable ids]), so a function that
+ * returns one tensor twice, or its own input, or a constant every call
+ * returns, differs from eager code that made distinct tensors. A pass
+ * that sends graph outputs to other refs (simplify, fold, CSE) calls
+ * this after its last node, before tfm_rw_finish: an output the rewrite
+ * made a Placeholder, a Const or a ReadVariableOp, or made share its
+ * tensor with another output, where the source's outputs did not, gets
+ * an Identity (a copy) in front, or, when the source returned a
+ * captured constant, that constant back. Returns TFM_OK or the error. */
+tfm_code tfm_rw_distinct_outputs(tfm_rw *rw);
+
 /* Whether node n must run even when no output needs it: writes to
  * variables, prints, asserts, control flow (its sub-graphs may do any of
  * these) and ops flagged stateful. */

@@ -170,3 +170,132 @@ tfm_rw_abort(tfm_rw *rw)
     rw->dst = NULL;
     rw_free_tables(rw);
 }
+
+int
+tfm_rw_add(tfm_rw *rw, tfm_op op, const tfm_ref *in, int nin,
+           const tfm_attrs *a, const tfm_meta *out, int nout,
+           const char *name, const char *site, tfm_tensor *value)
+{
+    tfm_node tmp;
+    tfm_attrs ca;
+    tfm_meta cm;
+    memset(&tmp, 0, sizeof tmp);
+    if (op == TFM_OP_CONST) {
+        /* As tfm_graph_const: the state ops' infer reads the attrs. */
+        tfm_attrs_init(&ca);
+        ca.dtype = value->dtype;
+        ca.n_ints = value->shape.ndim;
+        for (int d = 0; d < value->shape.ndim; d++)
+            ca.ints[d] = value->shape.dims[d];
+        cm.dtype = value->dtype;
+        cm.shape = value->shape;
+        a = &ca;
+        out = &cm;
+        nout = 1;
+        tmp.value = value;
+    }
+    tmp.op = op;
+    tmp.nin = nin;
+    tmp.nout = nout;
+    tmp.out = (tfm_meta *)out;
+    tmp.attrs = a;
+    tmp.name = name;
+    tmp.site = site;
+    return tfm_graph_copy_node(rw->dst, &tmp, in, NULL, 0);
+}
+
+/* ---- Note [Distinct outputs] ---- */
+
+/* Whether a node's output tensor comes from outside the plan's own
+ * computation: the caller's input, a captured constant, a variable. */
+static int
+carries_identity(tfm_op op)
+{
+    return op == TFM_OP_PLACEHOLDER || op == TFM_OP_CONST ||
+           op == TFM_OP_READ_VARIABLE;
+}
+
+/* Whether dst ref d may stand for src output s without changing what
+ * the caller can tell apart (first == -1: no earlier output took d;
+ * else the src slot of the earliest one). */
+static int
+output_keeps_identity(const tfm_rw *rw, tfm_ref s, tfm_ref d, int64_t first)
+{
+    const tfm_node *sn = tfm_graph_node(rw->src, s.node);
+    const tfm_node *dn = tfm_graph_node(rw->dst, d.node);
+    int64_t slot = rw->base[s.node] + s.out;
+    switch (sn->op) {
+    case TFM_OP_PLACEHOLDER:
+        return dn->op == TFM_OP_PLACEHOLDER;
+    case TFM_OP_CONST:
+        return dn->op == TFM_OP_CONST && dn->value == sn->value;
+    case TFM_OP_READ_VARIABLE:
+        /* Every read carries the variable's id: reads of one variable
+         * with no write between are interchangeable. */
+        return dn->op == TFM_OP_READ_VARIABLE && dn->var == sn->var;
+    default:
+        return !carries_identity(dn->op) && (first < 0 || first == slot);
+    }
+}
+
+tfm_code
+tfm_rw_distinct_outputs(tfm_rw *rw)
+{
+    int nout = tfm_graph_output_count(rw->src);
+    int32_t nd = tfm_graph_node_count(rw->dst);
+    if (nout == 0)
+        return TFM_OK;
+    /* dst slot -> src slot of the first output that took it. Nodes the
+     * loop below adds are never looked up (each is one output's own). */
+    int32_t *dbase = malloc(sizeof(int32_t) * ((size_t)nd + 1));
+    if (!dbase)
+        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM optimizing a "
+                         "graph");
+    dbase[0] = 0;
+    for (int32_t k = 0; k < nd; k++)
+        dbase[k + 1] = dbase[k] + tfm_graph_node(rw->dst, k)->nout;
+    int64_t *owner = malloc(sizeof(int64_t) * ((size_t)dbase[nd] + 1));
+    if (!owner) {
+        free(dbase);
+        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM optimizing a "
+                         "graph");
+    }
+    for (int32_t sl = 0; sl < dbase[nd]; sl++)
+        owner[sl] = -1;
+    tfm_code rc = TFM_OK;
+    for (int i = 0; i < nout && !rc; i++) {
+        tfm_ref s = tfm_graph_output(rw->src, i);
+        tfm_ref d = tfm_rw_ref(rw, s);
+        int64_t slot = rw->base[s.node] + s.out;
+        if (d.node < 0)
+            continue;           /* tfm_rw_finish reports it */
+        if (d.node < nd) {
+            int64_t first = owner[dbase[d.node] + d.out];
+            if (output_keeps_identity(rw, s, d, first)) {
+                if (first < 0)
+                    owner[dbase[d.node] + d.out] = slot;
+                continue;
+            }
+        } else {
+            continue;           /* a copy made for an earlier output */
+        }
+        const tfm_node *sn = tfm_graph_node(rw->src, s.node);
+        /* The new node takes the name the trace gave the output. */
+        const tfm_meta *m = &tfm_graph_node(rw->dst, d.node)->out[d.out];
+        int k = sn->op == TFM_OP_CONST
+                ? tfm_rw_add(rw, TFM_OP_CONST, NULL, 0, NULL, NULL, 0,
+                             sn->name, sn->site, sn->value)
+                : tfm_rw_add(rw, TFM_OP_IDENTITY, &d, 1, NULL, m, 1,
+                             sn->name, sn->site, NULL);
+        if (k < 0) {
+            rc = tfm_error_code();
+            break;
+        }
+        /* Later outputs of the same src slot (the trace returned one
+         * tensor twice) share the copy, as they shared the tensor. */
+        tfm_rw_alias(rw, s.node, s.out, (tfm_ref){k, 0});
+    }
+    free(owner);
+    free(dbase);
+    return rc;
+}

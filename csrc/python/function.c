@@ -588,6 +588,39 @@ graph_ops(PyTfmGraph *self, PyObject *unused)
     return list;
 }
 
+/* subgraphs(name) -> (Graph, Graph) of the If (then, else) or While
+ * (cond, body) node called name, () for another node (inspection of
+ * what the graph passes did inside control flow). */
+static PyObject *
+graph_subgraphs(PyTfmGraph *self, PyObject *name)
+{
+    const char *s = PyUnicode_AsUTF8(name);
+    if (!s)
+        return NULL;
+    for (int k = 0; k < tfm_graph_node_count(self->g); k++) {
+        const tfm_node *nd = tfm_graph_node(self->g, k);
+        if (strcmp(nd->name, s) != 0)
+            continue;
+        if (!nd->sub[0])
+            return PyTuple_New(0);
+        PyObject *out = PyTuple_New(2);
+        for (int b = 0; out && b < 2; b++) {
+            PyTfmGraph *g = (PyTfmGraph *)graph_type->tp_alloc(graph_type,
+                                                               0);
+            if (!g) {
+                Py_CLEAR(out);
+                break;
+            }
+            g->g = nd->sub[b];
+            tfm_graph_incref(g->g);
+            PyTuple_SET_ITEM(out, b, (PyObject *)g);
+        }
+        return out;
+    }
+    return PyErr_Format(PyExc_KeyError, "graph '%s' has no node '%s'",
+                        tfm_graph_name(self->g), s);
+}
+
 /* A tensor as a graph output: symbolic of this graph, or concrete
  * (captured as a Const). */
 static int
@@ -707,6 +740,8 @@ static PyMethodDef graph_methods[] = {
      "evaluate a symbolic tensor of this graph now"},
     {"owns", (PyCFunction)graph_owns, METH_O,
      "whether a tensor is a symbolic tensor of this graph"},
+    {"subgraphs", (PyCFunction)graph_subgraphs, METH_O,
+     "subgraphs(node name) -> If's (then, else), While's (cond, body)"},
     {NULL, NULL, 0, NULL},
 };
 
