@@ -13,10 +13,12 @@ import importlib
 
 import numpy as np
 
+from .. import _C
 from .. import dtypes as _dtypes
 from .._tensor import Tensor
 from ..errors import InvalidArgumentError, OutOfRangeError
 from ..tensor_shape import TensorShape
+from . import control_flow_grad as _grad
 
 __all__ = ["cond", "while_loop", "switch_case", "case", "TensorArray",
            "Assert"]
@@ -267,7 +269,7 @@ def _staged_cond(pred, true_fn, false_fn, names=("true_fn", "false_fn")):
 
     def flat(fn, label):
         def run():
-            out = fn()
+            out = watcher.wrap(fn)() if recording else fn()
             structure = _NONE if out is None else out
             leaves = _flatten(structure)
             tensors, specs = _components(leaves, f"Output of {label}")
@@ -278,14 +280,44 @@ def _staged_cond(pred, true_fn, false_fn, names=("true_fn", "false_fn")):
                                     o_struct, o_tensors)
             seen[label] = (structure, tensors)
             seen.setdefault("_specs", specs)
+            if recording:
+                # An outer tensor returned as it is is captured when the
+                # outputs are set, after the log: add it here.
+                captures.extend(t for t in tensors if not t._symbolic or
+                                not _C.in_current_graph(t))
             return tensors
         return run
 
-    out = _graph_cond(pred, flat(true_fn, names[0]), flat(false_fn, names[1]))
+    # Note [Control flow gradients] (control_flow_grad.py): a tape
+    # recording here records the whole If.
+    recording = _grad.tapes_recording()
+    captures, watcher = [], None
+    if recording:
+        watcher = _grad.VariableWatcher()
+        with _grad.capture_log(captures):
+            out = _graph_cond(pred, flat(true_fn, names[0]),
+                              flat(false_fn, names[1]))
+    else:
+        out = _graph_cond(pred, flat(true_fn, names[0]),
+                          flat(false_fn, names[1]))
     structure = seen[names[0]][0]
+    if recording:
+        _grad.record_cond(pred, _rerun(true_fn), _rerun(false_fn),
+                          list(out), captures, watcher.variables,
+                          lambda p, t, f: _staged_cond(p, t, f))
     if structure is _NONE:
         return None
     return _pack_as(structure, _from_components(seen["_specs"], list(out)))
+
+
+def _rerun(fn):
+    """fn's outputs as a flat list of tensors (for the gradient's
+    recomputation; the first trace already checked them)."""
+    def run():
+        out = fn()
+        return _components(_flatten(_NONE if out is None else out),
+                           "Output")[0]
+    return run
 
 
 def _check_same_outputs(names, seen, label, structure, tensors, o_struct,
@@ -348,7 +380,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None,
     if _is_tracing() or (isinstance(maximum_iterations, Tensor) and
                          maximum_iterations._symbolic):
         out = _staged_while(cond, body, loop_vars, shape_invariants,
-                            maximum_iterations)
+                            maximum_iterations, back_prop)
     else:
         out = _eager_while(cond, body, loop_vars, maximum_iterations)
     return out[0] if single else out
@@ -397,7 +429,7 @@ def _shape_conforms(shape, invariant):
 
 
 def _staged_while(cond, body, loop_vars, shape_invariants,
-                  maximum_iterations):
+                  maximum_iterations, back_prop=True):
     """Graph tf.while_loop: loop variables flattened into tensors (Python
     numbers converted, TensorArrays as their buffer), the shape
     invariants checked, and cond/body wrapped to take and give flat
@@ -460,8 +492,32 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
                     f"specify a less-specific shape.")
         return new
 
-    out = _graph_while(flat_cond, flat_body, tensors, flat_inv,
-                       maximum_iterations)
+    # Note [Control flow gradients] (control_flow_grad.py): a tape
+    # recording here records the whole While (its forward loop also
+    # stacks the loop variables of every iteration).
+    if not (back_prop and _grad.tapes_recording() and
+            any(t.dtype.is_floating for t in tensors)):
+        return unflatten(_graph_while(flat_cond, flat_body, tensors,
+                                      flat_inv, maximum_iterations))
+    rec = _grad.WhileRecorder(tensors, flat_inv)
+    watcher = _grad.VariableWatcher()
+    captures = []
+    count = stacks = None
+    if rec.fixed:
+        lvars, linv = rec.wrap_vars(tensors)
+        with _grad.capture_log(captures):
+            out = _graph_while(watcher.wrap(rec.wrap_cond(flat_cond)),
+                               watcher.wrap(rec.wrap_body(flat_body)),
+                               lvars, linv, maximum_iterations)
+        count, out, stacks = rec.split(out)
+    else:
+        with _grad.capture_log(captures):
+            out = _graph_while(watcher.wrap(flat_cond),
+                               watcher.wrap(flat_body), tensors, flat_inv,
+                               maximum_iterations)
+    _grad.record_while(tensors, list(out), count, stacks, flat_body,
+                       captures, watcher.variables,
+                       lambda c, b, v: while_loop(c, b, v), rec.fixed)
     return unflatten(out)
 
 

@@ -1,0 +1,252 @@
+"""Gradients through graph tf.cond / tf.while_loop (a GradientTape
+recording inside a tf.function).
+
+Note [Control flow gradients]: the ops of a branch or loop body live in a
+sub-graph that tapes do not see (they are paused while it is traced), so
+a tape recording around a staged tf.cond / tf.while_loop records the
+whole If / While as ONE op (tape.c's record_custom, as tf.custom_gradient
+does). Its inputs are what gradients can flow to: the float loop
+variables, the outer tensors the sub-graphs captured (Note [Capture log]
+in csrc/runtime/trace.h) that a tape connects to, and the variables the
+sub-graphs read. Its gradient function recomputes the forward code under
+a fresh tape:
+
+- cond: an If on the same predicate over two gradient branches; each
+  reruns its branch under a tape and returns the vector-Jacobian product
+  for every input (zeros for those it does not use), so both branches
+  give the same structure.
+- while_loop: the forward loop also carries an iteration count and, for
+  each loop variable, a stack of its value entering every iteration
+  (grown by concat; shape invariants with None dims are refused, see
+  below). The gradient is a reverse While that, for i = n-1 .. 0, reruns
+  the body on the saved values of iteration i under a tape, applies its
+  VJP to the running gradient of the loop variables and adds up the
+  gradients of the captures and variables.
+
+Recomputing is exact for bodies without side effects. A branch or body
+that assigns a variable (or prints) does so again when the gradient
+runs; the recomputation then sees the variable's new value, so such
+gradients are not those of the forward pass (TF keeps the forward
+values; tfmini does not). Gradients of gradients work, because the
+gradient If / While are staged through the same code while the outer
+tapes record.
+"""
+import contextlib
+
+from .. import _C
+from .. import dtypes as _dtypes
+from .._tensor import Tensor
+
+
+def _is_float(t):
+    return isinstance(t, Tensor) and t.dtype.is_floating
+
+
+def tapes_recording():
+    """Whether any tape records now (above the innermost pause)."""
+    return _C.tapes_active() > 0
+
+
+@contextlib.contextmanager
+def capture_log(into):
+    """Collects (into the list `into`) the outer tensors that ops traced
+    in the block use: see Note [Capture log]."""
+    mark = _C.capture_log_open()
+    try:
+        yield
+    finally:
+        into.extend(_C.capture_log_close(mark, None))
+
+
+class VariableWatcher:
+    """Wraps a function traced into a sub-graph so that the variables it
+    reads are remembered (a variables-only tape, pushed inside the
+    sub-graph trace where the outer tapes are paused)."""
+
+    def __init__(self):
+        self.variables = []
+        self._ids = set()
+
+    def wrap(self, fn):
+        def run(*args):
+            watcher = _C.Tape(False, True, True)
+            watcher.push()
+            try:
+                return fn(*args)
+            finally:
+                watcher.pop()
+                for v in watcher.watched_variables():
+                    if id(v) not in self._ids and v.dtype.is_floating:
+                        self._ids.add(id(v))
+                        self.variables.append(v)
+        return run
+
+
+def _tape():
+    from ..backprop import GradientTape
+    return GradientTape(persistent=False, watch_accessed_variables=False)
+
+
+def _zeros_like(t):
+    from .array_ops import zeros_like
+    return zeros_like(t)
+
+
+def _sources(captures, variables):
+    """The custom op's extra inputs: float captures a tape connects to,
+    and reads of the variables (a read carries the variable's id, so a
+    tape's gradient for the variable flows through it)."""
+    caps = [c for c in captures if _is_float(c) and _C.should_record([c])]
+    reads = [v._read() for v in variables]
+    keep = [i for i, r in enumerate(reads) if _C.should_record([r])]
+    return caps, [variables[i] for i in keep], [reads[i] for i in keep]
+
+
+def _vjp(fn, args, watch_args, caps, variables, dys):
+    """fn(*args) rerun under a fresh tape -> gradients of sum(dys * outs)
+    for the watched args, caps and variables (zeros where unconnected)."""
+    from ..backprop import UnconnectedGradients
+    tape = _tape()
+    with tape:
+        for a in watch_args:
+            tape.watch(a)
+        for c in caps:
+            tape.watch(c)
+        for v in variables:
+            tape.watch(v)
+        outs = fn(*args)
+    idx = [k for k, o in enumerate(outs) if _is_float(o)]
+    sources = list(watch_args) + list(caps) + list(variables)
+    if not sources:
+        return []
+    if not idx:
+        return [_zeros_like(s if isinstance(s, Tensor) else s._read())
+                for s in sources]
+    return tape.gradient([outs[k] for k in idx], sources,
+                         output_gradients=[dys[k] for k in idx],
+                         unconnected_gradients=UnconnectedGradients.ZERO)
+
+
+# ---- tf.cond ---------------------------------------------------------
+
+def record_cond(pred, true_flat, false_flat, outs, captures, variables,
+                staged_cond):
+    """Records the If whose outputs are outs on the tapes that watch one
+    of its inputs. true_flat()/false_flat() rerun the branches (flat
+    lists of tensors); staged_cond(pred, t, f) builds a graph cond over
+    two flat branch functions."""
+    fouts = [o for o in outs if _is_float(o)]
+    if not fouts:
+        return
+    caps, variables, reads = _sources(captures, variables)
+    inputs = caps + reads
+    if not inputs or not _C.should_record(inputs):
+        return
+    float_pos = [k for k, o in enumerate(outs) if _is_float(o)]
+
+    def backward(output_grads):
+        dys = [None] * len(outs)
+        for k, g in zip(float_pos, output_grads):
+            dys[k] = g if g is not None else _zeros_like(outs[k])
+
+        def branch(fn):
+            return lambda: list(_vjp(lambda: fn(), (), (), caps, variables,
+                                     dys))
+        return list(staged_cond(pred, branch(true_flat),
+                                branch(false_flat)))
+
+    _C.record_custom(inputs, fouts, backward)
+
+
+# ---- tf.while_loop ---------------------------------------------------
+
+class WhileRecorder:
+    """The forward loop of a differentiable While: the body also stacks
+    the loop variables entering each iteration and counts iterations."""
+
+    def __init__(self, loop_vars, invariants):
+        from ..tensor_shape import TensorShape
+        self.n = len(loop_vars)
+        self.fixed = all(TensorShape(inv).is_fully_defined()
+                         for inv in invariants)
+        self.invariants = list(invariants)
+
+    def wrap_vars(self, loop_vars):
+        """[count, *loop_vars, *stacks] and their invariants."""
+        from ..tensor_shape import TensorShape
+        from .array_ops import zeros
+        from .constant_op import constant
+        stacks = [zeros([0] + TensorShape(inv).as_list(), v.dtype)
+                  for v, inv in zip(loop_vars, self.invariants)]
+        invs = ([TensorShape([])] + self.invariants +
+                [TensorShape([None] + TensorShape(inv).as_list())
+                 for inv in self.invariants])
+        return [constant(0, _dtypes.int32)] + list(loop_vars) + stacks, invs
+
+    def wrap_cond(self, cond):
+        n = self.n
+        return lambda *a: cond(*a[1:1 + n])
+
+    def wrap_body(self, body):
+        from .array_ops import concat, expand_dims
+        n = self.n
+
+        def run(*a):
+            count, vars_, stacks = a[0], list(a[1:1 + n]), a[1 + n:]
+            new = list(body(*vars_))
+            stacks = [concat([s, expand_dims(v, 0)], 0)
+                      for s, v in zip(stacks, vars_)]
+            return [count + 1] + new + stacks
+        return run
+
+    def split(self, out):
+        n = self.n
+        return out[0], list(out[1:1 + n]), list(out[1 + n:])
+
+
+def record_while(init, outs, count, stacks, body_flat, captures, variables,
+                 staged_while, fixed=True):
+    """Records the While (initial loop variables init, final outs) on the
+    tapes that watch an input. body_flat reruns the body on flat loop
+    variables; staged_while(cond, body, vars) builds a graph loop."""
+    fpos = [k for k, v in enumerate(init) if _is_float(v)]
+    if not fpos:
+        return
+    caps, variables, reads = _sources(captures, variables)
+    finit = [init[k] for k in fpos]
+    inputs = finit + caps + reads
+    if not _C.should_record(inputs):
+        return
+    fouts = [outs[k] for k in fpos]
+
+    def backward(output_grads):
+        if not fixed:
+            raise NotImplementedError(
+                "tfmini: gradients through a tf.while_loop inside a "
+                "tf.function need loop variables whose shape stays fixed; "
+                "this loop has shape_invariants with unknown dims")
+        from .array_ops import gather
+        g0 = [g if g is not None else _zeros_like(o)
+              for g, o in zip(output_grads, fouts)]
+        acc0 = [_zeros_like(c) for c in caps] + \
+               [_zeros_like(r) for r in reads]
+        nf, nc = len(fpos), len(caps) + len(reads)
+
+        def rcond(i, *state):
+            return i >= 0
+
+        def rbody(i, *state):
+            g, acc = list(state[:nf]), list(state[nf:])
+            vars_i = [gather(s, i) for s in stacks]
+            watch = [vars_i[k] for k in fpos]
+            dys = [None] * len(vars_i)
+            for k, gk in zip(fpos, g):
+                dys[k] = gk
+            grads = _vjp(body_flat, vars_i, watch, caps, variables, dys)
+            return ([i - 1] + list(grads[:nf]) +
+                    [a + b for a, b in zip(acc, grads[nf:])])
+
+        out = staged_while(rcond, rbody, [count - 1] + g0 + acc0)
+        return list(out[1:1 + nf + nc])
+
+    _C.record_custom(inputs, fouts, backward)
