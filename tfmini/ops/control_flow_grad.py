@@ -8,28 +8,36 @@ whole If / While as ONE op (tape.c's record_custom, as tf.custom_gradient
 does). Its inputs are what gradients can flow to: the float loop
 variables, the outer tensors the sub-graphs captured (Note [Capture log]
 in csrc/runtime/trace.h) that a tape connects to, and the variables the
-sub-graphs read. Its gradient function recomputes the forward code under
-a fresh tape:
+sub-graphs read.
 
-- cond: an If on the same predicate over two gradient branches; each
-  reruns its branch under a tape and returns the vector-Jacobian product
-  for every input (zeros for those it does not use), so both branches
-  give the same structure.
+The gradient's graph is traced right away, while the forward op is made,
+and not when tape.gradient runs: it reruns the user's branch or body
+under a fresh tape, and Python state those functions read (a closure
+variable, AutoGraph's block state) is only as the forward pass saw it
+now; later the code after the cond may have rebound it. What waits for
+tape.gradient is only the node that runs that graph, a While over the
+incoming gradients (for a cond: one iteration, a call):
+
+- cond: the gradient sub-graph is an If on the same predicate over the
+  two branches' vector-Jacobian products (each reruns its branch under a
+  tape; zeros for inputs a branch does not use, so both branches give
+  the same structure).
 - while_loop: the forward loop also carries an iteration count and, for
   each loop variable, a stack of its value entering every iteration
-  (grown by concat; shape invariants with None dims are refused, see
-  below). The gradient is a reverse While that, for i = n-1 .. 0, reruns
-  the body on the saved values of iteration i under a tape, applies its
-  VJP to the running gradient of the loop variables and adds up the
-  gradients of the captures and variables.
+  (grown by concat; loop variables whose shape invariant has None dims
+  get no gradient, see the error in backward). The gradient is a reverse
+  While that, for i = n-1 .. 0, reruns the body on the saved values of
+  iteration i under a tape, applies its VJP to the running gradient of
+  the loop variables and adds up the gradients of captures and
+  variables.
 
-Recomputing is exact for bodies without side effects. A branch or body
-that assigns a variable (or prints) does so again when the gradient
-runs; the recomputation then sees the variable's new value, so such
-gradients are not those of the forward pass (TF keeps the forward
-values; tfmini does not). Gradients of gradients work, because the
-gradient If / While are staged through the same code while the outer
-tapes record.
+Limits: recomputing is exact for code without side effects; a body that
+assigns a variable does so again when the gradient runs, and reads the
+new value. The gradient must be taken in the graph that made the op (the
+usual: tape.gradient in the same function body), once per op (a
+persistent tape asking twice gets an error), and gradients of these
+gradients (a tape around the tape) are refused with an error rather than
+coming back None.
 """
 import contextlib
 
@@ -96,7 +104,14 @@ def _sources(captures, variables):
     """The custom op's extra inputs: float captures a tape connects to,
     and reads of the variables (a read carries the variable's id, so a
     tape's gradient for the variable flows through it)."""
-    caps = [c for c in captures if _is_float(c) and _C.should_record([c])]
+    caps, seen = [], set()
+    for c in captures:
+        # The same tensor can be logged under two wrappers (a use in an
+        # op and a branch returning it as it is): once only, or its
+        # gradient would count twice.
+        if _is_float(c) and c._id not in seen and _C.should_record([c]):
+            seen.add(c._id)
+            caps.append(c)
     reads = [v._read() for v in variables]
     keep = [i for i, r in enumerate(reads) if _C.should_record([r])]
     return caps, [variables[i] for i in keep], [reads[i] for i in keep]
@@ -127,6 +142,70 @@ def _vjp(fn, args, watch_args, caps, variables, dys):
                          unconnected_gradients=UnconnectedGradients.ZERO)
 
 
+# ---- calling a gradient sub-graph --------------------------------------
+
+class _GradCall:
+    """A sub-graph traced now (explicit inputs [i, *args]; outputs
+    [i + 1, ...]) and run later as a one-iteration While, or (reverse)
+    as the body of a loop while i >= 0."""
+
+    def __init__(self, name, body, specs, loop_cond):
+        from ..function import _trace_sub, TensorSpec
+        from .. import tensor_shape
+        specs = [TensorSpec(tensor_shape.TensorShape([]), _dtypes.int32)] \
+            + list(specs)
+        self.body = _trace_sub(name, body, specs)
+        self.cond = _trace_sub(name + "_cond", lambda i, *r: [loop_cond(i)],
+                               specs)
+        self.name = name
+        self.used = False
+
+    def __call__(self, first, args, deps):
+        """Runs the sub-graph on [first, *args]; deps are the forward
+        op's inputs (what its result also depends on)."""
+        from .constant_op import convert_to_tensor
+        if self.used:
+            raise NotImplementedError(
+                f"tfmini: the gradient of a graph {self.name.split('_')[0]} "
+                f"can be taken once (a persistent tape asked twice); take "
+                f"all the gradients you need in one tape.gradient call")
+        self.used = True
+        try:
+            first = convert_to_tensor(first, _dtypes.int32)
+            out = _C.graph_while([first] + list(args),
+                                 self.cond[0], self.cond[1][0], self.body[0],
+                                 self.body[1], None)
+        except Exception as e:
+            if "is not a sub-graph being traced" not in str(e):
+                raise
+            raise NotImplementedError(
+                f"tfmini: the gradient of a graph {self.name.split('_')[0]} "
+                f"must be taken in the function (or branch, or loop body) "
+                f"that ran it") from None
+        out = list(out[1:])
+        what = self.name.split('_')[0]
+
+        def refuse(_):
+            # The outer tape cannot see inside this While: an error, not
+            # a None or a partial second derivative.
+            raise NotImplementedError(
+                f"tfmini: gradients of gradients through a graph {what} in "
+                f"a tf.function are not supported (a tape recorded the "
+                f"first gradient's computation and was asked for its "
+                f"gradient)")
+
+        inputs = [a for a in args if _is_float(a)] + list(deps)
+        fouts = [o for o in out if _is_float(o)]
+        if fouts and tapes_recording() and _C.should_record(inputs):
+            _C.record_custom(inputs, fouts, refuse)
+        return out
+
+
+def _spec_of(t):
+    from ..function import TensorSpec
+    return TensorSpec(t.shape, t.dtype)
+
+
 # ---- tf.cond ---------------------------------------------------------
 
 def record_cond(pred, true_flat, false_flat, outs, captures, variables,
@@ -135,25 +214,36 @@ def record_cond(pred, true_flat, false_flat, outs, captures, variables,
     of its inputs. true_flat()/false_flat() rerun the branches (flat
     lists of tensors); staged_cond(pred, t, f) builds a graph cond over
     two flat branch functions."""
-    fouts = [o for o in outs if _is_float(o)]
-    if not fouts:
+    fpos = [k for k, o in enumerate(outs) if _is_float(o)]
+    if not fpos:
         return
     caps, variables, reads = _sources(captures, variables)
     inputs = caps + reads
     if not inputs or not _C.should_record(inputs):
         return
-    float_pos = [k for k, o in enumerate(outs) if _is_float(o)]
+    fouts = [outs[k] for k in fpos]
+    nd = len(fpos)
 
-    def backward(output_grads):
+    def grad_body(i, *rest):
         dys = [None] * len(outs)
-        for k, g in zip(float_pos, output_grads):
-            dys[k] = g if g is not None else _zeros_like(outs[k])
+        for k, g in zip(fpos, rest[:nd]):
+            dys[k] = g
 
         def branch(fn):
             return lambda: list(_vjp(lambda: fn(), (), (), caps, variables,
                                      dys))
-        return list(staged_cond(pred, branch(true_flat),
-                                branch(false_flat)))
+        grads = staged_cond(pred, branch(true_flat), branch(false_flat))
+        return [i + 1] + list(rest[:nd]) + list(grads)
+
+    call = _GradCall("cond_grad", grad_body,
+                     [_spec_of(o) for o in fouts] +
+                     [_spec_of(t) for t in inputs], lambda i: i < 1)
+
+    def backward(output_grads):
+        dys = [g if g is not None else _zeros_like(o)
+               for g, o in zip(output_grads, fouts)]
+        return call(0, dys + [_zeros_like(t) for t in inputs],
+                    inputs)[nd:]
 
     _C.record_custom(inputs, fouts, backward)
 
@@ -205,10 +295,10 @@ class WhileRecorder:
 
 
 def record_while(init, outs, count, stacks, body_flat, captures, variables,
-                 staged_while, fixed=True):
+                 fixed=True):
     """Records the While (initial loop variables init, final outs) on the
     tapes that watch an input. body_flat reruns the body on flat loop
-    variables; staged_while(cond, body, vars) builds a graph loop."""
+    variables."""
     fpos = [k for k, v in enumerate(init) if _is_float(v)]
     if not fpos:
         return
@@ -218,35 +308,36 @@ def record_while(init, outs, count, stacks, body_flat, captures, variables,
     if not _C.should_record(inputs):
         return
     fouts = [outs[k] for k in fpos]
-
-    def backward(output_grads):
-        if not fixed:
-            raise NotImplementedError(
-                "tfmini: gradients through a tf.while_loop inside a "
-                "tf.function need loop variables whose shape stays fixed; "
-                "this loop has shape_invariants with unknown dims")
+    nf = len(fpos)
+    call = None
+    if fixed:
         from .array_ops import gather
-        g0 = [g if g is not None else _zeros_like(o)
-              for g, o in zip(output_grads, fouts)]
-        acc0 = [_zeros_like(c) for c in caps] + \
-               [_zeros_like(r) for r in reads]
-        nf, nc = len(fpos), len(caps) + len(reads)
-
-        def rcond(i, *state):
-            return i >= 0
 
         def rbody(i, *state):
             g, acc = list(state[:nf]), list(state[nf:])
             vars_i = [gather(s, i) for s in stacks]
-            watch = [vars_i[k] for k in fpos]
             dys = [None] * len(vars_i)
             for k, gk in zip(fpos, g):
                 dys[k] = gk
-            grads = _vjp(body_flat, vars_i, watch, caps, variables, dys)
+            grads = _vjp(body_flat, vars_i, [vars_i[k] for k in fpos],
+                         caps, variables, dys)
             return ([i - 1] + list(grads[:nf]) +
                     [a + b for a, b in zip(acc, grads[nf:])])
 
-        out = staged_while(rcond, rbody, [count - 1] + g0 + acc0)
-        return list(out[1:1 + nf + nc])
+        call = _GradCall("while_grad", rbody,
+                         [_spec_of(t) for t in fouts] +
+                         [_spec_of(t) for t in caps + reads],
+                         lambda i: i >= 0)
+
+    def backward(output_grads):
+        if call is None:
+            raise NotImplementedError(
+                "tfmini: gradients through a tf.while_loop inside a "
+                "tf.function need loop variables whose shape stays fixed; "
+                "this loop has shape_invariants with unknown dims")
+        g0 = [g if g is not None else _zeros_like(o)
+              for g, o in zip(output_grads, fouts)]
+        acc0 = [_zeros_like(t) for t in caps + reads]
+        return call(count - 1, g0 + acc0, inputs)
 
     _C.record_custom(inputs, fouts, backward)

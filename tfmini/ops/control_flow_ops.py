@@ -516,8 +516,7 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
                                watcher.wrap(flat_body), tensors, flat_inv,
                                maximum_iterations)
     _grad.record_while(tensors, list(out), count, stacks, flat_body,
-                       captures, watcher.variables,
-                       lambda c, b, v: while_loop(c, b, v), rec.fixed)
+                       captures, watcher.variables, rec.fixed)
     return unflatten(out)
 
 
