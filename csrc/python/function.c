@@ -1706,6 +1706,13 @@ py_capture_log_close(PyObject *self, PyObject *args)
     return out;
 }
 
+static PyObject *
+py_traced_assigns(PyObject *self, PyObject *unused)
+{
+    (void)self; (void)unused;
+    return PyLong_FromLong(tfm_trace_assign_count());
+}
+
 /* A tensor as a value of the graph being traced. */
 static int
 trace_ref(PyObject *o, tfm_ref *r)
@@ -1954,6 +1961,8 @@ static PyMethodDef module_methods[] = {
      "capture_log_open() -> mark (Note [Capture log])"},
     {"capture_log_close", py_capture_log_close, METH_VARARGS,
      "capture_log_close(mark, graph) -> outer tensors graph's ops used"},
+    {"traced_assigns", py_traced_assigns, METH_NOARGS,
+     "variable assignments traced so far on this thread"},
     {"graph_if", py_graph_if, METH_VARARGS,
      "graph_if(pred, then_graph, then_outs, else_graph, else_outs)"},
     {"graph_while", py_graph_while, METH_VARARGS,

@@ -235,10 +235,19 @@ tfm_trace_read_variable(tfm_variable *v, tfm_tensor **out)
     return TFM_OK;
 }
 
+static _Thread_local long assign_count;
+
+long
+tfm_trace_assign_count(void)
+{
+    return assign_count;
+}
+
 tfm_code
 tfm_trace_assign_variable(tfm_variable *v, tfm_tensor *value, int mode)
 {
     tfm_graph *g = tfm_trace_graph();
+    assign_count++;
     tfm_ref r;
     tfm_code rc = input_ref(g, value, "AssignVariableOp", &r);
     if (rc)

@@ -43,6 +43,10 @@ struct tfm_variable;
 tfm_code tfm_trace_read_variable(struct tfm_variable *v, tfm_tensor **out);
 tfm_code tfm_trace_assign_variable(struct tfm_variable *v, tfm_tensor *value,
                                    int mode);
+/* Assignments traced so far on this thread: a differentiated tf.cond or
+ * tf.while_loop whose branch assigned cannot be recomputed (Note
+ * [Control flow gradients] in tfmini/ops/control_flow_grad.py). */
+long tfm_trace_assign_count(void);
 
 /* Note [Capture log]: a tape recording around tf.cond / tf.while_loop
  * in a traced function records the whole If / While as one op whose

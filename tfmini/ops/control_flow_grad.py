@@ -69,20 +69,24 @@ def capture_log(into):
 class VariableWatcher:
     """Wraps a function traced into a sub-graph so that the variables it
     reads are remembered (a variables-only tape, pushed inside the
-    sub-graph trace where the outer tapes are paused)."""
+    sub-graph trace where the outer tapes are paused), and whether it
+    assigned one."""
 
     def __init__(self):
         self.variables = []
         self._ids = set()
+        self.assigns = False     # the code assigned a variable
 
     def wrap(self, fn):
         def run(*args):
             watcher = _C.Tape(False, True, True)
+            before = _C.traced_assigns()
             watcher.push()
             try:
                 return fn(*args)
             finally:
                 watcher.pop()
+                self.assigns |= _C.traced_assigns() != before
                 for v in watcher.watched_variables():
                     if id(v) not in self._ids and v.dtype.is_floating:
                         self._ids.add(id(v))
@@ -208,8 +212,18 @@ def _spec_of(t):
 
 # ---- tf.cond ---------------------------------------------------------
 
+def _refuse_assigns(what):
+    def backward(_):
+        raise NotImplementedError(
+            f"tfmini: no gradient through a graph {what} in a tf.function "
+            f"whose code assigns a variable: the gradient reruns that code "
+            f"and would assign again (and read the new value); move the "
+            f"assignment out of the {what}")
+    return backward
+
+
 def record_cond(pred, true_flat, false_flat, outs, captures, variables,
-                staged_cond):
+                staged_cond, assigns=False):
     """Records the If whose outputs are outs on the tapes that watch one
     of its inputs. true_flat()/false_flat() rerun the branches (flat
     lists of tensors); staged_cond(pred, t, f) builds a graph cond over
@@ -222,6 +236,9 @@ def record_cond(pred, true_flat, false_flat, outs, captures, variables,
     if not inputs or not _C.should_record(inputs):
         return
     fouts = [outs[k] for k in fpos]
+    if assigns:
+        _C.record_custom(inputs, fouts, _refuse_assigns("tf.cond"))
+        return
     nd = len(fpos)
 
     def grad_body(i, *rest):
@@ -295,7 +312,7 @@ class WhileRecorder:
 
 
 def record_while(init, outs, count, stacks, body_flat, captures, variables,
-                 fixed=True):
+                 fixed=True, assigns=False):
     """Records the While (initial loop variables init, final outs) on the
     tapes that watch an input. body_flat reruns the body on flat loop
     variables."""
@@ -309,6 +326,9 @@ def record_while(init, outs, count, stacks, body_flat, captures, variables,
         return
     fouts = [outs[k] for k in fpos]
     nf = len(fpos)
+    if assigns:
+        _C.record_custom(inputs, fouts, _refuse_assigns("tf.while_loop"))
+        return
     call = None
     if fixed:
         from .array_ops import gather

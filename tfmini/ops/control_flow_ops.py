@@ -304,7 +304,8 @@ def _staged_cond(pred, true_fn, false_fn, names=("true_fn", "false_fn")):
     if recording:
         _grad.record_cond(pred, _rerun(true_fn), _rerun(false_fn),
                           list(out), captures, watcher.variables,
-                          lambda p, t, f: _staged_cond(p, t, f))
+                          lambda p, t, f: _staged_cond(p, t, f),
+                          watcher.assigns)
     if structure is _NONE:
         return None
     return _pack_as(structure, _from_components(seen["_specs"], list(out)))
@@ -516,7 +517,8 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
                                watcher.wrap(flat_body), tensors, flat_inv,
                                maximum_iterations)
     _grad.record_while(tensors, list(out), count, stacks, flat_body,
-                       captures, watcher.variables, rec.fixed)
+                       captures, watcher.variables, rec.fixed,
+                       watcher.assigns)
     return unflatten(out)
 
 
