@@ -353,6 +353,29 @@ def short_circuit(x):
     return a, len(calls)
 
 
+def chained_compare(x):
+    if 0. < x < 5.:
+        y = x * 2.
+    elif -3. <= x <= 0. != 1.:
+        y = -x
+    else:
+        y = x + 100.
+    inside = 1. < x * 2. < 9.
+    return y, tf.cast(inside, tf.float32)
+
+
+def chained_compare_operand_once(x):
+    calls = []
+
+    def mid(v):
+        calls.append(1)
+        return v
+
+    first = 0 < mid(x) <= 3.
+    second = 10 < mid(x) < 20      # false first: the rest is skipped
+    return tf.cast(first, tf.int32), tf.cast(second, tf.int32), len(calls)
+
+
 def calls_helper(x):
     return _helper(x) + _helper(-x)
 
@@ -531,6 +554,8 @@ CASES = [
     (logic_ops, [(_T(a), _T(b)) for a in (1.0, -1.0, 7.0)
                  for b in (2.0, -2.0)]),
     (ternary, [(_T(3.0),), (_T(-3.0),)]),
+    (chained_compare, [(_T(v),) for v in (2.0, 7.0, -1.0, -5.0, 0.0)]),
+    (chained_compare_operand_once, [(_T(v),) for v in (1.0, 4.0, 15.0)]),
     (calls_helper, [(_T(2.0),)]),
     (calls_method, [(_T(2.0),), (_T(-0.5),)]),
     (calls_partial_and_lambda, [(_T(2.0),), (_T(-2.0),)]),

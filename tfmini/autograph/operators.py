@@ -281,6 +281,28 @@ def or_(a, b):
     return value or b()
 
 
+_COMPARE = {
+    "Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b,
+    "Lt": lambda a, b: a < b, "LtE": lambda a, b: a <= b,
+    "Gt": lambda a, b: a > b, "GtE": lambda a, b: a >= b,
+    "Is": lambda a, b: a is b, "IsNot": lambda a, b: a is not b,
+    "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b,
+}
+
+
+def compare_chain(left, ops, rights):
+    """`left ops[0] rights[0]() ops[1] rights[1]() ...`, a chained
+    comparison: each operand evaluated at most once, the rest skipped
+    after a false one (with and_, so a staged comparison makes the rest a
+    graph cond)."""
+    right = rights[0]()
+    value = _COMPARE[ops[0]](left, right)
+    if len(ops) == 1:
+        return value
+    return and_(lambda: value,
+                lambda: compare_chain(right, ops[1:], rights[1:]))
+
+
 def not_(a):
     """`not a`: tf.logical_not for a staged tensor."""
     if _staged(a):
