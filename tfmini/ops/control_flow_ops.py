@@ -437,6 +437,20 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
     lists for _graph_while."""
     structure = loop_vars
     leaves = _flatten(loop_vars)
+    needs = [k for k, x in enumerate(leaves) if isinstance(x, TensorArray)
+             and x._buffer is None and
+             not x._element_shape.is_fully_defined()]
+    if needs and _C.tracing():
+        from . import tensor_array_probe as probe
+        try:
+            probe.learn_element_shapes(body, structure, leaves, needs)
+        except probe.ProbeFailed as e:
+            raise ValueError(
+                f"tfmini: a TensorArray carried through graph control flow "
+                f"needs a fully known element shape, got "
+                f"{leaves[needs[0]].element_shape}; tfmini traced the loop "
+                f"body once to learn it, but {e}. Pass element_shape= to "
+                f"tf.TensorArray") from None
     tensors, specs = _components(leaves, "Loop variable")
     if shape_invariants is None:
         invariants = [None] * len(leaves)
