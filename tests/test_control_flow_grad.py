@@ -483,3 +483,42 @@ def test_no_tape_no_gradient_graph():
     ops = [op.type for op in f.get_concrete_function(x).graph
            .get_operations()]
     assert ops.count("If") == 1 and "While" not in ops
+
+
+# ---- memory: the gradient machinery frees what it made -----------------
+
+def _live():
+    import gc
+    from tfmini import _C
+    gc.collect()
+    tensors, buffers, _ = _C.live_counts()
+    graphs, concretes = _C.function_live_counts()
+    return tensors, buffers, graphs, concretes
+
+
+def test_traces_with_tapes_leave_nothing_behind():
+    def make():
+        def f(x):
+            with tf.GradientTape() as t:
+                t.watch(x)
+                y = tf.while_loop(
+                    lambda i, y: i < 3,
+                    lambda i, y: (i + 1, tf.cond(y > 1., lambda: y * x,
+                                                 lambda: y + x)), [0, x])[1]
+                # A tape that records but is never asked: its gradient
+                # sub-graphs are never attached.
+                with tf.GradientTape() as unused:
+                    unused.watch(x)
+                    tf.cond(x > 0., lambda: x * 2., lambda: x)
+            return t.gradient(y, x)
+        return tf.function(f)
+
+    x = tf.constant(0.7)
+    make()(x)
+    before = _live()
+    for _ in range(5):
+        g = make()
+        g(x)
+        g(x)
+        del g
+    assert _live() == before
