@@ -402,6 +402,21 @@ def test_body_that_assigns_a_variable_refuses_a_gradient():
     with pytest.raises(NotImplementedError, match="assigns a variable"):
         f(tf.constant(2.))
 
+    @tf.function
+    def nested(x):
+        with tf.GradientTape() as t:
+            t.watch(x)
+
+            def body(i, y):
+                y = tf.cond(y > 100., lambda: y,
+                            lambda: w.assign_add(1.).read_value() * y)
+                return i + 1, y * x
+            y = tf.while_loop(lambda i, y: i < 2, body, [0, x])[1]
+        return t.gradient(y, x)
+
+    with pytest.raises(NotImplementedError, match="assigns a variable"):
+        nested(tf.constant(2.))
+
 
 def test_forward_with_assignments_under_a_tape_still_runs():
     w = tf.Variable(1.0)
@@ -522,3 +537,39 @@ def test_traces_with_tapes_leave_nothing_behind():
         g(x)
         del g
     assert _live() == before
+
+
+def test_tape_made_inside_a_branch():
+    # The tape lives in the outer cond's true branch; the inner cond is
+    # recorded on it (and only on it).
+    @tf.function
+    def f(x):
+        def branch():
+            with tf.GradientTape() as t:
+                t.watch(x)
+                y = tf.cond(x > 1., lambda: x * x * x, lambda: x * 5.)
+            return t.gradient(y, x)
+        return tf.cond(x > 0., branch, lambda: tf.constant(-1.))
+
+    assert float(f(tf.constant(2.))) == 12.
+    assert float(f(tf.constant(0.5))) == 5.
+    assert float(f(tf.constant(-2.))) == -1.
+
+
+def test_no_gradient_graph_for_code_traced_under_the_watcher():
+    # Tracing a branch pushes only the variable watcher: an inner cond
+    # there is not recorded (no While for its gradient is made).
+    w = tf.Variable(2.)
+
+    @tf.function
+    def f(x):
+        with tf.GradientTape() as t:
+            t.watch(x)
+            y = tf.cond(x > 0., lambda: tf.cond(x > 1., lambda: x * w,
+                                                lambda: x), lambda: x)
+        return t.gradient(y, [x, w])
+
+    gx, gw = f(tf.constant(3.))
+    assert float(gx) == 2. and float(gw) == 3.
+    gx, gw = f(tf.constant(0.5))
+    assert float(gx) == 1. and float(gw) == 0.

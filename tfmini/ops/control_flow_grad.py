@@ -40,6 +40,7 @@ gradients (a tape around the tape) are refused with an error rather than
 coming back None.
 """
 import contextlib
+import threading
 
 from .. import _C
 from .. import dtypes as _dtypes
@@ -50,9 +51,23 @@ def _is_float(t):
     return isinstance(t, Tensor) and t.dtype.is_floating
 
 
+_local = threading.local()
+
+
 def tapes_recording():
-    """Whether any tape records now (above the innermost pause)."""
-    return _C.tapes_active() > 0
+    """Whether a tape records now (above the innermost pause), not
+    counting a VariableWatcher's own tape: inside a branch traced with
+    the outer tapes paused, only a tape the user made there counts."""
+    n = _C.tapes_active()
+    stack = getattr(_local, "watchers", None)
+    return n > 0 and not (stack and n == stack[-1][1])
+
+
+def watching():
+    """Whether code is being traced for a VariableWatcher: a cond or loop
+    there must watch its own branches too and pass what it saw up (the
+    outer watcher's tape is paused while they are traced)."""
+    return bool(getattr(_local, "watchers", None))
 
 
 @contextlib.contextmanager
@@ -82,16 +97,26 @@ class VariableWatcher:
             watcher = _C.Tape(False, True, True)
             before = _C.traced_assigns()
             watcher.push()
+            stack = _local.__dict__.setdefault("watchers", [])
+            stack.append((self, _C.tapes_active()))
             try:
                 return fn(*args)
             finally:
+                stack.pop()
                 watcher.pop()
                 self.assigns |= _C.traced_assigns() != before
-                for v in watcher.watched_variables():
-                    if id(v) not in self._ids and v.dtype.is_floating:
-                        self._ids.add(id(v))
-                        self.variables.append(v)
+                self._add(watcher.watched_variables())
+                if stack:       # an enclosing branch or body: tell it
+                    parent = stack[-1][0]
+                    parent.assigns |= self.assigns
+                    parent._add(self.variables)
         return run
+
+    def _add(self, variables):
+        for v in variables:
+            if id(v) not in self._ids and v.dtype.is_floating:
+                self._ids.add(id(v))
+                self.variables.append(v)
 
 
 def _tape():

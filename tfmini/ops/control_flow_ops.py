@@ -269,7 +269,7 @@ def _staged_cond(pred, true_fn, false_fn, names=("true_fn", "false_fn")):
 
     def flat(fn, label):
         def run():
-            out = watcher.wrap(fn)() if recording else fn()
+            out = watcher.wrap(fn)() if watcher is not None else fn()
             structure = _NONE if out is None else out
             leaves = _flatten(structure)
             tensors, specs = _components(leaves, f"Output of {label}")
@@ -292,8 +292,9 @@ def _staged_cond(pred, true_fn, false_fn, names=("true_fn", "false_fn")):
     # recording here records the whole If.
     recording = _grad.tapes_recording()
     captures, watcher = [], None
-    if recording:
+    if recording or _grad.watching():
         watcher = _grad.VariableWatcher()
+    if recording:
         with _grad.capture_log(captures):
             out = _graph_cond(pred, flat(true_fn, names[0]),
                               flat(false_fn, names[1]))
@@ -512,8 +513,12 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
     # stacks the loop variables of every iteration).
     if not (back_prop and _grad.tapes_recording() and
             any(t.dtype.is_floating for t in tensors)):
-        return unflatten(_graph_while(flat_cond, flat_body, tensors,
-                                      flat_inv, maximum_iterations))
+        cond_fn, body_fn = flat_cond, flat_body
+        if _grad.watching():    # pass variable reads up to it
+            watcher = _grad.VariableWatcher()
+            cond_fn, body_fn = watcher.wrap(flat_cond), watcher.wrap(flat_body)
+        return unflatten(_graph_while(cond_fn, body_fn, tensors, flat_inv,
+                                      maximum_iterations))
     rec = _grad.WhileRecorder(tensors, flat_inv)
     watcher = _grad.VariableWatcher()
     captures = []
