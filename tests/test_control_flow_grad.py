@@ -573,3 +573,32 @@ def test_no_gradient_graph_for_code_traced_under_the_watcher():
     assert float(gx) == 2. and float(gw) == 3.
     gx, gw = f(tf.constant(0.5))
     assert float(gx) == 1. and float(gw) == 0.
+
+
+def test_keras_fit_through_a_layer_with_a_tensor_cond():
+    # model.fit traces its train step (the tape inside): the cond's
+    # gradient must match run_eagerly's step for step.
+    class Gate(tf.keras.layers.Layer):
+        def build(self, shape):
+            self.w = self.add_weight(shape=(shape[-1], 1),
+                                     initializer="ones")
+
+        def call(self, x):
+            s = tf.reduce_mean(x)
+            return tf.cond(s > 0., lambda: tf.matmul(x, self.w),
+                           lambda: tf.matmul(x, self.w) * 0.5)
+
+    def run(eager):
+        m = tf.keras.Sequential([tf.keras.layers.Input((3,)), Gate()])
+        m.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss="mse",
+                  run_eagerly=eager)
+        x = np.array([[1., 2., 3.], [-1., -2., -4.], [.5, .5, .5]],
+                     np.float32)
+        y = np.array([[1.], [2.], [3.]], np.float32)
+        h = m.fit(x, y, epochs=3, batch_size=1, verbose=0, shuffle=False)
+        return h.history["loss"], m.layers[-1].w.numpy()
+
+    (le, we), (lt, wt) = run(True), run(False)
+    np.testing.assert_allclose(lt, le, rtol=1e-5)
+    np.testing.assert_allclose(wt, we, rtol=1e-5)
+    assert not np.allclose(wt, 1.)      # it trained
