@@ -8,7 +8,12 @@ branch runs and loops run in the C executor. See Note [Graph control flow
 hooks]: everything graph-specific goes through the three `_graph_*`
 functions at the end of this file; the code around them flattens nested
 structures into lists of tensors and checks them with TF's messages, so
-the hooks deal only in flat lists of tensors."""
+the hooks deal only in flat lists of tensors.
+
+A GradientTape recording around a graph cond or loop records it as one
+op whose gradient is traced with it (control_flow_grad.py, Note [Control
+flow gradients]); the tape then also makes the branches and loop bodies
+run once more at trace time, under a tape, for that gradient."""
 import importlib
 
 import numpy as np
