@@ -7,7 +7,12 @@ installed is left to bench_keras.py's fit comparisons).
 - 784-128-10 MLP at batch 32: forward, and forward + backward
 - one-op tf.function on a cache hit, vs the eager op
 - the MLP train step (cross entropy, gradient, SGD), eager and traced
-- tracing a 1,000-op function"""
+- tracing a 1,000-op function
+- a 1,000-iteration while loop of scalar ops: tf.while_loop in a
+  tf.function (the C executor runs the loop), the same loop as eager
+  Python, NumPy scalars; and the traced loop with its gradient (a tape
+  inside the function: the forward loop stacks every iteration's values
+  and a reverse loop reruns the body, Note [Control flow gradients])"""
 import numpy as np
 import pytest
 
@@ -160,3 +165,40 @@ def test_trace_1000_ops(benchmark, impl):
     def trace():
         return tf.function(body).get_concrete_function(x)
     benchmark.pedantic(trace, rounds=5, warmup_rounds=1)
+
+
+@pytest.mark.parametrize("impl", ["tfmini-traced", "tfmini-traced-grad",
+                                  "tfmini", "numpy"])
+def test_while_loop_1000(benchmark, impl):
+    _group(benchmark, "1,000-iteration scalar while loop: traced vs eager")
+    n = 1000
+    if impl == "numpy":
+        def run_np():
+            i, x = 0, np.float32(0.5)
+            while i < n:
+                x = x * np.float32(0.999) + np.float32(0.001)
+                i += 1
+            return x
+        benchmark(run_np)
+        return
+
+    def loop(x):
+        return tf.while_loop(lambda i, x: i < n,
+                             lambda i, x: (i + 1, x * 0.999 + 0.001),
+                             [tf.constant(0), x])[1]
+
+    x0 = tf.constant(0.5)
+    if impl == "tfmini":
+        benchmark(lambda: loop(x0))
+        return
+    if impl == "tfmini-traced":
+        fn = tf.function(loop)
+    else:
+        @tf.function
+        def fn(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = loop(x)
+            return y, tape.gradient(y, x)
+    fn(x0)
+    benchmark(lambda: fn(x0))

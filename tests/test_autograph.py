@@ -353,6 +353,29 @@ def short_circuit(x):
     return a, len(calls)
 
 
+def chained_compare(x):
+    if 0. < x < 5.:
+        y = x * 2.
+    elif -3. <= x <= 0. != 1.:
+        y = -x
+    else:
+        y = x + 100.
+    inside = 1. < x * 2. < 9.
+    return y, tf.cast(inside, tf.float32)
+
+
+def chained_compare_operand_once(x):
+    calls = []
+
+    def mid(v):
+        calls.append(1)
+        return v
+
+    first = 0 < mid(x) <= 3.
+    second = 10 < mid(x) < 20      # false first: the rest is skipped
+    return tf.cast(first, tf.int32), tf.cast(second, tf.int32), len(calls)
+
+
 def calls_helper(x):
     return _helper(x) + _helper(-x)
 
@@ -531,6 +554,8 @@ CASES = [
     (logic_ops, [(_T(a), _T(b)) for a in (1.0, -1.0, 7.0)
                  for b in (2.0, -2.0)]),
     (ternary, [(_T(3.0),), (_T(-3.0),)]),
+    (chained_compare, [(_T(v),) for v in (2.0, 7.0, -1.0, -5.0, 0.0)]),
+    (chained_compare_operand_once, [(_T(v),) for v in (1.0, 4.0, 15.0)]),
     (calls_helper, [(_T(2.0),)]),
     (calls_method, [(_T(2.0),), (_T(-0.5),)]),
     (calls_partial_and_lambda, [(_T(2.0),), (_T(-2.0),)]),
@@ -933,6 +958,39 @@ def return_in_tensor_loop(n):
     return i
 
 
+# Note [Variables created in loops] (autograph/loop_vars.py): as TF, the
+# body is traced once to learn them, and a loop that ran zero times
+# fails the call.
+
+def while_creates_var(n):
+    i = 0
+    while i < n:
+        v = tf.zeros([1, 2, 3]) + tf.cast(i, tf.float32)
+        i += 1
+    return v
+
+
+def while_creates_nested_var(n):
+    i = 0
+    while i < n:
+        v = {"a": tf.zeros([2]) + tf.cast(i, tf.float32), "b": (i * 2, 1.5)}
+        i += 1
+    return v["a"], v["b"][0], v["b"][1]
+
+
+def for_creates_var(x):
+    for e in x:
+        last = e * 2.
+    return last
+
+
+def for_return_in_loop(x):
+    for e in x:
+        if e > 1.:
+            return e * 10.
+    return -1.
+
+
 ERRORS = [
     (only_main_branch, ValueError,
      "'y' must also be initialized in the else branch"),
@@ -963,8 +1021,6 @@ ERRORS = [
      "the loop"),
     (float_condition, ValueError, "condition of if statement expected to "
      "be `tf.bool` scalar"),
-    (return_in_tensor_loop, NotImplementedError, "return statement inside "
-     "a loop over tensors"),
 ]
 
 
@@ -978,6 +1034,63 @@ def test_staged_errors(fn, exc, msg, staged):
     with pytest.raises(exc) as info:
         ag.to_graph(fn)(_arg_for(fn))
     assert msg in str(info.value)
+
+
+@pytest.mark.skipif(not GRAPH_CF, reason="needs graph control flow")
+@pytest.mark.parametrize("fn,args", [
+    (return_in_tensor_loop, [_T(3), _T(10)]),
+    (while_creates_var, [_T(1), _T(3)]),
+    (while_creates_nested_var, [_T(2)]),
+    (for_creates_var, [_T([1., 2., 3.])]),
+    (for_return_in_loop, [_T([0.5, 2., 3.]), _T([0.5, 0.2])]),
+])
+def test_loop_binds_a_variable_first_inside(fn, args):
+    traced = tf.function(fn)
+    for a in args:
+        _same(fn(a), traced(a))
+        _same(fn(a), ag.to_graph(fn)(a))
+
+
+@pytest.mark.skipif(not GRAPH_CF, reason="needs graph control flow")
+@pytest.mark.parametrize("fn,arg,name", [
+    (while_creates_var, _T(0), "v"),
+    (for_creates_var, _T(np.zeros([0], np.float32)), "last"),
+    (for_return_in_loop, _T(np.zeros([0], np.float32)),
+     "the function return value"),
+])
+def test_loop_that_ran_zero_times_fails_the_call(fn, arg, name):
+    # As in TF (even where the code after the loop would set the return
+    # value): the placeholder must never be read.
+    with pytest.raises(InvalidArgumentError,
+                       match=f"loop must iterate at least once to "
+                             f"initialize {name}"):
+        tf.function(fn)(arg)
+
+
+@pytest.mark.skipif(not GRAPH_CF, reason="needs graph control flow")
+def test_loop_created_variable_that_cannot_be_probed():
+    def f(n):
+        i = tf.constant(0)
+        while i < n:
+            v = None if i > 100 else i
+            i += 1
+        return v
+
+    def g(n):
+        i = tf.constant(0)
+        while i < n:
+            if i > 0:
+                acc = acc + i  # noqa: F821
+            else:
+                acc = i
+            i += 1
+        return acc
+
+    with pytest.raises(ValueError, match="'acc' must be defined before "
+                       "the loop.\nNote: tfmini traced the loop body once"):
+        tf.function(g)(_T(3))
+    with pytest.raises(ValueError, match="'v' must be defined before "):
+        tf.function(f)(_T(3))
 
 
 @pytest.mark.parametrize("fn,exc,msg", ERRORS,

@@ -524,3 +524,66 @@ def test_traced_cond_and_loop():
 
     assert float(f(_T(1.0), _T(5))) == 5.0
     assert float(f(_T(1.0), _T(2))) == -2.0
+
+
+# ---- a TensorArray written only inside a traced loop ------------------
+# Note [TensorArray element shape probe]: the body is traced once to learn
+# the element shape.
+
+@pytest.mark.skipif(not GRAPH_CF, reason="needs graph control flow")
+def test_tensor_array_element_shape_learned_in_traced_loop():
+    @tf.function
+    def f(x):
+        ta = tf.TensorArray(tf.float32, size=3)
+
+        def body(i, ta, y):
+            y = y * 2.0
+            return i + 1, ta.write(i, y), y
+        _, ta, _ = tf.while_loop(lambda i, ta, y: i < 3, body, [0, ta, x])
+        return ta.stack()
+
+    np.testing.assert_allclose(f(_T([1.0, 2.0])).numpy(),
+                               [[2, 4], [4, 8], [8, 16]])
+
+
+@pytest.mark.skipif(not GRAPH_CF, reason="needs graph control flow")
+def test_tensor_array_element_shape_learned_in_autograph_loop():
+    @tf.function
+    def f(x):
+        ta = tf.TensorArray(tf.float32, size=4)
+        s = x
+        for i in tf.range(4):
+            s = tf.sin(s)
+            ta = ta.write(i, s)
+        return ta.stack()
+
+    want, s = [], np.array([0.5, 1.0], np.float32)
+    for _ in range(4):
+        s = np.sin(s)
+        want.append(s)
+    np.testing.assert_allclose(f(_T([0.5, 1.0])).numpy(), want, rtol=1e-6)
+
+
+@pytest.mark.skipif(not GRAPH_CF, reason="needs graph control flow")
+def test_tensor_array_element_shape_probe_errors():
+    def read_first(x):
+        ta = tf.TensorArray(tf.float32, size=3)
+        return tf.while_loop(
+            lambda i, ta: i < 3,
+            lambda i, ta: (i + 1, ta.write(i, ta.read(i) + x)),
+            [0, ta])[1].stack()
+
+    def ragged(x):
+        ta = tf.TensorArray(tf.float32, size=2)
+
+        def body(i, ta):
+            ta = ta.write(i, x)
+            return i + 1, ta.write(i + 1, tf.concat([x, x], 0))
+        return tf.while_loop(lambda i, ta: i < 1, body, [0, ta])[1].stack()
+
+    with pytest.raises(ValueError, match="reads the TensorArray before "
+                                         "writing to it"):
+        tf.function(read_first)(_T(1.0))
+    with pytest.raises(ValueError, match=r"written to it have shape "
+                                         r"\(None,\), not fully known"):
+        tf.function(ragged)(_T([1.0]))

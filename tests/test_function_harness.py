@@ -3,7 +3,11 @@ graph runs the same kernels), same dtypes and shapes, same structure,
 same tf.print output, same exception type.
 
 `same_eager_and_traced` runs a function eagerly, then through tf.function
-twice (the tracing call and a cached one, which takes the C call path)."""
+twice (the tracing call and a cached one, which takes the C call path).
+
+Every test here runs once with all graph passes on and once with each
+pass off in turn (the `graph_passes` fixture): a pass must never change
+what a program computes."""
 import collections
 
 import numpy as np
@@ -15,6 +19,22 @@ from specs import SPECS
 
 _RANDOM = 1 << 4     # TFM_OPF_RANDOM (csrc/ops/op.h)
 _FLAGS = {row[0]: row[3] for row in _C.op_table()}
+
+# "all", then "no_<pass>" for each pass, in pipeline order.
+_PASS_CONFIGS = ["all"] + [f"no_{name}" for name in _C.graph_passes()]
+
+
+@pytest.fixture(autouse=True, params=_PASS_CONFIGS)
+def graph_passes(request):
+    """The passes functions traced in this test use; restored after."""
+    saved = _C.graph_passes()
+    options = {name: True for name in saved}
+    if request.param != "all":
+        options[request.param[len("no_"):]] = False
+    tf.config.optimizer.set_experimental_options(options)
+    assert _C.graph_passes() == options
+    yield request.param
+    _C.set_graph_passes(saved)
 
 
 def _run(fn, args, capsys):

@@ -1696,6 +1696,58 @@ py_subgraph(PyObject *self, PyObject *args)
     return (PyObject *)g;
 }
 
+/* capture_log_open() -> mark: see Note [Capture log] in runtime/trace.h. */
+static PyObject *
+py_capture_log_open(PyObject *self, PyObject *unused)
+{
+    (void)self; (void)unused;
+    return PyLong_FromLong(tfm_trace_capture_log_open());
+}
+
+/* capture_log_close(mark, graph) -> the tensors logged since mark that
+ * are not of graph or a graph inside it (the outer values its ops used;
+ * graph None keeps all),
+ * each once, in first-use order; closes the log opened at mark. */
+static PyObject *
+py_capture_log_close(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int mark, n = 0;
+    PyObject *go;
+    if (!PyArg_ParseTuple(args, "iO", &mark, &go))
+        return NULL;
+    tfm_graph *sub = go == Py_None ? NULL : graph_arg(go);
+    if (!sub && go != Py_None)
+        return NULL;
+    tfm_tensor *const *l = tfm_trace_capture_logged(mark, &n);
+    PyObject *out = PyList_New(0);
+    for (int i = 0; out && i < n; i++) {
+        tfm_tensor *t = l[i];
+        int dup = 0;
+        if (sub && tfm_tensor_is_symbolic(t) && t->graph &&
+            tfm_graph_within(t->graph, sub))
+            continue;
+        for (int j = 0; j < i && !dup; j++)
+            dup = l[j]->id == t->id;
+        if (dup)
+            continue;
+        tfm_tensor_incref(t);
+        PyObject *w = tfm_py_wrap(t);
+        if (!w || PyList_Append(out, w) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(w);
+    }
+    tfm_trace_capture_log_close(mark);
+    return out;
+}
+
+static PyObject *
+py_traced_assigns(PyObject *self, PyObject *unused)
+{
+    (void)self; (void)unused;
+    return PyLong_FromLong(tfm_trace_assign_count());
+}
+
 /* A tensor as a value of the graph being traced. */
 static int
 trace_ref(PyObject *o, tfm_ref *r)
@@ -1940,6 +1992,12 @@ static PyMethodDef module_methods[] = {
      "set_graph_passes({pass name: enabled}) for functions traced later"},
     {"subgraph", py_subgraph, METH_VARARGS,
      "subgraph(name): a graph traced inside the current one"},
+    {"capture_log_open", py_capture_log_open, METH_NOARGS,
+     "capture_log_open() -> mark (Note [Capture log])"},
+    {"capture_log_close", py_capture_log_close, METH_VARARGS,
+     "capture_log_close(mark, graph) -> outer tensors graph's ops used"},
+    {"traced_assigns", py_traced_assigns, METH_NOARGS,
+     "variable assignments traced so far on this thread"},
     {"graph_if", py_graph_if, METH_VARARGS,
      "graph_if(pred, then_graph, then_outs, else_graph, else_outs)"},
     {"graph_while", py_graph_while, METH_VARARGS,

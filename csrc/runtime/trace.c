@@ -1,5 +1,6 @@
 #include "trace.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "dispatch.h"
@@ -101,9 +102,60 @@ usable(const tfm_tensor *t, const tfm_graph *g)
     return t->graph == g || (g && t->graph && tfm_graph_within(g, t->graph));
 }
 
+/* ---- Note [Capture log] (trace.h) ---- */
+
+static _Thread_local tfm_tensor **cap_log;
+static _Thread_local int cap_n, cap_size, cap_open;
+
+int
+tfm_trace_capture_log_open(void)
+{
+    cap_open++;
+    return cap_n;
+}
+
+void
+tfm_trace_capture_log(tfm_tensor *t)
+{
+    if (!cap_open)
+        return;
+    if (cap_n == cap_size) {
+        int size = cap_size ? cap_size * 2 : 16;
+        tfm_tensor **l = realloc(cap_log, (size_t)size * sizeof *l);
+        if (!l)
+            return;     /* a missed entry only loses a gradient path */
+        cap_log = l;
+        cap_size = size;
+    }
+    tfm_tensor_incref(t);
+    cap_log[cap_n++] = t;
+}
+
+tfm_tensor *const *
+tfm_trace_capture_logged(int mark, int *n)
+{
+    *n = mark >= 0 && mark <= cap_n ? cap_n - mark : 0;
+    return *n ? cap_log + mark : NULL;
+}
+
+void
+tfm_trace_capture_log_close(int mark)
+{
+    if (cap_open > 0)
+        cap_open--;
+    if (cap_open)
+        return;
+    (void)mark;
+    for (int i = 0; i < cap_n; i++)
+        tfm_tensor_decref(cap_log[i]);
+    cap_n = 0;
+}
+
 static tfm_code
 input_ref(tfm_graph *g, tfm_tensor *t, const char *what, tfm_ref *r)
 {
+    if (t->graph != g)
+        tfm_trace_capture_log(t);
     if (tfm_tensor_is_symbolic(t)) {
         if (!usable(t, g))
             return leaked(t, g, what);
@@ -183,10 +235,19 @@ tfm_trace_read_variable(tfm_variable *v, tfm_tensor **out)
     return TFM_OK;
 }
 
+static _Thread_local long assign_count;
+
+long
+tfm_trace_assign_count(void)
+{
+    return assign_count;
+}
+
 tfm_code
 tfm_trace_assign_variable(tfm_variable *v, tfm_tensor *value, int mode)
 {
     tfm_graph *g = tfm_trace_graph();
+    assign_count++;
     tfm_ref r;
     tfm_code rc = input_ref(g, value, "AssignVariableOp", &r);
     if (rc)

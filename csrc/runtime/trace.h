@@ -43,6 +43,25 @@ struct tfm_variable;
 tfm_code tfm_trace_read_variable(struct tfm_variable *v, tfm_tensor **out);
 tfm_code tfm_trace_assign_variable(struct tfm_variable *v, tfm_tensor *value,
                                    int mode);
+/* Assignments traced so far on this thread: a differentiated tf.cond or
+ * tf.while_loop whose branch assigned cannot be recomputed (Note
+ * [Control flow gradients] in tfmini/ops/control_flow_grad.py). */
+long tfm_trace_assign_count(void);
+
+/* Note [Capture log]: a tape recording around tf.cond / tf.while_loop
+ * in a traced function records the whole If / While as one op whose
+ * inputs must include every outer tensor its sub-graphs use (Python sees
+ * no list of them: a capture is made deep in input_ref). While the log is
+ * open, each tensor that an op of a graph uses from outside that graph
+ * (a capture, or a concrete tensor becoming a Const) is kept, with a
+ * reference, in order. Opens nest: close(mark) returns what was logged
+ * since its open, and only the outermost close empties the log, so an
+ * outer sub-graph also sees what its inner ones captured. */
+int tfm_trace_capture_log_open(void);             /* -> mark */
+void tfm_trace_capture_log(tfm_tensor *t);         /* no-op when closed */
+/* The tensors logged since mark (borrowed until the matching close). */
+tfm_tensor *const *tfm_trace_capture_logged(int mark, int *n);
+void tfm_trace_capture_log_close(int mark);
 
 /* tf.print while tracing: a PrintV2 node (see ops/state.h). */
 tfm_code tfm_trace_print(const char *const *texts, tfm_tensor *const *t,

@@ -541,6 +541,22 @@ class _Rewriter(ast.NodeTransformer):
             expr = _ag_call(fn, _lambda(v), _lambda(expr))
         return ast.copy_location(expr, node)
 
+    def visit_Compare(self, node):
+        # `a < b < c` is `a < b and b < c` with b evaluated once: Python's
+        # `and` would need the truth of a graph tensor, so a chain of two
+        # or more comparisons goes through ag.compare_chain (a graph cond
+        # when the first comparison is staged). TF's AutoGraph leaves
+        # chains as they are and fails on tensors (tensorflow#55278).
+        self.generic_visit(node)
+        if len(node.ops) < 2:
+            return node
+        names = ast.Tuple(elts=[_const(type(op).__name__) for op in node.ops],
+                          ctx=ast.Load())
+        rights = ast.Tuple(elts=[_lambda(c) for c in node.comparators],
+                           ctx=ast.Load())
+        return ast.copy_location(
+            _ag_call("compare_chain", node.left, names, rights), node)
+
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, ast.Not):

@@ -24,6 +24,7 @@ from .._tensor import Tensor
 from ..errors import OperatorNotAllowedInGraphError
 from ..ops import control_flow_ops as _cf
 from ..tensor_shape import TensorShape
+from . import loop_vars as _loop_vars
 
 _logger = logging.getLogger("tfmini")
 
@@ -230,6 +231,10 @@ def _verify_cond_vars(main, orelse, symbol_names):
 def _tf_if_stmt(cond, body, orelse, get_state, set_state, symbol_names,
                 nouts):
     cond = _verify_condition(cond, "if statement")
+    if _loop_vars.probing():
+        _loop_vars.probe_if(body, orelse, get_state, set_state, nouts,
+                            _in_graph_block)
+        return
     init = tuple(get_state())
     done = {}
 
@@ -281,6 +286,28 @@ def or_(a, b):
     return value or b()
 
 
+_COMPARE = {
+    "Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b,
+    "Lt": lambda a, b: a < b, "LtE": lambda a, b: a <= b,
+    "Gt": lambda a, b: a > b, "GtE": lambda a, b: a >= b,
+    "Is": lambda a, b: a is b, "IsNot": lambda a, b: a is not b,
+    "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b,
+}
+
+
+def compare_chain(left, ops, rights):
+    """`left ops[0] rights[0]() ops[1] rights[1]() ...`, a chained
+    comparison: each operand evaluated at most once, the rest skipped
+    after a false one (with and_, so a staged comparison makes the rest a
+    graph cond)."""
+    right = rights[0]()
+    value = _COMPARE[ops[0]](left, right)
+    if len(ops) == 1:
+        return value
+    return and_(lambda: value,
+                lambda: compare_chain(right, ops[1:], rights[1:]))
+
+
 def not_(a):
     """`not a`: tf.logical_not for a staged tensor."""
     if _staged(a):
@@ -323,7 +350,7 @@ _LEGAL_TYPES = "Tensor, int, float, bool, TensorArray or a list, tuple or " \
     "dict of these"
 
 
-def _verify_loop_init_vars(values, symbol_names):
+def _verify_loop_init_vars(values, symbol_names, note=None):
     for name, v in zip(symbol_names, values):
         for leaf in _cf._flatten(v):
             if leaf is not None and type(leaf) not in (
@@ -334,17 +361,20 @@ def _verify_loop_init_vars(values, symbol_names):
                     f"'{name}' is a loop variable of a loop over tensors and "
                     f"must be a {_LEGAL_TYPES}; got {leaf!r} of type "
                     f"{type(leaf).__name__}")
+        extra = f"\n{note}" if note else ""
         if type(v) is UndefinedReturnValue:
-            raise NotImplementedError(
-                "tfmini: a return statement inside a loop over tensors is "
-                "not supported yet (the loop needs the return value's type "
-                "before it starts). Assign the result to a variable defined "
-                "before the loop and `break` instead.")
+            raise ValueError(
+                f"a return statement inside a loop over tensors needs the "
+                f"return value's type, which tfmini could not learn by "
+                f"tracing the loop body once; assign the result to a "
+                f"variable defined before the loop and `break` "
+                f"instead.{extra}")
         if v is None:
             raise ValueError(f"'{name}' is not allowed to be None before "
-                             f"the loop")
+                             f"the loop{extra}")
         if type(v) is Undefined:
-            raise ValueError(f"'{name}' must be defined before the loop")
+            raise ValueError(f"'{name}' must be defined before the "
+                             f"loop.{extra}")
 
 
 def _is_subshape(shape, of):
@@ -408,25 +438,56 @@ def _verify_loop_vars(init, entry, exit_, symbol_names, invariants):
 
 def _tf_while_stmt(test, body, get_state, set_state, symbol_names, opts):
     init = tuple(get_state())
-    _verify_loop_init_vars(init, symbol_names)
     invariants = _shape_invariants(opts, init)
+    # Note [Variables created in loops] (loop_vars.py).
+    nulls = [type(v) in (Undefined, UndefinedReturnValue) for v in init]
+    once = any(nulls)
+    if once:
+        orig = init
+        try:
+            init, extra = _loop_vars.handle_undefineds(
+                body, get_state, set_state, init, nulls,
+                invariants or [None] * len(init), _in_graph_block)
+        except _loop_vars._ProbeFailed as e:
+            _verify_loop_init_vars(init, symbol_names,
+                                   f"Note: tfmini traced the loop body once "
+                                   f"to define it, but {e}")
+            raise
+        if any(x is not None for x in extra):
+            invariants = [x if x is not None else
+                          (invariants[i] if invariants else None)
+                          for i, x in enumerate(extra)]
+    _verify_loop_init_vars(init, symbol_names)
 
     def aug_test(*values):
+        if once:
+            values = values[1:]
         set_state(values)
         with _in_graph_block():
             return _verify_condition(test(), "while loop")
 
     def aug_body(*values):
+        if once:
+            values = values[1:]
         set_state(values)
         with _in_graph_block():
             body()
         new = tuple(get_state())
         _verify_loop_vars(init, values, new, symbol_names, invariants)
-        return new
+        return ((True,) + new) if once else new
 
-    final = _cf._staged_while(aug_test, aug_body, list(init), invariants,
+    loop_vars, loop_inv = list(init), invariants
+    if once:
+        loop_vars = [False] + loop_vars
+        loop_inv = [None] + list(invariants) if invariants else None
+    final = _cf._staged_while(aug_test, aug_body, loop_vars, loop_inv,
                               (opts or {}).get("maximum_iterations"))
-    set_state(tuple(final))
+    final = tuple(final)
+    if once:
+        _cf.Assert(final[0], [_loop_vars.zero_iterations_message(
+            symbol_names, nulls, orig)])
+        final = final[1:]
+    set_state(final)
 
 
 def while_stmt(test, body, get_state, set_state, symbol_names, opts):

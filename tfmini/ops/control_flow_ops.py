@@ -8,15 +8,22 @@ branch runs and loops run in the C executor. See Note [Graph control flow
 hooks]: everything graph-specific goes through the three `_graph_*`
 functions at the end of this file; the code around them flattens nested
 structures into lists of tensors and checks them with TF's messages, so
-the hooks deal only in flat lists of tensors."""
+the hooks deal only in flat lists of tensors.
+
+A GradientTape recording around a graph cond or loop records it as one
+op whose gradient is traced with it (control_flow_grad.py, Note [Control
+flow gradients]); the tape then also makes the branches and loop bodies
+run once more at trace time, under a tape, for that gradient."""
 import importlib
 
 import numpy as np
 
+from .. import _C
 from .. import dtypes as _dtypes
 from .._tensor import Tensor
 from ..errors import InvalidArgumentError, OutOfRangeError
 from ..tensor_shape import TensorShape
+from . import control_flow_grad as _grad
 
 __all__ = ["cond", "while_loop", "switch_case", "case", "TensorArray",
            "Assert"]
@@ -267,7 +274,7 @@ def _staged_cond(pred, true_fn, false_fn, names=("true_fn", "false_fn")):
 
     def flat(fn, label):
         def run():
-            out = fn()
+            out = watcher.wrap(fn)() if watcher is not None else fn()
             structure = _NONE if out is None else out
             leaves = _flatten(structure)
             tensors, specs = _components(leaves, f"Output of {label}")
@@ -278,14 +285,46 @@ def _staged_cond(pred, true_fn, false_fn, names=("true_fn", "false_fn")):
                                     o_struct, o_tensors)
             seen[label] = (structure, tensors)
             seen.setdefault("_specs", specs)
+            if recording:
+                # An outer tensor returned as it is is captured when the
+                # outputs are set, after the log: add it here.
+                captures.extend(t for t in tensors if not t._symbolic or
+                                not _C.in_current_graph(t))
             return tensors
         return run
 
-    out = _graph_cond(pred, flat(true_fn, names[0]), flat(false_fn, names[1]))
+    # Note [Control flow gradients] (control_flow_grad.py): a tape
+    # recording here records the whole If.
+    recording = _grad.tapes_recording()
+    captures, watcher = [], None
+    if recording or _grad.watching():
+        watcher = _grad.VariableWatcher()
+    if recording:
+        with _grad.capture_log(captures):
+            out = _graph_cond(pred, flat(true_fn, names[0]),
+                              flat(false_fn, names[1]))
+    else:
+        out = _graph_cond(pred, flat(true_fn, names[0]),
+                          flat(false_fn, names[1]))
     structure = seen[names[0]][0]
+    if recording:
+        _grad.record_cond(pred, _rerun(true_fn), _rerun(false_fn),
+                          list(out), captures, watcher.variables,
+                          lambda p, t, f: _staged_cond(p, t, f),
+                          watcher.assigns)
     if structure is _NONE:
         return None
     return _pack_as(structure, _from_components(seen["_specs"], list(out)))
+
+
+def _rerun(fn):
+    """fn's outputs as a flat list of tensors (for the gradient's
+    recomputation; the first trace already checked them)."""
+    def run():
+        out = fn()
+        return _components(_flatten(_NONE if out is None else out),
+                           "Output")[0]
+    return run
 
 
 def _check_same_outputs(names, seen, label, structure, tensors, o_struct,
@@ -348,7 +387,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None,
     if _is_tracing() or (isinstance(maximum_iterations, Tensor) and
                          maximum_iterations._symbolic):
         out = _staged_while(cond, body, loop_vars, shape_invariants,
-                            maximum_iterations)
+                            maximum_iterations, back_prop)
     else:
         out = _eager_while(cond, body, loop_vars, maximum_iterations)
     return out[0] if single else out
@@ -397,13 +436,27 @@ def _shape_conforms(shape, invariant):
 
 
 def _staged_while(cond, body, loop_vars, shape_invariants,
-                  maximum_iterations):
+                  maximum_iterations, back_prop=True):
     """Graph tf.while_loop: loop variables flattened into tensors (Python
     numbers converted, TensorArrays as their buffer), the shape
     invariants checked, and cond/body wrapped to take and give flat
     lists for _graph_while."""
     structure = loop_vars
     leaves = _flatten(loop_vars)
+    needs = [k for k, x in enumerate(leaves) if isinstance(x, TensorArray)
+             and x._buffer is None and
+             not x._element_shape.is_fully_defined()]
+    if needs and _C.tracing():
+        from . import tensor_array_probe as probe
+        try:
+            probe.learn_element_shapes(body, structure, leaves, needs)
+        except probe.ProbeFailed as e:
+            raise ValueError(
+                f"tfmini: a TensorArray carried through graph control flow "
+                f"needs a fully known element shape, got "
+                f"{leaves[needs[0]].element_shape}; tfmini traced the loop "
+                f"body once to learn it, but {e}. Pass element_shape= to "
+                f"tf.TensorArray") from None
     tensors, specs = _components(leaves, "Loop variable")
     if shape_invariants is None:
         invariants = [None] * len(leaves)
@@ -460,8 +513,36 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
                     f"specify a less-specific shape.")
         return new
 
-    out = _graph_while(flat_cond, flat_body, tensors, flat_inv,
-                       maximum_iterations)
+    # Note [Control flow gradients] (control_flow_grad.py): a tape
+    # recording here records the whole While (its forward loop also
+    # stacks the loop variables of every iteration).
+    if not (back_prop and _grad.tapes_recording() and
+            any(t.dtype.is_floating for t in tensors)):
+        cond_fn, body_fn = flat_cond, flat_body
+        if _grad.watching():    # pass variable reads up to it
+            watcher = _grad.VariableWatcher()
+            cond_fn, body_fn = watcher.wrap(flat_cond), watcher.wrap(flat_body)
+        return unflatten(_graph_while(cond_fn, body_fn, tensors, flat_inv,
+                                      maximum_iterations))
+    rec = _grad.WhileRecorder(tensors, flat_inv)
+    watcher = _grad.VariableWatcher()
+    captures = []
+    count = stacks = None
+    if rec.fixed:
+        lvars, linv = rec.wrap_vars(tensors)
+        with _grad.capture_log(captures):
+            out = _graph_while(watcher.wrap(rec.wrap_cond(flat_cond)),
+                               watcher.wrap(rec.wrap_body(flat_body)),
+                               lvars, linv, maximum_iterations)
+        count, out, stacks = rec.split(out)
+    else:
+        with _grad.capture_log(captures):
+            out = _graph_while(watcher.wrap(flat_cond),
+                               watcher.wrap(flat_body), tensors, flat_inv,
+                               maximum_iterations)
+    _grad.record_while(tensors, list(out), count, stacks, flat_body,
+                       captures, watcher.variables, rec.fixed,
+                       watcher.assigns)
     return unflatten(out)
 
 
