@@ -767,6 +767,33 @@ run_assert(const step *st, tfm_tensor **vals)
     return rc;
 }
 
+/* Whether a value has m's dtype, rank and known dims. */
+static int
+meta_admits(const tfm_meta *m, const tfm_tensor *t)
+{
+    if (t->dtype != m->dtype || t->shape.ndim != m->shape.ndim)
+        return 0;
+    for (int d = 0; d < m->shape.ndim; d++)
+        if (m->shape.dims[d] >= 0 && m->shape.dims[d] != t->shape.dims[d])
+            return 0;
+    return 1;
+}
+
+static tfm_code
+read_mismatch(const tfm_plan *p, const tfm_node *n, const tfm_tensor *v)
+{
+    char a[128], b[128];
+    return tfm_error(TFM_ERR_INVALID_ARGUMENT, "tf.function '%s': the "
+                     "variable read by %s is now %s of shape %s, but the "
+                     "function was traced for %s of shape %s (graphs "
+                     "have a known rank: trace a new tf.function for the "
+                     "new value)", tfm_graph_name(p->g), n->name,
+                     tfm_dtype_name(v->dtype),
+                     tfm_shape_str(&v->shape, a, sizeof a),
+                     tfm_dtype_name(n->out[0].dtype),
+                     tfm_shape_str(&n->out[0].shape, b, sizeof b));
+}
+
 static tfm_code
 run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
          tfm_buffer *arena)
@@ -776,9 +803,14 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
     case STEP_KERNEL:
         return run_kernel_step(p, st, vals, recorded, arena);
     case STEP_READ: {
+        /* A variable declared with unknown dims may have been assigned
+         * a value of another shape since the trace; the plan relies on
+         * the dims it saw as known, so any other value is an error. */
+        tfm_tensor *v = n->var->value;
+        if (!meta_admits(&n->out[0], v))
+            return read_mismatch(p, n, v);
         if (recorded)
             return tfm_variable_read(n->var, &vals[st->out]);
-        tfm_tensor *v = n->var->value;
         tfm_tensor *t = tfm_tensor_view(v->buf, v->offset, v->dtype,
                                         &v->shape, v->device);
         if (!t)
