@@ -5,7 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static int64_t live_count, live_bytes;
+static int64_t live_count, live_bytes, peak_bytes;
 static tfm_device_allocator device_alloc;
 
 /* Host data is 64-byte aligned (one cache line, full AVX-512 vector).
@@ -93,6 +93,8 @@ tfm_buffer_new(size_t nbytes, int device)
     b->release_ctx = NULL;
     live_count++;
     live_bytes += (int64_t)nbytes;
+    if (live_bytes > peak_bytes)
+        peak_bytes = live_bytes;
     return b;
 oom:
     tfm_error(TFM_ERR_RESOURCE_EXHAUSTED,
@@ -118,6 +120,8 @@ tfm_buffer_wrap(void *data, size_t nbytes, int device,
     b->release_ctx = ctx;
     live_count++;
     live_bytes += (int64_t)nbytes;
+    if (live_bytes > peak_bytes)
+        peak_bytes = live_bytes;
     return b;
 }
 
@@ -149,6 +153,18 @@ int64_t
 tfm_buffer_live_bytes(void)
 {
     return live_bytes;
+}
+
+int64_t
+tfm_buffer_peak_bytes(void)
+{
+    return peak_bytes;
+}
+
+void
+tfm_buffer_reset_peak(void)
+{
+    peak_bytes = live_bytes;
 }
 
 void

@@ -43,6 +43,11 @@ void tfm_buffer_decref(tfm_buffer *b);
 /* Live buffer count and bytes, for leak tests. */
 int64_t tfm_buffer_live_count(void);
 int64_t tfm_buffer_live_bytes(void);
+/* The most bytes live at once since the last reset (which sets it to
+ * the bytes live now): peak memory for tests and benchmarks. Wrapped
+ * memory (NumPy arrays we borrow) counts too, as in live_bytes. */
+int64_t tfm_buffer_peak_bytes(void);
+void tfm_buffer_reset_peak(void);
 
 /* Device memory hooks, set by the CUDA backend when it is present. */
 typedef struct tfm_device_allocator {

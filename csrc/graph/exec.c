@@ -8,11 +8,56 @@
 #include "../ops/state.h"
 #include "../runtime/dispatch.h"
 #include "../runtime/variable.h"
+#include "memplan.h"
+#include "passes.h"
 
 /* Work (elements in + out) from which a kernel goes through
  * tfm_run_kernel, which runs big kernels without the interpreter lock
- * (dispatch.c's UNLOCK_MIN_ELEMENTS). */
+ * (dispatch.c's UNLOCK_MIN_ELEMENTS). With the memory plan on, such
+ * kernels are called into planned outputs through tfm_run_kernel_into,
+ * which releases the lock the same way. */
 #define DIRECT_MAX_WORK 65536
+
+/* Note [Memory plan]
+ * ~~~~~~~~~~~~~~~~~~
+ * With the "memory" pass on (TFM_PASS_MEMORY when the plan is compiled),
+ * the outputs of kernel steps whose shapes are all static live in one
+ * arena: each such slot's live range (the step that writes it .. the
+ * last step that reads it) and byte size go to tfm_memplan_assign
+ * (memplan.c), which gives slots that are never live together the same
+ * bytes. A run then makes its intermediates as views into the arena
+ * (tfm_tensor_view) instead of a malloc per output.
+ *
+ * In place: an elementwise step whose input slot is planned, dies at
+ * this step and has the output's dtype and size writes its output into
+ * that input's block (the block's live range grows to cover both). Only
+ * planned slots qualify: a function input, a Const or a variable read
+ * has other holders, and the plan never writes into memory it does not
+ * own. The elementwise loops (kernels/cpu/loops.h) read element i
+ * before they write element i, and with equal sizes the aliased input
+ * is the full-shape operand of any broadcast, so out == in is exact (the
+ * same property AssignAdd's in-place update relies on). Cast is left
+ * out: its same-dtype path is a memcpy.
+ *
+ * Left out of the arena, with buffers of their own: graph outputs (they
+ * outlive the call), the inputs of If and While steps (a branch may
+ * return its input, which then lives on in the step's output slot with
+ * a lifetime the plan does not see), values of unknown shape, and
+ * everything a recorded run makes (the tape keeps its tensors).
+ * Assignments copy the value into the variable's own buffer
+ * (tfm_variable_assign_now), prints format it, so neither keeps a view.
+ *
+ * The arena is allocated on a plan's first run and kept for the next
+ * ones (TF's allocator keeps its memory too), so that a call of a
+ * static-shape function allocates nothing but its outputs and tensor
+ * headers. Two runs of one plan at once (a print callback calling the
+ * function again, or another thread while a big kernel runs without the
+ * interpreter lock) must not share it: `busy` marks it taken, and a run
+ * that finds it taken gets an arena of its own for the call. At the end
+ * of a run every slot has been released, so the plan's reference should
+ * be the arena's only one; if not, some tensor kept a view (a bug
+ * elsewhere), and the plan lets go of the arena rather than reuse memory
+ * someone still reads. */
 
 enum { STEP_KERNEL, STEP_READ, STEP_ASSIGN, STEP_PRINT, STEP_IF,
        STEP_WHILE, STEP_ASSERT };
@@ -21,6 +66,7 @@ typedef struct step {
     const tfm_node *node;
     int32_t index;          /* the node's index, for errors */
     uint8_t kind, direct;
+    uint8_t unlock;         /* direct, but big: may release the lock */
     int32_t *in;            /* input slots */
     int32_t out;            /* first output slot */
     int32_t *free;          /* slots whose last use is this step */
@@ -42,6 +88,13 @@ struct tfm_plan {
     int32_t nout;
     int32_t *out_slot;
     int32_t *pool;          /* step inputs and free lists */
+    /* Note [Memory plan]: slot -> byte offset in the arena, -1 for a
+     * slot with its own buffer; NULL when the plan has none. */
+    int64_t *slot_off;
+    size_t arena_bytes;
+    int32_t ninplace;       /* steps that write over a dying input */
+    tfm_buffer *arena;      /* kept between runs; NULL before the first */
+    int busy;               /* a run is using arena */
 };
 
 /* Nodes that run whether or not an output needs them. Control flow
@@ -62,7 +115,7 @@ meta_of(const tfm_graph *g, tfm_ref r)
 
 /* Whether the kernel can be called straight into planned outputs. */
 static int
-can_direct(const tfm_graph *g, const tfm_node *n)
+can_direct(const tfm_graph *g, const tfm_node *n, int64_t max_work)
 {
     if (!tfm_ops[n->op].cpu)
         return 0;
@@ -83,13 +136,95 @@ can_direct(const tfm_graph *g, const tfm_node *n)
             return 0;
         work += tfm_shape_numel(&m->shape);
     }
-    return work < DIRECT_MAX_WORK;
+    return work < max_work;
 }
 
 static tfm_code
 oom(void)
 {
     return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM compiling a graph");
+}
+
+static int64_t
+meta_bytes(const tfm_meta *m)
+{
+    return tfm_shape_numel(&m->shape) * (int64_t)tfm_dtype_size(m->dtype);
+}
+
+/* Note [Memory plan]: offsets for the outputs of direct kernel steps.
+ * last[] is each slot's last reading step (INT32_MAX: a graph output).
+ * 0, or an error code with the error set. */
+static tfm_code
+plan_memory(tfm_plan *p, const int32_t *last)
+{
+    tfm_code rc = TFM_OK;
+    int32_t *blk = malloc(sizeof(int32_t) * ((size_t)p->nslots + 1));
+    uint8_t *keep = calloc((size_t)p->nslots + 1, 1);
+    tfm_mem_block *blocks = malloc(sizeof(tfm_mem_block) *
+                                   ((size_t)p->nslots + 1));
+    p->slot_off = malloc(sizeof(int64_t) * ((size_t)p->nslots + 1));
+    if (!blk || !keep || !blocks || !p->slot_off) {
+        rc = oom();
+        goto done;
+    }
+    for (int32_t sl = 0; sl < p->nslots; sl++) {
+        blk[sl] = -1;
+        p->slot_off[sl] = -1;
+    }
+    for (int32_t s = 0; s < p->nsteps; s++) {
+        const step *st = &p->steps[s];
+        if (st->kind == STEP_IF || st->kind == STEP_WHILE)
+            for (int i = 0; i < st->node->nin; i++)
+                keep[st->in[i]] = 1;
+    }
+    int32_t nblocks = 0;
+    for (int32_t s = 0; s < p->nsteps; s++) {
+        const step *st = &p->steps[s];
+        const tfm_node *nd = st->node;
+        if (st->kind != STEP_KERNEL || !st->direct)
+            continue;
+        int inplace_ok = nd->nout == 1 && nd->op != TFM_OP_CAST &&
+                         (tfm_ops[nd->op].flags & TFM_OPF_ELEMENTWISE);
+        for (int k = 0; k < nd->nout; k++) {
+            int32_t sl = st->out + k;
+            int64_t size = meta_bytes(&nd->out[k]);
+            if (keep[sl] || last[sl] == INT32_MAX || last[sl] < 0 ||
+                size <= 0)
+                continue;
+            for (int i = 0; inplace_ok && i < nd->nin; i++) {
+                int32_t in = st->in[i];
+                const tfm_meta *m = meta_of(p->g, nd->in[i]);
+                if (blk[in] >= 0 && last[in] == s &&
+                    m->dtype == nd->out[k].dtype && meta_bytes(m) == size) {
+                    blk[sl] = blk[in];
+                    blocks[blk[sl]].last = last[sl];
+                    p->ninplace++;
+                    break;
+                }
+            }
+            if (blk[sl] < 0) {
+                blk[sl] = nblocks;
+                blocks[nblocks++] = (tfm_mem_block){s, last[sl],
+                                                    (size_t)size, 0};
+            }
+        }
+    }
+    if (tfm_memplan_assign(blocks, nblocks, 64, &p->arena_bytes)) {
+        rc = oom();
+        goto done;
+    }
+    for (int32_t sl = 0; sl < p->nslots; sl++)
+        if (blk[sl] >= 0)
+            p->slot_off[sl] = (int64_t)blocks[blk[sl]].offset;
+    if (nblocks == 0) {
+        free(p->slot_off);
+        p->slot_off = NULL;
+    }
+done:
+    free(blk);
+    free(keep);
+    free(blocks);
+    return rc;
 }
 
 void
@@ -112,6 +247,9 @@ tfm_plan_free(tfm_plan *p)
     free(p->const_val);
     free(p->out_slot);
     free(p->pool);
+    free(p->slot_off);
+    if (p->arena)
+        tfm_buffer_decref(p->arena);
     if (p->g)
         tfm_graph_decref(p->g);
     free(p);
@@ -129,6 +267,7 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
     int32_t *todo = malloc(sizeof(int32_t) * ((size_t)n + 1));
     int32_t *last = NULL;
     tfm_plan *p = calloc(1, sizeof *p);
+    int memory = (tfm_passes_enabled & TFM_PASS_MEMORY) != 0;
     if (!base || !live || !todo || !p) {
         oom();
         goto fail;
@@ -247,7 +386,9 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
             break;
         default:
             st->kind = STEP_KERNEL;
-            st->direct = (uint8_t)can_direct(g, nd);
+            st->direct = (uint8_t)can_direct(g, nd, memory ? INT64_MAX
+                                                           : DIRECT_MAX_WORK);
+            st->unlock = st->direct && !can_direct(g, nd, DIRECT_MAX_WORK);
         }
         for (int i = 0; i < nd->nin; i++)
             last[base[nd->in[i].node] + nd->in[i].out] = s;
@@ -300,6 +441,8 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
             step *st = &p->steps[last[sl]];
             st->free[st->nfree++] = sl;
         }
+    if (memory && plan_memory(p, last))
+        goto fail;
     free(base);
     free(live);
     free(todo);
@@ -339,6 +482,17 @@ int
 tfm_plan_step_count(const tfm_plan *p)
 {
     return p->nsteps;
+}
+
+void
+tfm_plan_memory_stats(const tfm_plan *p, tfm_plan_memory *out)
+{
+    out->arena_bytes = (int64_t)p->arena_bytes;
+    out->arena_slots = 0;
+    out->inplace_steps = p->ninplace;
+    out->arena_held = p->arena != NULL;
+    for (int32_t sl = 0; p->slot_off && sl < p->nslots; sl++)
+        out->arena_slots += p->slot_off[sl] >= 0;
 }
 
 /* Append where the failing op came from to the current error. */
@@ -439,8 +593,21 @@ runtime_attrs(const tfm_node *n, tfm_tensor *const *ins, tfm_attrs *tmp)
     return n->attrs;
 }
 
+/* A step output: a view into the run's arena when the memory plan
+ * placed the slot there, else a buffer of its own. */
+static tfm_tensor *
+new_output(const tfm_plan *p, tfm_buffer *arena, int32_t slot,
+           const tfm_meta *m)
+{
+    if (arena && p->slot_off[slot] >= 0)
+        return tfm_tensor_view(arena, (size_t)p->slot_off[slot], m->dtype,
+                               &m->shape, 0);
+    return tfm_tensor_new(m->dtype, &m->shape, 0);
+}
+
 static tfm_code
-run_kernel_step(const step *st, tfm_tensor **vals, int recorded)
+run_kernel_step(const tfm_plan *p, const step *st, tfm_tensor **vals,
+                int recorded, tfm_buffer *arena)
 {
     const tfm_node *n = st->node;
     tfm_tensor *ins[TFM_MAX_INPUTS];
@@ -456,11 +623,14 @@ run_kernel_step(const step *st, tfm_tensor **vals, int recorded)
         direct = ins[i]->device == 0;
     if (direct) {
         for (int k = 0; k < n->nout; k++) {
-            vals[st->out + k] = tfm_tensor_new(n->out[k].dtype,
-                                               &n->out[k].shape, 0);
+            vals[st->out + k] = new_output(p, arena, st->out + k,
+                                           &n->out[k]);
             if (!vals[st->out + k])
                 return tfm_error_code();
         }
+        if (st->unlock)
+            return tfm_run_kernel_into(n->op, ins, n->nin, n->attrs,
+                                       &vals[st->out], n->nout);
         return tfm_ops[n->op].cpu(n->op, ins, n->nin, n->attrs,
                                   &vals[st->out], n->nout);
     }
@@ -597,17 +767,50 @@ run_assert(const step *st, tfm_tensor **vals)
     return rc;
 }
 
+/* Whether a value has m's dtype, rank and known dims. */
+static int
+meta_admits(const tfm_meta *m, const tfm_tensor *t)
+{
+    if (t->dtype != m->dtype || t->shape.ndim != m->shape.ndim)
+        return 0;
+    for (int d = 0; d < m->shape.ndim; d++)
+        if (m->shape.dims[d] >= 0 && m->shape.dims[d] != t->shape.dims[d])
+            return 0;
+    return 1;
+}
+
 static tfm_code
-run_step(const step *st, tfm_tensor **vals, int recorded)
+read_mismatch(const tfm_plan *p, const tfm_node *n, const tfm_tensor *v)
+{
+    char a[128], b[128];
+    return tfm_error(TFM_ERR_INVALID_ARGUMENT, "tf.function '%s': the "
+                     "variable read by %s is now %s of shape %s, but the "
+                     "function was traced for %s of shape %s (graphs "
+                     "have a known rank: trace a new tf.function for the "
+                     "new value)", tfm_graph_name(p->g), n->name,
+                     tfm_dtype_name(v->dtype),
+                     tfm_shape_str(&v->shape, a, sizeof a),
+                     tfm_dtype_name(n->out[0].dtype),
+                     tfm_shape_str(&n->out[0].shape, b, sizeof b));
+}
+
+static tfm_code
+run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
+         tfm_buffer *arena)
 {
     const tfm_node *n = st->node;
     switch (st->kind) {
     case STEP_KERNEL:
-        return run_kernel_step(st, vals, recorded);
+        return run_kernel_step(p, st, vals, recorded, arena);
     case STEP_READ: {
+        /* A variable declared with unknown dims may have been assigned
+         * a value of another shape since the trace; the plan relies on
+         * the dims it saw as known, so any other value is an error. */
+        tfm_tensor *v = n->var->value;
+        if (!meta_admits(&n->out[0], v))
+            return read_mismatch(p, n, v);
         if (recorded)
             return tfm_variable_read(n->var, &vals[st->out]);
-        tfm_tensor *v = n->var->value;
         tfm_tensor *t = tfm_tensor_view(v->buf, v->offset, v->dtype,
                                         &v->shape, v->device);
         if (!t)
@@ -640,12 +843,57 @@ run_step(const step *st, tfm_tensor **vals, int recorded)
     return tfm_error(TFM_ERR_INTERNAL, "bad plan step");
 }
 
+/* The arena for one run (Note [Memory plan]): the plan's own when free,
+ * else one for this run only. NULL (no error) when the run allocates
+ * per output; NULL with *rc set when out of memory. */
+static tfm_buffer *
+arena_take(const tfm_plan *p, int recorded, tfm_code *rc)
+{
+    /* The arena cache is the plan's only mutable state, like a C++
+     * `mutable` member; callers hold the interpreter lock. */
+    tfm_plan *mp = (tfm_plan *)p;
+    if (!p->slot_off || recorded || tfm_device_scope() > 0)
+        return NULL;
+    if (p->busy) {
+        tfm_buffer *b = tfm_buffer_new(p->arena_bytes, TFM_CPU);
+        if (!b)
+            *rc = tfm_error_code();
+        return b;
+    }
+    if (!p->arena && !(mp->arena = tfm_buffer_new(p->arena_bytes,
+                                                  TFM_CPU))) {
+        *rc = tfm_error_code();
+        return NULL;
+    }
+    mp->busy = 1;
+    return p->arena;
+}
+
+static void
+arena_give(const tfm_plan *p, tfm_buffer *arena)
+{
+    tfm_plan *mp = (tfm_plan *)p;
+    if (!arena)
+        return;
+    if (arena != p->arena) {
+        tfm_buffer_decref(arena);
+        return;
+    }
+    mp->busy = 0;
+    if (arena->refcount != 1) {
+        /* A view outlived the run: leave the memory to it. */
+        tfm_buffer_decref(arena);
+        mp->arena = NULL;
+    }
+}
+
 tfm_code
 tfm_plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
              tfm_tensor **out, int recorded)
 {
     tfm_tensor *local[64];
     tfm_tensor **vals = local;
+    tfm_buffer *arena = NULL;
     tfm_code rc = TFM_OK;
     if (nin != p->nin)
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "tf.function '%s' takes "
@@ -671,9 +919,12 @@ tfm_plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
         tfm_tensor_incref(p->const_val[c]);
         vals[p->const_slot[c]] = p->const_val[c];
     }
+    arena = arena_take(p, recorded, &rc);
+    if (rc)
+        goto done;
     for (int32_t s = 0; s < p->nsteps; s++) {
         const step *st = &p->steps[s];
-        if ((rc = run_step(st, vals, recorded))) {
+        if ((rc = run_step(p, st, vals, recorded, arena))) {
             /* Errors inside a sub-graph already name their node. */
             if (!is_nested_error(st))
                 rc = annotate(p, st);
@@ -704,6 +955,7 @@ done:
     for (int32_t sl = 0; sl < p->nslots; sl++)
         if (vals[sl])
             tfm_tensor_decref(vals[sl]);
+    arena_give(p, arena);
     if (vals != local)
         free(vals);
     return rc;

@@ -22,6 +22,18 @@ void tfm_plan_free(tfm_plan *p);
 /* Nodes the plan runs (for tests of pruning). */
 int tfm_plan_step_count(const tfm_plan *p);
 
+/* The memory plan (Note [Memory plan] in exec.c), for tests and
+ * inspection: the arena's size, the slots that live in it, the steps
+ * that write over a dying input, and whether the arena is allocated
+ * (it is kept from the first run on). */
+typedef struct tfm_plan_memory {
+    int64_t arena_bytes;
+    int32_t arena_slots;
+    int32_t inplace_steps;
+    int arena_held;
+} tfm_plan_memory;
+void tfm_plan_memory_stats(const tfm_plan *p, tfm_plan_memory *out);
+
 /* Run: in[i] feeds graph input i and must match its placeholder's dtype
  * and known dims; out[] receives a new reference per graph output.
  *

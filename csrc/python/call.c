@@ -258,6 +258,24 @@ py_live_counts(PyObject *self, PyObject *unused)
                          (long long)tfm_buffer_live_bytes());
 }
 
+/* peak_bytes(reset=False): the most buffer bytes live at once since the
+ * last reset; reset=True starts a new window at the bytes live now. */
+static PyObject *
+py_peak_bytes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    int reset = 0;
+    if (nargs > 1)
+        return PyErr_Format(PyExc_TypeError, "peak_bytes takes at most 1 "
+                            "argument (%zd given)", nargs);
+    if (nargs == 1 && (reset = PyObject_IsTrue(args[0])) < 0)
+        return NULL;
+    long long peak = (long long)tfm_buffer_peak_bytes();
+    if (reset)
+        tfm_buffer_reset_peak();
+    return PyLong_FromLongLong(peak);
+}
+
 static PyObject *
 py_set_num_threads(PyObject *self, PyObject *arg)
 {
@@ -307,6 +325,9 @@ PyMethodDef tfm_py_call_methods[] = {
      "[(name, n_inputs, n_outputs, flags, has_grad)] indexed by op"},
     {"live_counts", py_live_counts, METH_NOARGS,
      "(live tensors, live buffers, live buffer bytes)"},
+    {"peak_bytes", (PyCFunction)(void (*)(void))py_peak_bytes,
+     METH_FASTCALL, "peak_bytes(reset=False): the most buffer bytes live "
+     "at once since the last reset (reset=True: then start a new window)"},
     {"set_num_threads", py_set_num_threads, METH_O, NULL},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, NULL},
     {"set_device_scope", py_set_device_scope, METH_O,

@@ -983,6 +983,22 @@ concrete_get_steps(PyTfmConcrete *self, void *c)
     return PyLong_FromLong(tfm_plan_step_count(self->cf->plan));
 }
 
+/* The plan's memory plan, as a dict (inspection and tests). */
+static PyObject *
+concrete_get_memory(PyTfmConcrete *self, void *c)
+{
+    (void)c;
+    if (!self->cf)
+        Py_RETURN_NONE;
+    tfm_plan_memory m;
+    tfm_plan_memory_stats(self->cf->plan, &m);
+    return Py_BuildValue("{sLsisisO}", "arena_bytes",
+                         (long long)m.arena_bytes, "arena_slots",
+                         (int)m.arena_slots, "inplace_steps",
+                         (int)m.inplace_steps, "arena_held",
+                         m.arena_held ? Py_True : Py_False);
+}
+
 /* The graph after the passes, as a Graph object (inspection only). */
 static PyObject *
 concrete_get_optimized(PyTfmConcrete *self, void *c)
@@ -1009,6 +1025,8 @@ static PyMethodDef concrete_methods[] = {
 static PyGetSetDef concrete_getset[] = {
     {"_plan_steps", (getter)concrete_get_steps, NULL,
      "ops the compiled plan runs per call", NULL},
+    {"_memory_plan", (getter)concrete_get_memory, NULL,
+     "the plan's arena: bytes, slots in it, in-place steps, held", NULL},
     {"_optimized_graph", (getter)concrete_get_optimized, NULL,
      "the graph the plan runs: the trace after the graph passes", NULL},
     {NULL, NULL, NULL, NULL, NULL},

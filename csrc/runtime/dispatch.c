@@ -201,6 +201,20 @@ fail:
 }
 
 tfm_code
+tfm_run_kernel_into(tfm_op op, tfm_tensor *const *in, int nin,
+                    const tfm_attrs *a, tfm_tensor *const *out, int nout)
+{
+    tfm_kernel_fn k = tfm_ops[op].cpu;
+    if (unlock_hook && work_size(in, nin, out, nout) >= UNLOCK_MIN_ELEMENTS) {
+        void *token = unlock_hook();
+        tfm_code rc = k(op, in, nin, a, out, nout);
+        relock_hook(token);
+        return rc;
+    }
+    return k(op, in, nin, a, out, nout);
+}
+
+tfm_code
 tfm_call(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
          tfm_tensor **out, int *nout)
 {

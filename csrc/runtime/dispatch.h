@@ -25,6 +25,14 @@ tfm_code tfm_infer(tfm_op op, tfm_tensor *const *in, int nin,
 tfm_code tfm_run_kernel(tfm_op op, tfm_tensor *const *in, int nin,
                         const tfm_attrs *a, tfm_tensor **out, int *nout);
 
+/* Run op's CPU kernel into outputs the caller allocated with the metas
+ * inference gave (the executor's memory plan), releasing the caller's
+ * lock for big work as tfm_run_kernel does. No inference, no checks:
+ * the caller vouches for dtypes, shapes and devices. */
+tfm_code tfm_run_kernel_into(tfm_op op, tfm_tensor *const *in, int nin,
+                             const tfm_attrs *a, tfm_tensor *const *out,
+                             int nout);
+
 /* The binding releases its interpreter lock around big kernels through
  * these hooks; the core knows nothing of Python. unlock returns a token
  * that relock takes back. */

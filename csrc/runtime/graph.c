@@ -610,8 +610,19 @@ tfm_graph_read_variable(tfm_graph *g, tfm_variable *v)
         return -1;
     tfm_attrs a;
     tfm_meta m;
-    attrs_for_meta(&a, v->value->dtype, &v->value->shape);
-    meta_from(&m, v->value->dtype, &v->value->shape);
+    /* The read has the declared shape, not the value's: assign may
+     * change the value within it (shape=[None, 3]) after the trace, and
+     * the plan must not take the old dims as known. Graphs have a known
+     * rank, so TensorShape(None) reads as the value's rank with every
+     * dim unknown; the executor rejects a value of another rank. */
+    tfm_shape s = v->shape;
+    if (v->any_rank) {
+        s = v->value->shape;
+        for (int d = 0; d < s.ndim; d++)
+            s.dims[d] = -1;
+    }
+    attrs_for_meta(&a, v->value->dtype, &s);
+    meta_from(&m, v->value->dtype, &s);
     int node = add_node(g, TFM_OP_READ_VARIABLE, NULL, 0, &a, &m,
                                   1);
     if (node < 0)
