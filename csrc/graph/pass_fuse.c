@@ -5,10 +5,11 @@
  *
  * Trees grow from their root, the latest node of the group, towards the
  * inputs: in reverse creation order, a node no group took yet starts a
- * group and takes each input that is fusable, read only by the group and
- * of the root's shape (so that every register is block-shaped; a smaller
- * operand, such as a bias, stays an input and is broadcast as it is
- * read). A value read twice ends the tree there and roots its own. The
+ * group and takes each input that is fusable, read only by the group
+ * (every reader a member) and of the root's shape (so that every
+ * register is block-shaped; a smaller operand, such as a bias, stays an
+ * input and is broadcast as it is read). A value also read outside ends
+ * the tree there and roots its own. The
  * fused node takes the root's place, name and source line, so program
  * order, graph outputs and error messages carry over; its inputs are the
  * tree's leaves, which all come before the root. */
@@ -33,26 +34,34 @@ same_shape(const tfm_shape *a, const tfm_shape *b)
 typedef struct fuse_state {
     const tfm_graph *g;
     int32_t *uses, *consumer, *group;
+    int32_t *inrefs;     /* reads from the group being grown */
     uint8_t *ok;         /* fusable */
 } fuse_state;
 
 /* Grow the group rooted at r; its members (ascending) into mem, their
- * count returned. */
+ * count returned. A node joins once every read of it comes from the
+ * group (inrefs counts those reads), so a value the tree reads twice,
+ * such as y in y * y - y, is fused too. */
 static int
 grow(fuse_state *fs, int32_t r, int32_t *mem)
 {
     const tfm_graph *g = fs->g;
     const tfm_shape *shape = &tfm_graph_node(g, r)->out[0].shape;
     int nmem = 1, ext = tfm_graph_node(g, r)->nin;
+    int32_t touched[2 * TFM_FUSED_MAX_INSTR];
+    int ntouched = 0;
     mem[0] = r;
     fs->group[r] = r;
     for (int i = 0; i < nmem; i++) {
         const tfm_node *nd = tfm_graph_node(g, mem[i]);
         for (int k = 0; k < nd->nin; k++) {
             int32_t m = nd->in[k].node;
+            if (fs->inrefs[m]++ == 0)
+                touched[ntouched++] = m;
             const tfm_node *mn = tfm_graph_node(g, m);
-            if (fs->group[m] >= 0 || !fs->ok[m] || fs->uses[m] != 1 ||
-                mn->nctrl || !same_shape(&mn->out[0].shape, shape) ||
+            if (fs->group[m] >= 0 || !fs->ok[m] ||
+                fs->inrefs[m] != fs->uses[m] || mn->nctrl ||
+                !same_shape(&mn->out[0].shape, shape) ||
                 nmem >= TFM_FUSED_MAX_INSTR ||
                 ext - 1 + mn->nin > TFM_FUSED_MAX_IN)
                 continue;
@@ -61,6 +70,8 @@ grow(fuse_state *fs, int32_t r, int32_t *mem)
             ext += mn->nin - 1;
         }
     }
+    for (int i = 0; i < ntouched; i++)
+        fs->inrefs[touched[i]] = 0;
     /* Creation order is an order the program may run in. */
     for (int i = 1; i < nmem; i++)
         for (int j = i; j > 0 && mem[j - 1] > mem[j]; j--) {
@@ -135,13 +146,15 @@ tfm_pass_fuse(tfm_graph *g)
     size_t sz = (size_t)n + 1;
     fuse_state fs = {g, malloc(sizeof(int32_t) * sz),
                      malloc(sizeof(int32_t) * sz),
-                     malloc(sizeof(int32_t) * sz), calloc(sz, 1)};
+                     malloc(sizeof(int32_t) * sz),
+                     calloc(sz, sizeof(int32_t)), calloc(sz, 1)};
     int32_t *count = calloc(sz, sizeof(int32_t));
     int32_t mem[TFM_FUSED_MAX_INSTR];
     int32_t **members = calloc(sz, sizeof(int32_t *));
     tfm_graph *out = NULL;
     int groups = 0;
-    if (!fs.uses || !fs.consumer || !fs.group || !fs.ok || !count ||
+    if (!fs.uses || !fs.consumer || !fs.group || !fs.inrefs || !fs.ok ||
+        !count ||
         !members) {
         tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
         goto done;
@@ -196,6 +209,7 @@ done:
     free(fs.uses);
     free(fs.consumer);
     free(fs.group);
+    free(fs.inrefs);
     free(fs.ok);
     return out;
 }
