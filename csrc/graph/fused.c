@@ -152,13 +152,19 @@ tfm_fused_attach(tfm_graph *g, int d, const tfm_fused_prog *p)
 
 /* ---- running ---- */
 
-/* How a program input is read in a block. */
-enum { IN_FULL, IN_SCALAR, IN_GATHER };
+/* How a program input is read in a block: in place (full-size inputs),
+ * as a scalar, from a tile (an input that repeats with a period dividing
+ * the block size, such as a bias [C] against [N, C]: every block sees
+ * the same values, repeated once per call into `tile`), or gathered per
+ * block (other broadcasts). */
+enum { IN_FULL, IN_SCALAR, IN_TILE, IN_GATHER };
 
 typedef struct in_view {
     int kind;
     tfm_dtype dtype;
     const char *data;
+    int64_t period;               /* > 0: input i is element i % period */
+    char *tile;                   /* IN_TILE: block elements, owned */
     int gather;                   /* IN_GATHER: its scratch index */
     int64_t stride[TFM_MAX_DIMS]; /* IN_GATHER: per output dim, 0 = bcast */
 } in_view;
@@ -274,6 +280,7 @@ run_block(const run_ctx *c, int64_t start, int64_t len, char *scratch)
                 char *d = iv->kind == IN_FULL
                           ? (char *)iv->data + (size_t)start * es
                           : iv->kind == IN_SCALAR ? (char *)iv->data
+                          : iv->kind == IN_TILE ? iv->tile
                           : gat + rb * iv->gather;
                 a[k] = make_view(&v[k], d, iv->dtype,
                                  iv->kind == IN_SCALAR ? -1 : len);
@@ -349,10 +356,11 @@ classify(run_ctx *c, tfm_tensor *const *in)
 {
     const tfm_shape *s = c->shape;
     int64_t n = tfm_shape_numel(s);
-    c->ngather = 0;
     for (int k = 0; k < c->p->nin; k++) {
         const tfm_tensor *t = in[c->p->first_input + k];
         in_view *iv = &c->in[k];
+        iv->period = 0;
+        iv->tile = NULL;
         int64_t tn = tfm_tensor_numel(t);
         iv->dtype = t->dtype;
         iv->data = tfm_tensor_data(t);
@@ -364,8 +372,17 @@ classify(run_ctx *c, tfm_tensor *const *in)
             iv->kind = IN_SCALAR;
         } else {
             iv->kind = IN_GATHER;
-            iv->gather = c->ngather++;
             int64_t st = 1;
+            /* Periodic: t, without its leading 1s, is the output's
+             * trailing dims. */
+            int lead = 0;
+            while (lead < t->shape.ndim && t->shape.dims[lead] == 1)
+                lead++;
+            int nk = t->shape.ndim - lead;
+            iv->period = tn;
+            for (int j = 0; j < nk; j++)
+                if (t->shape.dims[lead + j] != s->dims[s->ndim - nk + j])
+                    iv->period = 0;
             for (int d = s->ndim - 1; d >= 0; d--) {
                 int td = d - (s->ndim - t->shape.ndim);
                 int64_t dim = td >= 0 ? t->shape.dims[td] : 1;
@@ -377,6 +394,55 @@ classify(run_ctx *c, tfm_tensor *const *in)
         }
     }
     return 0;
+}
+
+/* The block size, and how broadcast inputs are read: a block that is a
+ * multiple of the first periodic input's period lets every input with
+ * that period be a tile, made once here. */
+static tfm_code
+plan_inputs(run_ctx *c)
+{
+    const tfm_fused_prog *p = c->p;
+    int nbroad = 0;
+    for (int k = 0; k < p->nin; k++)
+        nbroad += c->in[k].kind == IN_GATHER;
+    int64_t bs = block_size(p->nreg + nbroad);
+    for (int k = 0; k < p->nin; k++)
+        if (c->in[k].kind == IN_GATHER && c->in[k].period > 0 &&
+            c->in[k].period <= bs) {
+            bs -= bs % c->in[k].period;
+            break;
+        }
+    c->block = bs;
+    c->ngather = 0;
+    for (int k = 0; k < p->nin; k++) {
+        in_view *iv = &c->in[k];
+        if (iv->kind != IN_GATHER)
+            continue;
+        if (iv->period <= 0 || bs % iv->period) {
+            iv->gather = c->ngather++;
+            continue;
+        }
+        size_t es = tfm_dtype_size(iv->dtype);
+        size_t chunk = (size_t)iv->period * es;
+        iv->tile = malloc((size_t)bs * es);
+        if (!iv->tile)
+            return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM running a "
+                             "fused node");
+        for (int64_t r = 0; r < bs / iv->period; r++)
+            memcpy(iv->tile + (size_t)r * chunk, iv->data, chunk);
+        iv->kind = IN_TILE;
+    }
+    return TFM_OK;
+}
+
+static void
+free_tiles(run_ctx *c)
+{
+    for (int k = 0; k < c->p->nin; k++) {
+        free(c->in[k].tile);
+        c->in[k].tile = NULL;
+    }
 }
 
 /* The program op by op on whole tensors through the dispatcher (which
@@ -470,7 +536,11 @@ tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
         return run_ops(nd, in, out, recorded);
     }
     c.out = tfm_tensor_data(o);
-    c.block = block_size(p->nreg + c.ngather);
+    if (plan_inputs(&c)) {
+        free_tiles(&c);
+        tfm_tensor_decref(o);
+        return tfm_error_code();
+    }
     tfm_attrs at[TFM_FUSED_MAX_INSTR];
     for (int i = 0; i < p->ninstr; i++) {
         tfm_attrs_init(&at[i]);
@@ -479,7 +549,9 @@ tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
         at[i].f[0] = p->code[i].af;
     }
     c.attrs = at;
-    if (run_blocks(&c, n)) {
+    tfm_code rc = run_blocks(&c, n);
+    free_tiles(&c);
+    if (rc) {
         tfm_tensor_decref(o);
         return run_ops(nd, in, out, recorded);
     }
