@@ -61,16 +61,20 @@ tfm_fused_copy_ctrl(tfm_rw *rw, int k, int d)
 {
     const tfm_node *n = tfm_graph_node(rw->src, k);
     int32_t local[32];
+    int32_t *ctrl = n->nctrl <= 32 ? local
+                    : malloc(sizeof(int32_t) * (size_t)n->nctrl);
     int nctrl = 0;
-    for (int i = 0; i < n->nctrl && nctrl < 32; i++) {
+    if (!ctrl)
+        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+    for (int i = 0; i < n->nctrl; i++) {
         int32_t c = rw->node_map[n->ctrl[i]];
         if (c >= 0)
-            local[nctrl++] = c;
+            ctrl[nctrl++] = c;
     }
-    if (n->nctrl > 32)
-        return tfm_error(TFM_ERR_INTERNAL, "fusion: node '%s' has %d "
-                         "control edges", n->name, n->nctrl);
-    return nctrl ? tfm_graph_add_ctrl(rw->dst, d, local, nctrl) : TFM_OK;
+    tfm_code rc = tfm_graph_add_ctrl(rw->dst, d, ctrl, nctrl);
+    if (ctrl != local)
+        free(ctrl);
+    return rc;
 }
 
 void
