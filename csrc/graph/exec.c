@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../ops/state.h"
+#include "fused.h"
 #include "../runtime/dispatch.h"
 #include "../runtime/variable.h"
 #include "memplan.h"
@@ -60,7 +61,7 @@
  * someone still reads. */
 
 enum { STEP_KERNEL, STEP_READ, STEP_ASSIGN, STEP_PRINT, STEP_IF,
-       STEP_WHILE, STEP_ASSERT };
+       STEP_WHILE, STEP_ASSERT, STEP_FUSED };
 
 typedef struct step {
     const tfm_node *node;
@@ -372,6 +373,8 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
         case TFM_OP_ASSIGN_SUB_VARIABLE: st->kind = STEP_ASSIGN; break;
         case TFM_OP_PRINT: st->kind = STEP_PRINT; break;
         case TFM_OP_ASSERT: st->kind = STEP_ASSERT; break;
+        case TFM_OP_FUSED_ELEMENTWISE:
+        case TFM_OP_FUSED_MATMUL: st->kind = STEP_FUSED; break;
         case TFM_OP_IF:
         case TFM_OP_WHILE:
             st->kind = nd->op == TFM_OP_IF ? STEP_IF : STEP_WHILE;
@@ -839,6 +842,14 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
         return run_while(st, vals, recorded);
     case STEP_ASSERT:
         return run_assert(st, vals);
+    case STEP_FUSED: {
+        /* graph/fused.c: a fused group of elementwise ops, block by
+         * block (Note [Fused programs]). */
+        tfm_tensor *ins[TFM_MAX_INPUTS];
+        for (int i = 0; i < n->nin; i++)
+            ins[i] = vals[st->in[i]];
+        return tfm_fused_run(n, ins, &vals[st->out], recorded);
+    }
     }
     return tfm_error(TFM_ERR_INTERNAL, "bad plan step");
 }

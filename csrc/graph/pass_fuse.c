@@ -1,9 +1,215 @@
-/* Placeholder until the pass lands: returns its input unchanged. */
+/* Elementwise fusion: each maximal tree of fusable elementwise ops
+ * (tfm_fused_can_fuse) whose interior values have one reader, inside the
+ * tree, becomes one _FusedElementwise node that graph/fused.c evaluates
+ * block by block with no intermediate tensors (Note [Fused programs]).
+ *
+ * Trees grow from their root, the latest node of the group, towards the
+ * inputs: in reverse creation order, a node no group took yet starts a
+ * group and takes each input that is fusable, read only by the group
+ * (every reader a member) and of the root's shape (so that every
+ * register is block-shaped; a smaller operand, such as a bias, stays an
+ * input and is broadcast as it is read). A value also read outside ends
+ * the tree there and roots its own. The
+ * fused node takes the root's place, name and source line, so program
+ * order, graph outputs and error messages carry over; its inputs are the
+ * tree's leaves, which all come before the root. */
 #include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fused.h"
+
+static int
+same_shape(const tfm_shape *a, const tfm_shape *b)
+{
+    if (a->ndim != b->ndim)
+        return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->dims[d] != b->dims[d])
+            return 0;
+    return 1;
+}
+
+typedef struct fuse_state {
+    const tfm_graph *g;
+    int32_t *uses, *consumer, *group;
+    int32_t *inrefs;     /* reads from the group being grown */
+    uint8_t *ok;         /* fusable */
+} fuse_state;
+
+/* Grow the group rooted at r; its members (ascending) into mem, their
+ * count returned. A node joins once every read of it comes from the
+ * group (inrefs counts those reads), so a value the tree reads twice,
+ * such as y in y * y - y, is fused too. */
+static int
+grow(fuse_state *fs, int32_t r, int32_t *mem)
+{
+    const tfm_graph *g = fs->g;
+    const tfm_shape *shape = &tfm_graph_node(g, r)->out[0].shape;
+    int nmem = 1, ext = tfm_graph_node(g, r)->nin;
+    int32_t touched[2 * TFM_FUSED_MAX_INSTR];
+    int ntouched = 0;
+    mem[0] = r;
+    fs->group[r] = r;
+    for (int i = 0; i < nmem; i++) {
+        const tfm_node *nd = tfm_graph_node(g, mem[i]);
+        for (int k = 0; k < nd->nin; k++) {
+            int32_t m = nd->in[k].node;
+            if (fs->inrefs[m]++ == 0)
+                touched[ntouched++] = m;
+            const tfm_node *mn = tfm_graph_node(g, m);
+            if (fs->group[m] >= 0 || !fs->ok[m] ||
+                fs->inrefs[m] != fs->uses[m] || mn->nctrl ||
+                !same_shape(&mn->out[0].shape, shape) ||
+                nmem >= TFM_FUSED_MAX_INSTR ||
+                ext - 1 + mn->nin > TFM_FUSED_MAX_IN)
+                continue;
+            fs->group[m] = r;
+            mem[nmem++] = m;
+            ext += mn->nin - 1;
+        }
+    }
+    for (int i = 0; i < ntouched; i++)
+        fs->inrefs[touched[i]] = 0;
+    /* Creation order is an order the program may run in. */
+    for (int i = 1; i < nmem; i++)
+        for (int j = i; j > 0 && mem[j - 1] > mem[j]; j--) {
+            int32_t t = mem[j];
+            mem[j] = mem[j - 1];
+            mem[j - 1] = t;
+        }
+    return nmem;
+}
+
+/* Build the program of the group rooted at r (members mem[0..nmem)) and
+ * its node in rw's output. */
+static tfm_code
+emit_group(fuse_state *fs, tfm_rw *rw, int32_t r, const int32_t *mem,
+           int nmem)
+{
+    const tfm_graph *g = fs->g;
+    tfm_fused_prog *p = malloc(sizeof *p);
+    tfm_ref ext[TFM_FUSED_MAX_IN];
+    int next = 0;
+    int16_t index_of[TFM_FUSED_MAX_INSTR];
+    if (!p)
+        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+    tfm_fused_init(p, 0);
+    for (int i = 0; i < nmem; i++) {
+        const tfm_node *nd = tfm_graph_node(g, mem[i]);
+        int16_t src[2];
+        for (int k = 0; k < nd->nin; k++) {
+            tfm_ref in = nd->in[k];
+            int j;
+            for (j = 0; j < i && mem[j] != in.node; j++)
+                ;
+            if (j < i) {
+                src[k] = index_of[j];
+                continue;
+            }
+            for (j = 0; j < next && (ext[j].node != in.node ||
+                                     ext[j].out != in.out); j++)
+                ;
+            if (j == next)
+                ext[next++] = in;
+            src[k] = (int16_t)TFM_FUSED_INPUT(j);
+        }
+        index_of[i] = (int16_t)tfm_fused_emit(p, nd, src);
+    }
+    tfm_fused_finish(p);
+    tfm_ref in[TFM_FUSED_MAX_IN];
+    for (int j = 0; j < next; j++)
+        in[j] = tfm_rw_ref(rw, ext[j]);
+    const tfm_node *root = tfm_graph_node(g, r);
+    int d = tfm_graph_add_node(rw->dst, TFM_OP_FUSED_ELEMENTWISE, in, next,
+                               NULL, root->out, 1);
+    tfm_code rc = d < 0 ? tfm_error_code() : TFM_OK;
+    if (!rc)
+        rc = tfm_graph_set_name(rw->dst, d, root->name);
+    if (!rc)
+        rc = tfm_graph_set_site(rw->dst, d, root->site);
+    if (!rc)
+        rc = tfm_fused_copy_ctrl(rw, r, d);
+    if (!rc)
+        rc = tfm_fused_attach(rw->dst, d, p);
+    if (!rc)
+        tfm_rw_set(rw, r, d);
+    free(p);
+    return rc;
+}
 
 tfm_graph *
 tfm_pass_fuse(tfm_graph *g)
 {
-    tfm_graph_incref(g);
-    return g;
+    int32_t n = tfm_graph_node_count(g);
+    size_t sz = (size_t)n + 1;
+    fuse_state fs = {g, malloc(sizeof(int32_t) * sz),
+                     malloc(sizeof(int32_t) * sz),
+                     malloc(sizeof(int32_t) * sz),
+                     calloc(sz, sizeof(int32_t)), calloc(sz, 1)};
+    int32_t *count = calloc(sz, sizeof(int32_t));
+    int32_t mem[TFM_FUSED_MAX_INSTR];
+    int32_t **members = calloc(sz, sizeof(int32_t *));
+    tfm_graph *out = NULL;
+    int groups = 0;
+    if (!fs.uses || !fs.consumer || !fs.group || !fs.inrefs || !fs.ok ||
+        !count ||
+        !members) {
+        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+        goto done;
+    }
+    tfm_fused_uses(g, fs.uses, fs.consumer);
+    for (int32_t k = 0; k < n; k++) {
+        fs.group[k] = -1;
+        fs.ok[k] = (uint8_t)tfm_fused_can_fuse(g, tfm_graph_node(g, k));
+    }
+    for (int32_t r = n - 1; r >= 0; r--) {
+        if (fs.group[r] >= 0 || !fs.ok[r])
+            continue;
+        int nmem = grow(&fs, r, mem);
+        if (nmem < 2) {
+            fs.group[r] = -1;
+            continue;
+        }
+        members[r] = malloc(sizeof(int32_t) * (size_t)nmem);
+        if (!members[r]) {
+            tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+            goto done;
+        }
+        memcpy(members[r], mem, sizeof(int32_t) * (size_t)nmem);
+        count[r] = nmem;
+        groups++;
+    }
+    if (!groups) {
+        tfm_graph_incref(g);
+        out = g;
+        goto done;
+    }
+    tfm_rw rw;
+    if (tfm_rw_begin(&rw, g))
+        goto done;
+    for (int32_t k = 0; k < n; k++) {
+        if (count[k]) {
+            if (emit_group(&fs, &rw, k, members[k], count[k])) {
+                tfm_rw_abort(&rw);
+                goto done;
+            }
+        } else if (fs.group[k] < 0 && tfm_rw_copy(&rw, k) < 0) {
+            tfm_rw_abort(&rw);
+            goto done;
+        }
+    }
+    out = tfm_rw_finish(&rw);
+done:
+    for (int32_t k = 0; members && k < n; k++)
+        free(members[k]);
+    free(members);
+    free(count);
+    free(fs.uses);
+    free(fs.consumer);
+    free(fs.group);
+    free(fs.inrefs);
+    free(fs.ok);
+    return out;
 }

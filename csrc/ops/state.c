@@ -45,6 +45,10 @@ tfm_infer_control(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
                   tfm_meta *out, int *nout)
 {
     (void)in; (void)nin; (void)a; (void)out; (void)nout;
+    if (op != TFM_OP_IF && op != TFM_OP_WHILE)   /* the fused ops */
+        return tfm_error(TFM_ERR_INTERNAL, "%s: made only by the graph "
+                         "optimizer; it has no eager form",
+                         tfm_ops[op].name);
     return tfm_error(TFM_ERR_INTERNAL, "%s: its outputs come from its "
                      "sub-graphs (made by tfm_graph_%s)", tfm_ops[op].name,
                      op == TFM_OP_IF ? "if" : "while");

@@ -1212,5 +1212,13 @@ tfm_graph_copy_node(tfm_graph *g, const tfm_node *src, const tfm_ref *in,
         n->var = src->var;
         tfm_variable_incref(n->var);
     }
+    if (src->prog) {
+        void *prog = arena_alloc(g, src->prog_size);
+        if (!prog)
+            return -1;
+        memcpy(prog, src->prog, src->prog_size);
+        n->prog = prog;
+        n->prog_size = src->prog_size;
+    }
     return node;
 }

@@ -54,6 +54,11 @@ typedef struct tfm_node {
     struct tfm_graph *sub[2];  /* If: then, else; While: cond, body */
     int32_t *submap[2];        /* sub[b]'s input i is node input
                                 * submap[b][i] (While: see graph.c) */
+    /* _FusedElementwise, _FusedMatMul: the expression program the
+     * fusion passes compiled (graph/fused.h). Opaque here: prog_size
+     * bytes with no pointers inside, so a copy is a memcpy. */
+    const struct tfm_fused_prog *prog;
+    size_t prog_size;
 } tfm_node;
 
 typedef struct tfm_graph tfm_graph;

@@ -1,0 +1,97 @@
+/* Fused nodes (see Note [Fused programs]): the expression program that
+ * graph/pass_fuse.c and graph/pass_epilogue.c compile into a
+ * _FusedElementwise or _FusedMatMul node, and its evaluator, which the
+ * executor (exec.c) calls for those nodes.
+ *
+ * Note [Fused programs]: a fused node stands for a tree of elementwise
+ * ops whose intermediate values nobody else reads. Its program lists
+ * those ops in the order they ran when traced; an operand is a register
+ * (the value of an earlier instruction), one of the node's inputs, or,
+ * in a _FusedMatMul, the matmul's result (TFM_FUSED_BASE). Every
+ * intermediate has the output's shape (pass_fuse.c only fuses a node into
+ * a consumer of the same shape), so the evaluator can walk the output in
+ * blocks of a few thousand elements and run the whole program on each
+ * block while it sits in cache: registers are block-sized scratch, full
+ * inputs are viewed in place, scalars stay scalars, other broadcast
+ * inputs (a bias [C] against [N, C]) are gathered into scratch. Each
+ * instruction calls the op's own CPU kernel (tfm_ops[op].cpu) on
+ * stack-built tensor views, so a fused node computes the same numbers as
+ * the ops it replaced, element for element; only the transcendental
+ * functions may differ in the last bits, where libm's vector and scalar
+ * variants (chosen by loop length) disagree.
+ *
+ * The program holds no pointers (graph.h's tfm_node.prog is copied with
+ * memcpy), and the first instruction that produces a value is its only
+ * writer: registers are reused only once their value is dead, and an
+ * instruction never writes a register it reads. */
+#ifndef TFM_GRAPH_FUSED_H
+#define TFM_GRAPH_FUSED_H
+
+#include "../runtime/graph_impl.h"
+
+#define TFM_FUSED_MAX_INSTR 48
+/* Node inputs the program may read (besides a matmul's two). */
+#define TFM_FUSED_MAX_IN 32
+
+/* Operands: >= 0 a register; TFM_FUSED_BASE the matmul's result;
+ * TFM_FUSED_INPUT(k) the program's input k (node input first_input+k). */
+#define TFM_FUSED_BASE (-1)
+#define TFM_FUSED_INPUT(k) (-2 - (k))
+#define TFM_FUSED_INPUT_INDEX(v) (-2 - (v))
+
+typedef struct tfm_fused_instr {
+    int16_t op;        /* tfm_op: an elementwise op with a CPU kernel */
+    int8_t nin;        /* 1 or 2 */
+    int8_t dtype;      /* output dtype */
+    int16_t src[2];    /* operands (see above) */
+    int16_t dst;       /* register written */
+    int16_t unused;
+    int32_t adtype;    /* the op's attrs that elementwise ops read: */
+    int64_t ai;        /* a.i[0] (Gelu's approximate) */
+    double af;         /* a.f[0] (LeakyRelu's alpha) */
+} tfm_fused_instr;
+
+typedef struct tfm_fused_prog {
+    int32_t ninstr;
+    int32_t nreg;          /* block-sized scratch registers */
+    int32_t nin;           /* program inputs */
+    int32_t first_input;   /* 0, or 2 for _FusedMatMul (a, b) */
+    tfm_fused_instr code[TFM_FUSED_MAX_INSTR];
+} tfm_fused_prog;
+
+/* ---- building (the passes) ---- */
+
+/* Whether node n may become an instruction: an elementwise op with a
+ * CPU kernel, one output, float32/float64 in and out, a known shape. */
+int tfm_fused_can_fuse(const tfm_graph *g, const tfm_node *n);
+
+struct tfm_rw;
+
+/* uses[k]: how many times output 0 of node k is read: by node inputs,
+ * graph outputs and control edges (which pin the node); consumer[k]: the
+ * last node reading it. Arrays of tfm_graph_node_count(g) entries. */
+void tfm_fused_uses(const tfm_graph *g, int32_t *uses, int32_t *consumer);
+/* Copy src node k's control edges into dst node d, through rw. */
+tfm_code tfm_fused_copy_ctrl(struct tfm_rw *rw, int k, int d);
+
+void tfm_fused_init(tfm_fused_prog *p, int first_input);
+/* Append node n's op with operands src[0..n->nin): operands >= 0 here
+ * name earlier instructions (by index), not registers. Returns the
+ * instruction's index, or -1 when the program is full. */
+int tfm_fused_emit(tfm_fused_prog *p, const tfm_node *n,
+                   const int16_t *src);
+/* Assign registers; the last instruction is the output. */
+void tfm_fused_finish(tfm_fused_prog *p);
+/* Store p as node d's program (in g's arena). */
+tfm_code tfm_fused_attach(tfm_graph *g, int d, const tfm_fused_prog *p);
+
+/* ---- running (the executor) ---- */
+
+/* Node n (_FusedElementwise or _FusedMatMul) on its inputs: *out is a
+ * new reference. recorded = 1 (a replay under a GradientTape), inputs
+ * off the CPU or an active tf.device scope run the program op by op
+ * through the dispatcher instead, whole tensors at a time. */
+tfm_code tfm_fused_run(const tfm_node *n, tfm_tensor *const *in,
+                       tfm_tensor **out, int recorded);
+
+#endif
