@@ -413,3 +413,44 @@ def test_leaves_nothing_behind(memory_pass):
     del f
     gc.collect()
     assert _C.live_counts()[2] <= before[2] - 4000
+
+
+def test_conv_train_step_identical_with_the_pass_off(memory_pass):
+    """Many kernels at once (conv, pooling, bias, softmax, reductions,
+    their gradients): arena memory holds old values from the last call,
+    so a kernel that counted on fresh zeroed memory would show here."""
+    rng = np.random.default_rng(7)
+    x = tf.constant(rng.standard_normal((4, 12, 12, 3)).astype(np.float32))
+    y = tf.constant(rng.integers(0, 5, 4))
+    k0 = (rng.standard_normal((3, 3, 3, 8)) * 0.2).astype(np.float32)
+    w0 = (rng.standard_normal((8 * 6 * 6, 5)) * 0.1).astype(np.float32)
+    results = {}
+    for on in (True, False):
+        memory_pass(on)
+        k, w = tf.Variable(k0), tf.Variable(w0)
+        b = tf.Variable(np.zeros(8, np.float32))
+
+        @tf.function
+        def step(x, y):
+            with tf.GradientTape() as tape:
+                h = tf.nn.conv2d(x, k, strides=1, padding="SAME")
+                h = tf.nn.relu(tf.nn.bias_add(h, b))
+                h = tf.nn.max_pool2d(h, 2, 2, "VALID")
+                logits = tf.matmul(tf.reshape(h, [4, -1]), w)
+                loss = tf.reduce_mean(
+                    tf.nn.sparse_softmax_cross_entropy_with_logits(
+                        labels=y, logits=logits))
+            grads = tape.gradient(loss, [k, b, w])
+            for v, g in zip([k, b, w], grads):
+                v.assign_sub(0.1 * g)
+            return loss, tf.reduce_sum(tf.square(grads[0]))
+
+        out = [[t.numpy() for t in step(x, y)] for _ in range(4)]
+        results[on] = (out, k.numpy(), b.numpy(), w.numpy())
+        if on:
+            assert step.get_concrete_function(
+                x, y)._memory_plan["arena_slots"] > 10
+    np.testing.assert_array_equal(np.array(results[True][0]),
+                                  np.array(results[False][0]))
+    for a, c in zip(results[True][1:], results[False][1:]):
+        np.testing.assert_array_equal(a, c)

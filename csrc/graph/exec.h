@@ -7,7 +7,11 @@
  * whose shapes were all known at trace time call their kernel directly
  * into outputs allocated from the planned metas; the others (unknown
  * dims, float16 upcasts, big work that releases the interpreter lock) go
- * through tfm_run_kernel, the same path eager ops take. */
+ * through tfm_run_kernel, the same path eager ops take. With the
+ * "memory" pass on, the static-shape intermediates are views into one
+ * arena per plan, laid out by live range and kept across calls, and
+ * elementwise ops write over an input that dies at them (Note [Memory
+ * plan] in exec.c). */
 #ifndef TFM_GRAPH_EXEC_H
 #define TFM_GRAPH_EXEC_H
 
