@@ -36,7 +36,11 @@ echo "sanitize.sh: building with -fsanitize=address,undefined in $work"
 if [ $# -eq 0 ]; then
     set -- tests/test_tensor.py tests/test_dtypes.py \
            tests/test_conversion.py tests/test_memory.py \
-           tests/test_op_forward.py -m "not slow"
+           tests/test_op_forward.py tests/test_graph_optimizer.py \
+           tests/test_graph_passes.py tests/test_graph_fusion.py \
+           tests/test_graph_memory.py tests/test_function.py \
+           tests/test_function_variables.py \
+           tests/test_control_flow_grad.py -m "not slow"
 fi
 cd "$work"
 # Reports go to files: pytest captures stderr, and an aborting process

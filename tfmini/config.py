@@ -147,10 +147,16 @@ class optimizer:  # noqa: N801  (TF's namespace name)
 
     @staticmethod
     def get_experimental_options():
-        """The options set so far (as TF), plus every tfmini pass's
-        state under its own name."""
+        """The options set so far (as TF), every tfmini pass's state under
+        its own name, and TF's names for them as the passes now stand (so
+        that a saved dict restores what it read)."""
         out = dict(optimizer._set)
-        out.update(_C.graph_passes())
+        passes = _C.graph_passes()
+        for key, names in optimizer._tf_map.items():
+            out[key] = all(passes[name] for name in names)
+        out["disable_model_pruning"] = not passes["dce"]
+        out["disable_meta_optimizer"] = not any(passes.values())
+        out.update(passes)
         return out
 
 
