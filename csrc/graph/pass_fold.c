@@ -92,10 +92,13 @@ evaluate(const tfm_node *n, tfm_tensor *const *in, tfm_tensor **out)
     for (int j = 0; j < nout; j++)
         if (!small(&meta[j].shape))
             return 0;
-    int scope = tfm_device_scope();
-    tfm_device_set_scope(-1);   /* the inputs' device: the CPU */
+    /* The inputs are CPU tensors: with no device scope, or the CPU's,
+     * the kernel is the CPU's. (A GPU scope while tracing: left for run
+     * time. The scope is not changed here: it is global, and a big
+     * kernel runs without the interpreter lock.) */
+    if (tfm_device_scope() > 0)
+        return 0;
     tfm_code rc = tfm_run_kernel(n->op, in, n->nin, n->attrs, out, &nout);
-    tfm_device_set_scope(scope);
     if (rc) {
         tfm_error_clear();
         return 0;
