@@ -24,9 +24,9 @@
  *     it names the node and the user's line as it did before.
  *
  * Shape, Size and Rank need only their input's shape: they fold when
- * that shape is fully known (Rank: always) and the input is a value that cannot fail
- * to exist (a function input, a constant, a variable read), so no
- * run-time error is skipped along with the input.
+ * that shape is fully known (Rank: always) and the input is a value
+ * that cannot fail to exist (a function input, a constant, a variable
+ * read), so no run-time error is skipped along with the input.
  *
  * A folded graph output gets an Identity in front (Note [Distinct
  * outputs]): each call still returns a tensor of its own. */
