@@ -117,6 +117,17 @@ def test_folded_values_are_the_kernels_bits():
     traced_equals_eager(f, x)
 
 
+def test_folding_ops_with_several_outputs():
+    def f(x):
+        a, b = tf.unstack(tf.constant([[1.0, 2.0], [3.0, 4.0]]) * 2.0)
+        return x * a + b
+
+    x = c([0.5, -1.0])
+    g = concrete(f, x).optimized_graph
+    assert "Unpack" not in types(g) and count(g, "Mul") == 1, g.as_text()
+    traced_equals_eager(f, x)
+
+
 def test_folding_caps_the_size_of_what_it_makes():
     # 2^16 elements at most per folded output: a big constant stays an op
     # that makes it at run time.
@@ -399,7 +410,8 @@ def test_a_constant_that_broadcasts_the_shape_is_kept():
 
 def test_a_constant_that_is_not_all_ones_is_kept():
     x = c(SPECIAL)
-    fn = lambda x: x * c(np.array([1, 1, 1, 1, 1, 1, 1, 2], np.float32))  # noqa
+    almost = np.array([1, 1, 1, 1, 1, 1, 1, 2], np.float32)
+    fn = lambda x: x * c(almost)                    # noqa: E731
     assert "Mul" in types(concrete(fn, x).optimized_graph)
     traced_equals_eager(fn, x)
 

@@ -24,9 +24,9 @@
  *     it names the node and the user's line as it did before.
  *
  * Shape, Size and Rank need only their input's shape: they fold when
- * that shape is fully known (Rank: always) and the input is a value that cannot fail
- * to exist (a function input, a constant, a variable read), so no
- * run-time error is skipped along with the input.
+ * that shape is fully known (Rank: always) and the input is a value
+ * that cannot fail to exist (a function input, a constant, a variable
+ * read), so no run-time error is skipped along with the input.
  *
  * A folded graph output gets an Identity in front (Note [Distinct
  * outputs]): each call still returns a tensor of its own. */
@@ -92,10 +92,13 @@ evaluate(const tfm_node *n, tfm_tensor *const *in, tfm_tensor **out)
     for (int j = 0; j < nout; j++)
         if (!small(&meta[j].shape))
             return 0;
-    int scope = tfm_device_scope();
-    tfm_device_set_scope(-1);   /* the inputs' device: the CPU */
+    /* The inputs are CPU tensors: with no device scope, or the CPU's,
+     * the kernel is the CPU's. (A GPU scope while tracing: left for run
+     * time. The scope is not changed here: it is global, and a big
+     * kernel runs without the interpreter lock.) */
+    if (tfm_device_scope() > 0)
+        return 0;
     tfm_code rc = tfm_run_kernel(n->op, in, n->nin, n->attrs, out, &nout);
-    tfm_device_set_scope(scope);
     if (rc) {
         tfm_error_clear();
         return 0;
