@@ -34,8 +34,10 @@ incoming gradients (for a cond: one iteration, a call):
 Limits: recomputing is exact for code without side effects; a body that
 assigns a variable does so again when the gradient runs, and reads the
 new value. The gradient must be taken in the graph that made the op (the
-usual: tape.gradient in the same function body), once per op (a
-persistent tape asking twice gets an error), and gradients of these
+usual: tape.gradient in the same function body; a second request, from
+a persistent tape or tape.jacobian, makes a While sharing the first
+one's sub-graphs: Note [While again] in csrc/runtime/graph_while_again.h),
+and gradients of these
 gradients (a tape around the tape) are refused with an error rather than
 coming back None.
 """
@@ -187,32 +189,34 @@ class _GradCall:
         self.cond = _trace_sub(name + "_cond", lambda i, *r: [loop_cond(i)],
                                specs)
         self.name = name
-        self.used = False
+        self.first_node = None    # an output of the first While made
 
     def __call__(self, first, args, deps):
         """Runs the sub-graph on [first, *args]; deps are the forward
         op's inputs (what its result also depends on)."""
         from .constant_op import convert_to_tensor
-        if self.used:
-            raise NotImplementedError(
-                f"tfmini: the gradient of a graph {self.name.split('_')[0]} "
-                f"can be taken once (a persistent tape asked twice); take "
-                f"all the gradients you need in one tape.gradient call")
-        self.used = True
+        what = self.name.split('_')[0]
+        first = convert_to_tensor(first, _dtypes.int32)
         try:
-            first = convert_to_tensor(first, _dtypes.int32)
-            out = _C.graph_while([first] + list(args),
-                                 self.cond[0], self.cond[1][0], self.body[0],
-                                 self.body[1], None)
-        except Exception as e:
-            if "is not a sub-graph being traced" not in str(e):
+            if self.first_node is None:
+                out = _C.graph_while([first] + list(args), self.cond[0],
+                                     self.cond[1][0], self.body[0],
+                                     self.body[1], None)
+                self.first_node = out[0]
+            else:
+                # Note [While again]: the sub-graphs are the first
+                # node's (tape.jacobian, a persistent tape asked twice).
+                out = _C.graph_while_again(self.first_node,
+                                           [first] + list(args))
+        except Exception as e:  # noqa: BLE001 (re-raised unless known)
+            if "is not a sub-graph being traced" not in str(e) and \
+                    "is not of the graph being traced" not in str(e):
                 raise
             raise NotImplementedError(
-                f"tfmini: the gradient of a graph {self.name.split('_')[0]} "
-                f"must be taken in the function (or branch, or loop body) "
-                f"that ran it") from None
+                f"tfmini: the gradient of a graph {what} must be taken in "
+                f"the function (or branch, or loop body) that ran it, "
+                f"every time") from None
         out = list(out[1:])
-        what = self.name.split('_')[0]
 
         def refuse(_):
             # The outer tape cannot see inside this While: an error, not
