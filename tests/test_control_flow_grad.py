@@ -627,3 +627,32 @@ def test_keras_fit_through_a_layer_with_a_tensor_cond():
     np.testing.assert_allclose(lt, le, rtol=1e-5)
     np.testing.assert_allclose(wt, we, rtol=1e-5)
     assert not np.allclose(wt, 1.)      # it trained
+
+
+@pytest.mark.parametrize("n", [0, 1, 31, 32, 33, 70])
+def test_large_loop_variable_is_stacked_in_chunks(n):
+    # 64 x 40 = 2560 elements >= CHUNK_MIN_ELEMENTS: the forward loop
+    # keeps chunks of 32 rows (WhileRecorder); iteration counts around a
+    # chunk's end must give the eager gradient.
+    from tfmini.ops import control_flow_grad as cfg
+    assert 64 * 40 >= cfg.CHUNK_MIN_ELEMENTS and cfg.CHUNK == 32
+    rng = np.random.default_rng(0)
+    w = tf.Variable(rng.standard_normal((40, 40)).astype(np.float32) * 0.2)
+    x = tf.constant(rng.standard_normal((64, 40)).astype(np.float32))
+
+    def f(x, n):
+        with tf.GradientTape() as t:
+            t.watch(x)
+            y = tf.while_loop(lambda i, y: i < n,
+                              lambda i, y: (i + 1,
+                                            tf.tanh(tf.matmul(y, w)) + x),
+                              [0, x])[1]
+            loss = tf.reduce_sum(y * y)
+        return [loss] + t.gradient(loss, [x, w])
+
+    want = f(x, tf.constant(n))
+    got = tf.function(f)(x, tf.constant(n))
+    for a, b in zip(want, got):
+        # n = 0: eagerly w was never read (None); the graph gives zeros.
+        a = np.zeros_like(_np(b)) if a is None else _np(a)
+        np.testing.assert_allclose(_np(b), a, rtol=2e-4, atol=1e-4)

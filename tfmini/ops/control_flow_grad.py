@@ -44,6 +44,8 @@ coming back None.
 import contextlib
 import threading
 
+import numpy as np
+
 from .. import _C
 from .. import dtypes as _dtypes
 from .._tensor import Tensor
@@ -296,9 +298,24 @@ def record_cond(pred, true_flat, false_flat, outs, captures, variables,
 
 # ---- tf.while_loop ---------------------------------------------------
 
+# Loop variables of at least this many elements are stacked in chunks
+# (see WhileRecorder); smaller ones, where an If per iteration would cost
+# more than the copies it saves, by one concat per iteration.
+CHUNK_MIN_ELEMENTS = 2048
+CHUNK = 32
+
+
 class WhileRecorder:
     """The forward loop of a differentiable While: the body also stacks
-    the loop variables entering each iteration and counts iterations."""
+    the loop variables entering each iteration and counts iterations.
+
+    A stack grown by concat copies all earlier rows at every iteration:
+    O(n^2) in the iteration count (tfmini has no in-place update). For
+    large loop variables the rows go to a chunk of up to CHUNK rows, and
+    a full chunk moves to the big stack [chunks, CHUNK, ...] in an If
+    (once every CHUNK iterations), dividing the copying by about CHUNK.
+    split() joins them into one stack [n, ...] after the loop (an op that
+    only a gradient reads)."""
 
     def __init__(self, loop_vars, invariants):
         from ..tensor_shape import TensorShape
@@ -306,38 +323,87 @@ class WhileRecorder:
         self.fixed = all(TensorShape(inv).is_fully_defined()
                          for inv in invariants)
         self.invariants = list(invariants)
+        self.shapes = [TensorShape(inv).as_list() if self.fixed else None
+                       for inv in invariants]
+        self.chunked = [self.fixed and
+                        int(np.prod(shape, dtype=np.int64)) >=
+                        CHUNK_MIN_ELEMENTS for shape in self.shapes]
 
     def wrap_vars(self, loop_vars):
-        """[count, *loop_vars, *stacks] and their invariants."""
+        """[count, *loop_vars, *stack parts] and their invariants."""
         from ..tensor_shape import TensorShape
         from .array_ops import zeros
         from .constant_op import constant
-        stacks = [zeros([0] + TensorShape(inv).as_list(), v.dtype)
-                  for v, inv in zip(loop_vars, self.invariants)]
-        invs = ([TensorShape([])] + self.invariants +
-                [TensorShape([None] + TensorShape(inv).as_list())
-                 for inv in self.invariants])
-        return [constant(0, _dtypes.int32)] + list(loop_vars) + stacks, invs
+        parts, invs = [], []
+        for v, shape, big in zip(loop_vars, self.shapes, self.chunked):
+            if big:
+                parts.append(zeros([0, CHUNK] + shape, v.dtype))
+                invs.append(TensorShape([None, CHUNK] + shape))
+            parts.append(zeros([0] + shape, v.dtype))
+            invs.append(TensorShape([None] + shape))
+        return ([constant(0, _dtypes.int32)] + list(loop_vars) + parts,
+                [TensorShape([])] + self.invariants + invs)
 
     def wrap_cond(self, cond):
         n = self.n
         return lambda *a: cond(*a[1:1 + n])
 
     def wrap_body(self, body):
-        from .array_ops import concat, expand_dims
+        from .array_ops import concat, expand_dims, reshape
+        from .math_ops import equal, floormod
         n = self.n
 
         def run(*a):
-            count, vars_, stacks = a[0], list(a[1:1 + n]), a[1 + n:]
+            count, vars_, parts = a[0], list(a[1:1 + n]), list(a[1 + n:])
             new = list(body(*vars_))
-            stacks = [concat([s, expand_dims(v, 0)], 0)
-                      for s, v in zip(stacks, vars_)]
-            return [count + 1] + new + stacks
+            out, bigs, chunks, j = [], [], [], 0
+            for v, shape, big in zip(vars_, self.shapes, self.chunked):
+                if big:
+                    bigs.append((len(out), parts[j], shape))
+                    j += 1
+                row = concat([parts[j], expand_dims(v, 0)], 0)
+                if big:
+                    chunks.append(row)
+                out.extend([parts[j - 1]] if big else [])
+                out.append(row)
+                j += 1
+            if bigs:
+                from .control_flow_ops import _staged_cond
+
+                def flush():
+                    res = []
+                    for (_, b, shape), c in zip(bigs, chunks):
+                        res += [concat([b, reshape(c, [1, CHUNK] + shape)],
+                                       0), c[:0]]
+                    return res
+
+                def keep():
+                    res = []
+                    for (_, b, _), c in zip(bigs, chunks):
+                        res += [b, c]
+                    return res
+                moved = _staged_cond(
+                    equal(floormod(count, CHUNK), CHUNK - 1), flush, keep,
+                    ("a full chunk", "a chunk filling"))
+                for k, (pos, _, _) in enumerate(bigs):
+                    out[pos], out[pos + 1] = moved[2 * k], moved[2 * k + 1]
+            return [count + 1] + new + out
         return run
 
     def split(self, out):
+        """(count, loop variables, one stack [n, ...] per variable)."""
+        from .array_ops import concat, reshape
         n = self.n
-        return out[0], list(out[1:1 + n]), list(out[1 + n:])
+        parts, stacks, j = list(out[1 + n:]), [], 0
+        for shape, big in zip(self.shapes, self.chunked):
+            if big:
+                stacks.append(concat([reshape(parts[j], [-1] + shape),
+                                      parts[j + 1]], 0))
+                j += 2
+            else:
+                stacks.append(parts[j])
+                j += 1
+        return out[0], list(out[1:1 + n]), stacks
 
 
 def record_while(init, outs, count, stacks, body_flat, captures, variables,
