@@ -24,8 +24,9 @@ incoming gradients (for a cond: one iteration, a call):
   the same structure).
 - while_loop: the forward loop also carries an iteration count and, for
   each loop variable, a stack of its value entering every iteration
-  (grown by concat; loop variables whose shape invariant has None dims
-  get no gradient, see the error in backward). The gradient is a reverse
+  (grown by concat, large ones in chunks: see WhileRecorder; loop
+  variables whose shape invariant has None dims get no gradient, see the
+  error in backward). The gradient is a reverse
   While that, for i = n-1 .. 0, reruns the body on the saved values of
   iteration i under a tape, applies its VJP to the running gradient of
   the loop variables and adds up the gradients of captures and
