@@ -29,6 +29,7 @@
 #include "../graph/passes.h"
 #include "../ops/state.h"
 #include "../runtime/graph.h"
+#include "../runtime/graph_while_again.h"
 #include "../runtime/trace.h"
 
 static int run_eagerly;
@@ -1759,6 +1760,54 @@ py_capture_log_close(PyObject *self, PyObject *args)
     return out;
 }
 
+static int trace_ref(PyObject *o, tfm_ref *r);
+static PyObject *node_outputs(tfm_graph *g, int node);
+
+/* graph_while_again(output of a While, loop_vars) -> the outputs of
+ * another While over its sub-graphs (Note [While again]). */
+static PyObject *
+py_graph_while_again(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *like, *vars;
+    tfm_ref vr[TFM_MAX_OUTPUTS];
+    if (!PyArg_ParseTuple(args, "OO", &like, &vars))
+        return NULL;
+    tfm_graph *g = tfm_trace_graph();
+    if (!g) {
+        PyErr_SetString(PyExc_RuntimeError, "graph_while_again(): not "
+                        "tracing");
+        return NULL;
+    }
+    if (!tfm_py_is_tensor(like) ||
+        !tfm_tensor_is_symbolic(((PyTfmTensor *)like)->t) ||
+        ((PyTfmTensor *)like)->t->graph != g) {
+        PyErr_SetString(PyExc_ValueError, "graph_while_again(): the While "
+                        "is not of the graph being traced");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(vars, "loop_vars must be a sequence");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > TFM_MAX_OUTPUTS) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "too many loop variables");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (trace_ref(PySequence_Fast_GET_ITEM(seq, i), &vr[i])) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+    Py_DECREF(seq);
+    int node = tfm_graph_while_again(g, ((PyTfmTensor *)like)->t->node, vr,
+                                     (int)n);
+    if (node < 0)
+        return tfm_py_raise();
+    return node_outputs(g, node);
+}
+
 static PyObject *
 py_traced_assigns(PyObject *self, PyObject *unused)
 {
@@ -2014,6 +2063,8 @@ static PyMethodDef module_methods[] = {
      "capture_log_open() -> mark (Note [Capture log])"},
     {"capture_log_close", py_capture_log_close, METH_VARARGS,
      "capture_log_close(mark, graph) -> outer tensors graph's ops used"},
+    {"graph_while_again", py_graph_while_again, METH_VARARGS,
+     "graph_while_again(while_output, loop_vars) (Note [While again])"},
     {"traced_assigns", py_traced_assigns, METH_NOARGS,
      "variable assignments traced so far on this thread"},
     {"graph_if", py_graph_if, METH_VARARGS,

@@ -24,8 +24,9 @@ incoming gradients (for a cond: one iteration, a call):
   the same structure).
 - while_loop: the forward loop also carries an iteration count and, for
   each loop variable, a stack of its value entering every iteration
-  (grown by concat; loop variables whose shape invariant has None dims
-  get no gradient, see the error in backward). The gradient is a reverse
+  (grown by concat, large ones in chunks: see WhileRecorder; loop
+  variables whose shape invariant has None dims get no gradient, see the
+  error in backward). The gradient is a reverse
   While that, for i = n-1 .. 0, reruns the body on the saved values of
   iteration i under a tape, applies its VJP to the running gradient of
   the loop variables and adds up the gradients of captures and
@@ -34,13 +35,17 @@ incoming gradients (for a cond: one iteration, a call):
 Limits: recomputing is exact for code without side effects; a body that
 assigns a variable does so again when the gradient runs, and reads the
 new value. The gradient must be taken in the graph that made the op (the
-usual: tape.gradient in the same function body), once per op (a
-persistent tape asking twice gets an error), and gradients of these
+usual: tape.gradient in the same function body; a second request, from
+a persistent tape or tape.jacobian, makes a While sharing the first
+one's sub-graphs: Note [While again] in csrc/runtime/graph_while_again.h),
+and gradients of these
 gradients (a tape around the tape) are refused with an error rather than
 coming back None.
 """
 import contextlib
 import threading
+
+import numpy as np
 
 from .. import _C
 from .. import dtypes as _dtypes
@@ -187,32 +192,34 @@ class _GradCall:
         self.cond = _trace_sub(name + "_cond", lambda i, *r: [loop_cond(i)],
                                specs)
         self.name = name
-        self.used = False
+        self.first_node = None    # an output of the first While made
 
     def __call__(self, first, args, deps):
         """Runs the sub-graph on [first, *args]; deps are the forward
         op's inputs (what its result also depends on)."""
         from .constant_op import convert_to_tensor
-        if self.used:
-            raise NotImplementedError(
-                f"tfmini: the gradient of a graph {self.name.split('_')[0]} "
-                f"can be taken once (a persistent tape asked twice); take "
-                f"all the gradients you need in one tape.gradient call")
-        self.used = True
+        what = self.name.split('_')[0]
+        first = convert_to_tensor(first, _dtypes.int32)
         try:
-            first = convert_to_tensor(first, _dtypes.int32)
-            out = _C.graph_while([first] + list(args),
-                                 self.cond[0], self.cond[1][0], self.body[0],
-                                 self.body[1], None)
-        except Exception as e:
-            if "is not a sub-graph being traced" not in str(e):
+            if self.first_node is None:
+                out = _C.graph_while([first] + list(args), self.cond[0],
+                                     self.cond[1][0], self.body[0],
+                                     self.body[1], None)
+                self.first_node = out[0]
+            else:
+                # Note [While again]: the sub-graphs are the first
+                # node's (tape.jacobian, a persistent tape asked twice).
+                out = _C.graph_while_again(self.first_node,
+                                           [first] + list(args))
+        except Exception as e:  # noqa: BLE001 (re-raised unless known)
+            if "is not a sub-graph being traced" not in str(e) and \
+                    "is not of the graph being traced" not in str(e):
                 raise
             raise NotImplementedError(
-                f"tfmini: the gradient of a graph {self.name.split('_')[0]} "
-                f"must be taken in the function (or branch, or loop body) "
-                f"that ran it") from None
+                f"tfmini: the gradient of a graph {what} must be taken in "
+                f"the function (or branch, or loop body) that ran it, "
+                f"every time") from None
         out = list(out[1:])
-        what = self.name.split('_')[0]
 
         def refuse(_):
             # The outer tape cannot see inside this While: an error, not
@@ -292,9 +299,24 @@ def record_cond(pred, true_flat, false_flat, outs, captures, variables,
 
 # ---- tf.while_loop ---------------------------------------------------
 
+# Loop variables of at least this many elements are stacked in chunks
+# (see WhileRecorder); smaller ones, where an If per iteration would cost
+# more than the copies it saves, by one concat per iteration.
+CHUNK_MIN_ELEMENTS = 2048
+CHUNK = 32
+
+
 class WhileRecorder:
     """The forward loop of a differentiable While: the body also stacks
-    the loop variables entering each iteration and counts iterations."""
+    the loop variables entering each iteration and counts iterations.
+
+    A stack grown by concat copies all earlier rows at every iteration:
+    O(n^2) in the iteration count (tfmini has no in-place update). For
+    large loop variables the rows go to a chunk of up to CHUNK rows, and
+    a full chunk moves to the big stack [chunks, CHUNK, ...] in an If
+    (once every CHUNK iterations), dividing the copying by about CHUNK.
+    split() joins them into one stack [n, ...] after the loop (an op that
+    only a gradient reads)."""
 
     def __init__(self, loop_vars, invariants):
         from ..tensor_shape import TensorShape
@@ -302,38 +324,87 @@ class WhileRecorder:
         self.fixed = all(TensorShape(inv).is_fully_defined()
                          for inv in invariants)
         self.invariants = list(invariants)
+        self.shapes = [TensorShape(inv).as_list() if self.fixed else None
+                       for inv in invariants]
+        self.chunked = [self.fixed and
+                        int(np.prod(shape, dtype=np.int64)) >=
+                        CHUNK_MIN_ELEMENTS for shape in self.shapes]
 
     def wrap_vars(self, loop_vars):
-        """[count, *loop_vars, *stacks] and their invariants."""
+        """[count, *loop_vars, *stack parts] and their invariants."""
         from ..tensor_shape import TensorShape
         from .array_ops import zeros
         from .constant_op import constant
-        stacks = [zeros([0] + TensorShape(inv).as_list(), v.dtype)
-                  for v, inv in zip(loop_vars, self.invariants)]
-        invs = ([TensorShape([])] + self.invariants +
-                [TensorShape([None] + TensorShape(inv).as_list())
-                 for inv in self.invariants])
-        return [constant(0, _dtypes.int32)] + list(loop_vars) + stacks, invs
+        parts, invs = [], []
+        for v, shape, big in zip(loop_vars, self.shapes, self.chunked):
+            if big:
+                parts.append(zeros([0, CHUNK] + shape, v.dtype))
+                invs.append(TensorShape([None, CHUNK] + shape))
+            parts.append(zeros([0] + shape, v.dtype))
+            invs.append(TensorShape([None] + shape))
+        return ([constant(0, _dtypes.int32)] + list(loop_vars) + parts,
+                [TensorShape([])] + self.invariants + invs)
 
     def wrap_cond(self, cond):
         n = self.n
         return lambda *a: cond(*a[1:1 + n])
 
     def wrap_body(self, body):
-        from .array_ops import concat, expand_dims
+        from .array_ops import concat, expand_dims, reshape
+        from .math_ops import equal, floormod
         n = self.n
 
         def run(*a):
-            count, vars_, stacks = a[0], list(a[1:1 + n]), a[1 + n:]
+            count, vars_, parts = a[0], list(a[1:1 + n]), list(a[1 + n:])
             new = list(body(*vars_))
-            stacks = [concat([s, expand_dims(v, 0)], 0)
-                      for s, v in zip(stacks, vars_)]
-            return [count + 1] + new + stacks
+            out, bigs, chunks, j = [], [], [], 0
+            for v, shape, big in zip(vars_, self.shapes, self.chunked):
+                if big:
+                    bigs.append((len(out), parts[j], shape))
+                    j += 1
+                row = concat([parts[j], expand_dims(v, 0)], 0)
+                if big:
+                    chunks.append(row)
+                out.extend([parts[j - 1]] if big else [])
+                out.append(row)
+                j += 1
+            if bigs:
+                from .control_flow_ops import _staged_cond
+
+                def flush():
+                    res = []
+                    for (_, b, shape), c in zip(bigs, chunks):
+                        res += [concat([b, reshape(c, [1, CHUNK] + shape)],
+                                       0), c[:0]]
+                    return res
+
+                def keep():
+                    res = []
+                    for (_, b, _), c in zip(bigs, chunks):
+                        res += [b, c]
+                    return res
+                moved = _staged_cond(
+                    equal(floormod(count, CHUNK), CHUNK - 1), flush, keep,
+                    ("a full chunk", "a chunk filling"))
+                for k, (pos, _, _) in enumerate(bigs):
+                    out[pos], out[pos + 1] = moved[2 * k], moved[2 * k + 1]
+            return [count + 1] + new + out
         return run
 
     def split(self, out):
+        """(count, loop variables, one stack [n, ...] per variable)."""
+        from .array_ops import concat, reshape
         n = self.n
-        return out[0], list(out[1:1 + n]), list(out[1 + n:])
+        parts, stacks, j = list(out[1 + n:]), [], 0
+        for shape, big in zip(self.shapes, self.chunked):
+            if big:
+                stacks.append(concat([reshape(parts[j], [-1] + shape),
+                                      parts[j + 1]], 0))
+                j += 2
+            else:
+                stacks.append(parts[j])
+                j += 1
+        return out[0], list(out[1:1 + n]), stacks
 
 
 def record_while(init, outs, count, stacks, body_flat, captures, variables,
