@@ -19,14 +19,49 @@ from tfmini import _C
 @pytest.fixture
 def memory_pass():
     """Set the memory pass for functions traced in the test; restore it
-    afterwards."""
-    before = _C.graph_passes()["memory"]
+    afterwards. Fusion and the matmul epilogue are off here, so that the
+    plan has chains of kernel steps to place; test_fused_* below run
+    with them on."""
+    before = _C.graph_passes()
 
     def set_(on):
-        tf.config.optimizer.set_experimental_options({"memory": on})
+        tf.config.optimizer.set_experimental_options(
+            {"memory": on, "fusion": False, "epilogue": False})
 
     yield set_
-    set_(before)
+    _C.set_graph_passes(before)
+
+
+def test_fused_steps_get_planned_outputs():
+    """With fusion on, fused nodes take their outputs from the arena (in
+    place over a dying full-shape input), a call allocates only what it
+    returns, and the numbers are those of the unfused graph."""
+    assert all(_C.graph_passes().values())
+
+    def f(x, w):
+        h = tf.nn.relu(tf.matmul(x, w) + 1.0)      # _FusedMatMul
+        g = tf.exp(h * 0.5) * h - 1.0              # _FusedElementwise
+        return tf.reduce_sum(tf.tanh(g) * 2.0 + g)
+
+    rng = np.random.default_rng(5)
+    x = tf.constant(rng.standard_normal((64, 48)).astype(np.float32))
+    w = tf.constant(rng.standard_normal((48, 64)).astype(np.float32))
+    fused = tf.function(f)
+    got = fused(x, w)
+    cf = fused.get_concrete_function(x, w)
+    types = [op.type for op in cf.optimized_graph.get_operations()]
+    assert "_FusedMatMul" in types and "_FusedElementwise" in types
+    plan = cf._memory_plan
+    assert plan["arena_slots"] >= 2 and plan["inplace_steps"] >= 1
+    assert plan["arena_bytes"] <= 2 * 64 * 64 * 4
+    assert _peak_of(fused, x, w, calls=5) <= 64
+    before = _C.graph_passes()
+    try:
+        tf.config.optimizer.set_experimental_options({"memory": False})
+        plain = tf.function(f)(x, w)
+    finally:
+        _C.set_graph_passes(before)
+    np.testing.assert_array_equal(got.numpy(), plain.numpy())
 
 
 def _mlp(seed=0):
@@ -129,13 +164,14 @@ def test_environment_variable_turns_the_pass_off():
             "f = tf.function(lambda x: tf.exp(x * 2.0) + 1.0)\n"
             "print(f.get_concrete_function(tf.constant([1.0]))"
             "._memory_plan['arena_slots'])\n")
-    env = dict(os.environ, TFMINI_GRAPH_PASSES_OFF="memory")
+    # Fusion off in both runs: fused, the function has no intermediate.
+    env = dict(os.environ, TFMINI_GRAPH_PASSES_OFF="memory,fusion")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-1] == "0"
-    env.pop("TFMINI_GRAPH_PASSES_OFF")
+    env["TFMINI_GRAPH_PASSES_OFF"] = "fusion"
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

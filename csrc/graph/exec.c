@@ -140,6 +140,17 @@ can_direct(const tfm_graph *g, const tfm_node *n, int64_t max_work)
     return work < max_work;
 }
 
+/* Whether a fused node's inputs and output have static shapes (the
+ * memory plan then places its output; see Note [Memory plan]). */
+static int
+fused_static(const tfm_graph *g, const tfm_node *n)
+{
+    for (int i = 0; i < n->nin; i++)
+        if (!tfm_shape_is_known(&meta_of(g, n->in[i])->shape))
+            return 0;
+    return tfm_shape_is_known(&n->out[0].shape);
+}
+
 static tfm_code
 oom(void)
 {
@@ -182,10 +193,16 @@ plan_memory(tfm_plan *p, const int32_t *last)
     for (int32_t s = 0; s < p->nsteps; s++) {
         const step *st = &p->steps[s];
         const tfm_node *nd = st->node;
-        if (st->kind != STEP_KERNEL || !st->direct)
+        if ((st->kind != STEP_KERNEL && st->kind != STEP_FUSED) ||
+            !st->direct)
             continue;
-        int inplace_ok = nd->nout == 1 && nd->op != TFM_OP_CAST &&
-                         (tfm_ops[nd->op].flags & TFM_OPF_ELEMENTWISE);
+        /* A fused elementwise node writes each output element after its
+         * last read of the same element of a full-shape input (Note
+         * [Fused programs]); a matmul's output aliases nothing. */
+        int inplace_ok = nd->nout == 1 &&
+            (nd->op == TFM_OP_FUSED_ELEMENTWISE ||
+             (st->kind == STEP_KERNEL && nd->op != TFM_OP_CAST &&
+              (tfm_ops[nd->op].flags & TFM_OPF_ELEMENTWISE)));
         for (int k = 0; k < nd->nout; k++) {
             int32_t sl = st->out + k;
             int64_t size = meta_bytes(&nd->out[k]);
@@ -374,7 +391,10 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
         case TFM_OP_PRINT: st->kind = STEP_PRINT; break;
         case TFM_OP_ASSERT: st->kind = STEP_ASSERT; break;
         case TFM_OP_FUSED_ELEMENTWISE:
-        case TFM_OP_FUSED_MATMUL: st->kind = STEP_FUSED; break;
+        case TFM_OP_FUSED_MATMUL:
+            st->kind = STEP_FUSED;
+            st->direct = (uint8_t)fused_static(g, nd);
+            break;
         case TFM_OP_IF:
         case TFM_OP_WHILE:
             st->kind = nd->op == TFM_OP_IF ? STEP_IF : STEP_WHILE;
@@ -848,6 +868,9 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
         tfm_tensor *ins[TFM_MAX_INPUTS];
         for (int i = 0; i < n->nin; i++)
             ins[i] = vals[st->in[i]];
+        if (arena && p->slot_off[st->out] >= 0 &&
+            !(vals[st->out] = new_output(p, arena, st->out, &n->out[0])))
+            return tfm_error_code();
         return tfm_fused_run(n, ins, &vals[st->out], recorded);
     }
     }

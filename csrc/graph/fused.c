@@ -505,27 +505,44 @@ tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
               int recorded)
 {
     const tfm_fused_prog *p = nd->prog;
+    tfm_tensor *planned = *out;
     *out = NULL;
-    if (!p || p->ninstr < 1)
+    if (!p || p->ninstr < 1) {
+        if (planned)
+            tfm_tensor_decref(planned);
         return tfm_error(TFM_ERR_INTERNAL, "%s node '%s' has no program",
                          tfm_ops[nd->op].name, nd->name);
+    }
     int fast = !recorded && tfm_device_scope() <= 0;
     for (int i = 0; fast && i < nd->nin; i++)
         fast = in[i]->device == 0;
-    if (!fast)
+    if (!fast) {
+        if (planned)
+            tfm_tensor_decref(planned);
         return run_ops(nd, in, out, recorded);
+    }
 
     run_ctx c;
     memset(&c, 0, sizeof c);
     c.p = p;
     c.out_dtype = nd->out[0].dtype;
     tfm_tensor *o = NULL;
-    if (p->first_input) {
+    if (p->first_input && planned) {
+        o = planned;
+        tfm_code rc = tfm_run_kernel_into(TFM_OP_MATMUL, in, 2, nd->attrs,
+                                          &o, 1);
+        if (rc) {
+            tfm_tensor_decref(o);
+            return rc;
+        }
+    } else if (p->first_input) {
         int nout;
         tfm_code rc = tfm_run_kernel(TFM_OP_MATMUL, in, 2, nd->attrs, &o,
                                      &nout);
         if (rc)
             return rc;
+    } else if (planned) {
+        o = planned;
     } else {
         o = tfm_tensor_new(c.out_dtype, &nd->out[0].shape, 0);
         if (!o)
@@ -557,6 +574,15 @@ tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
     c.attrs = at;
     tfm_code rc = run_blocks(&c, n);
     free_tiles(&c);
+    if (rc && planned && !p->first_input) {
+        /* The output may be an input's memory, now partly overwritten:
+         * rerunning op by op would read it. */
+        tfm_tensor_decref(o);
+        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s node '%s': a "
+                         "block of the fused program failed (out of "
+                         "memory for its scratch?)", tfm_ops[nd->op].name,
+                         nd->name);
+    }
     if (rc) {
         tfm_tensor_decref(o);
         return run_ops(nd, in, out, recorded);

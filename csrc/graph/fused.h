@@ -88,9 +88,12 @@ tfm_code tfm_fused_attach(tfm_graph *g, int d, const tfm_fused_prog *p);
 /* ---- running (the executor) ---- */
 
 /* Node n (_FusedElementwise or _FusedMatMul) on its inputs: *out is a
- * new reference. recorded = 1 (a replay under a GradientTape), inputs
- * off the CPU or an active tf.device scope run the program op by op
- * through the dispatcher instead, whole tensors at a time. */
+ * new reference. On entry *out is NULL, or the output the executor's
+ * memory plan placed (a reference the call takes over), which may be
+ * the memory of a full-shape input of a _FusedElementwise (in place).
+ * recorded = 1 (a replay under a GradientTape), inputs off the CPU or
+ * an active tf.device scope run the program op by op through the
+ * dispatcher instead, whole tensors at a time. */
 tfm_code tfm_fused_run(const tfm_node *n, tfm_tensor *const *in,
                        tfm_tensor **out, int recorded);
 
