@@ -176,6 +176,7 @@ typedef struct in_view {
 typedef struct run_ctx {
     const tfm_fused_prog *p;
     const tfm_shape *shape;       /* the output's */
+    int64_t n;                    /* its elements */
     tfm_dtype out_dtype;
     char *out;                    /* output data */
     in_view in[TFM_FUSED_MAX_IN];
@@ -325,8 +326,10 @@ block_size(int nbuf)
 }
 
 static tfm_code
-run_blocks(run_ctx *c, int64_t n)
+run_blocks(void *ctx)
 {
+    const run_ctx *c = ctx;
+    int64_t n = c->n;
     int64_t bs = c->block;
     int64_t nblocks = (n + bs - 1) / bs;
     size_t scratch = (size_t)bs * 8 * (size_t)(c->p->nreg + c->ngather);
@@ -555,7 +558,11 @@ tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
         at[i].f[0] = p->code[i].af;
     }
     c.attrs = at;
-    tfm_code rc = run_blocks(&c, n);
+    c.n = n;
+    /* Big programs run without the interpreter's lock, like big
+     * kernels (tfm_run_kernel): nothing below touches a refcount. */
+    tfm_code rc = tfm_run_unlocked(run_blocks, &c,
+                                   n * (p->nin + 1));
     free_tiles(&c);
     if (rc) {
         tfm_tensor_decref(o);
