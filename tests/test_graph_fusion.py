@@ -392,3 +392,21 @@ def test_fused_calls_leak_nothing():
         r = f(x)
     del r
     assert live() == before
+
+
+def test_fusion_inside_cond_and_while_bodies():
+    x = tf.constant(np.linspace(-2, 2, 3000, dtype=np.float32))
+
+    def f(x):
+        y = tf.cond(tf.reduce_sum(x) > -1.0,
+                    lambda: tf.nn.relu(x * 2.0 - 1.0) + x,
+                    lambda: tf.abs(x) * 3.0 - 1.0)
+
+        def body(i, v):
+            return i + 1, tf.maximum(v * 0.5 + 0.25, -v) - 0.125
+        _, z = tf.while_loop(lambda i, v: i < 3, body, [tf.constant(0), y])
+        return z
+
+    on, r_on, r_off = fused_and_unfused(f, x)
+    bits_equal(r_on, r_off)
+    bits_equal(r_on, f(x).numpy())
