@@ -82,6 +82,7 @@ tfm_fused_init(tfm_fused_prog *p, int first_input)
 {
     memset(p, 0, sizeof *p);
     p->first_input = first_input;
+    p->nout = 1;
 }
 
 int
@@ -179,6 +180,7 @@ typedef struct run_ctx {
     int64_t n;                    /* its elements */
     tfm_dtype out_dtype;
     char *out;                    /* output data */
+    char *xout[TFM_FUSED_MAX_OUT];  /* outputs 1.. (instructions' out) */
     in_view in[TFM_FUSED_MAX_IN];
     int ngather;
     tfm_attrs *attrs;             /* per instruction */
@@ -304,6 +306,11 @@ run_block(const run_ctx *c, int64_t start, int64_t len, char *scratch)
                                            &c->attrs[i], &o, 1);
         if (rc)
             return rc;
+        if (ins->out > 0) {
+            size_t es = tfm_dtype_size((tfm_dtype)ins->dtype);
+            memcpy(c->xout[ins->out] + (size_t)start * es,
+                   tfm_tensor_data(o), (size_t)len * es);
+        }
     }
     if (p->first_input)
         memcpy(c->out + (size_t)start * oes,
@@ -488,13 +495,22 @@ run_ops(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
         rc = call((tfm_op)ins->op, a, ins->nin, &at, &val, &nout);
         if (rc)
             goto done;
+        if (ins->out > 0) {
+            tfm_tensor_incref(val);
+            out[ins->out] = val;
+        }
         if (reg[ins->dst])
             tfm_tensor_decref(reg[ins->dst]);
         reg[ins->dst] = val;
     }
-    *out = reg[p->code[p->ninstr - 1].dst];
+    out[0] = reg[p->code[p->ninstr - 1].dst];
     reg[p->code[p->ninstr - 1].dst] = NULL;
 done:
+    for (int k = 1; rc && k < p->nout; k++)
+        if (out[k]) {
+            tfm_tensor_decref(out[k]);
+            out[k] = NULL;
+        }
     for (int r = 0; r < p->nreg; r++)
         if (reg[r])
             tfm_tensor_decref(reg[r]);
@@ -503,15 +519,26 @@ done:
     return rc;
 }
 
+static void
+drop_outputs(tfm_tensor *o, tfm_tensor **out, int nout)
+{
+    tfm_tensor_decref(o);
+    for (int k = 1; k < nout; k++) {
+        tfm_tensor_decref(out[k]);
+        out[k] = NULL;
+    }
+}
+
 tfm_code
 tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
               int recorded)
 {
     const tfm_fused_prog *p = nd->prog;
-    *out = NULL;
-    if (!p || p->ninstr < 1)
+    if (!p || p->ninstr < 1 || p->nout != nd->nout)
         return tfm_error(TFM_ERR_INTERNAL, "%s node '%s' has no program",
                          tfm_ops[nd->op].name, nd->name);
+    for (int k = 0; k < p->nout; k++)
+        out[k] = NULL;
     int fast = !recorded && tfm_device_scope() <= 0;
     for (int i = 0; fast && i < nd->nin; i++)
         fast = in[i]->device == 0;
@@ -534,20 +561,33 @@ tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
         if (!o)
             return tfm_error_code();
     }
+    for (int k = 1; k < p->nout; k++) {
+        out[k] = tfm_tensor_new(nd->out[k].dtype, &nd->out[k].shape, 0);
+        if (!out[k]) {
+            tfm_code rc = tfm_error_code();
+            for (int j = 1; j < k; j++) {
+                tfm_tensor_decref(out[j]);
+                out[j] = NULL;
+            }
+            tfm_tensor_decref(o);
+            return rc;
+        }
+        c.xout[k] = tfm_tensor_data(out[k]);
+    }
     c.shape = &o->shape;
     int64_t n = tfm_tensor_numel(o);
     if (n == 0) {
-        *out = o;
+        out[0] = o;
         return TFM_OK;
     }
     if (o->dtype != c.out_dtype || classify(&c, in)) {
-        tfm_tensor_decref(o);
+        drop_outputs(o, out, p->nout);
         return run_ops(nd, in, out, recorded);
     }
     c.out = tfm_tensor_data(o);
     if (plan_inputs(&c)) {
         free_tiles(&c);
-        tfm_tensor_decref(o);
+        drop_outputs(o, out, p->nout);
         return tfm_error_code();
     }
     tfm_attrs at[TFM_FUSED_MAX_INSTR];
@@ -565,9 +605,9 @@ tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
                                    n * (p->nin + 1));
     free_tiles(&c);
     if (rc) {
-        tfm_tensor_decref(o);
+        drop_outputs(o, out, p->nout);
         return run_ops(nd, in, out, recorded);
     }
-    *out = o;
+    out[0] = o;
     return TFM_OK;
 }
