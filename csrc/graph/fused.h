@@ -4,7 +4,8 @@
  * executor (exec.c) calls for those nodes.
  *
  * Note [Fused programs]: a fused node stands for a tree of elementwise
- * ops whose intermediate values nobody else reads. Its program lists
+ * ops whose intermediate values nobody else reads, except those it also
+ * outputs (instruction field `out`). Its program lists
  * those ops in the order they ran when traced; an operand is a register
  * (the value of an earlier instruction), one of the node's inputs, or,
  * in a _FusedMatMul, the matmul's result (TFM_FUSED_BASE). Every

@@ -8,8 +8,10 @@
  * group and takes each input that is fusable, read only by the group
  * (every reader a member) and of the root's shape (so that every
  * register is block-shaped; a smaller operand, such as a bias, stays an
- * input and is broadcast as it is read). A value also read outside ends
- * the tree there and roots its own. The
+ * input and is broadcast as it is read). A value also read outside the
+ * group joins only if those readers come after the root, and becomes an
+ * extra output of the fused node; otherwise the tree ends there and the
+ * value roots its own. The
  * fused node takes the root's place, name and source line, so program
  * order, graph outputs and error messages carry over; its inputs are the
  * tree's leaves, which all come before the root. */
