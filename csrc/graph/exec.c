@@ -868,9 +868,11 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
         tfm_tensor *ins[TFM_MAX_INPUTS];
         for (int i = 0; i < n->nin; i++)
             ins[i] = vals[st->in[i]];
-        if (arena && p->slot_off[st->out] >= 0 &&
-            !(vals[st->out] = new_output(p, arena, st->out, &n->out[0])))
-            return tfm_error_code();
+        for (int k = 0; arena && k < n->nout; k++)
+            if (p->slot_off[st->out + k] >= 0 &&
+                !(vals[st->out + k] = new_output(p, arena, st->out + k,
+                                                 &n->out[k])))
+                return tfm_error_code();
         return tfm_fused_run(n, ins, &vals[st->out], recorded);
     }
     }

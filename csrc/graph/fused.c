@@ -82,6 +82,7 @@ tfm_fused_init(tfm_fused_prog *p, int first_input)
 {
     memset(p, 0, sizeof *p);
     p->first_input = first_input;
+    p->nout = 1;
 }
 
 int
@@ -176,8 +177,10 @@ typedef struct in_view {
 typedef struct run_ctx {
     const tfm_fused_prog *p;
     const tfm_shape *shape;       /* the output's */
+    int64_t n;                    /* its elements */
     tfm_dtype out_dtype;
     char *out;                    /* output data */
+    char *xout[TFM_FUSED_MAX_OUT];  /* outputs 1.. (instructions' out) */
     in_view in[TFM_FUSED_MAX_IN];
     int ngather;
     tfm_attrs *attrs;             /* per instruction */
@@ -303,6 +306,11 @@ run_block(const run_ctx *c, int64_t start, int64_t len, char *scratch)
                                            &c->attrs[i], &o, 1);
         if (rc)
             return rc;
+        if (ins->out > 0) {
+            size_t es = tfm_dtype_size((tfm_dtype)ins->dtype);
+            memcpy(c->xout[ins->out] + (size_t)start * es,
+                   tfm_tensor_data(o), (size_t)len * es);
+        }
     }
     if (p->first_input)
         memcpy(c->out + (size_t)start * oes,
@@ -325,8 +333,10 @@ block_size(int nbuf)
 }
 
 static tfm_code
-run_blocks(run_ctx *c, int64_t n)
+run_blocks(void *ctx)
 {
+    const run_ctx *c = ctx;
+    int64_t n = c->n;
     int64_t bs = c->block;
     int64_t nblocks = (n + bs - 1) / bs;
     size_t scratch = (size_t)bs * 8 * (size_t)(c->p->nreg + c->ngather);
@@ -485,13 +495,22 @@ run_ops(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
         rc = call((tfm_op)ins->op, a, ins->nin, &at, &val, &nout);
         if (rc)
             goto done;
+        if (ins->out > 0) {
+            tfm_tensor_incref(val);
+            out[ins->out] = val;
+        }
         if (reg[ins->dst])
             tfm_tensor_decref(reg[ins->dst]);
         reg[ins->dst] = val;
     }
-    *out = reg[p->code[p->ninstr - 1].dst];
+    out[0] = reg[p->code[p->ninstr - 1].dst];
     reg[p->code[p->ninstr - 1].dst] = NULL;
 done:
+    for (int k = 1; rc && k < p->nout; k++)
+        if (out[k]) {
+            tfm_tensor_decref(out[k]);
+            out[k] = NULL;
+        }
     for (int r = 0; r < p->nreg; r++)
         if (reg[r])
             tfm_tensor_decref(reg[r]);
@@ -500,16 +519,40 @@ done:
     return rc;
 }
 
+static void
+drop_planned(tfm_tensor **planned, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (planned[k])
+            tfm_tensor_decref(planned[k]);
+}
+
+static void
+drop_outputs(tfm_tensor *o, tfm_tensor **out, int nout)
+{
+    tfm_tensor_decref(o);
+    for (int k = 1; k < nout; k++) {
+        tfm_tensor_decref(out[k]);
+        out[k] = NULL;
+    }
+}
+
 tfm_code
 tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
               int recorded)
 {
     const tfm_fused_prog *p = nd->prog;
-    tfm_tensor *planned = *out;
-    *out = NULL;
-    if (!p || p->ninstr < 1) {
-        if (planned)
-            tfm_tensor_decref(planned);
+    /* Outputs the memory plan placed (Note [Memory plan] in exec.c):
+     * ours to use or drop. */
+    tfm_tensor *planned[TFM_FUSED_MAX_OUT] = {NULL};
+    int nplanned = nd->nout < TFM_FUSED_MAX_OUT ? nd->nout
+                                                : TFM_FUSED_MAX_OUT;
+    for (int k = 0; k < nplanned; k++) {
+        planned[k] = out[k];
+        out[k] = NULL;
+    }
+    if (!p || p->ninstr < 1 || p->nout != nd->nout) {
+        drop_planned(planned, nplanned);
         return tfm_error(TFM_ERR_INTERNAL, "%s node '%s' has no program",
                          tfm_ops[nd->op].name, nd->name);
     }
@@ -517,8 +560,7 @@ tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
     for (int i = 0; fast && i < nd->nin; i++)
         fast = in[i]->device == 0;
     if (!fast) {
-        if (planned)
-            tfm_tensor_decref(planned);
+        drop_planned(planned, nplanned);
         return run_ops(nd, in, out, recorded);
     }
 
@@ -526,42 +568,61 @@ tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
     memset(&c, 0, sizeof c);
     c.p = p;
     c.out_dtype = nd->out[0].dtype;
-    tfm_tensor *o = NULL;
-    if (p->first_input && planned) {
-        o = planned;
-        tfm_code rc = tfm_run_kernel_into(TFM_OP_MATMUL, in, 2, nd->attrs,
-                                          &o, 1);
+    tfm_tensor *o = planned[0];
+    int was_planned = o != NULL;
+    planned[0] = NULL;
+    if (p->first_input) {
+        int nout;
+        tfm_code rc = o ? tfm_run_kernel_into(TFM_OP_MATMUL, in, 2,
+                                              nd->attrs, &o, 1)
+                        : tfm_run_kernel(TFM_OP_MATMUL, in, 2, nd->attrs,
+                                         &o, &nout);
         if (rc) {
-            tfm_tensor_decref(o);
+            if (o)
+                tfm_tensor_decref(o);
+            drop_planned(planned, nplanned);
             return rc;
         }
-    } else if (p->first_input) {
-        int nout;
-        tfm_code rc = tfm_run_kernel(TFM_OP_MATMUL, in, 2, nd->attrs, &o,
-                                     &nout);
-        if (rc)
-            return rc;
-    } else if (planned) {
-        o = planned;
-    } else {
+    } else if (!o) {
         o = tfm_tensor_new(c.out_dtype, &nd->out[0].shape, 0);
-        if (!o)
+        if (!o) {
+            drop_planned(planned, nplanned);
             return tfm_error_code();
+        }
+    }
+    /* The first output may be the memory of an input (in place) only
+     * for a single-output _FusedElementwise: see exec.c's plan. */
+    int in_place = was_planned && !p->first_input && nd->nout == 1;
+    for (int k = 1; k < p->nout; k++) {
+        out[k] = planned[k] ? planned[k]
+                 : tfm_tensor_new(nd->out[k].dtype, &nd->out[k].shape, 0);
+        planned[k] = NULL;
+        if (!out[k]) {
+            tfm_code rc = tfm_error_code();
+            for (int j = 1; j < k; j++) {
+                tfm_tensor_decref(out[j]);
+                out[j] = NULL;
+            }
+            tfm_tensor_decref(o);
+            drop_planned(planned, nplanned);
+            return rc;
+        }
+        c.xout[k] = tfm_tensor_data(out[k]);
     }
     c.shape = &o->shape;
     int64_t n = tfm_tensor_numel(o);
     if (n == 0) {
-        *out = o;
+        out[0] = o;
         return TFM_OK;
     }
     if (o->dtype != c.out_dtype || classify(&c, in)) {
-        tfm_tensor_decref(o);
+        drop_outputs(o, out, p->nout);
         return run_ops(nd, in, out, recorded);
     }
     c.out = tfm_tensor_data(o);
     if (plan_inputs(&c)) {
         free_tiles(&c);
-        tfm_tensor_decref(o);
+        drop_outputs(o, out, p->nout);
         return tfm_error_code();
     }
     tfm_attrs at[TFM_FUSED_MAX_INSTR];
@@ -572,21 +633,25 @@ tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
         at[i].f[0] = p->code[i].af;
     }
     c.attrs = at;
-    tfm_code rc = run_blocks(&c, n);
+    c.n = n;
+    /* Big programs run without the interpreter's lock, like big
+     * kernels (tfm_run_kernel): nothing below touches a refcount. */
+    tfm_code rc = tfm_run_unlocked(run_blocks, &c,
+                                   n * (p->nin + 1));
     free_tiles(&c);
-    if (rc && planned && !p->first_input) {
-        /* The output may be an input's memory, now partly overwritten:
+    if (rc && in_place) {
+        /* The output shares an input's memory, now partly overwritten:
          * rerunning op by op would read it. */
-        tfm_tensor_decref(o);
+        drop_outputs(o, out, p->nout);
         return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s node '%s': a "
                          "block of the fused program failed (out of "
                          "memory for its scratch?)", tfm_ops[nd->op].name,
                          nd->name);
     }
     if (rc) {
-        tfm_tensor_decref(o);
+        drop_outputs(o, out, p->nout);
         return run_ops(nd, in, out, recorded);
     }
-    *out = o;
+    out[0] = o;
     return TFM_OK;
 }

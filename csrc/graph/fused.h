@@ -4,7 +4,8 @@
  * executor (exec.c) calls for those nodes.
  *
  * Note [Fused programs]: a fused node stands for a tree of elementwise
- * ops whose intermediate values nobody else reads. Its program lists
+ * ops whose intermediate values nobody else reads, except those it also
+ * outputs (instruction field `out`). Its program lists
  * those ops in the order they ran when traced; an operand is a register
  * (the value of an earlier instruction), one of the node's inputs, or,
  * in a _FusedMatMul, the matmul's result (TFM_FUSED_BASE). Every
@@ -32,6 +33,8 @@
 #define TFM_FUSED_MAX_INSTR 48
 /* Node inputs the program may read (besides a matmul's two). */
 #define TFM_FUSED_MAX_IN 32
+/* Values of a group also read after it (outputs besides the root's). */
+#define TFM_FUSED_MAX_OUT 8
 
 /* Operands: >= 0 a register; TFM_FUSED_BASE the matmul's result;
  * TFM_FUSED_INPUT(k) the program's input k (node input first_input+k). */
@@ -45,7 +48,8 @@ typedef struct tfm_fused_instr {
     int8_t dtype;      /* output dtype */
     int16_t src[2];    /* operands (see above) */
     int16_t dst;       /* register written */
-    int16_t unused;
+    int16_t out;       /* > 0: also node output `out` (its value is
+                        * read after the fused node too) */
     int32_t adtype;    /* the op's attrs that elementwise ops read: */
     int64_t ai;        /* a.i[0] (Gelu's approximate) */
     double af;         /* a.f[0] (LeakyRelu's alpha) */
@@ -56,6 +60,8 @@ typedef struct tfm_fused_prog {
     int32_t nreg;          /* block-sized scratch registers */
     int32_t nin;           /* program inputs */
     int32_t first_input;   /* 0, or 2 for _FusedMatMul (a, b) */
+    int32_t nout;          /* node outputs: the last instruction's, then
+                            * those of instructions with out > 0 */
     tfm_fused_instr code[TFM_FUSED_MAX_INSTR];
 } tfm_fused_prog;
 
@@ -87,13 +93,14 @@ tfm_code tfm_fused_attach(tfm_graph *g, int d, const tfm_fused_prog *p);
 
 /* ---- running (the executor) ---- */
 
-/* Node n (_FusedElementwise or _FusedMatMul) on its inputs: *out is a
- * new reference. On entry *out is NULL, or the output the executor's
- * memory plan placed (a reference the call takes over), which may be
- * the memory of a full-shape input of a _FusedElementwise (in place).
- * recorded = 1 (a replay under a GradientTape), inputs off the CPU or
- * an active tf.device scope run the program op by op through the
- * dispatcher instead, whole tensors at a time. */
+/* Node n (_FusedElementwise or _FusedMatMul) on its inputs: out[0..
+ * prog->nout) get new references. On entry each out[k] is NULL or the
+ * output the executor's memory plan placed (a reference the call takes
+ * over); for a single-output _FusedElementwise that may be the memory
+ * of a full-shape input that dies here (in place). recorded = 1 (a
+ * replay under a GradientTape), inputs off the CPU or an active
+ * tf.device scope run the program op by op through the dispatcher
+ * instead, whole tensors at a time. */
 tfm_code tfm_fused_run(const tfm_node *n, tfm_tensor *const *in,
                        tfm_tensor **out, int recorded);
 

@@ -8,8 +8,10 @@
  * group and takes each input that is fusable, read only by the group
  * (every reader a member) and of the root's shape (so that every
  * register is block-shaped; a smaller operand, such as a bias, stays an
- * input and is broadcast as it is read). A value also read outside ends
- * the tree there and roots its own. The
+ * input and is broadcast as it is read). A value also read outside the
+ * group joins only if those readers come after the root, and becomes an
+ * extra output of the fused node; otherwise the tree ends there and the
+ * value roots its own. The
  * fused node takes the root's place, name and source line, so program
  * order, graph outputs and error messages carry over; its inputs are the
  * tree's leaves, which all come before the root. */
@@ -35,13 +37,34 @@ typedef struct fuse_state {
     const tfm_graph *g;
     int32_t *uses, *consumer, *group;
     int32_t *inrefs;     /* reads from the group being grown */
+    int32_t *rstart, *readers;  /* node m's readers: readers[rstart[m]..
+                                 * rstart[m + 1]) */
+    uint8_t *pinned;     /* a control edge points at it */
     uint8_t *ok;         /* fusable */
 } fuse_state;
+
+/* Whether m, read by the group rooted at r and by others, may join as
+ * an extra output: every reader before the root is a member already (a
+ * reader after it reads the fused node's output). */
+static int
+may_export(const fuse_state *fs, int32_t r, int32_t m)
+{
+    if (fs->pinned[m])
+        return 0;
+    for (int32_t i = fs->rstart[m]; i < fs->rstart[m + 1]; i++) {
+        int32_t q = fs->readers[i];
+        if (q <= r && fs->group[q] != r)
+            return 0;
+    }
+    return 1;
+}
 
 /* Grow the group rooted at r; its members (ascending) into mem, their
  * count returned. A node joins once every read of it comes from the
  * group (inrefs counts those reads), so a value the tree reads twice,
- * such as y in y * y - y, is fused too. */
+ * such as y in y * y - y, is fused too; or, up to TFM_FUSED_MAX_OUT - 1
+ * of them, when its other readers come after the root (may_export): the
+ * fused node then outputs it too. */
 static int
 grow(fuse_state *fs, int32_t r, int32_t *mem)
 {
@@ -49,7 +72,7 @@ grow(fuse_state *fs, int32_t r, int32_t *mem)
     const tfm_shape *shape = &tfm_graph_node(g, r)->out[0].shape;
     int nmem = 1, ext = tfm_graph_node(g, r)->nin;
     int32_t touched[2 * TFM_FUSED_MAX_INSTR];
-    int ntouched = 0;
+    int ntouched = 0, nexport = 0;
     mem[0] = r;
     fs->group[r] = r;
     for (int i = 0; i < nmem; i++) {
@@ -59,12 +82,16 @@ grow(fuse_state *fs, int32_t r, int32_t *mem)
             if (fs->inrefs[m]++ == 0)
                 touched[ntouched++] = m;
             const tfm_node *mn = tfm_graph_node(g, m);
-            if (fs->group[m] >= 0 || !fs->ok[m] ||
-                fs->inrefs[m] != fs->uses[m] || mn->nctrl ||
+            if (fs->group[m] >= 0 || !fs->ok[m] || mn->nctrl ||
                 !same_shape(&mn->out[0].shape, shape) ||
                 nmem >= TFM_FUSED_MAX_INSTR ||
                 ext - 1 + mn->nin > TFM_FUSED_MAX_IN)
                 continue;
+            int export = fs->inrefs[m] != fs->uses[m];
+            if (export && (nexport >= TFM_FUSED_MAX_OUT - 1 ||
+                           !may_export(fs, r, m)))
+                continue;
+            nexport += export;
             fs->group[m] = r;
             mem[nmem++] = m;
             ext += mn->nin - 1;
@@ -117,13 +144,30 @@ emit_group(fuse_state *fs, tfm_rw *rw, int32_t r, const int32_t *mem,
         }
         index_of[i] = (int16_t)tfm_fused_emit(p, nd, src);
     }
+    /* Members read outside the group are outputs 1, 2, ... */
+    const tfm_node *root = tfm_graph_node(g, r);
+    tfm_meta metas[TFM_FUSED_MAX_OUT];
+    int32_t exported[TFM_FUSED_MAX_OUT];
+    metas[0] = root->out[0];
+    for (int i = 0; i < nmem - 1; i++) {
+        int reads = 0;
+        for (int j = i + 1; j < nmem; j++) {
+            const tfm_node *q = tfm_graph_node(g, mem[j]);
+            for (int k = 0; k < q->nin; k++)
+                reads += q->in[k].node == mem[i];
+        }
+        if (reads < fs->uses[mem[i]] && p->nout < TFM_FUSED_MAX_OUT) {
+            p->code[index_of[i]].out = (int16_t)p->nout;
+            exported[p->nout] = mem[i];
+            metas[p->nout++] = tfm_graph_node(g, mem[i])->out[0];
+        }
+    }
     tfm_fused_finish(p);
     tfm_ref in[TFM_FUSED_MAX_IN];
     for (int j = 0; j < next; j++)
         in[j] = tfm_rw_ref(rw, ext[j]);
-    const tfm_node *root = tfm_graph_node(g, r);
     int d = tfm_graph_add_node(rw->dst, TFM_OP_FUSED_ELEMENTWISE, in, next,
-                               NULL, root->out, 1);
+                               NULL, metas, p->nout);
     tfm_code rc = d < 0 ? tfm_error_code() : TFM_OK;
     if (!rc)
         rc = tfm_graph_set_name(rw->dst, d, root->name);
@@ -133,10 +177,51 @@ emit_group(fuse_state *fs, tfm_rw *rw, int32_t r, const int32_t *mem,
         rc = tfm_fused_copy_ctrl(rw, r, d);
     if (!rc)
         rc = tfm_fused_attach(rw->dst, d, p);
-    if (!rc)
-        tfm_rw_set(rw, r, d);
+    if (!rc) {
+        tfm_rw_alias(rw, r, 0, (tfm_ref){d, 0});
+        for (int k = 1; k < p->nout; k++)
+            tfm_rw_alias(rw, exported[k], 0, (tfm_ref){d, k});
+    }
     free(p);
     return rc;
+}
+
+/* fs->rstart, readers and pinned for g's n nodes. */
+static tfm_code
+index_readers(fuse_state *fs, int32_t n)
+{
+    const tfm_graph *g = fs->g;
+    int32_t total = 0;
+    fs->rstart = calloc((size_t)n + 2, sizeof(int32_t));
+    fs->pinned = calloc((size_t)n + 1, 1);
+    if (!fs->rstart || !fs->pinned)
+        goto oom;
+    for (int32_t k = 0; k < n; k++) {
+        const tfm_node *nd = tfm_graph_node(g, k);
+        for (int i = 0; i < nd->nin; i++)
+            fs->rstart[nd->in[i].node + 1]++;
+        for (int i = 0; i < nd->nctrl; i++)
+            fs->pinned[nd->ctrl[i]] = 1;
+        total += nd->nin;
+    }
+    for (int32_t k = 0; k < n; k++)
+        fs->rstart[k + 1] += fs->rstart[k];
+    fs->readers = malloc(sizeof(int32_t) * ((size_t)total + 1));
+    int32_t *fill = malloc(sizeof(int32_t) * ((size_t)n + 1));
+    if (!fs->readers || !fill) {
+        free(fill);
+        goto oom;
+    }
+    memcpy(fill, fs->rstart, sizeof(int32_t) * (size_t)n);
+    for (int32_t k = 0; k < n; k++) {
+        const tfm_node *nd = tfm_graph_node(g, k);
+        for (int i = 0; i < nd->nin; i++)
+            fs->readers[fill[nd->in[i].node]++] = k;
+    }
+    free(fill);
+    return TFM_OK;
+oom:
+    return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
 }
 
 tfm_graph *
@@ -144,10 +229,11 @@ tfm_pass_fuse(tfm_graph *g)
 {
     int32_t n = tfm_graph_node_count(g);
     size_t sz = (size_t)n + 1;
-    fuse_state fs = {g, malloc(sizeof(int32_t) * sz),
-                     malloc(sizeof(int32_t) * sz),
-                     malloc(sizeof(int32_t) * sz),
-                     calloc(sz, sizeof(int32_t)), calloc(sz, 1)};
+    fuse_state fs = {.g = g, .uses = malloc(sizeof(int32_t) * sz),
+                     .consumer = malloc(sizeof(int32_t) * sz),
+                     .group = malloc(sizeof(int32_t) * sz),
+                     .inrefs = calloc(sz, sizeof(int32_t)),
+                     .ok = calloc(sz, 1)};
     int32_t *count = calloc(sz, sizeof(int32_t));
     int32_t mem[TFM_FUSED_MAX_INSTR];
     int32_t **members = calloc(sz, sizeof(int32_t *));
@@ -160,6 +246,8 @@ tfm_pass_fuse(tfm_graph *g)
         goto done;
     }
     tfm_fused_uses(g, fs.uses, fs.consumer);
+    if (index_readers(&fs, n))
+        goto done;
     for (int32_t k = 0; k < n; k++) {
         fs.group[k] = -1;
         fs.ok[k] = (uint8_t)tfm_fused_can_fuse(g, tfm_graph_node(g, k));
@@ -210,6 +298,9 @@ done:
     free(fs.consumer);
     free(fs.group);
     free(fs.inrefs);
+    free(fs.rstart);
+    free(fs.readers);
+    free(fs.pinned);
     free(fs.ok);
     return out;
 }

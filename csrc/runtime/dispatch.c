@@ -19,6 +19,17 @@ tfm_set_lock_hooks(tfm_unlock_fn unlock, tfm_relock_fn relock)
     relock_hook = relock;
 }
 
+tfm_code
+tfm_run_unlocked(tfm_code (*fn)(void *), void *ctx, int64_t work)
+{
+    if (!unlock_hook || work < UNLOCK_MIN_ELEMENTS)
+        return fn(ctx);
+    void *token = unlock_hook();
+    tfm_code rc = fn(ctx);
+    relock_hook(token);
+    return rc;
+}
+
 static int64_t
 work_size(tfm_tensor *const *in, int nin, tfm_tensor *const *out, int nout)
 {

@@ -39,6 +39,11 @@ tfm_code tfm_run_kernel_into(tfm_op op, tfm_tensor *const *in, int nin,
 typedef void *(*tfm_unlock_fn)(void);
 typedef void (*tfm_relock_fn)(void *token);
 void tfm_set_lock_hooks(tfm_unlock_fn unlock, tfm_relock_fn relock);
+/* fn(ctx), without the caller's lock when work (elements touched) is
+ * big enough to be worth it, as tfm_run_kernel does for kernels: for
+ * other code that only computes (graph/fused.c). fn must not touch
+ * refcounts. */
+tfm_code tfm_run_unlocked(tfm_code (*fn)(void *), void *ctx, int64_t work);
 
 /* Device scope (tf.device): -1 = none, else 0 = CPU, 1 + n = CUDA:n. */
 int tfm_device_scope(void);
