@@ -21,12 +21,102 @@ static tfm_device_allocator device_alloc;
 #define TFM_HUGE_MIN ((size_t)4 << 20)
 #define TFM_HUGE_ALIGN ((size_t)2 << 20)
 
+/* Note [Big block cache]: the kernel hands out fresh pages zeroed, and
+ * zeroing a fresh 64 MiB output costs about as much as adding two 64 MiB
+ * arrays. So, as TF's and PyTorch's allocators do, freed big blocks are
+ * kept for the next allocation of the same rounded size, up to
+ * CACHE_SLOTS blocks and CACHE_MAX_BYTES in all (oldest dropped first).
+ * Buffers are made and freed under the caller's lock (buffer.h), so the
+ * cache needs none. Under AddressSanitizer it is off: reused memory
+ * would hide a use after free. */
+#define CACHE_SLOTS 8
+#define CACHE_MAX_BYTES ((size_t)512 << 20)
+#if defined(__SANITIZE_ADDRESS__)
+#define CACHE_ON 0
+#else
+#define CACHE_ON 1
+#endif
+
+/* Oldest first, no holes. */
+static struct {
+    void *ptr[CACHE_SLOTS];
+    size_t size[CACHE_SLOTS];   /* rounded sizes */
+    int n;
+    size_t bytes;
+} cache;
+
+static size_t
+huge_rounded(size_t nbytes)
+{
+    return (nbytes + TFM_HUGE_ALIGN - 1) & ~(TFM_HUGE_ALIGN - 1);
+}
+
+/* Remove entry i (returns its block). */
+static void *
+cache_remove(int i)
+{
+    void *p = cache.ptr[i];
+    cache.bytes -= cache.size[i];
+    cache.n--;
+    memmove(cache.ptr + i, cache.ptr + i + 1,
+            sizeof(void *) * (size_t)(cache.n - i));
+    memmove(cache.size + i, cache.size + i + 1,
+            sizeof(size_t) * (size_t)(cache.n - i));
+    return p;
+}
+
+static void *
+cache_take(size_t rounded)
+{
+    for (int i = cache.n - 1; i >= 0; i--)   /* newest: warmest */
+        if (cache.size[i] == rounded)
+            return cache_remove(i);
+    return NULL;
+}
+
+/* 1 if the cache took p (of rounded bytes), 0 if the caller frees it. */
+static int
+cache_put(void *p, size_t rounded)
+{
+    if (!CACHE_ON || rounded > CACHE_MAX_BYTES)
+        return 0;
+    while (cache.n == CACHE_SLOTS || cache.bytes + rounded > CACHE_MAX_BYTES)
+        free(cache_remove(0));
+    cache.ptr[cache.n] = p;
+    cache.size[cache.n++] = rounded;
+    cache.bytes += rounded;
+    return 1;
+}
+
+void
+tfm_buffer_cache_trim(void)
+{
+    while (cache.n)
+        free(cache_remove(0));
+}
+
+size_t
+tfm_buffer_cache_bytes(void)
+{
+    return cache.bytes;
+}
+
+static void
+host_free(void *p, size_t nbytes)
+{
+    if (nbytes < TFM_HUGE_MIN || !cache_put(p, huge_rounded(nbytes)))
+        free(p);
+}
+
 static void *
 host_alloc(size_t nbytes)
 {
     if (nbytes >= TFM_HUGE_MIN) {
-        size_t rounded = (nbytes + TFM_HUGE_ALIGN - 1) & ~(TFM_HUGE_ALIGN - 1);
-        void *p = aligned_alloc(TFM_HUGE_ALIGN, rounded);
+        size_t rounded = huge_rounded(nbytes);
+        void *p = cache_take(rounded);
+        if (p)
+            return p;
+        p = aligned_alloc(TFM_HUGE_ALIGN, rounded);
 #ifdef MADV_HUGEPAGE
         if (p)
             madvise(p, rounded, MADV_HUGEPAGE);    /* advice: may fail */
@@ -136,7 +226,7 @@ tfm_buffer_decref(tfm_buffer *b)
         b->release(b->release_ctx);
     } else if (!b->inline_data) {
         if (b->device == TFM_CPU)
-            free(b->data);
+            host_free(b->data, b->nbytes);
         else if (device_alloc.free)
             device_alloc.free(b->data, b->device);
     }

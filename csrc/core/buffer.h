@@ -49,6 +49,11 @@ int64_t tfm_buffer_live_bytes(void);
 int64_t tfm_buffer_peak_bytes(void);
 void tfm_buffer_reset_peak(void);
 
+/* Freed big host blocks kept for reuse (Note [Big block cache] in
+ * buffer.c): how many bytes, and letting them all go. */
+size_t tfm_buffer_cache_bytes(void);
+void tfm_buffer_cache_trim(void);
+
 /* Device memory hooks, set by the CUDA backend when it is present. */
 typedef struct tfm_device_allocator {
     void *(*alloc)(size_t nbytes, int device);

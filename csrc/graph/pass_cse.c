@@ -260,16 +260,7 @@ tfm_pass_cse(tfm_graph *g)
     free(t.node);
     free(ctrl);
     free(scratch);
-    if (!changed) {
-        tfm_rw_abort(&rw);
-        tfm_graph_incref(g);
-        return g;
-    }
-    if (tfm_rw_distinct_outputs(&rw)) {
-        tfm_rw_abort(&rw);
-        return NULL;
-    }
-    return tfm_rw_finish(&rw);
+    return tfm_rw_end(&rw, g, changed);
 fail:
     free(t.hash);
     free(t.node);

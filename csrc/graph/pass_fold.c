@@ -229,14 +229,7 @@ tfm_pass_fold(tfm_graph *g)
         if (tfm_rw_copy(&rw, k) < 0)
             goto fail;
     }
-    if (!changed) {
-        tfm_rw_abort(&rw);
-        tfm_graph_incref(g);
-        return g;
-    }
-    if (tfm_rw_distinct_outputs(&rw))
-        goto fail;
-    return tfm_rw_finish(&rw);
+    return tfm_rw_end(&rw, g, changed);
 fail:
     tfm_rw_abort(&rw);
     return NULL;

@@ -105,6 +105,11 @@ int tfm_rw_add(tfm_rw *rw, tfm_op op, const tfm_ref *in, int nin,
  * captured constant, that constant back. Returns TFM_OK or the error. */
 tfm_code tfm_rw_distinct_outputs(tfm_rw *rw);
 
+/* The usual end of a pass that may alias outputs (simplify, fold):
+ * unchanged, drop the rewrite and return g with a new reference; else
+ * tfm_rw_distinct_outputs, then tfm_rw_finish. */
+tfm_graph *tfm_rw_end(tfm_rw *rw, tfm_graph *g, int changed);
+
 /* Whether node n must run even when no output needs it: writes to
  * variables, prints, asserts, control flow (its sub-graphs may do any of
  * these) and ops flagged stateful. */

@@ -299,3 +299,18 @@ tfm_rw_distinct_outputs(tfm_rw *rw)
     free(dbase);
     return rc;
 }
+
+tfm_graph *
+tfm_rw_end(tfm_rw *rw, tfm_graph *g, int changed)
+{
+    if (!changed) {
+        tfm_rw_abort(rw);
+        tfm_graph_incref(g);
+        return g;
+    }
+    if (tfm_rw_distinct_outputs(rw)) {
+        tfm_rw_abort(rw);
+        return NULL;
+    }
+    return tfm_rw_finish(rw);
+}

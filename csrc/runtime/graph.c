@@ -546,6 +546,24 @@ attrs_for_meta(tfm_attrs *a, tfm_dtype dtype, const tfm_shape *shape)
         a->ints[i] = shape->dims[i];
 }
 
+/* node becomes g's next function input; node, or -1. */
+static int
+push_input(tfm_graph *g, int node)
+{
+    if (g->n_inputs == g->cap_inputs) {
+        int32_t cap = g->cap_inputs ? g->cap_inputs * 2 : 8;
+        int32_t *t = realloc(g->inputs, sizeof *t * (size_t)cap);
+        if (!t) {
+            tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM building a graph");
+            return -1;
+        }
+        g->inputs = t;
+        g->cap_inputs = cap;
+    }
+    g->inputs[g->n_inputs++] = node;
+    return node;
+}
+
 int
 tfm_graph_placeholder(tfm_graph *g, tfm_dtype dtype, const tfm_shape *shape,
                       const char *name)
@@ -559,18 +577,7 @@ tfm_graph_placeholder(tfm_graph *g, tfm_dtype dtype, const tfm_shape *shape,
         return -1;
     if (tfm_graph_set_name(g, node, name))
         return -1;
-    if (g->n_inputs == g->cap_inputs) {
-        int32_t cap = g->cap_inputs ? g->cap_inputs * 2 : 8;
-        int32_t *t = realloc(g->inputs, sizeof *t * (size_t)cap);
-        if (!t) {
-            tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM building a graph");
-            return -1;
-        }
-        g->inputs = t;
-        g->cap_inputs = cap;
-    }
-    g->inputs[g->n_inputs++] = node;
-    return node;
+    return push_input(g, node);
 }
 
 int
@@ -1172,19 +1179,8 @@ tfm_graph_copy_node(tfm_graph *g, const tfm_node *src, const tfm_ref *in,
         tfm_graph_add_ctrl(g, node, ctrl, nctrl))
         return -1;
     tfm_node *n = &g->nodes[node];
-    if (src->op == TFM_OP_PLACEHOLDER) {
-        if (g->n_inputs == g->cap_inputs) {
-            int32_t cap = g->cap_inputs ? g->cap_inputs * 2 : 8;
-            int32_t *t = realloc(g->inputs, sizeof *t * (size_t)cap);
-            if (!t) {
-                tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM building a graph");
-                return -1;
-            }
-            g->inputs = t;
-            g->cap_inputs = cap;
-        }
-        g->inputs[g->n_inputs++] = node;
-    }
+    if (src->op == TFM_OP_PLACEHOLDER && push_input(g, node) < 0)
+        return -1;
     if (src->text) {
         /* PrintV2: nin pieces between the inputs; Assert: data inputs. */
         int pieces = src->op == TFM_OP_ASSERT ? src->nin - 1 : src->nin;

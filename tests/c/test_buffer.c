@@ -94,6 +94,41 @@ TEST(gpu_without_allocator_is_an_error)
     tfm_error_clear();
 }
 
-RUN_TESTS(T(new_and_refcount), T(zero_bytes),
+/* Note [Big block cache]: a freed big block serves the next allocation
+ * of its rounded size, stays out of the live counts, and the cache is
+ * bounded and can be emptied. Off under AddressSanitizer. */
+TEST(big_blocks_are_reused)
+{
+#if !defined(__SANITIZE_ADDRESS__)
+    size_t mb = (size_t)1 << 20;
+    tfm_buffer_cache_trim();
+    CHECK_EQ_INT(tfm_buffer_cache_bytes(), 0);
+    int64_t bytes0 = tfm_buffer_live_bytes();
+    tfm_buffer *a = tfm_buffer_new(9 * mb + 5, 0);
+    CHECK(a != NULL);
+    void *first = a->data;
+    tfm_buffer_decref(a);
+    CHECK_EQ_INT(tfm_buffer_live_bytes(), bytes0);
+    CHECK_EQ_INT(tfm_buffer_cache_bytes(), 10 * mb);   /* 2 MiB pages */
+    tfm_buffer *b = tfm_buffer_new(10 * mb, 0);         /* same rounding */
+    CHECK(b && b->data == first);
+    CHECK_EQ_INT(tfm_buffer_cache_bytes(), 0);
+    tfm_buffer *c = tfm_buffer_new(20 * mb, 0);         /* another size */
+    CHECK(c && c->data != first);
+    tfm_buffer_decref(b);
+    tfm_buffer_decref(c);
+    /* Bounded: many distinct sizes keep at most 512 MiB and 8 blocks. */
+    for (int k = 1; k <= 12; k++) {
+        tfm_buffer *d = tfm_buffer_new((size_t)(60 + 2 * k) * mb, 0);
+        CHECK(d != NULL);
+        tfm_buffer_decref(d);
+        CHECK(tfm_buffer_cache_bytes() <= (size_t)512 * mb);
+    }
+    tfm_buffer_cache_trim();
+    CHECK_EQ_INT(tfm_buffer_cache_bytes(), 0);
+#endif
+}
+
+RUN_TESTS(T(new_and_refcount), T(zero_bytes), T(big_blocks_are_reused),
           T(wrap_releases_once_on_last_decref), T(absurd_sizes_fail_cleanly),
           T(gpu_without_allocator_is_an_error))
