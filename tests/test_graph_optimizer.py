@@ -235,3 +235,25 @@ def test_train_step_same_with_each_pass_off(off, passes_restored):
     np.testing.assert_allclose(got[0], ref[0], rtol=1e-6)
     np.testing.assert_allclose(got[1], ref[1], rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(got[2], ref[2], rtol=1e-6, atol=1e-7)
+
+
+def test_as_text_lists_a_fused_nodes_program():
+    def f(x, w, b):
+        h = tf.nn.relu(tf.matmul(x, w) + b)
+        return tf.sigmoid(h) * h - 1.0
+
+    x = tf.constant(np.ones((4, 3), np.float32))
+    w = tf.constant(np.ones((3, 5), np.float32))
+    b = tf.constant(np.ones(5, np.float32))
+    g = concrete(f, x, w, b).optimized_graph
+    fused = {op.type: op for op in g.get_operations()
+             if op.type.startswith("_Fused")}
+    assert fused["_FusedMatMul"].program == \
+        "r0 = AddV2(matmul, b:0); out0 = Relu(r0)"
+    prog = fused["_FusedElementwise"].program
+    assert prog.startswith("r0 = Sigmoid(Relu:0)") and \
+        prog.endswith("out0 = Sub(r1, Const:0)"), prog
+    assert "      { r0 = AddV2(matmul, b:0); out0 = Relu(r0) }" in \
+        g.as_text()
+    assert all(op.program is None for op in g.get_operations()
+               if not op.type.startswith("_Fused"))

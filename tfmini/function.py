@@ -507,11 +507,12 @@ class Operation:
     """A node of a traced graph, for inspection."""
 
     __slots__ = ("name", "type", "inputs", "outputs", "control_inputs",
-                 "site")
+                 "site", "program")
 
     def __init__(self, row):
+        # program: a fused node's instructions as text (None otherwise).
         (self.name, self.type, self.inputs, outs, self.control_inputs,
-         self.site) = row
+         self.site, self.program) = row
         self.outputs = [TensorSpec(dims, _dtypes.from_enum(dt))
                         for dt, dims in outs]
 
@@ -547,6 +548,8 @@ class FuncGraph:
             if op.site:
                 text += f"  # {op.site}"
             lines.append(text)
+            if op.program:
+                lines.append("      { " + op.program + " }")
         return "\n".join(lines)
 
     def __repr__(self):

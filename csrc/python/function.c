@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "../graph/function.h"
+#include "../graph/fused.h"
 #include "../graph/passes.h"
 #include "../ops/state.h"
 #include "../runtime/graph.h"
@@ -532,8 +533,62 @@ meta_tuple(const tfm_meta *m)
     return Py_BuildValue("(iN)", (int)m->dtype, dims);
 }
 
+/* A fused node's program as text, one instruction after another:
+ * "r0 = Mul(x:0, Const:0); out0 = Sigmoid(r0)" (Note [Fused programs]:
+ * rN are block-sized registers, reused once dead; "matmul" is a
+ * _FusedMatMul's product). NULL (no error) for other nodes. */
+static PyObject *
+fused_program_text(const tfm_graph *g, const tfm_node *nd)
+{
+    const tfm_fused_prog *p = nd->prog;
+    if (!p || (nd->op != TFM_OP_FUSED_ELEMENTWISE &&
+               nd->op != TFM_OP_FUSED_MATMUL))
+        return NULL;
+    char buf[8192];
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < p->ninstr && used < sizeof buf; i++) {
+        const tfm_fused_instr *ins = &p->code[i];
+        char arg[2][160];
+        for (int k = 0; k < ins->nin && k < 2; k++) {
+            int v = ins->src[k];
+            if (v >= 0) {
+                snprintf(arg[k], sizeof arg[k], "r%d", v);
+            } else if (v == TFM_FUSED_BASE) {
+                snprintf(arg[k], sizeof arg[k], "matmul");
+            } else {
+                int j = p->first_input + TFM_FUSED_INPUT_INDEX(v);
+                if (j < 0 || j >= nd->nin)
+                    snprintf(arg[k], sizeof arg[k], "in%d", j);
+                else
+                    snprintf(arg[k], sizeof arg[k], "%s:%d",
+                             tfm_graph_node(g, nd->in[j].node)->name,
+                             (int)nd->in[j].out);
+            }
+        }
+        char dst[32];
+        if (i == p->ninstr - 1)
+            snprintf(dst, sizeof dst, "out0");
+        else if (ins->out > 0)
+            snprintf(dst, sizeof dst, "r%d (out%d)", ins->dst, ins->out);
+        else
+            snprintf(dst, sizeof dst, "r%d", ins->dst);
+        int w = snprintf(buf + used, sizeof buf - used, "%s%s = %s(%s%s%s)",
+                         i ? "; " : "", dst, tfm_ops[ins->op].name, arg[0],
+                         ins->nin > 1 ? ", " : "",
+                         ins->nin > 1 ? arg[1] : "");
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    if (used >= sizeof buf)
+        used = sizeof buf - 1;
+    return PyUnicode_FromStringAndSize(buf, (Py_ssize_t)used);
+}
+
 /* ops() -> [(name, type, [input "node:k"], [(dtype, dims)], [control
- * input names], site)], in creation order. */
+ * input names], site, fused program text or None)], in creation
+ * order. */
 static PyObject *
 graph_ops(PyTfmGraph *self, PyObject *unused)
 {
@@ -570,8 +625,12 @@ graph_ops(PyTfmGraph *self, PyObject *unused)
                 goto fail_row;
             PyList_SET_ITEM(ctrl, i, s);
         }
-        row = Py_BuildValue("(ssOOOz)", nd->name, tfm_ops[nd->op].name, ins,
-                            outs, ctrl, nd->site);
+        PyObject *prog = fused_program_text(g, nd);
+        if (!prog && PyErr_Occurred())
+            goto fail_row;
+        row = Py_BuildValue("(ssOOOzN)", nd->name, tfm_ops[nd->op].name,
+                            ins, outs, ctrl, nd->site,
+                            prog ? prog : (Py_INCREF(Py_None), Py_None));
         if (!row)
             goto fail_row;
         Py_DECREF(ins);
