@@ -89,11 +89,7 @@ def check_call(fn, names, expect=None, compare=None):
     except ALLOWED as e:
         msg = str(e)
         assert msg, f"{type(e).__name__} without a message"
-        # Failed output allocations do not name the op yet: see
-        # test_fuzz_ops.test_failed_allocation_names_the_op (xfail).
-        oom = (isinstance(e, tf.errors.ResourceExhaustedError)
-               and msg.startswith("OOM"))
-        if _is_op_error(e) and not oom and not any(n in msg for n in names):
+        if _is_op_error(e) and not any(n in msg for n in names):
             raise CallError(f"{type(e).__name__} does not name any of "
                             f"{names}: {msg}") from e
         if expect is not None and not isinstance(expect, str):

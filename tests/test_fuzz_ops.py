@@ -1551,9 +1551,6 @@ def test_fuzzed_binary_calls_do_not_leak(args):
 
 # ==== found here, to be fixed outside the op families ========================
 
-@pytest.mark.xfail(strict=True, reason="csrc/runtime/dispatch.c "
-                   "tfm_run_kernel: a failed output allocation raises the "
-                   "core's 'OOM when allocating ...' without the op's name")
 def test_failed_allocation_names_the_op():
     with pytest.raises(tf.errors.ResourceExhaustedError, match="Fill"):
         tf.zeros([2 ** 45])

@@ -1,5 +1,6 @@
 #include "dispatch.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "tape.h"
@@ -157,6 +158,18 @@ done:
     return rc;
 }
 
+/* The current error (an allocation's: the core knows no ops) again,
+ * prefixed with the op's name, as every error a user sees is. */
+static tfm_code
+name_the_op(tfm_op op)
+{
+    tfm_code code = tfm_error_code();
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", tfm_error_message());
+    return tfm_error(code ? code : TFM_ERR_INTERNAL, "%s: %s",
+                     tfm_ops[op].name, msg);
+}
+
 tfm_code
 tfm_run_kernel(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
                tfm_tensor **out, int *nout)
@@ -191,7 +204,7 @@ tfm_run_kernel(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         out[made] = tfm_tensor_new(meta[made].dtype, &meta[made].shape,
                                    device);
         if (!out[made]) {
-            rc = tfm_error_code();
+            rc = name_the_op(op);
             goto fail;
         }
     }
