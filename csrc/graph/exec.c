@@ -790,18 +790,6 @@ run_assert(const step *st, tfm_tensor **vals)
     return rc;
 }
 
-/* Whether a value has m's dtype, rank and known dims. */
-static int
-meta_admits(const tfm_meta *m, const tfm_tensor *t)
-{
-    if (t->dtype != m->dtype || t->shape.ndim != m->shape.ndim)
-        return 0;
-    for (int d = 0; d < m->shape.ndim; d++)
-        if (m->shape.dims[d] >= 0 && m->shape.dims[d] != t->shape.dims[d])
-            return 0;
-    return 1;
-}
-
 static tfm_code
 read_mismatch(const tfm_plan *p, const tfm_node *n, const tfm_tensor *v)
 {
@@ -830,7 +818,7 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
          * a value of another shape since the trace; the plan relies on
          * the dims it saw as known, so any other value is an error. */
         tfm_tensor *v = n->var->value;
-        if (!meta_admits(&n->out[0], v))
+        if (!tfm_meta_admits(&n->out[0], v))
             return read_mismatch(p, n, v);
         if (recorded)
             return tfm_variable_read(n->var, &vals[st->out]);

@@ -63,19 +63,6 @@ may_fold(const tfm_node *n)
     return 1;
 }
 
-/* Whether the concrete result t fits meta m (same dtype, each known dim
- * equal): anything else would be a bug to keep out of the graph. */
-static int
-fits(const tfm_tensor *t, const tfm_meta *m)
-{
-    if (t->dtype != m->dtype || t->shape.ndim != m->shape.ndim)
-        return 0;
-    for (int d = 0; d < m->shape.ndim; d++)
-        if (m->shape.dims[d] >= 0 && m->shape.dims[d] != t->shape.dims[d])
-            return 0;
-    return 1;
-}
-
 /* Run n on in[] (concrete, CPU). 1 with out[0..n->nout) new references,
  * 0 (no error set) when it does not fold. */
 static int
@@ -103,9 +90,11 @@ evaluate(const tfm_node *n, tfm_tensor *const *in, tfm_tensor **out)
         tfm_error_clear();
         return 0;
     }
+    /* A result that does not fit the traced metas would be a bug to
+     * keep out of the graph: leave the node to run as traced. */
     int ok = nout == n->nout;
     for (int j = 0; ok && j < nout; j++)
-        ok = fits(out[j], &n->out[j]);
+        ok = tfm_meta_admits(&n->out[j], out[j]);
     if (!ok) {
         for (int j = 0; j < nout; j++)
             tfm_tensor_decref(out[j]);

@@ -100,6 +100,19 @@ tfm_attrs_init(tfm_attrs *a)
     a->dtype = TFM_FLOAT32;
 }
 
+/* Whether tensor t fits meta m: same dtype and rank, each known dim
+ * equal (a value for a traced slot, a folded result for its node). */
+static inline int
+tfm_meta_admits(const tfm_meta *m, const tfm_tensor *t)
+{
+    if (t->dtype != m->dtype || t->shape.ndim != m->shape.ndim)
+        return 0;
+    for (int d = 0; d < m->shape.ndim; d++)
+        if (m->shape.dims[d] >= 0 && m->shape.dims[d] != t->shape.dims[d])
+            return 0;
+    return 1;
+}
+
 /* Look up by TF name ("AddV2"); -1 if unknown. */
 int tfm_op_lookup(const char *name);
 
