@@ -22,16 +22,17 @@
 /* Note [Memory plan]
  * ~~~~~~~~~~~~~~~~~~
  * With the "memory" pass on (TFM_PASS_MEMORY when the plan is compiled),
- * the outputs of kernel steps whose shapes are all static live in one
- * arena: each such slot's live range (the step that writes it .. the
+ * the outputs of kernel steps and fused steps whose shapes are all
+ * static live in one arena: each such slot's live range (the step that writes it .. the
  * last step that reads it) and byte size go to tfm_memplan_assign
  * (memplan.c), which gives slots that are never live together the same
  * bytes. A run then makes its intermediates as views into the arena
  * (tfm_tensor_view) instead of a malloc per output.
  *
- * In place: an elementwise step whose input slot is planned, dies at
- * this step and has the output's dtype and size writes its output into
- * that input's block (the block's live range grows to cover both). Only
+ * In place: an elementwise step (or a single-output _FusedElementwise,
+ * which writes each element after its last read of it: Note [Fused
+ * programs]) whose input slot is planned, dies at this step and has the
+ * output's dtype and size writes its output into that input's block (the block's live range grows to cover both). Only
  * planned slots qualify: a function input, a Const or a variable read
  * has other holders, and the plan never writes into memory it does not
  * own. The elementwise loops (kernels/cpu/loops.h) read element i
@@ -98,46 +99,32 @@ struct tfm_plan {
     int busy;               /* a run is using arena */
 };
 
-/* Nodes that run whether or not an output needs them. Control flow
- * counts: its sub-graphs may print or assign. */
-static int
-is_effect(tfm_op op)
-{
-    return op == TFM_OP_ASSIGN_VARIABLE || op == TFM_OP_ASSIGN_ADD_VARIABLE
-        || op == TFM_OP_ASSIGN_SUB_VARIABLE || op == TFM_OP_PRINT
-        || op == TFM_OP_IF || op == TFM_OP_WHILE || op == TFM_OP_ASSERT;
-}
-
 static const tfm_meta *
 meta_of(const tfm_graph *g, tfm_ref r)
 {
     return &tfm_graph_node(g, r.node)->out[r.out];
 }
 
-/* Whether the kernel can be called straight into planned outputs. */
-static int
-can_direct(const tfm_graph *g, const tfm_node *n, int64_t max_work)
+/* The work (elements in + out) of a kernel that can be called straight
+ * into planned outputs (static shapes, a CPU kernel for its dtypes), or
+ * -1 when it cannot. */
+static int64_t
+direct_work(const tfm_graph *g, const tfm_node *n)
 {
     if (!tfm_ops[n->op].cpu)
-        return 0;
+        return -1;
     unsigned flags = tfm_ops[n->op].flags;
     int f16_ok = (flags & (TFM_OPF_F16 | TFM_OPF_ANY_DTYPE)) != 0;
     int64_t work = 0;
-    for (int i = 0; i < n->nin; i++) {
-        const tfm_meta *m = meta_of(g, n->in[i]);
+    for (int i = 0; i < n->nin + n->nout; i++) {
+        const tfm_meta *m = i < n->nin ? meta_of(g, n->in[i])
+                                       : &n->out[i - n->nin];
         if (!tfm_shape_is_known(&m->shape) ||
             (m->dtype == TFM_FLOAT16 && !f16_ok))
-            return 0;
+            return -1;
         work += tfm_shape_numel(&m->shape);
     }
-    for (int i = 0; i < n->nout; i++) {
-        const tfm_meta *m = &n->out[i];
-        if (!tfm_shape_is_known(&m->shape) ||
-            (m->dtype == TFM_FLOAT16 && !f16_ok))
-            return 0;
-        work += tfm_shape_numel(&m->shape);
-    }
-    return work < max_work;
+    return work;
 }
 
 /* Whether a fused node's inputs and output have static shapes (the
@@ -163,7 +150,8 @@ meta_bytes(const tfm_meta *m)
     return tfm_shape_numel(&m->shape) * (int64_t)tfm_dtype_size(m->dtype);
 }
 
-/* Note [Memory plan]: offsets for the outputs of direct kernel steps.
+/* Note [Memory plan]: offsets for the outputs of direct kernel and fused
+ * steps.
  * last[] is each slot's last reading step (INT32_MAX: a graph output).
  * 0, or an error code with the error set. */
 static tfm_code
@@ -196,9 +184,7 @@ plan_memory(tfm_plan *p, const int32_t *last)
         if ((st->kind != STEP_KERNEL && st->kind != STEP_FUSED) ||
             !st->direct)
             continue;
-        /* A fused elementwise node writes each output element after its
-         * last read of the same element of a full-shape input (Note
-         * [Fused programs]); a matmul's output aliases nothing. */
+        /* A matmul's output aliases nothing. */
         int inplace_ok = nd->nout == 1 &&
             (nd->op == TFM_OP_FUSED_ELEMENTWISE ||
              (st->kind == STEP_KERNEL && nd->op != TFM_OP_CAST &&
@@ -282,11 +268,10 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
     int32_t n = tfm_graph_node_count(g);
     int32_t *base = malloc(sizeof(int32_t) * ((size_t)n + 1));
     uint8_t *live = calloc((size_t)n + 1, 1);
-    int32_t *todo = malloc(sizeof(int32_t) * ((size_t)n + 1));
     int32_t *last = NULL;
     tfm_plan *p = calloc(1, sizeof *p);
     int memory = (tfm_passes_enabled & TFM_PASS_MEMORY) != 0;
-    if (!base || !live || !todo || !p) {
+    if (!base || !live || !p) {
         oom();
         goto fail;
     }
@@ -298,25 +283,8 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
     p->nslots = base[n];
 
     /* Liveness: what the outputs and the side effects need. */
-    int32_t ntodo = 0;
-    for (int i = 0; i < nout; i++)
-        if (!live[outs[i].node]) {
-            live[outs[i].node] = 1;
-            todo[ntodo++] = outs[i].node;
-        }
-    for (int32_t k = 0; effects && k < n; k++)
-        if (is_effect(tfm_graph_node(g, k)->op) && !live[k]) {
-            live[k] = 1;
-            todo[ntodo++] = k;
-        }
-    while (ntodo) {
-        const tfm_node *nd = tfm_graph_node(g, todo[--ntodo]);
-        for (int i = 0; i < nd->nin; i++)
-            if (!live[nd->in[i].node]) {
-                live[nd->in[i].node] = 1;
-                todo[ntodo++] = nd->in[i].node;
-            }
-    }
+    if (tfm_graph_mark_live(g, outs, nout, effects, live))
+        goto fail;
 
     /* Steps, constants and inputs. */
     int32_t nsteps = 0, nconst = 0, nin_total = 0;
@@ -409,9 +377,9 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
             break;
         default:
             st->kind = STEP_KERNEL;
-            st->direct = (uint8_t)can_direct(g, nd, memory ? INT64_MAX
-                                                           : DIRECT_MAX_WORK);
-            st->unlock = st->direct && !can_direct(g, nd, DIRECT_MAX_WORK);
+            int64_t work = direct_work(g, nd);
+            st->direct = work >= 0 && (memory || work < DIRECT_MAX_WORK);
+            st->unlock = st->direct && work >= DIRECT_MAX_WORK;
         }
         for (int i = 0; i < nd->nin; i++)
             last[base[nd->in[i].node] + nd->in[i].out] = s;
@@ -468,13 +436,11 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
         goto fail;
     free(base);
     free(live);
-    free(todo);
     free(last);
     return p;
 fail:
     free(base);
     free(live);
-    free(todo);
     free(last);
     tfm_plan_free(p);
     return NULL;

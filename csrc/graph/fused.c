@@ -2,8 +2,6 @@
  * [Fused programs] in fused.h. */
 #include "fused.h"
 
-#include "passes.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,27 +52,6 @@ tfm_fused_uses(const tfm_graph *g, int32_t *uses, int32_t *consumer)
     }
     for (int i = 0; i < tfm_graph_output_count(g); i++)
         uses[tfm_graph_output(g, i).node] += 2;
-}
-
-tfm_code
-tfm_fused_copy_ctrl(tfm_rw *rw, int k, int d)
-{
-    const tfm_node *n = tfm_graph_node(rw->src, k);
-    int32_t local[32];
-    int32_t *ctrl = n->nctrl <= 32 ? local
-                    : malloc(sizeof(int32_t) * (size_t)n->nctrl);
-    int nctrl = 0;
-    if (!ctrl)
-        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
-    for (int i = 0; i < n->nctrl; i++) {
-        int32_t c = rw->node_map[n->ctrl[i]];
-        if (c >= 0)
-            ctrl[nctrl++] = c;
-    }
-    tfm_code rc = tfm_graph_add_ctrl(rw->dst, d, ctrl, nctrl);
-    if (ctrl != local)
-        free(ctrl);
-    return rc;
 }
 
 void

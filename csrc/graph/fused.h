@@ -71,14 +71,10 @@ typedef struct tfm_fused_prog {
  * CPU kernel, one output, float32/float64 in and out, a known shape. */
 int tfm_fused_can_fuse(const tfm_graph *g, const tfm_node *n);
 
-struct tfm_rw;
-
 /* uses[k]: how many times output 0 of node k is read: by node inputs,
  * graph outputs and control edges (which pin the node); consumer[k]: the
  * last node reading it. Arrays of tfm_graph_node_count(g) entries. */
 void tfm_fused_uses(const tfm_graph *g, int32_t *uses, int32_t *consumer);
-/* Copy src node k's control edges into dst node d, through rw. */
-tfm_code tfm_fused_copy_ctrl(struct tfm_rw *rw, int k, int d);
 
 void tfm_fused_init(tfm_fused_prog *p, int first_input);
 /* Append node n's op with operands src[0..n->nin): operands >= 0 here

@@ -14,39 +14,18 @@ tfm_pass_dce(tfm_graph *g)
 {
     int32_t n = tfm_graph_node_count(g);
     uint8_t *live = calloc((size_t)n + 1, 1);
-    int32_t *todo = malloc(sizeof(int32_t) * ((size_t)n + 1));
-    int32_t ntodo = 0, nlive = 0;
-    if (!live || !todo) {
-        free(live);
-        free(todo);
+    int32_t nlive = 0;
+    if (!live) {
         tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM in dead-code "
                   "elimination");
         return NULL;
     }
-    for (int i = 0; i < tfm_graph_output_count(g); i++) {
-        int32_t k = tfm_graph_output(g, i).node;
-        if (!live[k]) {
-            live[k] = 1;
-            todo[ntodo++] = k;
-        }
+    if (tfm_graph_mark_live(g, g->outputs, g->n_outputs, 1, live)) {
+        free(live);
+        return NULL;
     }
-    for (int32_t k = 0; k < n; k++) {
-        const tfm_node *nd = tfm_graph_node(g, k);
-        if (!live[k] && (tfm_node_has_effect(nd) ||
-                         nd->op == TFM_OP_PLACEHOLDER)) {
-            live[k] = 1;
-            todo[ntodo++] = k;
-        }
-    }
-    while (ntodo) {
-        const tfm_node *nd = tfm_graph_node(g, todo[--ntodo]);
-        for (int i = 0; i < nd->nin; i++)
-            if (!live[nd->in[i].node]) {
-                live[nd->in[i].node] = 1;
-                todo[ntodo++] = nd->in[i].node;
-            }
-    }
-    free(todo);
+    for (int32_t k = 0; k < n; k++)       /* inputs are kept, dead or not */
+        live[k] |= tfm_graph_node(g, k)->op == TFM_OP_PLACEHOLDER;
     for (int32_t k = 0; k < n; k++)
         nlive += live[k];
     if (nlive == n) {

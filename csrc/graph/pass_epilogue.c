@@ -87,15 +87,11 @@ emit_chain(tfm_rw *rw, const int32_t *chain, int len)
         tfm_fused_emit(p, nd, src);
     }
     tfm_fused_finish(p);
-    int d = tfm_graph_add_node(rw->dst, TFM_OP_FUSED_MATMUL, in, nin,
-                               mm->attrs, last->out, 1);
+    int d = tfm_rw_add(rw, TFM_OP_FUSED_MATMUL, in, nin, mm->attrs,
+                       last->out, 1, last->name, mm->site, NULL);
     tfm_code rc = d < 0 ? tfm_error_code() : TFM_OK;
     if (!rc)
-        rc = tfm_graph_set_name(rw->dst, d, last->name);
-    if (!rc)
-        rc = tfm_graph_set_site(rw->dst, d, mm->site);
-    if (!rc)
-        rc = tfm_fused_copy_ctrl(rw, chain[0], d);
+        rc = tfm_rw_copy_ctrl(rw, chain[0], d);
     if (!rc)
         rc = tfm_fused_attach(rw->dst, d, p);
     if (!rc)

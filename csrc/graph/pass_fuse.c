@@ -166,15 +166,11 @@ emit_group(fuse_state *fs, tfm_rw *rw, int32_t r, const int32_t *mem,
     tfm_ref in[TFM_FUSED_MAX_IN];
     for (int j = 0; j < next; j++)
         in[j] = tfm_rw_ref(rw, ext[j]);
-    int d = tfm_graph_add_node(rw->dst, TFM_OP_FUSED_ELEMENTWISE, in, next,
-                               NULL, metas, p->nout);
+    int d = tfm_rw_add(rw, TFM_OP_FUSED_ELEMENTWISE, in, next, NULL,
+                       metas, p->nout, root->name, root->site, NULL);
     tfm_code rc = d < 0 ? tfm_error_code() : TFM_OK;
     if (!rc)
-        rc = tfm_graph_set_name(rw->dst, d, root->name);
-    if (!rc)
-        rc = tfm_graph_set_site(rw->dst, d, root->site);
-    if (!rc)
-        rc = tfm_fused_copy_ctrl(rw, r, d);
+        rc = tfm_rw_copy_ctrl(rw, r, d);
     if (!rc)
         rc = tfm_fused_attach(rw->dst, d, p);
     if (!rc) {

@@ -110,9 +110,21 @@ tfm_code tfm_rw_distinct_outputs(tfm_rw *rw);
  * tfm_rw_distinct_outputs, then tfm_rw_finish. */
 tfm_graph *tfm_rw_end(tfm_rw *rw, tfm_graph *g, int changed);
 
+/* Add src node k's control edges, mapped (edges to dropped nodes are
+ * dropped), to dst node d. */
+tfm_code tfm_rw_copy_ctrl(tfm_rw *rw, int k, int d);
+
 /* Whether node n must run even when no output needs it: writes to
  * variables, prints, asserts, control flow (its sub-graphs may do any of
  * these) and ops flagged stateful. */
 int tfm_node_has_effect(const tfm_node *n);
+
+/* live[k] = 1 for every node that outs[] (and, with effects, every node
+ * with an effect) needs through data inputs; live[] has g's node count
+ * of entries, zeroed by the caller. 0, or an error code (out of memory)
+ * with the error set. Dead-code elimination and the executor's plan
+ * share it. */
+tfm_code tfm_graph_mark_live(const tfm_graph *g, const tfm_ref *outs,
+                             int nout, int effects, uint8_t *live);
 
 #endif

@@ -25,6 +25,37 @@ tfm_node_has_effect(const tfm_node *n)
 }
 
 tfm_code
+tfm_graph_mark_live(const tfm_graph *g, const tfm_ref *outs, int nout,
+                    int effects, uint8_t *live)
+{
+    int32_t n = tfm_graph_node_count(g), ntodo = 0;
+    int32_t *todo = malloc(sizeof(int32_t) * ((size_t)n + 1));
+    if (!todo)
+        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM in a graph's "
+                         "liveness");
+    for (int i = 0; i < nout; i++)
+        if (!live[outs[i].node]) {
+            live[outs[i].node] = 1;
+            todo[ntodo++] = outs[i].node;
+        }
+    for (int32_t k = 0; effects && k < n; k++)
+        if (!live[k] && tfm_node_has_effect(tfm_graph_node(g, k))) {
+            live[k] = 1;
+            todo[ntodo++] = k;
+        }
+    while (ntodo) {
+        const tfm_node *nd = tfm_graph_node(g, todo[--ntodo]);
+        for (int i = 0; i < nd->nin; i++)
+            if (!live[nd->in[i].node]) {
+                live[nd->in[i].node] = 1;
+                todo[ntodo++] = nd->in[i].node;
+            }
+    }
+    free(todo);
+    return TFM_OK;
+}
+
+tfm_code
 tfm_rw_begin(tfm_rw *rw, tfm_graph *src)
 {
     int32_t n = tfm_graph_node_count(src);
@@ -73,39 +104,45 @@ tfm_rw_alias(tfm_rw *rw, int k, int out, tfm_ref r)
         rw->node_map[k] = r.node;
 }
 
-int
-tfm_rw_copy(tfm_rw *rw, int k)
+tfm_code
+tfm_rw_copy_ctrl(tfm_rw *rw, int k, int d)
 {
     const tfm_node *n = tfm_graph_node(rw->src, k);
-    tfm_ref in[TFM_MAX_INPUTS];
     int32_t local[32];
     int32_t *ctrl = n->nctrl <= 32 ? local
                     : malloc(sizeof(int32_t) * (size_t)n->nctrl);
     int nctrl = 0;
-    if (!ctrl) {
-        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM optimizing a graph");
-        return -1;
-    }
-    for (int i = 0; i < n->nin; i++) {
-        in[i] = tfm_rw_ref(rw, n->in[i]);
-        if (in[i].node < 0) {
-            if (ctrl != local)
-                free(ctrl);
-            tfm_error(TFM_ERR_INTERNAL, "graph pass: node '%s' lost its "
-                      "input %d", n->name, i);
-            return -1;
-        }
-    }
+    if (!ctrl)
+        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM optimizing a "
+                         "graph");
     for (int i = 0; i < n->nctrl; i++) {
         int32_t c = rw->node_map[n->ctrl[i]];
         if (c >= 0)
             ctrl[nctrl++] = c;
     }
-    int d = tfm_graph_copy_node(rw->dst, n, in, ctrl, nctrl);
+    tfm_code rc = tfm_graph_add_ctrl(rw->dst, d, ctrl, nctrl);
     if (ctrl != local)
         free(ctrl);
-    if (d >= 0)
-        tfm_rw_set(rw, k, d);
+    return rc;
+}
+
+int
+tfm_rw_copy(tfm_rw *rw, int k)
+{
+    const tfm_node *n = tfm_graph_node(rw->src, k);
+    tfm_ref in[TFM_MAX_INPUTS];
+    for (int i = 0; i < n->nin; i++) {
+        in[i] = tfm_rw_ref(rw, n->in[i]);
+        if (in[i].node < 0) {
+            tfm_error(TFM_ERR_INTERNAL, "graph pass: node '%s' lost its "
+                      "input %d", n->name, i);
+            return -1;
+        }
+    }
+    int d = tfm_graph_copy_node(rw->dst, n, in, NULL, 0);
+    if (d < 0 || tfm_rw_copy_ctrl(rw, k, d))
+        return -1;
+    tfm_rw_set(rw, k, d);
     return d;
 }
 

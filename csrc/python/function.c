@@ -1822,6 +1822,30 @@ py_capture_log_close(PyObject *self, PyObject *args)
 static int trace_ref(PyObject *o, tfm_ref *r);
 static PyObject *node_outputs(tfm_graph *g, int node);
 
+/* The loop variables (a sequence of tensors) as refs of the graph being
+ * traced, into vr[TFM_MAX_OUTPUTS]: their count, or -1 with the error
+ * set. */
+static Py_ssize_t
+loop_var_refs(PyObject *vars, tfm_ref *vr)
+{
+    PyObject *seq = PySequence_Fast(vars, "loop_vars must be a sequence");
+    if (!seq)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > TFM_MAX_OUTPUTS) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "too many loop variables");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (trace_ref(PySequence_Fast_GET_ITEM(seq, i), &vr[i])) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    Py_DECREF(seq);
+    return n;
+}
+
 /* graph_while_again(output of a While, loop_vars) -> the outputs of
  * another While over its sub-graphs (Note [While again]). */
 static PyObject *
@@ -1845,21 +1869,9 @@ py_graph_while_again(PyObject *self, PyObject *args)
                         "is not of the graph being traced");
         return NULL;
     }
-    PyObject *seq = PySequence_Fast(vars, "loop_vars must be a sequence");
-    if (!seq)
+    Py_ssize_t n = loop_var_refs(vars, vr);
+    if (n < 0)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n > TFM_MAX_OUTPUTS) {
-        Py_DECREF(seq);
-        PyErr_SetString(PyExc_ValueError, "too many loop variables");
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (trace_ref(PySequence_Fast_GET_ITEM(seq, i), &vr[i])) {
-            Py_DECREF(seq);
-            return NULL;
-        }
-    Py_DECREF(seq);
     int node = tfm_graph_while_again(g, ((PyTfmTensor *)like)->t->node, vr,
                                      (int)n);
     if (node < 0)
@@ -1991,21 +2003,9 @@ py_graph_while(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "graph_while(): not tracing");
         return NULL;
     }
-    PyObject *seq = PySequence_Fast(vars, "loop_vars must be a sequence");
-    if (!seq)
+    Py_ssize_t n = loop_var_refs(vars, vr);
+    if (n < 0)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n > TFM_MAX_OUTPUTS) {
-        Py_DECREF(seq);
-        PyErr_SetString(PyExc_ValueError, "too many loop variables");
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (trace_ref(PySequence_Fast_GET_ITEM(seq, i), &vr[i])) {
-            Py_DECREF(seq);
-            return NULL;
-        }
-    Py_DECREF(seq);
     PyObject *cl = PyList_New(1);
     if (!cl)
         return NULL;

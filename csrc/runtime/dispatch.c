@@ -42,6 +42,19 @@ work_size(tfm_tensor *const *in, int nin, tfm_tensor *const *out, int nout)
     return n;
 }
 
+/* k on in -> out, without the caller's lock when the work is big. */
+static tfm_code
+call_kernel(tfm_kernel_fn k, tfm_op op, tfm_tensor *const *in, int nin,
+            const tfm_attrs *a, tfm_tensor *const *out, int nout)
+{
+    if (!unlock_hook || work_size(in, nin, out, nout) < UNLOCK_MIN_ELEMENTS)
+        return k(op, in, nin, a, out, nout);
+    void *token = unlock_hook();
+    tfm_code rc = k(op, in, nin, a, out, nout);
+    relock_hook(token);
+    return rc;
+}
+
 int
 tfm_device_scope(void)
 {
@@ -208,13 +221,7 @@ tfm_run_kernel(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
             goto fail;
         }
     }
-    if (unlock_hook && work_size(in, nin, out, *nout) >= UNLOCK_MIN_ELEMENTS) {
-        void *token = unlock_hook();
-        rc = k(op, in, nin, a, out, *nout);
-        relock_hook(token);
-    } else {
-        rc = k(op, in, nin, a, out, *nout);
-    }
+    rc = call_kernel(k, op, in, nin, a, out, *nout);
     if (!rc)
         return TFM_OK;
 fail:
@@ -228,14 +235,7 @@ tfm_code
 tfm_run_kernel_into(tfm_op op, tfm_tensor *const *in, int nin,
                     const tfm_attrs *a, tfm_tensor *const *out, int nout)
 {
-    tfm_kernel_fn k = tfm_ops[op].cpu;
-    if (unlock_hook && work_size(in, nin, out, nout) >= UNLOCK_MIN_ELEMENTS) {
-        void *token = unlock_hook();
-        tfm_code rc = k(op, in, nin, a, out, nout);
-        relock_hook(token);
-        return rc;
-    }
-    return k(op, in, nin, a, out, nout);
+    return call_kernel(tfm_ops[op].cpu, op, in, nin, a, out, nout);
 }
 
 tfm_code
