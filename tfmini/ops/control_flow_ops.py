@@ -14,6 +14,7 @@ A GradientTape recording around a graph cond or loop records it as one
 op whose gradient is traced with it (control_flow_grad.py, Note [Control
 flow gradients]); the tape then also makes the branches and loop bodies
 run once more at trace time, under a tape, for that gradient."""
+import contextlib
 import importlib
 
 import numpy as np
@@ -299,11 +300,8 @@ def _staged_cond(pred, true_fn, false_fn, names=("true_fn", "false_fn")):
     captures, watcher = [], None
     if recording or _grad.watching():
         watcher = _grad.VariableWatcher()
-    if recording:
-        with _grad.capture_log(captures):
-            out = _graph_cond(pred, flat(true_fn, names[0]),
-                              flat(false_fn, names[1]))
-    else:
+    with (_grad.capture_log(captures) if recording
+          else contextlib.nullcontext()):
         out = _graph_cond(pred, flat(true_fn, names[0]),
                           flat(false_fn, names[1]))
     structure = seen[names[0]][0]
