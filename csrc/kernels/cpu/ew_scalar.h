@@ -12,58 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 
-/* Vector variants of libm (glibc's libmvec, linked through libm's
- * linker script). glibc declares them only under -ffast-math, which we
- * do not use (it would break NaN and inf handling); the functions
- * themselves are within 4 ulp and set no errno (-fno-math-errno), so
- * declaring them here lets `omp simd` loops and the vectorizer call
- * _ZGVdN8v_expf and friends: 8 or 16 lanes per call instead of 1. */
-#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__)
-#define TFM_SIMD_ __attribute__((simd("notinbranch")))
-TFM_SIMD_ float expf(float);
-TFM_SIMD_ double exp(double);
-TFM_SIMD_ float logf(float);
-TFM_SIMD_ double log(double);
-TFM_SIMD_ float sinf(float);
-TFM_SIMD_ double sin(double);
-TFM_SIMD_ float cosf(float);
-TFM_SIMD_ double cos(double);
-TFM_SIMD_ float powf(float, float);
-TFM_SIMD_ double pow(double, double);
-#if __GLIBC_PREREQ(2, 35)
-TFM_SIMD_ float expm1f(float);
-TFM_SIMD_ double expm1(double);
-TFM_SIMD_ float log1pf(float);
-TFM_SIMD_ double log1p(double);
-TFM_SIMD_ float tanf(float);
-TFM_SIMD_ double tan(double);
-TFM_SIMD_ float tanhf(float);
-TFM_SIMD_ double tanh(double);
-TFM_SIMD_ float erff(float);
-TFM_SIMD_ double erf(double);
-TFM_SIMD_ float erfcf(float);
-TFM_SIMD_ double erfc(double);
-TFM_SIMD_ float asinf(float);
-TFM_SIMD_ double asin(double);
-TFM_SIMD_ float acosf(float);
-TFM_SIMD_ double acos(double);
-TFM_SIMD_ float atanf(float);
-TFM_SIMD_ double atan(double);
-TFM_SIMD_ float sinhf(float);
-TFM_SIMD_ double sinh(double);
-TFM_SIMD_ float coshf(float);
-TFM_SIMD_ double cosh(double);
-TFM_SIMD_ float asinhf(float);
-TFM_SIMD_ double asinh(double);
-TFM_SIMD_ float acoshf(float);
-TFM_SIMD_ double acosh(double);
-TFM_SIMD_ float atanhf(float);
-TFM_SIMD_ double atanh(double);
-TFM_SIMD_ float atan2f(float, float);
-TFM_SIMD_ double atan2(double, double);
-#endif
-#undef TFM_SIMD_
-#endif
+#include "mvec.h"
 
 /* Error bits set by element functions. */
 enum {

@@ -9,14 +9,9 @@
 #include "loops.h"
 #include "nn.h"
 
-/* glibc's vector exp/log (libmvec), declared as ew_scalar.h does for the
- * elementwise family: glibc only declares them under -ffast-math, which
- * would break NaN/inf handling. With them the `omp simd` row loops below
- * compute 16 (AVX-512) or 8 exps per call. */
-#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__)
-__attribute__((simd("notinbranch"))) float expf(float);
-__attribute__((simd("notinbranch"))) double exp(double);
-#endif
+/* libmvec's exp: the `omp simd` row loops below compute 16 (AVX-512)
+ * or 8 exps per call. */
+#include "mvec.h"
 
 /* for (int64_t VAR = 0; VAR < COUNT; VAR++) { body }, on all cores when
  * BIG. A parallel region whose if() is false still costs microseconds in

@@ -24,20 +24,9 @@
 #include "philox.h"
 #include "random.h"
 
-/* glibc's vector log/sin/cos (libmvec), declared as the elementwise
- * family's ew_scalar.h does (glibc declares them only under
- * -ffast-math): the Box-Muller loops below then run 16 or 8 lanes per
- * call. */
-#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__)
-#define TFM_SIMD_ __attribute__((simd("notinbranch")))
-TFM_SIMD_ float logf(float);
-TFM_SIMD_ double log(double);
-TFM_SIMD_ float sinf(float);
-TFM_SIMD_ double sin(double);
-TFM_SIMD_ float cosf(float);
-TFM_SIMD_ double cos(double);
-#undef TFM_SIMD_
-#endif
+/* libmvec's log/sin/cos: the Box-Muller loops below run 16 or 8 lanes
+ * per call. */
+#include "mvec.h"
 
 /* for (int64_t VAR = 0; VAR < COUNT; VAR++) { body }, on all cores when
  * BIG. A parallel region whose if() is false still costs microseconds in
