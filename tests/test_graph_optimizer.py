@@ -32,7 +32,7 @@ def concrete(fn, *args):
 
 def test_every_pass_is_on_by_default():
     assert PASSES == sorted(["arithmetic", "constant_folding", "cse", "dce",
-                             "epilogue", "fusion", "memory"])
+                             "epilogue", "fusion", "memory", "native"])
     assert all(_C.graph_passes().values())
 
 

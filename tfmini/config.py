@@ -98,6 +98,7 @@ class optimizer:  # noqa: N801  (TF's namespace name)
       epilogue          matmul + bias + activation in one node
       fusion            elementwise chains in one pass over memory
       memory            buffer reuse and in-place execution
+      native            big fused nodes compiled to machine code
     and each can be switched by that name. TF's option names map onto
     them: arithmetic_optimization (arithmetic and cse), constant_folding,
     remapping (epilogue and fusion), disable_model_pruning (dce off),

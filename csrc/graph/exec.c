@@ -74,6 +74,7 @@ typedef struct step {
     int32_t *free;          /* slots whose last use is this step */
     int32_t nfree;
     tfm_plan *sub[2];       /* If: then, else; While: cond, body */
+    tfm_fused_native_fn native;  /* STEP_FUSED: compiled, or NULL */
 } step;
 
 struct tfm_plan {
@@ -362,6 +363,8 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
         case TFM_OP_FUSED_MATMUL:
             st->kind = STEP_FUSED;
             st->direct = (uint8_t)fused_static(g, nd);
+            if (tfm_passes_enabled & TFM_PASS_NATIVE)
+                st->native = tfm_fused_native(g, nd);
             break;
         case TFM_OP_IF:
         case TFM_OP_WHILE:
@@ -471,6 +474,19 @@ int
 tfm_plan_step_count(const tfm_plan *p)
 {
     return p->nsteps;
+}
+
+int
+tfm_plan_native_count(const tfm_plan *p)
+{
+    int n = 0;
+    for (int32_t s = 0; s < p->nsteps; s++) {
+        n += p->steps[s].native != NULL;
+        for (int b = 0; b < 2; b++)
+            if (p->steps[s].sub[b])
+                n += tfm_plan_native_count(p->steps[s].sub[b]);
+    }
+    return n;
 }
 
 void
@@ -827,7 +843,7 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
                 !(vals[st->out + k] = new_output(p, arena, st->out + k,
                                                  &n->out[k])))
                 return tfm_error_code();
-        return tfm_fused_run(n, ins, &vals[st->out], recorded);
+        return tfm_fused_run(n, ins, &vals[st->out], recorded, st->native);
     }
     }
     return tfm_error(TFM_ERR_INTERNAL, "bad plan step");

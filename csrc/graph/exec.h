@@ -25,6 +25,9 @@ tfm_plan *tfm_plan_new(tfm_graph *g);
 void tfm_plan_free(tfm_plan *p);
 /* Nodes the plan runs (for tests of pruning). */
 int tfm_plan_step_count(const tfm_plan *p);
+/* Fused nodes it runs as machine code (Note [Native fused programs] in
+ * fused.h), in this plan and the plans of its If/While bodies. */
+int tfm_plan_native_count(const tfm_plan *p);
 
 /* The memory plan (Note [Memory plan] in exec.c), for tests and
  * inspection: the arena's size, the slots that live in it, the steps

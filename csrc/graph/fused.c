@@ -162,6 +162,7 @@ typedef struct run_ctx {
     int ngather;
     tfm_attrs *attrs;             /* per instruction */
     int64_t block;
+    tfm_fused_native_fn native;
 } run_ctx;
 
 /* A tensor over memory we do not own, for one kernel call: the kernels
@@ -343,39 +344,74 @@ run_blocks(void *ctx)
     return failed ? TFM_ERR_INTERNAL : TFM_OK;
 }
 
+int
+tfm_fused_input_kind(const tfm_shape *out, const tfm_shape *in,
+                     int64_t *period)
+{
+    int64_t n = tfm_shape_numel(out), tn = tfm_shape_numel(in);
+    *period = 0;
+    if (tn == n)
+        return TFM_FUSED_IN_FULL;
+    if (tn == 1)
+        return TFM_FUSED_IN_SCALAR;
+    /* Periodic: in, without its leading 1s, is out's trailing dims. */
+    int lead = 0;
+    while (lead < in->ndim && in->dims[lead] == 1)
+        lead++;
+    int nk = in->ndim - lead;
+    if (nk > out->ndim)
+        return TFM_FUSED_IN_OTHER;
+    for (int j = 0; j < nk; j++)
+        if (in->dims[lead + j] != out->dims[out->ndim - nk + j])
+            return TFM_FUSED_IN_OTHER;
+    *period = tn;
+    return TFM_FUSED_IN_PERIODIC;
+}
+
+/* The compiled program (Note [Native fused programs]) over chunks of
+ * the output, on all cores for big nodes. */
+static tfm_code
+run_native(void *ctx)
+{
+    const run_ctx *c = ctx;
+    const void *in[TFM_FUSED_MAX_IN];
+    void *out[TFM_FUSED_MAX_OUT];
+    for (int k = 0; k < c->p->nin; k++)
+        in[k] = c->in[k].data;
+    out[0] = c->out;
+    for (int k = 1; k < c->p->nout; k++)
+        out[k] = c->xout[k];
+    const int64_t chunk = 16384;
+    int64_t n = c->n, nchunks = (n + chunk - 1) / chunk;
+    #pragma omp parallel for schedule(static) if(nchunks > 1 && n >= TFM_PAR_MIN)
+    for (int64_t b = 0; b < nchunks; b++) {
+        int64_t start = b * chunk;
+        c->native(in, out, start, n - start < chunk ? n - start : chunk);
+    }
+    return TFM_OK;
+}
+
 /* Node inputs -> the program's input views; 0 on success. */
 static int
 classify(run_ctx *c, tfm_tensor *const *in)
 {
     const tfm_shape *s = c->shape;
-    int64_t n = tfm_shape_numel(s);
     for (int k = 0; k < c->p->nin; k++) {
         const tfm_tensor *t = in[c->p->first_input + k];
         in_view *iv = &c->in[k];
-        iv->period = 0;
         iv->tile = NULL;
-        int64_t tn = tfm_tensor_numel(t);
         iv->dtype = t->dtype;
         iv->data = tfm_tensor_data(t);
         if (t->shape.ndim > s->ndim)
             return -1;
-        if (tn == n) {
+        int kind = tfm_fused_input_kind(s, &t->shape, &iv->period);
+        if (kind == TFM_FUSED_IN_FULL) {
             iv->kind = IN_FULL;
-        } else if (tn == 1) {
+        } else if (kind == TFM_FUSED_IN_SCALAR) {
             iv->kind = IN_SCALAR;
         } else {
             iv->kind = IN_GATHER;
             int64_t st = 1;
-            /* Periodic: t, without its leading 1s, is the output's
-             * trailing dims. */
-            int lead = 0;
-            while (lead < t->shape.ndim && t->shape.dims[lead] == 1)
-                lead++;
-            int nk = t->shape.ndim - lead;
-            iv->period = tn;
-            for (int j = 0; j < nk; j++)
-                if (t->shape.dims[lead + j] != s->dims[s->ndim - nk + j])
-                    iv->period = 0;
             for (int d = s->ndim - 1; d >= 0; d--) {
                 int td = d - (s->ndim - t->shape.ndim);
                 int64_t dim = td >= 0 ? t->shape.dims[td] : 1;
@@ -516,7 +552,7 @@ drop_outputs(tfm_tensor *o, tfm_tensor **out, int nout)
 
 tfm_code
 tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
-              int recorded)
+              int recorded, tfm_fused_native_fn native)
 {
     const tfm_fused_prog *p = nd->prog;
     /* Outputs the memory plan placed (Note [Memory plan] in exec.c):
@@ -597,6 +633,19 @@ tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
         return run_ops(nd, in, out, recorded);
     }
     c.out = tfm_tensor_data(o);
+    c.n = n;
+    if (native) {
+        /* The plan compiled it for these shapes: no input is a
+         * broadcast other than scalar or periodic. */
+        c.native = native;
+        tfm_code rc = tfm_run_unlocked(run_native, &c, n * (p->nin + 1));
+        if (rc) {
+            drop_outputs(o, out, p->nout);
+            return rc;
+        }
+        out[0] = o;
+        return TFM_OK;
+    }
     if (plan_inputs(&c)) {
         free_tiles(&c);
         drop_outputs(o, out, p->nout);
@@ -610,7 +659,6 @@ tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
         at[i].f[0] = p->code[i].af;
     }
     c.attrs = at;
-    c.n = n;
     /* Big programs run without the interpreter's lock, like big
      * kernels (tfm_run_kernel): nothing below touches a refcount. */
     tfm_code rc = tfm_run_unlocked(run_blocks, &c,

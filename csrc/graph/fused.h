@@ -87,6 +87,50 @@ void tfm_fused_finish(tfm_fused_prog *p);
 /* Store p as node d's program (in g's arena). */
 tfm_code tfm_fused_attach(tfm_graph *g, int d, const tfm_fused_prog *p);
 
+/* How an input of a fused node is read against its output shape:
+ * every element (same size), one scalar, periodic (its shape is the
+ * output's trailing dims, possibly after leading 1s, such as a bias [C]
+ * against [N, C]: element i reads element i % period), or some other
+ * broadcast. */
+enum { TFM_FUSED_IN_FULL, TFM_FUSED_IN_SCALAR, TFM_FUSED_IN_PERIODIC,
+       TFM_FUSED_IN_OTHER };
+int tfm_fused_input_kind(const tfm_shape *out, const tfm_shape *in,
+                         int64_t *period);
+
+/* ---- native code (fused_native.c) ----
+ *
+ * Note [Native fused programs]: the block evaluator below calls one
+ * kernel per instruction per block, so every intermediate still makes a
+ * round trip through (cache) memory, and an 8-op chain costs about
+ * twice a single pass. For big nodes the executor's plan instead asks
+ * fused_native.c for the program as machine code: it writes the program
+ * as one C loop over the output (each instruction a local variable, so
+ * intermediates stay in vector registers; each op's formula is the one
+ * its CPU kernel uses, with the same libmvec declarations and FMA
+ * contraction off, so exact ops give the same bits as unfused), compiles
+ * it with the system C compiler ($TFMINI_CC, default cc) into a shared
+ * object, and loads it. Compiled programs are cached in this process and
+ * on disk ($TFMINI_CACHE_DIR, else $XDG_CACHE_HOME/tfmini or
+ * ~/.cache/tfmini, then native/: <key>.so beside its source <key>.c),
+ * keyed by a hash of the source, compiler and flags. This is what
+ * TorchInductor does for CPUs. Without a compiler, or when compiling
+ * fails (see <key>.log), or for an op with no formula here (Elu, Selu,
+ * Softplus, Gelu, ...) the node keeps the block evaluator. The "native"
+ * optimizer option turns it off. */
+
+/* Elements [start, start + len) of a node's outputs: in[k] is program
+ * input k's data, out[k] node output k's. */
+typedef void (*tfm_fused_native_fn)(const void *const *in, void *const *out,
+                                    int64_t start, int64_t len);
+
+/* Nodes smaller than this keep the block evaluator: a compile costs
+ * about 0.1 s once, which small nodes would not earn back soon. */
+#define TFM_NATIVE_MIN_ELEMENTS 65536
+
+/* Node nd's program compiled for its static shapes, or NULL (no error
+ * set) when it is small, not expressible, or no compiler works. */
+tfm_fused_native_fn tfm_fused_native(const tfm_graph *g, const tfm_node *nd);
+
 /* ---- running (the executor) ---- */
 
 /* Node n (_FusedElementwise or _FusedMatMul) on its inputs: out[0..
@@ -96,8 +140,10 @@ tfm_code tfm_fused_attach(tfm_graph *g, int d, const tfm_fused_prog *p);
  * of a full-shape input that dies here (in place). recorded = 1 (a
  * replay under a GradientTape), inputs off the CPU or an active
  * tf.device scope run the program op by op through the dispatcher
- * instead, whole tensors at a time. */
+ * instead, whole tensors at a time. native: the program compiled
+ * (tfm_fused_native), or NULL for the block evaluator. */
 tfm_code tfm_fused_run(const tfm_node *n, tfm_tensor *const *in,
-                       tfm_tensor **out, int recorded);
+                       tfm_tensor **out, int recorded,
+                       tfm_fused_native_fn native);
 
 #endif

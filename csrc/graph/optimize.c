@@ -5,7 +5,7 @@
 
 const char *const tfm_pass_names[TFM_PASS_COUNT] = {
     "arithmetic", "constant_folding", "cse", "dce", "epilogue", "fusion",
-    "memory",
+    "memory", "native",
 };
 
 unsigned tfm_passes_enabled = TFM_PASS_ALL;

@@ -22,12 +22,14 @@ enum tfm_pass_bit {
     TFM_PASS_EPILOGUE = 1u << 4,  /* matmul + bias + activation */
     TFM_PASS_FUSE = 1u << 5,      /* elementwise fusion */
     TFM_PASS_MEMORY = 1u << 6,    /* memory plan in exec.c */
-    TFM_PASS_ALL = (1u << 7) - 1,
+    TFM_PASS_NATIVE = 1u << 7,    /* big fused nodes as machine code
+                                   * (fused_native.c), in exec.c */
+    TFM_PASS_ALL = (1u << 8) - 1,
 };
-#define TFM_PASS_COUNT 7
+#define TFM_PASS_COUNT 8
 
 /* "arithmetic", "constant_folding", "cse", "dce", "epilogue",
- * "fusion", "memory": indexed by bit position. */
+ * "fusion", "memory", "native": indexed by bit position. */
 extern const char *const tfm_pass_names[TFM_PASS_COUNT];
 
 /* The passes compiled functions use from now on (functions already

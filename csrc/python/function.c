@@ -1043,6 +1043,15 @@ concrete_get_steps(PyTfmConcrete *self, void *c)
     return PyLong_FromLong(tfm_plan_step_count(self->cf->plan));
 }
 
+static PyObject *
+concrete_get_native(PyTfmConcrete *self, void *c)
+{
+    (void)c;
+    if (!self->cf)
+        Py_RETURN_NONE;
+    return PyLong_FromLong(tfm_plan_native_count(self->cf->plan));
+}
+
 /* The plan's memory plan, as a dict (inspection and tests). */
 static PyObject *
 concrete_get_memory(PyTfmConcrete *self, void *c)
@@ -1085,6 +1094,8 @@ static PyMethodDef concrete_methods[] = {
 static PyGetSetDef concrete_getset[] = {
     {"_plan_steps", (getter)concrete_get_steps, NULL,
      "ops the compiled plan runs per call", NULL},
+    {"_native_steps", (getter)concrete_get_native, NULL,
+     "fused nodes the plan runs as compiled machine code", NULL},
     {"_memory_plan", (getter)concrete_get_memory, NULL,
      "the plan's arena: bytes, slots in it, in-place steps, held", NULL},
     {"_optimized_graph", (getter)concrete_get_optimized, NULL,
