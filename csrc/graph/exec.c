@@ -75,6 +75,9 @@ typedef struct step {
     int32_t nfree;
     tfm_plan *sub[2];       /* If: then, else; While: cond, body */
     tfm_fused_native_fn native;  /* STEP_FUSED: compiled, or NULL */
+    /* STEP_FUSED: per output, the variable it may be written into
+     * (Note [Fused writes into variables]); NULL when none. */
+    tfm_variable **into;
 } step;
 
 struct tfm_plan {
@@ -243,6 +246,7 @@ tfm_plan_free(tfm_plan *p)
     for (int32_t s = 0; p->steps && s < p->nsteps; s++) {
         tfm_plan_free(p->steps[s].sub[0]);
         tfm_plan_free(p->steps[s].sub[1]);
+        free(p->steps[s].into);
     }
     free(p->steps);
     free(p->in_slot);
@@ -262,6 +266,128 @@ tfm_plan_free(tfm_plan *p)
 
 /* The plan that computes outs (and, with effects, every assign and
  * print). use_inputs = 0: a placeholder among them is an error. */
+/* Note [Fused writes into variables]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * An optimizer update traced as v.assign(f(v, g)) fuses f into one node
+ * whose output the assign then copies into the variable. When the plan
+ * shows output k of a compiled fused node read only by an
+ * AssignVariableOp of variable V, and no step between the two reads or
+ * assigns V (or is an If/While, which might), the node may write output
+ * k straight into V's buffer, and the assign finds its value already in
+ * place (tfm_variable_assign_now copies nothing when the value is the
+ * variable's own tensor). Whether it may is decided per run
+ * (claim_variables): V's buffer must be held by V and otherwise only by
+ * this node's inputs that die here (reads of V as full-size views, which
+ * the compiled loop reads at index i before it writes index i), so no
+ * one can see the new values early. Only compiled nodes (they cannot
+ * fail halfway) and only _FusedElementwise (a matmul's output may not
+ * alias its operands). Saves a copy per updated variable. */
+static tfm_code
+plan_into(tfm_plan *p)
+{
+    int32_t *readers = calloc((size_t)p->nslots + 1, sizeof(int32_t));
+    int32_t *reader = malloc(sizeof(int32_t) * ((size_t)p->nslots + 1));
+    if (!readers || !reader) {
+        free(readers);
+        free(reader);
+        return oom();
+    }
+    for (int32_t s = 0; s < p->nsteps; s++)
+        for (int i = 0; i < p->steps[s].node->nin; i++) {
+            readers[p->steps[s].in[i]]++;
+            reader[p->steps[s].in[i]] = s;
+        }
+    for (int32_t o = 0; o < p->nout; o++)
+        readers[p->out_slot[o]] += 2;
+    tfm_code rc = TFM_OK;
+    for (int32_t s = 0; s < p->nsteps && !rc; s++) {
+        step *st = &p->steps[s];
+        if (st->kind != STEP_FUSED || !st->native ||
+            st->node->op != TFM_OP_FUSED_ELEMENTWISE)
+            continue;
+        for (int k = 0; k < st->node->nout; k++) {
+            int32_t sl = st->out + k;
+            if (readers[sl] != 1)
+                continue;
+            const step *as = &p->steps[reader[sl]];
+            if (as->kind != STEP_ASSIGN ||
+                as->node->op != TFM_OP_ASSIGN_VARIABLE)
+                continue;
+            tfm_variable *var = as->node->var;
+            int ok = 1;
+            for (int32_t j = s + 1; j < reader[sl] && ok; j++) {
+                const step *b = &p->steps[j];
+                ok = b->kind != STEP_IF && b->kind != STEP_WHILE &&
+                     !((b->kind == STEP_READ || b->kind == STEP_ASSIGN) &&
+                       b->node->var == var);
+            }
+            if (!ok)
+                continue;
+            if (!st->into &&
+                !(st->into = calloc((size_t)st->node->nout,
+                                    sizeof(tfm_variable *)))) {
+                rc = oom();
+                break;
+            }
+            st->into[k] = var;
+        }
+    }
+    free(readers);
+    free(reader);
+    return rc;
+}
+
+/* Whether slot sl's last reader is step st. */
+static int
+dies_at(const step *st, int32_t sl)
+{
+    for (int32_t f = 0; f < st->nfree; f++)
+        if (st->free[f] == sl)
+            return 1;
+    return 0;
+}
+
+/* Outputs of fused step st that may go straight into their variables
+ * this run become the variables' own tensors (Note [Fused writes into
+ * variables]); the others keep what the memory plan placed. */
+static void
+claim_variables(const step *st, tfm_tensor **vals)
+{
+    const tfm_node *n = st->node;
+    for (int k = 0; k < n->nout; k++) {
+        tfm_variable *var = st->into[k];
+        if (!var)
+            continue;
+        tfm_tensor *vt = var->value;
+        if (vt->refcount != 1 || vt->device != 0 ||
+            vt->dtype != n->out[k].dtype ||
+            !tfm_shape_equal(&vt->shape, &n->out[k].shape))
+            continue;
+        int64_t held = 1;
+        int ok = 1;
+        for (int i = 0; i < n->nin && ok; i++) {
+            const tfm_tensor *t = vals[st->in[i]];
+            if (t->buf != vt->buf)
+                continue;
+            int again = 0;
+            for (int j = 0; j < i; j++)
+                again |= st->in[j] == st->in[i];
+            if (again)
+                continue;
+            ok = t->refcount == 1 && t->offset == vt->offset &&
+                 tfm_shape_equal(&t->shape, &vt->shape) &&
+                 dies_at(st, st->in[i]);
+            held++;
+        }
+        if (!ok || vt->buf->refcount != held)
+            continue;
+        if (vals[st->out + k])
+            tfm_tensor_decref(vals[st->out + k]);
+        tfm_tensor_incref(vt);
+        vals[st->out + k] = vt;
+    }
+}
+
 static tfm_plan *
 plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
            int use_inputs)
@@ -436,6 +562,8 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
             st->free[st->nfree++] = sl;
         }
     if (memory && plan_memory(p, last))
+        goto fail;
+    if (plan_into(p))
         goto fail;
     free(base);
     free(live);
@@ -843,6 +971,8 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
                 !(vals[st->out + k] = new_output(p, arena, st->out + k,
                                                  &n->out[k])))
                 return tfm_error_code();
+        if (st->into && !recorded)
+            claim_variables(st, vals);
         return tfm_fused_run(n, ins, &vals[st->out], recorded, st->native);
     }
     }

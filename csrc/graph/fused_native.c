@@ -236,9 +236,13 @@ source(const tfm_fused_prog *p, int out_dtype, const tfm_native_in *ins,
             put(&b, "                const %s prm = (%s)%a;\n", ti, ti, c->af);
         put(&b, "                v%d = (%s)(%s);\n            }\n", i, to, f);
         holder[c->dst] = i;
-        if (c->out > 0)
-            put(&b, "            o%d[i] = v%d;\n", c->out, i);
     }
+    /* Stores last: an output may be the memory of an input (in place,
+     * or a variable: Note [Fused writes into variables] in exec.c), so
+     * every read of element i comes before any write of it. */
+    for (int i = 0; i < p->ninstr; i++)
+        if (p->code[i].out > 0)
+            put(&b, "            o%d[i] = v%d;\n", p->code[i].out, i);
     put(&b, "            o0[i] = v%d;\n        }\n        i0 += run;\n"
         "    }\n}\n", p->ninstr - 1);
     if (b.oom) {

@@ -220,8 +220,8 @@ oom:
     return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
 }
 
-tfm_graph *
-tfm_pass_fuse(tfm_graph *g)
+static tfm_graph *
+fuse(tfm_graph *g)
 {
     int32_t n = tfm_graph_node_count(g);
     size_t sz = (size_t)n + 1;
@@ -298,5 +298,22 @@ done:
     free(fs.readers);
     free(fs.pinned);
     free(fs.ok);
+    return out;
+}
+
+tfm_graph *
+tfm_pass_fuse(tfm_graph *g)
+{
+    tfm_graph *u = tfm_fuse_prepare_updates(g);
+    if (!u)
+        return NULL;
+    tfm_graph *out = fuse(u);
+    if (out == u && u != g) {
+        /* Nothing fused: the expanded updates would only be slower. */
+        tfm_graph_decref(out);
+        tfm_graph_incref(g);
+        out = g;
+    }
+    tfm_graph_decref(u);
     return out;
 }
