@@ -2,7 +2,6 @@
 compute the same numbers with fusion on as with it off, bitwise where the
 ops are exact; the optimized graph has the fused nodes it should; errors,
 empty tensors, scalars, gradients and memory behave."""
-import contextlib
 import gc
 
 import numpy as np
@@ -10,19 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tfmini as tf
+from graph_util import bits_equal, passes
 from tfmini import _C
-
-
-@contextlib.contextmanager
-def passes(**opts):
-    """Graph passes set for the functions traced inside; restored after."""
-    old = tf.config.optimizer.get_experimental_options()
-    tf.config.optimizer.set_experimental_options(opts)
-    try:
-        yield
-    finally:
-        tf.config.optimizer.set_experimental_options(
-            {k: old[k] for k in opts})
 
 
 def op_types(fn, *args):
@@ -39,13 +27,6 @@ def fused_and_unfused(f, *args):
         r_off = off(*args)
     assert "_FusedElementwise" not in op_types(off, *args)
     return on, r_on.numpy(), r_off.numpy()
-
-
-def bits_equal(a, b):
-    assert a.dtype == b.dtype and a.shape == b.shape
-    assert np.array_equal(a.reshape(-1).view(np.uint8),
-                          b.reshape(-1).view(np.uint8)), \
-        np.max(np.abs(a.astype(np.float64) - b))
 
 
 # ---- the 8-op chain ----

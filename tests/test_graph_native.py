@@ -3,7 +3,6 @@ csrc/graph/fused.h): big fused nodes run as one compiled C loop, with the
 same numbers as the unfused ops (bitwise for exact ops), a disk cache,
 and the block evaluator whenever there is no compiler, it fails, an op
 has no native formula, or the "native" option is off."""
-import contextlib
 import os
 
 import numpy as np
@@ -11,19 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tfmini as tf
+from graph_util import bits_equal, passes
 
 BIG = (64, 1031)        # 65,984 elements: just over the native threshold
-
-
-@contextlib.contextmanager
-def options(**opts):
-    old = tf.config.optimizer.get_experimental_options()
-    tf.config.optimizer.set_experimental_options(opts)
-    try:
-        yield
-    finally:
-        tf.config.optimizer.set_experimental_options(
-            {k: old[k] for k in opts})
 
 
 @pytest.fixture
@@ -40,15 +29,8 @@ def compiled(fn, *args):
 
 
 def unfused(f, *args):
-    with options(fusion=False, remapping=False):
+    with passes(fusion=False, remapping=False):
         return tf.function(f)(*args).numpy()
-
-
-def bits_equal(a, b):
-    assert a.dtype == b.dtype and a.shape == b.shape
-    assert np.array_equal(a.reshape(-1).view(np.uint8),
-                          b.reshape(-1).view(np.uint8)), \
-        np.max(np.abs(a.astype(np.float64) - b))
 
 
 def rand(shape, dtype=np.float32, seed=0):
@@ -118,7 +100,7 @@ def test_extra_outputs_and_bias_broadcast():
 
     fn = tf.function(f)
     assert compiled(fn, x, b) == 1
-    with options(fusion=False, remapping=False):
+    with passes(fusion=False, remapping=False):
         want = [t.numpy() for t in tf.function(f)(x, b)]
     for got, w in zip(fn(x, b), want):
         bits_equal(got.numpy(), w)
@@ -181,7 +163,7 @@ def test_native_option_off(cache):
     def f(x):
         return tf.nn.leaky_relu(x * 2.0 + 1.0, 0.0625)
 
-    with options(native=False):
+    with passes(native=False):
         fn = tf.function(f)
         assert compiled(fn, x) == 0
         bits_equal(fn(x).numpy(), unfused(f, x))

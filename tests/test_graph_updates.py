@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import tfmini as tf
+from graph_util import bits_equal
 
 BIG = (256, 400)        # over the 65,536 elements native code needs
 
@@ -15,13 +16,6 @@ BIG = (256, 400)        # over the 65,536 elements native code needs
 def rand(shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(
         np.float32)
-
-
-def bits_equal(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.dtype == b.dtype and a.shape == b.shape
-    assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), \
-        np.max(np.abs(a.astype(np.float64) - b))
 
 
 def optimized_types(fn, *args):
