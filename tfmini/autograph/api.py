@@ -8,6 +8,7 @@ it sees and changes the same variables. Conversion happens once per
 function object (cached weakly)."""
 import __future__
 import ast
+import copy
 import functools
 import inspect
 import logging
@@ -61,7 +62,8 @@ _here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class SourceUnavailable(Exception):
-    """The function's source cannot be read (REPL, exec, lambda)."""
+    """The function's source cannot be read (REPL, exec), or a lambda's
+    cannot be told apart from another's on the same line."""
 
 
 # ---- conversion ----------------------------------------------------------
@@ -83,10 +85,148 @@ def _strict():
     return os.environ.get("TFMINI_AUTOGRAPH_STRICT", "") not in ("", "0")
 
 
+# ---- lambdas -------------------------------------------------------------
+
+# Note [Lambda source]: like TF, a lambda is found by parsing its whole
+# source file (the lines of a lambda inside a call spanning several lines
+# do not parse alone) and picking the ast.Lambda nodes on the line where
+# its code starts whose signature matches the code's. Two lambdas with
+# identical signatures on one line cannot be told apart: that one is not
+# converted (one warning, run as-is). Its body, one expression, becomes
+# `return <body>` in a FunctionDef with the lambda's location, so the
+# converted code names the user's file, line and column. Parsed files are
+# cached by the identity of linecache's list of lines, which changes when
+# the file does.
+_LAMBDA = "__ag_lambda"          # the FunctionDef's name (see _build)
+_lambda_nodes_cache = {}         # filename -> (lines, {lineno: [Lambda]})
+_SNIPPET_REACH = 10              # lines tried around a lambda (fallback)
+
+
+def _lambdas_by_line(tree, offset=0):
+    by_line = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Lambda):
+            by_line.setdefault(n.lineno + offset, []).append(n)
+    return by_line
+
+
+def _file_lambdas(filename, lines):
+    """{line: [ast.Lambda]} for a whole source file, or None when it does
+    not parse."""
+    cached = _lambda_nodes_cache.get(filename)
+    if cached is not None and cached[0] is lines:
+        return cached[1]
+    try:
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
+        by_line = None
+    else:
+        by_line = _lambdas_by_line(tree)
+    _lambda_nodes_cache[filename] = (lines, by_line)
+    return by_line
+
+
+def _snippet_lambdas(lines, lnum):
+    """The lambdas starting on line lnum (1-based), from the first window
+    of lines around it (fewest lines before it, then after) that parses
+    once dedented and has lambdas on that line, with their real line
+    numbers and columns; None when there is none."""
+    start0 = lnum - 1
+    for back in range(min(start0, _SNIPPET_REACH) + 1):
+        for ahead in range(min(len(lines) - start0, _SNIPPET_REACH + 1)):
+            chunk = lines[start0 - back:start0 + ahead + 1]
+            text = "".join(chunk)
+            dedented = textwrap.dedent(text)
+            try:
+                tree = ast.parse(dedented)
+            except (SyntaxError, ValueError):
+                continue
+            nodes = _lambdas_by_line(tree, start0 - back).get(lnum)
+            if not nodes:
+                continue
+            # The whitespace dedent removed from every non-blank line.
+            k = next(k for k, ln in enumerate(chunk) if ln.strip())
+            indent = len(chunk[k].rstrip("\r\n")) - \
+                len(dedented.splitlines()[k])
+            for node in nodes:
+                for n in ast.walk(node):
+                    if hasattr(n, "lineno"):
+                        n.lineno += start0 - back
+                        if getattr(n, "end_lineno", None) is not None:
+                            n.end_lineno += start0 - back
+                    if indent and hasattr(n, "col_offset"):
+                        n.col_offset += indent
+                        if getattr(n, "end_col_offset", None) is not None:
+                            n.end_col_offset += indent
+            return nodes
+    return None
+
+
+def _matches_signature(node, f):
+    """Whether an ast.Lambda has f's parameters: names, kinds, and which
+    have defaults."""
+    code = f.__code__
+    a = node.args
+    names = code.co_varnames
+    npos, nkw = code.co_argcount, code.co_kwonlyargcount
+    i = npos + nkw
+    vararg = kwarg = None
+    if code.co_flags & inspect.CO_VARARGS:
+        vararg, i = names[i], i + 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        kwarg = names[i]
+    kw_with_defaults = {arg.arg for arg, d in zip(a.kwonlyargs, a.kw_defaults)
+                        if d is not None}
+    return ([p.arg for p in a.posonlyargs + a.args] == list(names[:npos])
+            and len(a.posonlyargs) == code.co_posonlyargcount
+            and [p.arg for p in a.kwonlyargs] == list(names[npos:npos + nkw])
+            and (a.vararg.arg if a.vararg else None) == vararg
+            and (a.kwarg.arg if a.kwarg else None) == kwarg
+            and len(a.defaults) == len(f.__defaults__ or ())
+            and kw_with_defaults == set(f.__kwdefaults__ or ()))
+
+
+def _lambda_source(f):
+    """An ast.FunctionDef equivalent to the lambda f (see Note [Lambda
+    source])."""
+    code = f.__code__
+    try:
+        lines, _ = inspect.findsource(code)
+    except (OSError, TypeError, IndexError) as e:
+        raise SourceUnavailable(f"could not get source code ({e})") from None
+    lnum = code.co_firstlineno
+    by_line = _file_lambdas(code.co_filename, lines)
+    if by_line is not None:
+        nodes = by_line.get(lnum, [])
+    else:
+        nodes = _snippet_lambdas(lines, lnum) or []
+    matches = [n for n in nodes if _matches_signature(n, f)]
+    if not matches:
+        raise SourceUnavailable(
+            f"could not parse the source code of {code.co_name}: no "
+            f"matching AST found among candidates")
+    if len(matches) > 1:
+        found = "\n".join(f"Match {i}:\n{ast.unparse(n)}"
+                           for i, n in enumerate(matches))
+        raise SourceUnavailable(
+            f"could not parse the source code of {code.co_name}: found "
+            f"multiple definitions with identical signatures at the "
+            f"location. This error may be avoided by defining each lambda "
+            f"on a single line and with unique argument names. The "
+            f"matching definitions were:\n{found}")
+    node = copy.deepcopy(matches[0])     # converting rewrites it in place
+    body = ast.copy_location(ast.Return(value=node.body), node.body)
+    fields = dict(name=_LAMBDA, args=node.args, body=[body],
+                  decorator_list=[], returns=None, type_comment=None)
+    if "type_params" in ast.FunctionDef._fields:
+        fields["type_params"] = []
+    return ast.copy_location(ast.FunctionDef(**fields), node)
+
+
 def _function_source(f):
     code = f.__code__
     if code.co_name == "<lambda>":
-        raise SourceUnavailable("lambda functions are not converted")
+        return _lambda_source(f)
     try:
         # The code object, not f: inspect would follow f.__wrapped__ (set
         # by functools.wraps) to another function's source.
