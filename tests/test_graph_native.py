@@ -251,3 +251,25 @@ def test_random_big_programs_native_vs_unfused(prog, seed):
             scale = max(1.0, float(finite.max()) if finite.size else 1)
             np.testing.assert_allclose(got, want, rtol=rtol,
                                        atol=rtol * scale, equal_nan=True)
+
+
+def test_compiles_with_sigchld_ignored(cache):
+    import subprocess
+    import sys
+    code = ("import signal, numpy as np, tfmini as tf\n"
+            "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
+            "x = tf.constant(np.ones((64, 1031), np.float32))\n"
+            "f = tf.function(lambda x: tf.nn.leaky_relu(x * 3.0, 0.375))\n"
+            "print(f.get_concrete_function(x)._native_steps)\n")
+    env = dict(os.environ, TFMINI_CACHE_DIR=str(cache.parent))
+    r = subprocess.run([sys.executable, "-c", code], env=env,
+                       capture_output=True, text=True, check=True)
+    assert r.stdout.split() == ["1"]
+
+
+def test_leaky_relu_with_nan_alpha_keeps_the_evaluator():
+    x = rand(BIG)
+    fn = tf.function(lambda x: tf.nn.leaky_relu(x * 2.0, float("nan")))
+    assert compiled(fn, x) == 0
+    bits_equal(fn(x).numpy(),
+               unfused(lambda x: tf.nn.leaky_relu(x * 2.0, float("nan")), x))

@@ -163,3 +163,67 @@ def test_update_under_a_tape_is_recorded_and_right():
     step = np.float32(0.5) * rand(BIG, 2)
     bits_equal(v, rand(BIG) - step - step)
     assert tape.gradient(loss, v) is not None
+
+
+def test_failed_assert_between_update_and_assign_leaves_the_variable():
+    v = tf.Variable(np.ones(BIG, np.float32))
+
+    @tf.function
+    def step(x):
+        new = v * 2.0 + 1.0
+        tf.Assert(x > 0, [x])
+        v.assign(new)
+
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        step(tf.constant(-1.0))
+    bits_equal(v, np.ones(BIG, np.float32))
+    step(tf.constant(1.0))
+    bits_equal(v, np.full(BIG, 3.0, np.float32))
+
+
+def test_print_between_update_and_assign_sees_the_old_value():
+    v = tf.Variable(np.ones(BIG, np.float32))
+    seen = []
+
+    class Spy:
+        def write(self, s):
+            seen.append(float(v.numpy()[0, 0]))
+
+    @tf.function
+    def step():
+        new = v * 2.0 + 1.0
+        tf.print("tick", output_stream=Spy())
+        v.assign(new)
+
+    step()
+    assert seen == [1.0]
+    assert float(v.numpy()[0, 0]) == 3.0
+
+
+def test_another_thread_never_sees_half_an_update():
+    import threading
+    v = tf.Variable(np.zeros((1024, 1024), np.float32))
+
+    @tf.function
+    def step():
+        v.assign((v + 0.5) + 0.5)      # every element k -> k + 1
+
+    step()
+    assert step.get_concrete_function()._native_steps == 1
+    bad, stop = [], []
+
+    def reader():
+        while not stop:
+            t = v.read_value()
+            a = t.numpy().copy()
+            if a.min() != a.max() or not np.array_equal(a, t.numpy()):
+                bad.append(a)
+
+    th = threading.Thread(target=reader)
+    th.start()
+    for _ in range(100):
+        step()
+    stop.append(1)
+    th.join()
+    assert not bad
+    assert float(v.numpy().min()) == float(v.numpy().max()) == 101.0

@@ -271,17 +271,18 @@ tfm_plan_free(tfm_plan *p)
  * An optimizer update traced as v.assign(f(v, g)) fuses f into one node
  * whose output the assign then copies into the variable. When the plan
  * shows output k of a compiled fused node read only by an
- * AssignVariableOp of variable V, and no step between the two reads or
- * assigns V (or is an If/While, which might), the node may write output
- * k straight into V's buffer, and the assign finds its value already in
- * place (tfm_variable_assign_now copies nothing when the value is the
- * variable's own tensor). Whether it may is decided per run
- * (claim_variables): V's buffer must be held by V and otherwise only by
- * this node's inputs that die here (reads of V as full-size views, which
- * the compiled loop reads at index i before it writes index i), so no
- * one can see the new values early. Only compiled nodes (they cannot
- * fail halfway) and only _FusedElementwise (a matmul's output may not
- * alias its operands). Saves a copy per updated variable. */
+ * AssignVariableOp of variable V that is the very next step, the node
+ * may write output k straight into V's buffer, and the assign finds its
+ * value already in place (tfm_variable_assign_now copies nothing when
+ * the value is the variable's own tensor). Whether it may is decided per
+ * run (claim_variables): V's buffer must be held by V and otherwise only
+ * by this node's inputs that die here (reads of V as full-size views,
+ * which the compiled loop reads at index i before it writes index i), so
+ * no one can see the new values early. Only compiled nodes (they cannot
+ * fail halfway), only _FusedElementwise (a matmul's output may not alias
+ * its operands), and such a run keeps the interpreter lock, under which
+ * variables are always written (another thread must not read a half
+ * update). Saves a copy per updated variable. */
 static tfm_code
 plan_into(tfm_plan *p)
 {
@@ -309,20 +310,14 @@ plan_into(tfm_plan *p)
             int32_t sl = st->out + k;
             if (readers[sl] != 1)
                 continue;
+            /* The assign must be the next step: anything between
+             * (an Assert that fails, a print whose stream is Python
+             * code, a read) would see the new value early. */
             const step *as = &p->steps[reader[sl]];
-            if (as->kind != STEP_ASSIGN ||
+            if (reader[sl] != s + 1 || as->kind != STEP_ASSIGN ||
                 as->node->op != TFM_OP_ASSIGN_VARIABLE)
                 continue;
             tfm_variable *var = as->node->var;
-            int ok = 1;
-            for (int32_t j = s + 1; j < reader[sl] && ok; j++) {
-                const step *b = &p->steps[j];
-                ok = b->kind != STEP_IF && b->kind != STEP_WHILE &&
-                     !((b->kind == STEP_READ || b->kind == STEP_ASSIGN) &&
-                       b->node->var == var);
-            }
-            if (!ok)
-                continue;
             if (!st->into &&
                 !(st->into = calloc((size_t)st->node->nout,
                                     sizeof(tfm_variable *)))) {
@@ -349,10 +344,12 @@ dies_at(const step *st, int32_t sl)
 
 /* Outputs of fused step st that may go straight into their variables
  * this run become the variables' own tensors (Note [Fused writes into
- * variables]); the others keep what the memory plan placed. */
-static void
+ * variables]); the others keep what the memory plan placed. Returns how
+ * many did. */
+static int
 claim_variables(const step *st, tfm_tensor **vals)
 {
+    int claimed = 0;
     const tfm_node *n = st->node;
     for (int k = 0; k < n->nout; k++) {
         tfm_variable *var = st->into[k];
@@ -385,7 +382,9 @@ claim_variables(const step *st, tfm_tensor **vals)
             tfm_tensor_decref(vals[st->out + k]);
         tfm_tensor_incref(vt);
         vals[st->out + k] = vt;
+        claimed++;
     }
+    return claimed;
 }
 
 static tfm_plan *
@@ -971,9 +970,9 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
                 !(vals[st->out + k] = new_output(p, arena, st->out + k,
                                                  &n->out[k])))
                 return tfm_error_code();
-        if (st->into && !recorded)
-            claim_variables(st, vals);
-        return tfm_fused_run(n, ins, &vals[st->out], recorded, st->native);
+        int keep_lock = st->into && !recorded && claim_variables(st, vals);
+        return tfm_fused_run(n, ins, &vals[st->out], recorded, st->native,
+                             keep_lock);
     }
     }
     return tfm_error(TFM_ERR_INTERNAL, "bad plan step");

@@ -552,7 +552,7 @@ drop_outputs(tfm_tensor *o, tfm_tensor **out, int nout)
 
 tfm_code
 tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
-              int recorded, tfm_fused_native_fn native)
+              int recorded, tfm_fused_native_fn native, int keep_lock)
 {
     const tfm_fused_prog *p = nd->prog;
     /* Outputs the memory plan placed (Note [Memory plan] in exec.c):
@@ -638,7 +638,8 @@ tfm_fused_run(const tfm_node *nd, tfm_tensor *const *in, tfm_tensor **out,
         /* The plan compiled it for these shapes: no input is a
          * broadcast other than scalar or periodic. */
         c.native = native;
-        tfm_code rc = tfm_run_unlocked(run_native, &c, n * (p->nin + 1));
+        tfm_code rc = keep_lock ? run_native(&c)
+                      : tfm_run_unlocked(run_native, &c, n * (p->nin + 1));
         if (rc) {
             drop_outputs(o, out, p->nout);
             return rc;

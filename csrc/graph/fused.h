@@ -108,15 +108,15 @@ int tfm_fused_input_kind(const tfm_shape *out, const tfm_shape *in,
  * intermediates stay in vector registers; each op's formula is the one
  * its CPU kernel uses, with the same libmvec declarations and FMA
  * contraction off, so exact ops give the same bits as unfused), compiles
- * it with the system C compiler ($TFMINI_CC, default cc) into a shared
- * object, and loads it. Compiled programs are cached in this process and
- * on disk ($TFMINI_CACHE_DIR, else $XDG_CACHE_HOME/tfmini or
- * ~/.cache/tfmini, then native/: <key>.so beside its source <key>.c),
- * keyed by a hash of the source, compiler and flags. This is what
- * TorchInductor does for CPUs. Without a compiler, or when compiling
- * fails (see <key>.log), or for an op with no formula here (Elu, Selu,
- * Softplus, Gelu, ...) the node keeps the block evaluator. The "native"
- * optimizer option turns it off. */
+ * it with the system C compiler ($TFMINI_CC, one program without
+ * arguments; default cc) into a shared object, and loads it. Compiled
+ * programs are cached in this process and on disk ($TFMINI_CACHE_DIR,
+ * else $XDG_CACHE_HOME/tfmini or ~/.cache/tfmini, then native/: <key>.so
+ * beside its source <key>.c), keyed by a hash of the source, compiler,
+ * flags and CPU. This is what TorchInductor does for CPUs. Without a
+ * compiler, when compiling fails (see <key>.<pid>.log), or for an op
+ * with no formula here (Elu, Selu, Softplus, Gelu, ...) the node keeps
+ * the block evaluator. The "native" optimizer option turns it off. */
 
 /* Elements [start, start + len) of a node's outputs: in[k] is program
  * input k's data, out[k] node output k's. */
@@ -141,9 +141,11 @@ tfm_fused_native_fn tfm_fused_native(const tfm_graph *g, const tfm_node *nd);
  * replay under a GradientTape), inputs off the CPU or an active
  * tf.device scope run the program op by op through the dispatcher
  * instead, whole tensors at a time. native: the program compiled
- * (tfm_fused_native), or NULL for the block evaluator. */
+ * (tfm_fused_native), or NULL for the block evaluator. keep_lock: run
+ * under the interpreter lock even when big (an output is a variable's
+ * memory: exec.c's Note [Fused writes into variables]). */
 tfm_code tfm_fused_run(const tfm_node *n, tfm_tensor *const *in,
                        tfm_tensor **out, int recorded,
-                       tfm_fused_native_fn native);
+                       tfm_fused_native_fn native, int keep_lock);
 
 #endif

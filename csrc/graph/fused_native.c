@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -232,8 +233,13 @@ source(const tfm_fused_prog *p, int out_dtype, const tfm_native_in *ins,
             put_operand(&b, c->src[1], holder, ins);
             put(&b, ";\n");
         }
-        if (c->op == TFM_OP_LEAKY_RELU)
+        if (c->op == TFM_OP_LEAKY_RELU) {
+            if (!isfinite(c->af)) {      /* %a would print nan or inf */
+                free(b.p);
+                return NULL;
+            }
             put(&b, "                const %s prm = (%s)%a;\n", ti, ti, c->af);
+        }
         put(&b, "                v%d = (%s)(%s);\n            }\n", i, to, f);
         holder[c->dst] = i;
     }
@@ -361,34 +367,75 @@ run_compiler(const char *src, const char *so, const char *log)
     posix_spawn_file_actions_t fa;
     if (posix_spawn_file_actions_init(&fa))
         return -1;
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log,
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    int rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null",
+                                              O_RDONLY, 0) ||
+             posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY |
+                                              O_CREAT | O_TRUNC, 0600) ||
+             posix_spawn_file_actions_adddup2(&fa, 1, 2) ||
+             posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc)
         return -1;
     int status;
-    while (waitpid(pid, &status, 0) < 0)
+    while (waitpid(pid, &status, 0) < 0) {
+        /* SIGCHLD ignored (or another thread reaped it): the child has
+         * exited, status unknown; the caller's dlopen tells. */
+        if (errno == ECHILD)
+            return 0;
         if (errno != EINTR)
             return -1;
+    }
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* What the code was compiled for (-march=native): /proc/cpuinfo's first
+ * model name and flags lines, so that a cache directory shared between
+ * machines (an NFS home) never loads code for another CPU. "" elsewhere. */
+static const char *
+cpu_id(void)
+{
+    static char id[4096];
+    static int done;
+    if (done)
+        return id;
+    done = 1;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return id;
+    char line[4096];
+    size_t len = 0;
+    int model = 0, flags = 0;
+    while ((!model || !flags) && fgets(line, sizeof line, f)) {
+        int *seen = !strncmp(line, "model name", 10) ? &model
+                  : !strncmp(line, "flags", 5) ? &flags : NULL;
+        if (!seen || *seen)
+            continue;
+        *seen = 1;
+        size_t n = strlen(line);
+        if (len + n >= sizeof id)
+            n = sizeof id - 1 - len;
+        memcpy(id + len, line, n);
+        len += n;
+        id[len] = 0;
+    }
+    fclose(f);
+    return id;
 }
 
 /* The function for src: from this process's cache, from the disk cache
  * (<dir>/<key>.so, with its source beside it as <key>.c), or compiled
  * now. NULL when there is no compiler or it fails (its messages are in
- * <dir>/<key>.log). */
+ * <dir>/<key>.<pid>.log). */
 static tfm_fused_native_fn
 get(const char *src)
 {
+    pthread_mutex_lock(&lock);
     uint64_t key = fnv1a(0xcbf29ce484222325ull, compiler());
+    key = fnv1a(key, cpu_id());
     for (size_t i = 0; i < sizeof cc_flags / sizeof cc_flags[0]; i++)
         key = fnv1a(key, cc_flags[i]);
     key = fnv1a(key, src);
-    pthread_mutex_lock(&lock);
     for (entry *e = cache; e; e = e->next)
         if (e->key == key) {
             pthread_mutex_unlock(&lock);
@@ -400,7 +447,8 @@ get(const char *src)
         unsigned long long k = (unsigned long long)key;
         snprintf(so, sizeof so, "%s/%016llx.so", dir, k);
         snprintf(c, sizeof c, "%s/%016llx.c", dir, k);
-        snprintf(log, sizeof log, "%s/%016llx.log", dir, k);
+        snprintf(log, sizeof log, "%s/%016llx.%ld.log", dir, k,
+                 (long)getpid());
         fn = load(so);
         /* Private names until the result is whole: other processes may
          * compile the same program at the same time. */
