@@ -38,7 +38,8 @@ if [ $# -eq 0 ]; then
            tests/test_conversion.py tests/test_memory.py \
            tests/test_op_forward.py tests/test_graph_optimizer.py \
            tests/test_graph_passes.py tests/test_graph_fusion.py \
-           tests/test_graph_memory.py tests/test_function.py \
+           tests/test_graph_memory.py tests/test_graph_native.py \
+           tests/test_graph_updates.py tests/test_function.py \
            tests/test_function_variables.py \
            tests/test_control_flow_grad.py -m "not slow"
 fi

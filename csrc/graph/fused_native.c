@@ -26,6 +26,11 @@ extern char **environ;
 static const char *const cc_flags[] = {
     "-O3", "-march=native", "-std=c11", "-ffp-contract=off",
     "-fno-math-errno", "-fopenmp-simd", "-fPIC", "-shared", "-w",
+#if defined(__SANITIZE_ADDRESS__)
+    /* A sanitized build (tests/sanitize.sh) checks the generated loops
+     * too. */
+    "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+#endif
 };
 
 /* ---- the C source of a program ---- */
