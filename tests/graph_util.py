@@ -25,3 +25,21 @@ def bits_equal(a, b):
     assert np.array_equal(a.reshape(-1).view(np.uint8),
                           b.reshape(-1).view(np.uint8)), \
         np.max(np.abs(a.astype(np.float64) - b))
+
+
+def value_scale(ops, inputs):
+    """The largest finite magnitude among the inputs and every value the
+    program ops ((op, operand indices) over inputs then earlier values)
+    computes, run eagerly: the scale of a rounding difference that a
+    later op (a subtraction, a sine) may carry to the output."""
+    vals = list(inputs)
+    for op, args in ops:
+        vals.append(op(*[vals[i] for i in args]))
+    scale = 1.0
+    with np.errstate(all="ignore"):
+        for v in vals:
+            a = np.abs(np.asarray(v, np.float64))
+            a = a[np.isfinite(a)]
+            if a.size:
+                scale = max(scale, float(a.max()))
+    return scale

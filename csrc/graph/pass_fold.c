@@ -27,6 +27,10 @@
  * that shape is fully known (Rank: always) and the input is a value
  * that cannot fail to exist (a function input, a constant, a variable
  * read), so no run-time error is skipped along with the input.
+ * OnesLike and ZerosLike (what gradients emit: the seed of a loss, the
+ * zeros of a ReLU's backward) likewise fold when their input's shape is
+ * known and the input either cannot fail or stays needed by another
+ * live node, so it still runs.
  *
  * A folded graph output gets an Identity in front (Note [Distinct
  * outputs]): each call still returns a tensor of its own. */
@@ -150,18 +154,46 @@ cannot_fail(tfm_op op)
            op == TFM_OP_READ_VARIABLE;
 }
 
-/* Fold src node k if it can be: 1 if its outputs are now Consts of
- * dst, 0 if not, -1 on error (building dst). */
+/* OnesLike/ZerosLike of an input of known shape (see the top): the
+ * kernel run on a stand-in of that shape. */
 static int
-fold_node(tfm_rw *rw, int k)
+like_value(const tfm_node *n, const tfm_meta *x, int x_stays,
+           tfm_tensor **out)
+{
+    if (!x_stays || !tfm_shape_is_known(&x->shape) || !small(&x->shape))
+        return 0;
+    tfm_tensor *t = tfm_tensor_new(x->dtype, &x->shape, 0);
+    if (!t) {
+        tfm_error_clear();
+        return 0;
+    }
+    int folded = evaluate(n, &t, out);
+    tfm_tensor_decref(t);
+    return folded;
+}
+
+/* Fold src node k if it can be: 1 if its outputs are now Consts of
+ * dst, 0 if not, -1 on error (building dst). live_uses[j]: live nodes
+ * and graph outputs reading src node j. */
+static int
+fold_node(tfm_rw *rw, int k, const int32_t *live_uses)
 {
     const tfm_node *n = tfm_graph_node(rw->src, k);
     tfm_tensor *in[TFM_MAX_INPUTS], *out[TFM_MAX_OUTPUTS];
     if (!may_fold(n))
         return 0;
     int folded;
-    if ((n->op == TFM_OP_SHAPE || n->op == TFM_OP_SIZE ||
-         n->op == TFM_OP_RANK) && n->nin == 1) {
+    if ((n->op == TFM_OP_ONES_LIKE || n->op == TFM_OP_ZEROS_LIKE) &&
+        n->nin == 1) {
+        tfm_ref r = tfm_rw_ref(rw, n->in[0]);
+        if (r.node < 0)
+            return 0;
+        const tfm_node *x = tfm_graph_node(rw->dst, r.node);
+        folded = like_value(n, &x->out[r.out],
+                            cannot_fail(x->op) || x->op == TFM_OP_CONST ||
+                            live_uses[n->in[0].node] > 1, out);
+    } else if ((n->op == TFM_OP_SHAPE || n->op == TFM_OP_SIZE ||
+                n->op == TFM_OP_RANK) && n->nin == 1) {
         tfm_ref r = tfm_rw_ref(rw, n->in[0]);
         if (r.node < 0)
             return 0;
@@ -199,16 +231,55 @@ fold_node(tfm_rw *rw, int k)
     return rc;
 }
 
+/* live_uses[j] for every node j of g (see fold_node); NULL on OOM. */
+static int32_t *
+count_live_uses(const tfm_graph *g)
+{
+    int32_t n = tfm_graph_node_count(g);
+    int nout = tfm_graph_output_count(g);
+    int32_t *uses = calloc((size_t)n + 1, sizeof(int32_t));
+    uint8_t *live = calloc((size_t)n + 1, 1);
+    tfm_ref *outs = malloc(sizeof(tfm_ref) * ((size_t)nout + 1));
+    if (!uses || !live || !outs) {
+        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM folding a graph");
+        goto fail;
+    }
+    for (int i = 0; i < nout; i++) {
+        outs[i] = tfm_graph_output(g, i);
+        uses[outs[i].node]++;
+    }
+    if (tfm_graph_mark_live(g, outs, nout, 1, live))
+        goto fail;
+    for (int32_t k = 0; k < n; k++) {
+        const tfm_node *nd = tfm_graph_node(g, k);
+        for (int i = 0; live[k] && i < nd->nin; i++)
+            uses[nd->in[i].node]++;
+    }
+    free(live);
+    free(outs);
+    return uses;
+fail:
+    free(uses);
+    free(live);
+    free(outs);
+    return NULL;
+}
+
 tfm_graph *
 tfm_pass_fold(tfm_graph *g)
 {
     int32_t n = tfm_graph_node_count(g);
     tfm_rw rw;
     int changed = 0;
-    if (tfm_rw_begin(&rw, g))
+    int32_t *live_uses = count_live_uses(g);
+    if (!live_uses)
         return NULL;
+    if (tfm_rw_begin(&rw, g)) {
+        free(live_uses);
+        return NULL;
+    }
     for (int32_t k = 0; k < n; k++) {
-        int r = fold_node(&rw, k);
+        int r = fold_node(&rw, k, live_uses);
         if (r < 0)
             goto fail;
         if (r > 0) {
@@ -218,8 +289,10 @@ tfm_pass_fold(tfm_graph *g)
         if (tfm_rw_copy(&rw, k) < 0)
             goto fail;
     }
+    free(live_uses);
     return tfm_rw_end(&rw, g, changed);
 fail:
+    free(live_uses);
     tfm_rw_abort(&rw);
     return NULL;
 }
