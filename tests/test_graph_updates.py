@@ -50,8 +50,8 @@ def test_sgd_update_is_one_fused_assign(shape, add):
     assert "AssignSubVariableOp" not in types
     assert "AssignAddVariableOp" not in types
     assert types.count("_FusedElementwise") == 1
-    assert fn.get_concrete_function(g)._native_steps == (
-        1 if shape == BIG else 0)
+    cf = fn.get_concrete_function(g)
+    assert cf._native_steps == cf._variable_writes == (shape == BIG)
 
 
 def test_value_read_twice_is_not_expanded():
@@ -90,8 +90,13 @@ def test_hand_written_adam_matches_eager_bitwise():
         fn(g)
     for a, b in [(p_e, p_t), (m, m2), (s, s2)]:
         bits_equal(a, b)
-    # The three weight updates are compiled; the scalar part is not.
-    assert fn.get_concrete_function(g)._native_steps == 3
+    # One compiled node updates p, m and s (Note [Fusable updates]) and
+    # writes all three in place; the scalar part is not compiled.
+    cf = fn.get_concrete_function(g)
+    fused = [op for op in cf.optimized_graph.get_operations()
+             if op.type == "_FusedElementwise" and len(op.outputs) == 3]
+    assert len(fused) == 1
+    assert cf._native_steps == 1 and cf._variable_writes == 3
 
 
 def test_a_tensor_held_outside_keeps_the_old_value():
@@ -227,3 +232,59 @@ def test_another_thread_never_sees_half_an_update():
     th.join()
     assert not bad
     assert float(v.numpy().min()) == float(v.numpy().max()) == 101.0
+
+
+def test_two_assigns_of_one_variable_in_one_fused_node():
+    v = tf.Variable(rand(BIG))
+    start = v.numpy()
+
+    @tf.function
+    def f():
+        v.assign(v * 2.0 + 1.0)
+        v.assign(v * 3.0)              # reads the first assign's value
+
+    f()
+    a = start * np.float32(2.0) + np.float32(1.0)
+    bits_equal(v, a * np.float32(3.0))
+
+
+def test_read_after_assign_returned_and_printed(capsys):
+    v = tf.Variable(np.full(BIG, 2.0, np.float32))
+    seen = []
+
+    class Spy:
+        def write(self, s):
+            seen.append(float(v.numpy()[0, 0]))
+
+    @tf.function
+    def f():
+        v.assign(v * 2.0 + 1.0)
+        tf.print("after", output_stream=Spy())
+        return v.read_value()
+
+    out = f()
+    assert seen == [5.0]
+    bits_equal(out, np.full(BIG, 5.0, np.float32))
+    v.assign(tf.zeros(BIG))
+    bits_equal(out, np.full(BIG, 5.0, np.float32))   # a tensor of its own
+
+
+def test_failing_op_after_assign_sees_the_assign_done():
+    v = tf.Variable(np.ones(BIG, np.float32))
+    x = tf.constant([1.0, 2.0])
+
+    @tf.function
+    def f(i):
+        v.assign(v * 2.0 + 1.0)
+        return tf.gather(x, i)
+
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        f(tf.constant(5))
+    bits_equal(v, np.full(BIG, 3.0, np.float32))       # as eagerly
+
+
+def test_sgd_and_adam_updates_write_in_place():
+    g = tf.constant(rand(BIG, 1))
+    p = tf.Variable(rand(BIG))
+    f = tf.function(lambda g: p.assign_sub(0.01 * g))
+    assert f.get_concrete_function(g)._variable_writes == 1

@@ -271,8 +271,9 @@ tfm_plan_free(tfm_plan *p)
  * An optimizer update traced as v.assign(f(v, g)) fuses f into one node
  * whose output the assign then copies into the variable. When the plan
  * shows output k of a compiled fused node read only by an
- * AssignVariableOp of variable V that is the very next step, the node
- * may write output k straight into V's buffer, and the assign finds its
+ * AssignVariableOp of variable V with only assigns of the node's other
+ * outputs between them, the node may write output k straight into V's
+ * buffer, and the assign finds its
  * value already in place (tfm_variable_assign_now copies nothing when
  * the value is the variable's own tensor). Whether it may is decided per
  * run (claim_variables): V's buffer must be held by V and otherwise only
@@ -310,14 +311,26 @@ plan_into(tfm_plan *p)
             int32_t sl = st->out + k;
             if (readers[sl] != 1)
                 continue;
-            /* The assign must be the next step: anything between
-             * (an Assert that fails, a print whose stream is Python
-             * code, a read) would see the new value early. */
-            const step *as = &p->steps[reader[sl]];
-            if (reader[sl] != s + 1 || as->kind != STEP_ASSIGN ||
+            /* Only assigns of this node's outputs may come between
+             * (Note [Fusable updates] puts an update's assigns in a
+             * row): anything else (an Assert that fails, a print whose
+             * stream is Python code, a read) would see the new value
+             * early. */
+            int32_t a = reader[sl];
+            const step *as = &p->steps[a];
+            if (as->kind != STEP_ASSIGN ||
                 as->node->op != TFM_OP_ASSIGN_VARIABLE)
                 continue;
             tfm_variable *var = as->node->var;
+            int ok = 1;
+            for (int32_t j = s + 1; j < a && ok; j++)
+                ok = p->steps[j].kind == STEP_ASSIGN &&
+                     p->steps[j].node->op == TFM_OP_ASSIGN_VARIABLE &&
+                     p->steps[j].node->var != var &&
+                     p->steps[j].in[0] >= st->out &&
+                     p->steps[j].in[0] < st->out + st->node->nout;
+            if (!ok)
+                continue;
             if (!st->into &&
                 !(st->into = calloc((size_t)st->node->nout,
                                     sizeof(tfm_variable *)))) {
@@ -356,6 +369,13 @@ claim_variables(const step *st, tfm_tensor **vals)
         if (!var)
             continue;
         tfm_tensor *vt = var->value;
+        /* Two outputs assigned to one variable: the later assign wins,
+         * so neither may write it in place. */
+        int twice = 0;
+        for (int j = 0; j < n->nout; j++)
+            twice |= j != k && st->into[j] == var;
+        if (twice)
+            continue;
         if (vt->refcount != 1 || vt->device != 0 ||
             vt->dtype != n->out[k].dtype ||
             !tfm_shape_equal(&vt->shape, &n->out[k].shape))
@@ -604,14 +624,18 @@ tfm_plan_step_count(const tfm_plan *p)
 }
 
 int
-tfm_plan_native_count(const tfm_plan *p)
+tfm_plan_native_count(const tfm_plan *p, int into)
 {
     int n = 0;
     for (int32_t s = 0; s < p->nsteps; s++) {
-        n += p->steps[s].native != NULL;
+        const step *st = &p->steps[s];
+        if (!into)
+            n += st->native != NULL;
+        for (int k = 0; into && st->into && k < st->node->nout; k++)
+            n += st->into[k] != NULL;
         for (int b = 0; b < 2; b++)
-            if (p->steps[s].sub[b])
-                n += tfm_plan_native_count(p->steps[s].sub[b]);
+            if (st->sub[b])
+                n += tfm_plan_native_count(st->sub[b], into);
     }
     return n;
 }

@@ -26,8 +26,10 @@ void tfm_plan_free(tfm_plan *p);
 /* Nodes the plan runs (for tests of pruning). */
 int tfm_plan_step_count(const tfm_plan *p);
 /* Fused nodes it runs as machine code (Note [Native fused programs] in
- * fused.h), in this plan and the plans of its If/While bodies. */
-int tfm_plan_native_count(const tfm_plan *p);
+ * fused.h), in this plan and the plans of its If/While bodies; with
+ * `into`, their outputs it may write straight into variables (Note
+ * [Fused writes into variables] in exec.c). */
+int tfm_plan_native_count(const tfm_plan *p, int into);
 
 /* The memory plan (Note [Memory plan] in exec.c), for tests and
  * inspection: the arena's size, the slots that live in it, the steps

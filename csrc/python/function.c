@@ -1043,13 +1043,14 @@ concrete_get_steps(PyTfmConcrete *self, void *c)
     return PyLong_FromLong(tfm_plan_step_count(self->cf->plan));
 }
 
+/* c: NULL for the compiled fused nodes, non-NULL for their outputs
+ * planned into variables (exec.h's tfm_plan_native_count). */
 static PyObject *
 concrete_get_native(PyTfmConcrete *self, void *c)
 {
-    (void)c;
     if (!self->cf)
         Py_RETURN_NONE;
-    return PyLong_FromLong(tfm_plan_native_count(self->cf->plan));
+    return PyLong_FromLong(tfm_plan_native_count(self->cf->plan, c != NULL));
 }
 
 /* The plan's memory plan, as a dict (inspection and tests). */
@@ -1096,6 +1097,8 @@ static PyGetSetDef concrete_getset[] = {
      "ops the compiled plan runs per call", NULL},
     {"_native_steps", (getter)concrete_get_native, NULL,
      "fused nodes the plan runs as compiled machine code", NULL},
+    {"_variable_writes", (getter)concrete_get_native, NULL,
+     "outputs of those it may write straight into variables", "into"},
     {"_memory_plan", (getter)concrete_get_memory, NULL,
      "the plan's arena: bytes, slots in it, in-place steps, held", NULL},
     {"_optimized_graph", (getter)concrete_get_optimized, NULL,
