@@ -311,8 +311,7 @@ RULE(erfc)
  * so the tape need not keep the input. */
 RULE(relu)
 {
-    return unary_done(s, gin, keep_where(s, cmp(s, TFM_OP_GREATER, y, 0.0),
-                                         g));
+    return unary_done(s, gin, tfm_gs_op2(s, TFM_OP_RELU_GRAD, g, y, NULL));
 }
 
 /* ReluGrad(x, y) is linear in x and flat in y (TF's _ReluGradGrad). An
