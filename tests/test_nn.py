@@ -9,6 +9,9 @@ import tfmini as tf
 from tfmini import _C
 from tfmini._opids import ID
 
+from tfmini.ops.activation_ops import _relu_grad
+
+from graph_util import bits_equal, passes
 from specs.spec_nn import np_log_softmax, np_softmax
 
 
@@ -216,6 +219,116 @@ def test_dropout_rate_zero_is_identity_and_bad_rates_raise():
             tf.nn.dropout(x, bad)
     with pytest.raises(ValueError, match="floating point"):
         tf.nn.dropout(tf.constant([1, 2]), 0.5)
+
+
+# ---- relu's gradient: one ReluGrad op -------------------------------------
+
+def _relu_backward(x, u):
+    with tf.GradientTape() as t:
+        t.watch(x)
+        y = tf.nn.relu(x)
+    return t.gradient(y, x, output_gradients=u)
+
+
+def _old_relu_backward(x, u):
+    """The formula ReluGrad replaced: where(relu(x) > 0, u, 0)."""
+    return tf.where(tf.greater(tf.nn.relu(x), 0), u, tf.zeros_like(u))
+
+
+def test_relu_gradient_is_one_relu_grad_op():
+    x = tf.constant(np.linspace(-2, 2, 64, dtype="float32"))
+    u = tf.constant(np.linspace(1, 3, 64, dtype="float32"))
+    old = {"SelectV2", "Greater", "ZerosLike"}
+    cf = tf.function(_relu_backward).get_concrete_function(x, u)
+    types = [op.type for op in cf.graph.get_operations()]
+    assert types.count("ReluGrad") == 1 and not old & set(types), types
+    with passes(fusion=False, remapping=False):
+        cf = tf.function(_relu_backward).get_concrete_function(x, u)
+        types = [op.type for op in cf.optimized_graph.get_operations()]
+    assert types.count("ReluGrad") == 1 and not old & set(types), types
+    # Elementwise on floats: fused with the Relu it reads.
+    cf = tf.function(_relu_backward).get_concrete_function(x, u)
+    types = [op.type for op in cf.optimized_graph.get_operations()]
+    assert types.count("_FusedElementwise") == 1, types
+    assert not ({"ReluGrad", "Relu"} | old) & set(types), types
+
+
+def _relu_special_pairs(dtype, repeat=1):
+    """Every (input, upstream gradient) pair over 0, -0, NaN, +-inf and
+    finite values, tiled `repeat` times."""
+    xs = [-1.0, -0.0, 0.0, 2.0, 1e-30, -1e-30, np.nan, np.inf, -np.inf]
+    us = [0.0, -0.0, 1.5, -2.5, np.nan, np.inf, -np.inf]
+    x = np.tile(np.repeat(np.array(xs, dtype), len(us)), repeat)
+    u = np.tile(np.tile(np.array(us, dtype), len(xs)), repeat)
+    return tf.constant(x), tf.constant(u)
+
+
+# The pairs once, and 1200 times (75,600 elements): parallel kernel loops
+# and fused nodes past the native-compile threshold.
+@pytest.mark.parametrize("repeat", [1, 1200])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_relu_gradient_bitwise_equals_old_formula(dtype, repeat):
+    x, u = _relu_special_pairs(dtype, repeat)
+    want = _old_relu_backward(x, u).numpy()
+    bits_equal(_relu_backward(x, u).numpy(), want)
+    bits_equal(tf.function(_relu_backward)(x, u).numpy(), want)
+    with passes(fusion=False, remapping=False):
+        bits_equal(tf.function(_relu_backward)(x, u).numpy(), want)
+
+
+def _relu_cubed_grads(x):
+    """d/dx and d2/dx2 of sum(relu(x)^3) by nested tapes."""
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = tf.nn.relu(x)
+            loss = tf.reduce_sum(y * y * y)
+        g = inner.gradient(loss, x)
+    return g, outer.gradient(g, x)
+
+
+def test_relu_second_order_gradients():
+    xv = np.array([-1.5, -0.5, -0.0, 0.0, 0.5, 2.0])
+    r = np.maximum(xv, 0)
+    eager = _relu_cubed_grads(tf.constant(xv))
+    traced = tf.function(_relu_cubed_grads)(tf.constant(xv))
+    for g, h in (eager, traced):
+        np.testing.assert_allclose(g.numpy(), 3 * r * r, rtol=1e-12)
+        np.testing.assert_allclose(h.numpy(), 6 * r, rtol=1e-12)
+    for a, b in zip(eager, traced):
+        bits_equal(a.numpy(), b.numpy())
+    # ReluGrad's own gradient: linear in the upstream gradient, flat in
+    # the features.
+    u, f = tf.constant([1.0, 2.0, 3.0]), tf.constant([1.0, -1.0, 0.0])
+    with tf.GradientTape() as t:
+        t.watch([u, f])
+        z = tf.reduce_sum(_relu_grad(u, f) * tf.constant([5.0, 6.0, 7.0]))
+    du, df = t.gradient(z, [u, f])
+    np.testing.assert_array_equal(du.numpy(), [5.0, 0.0, 0.0])
+    np.testing.assert_array_equal(df.numpy(), [0.0, 0.0, 0.0])
+
+
+def test_relu_grad_errors():
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"ReluGrad.*same shape.*\[2,3\] and \[3\]"):
+        _relu_grad(tf.zeros([2, 3]), tf.zeros([3]))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="ReluGrad.*float32 and float64"):
+        _relu_grad(tf.zeros([3]), tf.zeros([3], tf.float64))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="ReluGrad expects numeric"):
+        _relu_grad(tf.zeros([3], tf.bool), tf.zeros([3], tf.bool))
+
+
+def test_relu_grad_traces_with_unknown_dims():
+    spec = tf.TensorSpec([None, 3], tf.float32)
+    f = tf.function(_relu_grad, input_signature=[spec, spec])
+    g = np.array([[1.0, 2.0, 3.0]] * 2, "float32")
+    x = np.array([[1.0, -1.0, 0.0], [np.nan, 2.0, -0.0]], "float32")
+    np.testing.assert_array_equal(f(g, x).numpy(), [[1, 0, 0], [0, 2, 0]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="ReluGrad"):
+        f(g, x[:1])
 
 
 # ---- composites over other families' ops ----------------------------------

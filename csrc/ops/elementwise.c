@@ -47,6 +47,41 @@ tfm_infer_binary(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
     return elementwise(op, in, nin, in[0].dtype, out, nout);
 }
 
+tfm_code
+tfm_infer_same_shape(tfm_op op, const tfm_meta *in, int nin,
+                     const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)a;
+    tfm_code rc = same_dtype(op, in, nin);
+    if (rc)
+        return rc;
+    if (in[0].dtype == TFM_BOOL)
+        return bad_dtype(op, in[0].dtype, "numeric");
+    const tfm_shape *s0 = &in[0].shape, *s1 = &in[1].shape;
+    int ok = s0->ndim == s1->ndim;
+    tfm_shape r = *s0;
+    /* An unknown dim (tracing) matches any; the known one wins. */
+    for (int d = 0; ok && d < s0->ndim; d++) {
+        if (s0->dims[d] < 0)
+            r.dims[d] = s1->dims[d];
+        else if (s1->dims[d] >= 0 && s1->dims[d] != s0->dims[d])
+            ok = 0;
+    }
+    if (!ok) {
+        char b0[128], b1[128];
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT,
+                         "%s: inputs must have the same shape, got %s "
+                         "and %s (%s)", tfm_ops[op].name,
+                         tfm_shape_str(s0, b0, sizeof b0),
+                         tfm_shape_str(s1, b1, sizeof b1),
+                         tfm_dtype_name(in[0].dtype));
+    }
+    *nout = 1;
+    out[0].dtype = in[0].dtype;
+    out[0].shape = r;
+    return TFM_OK;
+}
+
 static tfm_code
 not_float(tfm_op op, tfm_dtype d)
 {

@@ -7,6 +7,10 @@
 /* Numeric binary: equal dtypes (not bool), broadcast shapes. */
 tfm_code tfm_infer_binary(tfm_op op, const tfm_meta *in, int nin,
                           const tfm_attrs *a, tfm_meta *out, int *nout);
+/* Numeric binary over equal shapes, no broadcasting (ReluGrad, as TF's
+ * activation gradients): equal dtypes (not bool). */
+tfm_code tfm_infer_same_shape(tfm_op op, const tfm_meta *in, int nin,
+                              const tfm_attrs *a, tfm_meta *out, int *nout);
 /* Float binary (RealDiv, DivNoNan, Atan2): equal float dtypes. */
 tfm_code tfm_infer_binary_float(tfm_op op, const tfm_meta *in, int nin,
                                 const tfm_attrs *a, tfm_meta *out,

@@ -311,8 +311,20 @@ RULE(erfc)
  * so the tape need not keep the input. */
 RULE(relu)
 {
-    return unary_done(s, gin, keep_where(s, cmp(s, TFM_OP_GREATER, y, 0.0),
-                                         g));
+    return unary_done(s, gin, tfm_gs_op2(s, TFM_OP_RELU_GRAD, g, y, NULL));
+}
+
+/* ReluGrad(x, y) is linear in x and flat in y (TF's _ReluGradGrad). An
+ * input whose gradient the tape will not use is skipped. */
+RULE(relu_grad)
+{
+    const tfm_grad_ctx *c = s->c;
+    int wx = tfm_grad_wants(c, 0), wy = tfm_grad_wants(c, 1);
+    gin[0] = wx ? tfm_gs_out(s, tfm_gs_op2(s, TFM_OP_RELU_GRAD, g, y, NULL))
+                : NULL;
+    gin[1] = wy ? tfm_gs_out(s, tfm_gs_zeros_of(s, y)) : NULL;
+    tfm_gs_end(s);
+    return tfm_grad_finish(gin, 2, (unsigned)(wx | wy << 1));
 }
 
 RULE(relu6)

@@ -63,6 +63,7 @@ TFM_GRAD(tfm_grad_rule_sigmoid);
 TFM_GRAD(tfm_grad_rule_erf);
 TFM_GRAD(tfm_grad_rule_erfc);
 TFM_GRAD(tfm_grad_rule_relu);
+TFM_GRAD(tfm_grad_rule_relu_grad);
 TFM_GRAD(tfm_grad_rule_relu6);
 TFM_GRAD(tfm_grad_rule_elu);
 TFM_GRAD(tfm_grad_rule_selu);

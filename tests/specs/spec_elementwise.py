@@ -4,6 +4,7 @@ import math
 import numpy as np
 
 import tfmini as tf
+from tfmini.ops import activation_ops as _act
 from tfmini.ops import math_ops as _m   # tf.bitwise.* are gathered from it
 
 from .opspec import FLOATS, OpSpec, away_from_zero, positive, uniform
@@ -138,6 +139,28 @@ def _selu_ref(x):
                     SELU_SCALE * SELU_ALPHA * np.expm1(x)).astype(x.dtype)
 
 
+def _relu_grad_ref(g, f):
+    with np.errstate(invalid="ignore"):     # NaN features: 0, as TF
+        return np.where(f > 0, g, 0).astype(g.dtype)
+
+
+def zeros_and_specials():
+    """Finite numbers mixed with 0, -0, NaN and +-inf (ReluGrad's
+    features)."""
+    def make(rng, shape, dtype):
+        x = rng.uniform(-2, 2, size=shape)
+        pick = rng.integers(0, 6, size=shape)
+        for k, v in enumerate([0.0, -0.0, np.nan, np.inf, -np.inf], 1):
+            x = np.where(pick == k, v, x)
+        return x.astype(dtype)
+    return make
+
+
+# ReluGrad takes equal shapes only (as TF).
+SAME_SHAPES = [((2, 3), (2, 3)), ((), ()), ((0, 4), (0, 4)),
+               ((3, 1, 2), (3, 1, 2))]
+
+
 def _binary(name, fn, ref, op, dtypes=ALL, shapes=BROADCAST_SHORT, **kw):
     return OpSpec(name, fn, ref, shapes, dtypes, ops=[op], **kw)
 
@@ -270,6 +293,15 @@ SPECS = [
     _unary("relu6", tf.nn.relu6,
            lambda x: np.clip(x, 0, 6).astype(x.dtype), "Relu6", ALL,
            uniform(-8.0, 8.0)),
+    # Relu's gradient (no public API). The features stay away from the
+    # kink so that finite differences see its gradient, 0.
+    OpSpec("relu_grad", _act._relu_grad, _relu_grad_ref, SAME_SHAPES, ALL,
+           inputs=[uniform(), away_from_zero()], grad=(0, 1),
+           ops=["ReluGrad"], second_order=True),
+    OpSpec("relu_grad_specials", _act._relu_grad, _relu_grad_ref,
+           SAME_SHAPES, FLOATS,
+           inputs=[zeros_and_specials(), zeros_and_specials()],
+           ops=["ReluGrad"]),
     _unary("elu", tf.nn.elu,
            lambda x: np.where(x > 0, x, np.expm1(x)).astype(x.dtype), "Elu",
            inputs=away_from_zero(0.1, 3.0)),

@@ -14,6 +14,7 @@ _NAMESPACES = {
 _RELU, _RELU6, _ELU, _SELU = ID["Relu"], ID["Relu6"], ID["Elu"], ID["Selu"]
 _SOFTPLUS, _SOFTSIGN = ID["Softplus"], ID["Softsign"]
 _LEAKY, _GELU = ID["LeakyRelu"], ID["Gelu"]
+_RELU_GRAD = ID["ReluGrad"]
 
 
 def relu(features, name=None):
@@ -24,6 +25,12 @@ def relu(features, name=None):
 def relu6(features, name=None):
     """min(max(features, 0), 6) elementwise."""
     return _C.unary(_RELU6, features)
+
+
+def _relu_grad(gradients, features):
+    """ReluGrad (TF's raw op, no public API): gradients where features > 0,
+    else 0; equal shapes and dtypes. Relu's gradient rule emits it."""
+    return _C.binary(_RELU_GRAD, gradients, features)
 
 
 def elu(features, name=None):

@@ -1,6 +1,6 @@
-/* Binary arithmetic kernels: one loop per (op, dtype) from loops.h,
- * element functions from ew_scalar.h. Comparisons, logical and bitwise
- * ops are in ew_compare.c. */
+/* Binary arithmetic kernels (and ReluGrad): one loop per (op, dtype)
+ * from loops.h, element functions from ew_scalar.h. Comparisons,
+ * logical and bitwise ops are in ew_compare.c. */
 #include "elementwise.h"
 
 #include "ew_scalar.h"
@@ -40,6 +40,8 @@ NUMERIC_LOOPS(mul, tfm_wmul(x, y))
 NUMERIC_LOOPS(max, tfm_max(x, y))
 NUMERIC_LOOPS(min, tfm_min(x, y))
 NUMERIC_LOOPS(sqdiff, tfm_sqdiff(x, y))
+/* ReluGrad(x = gradients, y = features): NaN features give 0. */
+NUMERIC_LOOPS(relugrad, y > 0 ? x : 0)
 FLOAT_LOOPS(div, x / y, x / y)
 FLOAT_LOOPS(divnonan, y == 0 ? 0.0f : x / y, y == 0 ? 0.0 : x / y)
 FLOAT_LOOPS(atan2, atan2f(x, y), atan2(x, y))
@@ -86,6 +88,8 @@ lookup(tfm_op op, tfm_dtype d)
     static const binary_fn max[TFM_DTYPE_COUNT] = NUMERIC_TABLE(max);
     static const binary_fn min[TFM_DTYPE_COUNT] = NUMERIC_TABLE(min);
     static const binary_fn sqdiff[TFM_DTYPE_COUNT] = NUMERIC_TABLE(sqdiff);
+    static const binary_fn relugrad[TFM_DTYPE_COUNT] =
+        NUMERIC_TABLE(relugrad);
     static const binary_fn div[TFM_DTYPE_COUNT] = FLOAT_TABLE(div);
     static const binary_fn divnonan[TFM_DTYPE_COUNT] = FLOAT_TABLE(divnonan);
     static const binary_fn atan2[TFM_DTYPE_COUNT] = FLOAT_TABLE(atan2);
@@ -101,6 +105,7 @@ lookup(tfm_op op, tfm_dtype d)
     case TFM_OP_MAXIMUM: return max[d];
     case TFM_OP_MINIMUM: return min[d];
     case TFM_OP_SQUARED_DIFFERENCE: return sqdiff[d];
+    case TFM_OP_RELU_GRAD: return relugrad[d];
     case TFM_OP_DIV: return div[d];
     case TFM_OP_DIV_NO_NAN: return divnonan[d];
     case TFM_OP_ATAN2: return atan2[d];
