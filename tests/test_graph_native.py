@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tfmini as tf
+from tfmini.ops.activation_ops import _relu_grad
 from graph_util import bits_equal, passes, value_scale
 
 BIG = (64, 1031)        # 65,984 elements: just over the native threshold
@@ -187,15 +188,22 @@ def test_disk_cache_is_reused_by_a_new_process(cache, tmp_path):
     assert files(cache) == [".c", ".so"]
 
 
+def relu_grad(a, b):
+    """ReluGrad, which takes equal shapes, on broadcast operands."""
+    z = tf.zeros_like(a + b)
+    return _relu_grad(a + z, b + z)
+
+
 UNARY = [tf.negative, tf.abs, tf.square, tf.nn.relu, tf.nn.relu6,
          tf.sign, tf.floor, tf.math.softsign, tf.sqrt, tf.exp, tf.sigmoid,
          tf.tanh, tf.math.log1p]
 BINARY = [tf.add, tf.subtract, tf.multiply, tf.maximum, tf.minimum,
-          tf.math.squared_difference, tf.divide, tf.math.divide_no_nan]
+          tf.math.squared_difference, tf.divide, tf.math.divide_no_nan,
+          relu_grad]
 EXACT = {tf.negative, tf.abs, tf.square, tf.nn.relu, tf.nn.relu6, tf.sign,
          tf.floor, tf.add, tf.subtract, tf.multiply, tf.maximum, tf.minimum,
          tf.math.squared_difference, tf.divide, tf.math.divide_no_nan,
-         tf.math.softsign, tf.sqrt}
+         tf.math.softsign, tf.sqrt, relu_grad}
 
 
 @st.composite

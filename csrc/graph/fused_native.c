@@ -128,6 +128,7 @@ formula(int op, int f64)
     case TFM_OP_RINT: F_("rintf(x)", "rint(x)");
     case TFM_OP_RELU: return "x < 0 ? 0 : x";
     case TFM_OP_RELU6: return "x < 0 ? 0 : x > 6 ? 6 : x";
+    case TFM_OP_RELU_GRAD: return "y > 0 ? x : 0";   /* gradients, features */
     case TFM_OP_SOFTSIGN: F_("x / (1.0f + fabsf(x))", "x / (1.0 + fabs(x))");
     case TFM_OP_LEAKY_RELU: return "x > 0 ? x : prm * x";
     case TFM_OP_CAST: return "x";
