@@ -520,3 +520,22 @@ def test_every_pass_off_gives_the_same_values():
     for name in _C.graph_passes():
         _C.set_graph_passes({n: n != name for n in _C.graph_passes()})
         same_bits(tf.function(f, autograph=False)(x), expected)
+
+
+def test_ones_and_zeros_like_fold_only_if_their_input_still_runs():
+    def f(i):
+        x = tf.gather(tf.constant([1., 2., 3.]), i)   # fails at run time
+        return tf.ones_like(x), tf.zeros_like(tf.identity(x))
+
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        f(tf.constant([10]))
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.function(f)(tf.constant([10]))
+
+    def g(i):
+        x = tf.gather(tf.constant([1., 2., 3.]), i)
+        return tf.ones_like(x), x * 2.0                # x still runs
+
+    cf = tf.function(g).get_concrete_function(tf.constant([1]))
+    assert "OnesLike" not in [op.type for op in
+                              cf.optimized_graph.get_operations()]

@@ -288,3 +288,21 @@ def test_sgd_and_adam_updates_write_in_place():
     p = tf.Variable(rand(BIG))
     f = tf.function(lambda g: p.assign_sub(0.01 * g))
     assert f.get_concrete_function(g)._variable_writes == 1
+
+
+def test_print_stream_writing_the_variable_is_not_skipped():
+    v = tf.Variable(np.full(BIG, 1.0, np.float32))
+
+    class Reset:
+        def write(self, s):
+            v.assign(tf.zeros(BIG))
+
+    def f():
+        v.assign(v * 2.0 + 1.0)
+        tf.print("tick", output_stream=Reset())
+        return v * 3.0 + 1.0
+
+    eager = f().numpy()
+    v.assign(np.full(BIG, 1.0, np.float32))
+    bits_equal(tf.function(f)(), eager)
+    bits_equal(eager, np.ones(BIG, np.float32))

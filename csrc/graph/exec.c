@@ -321,6 +321,8 @@ plan_into(tfm_plan *p)
             if (as->kind != STEP_ASSIGN ||
                 as->node->op != TFM_OP_ASSIGN_VARIABLE)
                 continue;
+            /* (Two outputs assigned to one variable: the later assign
+             * has the earlier between, so only the earlier is taken.) */
             tfm_variable *var = as->node->var;
             int ok = 1;
             for (int32_t j = s + 1; j < a && ok; j++)
@@ -369,13 +371,6 @@ claim_variables(const step *st, tfm_tensor **vals)
         if (!var)
             continue;
         tfm_tensor *vt = var->value;
-        /* Two outputs assigned to one variable: the later assign wins,
-         * so neither may write it in place. */
-        int twice = 0;
-        for (int j = 0; j < n->nout; j++)
-            twice |= j != k && st->into[j] == var;
-        if (twice)
-            continue;
         if (vt->refcount != 1 || vt->device != 0 ||
             vt->dtype != n->out[k].dtype ||
             !tfm_shape_equal(&vt->shape, &n->out[k].shape))

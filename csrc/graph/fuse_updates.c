@@ -12,8 +12,9 @@
  *            when x comes from a fusable op read by nothing else and v is
  *            a float variable of x's static shape. The new read is
  *            ordered only after the last node that may write v (an
- *            assign of v, an If or While), not after every earlier
- *            effect as the assign was. AssignSub computes v - x with the
+ *            assign of v, an If or While, a print, whose stream may be
+ *            Python code), not after every earlier effect as the assign
+ *            was. AssignSub computes v - x with the
  *            Sub kernel: the same numbers.
  *   sink:    a plain assign of a fusable value ("deferred") is emitted
  *            later: just before the first node that must follow it (one
@@ -23,7 +24,9 @@
  *            an expanded update (which usually ends a weight's update),
  *            else at the end. Deferred assigns keep their order.
  *   forward: a read of v whose only control edge is a deferred assign of
- *            v, read only by fusable ops, is that assign's value. (Read
+ *            v (pending or already emitted), with no print or If/While
+ *            between them, read only by fusable ops, is that assign's
+ *            value. (Read
  *            by anything else, say returned, it stays a read: the value
  *            then keeps one reader, the assign, and can be written in
  *            place.)
@@ -33,9 +36,9 @@
  * subtraction through delta into m_new and s_new, which become extra
  * outputs read by the assigns after it, and the executor writes all
  * three into their variables in place (Note [Fused writes into
- * variables] in exec.c). Only elementwise float ops, constants and reads
- * of known shape are moved past, none of which can fail or observe a
- * variable other than through a read. */
+ * variables] in exec.c). Only elementwise float ops, constants,
+ * placeholders and reads of known shape are moved past, none of which
+ * can fail or observe a variable other than through a read. */
 #include "passes.h"
 
 #include <stdlib.h>
@@ -142,14 +145,16 @@ flush(upd *u)
     return TFM_OK;
 }
 
-/* The last src node before k that may write var: an assign of it, or a
- * node with sub-graphs. -1 when none. */
+/* The last src node before k that may write var: an assign of it, a
+ * node with sub-graphs, a print (its stream may be Python code). -1
+ * when none. */
 static int
 last_writer(const tfm_graph *g, int k, const tfm_variable *var)
 {
     for (int j = k - 1; j >= 0; j--) {
         const tfm_node *n = tfm_graph_node(g, j);
-        if (n->sub[0] || (n->var == var && n->op != TFM_OP_READ_VARIABLE))
+        if (n->sub[0] || n->op == TFM_OP_PRINT ||
+            (n->var == var && n->op != TFM_OP_READ_VARIABLE))
             return j;
     }
     return -1;
@@ -195,6 +200,21 @@ expand(upd *u, int k)
     return flush(u);
 }
 
+/* No print (whose stream may be Python code assigning the variable a
+ * forwarded read would skip) and no If/While between src nodes a and b.
+ * (An assign of the same variable between would be the read's control
+ * edge instead.) */
+static int
+no_effect_between(const tfm_graph *g, int a, int b)
+{
+    for (int j = a + 1; j < b; j++) {
+        const tfm_node *n = tfm_graph_node(g, j);
+        if (n->op == TFM_OP_PRINT || n->sub[0])
+            return 0;
+    }
+    return 1;
+}
+
 /* One src node. */
 static tfm_code
 step(upd *u, int k)
@@ -203,7 +223,8 @@ step(upd *u, int k)
     if (n->op == TFM_OP_READ_VARIABLE && n->nctrl == 1 &&
         u->to_fusion[k] && u->deferred[n->ctrl[0]] &&
         tfm_graph_node(u->g, n->ctrl[0])->var == n->var &&
-        tfm_shape_is_known(&n->out[0].shape)) {
+        tfm_shape_is_known(&n->out[0].shape) &&
+        no_effect_between(u->g, n->ctrl[0], k)) {
         /* forward: the read is the value the assign stores */
         tfm_rw_alias(&u->rw, k, 0, u->value[n->ctrl[0]]);
         return TFM_OK;

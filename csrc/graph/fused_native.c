@@ -462,11 +462,14 @@ get(const char *src)
                  (long)getpid());
         snprintf(tmp_c, sizeof tmp_c, "%s/%016llx.%ld.c", dir, k,
                  (long)getpid());
+        /* Loaded before it is published: a compiler that died half way
+         * (its status unknown when SIGCHLD is ignored) leaves nothing
+         * in the cache. */
         if (!fn && !write_file(tmp_c, src) &&
-            !run_compiler(tmp_c, tmp_so, log) && !rename(tmp_so, so)) {
+            !run_compiler(tmp_c, tmp_so, log) && (fn = load(tmp_so)) &&
+            !rename(tmp_so, so)) {
             rename(tmp_c, c);
             unlink(log);
-            fn = load(so);
         }
         unlink(tmp_c);
         unlink(tmp_so);

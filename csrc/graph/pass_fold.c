@@ -27,10 +27,10 @@
  * that shape is fully known (Rank: always) and the input is a value
  * that cannot fail to exist (a function input, a constant, a variable
  * read), so no run-time error is skipped along with the input.
- * OnesLike and ZerosLike (what gradients emit: the seed of a loss, the
- * zeros of a ReLU's backward) likewise fold when their input's shape is
- * known and the input either cannot fail or stays needed by another
- * live node, so it still runs.
+ * OnesLike and ZerosLike (what gradients emit: the seed of a loss)
+ * likewise fold when their input's shape is known and the input either
+ * cannot fail or is still needed by something that is not such a
+ * folding op, so it still runs (and raises what it would have).
  *
  * A folded graph output gets an Identity in front (Note [Distinct
  * outputs]): each call still returns a tensor of its own. */
@@ -173,10 +173,10 @@ like_value(const tfm_node *n, const tfm_meta *x, int x_stays,
 }
 
 /* Fold src node k if it can be: 1 if its outputs are now Consts of
- * dst, 0 if not, -1 on error (building dst). live_uses[j]: live nodes
- * and graph outputs reading src node j. */
+ * dst, 0 if not, -1 on error (building dst). stays: see
+ * stays_after_likes. */
 static int
-fold_node(tfm_rw *rw, int k, const int32_t *live_uses)
+fold_node(tfm_rw *rw, int k, const uint8_t *stays)
 {
     const tfm_node *n = tfm_graph_node(rw->src, k);
     tfm_tensor *in[TFM_MAX_INPUTS], *out[TFM_MAX_OUTPUTS];
@@ -190,8 +190,8 @@ fold_node(tfm_rw *rw, int k, const int32_t *live_uses)
             return 0;
         const tfm_node *x = tfm_graph_node(rw->dst, r.node);
         folded = like_value(n, &x->out[r.out],
-                            cannot_fail(x->op) || x->op == TFM_OP_CONST ||
-                            live_uses[n->in[0].node] > 1, out);
+                            cannot_fail(x->op) || stays[n->in[0].node],
+                            out);
     } else if ((n->op == TFM_OP_SHAPE || n->op == TFM_OP_SIZE ||
                 n->op == TFM_OP_RANK) && n->nin == 1) {
         tfm_ref r = tfm_rw_ref(rw, n->in[0]);
@@ -231,38 +231,47 @@ fold_node(tfm_rw *rw, int k, const int32_t *live_uses)
     return rc;
 }
 
-/* live_uses[j] for every node j of g (see fold_node); NULL on OOM. */
-static int32_t *
-count_live_uses(const tfm_graph *g)
+/* Whether node n is a OnesLike/ZerosLike that may fold (its input's
+ * shape is known): it will not read its input at run time. */
+static int
+like_of_known(const tfm_graph *g, const tfm_node *n)
+{
+    if ((n->op != TFM_OP_ONES_LIKE && n->op != TFM_OP_ZEROS_LIKE) ||
+        n->nin != 1)
+        return 0;
+    return tfm_shape_is_known(
+        &tfm_graph_node(g, n->in[0].node)->out[n->in[0].out].shape);
+}
+
+/* stays[j]: node j of g still runs when every OnesLike/ZerosLike of a
+ * known shape has folded: something other than those needs it, through
+ * data or control edges, from the outputs and the side effects. (Counting
+ * readers would not do: two such ops of one value, or one behind an
+ * Identity, leave the value dead once they fold.) NULL on OOM. */
+static uint8_t *
+stays_after_likes(const tfm_graph *g)
 {
     int32_t n = tfm_graph_node_count(g);
-    int nout = tfm_graph_output_count(g);
-    int32_t *uses = calloc((size_t)n + 1, sizeof(int32_t));
-    uint8_t *live = calloc((size_t)n + 1, 1);
-    tfm_ref *outs = malloc(sizeof(tfm_ref) * ((size_t)nout + 1));
-    if (!uses || !live || !outs) {
+    uint8_t *stays = calloc((size_t)n + 1, 1);
+    if (!stays) {
         tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM folding a graph");
-        goto fail;
+        return NULL;
     }
-    for (int i = 0; i < nout; i++) {
-        outs[i] = tfm_graph_output(g, i);
-        uses[outs[i].node]++;
-    }
-    if (tfm_graph_mark_live(g, outs, nout, 1, live))
-        goto fail;
-    for (int32_t k = 0; k < n; k++) {
+    for (int i = 0; i < tfm_graph_output_count(g); i++)
+        stays[tfm_graph_output(g, i).node] = 1;
+    /* Creation order is topological: readers come after what they read. */
+    for (int32_t k = n - 1; k >= 0; k--) {
         const tfm_node *nd = tfm_graph_node(g, k);
-        for (int i = 0; live[k] && i < nd->nin; i++)
-            uses[nd->in[i].node]++;
+        if (tfm_node_has_effect(nd))
+            stays[k] = 1;
+        if (!stays[k])
+            continue;
+        for (int i = 0; i < nd->nin && !like_of_known(g, nd); i++)
+            stays[nd->in[i].node] = 1;
+        for (int i = 0; i < nd->nctrl; i++)
+            stays[nd->ctrl[i]] = 1;
     }
-    free(live);
-    free(outs);
-    return uses;
-fail:
-    free(uses);
-    free(live);
-    free(outs);
-    return NULL;
+    return stays;
 }
 
 tfm_graph *
@@ -271,15 +280,15 @@ tfm_pass_fold(tfm_graph *g)
     int32_t n = tfm_graph_node_count(g);
     tfm_rw rw;
     int changed = 0;
-    int32_t *live_uses = count_live_uses(g);
-    if (!live_uses)
+    uint8_t *stays = stays_after_likes(g);
+    if (!stays)
         return NULL;
     if (tfm_rw_begin(&rw, g)) {
-        free(live_uses);
+        free(stays);
         return NULL;
     }
     for (int32_t k = 0; k < n; k++) {
-        int r = fold_node(&rw, k, live_uses);
+        int r = fold_node(&rw, k, stays);
         if (r < 0)
             goto fail;
         if (r > 0) {
@@ -289,10 +298,10 @@ tfm_pass_fold(tfm_graph *g)
         if (tfm_rw_copy(&rw, k) < 0)
             goto fail;
     }
-    free(live_uses);
+    free(stays);
     return tfm_rw_end(&rw, g, changed);
 fail:
-    free(live_uses);
+    free(stays);
     tfm_rw_abort(&rw);
     return NULL;
 }
