@@ -34,16 +34,24 @@ bad_dtype(tfm_op op, tfm_dtype d, const char *want)
                      "%s", tfm_ops[op].name, want, tfm_dtype_name(d));
 }
 
+/* Equal dtypes, and not bool. */
+static tfm_code
+same_numeric(tfm_op op, const tfm_meta *in, int nin)
+{
+    tfm_code rc = same_dtype(op, in, nin);
+    if (!rc && in[0].dtype == TFM_BOOL)
+        rc = bad_dtype(op, in[0].dtype, "numeric");
+    return rc;
+}
+
 tfm_code
 tfm_infer_binary(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
                  tfm_meta *out, int *nout)
 {
     (void)a;
-    tfm_code rc = same_dtype(op, in, nin);
+    tfm_code rc = same_numeric(op, in, nin);
     if (rc)
         return rc;
-    if (in[0].dtype == TFM_BOOL)
-        return bad_dtype(op, in[0].dtype, "numeric");
     return elementwise(op, in, nin, in[0].dtype, out, nout);
 }
 
@@ -52,11 +60,9 @@ tfm_infer_same_shape(tfm_op op, const tfm_meta *in, int nin,
                      const tfm_attrs *a, tfm_meta *out, int *nout)
 {
     (void)a;
-    tfm_code rc = same_dtype(op, in, nin);
+    tfm_code rc = same_numeric(op, in, nin);
     if (rc)
         return rc;
-    if (in[0].dtype == TFM_BOOL)
-        return bad_dtype(op, in[0].dtype, "numeric");
     const tfm_shape *s0 = &in[0].shape, *s1 = &in[1].shape;
     int ok = s0->ndim == s1->ndim;
     tfm_shape r = *s0;
