@@ -424,7 +424,7 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
     p->nslots = base[n];
 
     /* Liveness: what the outputs and the side effects need. */
-    if (tfm_graph_mark_live(g, outs, nout, effects, live))
+    if (tfm_graph_mark_live(g, outs, nout, effects, NULL, live))
         goto fail;
 
     /* Steps, constants and inputs. */

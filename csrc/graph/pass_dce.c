@@ -20,7 +20,7 @@ tfm_pass_dce(tfm_graph *g)
                   "elimination");
         return NULL;
     }
-    if (tfm_graph_mark_live(g, g->outputs, g->n_outputs, 1, live)) {
+    if (tfm_graph_mark_live(g, g->outputs, g->n_outputs, 1, NULL, live)) {
         free(live);
         return NULL;
     }

@@ -244,32 +244,22 @@ like_of_known(const tfm_graph *g, const tfm_node *n)
 }
 
 /* stays[j]: node j of g still runs when every OnesLike/ZerosLike of a
- * known shape has folded: something other than those needs it, through
- * data or control edges, from the outputs and the side effects. (Counting
- * readers would not do: two such ops of one value, or one behind an
- * Identity, leave the value dead once they fold.) NULL on OOM. */
+ * known shape has folded: the outputs or a side effect need it other
+ * than through those. (Counting readers would not do: two such ops of
+ * one value, or one behind an Identity, leave the value dead once they
+ * fold.) NULL on OOM. */
 static uint8_t *
 stays_after_likes(const tfm_graph *g)
 {
-    int32_t n = tfm_graph_node_count(g);
-    uint8_t *stays = calloc((size_t)n + 1, 1);
+    uint8_t *stays = calloc((size_t)tfm_graph_node_count(g) + 1, 1);
     if (!stays) {
         tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM folding a graph");
         return NULL;
     }
-    for (int i = 0; i < tfm_graph_output_count(g); i++)
-        stays[tfm_graph_output(g, i).node] = 1;
-    /* Creation order is topological: readers come after what they read. */
-    for (int32_t k = n - 1; k >= 0; k--) {
-        const tfm_node *nd = tfm_graph_node(g, k);
-        if (tfm_node_has_effect(nd))
-            stays[k] = 1;
-        if (!stays[k])
-            continue;
-        for (int i = 0; i < nd->nin && !like_of_known(g, nd); i++)
-            stays[nd->in[i].node] = 1;
-        for (int i = 0; i < nd->nctrl; i++)
-            stays[nd->ctrl[i]] = 1;
+    if (tfm_graph_mark_live(g, g->outputs, g->n_outputs, 1, like_of_known,
+                            stays)) {
+        free(stays);
+        return NULL;
     }
     return stays;
 }

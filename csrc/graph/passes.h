@@ -126,10 +126,14 @@ int tfm_node_has_effect(const tfm_node *n);
 
 /* live[k] = 1 for every node that outs[] (and, with effects, every node
  * with an effect) needs through data inputs; live[] has g's node count
- * of entries, zeroed by the caller. 0, or an error code (out of memory)
- * with the error set. Dead-code elimination and the executor's plan
- * share it. */
+ * of entries, zeroed by the caller. A node for which `no_inputs` (may be
+ * NULL) says 1 is taken as needing none of its inputs (constant folding
+ * asks what stays live once such nodes fold). 0, or an error code (out
+ * of memory) with the error set. Dead-code elimination, the executor's
+ * plan and constant folding share it. */
+typedef int (*tfm_live_skip_fn)(const tfm_graph *g, const tfm_node *n);
 tfm_code tfm_graph_mark_live(const tfm_graph *g, const tfm_ref *outs,
-                             int nout, int effects, uint8_t *live);
+                             int nout, int effects, tfm_live_skip_fn no_inputs,
+                             uint8_t *live);
 
 #endif

@@ -26,7 +26,7 @@ tfm_node_has_effect(const tfm_node *n)
 
 tfm_code
 tfm_graph_mark_live(const tfm_graph *g, const tfm_ref *outs, int nout,
-                    int effects, uint8_t *live)
+                    int effects, tfm_live_skip_fn no_inputs, uint8_t *live)
 {
     int32_t n = tfm_graph_node_count(g), ntodo = 0;
     int32_t *todo = malloc(sizeof(int32_t) * ((size_t)n + 1));
@@ -45,6 +45,8 @@ tfm_graph_mark_live(const tfm_graph *g, const tfm_ref *outs, int nout,
         }
     while (ntodo) {
         const tfm_node *nd = tfm_graph_node(g, todo[--ntodo]);
+        if (no_inputs && no_inputs(g, nd))
+            continue;
         for (int i = 0; i < nd->nin; i++)
             if (!live[nd->in[i].node]) {
                 live[nd->in[i].node] = 1;
