@@ -2,6 +2,7 @@
 import contextlib
 
 import numpy as np
+from hypothesis import strategies as st
 
 import tfmini as tf
 
@@ -27,17 +28,51 @@ def bits_equal(a, b):
         np.max(np.abs(a.astype(np.float64) - b))
 
 
-def value_scale(ops, inputs):
-    """The largest finite magnitude among the inputs and every value the
-    program ops ((op, operand indices) over inputs then earlier values)
-    computes, run eagerly: the scale of a rounding difference that a
-    later op (a subtraction, a sine) may carry to the output."""
+
+# ---- random elementwise programs (the fusion and native property
+# tests): a list of (op, operand indices) over the inputs, then the
+# values of earlier ops ----
+
+def draw_ops(draw, nvals, unary, binary, max_ops):
+    """Between 1 and max_ops random ops over nvals values (a hypothesis
+    `draw`)."""
+    ops = []
+    for _ in range(draw(st.integers(1, max_ops))):
+        if draw(st.booleans()):
+            ops.append((draw(st.sampled_from(unary)),
+                        [draw(st.integers(0, nvals - 1))]))
+        else:
+            ops.append((draw(st.sampled_from(binary)),
+                        [draw(st.integers(0, nvals - 1)),
+                         draw(st.integers(0, nvals - 1))]))
+        nvals += 1
+    return ops
+
+
+def program_values(ops, inputs):
+    """The inputs, then the value of each op in turn."""
     vals = list(inputs)
     for op, args in ops:
         vals.append(op(*[vals[i] for i in args]))
+    return vals
+
+
+def run_program(ops, nout):
+    """A function of the inputs returning the last nout values, each
+    broadcast to the first input's (full) shape."""
+    def f(*inputs):
+        outs = program_values(ops, inputs)[-nout:]
+        return [o + tf.zeros_like(inputs[0]) for o in outs]
+    return f
+
+
+def value_scale(ops, inputs):
+    """The largest finite magnitude among the inputs and every value the
+    program computes, run eagerly: the scale of a rounding difference
+    that a later op (a subtraction, a sine) may carry to the output."""
     scale = 1.0
     with np.errstate(all="ignore"):
-        for v in vals:
+        for v in program_values(ops, inputs):
             a = np.abs(np.asarray(v, np.float64))
             a = a[np.isfinite(a)]
             if a.size:

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tfmini as tf
-from graph_util import bits_equal, passes, value_scale
+from graph_util import (bits_equal, draw_ops, passes, run_program,
+                        value_scale)
 from tfmini import _C
 
 
@@ -101,31 +102,10 @@ def expr_programs(draw):
     exact = draw(st.booleans())
     unary = UNARY_EXACT if exact else UNARY_EXACT + UNARY_INEXACT
     binary = BINARY_EXACT if exact else BINARY_EXACT + BINARY_INEXACT
-    ops = []
-    nvals = ninputs
-    for _ in range(draw(st.integers(1, 12))):
-        if draw(st.booleans()):
-            ops.append((draw(st.sampled_from(unary)),
-                        [draw(st.integers(0, nvals - 1))]))
-        else:
-            ops.append((draw(st.sampled_from(binary)),
-                        [draw(st.integers(0, nvals - 1)),
-                         draw(st.integers(0, nvals - 1))]))
-        nvals += 1
+    ops = draw_ops(draw, ninputs, unary, binary, 12)
     dtype = draw(st.sampled_from([np.float32, np.float64]))
     nout = draw(st.integers(1, 2))
     return shapes, ops, dtype, exact, nout
-
-
-def run_program(ops, nout):
-    def f(*inputs):
-        vals = list(inputs)
-        for op, args in ops:
-            vals.append(op(*[vals[i] for i in args]))
-        outs = vals[-nout:]
-        # The full shape, whatever the last ops broadcast to.
-        return [o + tf.zeros_like(inputs[0]) for o in outs]
-    return f
 
 
 @settings(max_examples=120, deadline=None,

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tfmini as tf
 from tfmini.ops.activation_ops import _relu_grad
-from graph_util import bits_equal, passes, value_scale
+from graph_util import (bits_equal, draw_ops, passes, run_program,
+                        value_scale)
 
 BIG = (64, 1031)        # 65,984 elements: just over the native threshold
 
@@ -213,16 +214,7 @@ def big_programs(draw):
     shapes = [BIG] + [draw(st.sampled_from([BIG, (), BIG[-1:],
                                             (1, BIG[-1])]))
                       for _ in range(draw(st.integers(0, 3)))]
-    ops, nvals = [], len(shapes)
-    for _ in range(draw(st.integers(1, 10))):
-        if draw(st.booleans()):
-            ops.append((draw(st.sampled_from(UNARY)),
-                        [draw(st.integers(0, nvals - 1))]))
-        else:
-            ops.append((draw(st.sampled_from(BINARY)),
-                        [draw(st.integers(0, nvals - 1)),
-                         draw(st.integers(0, nvals - 1))]))
-        nvals += 1
+    ops = draw_ops(draw, len(shapes), UNARY, BINARY, 10)
     return shapes, ops, draw(st.sampled_from([np.float32, np.float64]))
 
 
@@ -235,11 +227,10 @@ def test_random_big_programs_native_vs_unfused(prog, seed):
     inputs = [tf.constant((rng.random(s) * 2 + 0.1).astype(dtype))
               for s in shapes]
 
+    program = run_program(ops, 1)
+
     def f(*inputs):
-        vals = list(inputs)
-        for op, args in ops:
-            vals.append(op(*[vals[i] for i in args]))
-        return vals[-1] + tf.zeros_like(inputs[0])
+        return program(*inputs)[0]
 
     fn = tf.function(f)
     # Every big fused node compiles: all these input kinds have a form.
