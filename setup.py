@@ -4,6 +4,9 @@ C11 for the core and binding, C++17 only for the Eigen shim (*.cc),
 OpenMP for big kernels. Environment switches:
   TFMINI_SANITIZE=1   build with -fsanitize=address,undefined (see README)
   TFMINI_DEBUG=1      -O0 -g
+  TFMINI_ARCH=...     the -march target (default: native, tuned for the
+                      building CPU); e.g. x86-64-v3 for a wheel that runs
+                      on any AVX2+FMA x86-64 CPU
   EIGEN3_INCLUDE_DIR  where Eigen's headers are, if not in a standard place
 """
 import glob
@@ -56,6 +59,23 @@ def headers():
 SANITIZE = os.environ.get("TFMINI_SANITIZE") == "1"
 DEBUG = os.environ.get("TFMINI_DEBUG") == "1"
 MODE = "sanitize" if SANITIZE else "debug" if DEBUG else "release"
+# Built where it runs (pip install from source), the default tunes for
+# this CPU; a wheel for other machines names a portable target.
+ARCH = os.environ.get("TFMINI_ARCH", "native")
+
+
+def check_arch(arch):
+    """Fail before compiling 80 files when the compiler rejects -march."""
+    cc = os.environ.get("CC", "cc")
+    r = subprocess.run([cc, "-march=" + arch, "-x", "c", "-c", "-o",
+                        os.devnull, "-"], input="int x;\n", text=True,
+                       capture_output=True)
+    if r.returncode != 0:
+        why = [l for l in r.stderr.splitlines() if "error" in l][:1]
+        sys.exit(f"TFMINI_ARCH={arch!r}: {cc} rejects -march={arch} "
+                 f"({why[0].strip() if why else r.stderr.strip()[:200]}); "
+                 "use native, or a target such as x86-64-v2, x86-64-v3 "
+                 "or x86-64-v4")
 
 # -fwrapv: integer arithmetic wraps on overflow, as TF's kernels do (and
 # the sanitizer build then does not abort on it).
@@ -68,8 +88,7 @@ if SANITIZE:
 elif DEBUG:
     COMMON += ["-O0", "-g"]
 else:
-    # Built where it runs (pip install from source): tune for this CPU.
-    COMMON += ["-O3", "-march=native", "-fno-math-errno"]
+    COMMON += ["-O3", "-march=" + ARCH, "-fno-math-errno"]
 C_FLAGS = ["-std=c11", "-D_GNU_SOURCE"]
 CXX_FLAGS = ["-std=c++17", "-DEIGEN_NO_DEBUG"]
 LINK = ["-fopenmp"] + (["-fsanitize=address,undefined"] if SANITIZE else [])
@@ -135,4 +154,7 @@ ext = Extension(
     language="c",
 )
 
-setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})
+if __name__ == "__main__":
+    if MODE == "release":
+        check_arch(ARCH)
+    setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})
