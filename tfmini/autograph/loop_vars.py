@@ -95,7 +95,7 @@ def handle_undefineds(body, get_state, set_state, init, nulls, invariants,
     """Stage one iteration of body in a throwaway graph; returns (new
     initial values, shape invariants for them or None per variable) or
     raises _ProbeFailed with the reason. set_state(init) afterwards."""
-    from ..function import _suspend_tapes
+    from ..trace_frames import _suspend_tapes
     probe = _C.subgraph("loop_probe") if _C.tracing() else None
     inputs = tuple(v if n else _probe_input(v, probe)
                    for v, n in zip(init, nulls))

@@ -20,7 +20,7 @@ class ProbeFailed(Exception):
 
 
 def _recorder_class():
-    from .control_flow_ops import TensorArray
+    from .tensor_array import TensorArray
 
     class Recorder(TensorArray):
         """A stand-in that only records written shapes."""
@@ -69,7 +69,7 @@ def learn_element_shapes(body, structure, leaves, needs):
     TensorArrays of unknown element shape: trace body once and give each
     the shape its writes agree on. Raises ProbeFailed."""
     from .control_flow_ops import TensorArray, _pack_as
-    from ..function import _suspend_tapes
+    from ..trace_frames import _suspend_tapes
     recorder = _recorder_class()
     graph = _C.subgraph("tensor_array_probe")
     probes = {}

@@ -116,7 +116,7 @@ def _collect(obj, prefix, records, seen):
 
 
 def _assign(var, value, key):
-    from ..function import init_scope
+    from ..trace_frames import init_scope
     if tuple(var.shape) != value.shape:
         raise ValueError(
             f"Received incompatible tensor with shape {value.shape} when "
@@ -254,7 +254,7 @@ class Checkpoint:
     def save_counter(self):
         """How many times save() has run (an int64 variable made on
         first use)."""
-        from ..function import init_scope
+        from ..trace_frames import init_scope
         from .. import dtypes
         if self._tfmini_save_counter is None:
             with init_scope():
