@@ -11,9 +11,17 @@ pack_sequence_as are inverses.
 tfmini has no composite tensors (ragged, sparse), so expand_composites
 changes nothing and is accepted for TF's signatures.
 
-The helpers in ops/control_flow_ops.py ("nested structures") predate this
-module and keep their own, older error texts, which tf.cond, tf.while_loop
-and autograph wrap in their own messages."""
+This is the one nest of the package: tf.cond, tf.while_loop, the tape,
+tf.data and Keras all walk structures with it. Two callers need other
+leaves, and get them through the private `is_leaf` of _flatten, _pack
+and _map (optree's and JAX's name for it; TF keeps the same switch as
+the internal "modality" of its nest_util):
+- tf.data reads a list as one value, not a structure (_DATA_LEAF, TF's
+  Modality.DATA);
+- Keras's fit reads a list of numbers as one array.
+tf.function's argument walker is not here: it must agree with the C key
+(csrc/python/function.c), which nests only exact lists, tuples and dicts
+and namedtuples and keys every other object by identity."""
 import collections as _collections
 import collections.abc as _abc
 
@@ -48,22 +56,53 @@ def _children(x):
     return list(x)
 
 
-def _flatten_into(x, out):
-    if is_nested(x):
-        for c in _children(x):
-            _flatten_into(c, out)
-    else:
+_ATOMS = frozenset([int, float, bool, str, bytes, type(None)])
+
+
+def _flatten_into(x, out, is_leaf):
+    # Exact lists, tuples and dicts first: they are most structures, and
+    # the abc checks of is_nested cost more than these.
+    if is_leaf is not None and is_leaf(x):
         out.append(x)
+        return out
+    t = type(x)
+    if t is list or t is tuple:
+        for c in x:
+            _flatten_into(c, out, is_leaf)
+    elif t is dict:
+        for k in sorted(x):
+            _flatten_into(x[k], out, is_leaf)
+    elif t in _ATOMS or not is_nested(x):
+        out.append(x)
+    else:
+        for c in _children(x):
+            _flatten_into(c, out, is_leaf)
     return out
+
+
+def _flatten(structure, is_leaf=None):
+    """flatten, with is_leaf(x) true for values to keep whole."""
+    return _flatten_into(structure, [], is_leaf)
+
+
+def _DATA_LEAF(x):
+    """tf.data's rule: a list is a value (made a tensor), not a
+    structure."""
+    return isinstance(x, list)
 
 
 def flatten(structure, expand_composites=False):
     """The leaves of structure, depth first; a leaf gives [leaf]."""
-    return _flatten_into(structure, [])
+    return _flatten_into(structure, [], None)
 
 
 def _rebuild(like, children):
     """A container of like's type holding children (in _children order)."""
+    t = type(like)
+    if t is list:
+        return children
+    if t is tuple:
+        return tuple(children)
     if isinstance(like, _abc.Mapping):
         by_key = dict(zip(sorted(like), children))
         items = [(k, by_key[k]) for k in like]
@@ -77,15 +116,24 @@ def _rebuild(like, children):
     return list(children)   # a range or a dict view packs as a list
 
 
-def _pack(structure, flat, pos):
-    """(structure rebuilt from flat[pos:], next position)."""
-    if not is_nested(structure):
-        return flat[pos], pos + 1
-    children = []
-    for c in _children(structure):
-        v, pos = _pack(c, flat, pos)
-        children.append(v)
-    return _rebuild(structure, children), pos
+def _pack_from(structure, it, is_leaf):
+    """structure rebuilt with the next values of the iterator it."""
+    if (is_leaf is not None and is_leaf(structure)) or \
+            type(structure) in _ATOMS or not is_nested(structure):
+        return next(it)
+    return _rebuild(structure, [_pack_from(c, it, is_leaf)
+                                for c in _children(structure)])
+
+
+def _pack(structure, flat, is_leaf=None):
+    """pack_sequence_as, with is_leaf as in _flatten and no checks."""
+    return _pack_from(structure, iter(flat), is_leaf)
+
+
+def _map(func, structure, is_leaf=None):
+    """map_structure over one structure, with is_leaf as in _flatten."""
+    return _pack(structure, [func(x) for x in _flatten(structure, is_leaf)],
+                 is_leaf)
 
 
 def pack_sequence_as(structure, flat_sequence, expand_composites=False):
@@ -103,13 +151,19 @@ def pack_sequence_as(structure, flat_sequence, expand_composites=False):
                 f"  {flat_sequence}\nnest cannot guarantee that it is safe "
                 f"to map one to the other.")
         return flat_sequence[0]
-    n = len(flatten(structure))
-    if n != len(flat_sequence):
+    it = iter(flat_sequence)
+    try:
+        out = _pack_from(structure, it, None)
+        extra = next(it, it) is not it
+    except StopIteration:
+        extra = True
+    if extra:
+        n = len(flatten(structure))
         raise ValueError(
             f"Could not pack sequence. Structure had {n} atoms, but "
             f"flat_sequence had {len(flat_sequence)} items.  Structure: "
             f"{structure}, flat_sequence: {flat_sequence}.")
-    return _pack(structure, flat_sequence, 0)[0]
+    return out
 
 
 def _same_container_type(a, b):
@@ -203,8 +257,9 @@ def map_structure(func, *structure, **kwargs):
         bad = ", ".join(kwargs)
         raise ValueError(f"Only valid keyword arguments are `check_types` "
                          f"and `expand_composites`, not: `{bad}`")
+    if len(structure) == 1:
+        return _map(func, structure[0])
     for other in structure[1:]:
         assert_same_structure(structure[0], other, check_types=check_types)
     flats = [flatten(s) for s in structure]
-    return pack_sequence_as(structure[0],
-                            [func(*leaves) for leaves in zip(*flats)])
+    return _pack(structure[0], [func(*leaves) for leaves in zip(*flats)])

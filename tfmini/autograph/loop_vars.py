@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _C
 from .._tensor import Tensor
+from .. import nest as _nest
 from ..ops import control_flow_ops as _cf
 from ..tensor_shape import TensorShape
 
@@ -59,12 +60,12 @@ def _placeholder_value(like, invariant):
         return zeros(dims, like.dtype), (shape if dynamic or invariant
                                          is not None else None)
     if isinstance(like, (list, tuple, dict)):
-        leaves = _cf._flatten(like)
+        leaves = _nest.flatten(like)
         made = [_placeholder_value(v, None) for v in leaves]
         if any(inv is not None for _, inv in made):
             raise _ProbeFailed("it is a nested structure whose shapes change "
                                "between iterations")
-        return _cf._pack_as(like, [v for v, _ in made]), None
+        return _nest._pack(like, [v for v, _ in made]), None
     raise _ProbeFailed(f"it becomes a {type(like).__name__} ({like!r}); "
                        f"a loop can only create Tensor, int, float, bool "
                        f"or a list, tuple or dict of these")
@@ -86,7 +87,7 @@ def _probe_input(v, probe):
             return x if t is None else t
         return probe.placeholder(t.dtype._enum, t._shape_tuple, "probe")
     if isinstance(v, (list, tuple, dict)):
-        return _cf._pack_as(v, [leaf(x) for x in _cf._flatten(v)])
+        return _nest._pack(v, [leaf(x) for x in _nest.flatten(v)])
     return leaf(v)
 
 
@@ -183,10 +184,10 @@ def probe_if(body, orelse, get_state, set_state, nouts, in_block):
         elif _is_unbound(b):
             merged.append(a)
         elif isinstance(a, (list, tuple, dict)) and \
-                _cf._structure_mismatch(a, b) is None:
-            merged.append(_cf._pack_as(a, [
-                _relaxed(x, y) for x, y in zip(_cf._flatten(a),
-                                               _cf._flatten(b))]))
+                _nest._mismatch(a, b, True) is None:
+            merged.append(_nest._pack(a, [
+                _relaxed(x, y) for x, y in zip(_nest.flatten(a),
+                                               _nest.flatten(b))]))
         else:
             merged.append(_relaxed(a, b))
     set_state(tuple(merged) + init[nouts:])

@@ -12,6 +12,8 @@ import itertools
 
 import numpy as np
 
+from .. import nest as _nest
+
 AUTOTUNE = -1
 
 
@@ -60,21 +62,11 @@ def _to_tensor(x):
 
 
 def _map_structure(fn, structure):
-    if isinstance(structure, dict):
-        return {k: _map_structure(fn, v) for k, v in structure.items()}
-    if isinstance(structure, tuple) and hasattr(structure, "_fields"):
-        return type(structure)(*(_map_structure(fn, v) for v in structure))
-    if isinstance(structure, tuple):
-        return tuple(_map_structure(fn, v) for v in structure)
-    return fn(structure)     # lists are data, as in tf.data
+    return _nest._map(fn, structure, _nest._DATA_LEAF)
 
 
 def _flatten(structure):
-    if isinstance(structure, dict):
-        return [x for k in sorted(structure) for x in _flatten(structure[k])]
-    if isinstance(structure, tuple):
-        return [x for v in structure for x in _flatten(v)]
-    return [structure]
+    return _nest._flatten(structure, _nest._DATA_LEAF)
 
 
 def _as_numpy(x):
@@ -261,13 +253,10 @@ def _batched_len(n, size, drop):
 
 
 def _stack(elements):
-    first = elements[0]
-    if isinstance(first, dict):
-        return {k: _stack([e[k] for e in elements]) for k in first}
-    if isinstance(first, tuple):
-        return tuple(_stack([e[i] for e in elements])
-                     for i in range(len(first)))
-    return _to_tensor(np.stack([_as_numpy(e) for e in elements]))
+    columns = zip(*[_flatten(e) for e in elements])
+    return _nest._pack(elements[0], [
+        _to_tensor(np.stack([_as_numpy(x) for x in c])) for c in columns],
+        _nest._DATA_LEAF)
 
 
 class _Slices(Dataset):

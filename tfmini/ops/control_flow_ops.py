@@ -20,6 +20,7 @@ import importlib
 import numpy as np
 
 from .. import _C
+from .. import nest as _nest
 from .. import dtypes as _dtypes
 from .._tensor import Tensor
 from ..errors import InvalidArgumentError
@@ -55,108 +56,6 @@ def _truth(pred):
     if _is_tensor(pred) and not isinstance(pred, Tensor):
         pred = _as_tensor(pred)
     return bool(pred)
-
-
-# ---- nested structures (lists, tuples, namedtuples, dicts) ---------------
-
-def _is_nested(x):
-    return isinstance(x, (list, tuple, dict))
-
-
-def _sorted_keys(d):
-    try:
-        return sorted(d)
-    except TypeError:
-        return sorted(d, key=repr)
-
-
-def _flatten(x, out=None):
-    """The leaves of x in TF's order (dicts by sorted key)."""
-    if out is None:
-        out = []
-    if isinstance(x, dict):
-        for k in _sorted_keys(x):
-            _flatten(x[k], out)
-    elif isinstance(x, (list, tuple)):
-        for v in x:
-            _flatten(v, out)
-    else:
-        out.append(x)
-    return out
-
-
-def _pack_as(structure, flat):
-    """flat's values in structure's nesting (the inverse of _flatten)."""
-    it = iter(flat)
-
-    def pack(s):
-        if isinstance(s, dict):
-            vals = {k: pack(s[k]) for k in _sorted_keys(s)}
-            return type(s)((k, vals[k]) for k in s)
-        if isinstance(s, tuple) and hasattr(type(s), "_fields"):
-            return type(s)(*[pack(v) for v in s])
-        if isinstance(s, (list, tuple)):
-            return type(s)(pack(v) for v in s)
-        return next(it)
-
-    return pack(structure)
-
-
-def _kind(x):
-    if isinstance(x, dict):
-        return "dict"
-    if isinstance(x, (list, tuple)):
-        return type(x).__name__
-    return "leaf"
-
-
-def _structure_mismatch(a, b, check_types=True):
-    """None if a and b nest alike, else (exception class, detail)."""
-    na, nb = _is_nested(a), _is_nested(b)
-    if na != nb:
-        seq, other = (a, b) if na else (b, a)
-        return ValueError, (f"Substructure \"type={type(seq).__name__} "
-                            f"str={seq!r}\" is a sequence, while "
-                            f"substructure \"type={type(other).__name__} "
-                            f"str={other!r}\" is not")
-    if not na:
-        return None
-    if check_types and type(a) is not type(b):
-        return TypeError, (f"The two structures don't have the same "
-                           f"sequence type. Input structure has type "
-                           f"{type(a)}, while shallow structure has type "
-                           f"{type(b)}.")
-    if isinstance(a, dict) or isinstance(b, dict):
-        if not (isinstance(a, dict) and isinstance(b, dict)):
-            return TypeError, (f"The two structures don't have the same "
-                               f"sequence type: {type(a)} and {type(b)}.")
-        if set(a) != set(b):
-            return ValueError, (f"The two dictionaries don't have the same "
-                                f"set of keys. First structure has keys "
-                                f"{_sorted_keys(a)}, while second structure "
-                                f"has keys {_sorted_keys(b)}.")
-        pairs = [(a[k], b[k]) for k in _sorted_keys(a)]
-    else:
-        if len(a) != len(b):
-            return ValueError, (f"The two structures don't have the same "
-                                f"number of elements. First structure "
-                                f"{a!r} has length {len(a)}, while second "
-                                f"structure {b!r} has length {len(b)}.")
-        pairs = zip(a, b)
-    for x, y in pairs:
-        r = _structure_mismatch(x, y, check_types)
-        if r is not None:
-            return r
-    return None
-
-
-def _assert_same_structure(a, b, check_types=True):
-    r = _structure_mismatch(a, b, check_types)
-    if r is not None:
-        cls, detail = r
-        raise cls(f"The two structures don't have the same nested "
-                  f"structure.\n\nFirst structure: {a!r}\n\nSecond "
-                  f"structure: {b!r}\n\nMore specifically: {detail}")
 
 
 # ---- leaves as tensors ---------------------------------------------------
@@ -268,7 +167,7 @@ def _staged_cond(pred, true_fn, false_fn, names=("true_fn", "false_fn")):
         def run():
             out = watcher.wrap(fn)() if watcher is not None else fn()
             structure = _NONE if out is None else out
-            leaves = _flatten(structure)
+            leaves = _nest.flatten(structure)
             tensors, specs = _components(leaves, f"Output of {label}")
             other = [k for k in seen if k != label]
             if other:
@@ -303,7 +202,7 @@ def _staged_cond(pred, true_fn, false_fn, names=("true_fn", "false_fn")):
                           watcher.assigns)
     if structure is _NONE:
         return None
-    return _pack_as(structure, _from_components(seen["_specs"], list(out)))
+    return _nest._pack(structure, _from_components(seen["_specs"], list(out)))
 
 
 def _rerun(fn):
@@ -311,7 +210,7 @@ def _rerun(fn):
     recomputation; the first trace already checked them)."""
     def run():
         out = fn()
-        return _components(_flatten(_NONE if out is None else out),
+        return _components(_nest.flatten(_NONE if out is None else out),
                            "Output")[0]
     return run
 
@@ -329,7 +228,7 @@ def _check_same_outputs(names, seen, label, structure, tensors, o_struct,
             f"{first[1]!r}\n\nError details:\n{detail}")
 
     try:
-        _assert_same_structure(o_struct, structure)
+        _nest.assert_same_structure(o_struct, structure)
     except (TypeError, ValueError) as e:
         error(str(e))
     for a, b in zip(o_tensors, tensors):
@@ -360,8 +259,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None,
         loop_vars = [loop_vars]
     elif not loop_vars:
         raise ValueError("'loop_vars' must be provided.")
-    loop_vars = _pack_as(loop_vars, [v._as_tensor() if _is_variable(v)
-                                     else v for v in _flatten(loop_vars)])
+    loop_vars = _nest._pack(loop_vars, [v._as_tensor() if _is_variable(v)
+                                     else v for v in _nest.flatten(loop_vars)])
     if shape_invariants is not None and single:
         shape_invariants = [shape_invariants]
     if maximum_iterations is not None:
@@ -393,7 +292,7 @@ def _eager_while(cond, body, loop_vars, maximum_iterations):
         if not isinstance(out, (list, tuple)):
             out = kind((out,)) if kind in (list, tuple) else [out]
         try:
-            _assert_same_structure(structure, list(out))
+            _nest.assert_same_structure(structure, list(out))
         except (TypeError, ValueError) as e:
             raise ValueError(f"body of tf.while_loop must return the same "
                              f"structure as loop_vars: {e}") from None
@@ -405,7 +304,7 @@ def _eager_while(cond, body, loop_vars, maximum_iterations):
             return x
         return _leaf_tensor(x, "A loop variable")
 
-    return _pack_as(loop_vars, [convert(x) for x in _flatten(loop_vars)])
+    return _nest._pack(loop_vars, [convert(x) for x in _nest.flatten(loop_vars)])
 
 
 def _shape_conforms(shape, invariant):
@@ -427,7 +326,7 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
     invariants checked, and cond/body wrapped to take and give flat
     lists for _graph_while."""
     structure = loop_vars
-    leaves = _flatten(loop_vars)
+    leaves = _nest.flatten(loop_vars)
     needs = [k for k, x in enumerate(leaves) if isinstance(x, TensorArray)
              and x._buffer is None and
              not x._element_shape.is_fully_defined()]
@@ -448,7 +347,7 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
     else:
         if isinstance(shape_invariants, TensorShape):
             shape_invariants = [shape_invariants]
-        invariants = _flatten(_map_invariants(list(structure),
+        invariants = _nest.flatten(_map_invariants(list(structure),
                                               list(shape_invariants)))
     flat_inv = []
     for (spec, n), inv, leaf in zip(specs, invariants, leaves):
@@ -468,7 +367,7 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
         flat_inv.append(inv)
 
     def unflatten(flat):
-        return _pack_as(structure, _from_components(specs, list(flat)))
+        return _nest._pack(structure, _from_components(specs, list(flat)))
 
     def flat_cond(*flat):
         return _bool_scalar(cond(*unflatten(flat)),
@@ -479,11 +378,11 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
         if not isinstance(out, (list, tuple)):
             out = type(structure)((out,))
         try:
-            _assert_same_structure(list(structure), list(out))
+            _nest.assert_same_structure(list(structure), list(out))
         except (TypeError, ValueError) as e:
             raise ValueError(f"body of tf.while_loop must return the same "
                              f"structure as loop_vars: {e}") from None
-        new, _ = _components(_flatten(out), "Output of the loop body")
+        new, _ = _components(_nest.flatten(out), "Output of the loop body")
         for a, b, inv in zip(flat, new, flat_inv):
             if a.dtype != b.dtype:
                 raise TypeError(f"Loop var {a} enters the loop with type "
@@ -535,9 +434,9 @@ def _map_invariants(structure, invariants):
     """Shape invariants in the nesting of the loop variables, a TensorShape
     (or a list of dims, or None) for each tensor."""
     def walk(s, inv):
-        if _is_nested(s) and inv is None:
-            return _pack_as(s, [None] * len(_flatten(s)))
-        if _is_nested(s):
+        if _nest.is_nested(s) and inv is None:
+            return _nest._pack(s, [None] * len(_nest.flatten(s)))
+        if _nest.is_nested(s):
             if isinstance(s, dict) and isinstance(inv, dict) and \
                     set(s) == set(inv):
                 return {k: walk(s[k], inv[k]) for k in s}

@@ -68,7 +68,8 @@ def learn_element_shapes(body, structure, leaves, needs):
     """For the leaves (of loop_vars `structure`) at positions `needs`,
     TensorArrays of unknown element shape: trace body once and give each
     the shape its writes agree on. Raises ProbeFailed."""
-    from .control_flow_ops import TensorArray, _pack_as
+    from ..nest import _pack as _pack_as
+    from .tensor_array import TensorArray
     from ..trace_frames import _suspend_tapes
     recorder = _recorder_class()
     graph = _C.subgraph("tensor_array_probe")
