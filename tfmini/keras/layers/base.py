@@ -371,7 +371,7 @@ class Layer:
         if not self._keras_inbound:
             raise AttributeError(f"The layer {self.name} has never been "
                                  f"called and thus has no defined {what}.")
-        from .input_layer import _flatten
+        from ...nest import flatten as _flatten
         node = self._keras_inbound[0]
         if attr == "input":
             values = node.input_tensors()
