@@ -169,6 +169,19 @@ _LEAF = _Leaf()
 OUT_NONE, OUT_SINGLE, OUT_TUPLE, OUT_LIST, OUT_GENERIC = range(5)
 
 
+# Note [Output order]: as tf.nest does, the flat outputs of a trace take a
+# dict's values by sorted key, and packing gives the dict back in the
+# order the function built it. The C call path packs through
+# _pack_outputs (on every call for nested outputs); saved_model walks
+# ConcreteFunction._out_structure, whose dicts are in flat order.
+
+class _OutDict(dict):
+    """A dict among a trace's outputs, its entries in flat order; `order`
+    gives the function's key order as (key, index in flat order) pairs.
+    Spares the call path a sort per dict."""
+    __slots__ = ("order",)
+
+
 def _pack_outputs(structure, flat):
     it = iter(flat)
 
@@ -180,13 +193,31 @@ def _pack_outputs(structure, flat):
             return [pack(v) for v in s]
         if t is tuple:
             return tuple(pack(v) for v in s)
+        if t is _OutDict:
+            vals = [pack(v) for v in s.values()]
+            return {k: vals[i] for k, i in s.order}
         if t is dict:
-            return {k: pack(v) for k, v in s.items()}
+            vals = {k: pack(s[k]) for k in _sorted_keys(s)}
+            return {k: vals[k] for k in s}
         if _is_namedtuple(s):
             return t(*[pack(v) for v in s])
         return s
 
     return pack(structure)
+
+
+def _in_flat_order(s):
+    """s with its dicts' entries in the order of the flat outputs."""
+    t = type(s)
+    if t is list or t is tuple:
+        return t(_in_flat_order(v) for v in s)
+    if t is _OutDict:
+        return {k: _in_flat_order(v) for k, v in s.items()}
+    if t is dict:
+        return {k: _in_flat_order(s[k]) for k in _sorted_keys(s)}
+    if _is_namedtuple(s):
+        return t(*[_in_flat_order(v) for v in s])
+    return s
 
 
 def _prepare_outputs(value, fname):
@@ -208,7 +239,11 @@ def _prepare_outputs(value, fname):
         if t is tuple:
             return tuple(conv(v, f"{path}[{i}]") for i, v in enumerate(x))
         if t is dict:
-            return {k: conv(x[k], f"{path}[{k!r}]") for k in x}
+            keys = _sorted_keys(x)
+            d = _OutDict((k, conv(x[k], f"{path}[{k!r}]")) for k in keys)
+            where = {k: i for i, k in enumerate(keys)}
+            d.order = tuple((k, where[k]) for k in x)
+            return d
         if _is_namedtuple(x):
             return t(*[conv(v, f"{path}.{f}") for f, v in
                        zip(t._fields, x)])
@@ -384,7 +419,7 @@ class ConcreteFunction(_C.ConcreteBase):
         self._build(graph, outputs, kind, structure)
         # How the flat outputs pack (tf.saved_model.save writes them).
         self._out_kind = kind
-        self._out_structure = structure
+        self._out_structure = _in_flat_order(structure)
         self._function_name = function._name
         self._binder = function._binder
         self._canonical_specs = canonical_specs

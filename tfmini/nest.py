@@ -38,12 +38,31 @@ def _is_attrs(x):
     return hasattr(type(x), "__attrs_attrs__")
 
 
+# What a type is to nest, cached: its instances are leaves, exact lists
+# and tuples, exact dicts, or other containers (walked by _children). The
+# abc checks of a new type are slow next to a dict lookup, and the tape
+# and tf.cond flatten on every call. (A type registered with an abc
+# after nest has seen it keeps its old kind.)
+_LEAF, _SEQ, _DICT, _OTHER = range(4)
+_KINDS = {list: _SEQ, tuple: _SEQ, dict: _DICT, int: _LEAF, float: _LEAF,
+          bool: _LEAF, str: _LEAF, bytes: _LEAF, type(None): _LEAF}
+
+
+def _kind(t):
+    k = _KINDS.get(t)
+    if k is None:
+        nested = not issubclass(t, (str, bytes)) and (
+            issubclass(t, (_abc.Sequence, _abc.Mapping, _abc.MappingView))
+            or hasattr(t, "__attrs_attrs__"))
+        k = _OTHER if nested else _LEAF
+        if len(_KINDS) < 4096:       # types made per call stay bounded
+            _KINDS[t] = k
+    return k
+
+
 def is_nested(seq):
     """True for the containers tf.nest walks into (see the module doc)."""
-    if isinstance(seq, (str, bytes)):
-        return False
-    return isinstance(seq, (_abc.Sequence, _abc.Mapping, _abc.MappingView)
-                      ) or _is_attrs(seq)
+    return _kind(type(seq)) != _LEAF
 
 
 def _children(x):
@@ -56,24 +75,19 @@ def _children(x):
     return list(x)
 
 
-_ATOMS = frozenset([int, float, bool, str, bytes, type(None)])
-
-
 def _flatten_into(x, out, is_leaf):
-    # Exact lists, tuples and dicts first: they are most structures, and
-    # the abc checks of is_nested cost more than these.
     if is_leaf is not None and is_leaf(x):
         out.append(x)
         return out
-    t = type(x)
-    if t is list or t is tuple:
+    k = _kind(type(x))
+    if k == _LEAF:
+        out.append(x)
+    elif k == _SEQ:
         for c in x:
             _flatten_into(c, out, is_leaf)
-    elif t is dict:
-        for k in sorted(x):
-            _flatten_into(x[k], out, is_leaf)
-    elif t in _ATOMS or not is_nested(x):
-        out.append(x)
+    elif k == _DICT:
+        for key in sorted(x):
+            _flatten_into(x[key], out, is_leaf)
     else:
         for c in _children(x):
             _flatten_into(c, out, is_leaf)
@@ -118,9 +132,14 @@ def _rebuild(like, children):
 
 def _pack_from(structure, it, is_leaf):
     """structure rebuilt with the next values of the iterator it."""
-    if (is_leaf is not None and is_leaf(structure)) or \
-            type(structure) in _ATOMS or not is_nested(structure):
+    if is_leaf is not None and is_leaf(structure):
         return next(it)
+    k = _kind(type(structure))
+    if k == _LEAF:
+        return next(it)
+    if k == _SEQ:
+        out = [_pack_from(c, it, is_leaf) for c in structure]
+        return out if type(structure) is list else tuple(out)
     return _rebuild(structure, [_pack_from(c, it, is_leaf)
                                 for c in _children(structure)])
 
