@@ -99,6 +99,36 @@ def _flatten(structure, is_leaf=None):
     return _flatten_into(structure, [], is_leaf)
 
 
+def _paths_into(x, path, out, depth):
+    if depth > 100:
+        raise ValueError(f"Structure at {'.'.join(map(str, path))} is "
+                         f"nested more than 100 levels deep")
+    k = _kind(type(x))
+    if k == _LEAF:
+        out.append((path, x))
+    elif k == _SEQ:
+        for i, c in enumerate(x):
+            _paths_into(c, path + (i,), out, depth + 1)
+    elif isinstance(x, _abc.Mapping):
+        for key in sorted(x):
+            _paths_into(x[key], path + (key,), out, depth + 1)
+    elif _is_attrs(x):
+        for a in type(x).__attrs_attrs__:
+            _paths_into(getattr(x, a.name), path + (a.name,), out,
+                        depth + 1)
+    else:
+        for i, c in enumerate(_children(x)):
+            _paths_into(c, path + (i,), out, depth + 1)
+    return out
+
+
+def _flatten_with_tuple_paths(structure):
+    """[(path, leaf)] in flatten's order, a path being the tuple of keys
+    and indices that lead to the leaf (TF's internal function of this
+    name; tf.Module and tf.train.Checkpoint name variables by it)."""
+    return _paths_into(structure, (), [], 0)
+
+
 def _DATA_LEAF(x):
     """tf.data's rule: a list is a value (made a tensor), not a
     structure."""

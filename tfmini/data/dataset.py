@@ -13,11 +13,12 @@ import itertools
 import numpy as np
 
 from .. import nest as _nest
+from .. import trackable as _trackable
 
 AUTOTUNE = -1
 
 
-class _Iterator:
+class _Iterator(_trackable.Trackable):
     """iter(dataset). An iterator made eagerly and then passed into a
     tf.function cannot advance per call here (TF reads it with graph
     ops): next() while tracing would bake the element it reads into the
@@ -26,6 +27,11 @@ class _Iterator:
     loop at trace time instead."""
 
     __slots__ = ("_it", "_traced")
+
+    def _trackable_children(self):
+        raise NotImplementedError(
+            "tfmini's tf.train.Checkpoint cannot save or restore a tf.data "
+            "iterator's position; leave the iterator out of the checkpoint")
 
     def __init__(self, it):
         from .. import _C
