@@ -217,13 +217,7 @@ def _contains_keras_tensor(x):
     if isinstance(x, tf.Tensor):
         return False
     from .input_layer import KerasTensor
-    if isinstance(x, KerasTensor):
-        return True
-    if isinstance(x, (list, tuple)):
-        return any(_contains_keras_tensor(e) for e in x)
-    if isinstance(x, dict):
-        return any(_contains_keras_tensor(e) for e in x.values())
-    return False
+    return any(isinstance(e, KerasTensor) for e in tf.nest.flatten(x))
 
 
 class Layer(_tracking.Trackable):
