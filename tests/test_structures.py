@@ -162,3 +162,32 @@ def test_functional_dict_inputs_matched_by_key():
     got = model({"a": np.ones((1, 2), "float32"),
                  "b": np.zeros((1, 1), "float32")})
     np.testing.assert_allclose(got, [[1.0, 1.0, 0.0]])
+
+
+def _deep(x, n):
+    for _ in range(n):
+        x = [x]
+    return x
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: {(2, "k"): [x, None], (1, "z"): x, (0, "p"): Pair(x, {"q": x})},
+    lambda x: {3: x, 1: [x], 2: None},
+    lambda x: [{"b": x}] * 3 + [()],
+    lambda x: _deep(x, 40),      # deeper than the compiler goes
+    lambda x: {f"k{i}": x + float(i) for i in range(5000, 0, -1)},
+])
+def test_function_nested_outputs_same_on_cached_calls(make):
+    # The cached call packs with code compiled from the structure (or,
+    # past its size limits, by walking it): same result as the trace.
+    f = tf.function(make, autograph=False)
+    x = _c(2.0)
+    first, again = f(x), f(x)
+    want = make(x)
+    assert type(again) is type(want)
+    tf.nest.assert_same_structure(again, want)
+    tf.nest.assert_same_structure(first, want)
+    if isinstance(want, dict):
+        assert list(again) == list(want)
+    for a, w in zip(tf.nest.flatten(again), tf.nest.flatten(want)):
+        assert (a is None and w is None) or float(a) == float(w)

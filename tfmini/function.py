@@ -177,23 +177,81 @@ OUT_NONE, OUT_SINGLE, OUT_TUPLE, OUT_LIST, OUT_GENERIC = range(5)
 
 class _OutDict(dict):
     """A dict among a trace's outputs, its entries in flat order; `order`
-    gives the function's key order as (key, index in flat order) pairs.
-    Spares the call path a sort per dict."""
+    gives the function's key order as (key, index in flat order) pairs,
+    or None when that is the flat order. Spares the call path a sort per
+    dict."""
     __slots__ = ("order",)
 
 
-def _pack_outputs(structure, flat):
-    it = iter(flat)
+class _Packer:
+    """An output structure compiled to one Python expression over the
+    flat outputs, e.g. `lambda f: {c0: f[2], c1: (f[0], f[1])}`: the
+    cached call of a function with nested outputs packs them with it,
+    at a fraction of the cost of walking the structure."""
+    __slots__ = ("fn",)
 
+    _MAX_DEPTH = 32          # the parser's nesting limit is 200
+    _MAX_LEAVES = 4096
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    @classmethod
+    def compile(cls, structure):
+        """A _Packer for structure, or structure itself when it is too
+        big or deep to compile."""
+        consts = {"__builtins__": {}}
+        count = [0]
+
+        def const(v):
+            name = f"c{len(consts)}"
+            consts[name] = v
+            return name
+
+        def expr(s, depth):
+            if depth > cls._MAX_DEPTH or count[0] > cls._MAX_LEAVES:
+                raise RecursionError
+            if s is _LEAF:
+                count[0] += 1
+                return f"f[{count[0] - 1}]"
+            t = type(s)
+            if t is list or t is tuple:
+                items = "".join(expr(v, depth + 1) + ", " for v in s)
+                return f"[{items}]" if t is list else f"({items})"
+            if t is _OutDict:
+                vals = [expr(v, depth + 1) for v in s.values()]
+                order = s.order or [(k, i) for i, k in enumerate(s)]
+                return "{" + "".join(f"{const(k)}: {vals[i]}, "
+                                     for k, i in order) + "}"
+            if _is_namedtuple(s):
+                items = "".join(expr(v, depth + 1) + ", " for v in s)
+                return f"{const(t)}({items})"
+            return const(s)
+
+        try:
+            body = expr(structure, 0)
+        except RecursionError:
+            return structure
+        return cls(eval("lambda f: " + body, consts))   # noqa: S307
+
+
+def _pack_outputs(structure, flat):
+    if type(structure) is _Packer:
+        return structure.fn(flat)
+    nxt = iter(flat).__next__
+
+    # List comprehensions, not generators: this runs on every call.
     def pack(s):
         if s is _LEAF:
-            return next(it)
+            return nxt()
         t = type(s)
         if t is list:
             return [pack(v) for v in s]
         if t is tuple:
-            return tuple(pack(v) for v in s)
+            return tuple([pack(v) for v in s])
         if t is _OutDict:
+            if s.order is None:
+                return {k: pack(v) for k, v in s.items()}
             vals = [pack(v) for v in s.values()]
             return {k: vals[i] for k, i in s.order}
         if t is dict:
@@ -242,7 +300,8 @@ def _prepare_outputs(value, fname):
             keys = _sorted_keys(x)
             d = _OutDict((k, conv(x[k], f"{path}[{k!r}]")) for k in keys)
             where = {k: i for i, k in enumerate(keys)}
-            d.order = tuple((k, where[k]) for k in x)
+            order = tuple((k, where[k]) for k in x)
+            d.order = None if list(x) == keys else order
             return d
         if _is_namedtuple(x):
             return t(*[conv(v, f"{path}.{f}") for f, v in
@@ -416,7 +475,8 @@ class ConcreteFunction(_C.ConcreteBase):
     def __init__(self, function, graph, inputs, outputs, kind, structure,
                  canonical_specs, structured_outputs):
         super().__init__()
-        self._build(graph, outputs, kind, structure)
+        self._build(graph, outputs, kind, _Packer.compile(structure)
+                    if kind == OUT_GENERIC else structure)
         # How the flat outputs pack (tf.saved_model.save writes them).
         self._out_kind = kind
         self._out_structure = _in_flat_order(structure)
