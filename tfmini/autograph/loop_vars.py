@@ -59,7 +59,7 @@ def _placeholder_value(like, invariant):
         dynamic = any(d is None for d in like.shape.as_list())
         return zeros(dims, like.dtype), (shape if dynamic or invariant
                                          is not None else None)
-    if isinstance(like, (list, tuple, dict)):
+    if _nest.is_nested(like):
         leaves = _nest.flatten(like)
         made = [_placeholder_value(v, None) for v in leaves]
         if any(inv is not None for _, inv in made):
@@ -86,9 +86,7 @@ def _probe_input(v, probe):
         if t is None or probe is None:
             return x if t is None else t
         return probe.placeholder(t.dtype._enum, t._shape_tuple, "probe")
-    if isinstance(v, (list, tuple, dict)):
-        return _nest._pack(v, [leaf(x) for x in _nest.flatten(v)])
-    return leaf(v)
+    return _nest._map(leaf, v)
 
 
 def handle_undefineds(body, get_state, set_state, init, nulls, invariants,
@@ -183,8 +181,7 @@ def probe_if(body, orelse, get_state, set_state, nouts, in_block):
             merged.append(b)
         elif _is_unbound(b):
             merged.append(a)
-        elif isinstance(a, (list, tuple, dict)) and \
-                _nest._mismatch(a, b, True) is None:
+        elif _nest.is_nested(a) and _nest._mismatch(a, b, True) is None:
             merged.append(_nest._pack(a, [
                 _relaxed(x, y) for x, y in zip(_nest.flatten(a),
                                                _nest.flatten(b))]))
