@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _C
 from . import dtypes as _dtypes
+from . import nest as _nest
 from ._tensor import Tensor
 
 __all__ = ["GradientTape", "stop_gradient", "custom_gradient",
@@ -33,35 +34,6 @@ class UnconnectedGradients(enum.Enum):
     on: None, or zeros of the source's shape."""
     NONE = "none"
     ZERO = "zero"
-
-
-# ---- nested structures (lists, tuples, namedtuples, dicts) ------------
-
-def _is_seq(x):
-    return isinstance(x, (list, tuple, dict))
-
-
-def _flatten(s):
-    if isinstance(s, dict):
-        return [x for k in sorted(s) for x in _flatten(s[k])]
-    if isinstance(s, (list, tuple)):
-        return [x for e in s for x in _flatten(e)]
-    return [s]
-
-
-def _pack_as(structure, flat):
-    it = iter(flat)
-
-    def build(s):
-        if isinstance(s, dict):
-            built = {k: build(s[k]) for k in sorted(s)}
-            return type(s)((k, built[k]) for k in s)
-        if isinstance(s, tuple) and hasattr(s, "_fields"):
-            return type(s)(*[build(e) for e in s])
-        if isinstance(s, (list, tuple)):
-            return type(s)(build(e) for e in s)
-        return next(it)
-    return build(structure)
 
 
 def _is_variable(x):
@@ -156,7 +128,7 @@ class GradientTape:
 
     def watch(self, tensor):
         """Watch a tensor, a variable, or a nested structure of them."""
-        for t in _flatten(tensor):
+        for t in _nest.flatten(tensor):
             if not isinstance(t, (Tensor, _C.VariableBase)):
                 raise ValueError(f"Passed in object {t} of type "
                                  f"'{type(t).__name__}', not tf.Tensor or "
@@ -226,7 +198,7 @@ class GradientTape:
 
     @staticmethod
     def _sources(sources):
-        flat = _flatten(sources)
+        flat = _nest.flatten(sources)
         for s in flat:
             if not isinstance(s, (Tensor, _C.VariableBase)):
                 raise ValueError(f"GradientTape.gradient: a source must be "
@@ -251,7 +223,7 @@ class GradientTape:
         mode = _unconnected(unconnected_gradients)
         self._check_usable()
         flat_targets = []
-        for t in _flatten(target):
+        for t in _nest.flatten(target):
             if _is_variable(t):
                 raise ValueError("GradientTape.gradient is not supported "
                                  "for variable targets.")
@@ -259,7 +231,7 @@ class GradientTape:
                                 else _to_tensor(t))
         flat_sources = self._sources(sources)
         if output_gradients is not None:
-            flat_og = _flatten(output_gradients)
+            flat_og = _nest.flatten(output_gradients)
             if len(flat_og) != len(flat_targets):
                 raise ValueError(f"output_gradients has {len(flat_og)} "
                                  f"entries for {len(flat_targets)} targets")
@@ -273,7 +245,7 @@ class GradientTape:
                                        not self._persistent)
         finally:
             self._done()
-        return _pack_as(sources, flat)
+        return _nest._pack(sources, flat)
 
     def jacobian(self, target, sources,
                  unconnected_gradients=UnconnectedGradients.NONE,
@@ -313,7 +285,7 @@ class GradientTape:
                 out.append(_stack(r, tshape + sshape, s.dtype))
         finally:
             self._done()
-        return _pack_as(sources, out)
+        return _nest._pack(sources, out)
 
     def batch_jacobian(self, target, source,
                        unconnected_gradients=UnconnectedGradients.NONE,
@@ -414,7 +386,7 @@ def _custom_gradient_call(f, args, kwargs):
     # outer tapes watch them (a use of the variable, as in TF).
     inputs = [a if isinstance(a, Tensor) else _to_tensor(a) for a in args]
     inputs += [v._read() for v in variables]
-    flat_result = _flatten(result)
+    flat_result = _nest.flatten(result)
     for r in flat_result:
         if not isinstance(r, (Tensor, _C.VariableBase)):
             raise TypeError("a @tf.custom_gradient function must return "
@@ -423,7 +395,7 @@ def _custom_gradient_call(f, args, kwargs):
     # New ids, so that the tapes see these outputs as the custom op's.
     outputs = [_C.fresh_tensor(r) for r in flat_result]
     if not _C.should_record(inputs):
-        return _pack_as(result, outputs)
+        return _nest._pack(result, outputs)
     nargs = len(args)
 
     def backward(output_grads):
@@ -437,7 +409,7 @@ def _custom_gradient_call(f, args, kwargs):
                                  "from @custom_gradient grad_fn.")
         else:
             in_grads, var_grads = grad_fn(*grads), []
-        flat = _flatten(in_grads) if _is_seq(in_grads) else [in_grads]
+        flat = _nest.flatten(in_grads)
         if len(flat) != nargs:
             raise ValueError(f"custom_gradient function expected to return "
                              f"{nargs} gradients, but returned {len(flat)} "
@@ -445,7 +417,7 @@ def _custom_gradient_call(f, args, kwargs):
         return flat + var_grads
 
     _C.record_custom(inputs, outputs, backward)
-    return _pack_as(result, outputs)
+    return _nest._pack(result, outputs)
 
 
 def custom_gradient(f=None):

@@ -3,18 +3,17 @@ from C.
 
 The call of a Function is C (csrc/python/function.c, Note [The call
 path]): on a cache hit no Python code runs. This module is the slow path:
-binding arguments, tracing, the retracing rules, input signatures,
-variable creation, and the printable signatures. tf.print and
-tf.init_scope live here too, since their meaning is about tracing."""
+binding arguments, tracing, the retracing rules, input signatures and
+the printable signatures. TensorSpec (tensor_spec.py), the trace frames
+and tf.init_scope (trace_frames.py), how arguments and results are
+walked (function_structures.py) and tf.print (ops/logging_ops.py) live
+in their own modules; their names stay importable from here."""
 import collections
-import contextlib
 import functools
 import inspect
 import logging
 import os
-import pprint
 import sys
-import threading
 import weakref
 
 import numpy as np
@@ -22,8 +21,18 @@ import numpy as np
 from . import _C
 from . import dtypes as _dtypes
 from ._tensor import Tensor
-from .tensor_shape import TensorShape
 from .errors import InvalidArgumentError
+from .tensor_spec import TensorSpec
+from .trace_frames import (  # noqa: F401  (re-exported for other modules)
+    _TraceFrame, _frames, _lift_to_eager, _suspend_tapes, _symbolic_name,
+    _tracing, _variable_creation_scope, init_scope)
+from .ops.logging_ops import _print, _stream_id, print  # noqa: F401,A004
+from .function_structures import (  # noqa: F401  (saved_model uses them)
+    OUT_GENERIC, OUT_LIST, OUT_NONE, OUT_SINGLE, OUT_TUPLE, _LEAF,
+    _ObjectArg, _Packer, _describe, _desc_text, _diff, _flatten_leaves,
+    _forget_objects, _in_flat_order, _is_leaf, _is_namedtuple,
+    _leaf_names, _leaf_spec, _map_leaves, _pack_outputs, _prepare_outputs,
+    _sorted_keys)
 
 # TF's top-level names (tfmini/__init__.py star-imports them). Function,
 # ConcreteFunction and FunctionSignatureError stay in this module, as in
@@ -57,456 +66,6 @@ class ConcreteInputError(InvalidArgumentError, FunctionSignatureError):
     TF raises InvalidArgumentError for a wrong dtype ("cannot compute
     ... as input #0(zero-based) was expected to be a float tensor");
     calls that fail to bind raise TypeError: this class is both."""
-
-
-# ---- tracing state -------------------------------------------------------
-
-class _TraceFrame:
-    __slots__ = ("function", "graph", "allow_variables", "created")
-
-    def __init__(self, function, graph, allow_variables):
-        self.function = function
-        self.graph = graph
-        self.allow_variables = allow_variables
-        self.created = 0           # variables made by this trace
-
-
-_local = threading.local()
-
-
-def _frames():
-    f = getattr(_local, "frames", None)
-    if f is None:
-        f = _local.frames = []
-    return f
-
-
-def _tracing():
-    """True while ops on this thread are traced into a graph (not inside
-    an init_scope)."""
-    return _C.tracing()
-
-
-def _symbolic_name(t):
-    return _C.symbolic_name(t)
-
-
-@contextlib.contextmanager
-def _suspend_tapes():
-    """Tapes recording outside a trace must not record its symbolic ops
-    (a traced call is recorded op by op when it runs, see
-    csrc/graph/exec.h); tapes made inside the trace record as usual. The
-    tape module's pause pushes a barrier on the active stack."""
-    pause = getattr(_C, "pause_tapes", None)
-    if pause is None:
-        yield
-        return
-    pause()
-    try:
-        yield
-    finally:
-        _C.resume_tapes()
-
-
-@contextlib.contextmanager
-def init_scope():
-    """tf.init_scope: lift the code in the block out of any tf.function
-    being traced. Ops in it run eagerly (variables created in it are
-    initialized at once), and gradient tapes do not record them."""
-    _C.init_scope_enter()
-    try:
-        with _suspend_tapes():
-            yield
-    finally:
-        _C.init_scope_exit()
-
-
-@contextlib.contextmanager
-def _variable_creation_scope():
-    """tf.Variable.__init__ runs under this. While a tf.function is being
-    traced it checks TF's rule (variables only on the first trace) and
-    creates the variable eagerly, outside the graph, where it is then
-    captured by reference."""
-    frames = _frames()
-    if not _C.tracing() or not frames:
-        yield
-        return
-    frame = frames[-1]
-    if not frame.allow_variables:
-        raise ValueError(
-            "tf.function only supports singleton tf.Variables created on "
-            "the first call. Make sure the tf.Variable is only created once "
-            "or created outside tf.function. (tf.function "
-            f"'{frame.function._name}' created a variable while tracing it "
-            "again.) See https://www.tensorflow.org/guide/"
-            "function#creating_tfvariables for more information.")
-    frame.created += 1
-    with init_scope():
-        yield
-
-
-def _lift_to_eager(value):
-    """A tf.Variable's initial value computed inside a trace, evaluated
-    now: the ops it depends on run eagerly (an error if it depends on the
-    function's inputs). Other values pass through."""
-    if isinstance(value, Tensor) and value._symbolic:
-        for frame in reversed(_frames()):
-            if frame.graph.owns(value):
-                try:
-                    return frame.graph.lift(value)
-                except ValueError as e:
-                    raise ValueError(
-                        f"The initial value of a tf.Variable created inside "
-                        f"tf.function '{frame.function._name}' ({value}) "
-                        f"depends on the function's inputs: {e}. Create the "
-                        f"variable from a constant or an initializer, or "
-                        f"outside the function.") from None
-        raise ValueError(f"The initial value of a tf.Variable, {value}, "
-                         f"is a symbolic tensor of no function being traced")
-    return value
-
-
-# ---- TensorSpec ----------------------------------------------------------
-
-class TensorSpec:
-    """tf.TensorSpec(shape, dtype=tf.float32, name=None): describes a
-    tensor; None dims match any size, shape=None any shape. (Graphs know
-    every rank: a tf.function traces an unknown-rank spec once per rank
-    it is called with.)"""
-
-    __slots__ = ("_shape", "_dtype", "_name", "_dims", "_dtype_enum",
-                 "__weakref__")
-
-    def __init__(self, shape, dtype=_dtypes.float32, name=None):
-        shape = TensorShape(shape) if not isinstance(shape, TensorShape) \
-            else shape
-        self._shape = shape
-        self._dtype = _dtypes.as_dtype(dtype)
-        self._name = name
-        self._dims = None if shape.rank is None else tuple(shape.as_list())
-        self._dtype_enum = self._dtype._enum
-
-    @classmethod
-    def from_tensor(cls, tensor, name=None):
-        if hasattr(tensor, "_as_tensor") and not isinstance(tensor, Tensor):
-            tensor = tensor._as_tensor()
-        return cls(tensor.shape, tensor.dtype, name)
-
-    @classmethod
-    def from_spec(cls, spec, name=None):
-        return cls(spec.shape, spec.dtype, name if name else spec.name)
-
-    @property
-    def shape(self):
-        return self._shape
-
-    @property
-    def dtype(self):
-        return self._dtype
-
-    @property
-    def name(self):
-        return self._name
-
-    def is_compatible_with(self, other):
-        if isinstance(other, TensorSpec):
-            return (self._dtype == other.dtype and
-                    self._shape.is_compatible_with(other.shape))
-        if isinstance(other, Tensor):
-            return (self._dtype == other.dtype and
-                    self._shape.is_compatible_with(other.shape))
-        return False
-
-    def is_subtype_of(self, other):
-        """Every tensor this spec matches, other matches too."""
-        if not isinstance(other, TensorSpec) or self._dtype != other.dtype:
-            return False
-        if other._dims is None:
-            return True
-        if self._dims is None or len(self._dims) != len(other._dims):
-            return False
-        return all(o is None or s == o
-                   for s, o in zip(self._dims, other._dims))
-
-    def most_specific_common_supertype(self, others):
-        if self._dims is None:
-            return None
-        dims = list(self._dims)
-        for o in others:
-            if (not isinstance(o, TensorSpec) or o.dtype != self._dtype or
-                    o._dims is None or len(o._dims) != len(dims)):
-                return None
-            dims = [a if a == b else None for a, b in zip(dims, o._dims)]
-        return TensorSpec(dims, self._dtype)
-
-    def __eq__(self, other):
-        return (isinstance(other, TensorSpec) and
-                self._dtype == other._dtype and self._dims == other._dims
-                and self._name == other._name)
-
-    def __ne__(self, other):
-        return not self == other
-
-    def __hash__(self):
-        return hash((self._dims, self._dtype._enum, self._name))
-
-    def __repr__(self):
-        return (f"TensorSpec(shape={self._shape}, dtype=tf.{self._dtype.name}"
-                f", name={self._name!r})")
-
-    def __reduce__(self):
-        return TensorSpec, (self._dims, self._dtype, self._name)
-
-
-# ---- structures ----------------------------------------------------------
-# These walk values exactly as the C key does (csrc/python/function.c):
-# exact lists/tuples/dicts (dict keys sorted) and namedtuples are
-# structures; tensors, NumPy values and TensorSpecs are leaves.
-
-def _is_leaf(x):
-    return isinstance(x, (Tensor, TensorSpec, np.ndarray, np.generic))
-
-
-def _is_namedtuple(x):
-    return isinstance(x, tuple) and type(x) is not tuple and \
-        hasattr(type(x), "_fields")
-
-
-def _sorted_keys(d):
-    try:
-        return sorted(d)
-    except TypeError:
-        return list(d)
-
-
-def _map_leaves(fn, x):
-    if _is_leaf(x):
-        return fn(x)
-    t = type(x)
-    if t is list:
-        return [_map_leaves(fn, v) for v in x]
-    if t is tuple:
-        return tuple(_map_leaves(fn, v) for v in x)
-    if t is dict:
-        return {k: _map_leaves(fn, x[k]) for k in _sorted_keys(x)}
-    if _is_namedtuple(x):
-        return t(*[_map_leaves(fn, v) for v in x])
-    return x
-
-
-def _flatten_leaves(x, out):
-    if _is_leaf(x):
-        out.append(x)
-        return out
-    t = type(x)
-    if t is list or t is tuple or _is_namedtuple(x):
-        for v in x:
-            _flatten_leaves(v, out)
-    elif t is dict:
-        for k in _sorted_keys(x):
-            _flatten_leaves(x[k], out)
-    return out
-
-
-def _leaf_names(name, x, out):
-    """One name per leaf of x (a parameter's value)."""
-    n = len(_flatten_leaves(x, []))
-    out.extend([name] * n)
-
-
-def _leaf_spec(x):
-    if isinstance(x, TensorSpec):
-        return x
-    if isinstance(x, Tensor):
-        return TensorSpec(x._shape_tuple, x.dtype)
-    a = np.asarray(x)
-    return TensorSpec(a.shape, a.dtype)
-
-
-class _ObjectArg:
-    """An identity-keyed argument as a signature shows it, without
-    keeping the object alive (see Function._watch)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, obj):
-        # TF 2.21's text for such an argument, unbalanced ')' included.
-        self.text = (f"Weakref[<weakref at {id(self):#x}; to "
-                     f"'{type(obj).__name__}' at {id(obj):#x}>])")
-
-    def __repr__(self):
-        return self.text
-
-
-def _forget_objects(x):
-    if x is None or isinstance(x, (bool, int, float, str, TensorSpec)):
-        return x
-    t = type(x)
-    if t is list:
-        return [_forget_objects(v) for v in x]
-    if t is tuple:
-        return tuple(_forget_objects(v) for v in x)
-    if t is dict:
-        return {k: _forget_objects(v) for k, v in x.items()}
-    if _is_namedtuple(x):
-        return t(*[_forget_objects(v) for v in x])
-    return _ObjectArg(x)
-
-
-class _Leaf:
-    """Where an output tensor goes in the output structure."""
-    __slots__ = ()
-
-    def __repr__(self):
-        return "<leaf>"
-
-
-_LEAF = _Leaf()
-
-OUT_NONE, OUT_SINGLE, OUT_TUPLE, OUT_LIST, OUT_GENERIC = range(5)
-
-
-def _pack_outputs(structure, flat):
-    it = iter(flat)
-
-    def pack(s):
-        if s is _LEAF:
-            return next(it)
-        t = type(s)
-        if t is list:
-            return [pack(v) for v in s]
-        if t is tuple:
-            return tuple(pack(v) for v in s)
-        if t is dict:
-            return {k: pack(v) for k, v in s.items()}
-        if _is_namedtuple(s):
-            return t(*[pack(v) for v in s])
-        return s
-
-    return pack(structure)
-
-
-def _prepare_outputs(value, fname):
-    """The traced function's return value -> (structure with _LEAF for each
-    tensor, flat tensors, output kind). Runs inside the trace: Python
-    numbers become constants, variables are read."""
-    from .ops.constant_op import convert_to_tensor
-    flat = []
-
-    def conv(x, path):
-        if x is None:
-            return None
-        if isinstance(x, Tensor):
-            flat.append(x)
-            return _LEAF
-        t = type(x)
-        if t is list:
-            return [conv(v, f"{path}[{i}]") for i, v in enumerate(x)]
-        if t is tuple:
-            return tuple(conv(v, f"{path}[{i}]") for i, v in enumerate(x))
-        if t is dict:
-            return {k: conv(x[k], f"{path}[{k!r}]") for k in x}
-        if _is_namedtuple(x):
-            return t(*[conv(v, f"{path}.{f}") for f, v in
-                       zip(t._fields, x)])
-        if isinstance(x, (bool, int, float, np.ndarray, np.generic)) or \
-                hasattr(x, "_as_tensor"):
-            flat.append(convert_to_tensor(x))
-            return _LEAF
-        raise TypeError(
-            f"To be compatible with tf.function, Python functions must "
-            f"return zero or more Tensors or None values; in compilation of "
-            f"{fname}, found return value{path} of type {type(x).__name__}, "
-            f"which is not a Tensor.")
-
-    structure = conv(value, "")
-    if structure is None:
-        kind = OUT_NONE
-    elif structure is _LEAF:
-        kind = OUT_SINGLE
-    elif type(structure) is tuple and all(s is _LEAF for s in structure):
-        kind = OUT_TUPLE
-    elif type(structure) is list and all(s is _LEAF for s in structure):
-        kind = OUT_LIST
-    else:
-        kind = OUT_GENERIC
-    return structure, flat, kind
-
-
-# ---- argument descriptions (retracing warnings, signatures) -------------
-
-def _describe(x, depth=0):
-    """A hashable, printable summary of an argument: what the cache key
-    saw, without holding the value."""
-    if depth > 8:
-        return ("...",)
-    if isinstance(x, TensorSpec):
-        return ("tensor", x.dtype.name, x._dims)
-    if isinstance(x, Tensor):
-        return ("tensor", x.dtype.name, x._shape_tuple)
-    if isinstance(x, (np.ndarray, np.generic)):
-        a = np.asarray(x)
-        return ("tensor", a.dtype.name, a.shape)
-    if x is None or isinstance(x, (bool, int, float, str)):
-        return ("value", type(x).__name__, repr(x))
-    t = type(x)
-    if t is list or t is tuple or _is_namedtuple(x):
-        return (t.__name__, tuple(_describe(v, depth + 1) for v in x))
-    if t is dict:
-        return ("dict", tuple((repr(k), _describe(x[k], depth + 1))
-                              for k in _sorted_keys(x)))
-    return ("object", t.__name__, id(x))
-
-
-def _desc_text(d):
-    kind = d[0]
-    if kind == "tensor":
-        return f"{d[1]} tensor of shape {tuple(d[2])}"
-    if kind == "value":
-        return d[2]
-    if kind == "object":
-        return f"a {d[1]} object (id {d[2]:#x})"
-    if kind == "dict":
-        return "{" + ", ".join(f"{k}: {_desc_text(v)}" for k, v in d[1]) \
-            + "}"
-    if kind == "...":
-        return "..."
-    inner = ", ".join(_desc_text(v) for v in d[1])
-    return f"[{inner}]" if kind == "list" else f"({inner})"
-
-
-def _diff(path, old, new, out):
-    if old == new or len(out) >= 3:
-        return
-    if old[0] == new[0] == "tensor":
-        changes = []
-        if old[1] != new[1]:
-            changes.append(f"dtype {old[1]} -> {new[1]}")
-        if tuple(old[2]) != tuple(new[2]):
-            changes.append(f"shape {tuple(old[2])} -> {tuple(new[2])}")
-        out.append(f"argument {path}: " + ", ".join(changes))
-        return
-    if old[0] == new[0] and old[0] in ("list", "tuple") and \
-            len(old[1]) == len(new[1]):
-        for i, (a, b) in enumerate(zip(old[1], new[1])):
-            _diff(f"{path}[{i}]", a, b, out)
-        return
-    if old[0] == new[0] == "dict" and [k for k, _ in old[1]] == \
-            [k for k, _ in new[1]]:
-        for (k, a), (_, b) in zip(old[1], new[1]):
-            _diff(f"{path}[{k}]", a, b, out)
-        return
-    if old[0] == new[0] == "value" and old[1] == new[1]:
-        out.append(f"argument {path}: Python value {old[2]} -> {new[2]} "
-                   f"(Python values are part of the signature: pass a "
-                   f"tensor to avoid retracing)")
-        return
-    if old[0] == new[0] == "object" and old[1] == new[1]:
-        out.append(f"argument {path}: a different {old[1]} object "
-                   f"({old[2]:#x} -> {new[2]:#x}; objects are keyed by "
-                   f"identity)")
-        return
-    out.append(f"argument {path}: {_desc_text(old)} -> {_desc_text(new)}")
 
 
 # ---- concrete functions --------------------------------------------------
@@ -578,10 +137,11 @@ class ConcreteFunction(_C.ConcreteBase):
     def __init__(self, function, graph, inputs, outputs, kind, structure,
                  canonical_specs, structured_outputs):
         super().__init__()
-        self._build(graph, outputs, kind, structure)
+        self._build(graph, outputs, kind, _Packer.compile(structure)
+                    if kind == OUT_GENERIC else structure)
         # How the flat outputs pack (tf.saved_model.save writes them).
         self._out_kind = kind
-        self._out_structure = structure
+        self._out_structure = _in_flat_order(structure)
         self._function_name = function._name
         self._binder = function._binder
         self._canonical_specs = canonical_specs
@@ -1444,85 +1004,6 @@ def _graph_assert(condition, data, summarize):
             pieces[-1] += sep + str(x)
     _C.graph_assert(condition, pieces, tensors,
                     3 if summarize is None else int(summarize))
-
-
-# ---- tf.print ------------------------------------------------------------
-
-def _stream_id(stream):
-    if stream is None or stream is sys.stderr or stream is sys.__stderr__:
-        return 2
-    if stream is sys.stdout or stream is sys.__stdout__:
-        return 1
-    if isinstance(stream, str):
-        if stream in ("stderr", "stdout"):
-            return 2 if stream == "stderr" else 1
-        if stream.startswith("file://"):
-            return _C.register_stream(open(stream[len("file://"):], "a"))
-        raise ValueError(f"Unsupported output stream {stream!r}: use "
-                         f"sys.stdout, sys.stderr, a file object or "
-                         f"'file://path'")
-    if hasattr(stream, "write"):
-        return _C.register_stream(stream)
-    raise ValueError(f"Unsupported output stream {stream!r}")
-
-
-def _print(*inputs, output_stream=None, summarize=3, sep=" ", end="\n",
-           name=None):
-    """tf.print: print tensors (and Python values) when the op runs:
-    eagerly at once, in a tf.function on every call (Python's print runs
-    only while tracing). Tensors print as `[0 1 2 ... 7 8 9]`, with
-    `summarize` elements at each end of every dim (-1: all)."""
-    if summarize is None:
-        summarize = 3
-    tensors = []
-
-    def is_tensor(x):
-        return isinstance(x, Tensor) or (hasattr(x, "_as_tensor") and
-                                         not isinstance(x, type))
-
-    def as_tensor(x):
-        return x if isinstance(x, Tensor) else x._as_tensor()
-
-    def strip(x):
-        if is_tensor(x):
-            return ""
-        t = type(x)
-        if t in (list, tuple):
-            return t(strip(v) for v in x)
-        if t is dict:
-            return {k: strip(v) for k, v in x.items()}
-        return x
-
-    free = " ".join(pprint.pformat(strip(x)) for x in inputs)
-    ph = "{tensor}"
-    while ph in free or ph in sep or ph in end:
-        ph = "{" + ph + "}"
-    templates = []
-    for x in inputs:
-        if isinstance(x, str):
-            templates.append(x)
-        elif is_tensor(x):
-            tensors.append(as_tensor(x))
-            templates.append(ph)
-        else:
-            def mark(v):
-                if is_tensor(v):
-                    tensors.append(as_tensor(v))
-                    return ph
-                t = type(v)
-                if t in (list, tuple):
-                    return t(mark(e) for e in v)
-                if t is dict:
-                    return {k: mark(e) for k, e in v.items()}
-                return v
-            templates.append(pprint.pformat(mark(x)).replace(
-                repr(ph), ph))
-    text = sep.join(templates) + end
-    _C.print_v2(text.split(ph), tensors, _stream_id(output_stream),
-                int(summarize))
-
-
-print = _print  # noqa: A001  (tf.print)
 
 
 _C._set_function_hooks(_pack_outputs,

@@ -13,11 +13,14 @@ A Keras layer met on the walk counts as a submodule that holds its
 `weights`, as with tf.keras 2, whose layers were tf.Modules (the modules
 guide relies on it). TF 2.21's Keras 3 layers are not, and a Module
 there finds no variables in them: a model built that way silently does
-not train, which is not worth copying."""
+not train, which is not worth copying. The walk knows such objects by
+the trackable protocol (trackable.py's _module_leaves), not by class."""
 import functools
 import re
 
 from . import name_scopes as _name_scope
+from . import nest as _nest
+from .trackable import AutoTrackable, Trackable
 from .variables import Variable
 
 __all__ = ["Module"]
@@ -30,29 +33,10 @@ def camel_to_snake(value):
     return _CAMEL_TO_SNAKE.sub(r"_\1", value).lower()
 
 
-def _flatten_value(value, path, out, depth=0):
-    """(path, leaf) pairs of value, the way tf.nest flattens it."""
-    if depth > 100:
-        raise ValueError(f"Structure at {'.'.join(map(str, path))} is "
-                         f"nested more than 100 levels deep")
-    if isinstance(value, dict):
-        try:
-            keys = sorted(value)
-        except TypeError:
-            keys = list(value)
-        for k in keys:
-            _flatten_value(value[k], path + (k,), out, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            _flatten_value(v, path + (i,), out, depth + 1)
-    else:
-        out.append((path, value))
-
-
 def _flatten_module(module, recursive, predicate, traversal_key, with_path,
                     prefix, seen, stack):
     if _is_layer(module):        # its weights, as its own leaves
-        for k, v in enumerate(module.weights):
+        for k, v in enumerate(module._module_leaves()):
             if not with_path:
                 if id(v) in seen:
                     continue
@@ -67,9 +51,8 @@ def _flatten_module(module, recursive, predicate, traversal_key, with_path,
     for key in sorted(attrs, key=traversal_key):
         if key.startswith("_tfmini_"):
             continue
-        leaves = []
-        _flatten_value(attrs[key], (key,), leaves)
-        for leaf_path, leaf in leaves:
+        for leaf_path, leaf in _nest._flatten_with_tuple_paths(attrs[key]):
+            leaf_path = (key,) + leaf_path
             if not with_path:
                 if id(leaf) in seen:
                     continue
@@ -98,15 +81,14 @@ def _is_non_trainable_variable(x):
 
 
 def _is_layer(x):
-    from .keras.layers.base import Layer
-    return isinstance(x, Layer)
+    return isinstance(x, Trackable) and type(x)._module_leaves is not None
 
 
 def _is_module(x):
     return isinstance(x, Module) or _is_layer(x)
 
 
-class Module:
+class Module(AutoTrackable):
     """Base class for models and layers built by hand (tf.Module)."""
 
     def __init__(self, name=None):
@@ -119,15 +101,6 @@ class Module:
         self._name = name
         with _name_scope.name_scope(name) as scope_name:
             self._name_scope = _name_scope.name_scope(scope_name)
-
-    def __setattr__(self, name, value):
-        object.__setattr__(self, name, value)
-        # A checkpoint restored before this attribute existed (a layer
-        # that makes its variables on the first call) fills it in now.
-        pending = self.__dict__.get("_tfmini_restore_pending")
-        if pending and name in pending:
-            from .train import checkpoint
-            checkpoint.restore_deferred(self, name, value)
 
     @property
     def name(self):

@@ -11,9 +11,17 @@ pack_sequence_as are inverses.
 tfmini has no composite tensors (ragged, sparse), so expand_composites
 changes nothing and is accepted for TF's signatures.
 
-The helpers in ops/control_flow_ops.py ("nested structures") predate this
-module and keep their own, older error texts, which tf.cond, tf.while_loop
-and autograph wrap in their own messages."""
+This is the one nest of the package: tf.cond, tf.while_loop, the tape,
+tf.data and Keras all walk structures with it. Two callers need other
+leaves, and get them through the private `is_leaf` of _flatten, _pack
+and _map (optree's and JAX's name for it; TF keeps the same switch as
+the internal "modality" of its nest_util):
+- tf.data reads a list as one value, not a structure (_DATA_LEAF, TF's
+  Modality.DATA);
+- Keras's fit reads a list of numbers as one array.
+tf.function's argument walker is not here: it must agree with the C key
+(csrc/python/function.c), which nests only exact lists, tuples and dicts
+and namedtuples and keys every other object by identity."""
 import collections as _collections
 import collections.abc as _abc
 
@@ -30,12 +38,31 @@ def _is_attrs(x):
     return hasattr(type(x), "__attrs_attrs__")
 
 
+# What a type is to nest, cached: its instances are leaves, exact lists
+# and tuples, exact dicts, or other containers (walked by _children). The
+# abc checks of a new type are slow next to a dict lookup, and the tape
+# and tf.cond flatten on every call. (A type registered with an abc
+# after nest has seen it keeps its old kind.)
+_LEAF, _SEQ, _DICT, _OTHER = range(4)
+_KINDS = {list: _SEQ, tuple: _SEQ, dict: _DICT, int: _LEAF, float: _LEAF,
+          bool: _LEAF, str: _LEAF, bytes: _LEAF, type(None): _LEAF}
+
+
+def _kind(t):
+    k = _KINDS.get(t)
+    if k is None:
+        nested = not issubclass(t, (str, bytes)) and (
+            issubclass(t, (_abc.Sequence, _abc.Mapping, _abc.MappingView))
+            or hasattr(t, "__attrs_attrs__"))
+        k = _OTHER if nested else _LEAF
+        if len(_KINDS) < 4096:       # types made per call stay bounded
+            _KINDS[t] = k
+    return k
+
+
 def is_nested(seq):
     """True for the containers tf.nest walks into (see the module doc)."""
-    if isinstance(seq, (str, bytes)):
-        return False
-    return isinstance(seq, (_abc.Sequence, _abc.Mapping, _abc.MappingView)
-                      ) or _is_attrs(seq)
+    return _kind(type(seq)) != _LEAF
 
 
 def _children(x):
@@ -48,22 +75,78 @@ def _children(x):
     return list(x)
 
 
-def _flatten_into(x, out):
-    if is_nested(x):
-        for c in _children(x):
-            _flatten_into(c, out)
-    else:
+def _flatten_into(x, out, is_leaf):
+    if is_leaf is not None and is_leaf(x):
         out.append(x)
+        return out
+    k = _kind(type(x))
+    if k == _LEAF:
+        out.append(x)
+    elif k == _SEQ:
+        for c in x:
+            _flatten_into(c, out, is_leaf)
+    elif k == _DICT:
+        for key in sorted(x):
+            _flatten_into(x[key], out, is_leaf)
+    else:
+        for c in _children(x):
+            _flatten_into(c, out, is_leaf)
     return out
+
+
+def _flatten(structure, is_leaf=None):
+    """flatten, with is_leaf(x) true for values to keep whole."""
+    return _flatten_into(structure, [], is_leaf)
+
+
+def _paths_into(x, path, out, depth):
+    if depth > 100:
+        raise ValueError(f"Structure at {'.'.join(map(str, path))} is "
+                         f"nested more than 100 levels deep")
+    k = _kind(type(x))
+    if k == _LEAF:
+        out.append((path, x))
+    elif k == _SEQ:
+        for i, c in enumerate(x):
+            _paths_into(c, path + (i,), out, depth + 1)
+    elif isinstance(x, _abc.Mapping):
+        for key in sorted(x):
+            _paths_into(x[key], path + (key,), out, depth + 1)
+    elif _is_attrs(x):
+        for a in type(x).__attrs_attrs__:
+            _paths_into(getattr(x, a.name), path + (a.name,), out,
+                        depth + 1)
+    else:
+        for i, c in enumerate(_children(x)):
+            _paths_into(c, path + (i,), out, depth + 1)
+    return out
+
+
+def _flatten_with_tuple_paths(structure):
+    """[(path, leaf)] in flatten's order, a path being the tuple of keys
+    and indices that lead to the leaf (TF's internal function of this
+    name; tf.Module and tf.train.Checkpoint name variables by it)."""
+    return _paths_into(structure, (), [], 0)
+
+
+def _DATA_LEAF(x):
+    """tf.data's rule: a list is a value (made a tensor), not a
+    structure."""
+    return isinstance(x, list)
 
 
 def flatten(structure, expand_composites=False):
     """The leaves of structure, depth first; a leaf gives [leaf]."""
-    return _flatten_into(structure, [])
+    return _flatten_into(structure, [], None)
 
 
 def _rebuild(like, children):
     """A container of like's type holding children (in _children order)."""
+    t = type(like)
+    if t is list:
+        return children
+    if t is tuple:
+        return tuple(children)
     if isinstance(like, _abc.Mapping):
         by_key = dict(zip(sorted(like), children))
         items = [(k, by_key[k]) for k in like]
@@ -77,15 +160,29 @@ def _rebuild(like, children):
     return list(children)   # a range or a dict view packs as a list
 
 
-def _pack(structure, flat, pos):
-    """(structure rebuilt from flat[pos:], next position)."""
-    if not is_nested(structure):
-        return flat[pos], pos + 1
-    children = []
-    for c in _children(structure):
-        v, pos = _pack(c, flat, pos)
-        children.append(v)
-    return _rebuild(structure, children), pos
+def _pack_from(structure, it, is_leaf):
+    """structure rebuilt with the next values of the iterator it."""
+    if is_leaf is not None and is_leaf(structure):
+        return next(it)
+    k = _kind(type(structure))
+    if k == _LEAF:
+        return next(it)
+    if k == _SEQ:
+        out = [_pack_from(c, it, is_leaf) for c in structure]
+        return out if type(structure) is list else tuple(out)
+    return _rebuild(structure, [_pack_from(c, it, is_leaf)
+                                for c in _children(structure)])
+
+
+def _pack(structure, flat, is_leaf=None):
+    """pack_sequence_as, with is_leaf as in _flatten and no checks."""
+    return _pack_from(structure, iter(flat), is_leaf)
+
+
+def _map(func, structure, is_leaf=None):
+    """map_structure over one structure, with is_leaf as in _flatten."""
+    return _pack(structure, [func(x) for x in _flatten(structure, is_leaf)],
+                 is_leaf)
 
 
 def pack_sequence_as(structure, flat_sequence, expand_composites=False):
@@ -103,13 +200,19 @@ def pack_sequence_as(structure, flat_sequence, expand_composites=False):
                 f"  {flat_sequence}\nnest cannot guarantee that it is safe "
                 f"to map one to the other.")
         return flat_sequence[0]
-    n = len(flatten(structure))
-    if n != len(flat_sequence):
+    it = iter(flat_sequence)
+    try:
+        out = _pack_from(structure, it, None)
+        extra = next(it, it) is not it
+    except StopIteration:
+        extra = True
+    if extra:
+        n = len(flatten(structure))
         raise ValueError(
             f"Could not pack sequence. Structure had {n} atoms, but "
             f"flat_sequence had {len(flat_sequence)} items.  Structure: "
             f"{structure}, flat_sequence: {flat_sequence}.")
-    return _pack(structure, flat_sequence, 0)[0]
+    return out
 
 
 def _same_container_type(a, b):
@@ -203,8 +306,9 @@ def map_structure(func, *structure, **kwargs):
         bad = ", ".join(kwargs)
         raise ValueError(f"Only valid keyword arguments are `check_types` "
                          f"and `expand_composites`, not: `{bad}`")
+    if len(structure) == 1:
+        return _map(func, structure[0])
     for other in structure[1:]:
         assert_same_structure(structure[0], other, check_types=check_types)
     flats = [flatten(s) for s in structure]
-    return pack_sequence_as(structure[0],
-                            [func(*leaves) for leaves in zip(*flats)])
+    return _pack(structure[0], [func(*leaves) for leaves in zip(*flats)])

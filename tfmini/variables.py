@@ -5,7 +5,6 @@ operators: arithmetic on a Variable reads its current value (a read the
 gradient tapes see, see Note [Variable ids] in variable.h) and gives a
 Tensor. Every op accepts a Variable wherever it accepts a Tensor."""
 import enum
-import sys
 import weakref
 
 import numpy as np
@@ -13,6 +12,7 @@ import numpy as np
 from . import _C
 from . import dtypes as _dtypes
 from . import name_scopes as _name_scope
+from . import trace_frames as _trace_frames
 from ._tensor import Reference, Tensor, _numpy_text, device_name
 from .tensor_shape import TensorShape
 
@@ -83,15 +83,13 @@ class Variable(_C.VariableBase):
         elif trainable is None:
             trainable = True
         enum_ = -1 if dtype is None else _dtypes.as_dtype(dtype)._enum
-        # (tfmini.function, the attribute, is tf.function itself.)
-        _function = sys.modules[__package__ + ".function"]
         # While a tf.function is traced, variables are made eagerly
         # outside its graph (only on the first trace; an initial value
         # computed in the trace is lifted out of it), then captured.
-        with _function._variable_creation_scope():
+        with _trace_frames._variable_creation_scope():
             if callable(initial_value):
                 initial_value = initial_value()
-            initial_value = _function._lift_to_eager(initial_value)
+            initial_value = _trace_frames._lift_to_eager(initial_value)
             if isinstance(initial_value, _C.VariableBase):
                 initial_value = initial_value._read()
             self._init(initial_value, enum_, bool(trainable),

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _C
 from .._tensor import Tensor
+from .. import nest as _nest
 from ..ops import control_flow_ops as _cf
 from ..tensor_shape import TensorShape
 
@@ -58,13 +59,13 @@ def _placeholder_value(like, invariant):
         dynamic = any(d is None for d in like.shape.as_list())
         return zeros(dims, like.dtype), (shape if dynamic or invariant
                                          is not None else None)
-    if isinstance(like, (list, tuple, dict)):
-        leaves = _cf._flatten(like)
+    if _nest.is_nested(like):
+        leaves = _nest.flatten(like)
         made = [_placeholder_value(v, None) for v in leaves]
         if any(inv is not None for _, inv in made):
             raise _ProbeFailed("it is a nested structure whose shapes change "
                                "between iterations")
-        return _cf._pack_as(like, [v for v, _ in made]), None
+        return _nest._pack(like, [v for v, _ in made]), None
     raise _ProbeFailed(f"it becomes a {type(like).__name__} ({like!r}); "
                        f"a loop can only create Tensor, int, float, bool "
                        f"or a list, tuple or dict of these")
@@ -85,9 +86,7 @@ def _probe_input(v, probe):
         if t is None or probe is None:
             return x if t is None else t
         return probe.placeholder(t.dtype._enum, t._shape_tuple, "probe")
-    if isinstance(v, (list, tuple, dict)):
-        return _cf._pack_as(v, [leaf(x) for x in _cf._flatten(v)])
-    return leaf(v)
+    return _nest._map(leaf, v)
 
 
 def handle_undefineds(body, get_state, set_state, init, nulls, invariants,
@@ -95,7 +94,7 @@ def handle_undefineds(body, get_state, set_state, init, nulls, invariants,
     """Stage one iteration of body in a throwaway graph; returns (new
     initial values, shape invariants for them or None per variable) or
     raises _ProbeFailed with the reason. set_state(init) afterwards."""
-    from ..function import _suspend_tapes
+    from ..trace_frames import _suspend_tapes
     probe = _C.subgraph("loop_probe") if _C.tracing() else None
     inputs = tuple(v if n else _probe_input(v, probe)
                    for v, n in zip(init, nulls))
@@ -182,11 +181,10 @@ def probe_if(body, orelse, get_state, set_state, nouts, in_block):
             merged.append(b)
         elif _is_unbound(b):
             merged.append(a)
-        elif isinstance(a, (list, tuple, dict)) and \
-                _cf._structure_mismatch(a, b) is None:
-            merged.append(_cf._pack_as(a, [
-                _relaxed(x, y) for x, y in zip(_cf._flatten(a),
-                                               _cf._flatten(b))]))
+        elif _nest.is_nested(a) and _nest._mismatch(a, b, True) is None:
+            merged.append(_nest._pack(a, [
+                _relaxed(x, y) for x, y in zip(_nest.flatten(a),
+                                               _nest.flatten(b))]))
         else:
             merged.append(_relaxed(a, b))
     set_state(tuple(merged) + init[nouts:])

@@ -22,6 +22,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .._tensor import Tensor
 from ..errors import OperatorNotAllowedInGraphError
+from .. import nest as _nest
 from ..ops import control_flow_ops as _cf
 from ..tensor_shape import TensorShape
 from . import loop_vars as _loop_vars
@@ -189,7 +190,7 @@ def _verify_branch_vars(values, symbol_names, branch):
         if type(v) is UndefinedReturnValue:
             raise ValueError(f"the {branch} branch must also have a return "
                              f"statement.")
-        for leaf in _cf._flatten(v):
+        for leaf in _nest.flatten(v):
             if leaf is None:
                 raise ValueError(f"'{name}' is None at the end of the "
                                  f"{branch} branch.")
@@ -204,11 +205,11 @@ def _verify_branch_vars(values, symbol_names, branch):
 def _verify_cond_vars(main, orelse, symbol_names):
     for name, a, b in zip(symbol_names, main, orelse):
         try:
-            _cf._assert_same_structure(a, b)
+            _nest.assert_same_structure(a, b)
         except (TypeError, ValueError) as e:
             raise TypeError(f"'{name}' must have the same nested structure "
                             f"in the main and else branches:\n\n{e}") from e
-        for x, y in zip(_cf._flatten(a), _cf._flatten(b)):
+        for x, y in zip(_nest.flatten(a), _nest.flatten(b)):
             if x is None:
                 raise ValueError(f"'{name}' is None at the end of the main "
                                  f"branch.")
@@ -352,7 +353,7 @@ _LEGAL_TYPES = "Tensor, int, float, bool, TensorArray or a list, tuple or " \
 
 def _verify_loop_init_vars(values, symbol_names, note=None):
     for name, v in zip(symbol_names, values):
-        for leaf in _cf._flatten(v):
+        for leaf in _nest.flatten(v):
             if leaf is not None and type(leaf) not in (
                     Undefined, UndefinedReturnValue) and \
                     not isinstance(leaf, _cf.TensorArray) and \
@@ -425,14 +426,14 @@ def _verify_loop_var(name, init, entry, exit_, invariant):
 def _verify_loop_vars(init, entry, exit_, symbol_names, invariants):
     for i, name in enumerate(symbol_names):
         try:
-            _cf._assert_same_structure(init[i], entry[i])
-            _cf._assert_same_structure(entry[i], exit_[i])
+            _nest.assert_same_structure(init[i], entry[i])
+            _nest.assert_same_structure(entry[i], exit_[i])
         except (TypeError, ValueError) as e:
             raise TypeError(f"'{name}' does not have the same nested "
                             f"structure after one iteration.\n\n{e}") from e
         inv = invariants[i] if invariants else None
-        for a, b, c in zip(_cf._flatten(init[i]), _cf._flatten(entry[i]),
-                           _cf._flatten(exit_[i])):
+        for a, b, c in zip(_nest.flatten(init[i]), _nest.flatten(entry[i]),
+                           _nest.flatten(exit_[i])):
             _verify_loop_var(name, a, b, c, inv)
 
 

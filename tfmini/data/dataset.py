@@ -12,10 +12,13 @@ import itertools
 
 import numpy as np
 
+from .. import nest as _nest
+from .. import trackable as _trackable
+
 AUTOTUNE = -1
 
 
-class _Iterator:
+class _Iterator(_trackable.Trackable):
     """iter(dataset). An iterator made eagerly and then passed into a
     tf.function cannot advance per call here (TF reads it with graph
     ops): next() while tracing would bake the element it reads into the
@@ -24,6 +27,11 @@ class _Iterator:
     loop at trace time instead."""
 
     __slots__ = ("_it", "_traced")
+
+    def _trackable_children(self):
+        raise NotImplementedError(
+            "tfmini's tf.train.Checkpoint cannot save or restore a tf.data "
+            "iterator's position; leave the iterator out of the checkpoint")
 
     def __init__(self, it):
         from .. import _C
@@ -60,21 +68,11 @@ def _to_tensor(x):
 
 
 def _map_structure(fn, structure):
-    if isinstance(structure, dict):
-        return {k: _map_structure(fn, v) for k, v in structure.items()}
-    if isinstance(structure, tuple) and hasattr(structure, "_fields"):
-        return type(structure)(*(_map_structure(fn, v) for v in structure))
-    if isinstance(structure, tuple):
-        return tuple(_map_structure(fn, v) for v in structure)
-    return fn(structure)     # lists are data, as in tf.data
+    return _nest._map(fn, structure, _nest._DATA_LEAF)
 
 
 def _flatten(structure):
-    if isinstance(structure, dict):
-        return [x for k in sorted(structure) for x in _flatten(structure[k])]
-    if isinstance(structure, tuple):
-        return [x for v in structure for x in _flatten(v)]
-    return [structure]
+    return _nest._flatten(structure, _nest._DATA_LEAF)
 
 
 def _as_numpy(x):
@@ -261,13 +259,10 @@ def _batched_len(n, size, drop):
 
 
 def _stack(elements):
-    first = elements[0]
-    if isinstance(first, dict):
-        return {k: _stack([e[k] for e in elements]) for k in first}
-    if isinstance(first, tuple):
-        return tuple(_stack([e[i] for e in elements])
-                     for i in range(len(first)))
-    return _to_tensor(np.stack([_as_numpy(e) for e in elements]))
+    columns = zip(*[_flatten(e) for e in elements])
+    return _nest._pack(elements[0], [
+        _to_tensor(np.stack([_as_numpy(x) for x in c])) for c in columns],
+        _nest._DATA_LEAF)
 
 
 class _Slices(Dataset):

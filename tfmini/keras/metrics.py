@@ -6,16 +6,22 @@ graph. result() reads the state; reset_state() zeroes it. Calling a metric
 updates it and returns the new result.
 """
 import tfmini as tf
+from tfmini import trackable as _tracking
 
 from . import backend, losses as losses_mod
 from .variables import KerasVariable
 
 
-class Metric:
+class Metric(_tracking.Trackable):
     """Base class: subclasses create state with add_variable in
     __init__ and implement update_state and result."""
 
     _keras_is_metric = True
+
+    def _trackable_children(self):
+        """Its variables, by short name (the trackable protocol)."""
+        return [((_tracking.escape(_tracking.short_name(v)),), v)
+                for v in self.variables]
 
     def __init__(self, name=None, dtype=None):
         self.name = name or backend.to_snake_case(type(self).__name__)

@@ -238,7 +238,7 @@ class _GradCall:
 
 
 def _spec_of(t):
-    from ..function import TensorSpec
+    from ..tensor_spec import TensorSpec
     return TensorSpec(t.shape, t.dtype)
 
 

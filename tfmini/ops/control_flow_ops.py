@@ -1,8 +1,8 @@
-"""Control flow: tf.cond, tf.while_loop, tf.switch_case, tf.case,
-tf.TensorArray and tf.Assert.
+"""Control flow: tf.cond, tf.while_loop, tf.switch_case, tf.case and
+tf.Assert (tf.TensorArray is in tensor_array.py).
 
 Eagerly these are plain Python: one branch runs, the loop is a Python
-loop, the TensorArray is a list. While a tf.function is traced they must
+loop, a TensorArray is a list. While a tf.function is traced they must
 become graph control flow (DESIGN.md, "Control flow"): only the taken
 branch runs and loops run in the C executor. See Note [Graph control flow
 hooks]: everything graph-specific goes through the three `_graph_*`
@@ -20,14 +20,16 @@ import importlib
 import numpy as np
 
 from .. import _C
+from .. import nest as _nest
 from .. import dtypes as _dtypes
 from .._tensor import Tensor
-from ..errors import InvalidArgumentError, OutOfRangeError
+from ..errors import InvalidArgumentError
 from ..tensor_shape import TensorShape
 from . import control_flow_grad as _grad
+from .tensor_array import (  # noqa: F401  (tf.TensorArray's old home)
+    TensorArray, _as_tensor, _is_tensor, _is_variable)
 
-__all__ = ["cond", "while_loop", "switch_case", "case", "TensorArray",
-           "Assert"]
+__all__ = ["cond", "while_loop", "switch_case", "case", "Assert"]
 _NAMESPACES = {"debugging": ["Assert"]}
 
 
@@ -36,16 +38,6 @@ _NAMESPACES = {"debugging": ["Assert"]}
 def _is_tracing():
     """True while a tf.function is being traced on this thread."""
     return importlib.import_module("tfmini.function")._tracing()
-
-
-def _is_tensor(x):
-    return isinstance(x, Tensor) or (hasattr(x, "_as_tensor") and
-                                     not isinstance(x, type))
-
-
-def _as_tensor(x, dtype=None):
-    from .constant_op import convert_to_tensor
-    return convert_to_tensor(x, dtype=dtype)
 
 
 def _staged(x):
@@ -64,108 +56,6 @@ def _truth(pred):
     if _is_tensor(pred) and not isinstance(pred, Tensor):
         pred = _as_tensor(pred)
     return bool(pred)
-
-
-# ---- nested structures (lists, tuples, namedtuples, dicts) ---------------
-
-def _is_nested(x):
-    return isinstance(x, (list, tuple, dict))
-
-
-def _sorted_keys(d):
-    try:
-        return sorted(d)
-    except TypeError:
-        return sorted(d, key=repr)
-
-
-def _flatten(x, out=None):
-    """The leaves of x in TF's order (dicts by sorted key)."""
-    if out is None:
-        out = []
-    if isinstance(x, dict):
-        for k in _sorted_keys(x):
-            _flatten(x[k], out)
-    elif isinstance(x, (list, tuple)):
-        for v in x:
-            _flatten(v, out)
-    else:
-        out.append(x)
-    return out
-
-
-def _pack_as(structure, flat):
-    """flat's values in structure's nesting (the inverse of _flatten)."""
-    it = iter(flat)
-
-    def pack(s):
-        if isinstance(s, dict):
-            vals = {k: pack(s[k]) for k in _sorted_keys(s)}
-            return type(s)((k, vals[k]) for k in s)
-        if isinstance(s, tuple) and hasattr(type(s), "_fields"):
-            return type(s)(*[pack(v) for v in s])
-        if isinstance(s, (list, tuple)):
-            return type(s)(pack(v) for v in s)
-        return next(it)
-
-    return pack(structure)
-
-
-def _kind(x):
-    if isinstance(x, dict):
-        return "dict"
-    if isinstance(x, (list, tuple)):
-        return type(x).__name__
-    return "leaf"
-
-
-def _structure_mismatch(a, b, check_types=True):
-    """None if a and b nest alike, else (exception class, detail)."""
-    na, nb = _is_nested(a), _is_nested(b)
-    if na != nb:
-        seq, other = (a, b) if na else (b, a)
-        return ValueError, (f"Substructure \"type={type(seq).__name__} "
-                            f"str={seq!r}\" is a sequence, while "
-                            f"substructure \"type={type(other).__name__} "
-                            f"str={other!r}\" is not")
-    if not na:
-        return None
-    if check_types and type(a) is not type(b):
-        return TypeError, (f"The two structures don't have the same "
-                           f"sequence type. Input structure has type "
-                           f"{type(a)}, while shallow structure has type "
-                           f"{type(b)}.")
-    if isinstance(a, dict) or isinstance(b, dict):
-        if not (isinstance(a, dict) and isinstance(b, dict)):
-            return TypeError, (f"The two structures don't have the same "
-                               f"sequence type: {type(a)} and {type(b)}.")
-        if set(a) != set(b):
-            return ValueError, (f"The two dictionaries don't have the same "
-                                f"set of keys. First structure has keys "
-                                f"{_sorted_keys(a)}, while second structure "
-                                f"has keys {_sorted_keys(b)}.")
-        pairs = [(a[k], b[k]) for k in _sorted_keys(a)]
-    else:
-        if len(a) != len(b):
-            return ValueError, (f"The two structures don't have the same "
-                                f"number of elements. First structure "
-                                f"{a!r} has length {len(a)}, while second "
-                                f"structure {b!r} has length {len(b)}.")
-        pairs = zip(a, b)
-    for x, y in pairs:
-        r = _structure_mismatch(x, y, check_types)
-        if r is not None:
-            return r
-    return None
-
-
-def _assert_same_structure(a, b, check_types=True):
-    r = _structure_mismatch(a, b, check_types)
-    if r is not None:
-        cls, detail = r
-        raise cls(f"The two structures don't have the same nested "
-                  f"structure.\n\nFirst structure: {a!r}\n\nSecond "
-                  f"structure: {b!r}\n\nMore specifically: {detail}")
 
 
 # ---- leaves as tensors ---------------------------------------------------
@@ -277,7 +167,7 @@ def _staged_cond(pred, true_fn, false_fn, names=("true_fn", "false_fn")):
         def run():
             out = watcher.wrap(fn)() if watcher is not None else fn()
             structure = _NONE if out is None else out
-            leaves = _flatten(structure)
+            leaves = _nest.flatten(structure)
             tensors, specs = _components(leaves, f"Output of {label}")
             other = [k for k in seen if k != label]
             if other:
@@ -312,7 +202,7 @@ def _staged_cond(pred, true_fn, false_fn, names=("true_fn", "false_fn")):
                           watcher.assigns)
     if structure is _NONE:
         return None
-    return _pack_as(structure, _from_components(seen["_specs"], list(out)))
+    return _nest._pack(structure, _from_components(seen["_specs"], list(out)))
 
 
 def _rerun(fn):
@@ -320,7 +210,7 @@ def _rerun(fn):
     recomputation; the first trace already checked them)."""
     def run():
         out = fn()
-        return _components(_flatten(_NONE if out is None else out),
+        return _components(_nest.flatten(_NONE if out is None else out),
                            "Output")[0]
     return run
 
@@ -338,7 +228,7 @@ def _check_same_outputs(names, seen, label, structure, tensors, o_struct,
             f"{first[1]!r}\n\nError details:\n{detail}")
 
     try:
-        _assert_same_structure(o_struct, structure)
+        _nest.assert_same_structure(o_struct, structure)
     except (TypeError, ValueError) as e:
         error(str(e))
     for a, b in zip(o_tensors, tensors):
@@ -369,8 +259,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None,
         loop_vars = [loop_vars]
     elif not loop_vars:
         raise ValueError("'loop_vars' must be provided.")
-    loop_vars = _pack_as(loop_vars, [v._as_tensor() if _is_variable(v)
-                                     else v for v in _flatten(loop_vars)])
+    loop_vars = _nest._pack(loop_vars, [v._as_tensor() if _is_variable(v)
+                                     else v for v in _nest.flatten(loop_vars)])
     if shape_invariants is not None and single:
         shape_invariants = [shape_invariants]
     if maximum_iterations is not None:
@@ -391,10 +281,6 @@ def while_loop(cond, body, loop_vars, shape_invariants=None,
     return out[0] if single else out
 
 
-def _is_variable(x):
-    return hasattr(x, "_as_tensor") and not isinstance(x, (Tensor, type))
-
-
 def _eager_while(cond, body, loop_vars, maximum_iterations):
     structure = list(loop_vars)
     kind = type(loop_vars)
@@ -406,7 +292,7 @@ def _eager_while(cond, body, loop_vars, maximum_iterations):
         if not isinstance(out, (list, tuple)):
             out = kind((out,)) if kind in (list, tuple) else [out]
         try:
-            _assert_same_structure(structure, list(out))
+            _nest.assert_same_structure(structure, list(out))
         except (TypeError, ValueError) as e:
             raise ValueError(f"body of tf.while_loop must return the same "
                              f"structure as loop_vars: {e}") from None
@@ -418,7 +304,7 @@ def _eager_while(cond, body, loop_vars, maximum_iterations):
             return x
         return _leaf_tensor(x, "A loop variable")
 
-    return _pack_as(loop_vars, [convert(x) for x in _flatten(loop_vars)])
+    return _nest._pack(loop_vars, [convert(x) for x in _nest.flatten(loop_vars)])
 
 
 def _shape_conforms(shape, invariant):
@@ -440,7 +326,7 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
     invariants checked, and cond/body wrapped to take and give flat
     lists for _graph_while."""
     structure = loop_vars
-    leaves = _flatten(loop_vars)
+    leaves = _nest.flatten(loop_vars)
     needs = [k for k, x in enumerate(leaves) if isinstance(x, TensorArray)
              and x._buffer is None and
              not x._element_shape.is_fully_defined()]
@@ -461,7 +347,7 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
     else:
         if isinstance(shape_invariants, TensorShape):
             shape_invariants = [shape_invariants]
-        invariants = _flatten(_map_invariants(list(structure),
+        invariants = _nest.flatten(_map_invariants(list(structure),
                                               list(shape_invariants)))
     flat_inv = []
     for (spec, n), inv, leaf in zip(specs, invariants, leaves):
@@ -481,7 +367,7 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
         flat_inv.append(inv)
 
     def unflatten(flat):
-        return _pack_as(structure, _from_components(specs, list(flat)))
+        return _nest._pack(structure, _from_components(specs, list(flat)))
 
     def flat_cond(*flat):
         return _bool_scalar(cond(*unflatten(flat)),
@@ -492,11 +378,11 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
         if not isinstance(out, (list, tuple)):
             out = type(structure)((out,))
         try:
-            _assert_same_structure(list(structure), list(out))
+            _nest.assert_same_structure(list(structure), list(out))
         except (TypeError, ValueError) as e:
             raise ValueError(f"body of tf.while_loop must return the same "
                              f"structure as loop_vars: {e}") from None
-        new, _ = _components(_flatten(out), "Output of the loop body")
+        new, _ = _components(_nest.flatten(out), "Output of the loop body")
         for a, b, inv in zip(flat, new, flat_inv):
             if a.dtype != b.dtype:
                 raise TypeError(f"Loop var {a} enters the loop with type "
@@ -548,9 +434,9 @@ def _map_invariants(structure, invariants):
     """Shape invariants in the nesting of the loop variables, a TensorShape
     (or a list of dims, or None) for each tensor."""
     def walk(s, inv):
-        if _is_nested(s) and inv is None:
-            return _pack_as(s, [None] * len(_flatten(s)))
-        if _is_nested(s):
+        if _nest.is_nested(s) and inv is None:
+            return _nest._pack(s, [None] * len(_nest.flatten(s)))
+        if _nest.is_nested(s):
             if isinstance(s, dict) and isinstance(inv, dict) and \
                     set(s) == set(inv):
                 return {k: walk(s[k], inv[k]) for k in s}
@@ -733,352 +619,6 @@ def Assert(condition, data, summarize=None, name=None):
             None, None, f"Expected '{condition!s}' to be true. Summarized "
             f"data: {text}")
     return None
-
-
-# ---- tf.TensorArray ------------------------------------------------------
-
-# Note [TensorArray in graphs]: eagerly a TensorArray is a Python list of
-# tensors and write() changes it in place (as TF's eager TensorArray). A
-# graph loop can only carry tensors, so a TensorArray that is a loop
-# variable (or a tf.cond output) becomes one dense tensor, its buffer,
-# of shape [size, *element_shape]: reads gather from it and writes are
-# functional updates (tensor_scatter_nd_update) returning a new
-# TensorArray, which is why code must use the value write() returns. The
-# buffer needs the element shape, so such a TensorArray must know it
-# (from element_shape= or an earlier write).
-
-class TensorArray:
-    """A list of tensors of one dtype, for accumulating results in loops:
-    ta = ta.write(i, x); ta.stack()."""
-
-    def __init__(self, dtype, size=None, dynamic_size=None,
-                 clear_after_read=None, tensor_array_name=None, handle=None,
-                 flow=None, infer_shape=True, element_shape=None,
-                 colocate_with_first_write_call=True, name=None):
-        if handle is not None:
-            raise ValueError("TensorArray handles are not supported in "
-                             "tfmini.")
-        if size is None:
-            raise ValueError("Size must be declared for TensorArrays.")
-        self._dtype = _dtypes.as_dtype(dtype)
-        self._dynamic_size = bool(dynamic_size)
-        self._clear_after_read = (True if clear_after_read is None
-                                  else bool(clear_after_read))
-        self._infer_shape = infer_shape
-        self._element_shape = TensorShape(element_shape)
-        self._read = set()
-        self._buffer = None
-        self._list = [None] * self._static_int(size, "size")
-
-    # -- state -------------------------------------------------------
-    @staticmethod
-    def _static_int(x, what):
-        if _is_tensor(x):
-            t = _as_tensor(x)
-            if t._symbolic:
-                raise NotImplementedError(
-                    f"tfmini: a TensorArray {what} must be known when the "
-                    f"function is traced, got the symbolic tensor {t}")
-            x = t.numpy()
-        return int(x)
-
-    def _spec(self):
-        return (self._dtype, self._element_shape, self._dynamic_size,
-                self._clear_after_read, self._infer_shape)
-
-    def _dense(self):
-        """The buffer [size, *element_shape]: unwritten elements zeros."""
-        if self._buffer is not None:
-            return self._buffer
-        from .array_ops import stack, zeros
-        shape = self._element_shape
-        if not shape.is_fully_defined():
-            raise ValueError(
-                f"tfmini: a TensorArray carried through graph control flow "
-                f"needs a fully known element shape, got {shape}; pass "
-                f"element_shape= to tf.TensorArray or write to it before "
-                f"the loop")
-        if not self._list:
-            return zeros([0] + shape.as_list(), self._dtype)
-        return stack([v if v is not None else
-                      zeros(shape.as_list(), self._dtype)
-                      for v in self._list])
-
-    def _to_components(self):
-        return [self._dense()]
-
-    def _component_invariants(self, invariant):
-        """Shape invariant of the buffer (invariant, if given, is that of
-        the elements)."""
-        elem = TensorShape(invariant) if invariant is not None else \
-            self._element_shape
-        if elem.rank is None:
-            elem = self._element_shape
-        n = None if self._dynamic_size else len(self)
-        return [TensorShape([n] + elem.as_list())]
-
-    @classmethod
-    def _from_components(cls, spec, tensors):
-        ta = cls.__new__(cls)
-        (ta._dtype, ta._element_shape, ta._dynamic_size,
-         ta._clear_after_read, ta._infer_shape) = spec
-        ta._read = set()
-        ta._buffer = tensors[0]
-        ta._list = None
-        return ta
-
-    def __len__(self):
-        if self._buffer is not None:
-            n = self._buffer._shape_tuple[0]
-            if n is None:
-                raise TypeError("The size of this TensorArray is only known "
-                                "when the function runs; use size()")
-            return n
-        return len(self._list)
-
-    # -- attributes ---------------------------------------------------
-    @property
-    def dtype(self):
-        return self._dtype
-
-    @property
-    def element_shape(self):
-        return self._element_shape
-
-    @property
-    def dynamic_size(self):
-        return self._dynamic_size
-
-    @property
-    def handle(self):
-        return None
-
-    @property
-    def flow(self):
-        from .constant_op import constant
-        return constant(0)
-
-    def identity(self):
-        return self
-
-    def __repr__(self):
-        return (f"<tf.TensorArray dtype={self._dtype.name} size="
-                f"{self.size()} element_shape={self._element_shape}>")
-
-    # -- access -------------------------------------------------------
-    def _index(self, index, what):
-        if _is_tensor(index):
-            t = _as_tensor(index)
-            if t._symbolic:
-                return t
-            index = t.numpy()
-        index = int(index)
-        if index < 0:
-            raise OutOfRangeError(None, None, f"{what} negative indices "
-                                  f"(index {index}) is not allowed.")
-        return index
-
-    def _value(self, value):
-        if isinstance(value, Tensor) or _is_variable(value):
-            t = _as_tensor(value)
-        else:
-            t = _as_tensor(value, dtype=self._dtype)
-        if t.dtype != self._dtype:
-            raise InvalidArgumentError(
-                None, None, f"TensorArray dtype is {self._dtype.name} but "
-                f"Op is trying to write dtype {t.dtype.name} ")
-        if not self._element_shape.is_compatible_with(t.shape):
-            raise ValueError(f"Incompatible shape for value ({t.shape}), "
-                             f"expected ({self._element_shape})")
-        return t
-
-    def read(self, index, name=None):
-        """The element at index (zeros if never written)."""
-        i = self._index(index, "Reading from")
-        if self._buffer is not None or isinstance(i, Tensor):
-            from .array_ops import gather
-            return gather(self._dense(), i)
-        if i >= len(self._list):
-            raise OutOfRangeError(None, None, f"Tried to read from index {i} "
-                                  f"but array size is: {len(self._list)} ")
-        t = self._list[i]
-        if t is None:
-            if i in self._read:
-                raise InvalidArgumentError(
-                    None, None, f"Could not read index {i} twice because it "
-                    f"was cleared after a previous read (perhaps try "
-                    f"setting clear_after_read = false?)")
-            t = self._zeros_element(i)
-        if self._clear_after_read:
-            self._list[i] = None
-            self._read.add(i)
-        return t
-
-    def _zeros_element(self, i):
-        from .array_ops import zeros
-        if not self._element_shape.is_fully_defined():
-            raise ValueError(f"Could not read index {i} of a TensorArray "
-                             f"whose element shape is not known "
-                             f"({self._element_shape}) and that was never "
-                             f"written")
-        return zeros(self._element_shape.as_list(), self._dtype)
-
-    def write(self, index, value, name=None):
-        """Write value at index; returns the TensorArray to use from now
-        on (eagerly this one, changed in place)."""
-        i = self._index(index, "Writing to")
-        if self._buffer is not None or isinstance(i, Tensor):
-            value = self._value(value)
-            ta = self._dense_write(i, value)
-            if self._infer_shape:
-                ta._element_shape = ta._element_shape.merge_with(value.shape)
-            return ta
-        if i >= len(self._list) and not self._dynamic_size:
-            raise OutOfRangeError(
-                None, None, f"Tried to write to index {i} but array is not "
-                f"resizeable and size is: {len(self._list)} ")
-        value = self._value(value)
-        if self._infer_shape:
-            self._element_shape = self._element_shape.merge_with(value.shape)
-        if i >= len(self._list):
-            self._list.extend([None] * (i - len(self._list) + 1))
-        self._list[i] = value
-        return self
-
-    def _dense_write(self, i, value):
-        from .array_ops import reshape, tensor_scatter_nd_update, expand_dims
-        buf = self._dense()
-        if isinstance(i, int):
-            n = buf._shape_tuple[0]
-            if n is not None and i >= n:
-                if not self._dynamic_size:
-                    raise OutOfRangeError(
-                        None, None, f"Tried to write to index {i} but array "
-                        f"is not resizeable and size is: {n} ")
-                from .array_ops import concat, zeros
-                buf = concat([buf, zeros([i - n + 1] + list(
-                    buf._shape_tuple[1:]), self._dtype)], 0)
-        elif self._dynamic_size:
-            raise NotImplementedError(
-                "tfmini: writing a dynamic_size TensorArray at an index "
-                "known only when the function runs is not supported yet; "
-                "give the TensorArray a fixed size")
-        idx = reshape(_as_tensor(i, _dtypes.int32) if not isinstance(
-            i, Tensor) else i, [1, 1])
-        new = tensor_scatter_nd_update(buf, idx, expand_dims(value, 0))
-        return TensorArray._from_components(self._spec(), [new])
-
-    def stack(self, name=None):
-        """All elements stacked along a new dim 0."""
-        if self._buffer is not None:
-            return self._buffer
-        if not self._list:
-            if not self._element_shape.is_fully_defined():
-                raise ValueError("Cannot stack an empty TensorArray whose "
-                                 "element shape is not known")
-        return self._dense()
-
-    def gather(self, indices, name=None):
-        """The elements at indices, stacked."""
-        from .array_ops import gather, stack
-        idx = _as_tensor(indices)
-        if self._buffer is not None or idx._symbolic:
-            return gather(self._dense(), idx)
-        vals = []
-        for i in np.asarray(idx.numpy()).reshape(-1):
-            i = int(i)
-            if i < 0 or i >= len(self._list):
-                raise OutOfRangeError(None, None, f"Tried to read from index "
-                                      f"{i} but array size is: "
-                                      f"{len(self._list)} ")
-            v = self._list[i]
-            vals.append(v if v is not None else self._zeros_element(i))
-        if not vals:
-            return self._dense()[:0]
-        return stack(vals)
-
-    def concat(self, name=None):
-        """The elements concatenated along their dim 0."""
-        from .array_ops import concat, reshape
-        if self._buffer is not None:
-            dims = self._buffer._shape_tuple
-            if len(dims) < 2:
-                raise InvalidArgumentError(None, None, "Concat saw a scalar "
-                                           "shape but requires at least "
-                                           "vectors.")
-            return reshape(self._buffer, [-1] + list(dims[2:]))
-        vals = [v if v is not None else self._zeros_element(i)
-                for i, v in enumerate(self._list)]
-        for i, v in enumerate(vals):
-            if not v._shape_tuple:
-                raise InvalidArgumentError(
-                    None, None, f"Concat saw a scalar shape at index {i} but "
-                    f"requires at least vectors.")
-        if not vals:
-            return self._dense()
-        return concat(vals, 0)
-
-    def unstack(self, value, name=None):
-        """Fill the array with value's slices along dim 0."""
-        from .array_ops import unstack
-        value = self._value_rows(value)
-        if self._buffer is not None or value._symbolic:
-            n = value._shape_tuple[0]
-            if self._buffer is not None and not self._dynamic_size and \
-                    n is not None and n > len(self):
-                raise ValueError(f"Cannot unstack {n} tensors into a "
-                                 f"TensorArray of static size {len(self)} ")
-            if self._infer_shape:
-                self._element_shape = self._element_shape.merge_with(
-                    value.shape[1:])
-            return TensorArray._from_components(self._spec(), [value])
-        rows = unstack(value)
-        if len(rows) > len(self._list) and not self._dynamic_size:
-            raise ValueError(f"Cannot unstack {len(rows)} tensors into a "
-                             f"TensorArray of static size "
-                             f"{len(self._list)} ")
-        if self._infer_shape:
-            self._element_shape = self._element_shape.merge_with(
-                value.shape[1:])
-        self._list = list(rows)
-        self._read = set()
-        return self
-
-    def _value_rows(self, value):
-        t = _as_tensor(value) if _is_tensor(value) else \
-            _as_tensor(value, self._dtype)
-        if t.dtype != self._dtype:
-            raise InvalidArgumentError(
-                None, None, f"TensorArray dtype is {self._dtype.name} but "
-                f"Op is trying to write dtype {t.dtype.name} ")
-        if not t._shape_tuple:
-            raise ValueError("Cannot unstack a scalar into a TensorArray")
-        return t
-
-    def scatter(self, indices, value, name=None):
-        """Write value's slices at indices."""
-        from .array_ops import unstack
-        idx = _as_tensor(indices)
-        if idx._symbolic:
-            raise NotImplementedError("tfmini: TensorArray.scatter needs "
-                                      "indices known when traced")
-        ta = self
-        for i, row in zip(np.asarray(idx.numpy()).reshape(-1),
-                          unstack(self._value_rows(value))):
-            ta = ta.write(int(i), row)
-        return ta
-
-    def size(self, name=None):
-        """The number of elements, as an int32 scalar tensor."""
-        from .constant_op import constant
-        if self._buffer is not None and self._buffer._shape_tuple[0] is None:
-            from .array_ops import shape
-            return shape(self._buffer)[0]
-        return constant(len(self), _dtypes.int32)
-
-    def close(self, name=None):
-        if self._list is not None:
-            del self._list[:]
 
 
 # ---- graph control flow hooks --------------------------------------------

@@ -102,7 +102,7 @@ def _get_seed(op_seed):
 
 
 def _tracing():
-    from ..function import _tracing
+    from ..trace_frames import _tracing
     return _tracing()
 
 

@@ -20,7 +20,7 @@ class ProbeFailed(Exception):
 
 
 def _recorder_class():
-    from .control_flow_ops import TensorArray
+    from .tensor_array import TensorArray
 
     class Recorder(TensorArray):
         """A stand-in that only records written shapes."""
@@ -68,8 +68,9 @@ def learn_element_shapes(body, structure, leaves, needs):
     """For the leaves (of loop_vars `structure`) at positions `needs`,
     TensorArrays of unknown element shape: trace body once and give each
     the shape its writes agree on. Raises ProbeFailed."""
-    from .control_flow_ops import TensorArray, _pack_as
-    from ..function import _suspend_tapes
+    from ..nest import _pack as _pack_as
+    from .tensor_array import TensorArray
+    from ..trace_frames import _suspend_tapes
     recorder = _recorder_class()
     graph = _C.subgraph("tensor_array_probe")
     probes = {}

@@ -3,7 +3,9 @@ set of named objects.
 
 Each variable is stored under its path of attribute names from the
 checkpoint, in TF's key form: `model/dense_1/w/.ATTRIBUTES/VARIABLE_VALUE`
-(list items by index, dict items by key). What counts as a child:
+(list items by index, dict items by key). An object's children are what
+its _trackable_children() gives (tfmini/trackable.py), so this module
+knows no Keras class:
 - tf.Module and Checkpoint: every attribute, in sorted order (lists,
   tuples and dicts walked like tf.nest), as TF's AutoTrackable does;
 - Keras layers and models: the attributes they track (sub-layers,
@@ -27,80 +29,18 @@ import os
 import numpy as np
 
 from .. import errors
+from .. import trackable as _trackable
 from ..variables import Variable
 
 _SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 _INDEX = ".index"
-_PENDING = "_tfmini_restore_pending"
-
-
-def _escape(name):
-    return str(name).replace(".", "..").replace("/", ".S")
-
-
-def _layer_cls():
-    from ..keras.layers.base import Layer
-    return Layer
-
-
-def _optimizer_cls():
-    from ..keras.optimizers.optimizer import Optimizer
-    return Optimizer
-
-
-def _is_metric(x):
-    return getattr(type(x), "_keras_is_metric", False)
-
-
-def _is_trackable(x):
-    from ..module import Module
-    return isinstance(x, (Variable, Module, Checkpoint, _layer_cls(),
-                          _optimizer_cls())) or _is_metric(x)
-
-
-def _walk(value, path, out):
-    """The trackable leaves of value (walked like tf.Module walks its
-    attributes), keyed by path + their escaped keys and indices."""
-    from ..module import _flatten_value
-    leaves = []
-    _flatten_value(value, (), leaves)
-    for sub, leaf in leaves:
-        if _is_trackable(leaf):
-            out.append((path + tuple(_escape(k) for k in sub), leaf))
-
-
-def _short_name(var):
-    name = var.name[:-2] if var.name.endswith(":0") else var.name
-    return name.rsplit("/", 1)[-1]
+_escape = _trackable.escape
+_is_trackable = _trackable.is_trackable
 
 
 def _children(obj):
     """[(path tuple, child)] of obj's variables and trackable objects."""
-    out = []
-    if isinstance(obj, _layer_cls()):
-        for key in sorted(obj._keras_tracked):
-            _walk(obj._keras_tracked[key], (_escape(key),), out)
-        held = {id(c) for _, c in out}
-        for w in obj._keras_weights:
-            if id(w) not in held:
-                out.append(((_escape(_short_name(w)),), w))
-    elif isinstance(obj, _optimizer_cls()):
-        out.append((("_iterations",), obj._iterations))
-        if obj._lr_var is not None:
-            out.append((("_learning_rate",), obj._lr_var))
-        for i, v in enumerate(obj.variables):
-            if i >= 2 or (i == 1 and obj._lr_var is None):
-                out.append((("_variables", str(i)), v))
-    elif _is_metric(obj):
-        for v in obj.variables:
-            out.append(((_escape(_short_name(v)),), v))
-    else:
-        attrs = vars(obj)
-        for key in sorted(attrs):
-            if key.startswith("_tfmini_"):
-                continue
-            _walk(attrs[key], (_escape(key),), out)
-    return out
+    return obj._trackable_children()
 
 
 def _collect(obj, prefix, records, seen):
@@ -116,7 +56,7 @@ def _collect(obj, prefix, records, seen):
 
 
 def _assign(var, value, key):
-    from ..function import init_scope
+    from ..trace_frames import init_scope
     if tuple(var.shape) != value.shape:
         raise ValueError(
             f"Received incompatible tensor with shape {value.shape} when "
@@ -145,12 +85,11 @@ def _restore(obj, tree, status):
             matched.update(path + k for k in sub)
             _restore(child, sub, status)
     rest = {k: v for k, v in tree.items() if k not in matched}
-    from ..module import Module
-    if rest and isinstance(obj, (Module, _layer_cls(), _optimizer_cls())):
-        pending = obj.__dict__.get(_PENDING)
+    if rest and obj._defers_restore:
+        pending = obj.__dict__.get(_trackable.PENDING)
         if pending is None:
             pending = {}
-            object.__setattr__(obj, _PENDING, pending)
+            object.__setattr__(obj, _trackable.PENDING, pending)
         for k, v in rest.items():
             pending.setdefault(k[0], {})[k[1:]] = (v, status)
         return {}
@@ -160,7 +99,7 @@ def _restore(obj, tree, status):
 def restore_deferred(obj, name, value):
     """Called when attribute `name` of obj is set: restore what a
     checkpoint left pending for it."""
-    pending = obj.__dict__[_PENDING]
+    pending = obj.__dict__[_trackable.PENDING]
     entries = pending.pop(_escape(name), None)
     if not entries:
         return
@@ -177,7 +116,7 @@ def restore_deferred(obj, name, value):
             pending.setdefault(_escape(name), {})[k[1:]] = (kv, status)
 
 
-class _Holder:
+class _Holder(_trackable.Trackable):
     """A one-attribute object, to restore into a bare attribute value."""
 
     def __init__(self, v):
@@ -232,7 +171,7 @@ class CheckpointLoadStatus:
         return None
 
 
-class Checkpoint:
+class Checkpoint(_trackable.Trackable):
     """Groups objects (modules, layers, models, optimizers, variables)
     to write and read their variables together."""
 
@@ -254,7 +193,7 @@ class Checkpoint:
     def save_counter(self):
         """How many times save() has run (an int64 variable made on
         first use)."""
-        from ..function import init_scope
+        from ..trace_frames import init_scope
         from .. import dtypes
         if self._tfmini_save_counter is None:
             with init_scope():

@@ -26,6 +26,7 @@ import threading
 import numpy as np
 
 import tfmini as tf
+from tfmini import trackable as _tracking
 
 from .. import backend, constraints, initializers, regularizers
 from ..variables import KerasVariable
@@ -216,24 +217,32 @@ def _contains_keras_tensor(x):
     if isinstance(x, tf.Tensor):
         return False
     from .input_layer import KerasTensor
-    if isinstance(x, KerasTensor):
-        return True
-    if isinstance(x, (list, tuple)):
-        return any(_contains_keras_tensor(e) for e in x)
-    if isinstance(x, dict):
-        return any(_contains_keras_tensor(e) for e in x.values())
-    return False
+    return any(isinstance(e, KerasTensor) for e in tf.nest.flatten(x))
 
 
-def _restore_pending(layer, name, value):
-    """Values a tf.train.Checkpoint restored before `name` existed."""
-    if layer.__dict__["_tfmini_restore_pending"]:
-        from ...train import checkpoint
-        checkpoint.restore_deferred(layer, name, value)
-
-
-class Layer:
+class Layer(_tracking.Trackable):
     """Base class of all layers (tf.keras.layers.Layer)."""
+
+    # ---- the trackable protocol (tfmini/trackable.py) ----------------
+    _defers_restore = True
+
+    def _trackable_children(self):
+        """The attributes this layer tracks (sub-layers, variables,
+        containers of them), then add_weight weights that no attribute
+        holds, by their short name."""
+        out = []
+        for key in sorted(self._keras_tracked):
+            out.extend(_tracking.children_of_value(
+                self._keras_tracked[key], (_tracking.escape(key),)))
+        held = {id(c) for _, c in out}
+        for w in self._keras_weights:
+            if id(w) not in held:
+                out.append(((_tracking.escape(_tracking.short_name(w)),),
+                            w))
+        return out
+
+    def _module_leaves(self):
+        return self.weights
 
     def __init__(self, trainable=True, name=None, dtype=None,
                  dynamic=False, **kwargs):
@@ -290,8 +299,8 @@ class Layer:
             else:
                 tracked.pop(name, None)
         object.__setattr__(self, name, value)
-        if "_tfmini_restore_pending" in self.__dict__:
-            _restore_pending(self, name, value)
+        if _tracking.PENDING in self.__dict__:
+            self._restore_deferred(name, value)
 
     def __delattr__(self, name):
         tracked = self.__dict__.get("_keras_tracked")
@@ -371,7 +380,7 @@ class Layer:
         if not self._keras_inbound:
             raise AttributeError(f"The layer {self.name} has never been "
                                  f"called and thus has no defined {what}.")
-        from .input_layer import _flatten
+        from ...nest import flatten as _flatten
         node = self._keras_inbound[0]
         if attr == "input":
             values = node.input_tensors()
@@ -445,8 +454,8 @@ class Layer:
                                 constraint=constraints.get(constraint),
                                 **extra)
         self._keras_weights.append(var)
-        if "_tfmini_restore_pending" in self.__dict__:
-            _restore_pending(self, name, var)
+        if _tracking.PENDING in self.__dict__:
+            self._restore_deferred(name, var)
         reg = regularizers.get(regularizer)
         if reg is not None:
             self._keras_regularizers.append((reg, var))

@@ -13,6 +13,7 @@ import numpy as np
 
 import tfmini as tf
 
+from ... import nest as _nest
 from .. import backend
 from .base import Layer, _output_shape, _unknown_batch
 
@@ -74,25 +75,7 @@ class Node:
         self.outputs = outputs      # nested structure of KerasTensors
 
     def input_tensors(self):
-        return [x for x in _flatten(self.args) if isinstance(x, KerasTensor)]
-
-
-def _flatten(x):
-    if isinstance(x, (list, tuple)):
-        return [y for e in x for y in _flatten(e)]
-    if isinstance(x, dict):
-        return [y for k in x for y in _flatten(x[k])]
-    return [x]
-
-
-def _map(fn, x):
-    if isinstance(x, list):
-        return [_map(fn, e) for e in x]
-    if isinstance(x, tuple):
-        return tuple(_map(fn, e) for e in x)
-    if isinstance(x, dict):
-        return {k: _map(fn, v) for k, v in x.items()}
-    return fn(x)
+        return [x for x in _nest.flatten(self.args) if isinstance(x, KerasTensor)]
 
 
 def functional_call(layer, inputs, rest, kwargs):
@@ -106,9 +89,9 @@ def functional_call(layer, inputs, rest, kwargs):
     kw = dict(kwargs)
     kw.setdefault("training", False)
     batch_unknown = any(x.shape and x.shape[0] is None
-                        for x in _flatten(args) if isinstance(x, KerasTensor))
+                        for x in _nest.flatten(args) if isinstance(x, KerasTensor))
     with backend.init_scope(), _unknown_batch(batch_unknown):
-        out = layer(*_map(example, args), **kw)
+        out = layer(*_nest.map_structure(example, args), **kw)
         # The probe's losses belong to no real call.
         layer._keras_call_losses = []
     node = Node(layer, args, dict(kwargs), None)
@@ -121,7 +104,7 @@ def functional_call(layer, inputs, rest, kwargs):
         kt = KerasTensor(shape, t.dtype, node, counter[0])
         counter[0] += 1
         return kt
-    node.outputs = _map(symbolic, out)
+    node.outputs = _nest.map_structure(symbolic, out)
     layer._keras_inbound.append(node)
     layer._keras_output_shape = _output_shape(node.outputs)
     layer._keras_summary_shape = _output_shape(node.outputs, keep_batch=True)

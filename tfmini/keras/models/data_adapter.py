@@ -12,6 +12,7 @@ import numpy as np
 
 import tfmini as tf
 
+from ... import nest as _nest
 from .. import backend
 
 
@@ -21,30 +22,20 @@ def _is_dataset(x):
 
 
 def _map(fn, x):
-    if isinstance(x, dict):
-        return {k: _map(fn, v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)) and not _is_leaf(x):
-        return type(x)(_map(fn, v) for v in x)
-    return fn(x)
+    return _nest._map(fn, x, _is_data_list)
 
 
 def _flatten(x):
-    if isinstance(x, dict):
-        return [y for k in x for y in _flatten(x[k])]
-    if isinstance(x, (list, tuple)) and not _is_leaf(x):
-        return [y for v in x for y in _flatten(v)]
-    return [x]
+    return _nest._flatten(x, _is_data_list)
 
 
-def _is_leaf(x):
+def _is_data_list(x):
     """A list of numbers is data (one array), not a structure."""
-    if isinstance(x, (list, tuple)):
-        return len(x) > 0 and not any(
-            isinstance(e, (np.ndarray, tf.Tensor, dict)) or
-            backend.is_variable(e) for e in x) and \
-            isinstance(np.asarray(x, dtype=object).flat[0],
-                       (int, float, bool, np.number))
-    return True
+    return isinstance(x, (list, tuple)) and len(x) > 0 and not any(
+        isinstance(e, (np.ndarray, tf.Tensor, dict)) or
+        backend.is_variable(e) for e in x) and \
+        isinstance(np.asarray(x, dtype=object).flat[0],
+                   (int, float, bool, np.number))
 
 
 def _to_numpy(x):

@@ -31,16 +31,6 @@ def _spec(x):
     return tf.TensorSpec(shape, x.dtype)
 
 
-def _map_structure(fn, x):
-    if isinstance(x, dict):
-        return {k: _map_structure(fn, v) for k, v in x.items()}
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return type(x)(*(_map_structure(fn, v) for v in x))
-    if isinstance(x, (list, tuple)):
-        return type(x)(_map_structure(fn, v) for v in x)
-    return fn(x)
-
-
 def _structure_key(x, with_shapes):
     if isinstance(x, dict):
         return ("d",) + tuple((k, _structure_key(v, with_shapes))
@@ -449,7 +439,7 @@ class Model(Layer):
         fn = self._keras_functions.get(key)
         if fn is None:
             if self._keras_unknown_batch:
-                signature = [_map_structure(_spec, batch)]
+                signature = [tf.nest.map_structure(_spec, batch)]
                 fn = tf.function(step, input_signature=signature)
             else:
                 fn = tf.function(step)
@@ -615,7 +605,7 @@ class Model(Layer):
         for step, batch in enumerate(data.epoch()):
             cbs.on_predict_batch_begin(step)
             out = fn(batch)
-            outputs.append(_map_structure(lambda t: t.numpy(), out))
+            outputs.append(tf.nest.map_structure(lambda t: t.numpy(), out))
             cbs.on_predict_batch_end(step, {"outputs": out})
         cbs.on_predict_end()
         if not outputs:
@@ -628,7 +618,7 @@ class Model(Layer):
         flat = [data_adapter._flatten(o) for o in outputs]
         joined = [np.concatenate(parts) for parts in zip(*flat)]
         it = iter(joined)
-        return _map_structure(lambda _: next(it), first)
+        return tf.nest.map_structure(lambda _: next(it), first)
 
     def train_on_batch(self, x, y=None, sample_weight=None,
                        class_weight=None, reset_metrics=True,
@@ -667,7 +657,7 @@ class Model(Layer):
 
     def predict_on_batch(self, x):
         out = self(x, training=False)
-        return _map_structure(lambda t: t.numpy(), out)
+        return tf.nest.map_structure(lambda t: t.numpy(), out)
 
     # ---- weights files and summary ------------------------------------
     def save_weights(self, filepath, overwrite=True, save_format=None,

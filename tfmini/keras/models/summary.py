@@ -188,7 +188,7 @@ def _is_chain(model):
     nodes = getattr(model, "_keras_nodes", None)
     if nodes is None:
         return True
-    from ..layers.input_layer import _flatten
+    from ...nest import flatten as _flatten
     inputs = _flatten(model._keras_inputs)
     if len(inputs) != 1 or len(_flatten(model._keras_outputs)) != 1:
         return False

@@ -11,6 +11,7 @@ assign/assign_add/assign_sub, i.e. an op in the graph when traced.
 import logging
 
 import tfmini as tf
+from tfmini import trackable as _tracking
 
 from .. import backend
 from .schedules import LearningRateSchedule
@@ -23,9 +24,23 @@ def _var_key(v):
     return id(v)
 
 
-class Optimizer:
+class Optimizer(_tracking.Trackable):
     # Slot key (get_slot) -> the slot's name in Keras 3, where different.
     _keras_slot_names = {}
+
+    # ---- the trackable protocol (tfmini/trackable.py) ----------------
+    _defers_restore = True
+
+    def _trackable_children(self):
+        """Keras 3's keys: `_iterations`, `_learning_rate` (a variable
+        learning rate) and `_variables/i` indexing self.variables."""
+        out = [(("_iterations",), self._iterations)]
+        if self._lr_var is not None:
+            out.append((("_learning_rate",), self._lr_var))
+        for i, v in enumerate(self.variables):
+            if i >= 2 or (i == 1 and self._lr_var is None):
+                out.append((("_variables", str(i)), v))
+        return out
 
     def __init__(self, learning_rate=0.001, weight_decay=None, clipnorm=None,
                  clipvalue=None, global_clipnorm=None, use_ema=False,
@@ -145,10 +160,9 @@ class Optimizer:
                 value, path=f"{self.name}/{base.replace('/', '_')}_{name}",
                 trainable=False)
         self._slot_list.append(slot)
-        if "_tfmini_restore_pending" in self.__dict__:
+        if _tracking.PENDING in self.__dict__:
             # A tf.train.Checkpoint restored before the slots existed.
-            from ...train import checkpoint
-            checkpoint.restore_deferred(self, "_variables", self.variables)
+            self._restore_deferred("_variables", self.variables)
         return slot
 
     def get_slot(self, var, slot_name):
