@@ -191,3 +191,15 @@ def test_function_nested_outputs_same_on_cached_calls(make):
         assert list(again) == list(want)
     for a, w in zip(tf.nest.flatten(again), tf.nest.flatten(want)):
         assert (a is None and w is None) or float(a) == float(w)
+
+
+def test_saving_a_signature_with_nested_outputs_names_the_structure(tmp_path):
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([2], tf.float32)])
+        def f(self, x):
+            return {"a": {"b": x}}
+
+    m = M()
+    with pytest.raises(ValueError, match=r"flat dict of them; got "
+                       r"Dict\[\['a', Dict\[\['b', TensorSpec"):
+        tf.saved_model.save(m, str(tmp_path / "m"), signatures=m.f)

@@ -254,7 +254,7 @@ def _signature(saver, key, fn):
         raise ValueError(
             f"tf.saved_model.save: signature {key!r} must return a tensor, "
             f"a flat list/tuple of tensors or a flat dict of them; got "
-            f"{_function._spec_structure_text(fn.structured_outputs)}")
+            f"{_function._type_text(fn.structured_outputs)}")
     graph_names = fn.graph._graph.input_names
     in_specs = fn._leaf_specs
     in_names = [s.name or n for s, n in zip(in_specs, graph_names)]
