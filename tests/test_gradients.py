@@ -1,6 +1,6 @@
 """Gradients of every differentiable op against central finite differences
 in float64, driven by the OpSpec table (tests/specs: rows with grad=...),
-plus second-order checks for the families listed in SECOND_ORDER.
+plus second-order checks for the rows marked OpSpec.second_order.
 
 The tape's gradient of sum_k <w_k, out_k> (random weights w_k, passed as
 output_gradients) is compared with (L(x + h e) - L(x - h e)) / 2h for
@@ -12,50 +12,24 @@ import tfmini as tf
 from specs import SPECS
 from specs.opspec import OpSpec, away_from_zero, positive, uniform  # noqa
 
-# Spec names (OpSpec.name) whose gradients are also differentiated once
-# more: the elementwise and matmul families.
-SECOND_ORDER = {
-    # elementwise
-    "add", "subtract", "multiply", "maximum", "minimum",
-    "squared_difference", "pow", "realdiv", "divide_no_nan", "floormod",
-    "atan2", "negative", "abs", "square", "sqrt", "rsqrt", "reciprocal",
-    "exp", "expm1", "log", "log1p", "sin", "cos", "tan", "asin", "acos",
-    "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid",
-    "erf", "erfc", "relu", "relu6", "elu", "selu", "softplus", "softsign",
-    "leaky_relu", "gelu", "gelu_approximate",
-    # matmul
-    "matmul", "matmul_transpose_a", "matmul_transpose_b",
-    "matmul_adjoint_both",
-    # softmax and cross entropy
-    "softmax", "log_softmax", "sparse_softmax_cross_entropy_with_logits",
-    "softmax_cross_entropy_with_logits",
-}
-
 # Gradient-only rows for ops whose table row has no grad indices (or no
 # float64 dtype); same fields as tests/specs.
 EXTRA_SPECS = [
     OpSpec("negative", tf.negative if hasattr(tf, "negative")
            else (lambda x: -x), np.negative, [((2, 3),), ((),)],
-           grad=(0,), ops=["Neg"]),
+           grad=(0,), ops=["Neg"], second_order=True),
     # float64 -> float64 keeps finite differences exact; float32 paths
     # are checked in test_tape.py.
     OpSpec("cast_f64", lambda x: tf.cast(x, tf.float64), lambda x: x,
            [((2, 3),)], grad=(0,), ops=["Cast"]),
 ]
 
-# Differentiable ops (no NONDIFF/RANDOM/STATEFUL flag) that have no rule
-# yet, with the reason. Empty when every op is covered.
-NO_GRADIENT_YET = {}
-
-# Rows that are not ops a tape can see: graph inputs are never dispatched.
-NOT_RECORDED = {"Placeholder"}
-
-_NONDIFF, _STATEFUL, _RANDOM = 1 << 2, 1 << 3, 1 << 4
+# csrc/ops/op.h's TFM_OPF_NONDIFF and TFM_OPF_GRAPH_ONLY.
+_NONDIFF, _GRAPH_ONLY = 1 << 2, 1 << 6
 ALL_SPECS = list(SPECS) + EXTRA_SPECS
 GRAD_SPECS = [s for s in ALL_SPECS if s.grad and "float64" in s.dtypes]
 CASES = [(s, shapes) for s in GRAD_SPECS for shapes in s.shapes]
-SECOND_CASES = [(s, shapes) for s, shapes in CASES if s.name in SECOND_ORDER
-                or s.second_order]
+SECOND_CASES = [(s, shapes) for s, shapes in CASES if s.second_order]
 
 
 def _case_id(case):
@@ -187,22 +161,27 @@ def test_second_order_matches_finite_differences(case):
         _check(spec, h, want, f"second order, d/d(input {i})")
 
 
-def test_second_order_names_exist():
-    names = {s.name for s in ALL_SPECS}
-    missing = sorted(SECOND_ORDER - names)
-    assert not missing, f"SECOND_ORDER names no OpSpec: {missing}"
+def test_second_order_rows_are_checked():
+    # A second_order row that GRAD_SPECS drops (no grad=..., no float64)
+    # would be checked by nothing.
+    unchecked = [s.name for s in ALL_SPECS if s.second_order
+                 and not (s.grad and "float64" in s.dtypes)]
+    assert not unchecked, f"second_order rows without a float64 " \
+        f"gradient check: {unchecked}"
 
 
 def test_every_differentiable_op_has_a_gradient():
-    missing = [name for name, _, _, flags, has_grad in tf._C.op_table()
-               if not has_grad and not flags & (_NONDIFF | _STATEFUL |
-                                                _RANDOM)
-               and name not in NO_GRADIENT_YET and name not in NOT_RECORDED]
-    assert not missing, f"differentiable ops without a gradient: {missing}"
-    stale = [n for n, row in NO_GRADIENT_YET.items()
-             if n in {r[0]: r for r in tf._C.op_table()}
-             and tf._C.op_table()[tf._opids.ID[n]][4]]
-    assert not stale, f"NO_GRADIENT_YET lists ops that have one: {stale}"
+    # The rule grad_table.c's compile-time checks enforce, by name: an op
+    # has a rule (a G line in grads.def) exactly when its row is neither
+    # NONDIFF nor GRAPH_ONLY (never on a tape).
+    wrong = [name for name, _, _, flags, has_grad in tf._C.op_table()
+             if has_grad == bool(flags & (_NONDIFF | _GRAPH_ONLY))]
+    assert not wrong, f"ops whose gradient rule disagrees with their " \
+        f"NONDIFF/GRAPH_ONLY flags: {wrong}"
+    graph_only = {name for name, _, _, flags, _ in tf._C.op_table()
+                  if flags & _GRAPH_ONLY}
+    assert {"Placeholder", "Const", "If", "While",
+            "_FusedElementwise"} <= graph_only
 
 
 def test_every_gradient_rule_is_checked():

@@ -530,6 +530,12 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
             }
             break;
         default:
+            /* A graph-only op has no kernel: it needs a case above. */
+            if (tfm_ops[nd->op].flags & TFM_OPF_GRAPH_ONLY) {
+                tfm_error(TFM_ERR_INTERNAL, "%s: a graph-only op with no "
+                          "executor step", tfm_ops[nd->op].name);
+                goto fail;
+            }
             st->kind = STEP_KERNEL;
             int64_t work = direct_work(g, nd);
             st->direct = work >= 0 && (memory || work < DIRECT_MAX_WORK);

@@ -8,20 +8,10 @@
 int
 tfm_node_has_effect(const tfm_node *n)
 {
-    switch (n->op) {
-    case TFM_OP_ASSIGN_VARIABLE:
-    case TFM_OP_ASSIGN_ADD_VARIABLE:
-    case TFM_OP_ASSIGN_SUB_VARIABLE:
-    case TFM_OP_PRINT:
-    case TFM_OP_ASSERT:
-    case TFM_OP_IF:
-    case TFM_OP_WHILE:
-        return 1;
-    default:
-        return (tfm_ops[n->op].flags & TFM_OPF_STATEFUL) != 0 &&
-               n->op != TFM_OP_READ_VARIABLE && n->op != TFM_OP_PLACEHOLDER
-               && n->op != TFM_OP_CONST;
-    }
+    /* A variable read is stateful (it must not be folded or merged
+     * across a write) but has no effect of its own. */
+    unsigned f = tfm_ops[n->op].flags;
+    return (f & TFM_OPF_STATEFUL) && !(f & TFM_OPF_SOURCE);
 }
 
 tfm_code
@@ -250,8 +240,7 @@ tfm_rw_add(tfm_rw *rw, tfm_op op, const tfm_ref *in, int nin,
 static int
 carries_identity(tfm_op op)
 {
-    return op == TFM_OP_PLACEHOLDER || op == TFM_OP_CONST ||
-           op == TFM_OP_READ_VARIABLE;
+    return (tfm_ops[op].flags & TFM_OPF_SOURCE) != 0;
 }
 
 /* Whether dst ref d may stand for src output s without changing what

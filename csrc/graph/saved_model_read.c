@@ -14,6 +14,14 @@
 #define MAX_STR (1u << 20)
 #define MAX_DIM ((int64_t)1 << 40)
 
+/* A node's payload kind in the file is the one its op's row names. */
+_Static_assert(PAY_NONE == (int)TFM_PAYLOAD_NONE &&
+               PAY_CONST == (int)TFM_PAYLOAD_CONST &&
+               PAY_VAR == (int)TFM_PAYLOAD_VAR &&
+               PAY_TEXT == (int)TFM_PAYLOAD_TEXT &&
+               PAY_SUB == (int)TFM_PAYLOAD_SUB,
+               "saved_model_format.h's PAY_* and op.h's tfm_payload differ");
+
 /* Every read is bounds-checked against what is left of the file; the
  * first failure records a message naming what was being read and
  * where, and every later read fails too, so callers check once. */
@@ -290,14 +298,9 @@ check_node(const tfm_graph *g, const tfm_node *n, const tfm_meta *in)
     static char why[200];
     if (d->n_inputs >= 0 && n->nin != d->n_inputs)
         return "wrong number of inputs";
-    switch (n->op) {
-    case TFM_OP_FUSED_ELEMENTWISE:
-    case TFM_OP_FUSED_MATMUL:
+    if (tfm_op_payload(n->op) == TFM_PAYLOAD_PROG)
         return "fused nodes are never saved";
-    case TFM_OP_PLACEHOLDER:
-    case TFM_OP_CONST:
-    case TFM_OP_READ_VARIABLE:
-        break;
+    switch (n->op) {
     case TFM_OP_PRINT:
         if (n->attrs->i[0] != 1 && n->attrs->i[0] != 2)
             return "tf.print to an unknown stream";
@@ -518,19 +521,11 @@ read_node(reader *rd, tfm_graph *g, int index, int depth, node_space *sp)
     unsigned kind = get_u8(r, "a payload kind");
     if (r->failed)
         goto fail;
-    int want_kind = PAY_NONE;
-    switch (n.op) {
-    case TFM_OP_CONST: want_kind = PAY_CONST; break;
-    case TFM_OP_READ_VARIABLE:
-    case TFM_OP_ASSIGN_VARIABLE:
-    case TFM_OP_ASSIGN_ADD_VARIABLE:
-    case TFM_OP_ASSIGN_SUB_VARIABLE: want_kind = PAY_VAR; break;
-    case TFM_OP_PRINT:
-    case TFM_OP_ASSERT: want_kind = PAY_TEXT; break;
-    case TFM_OP_IF:
-    case TFM_OP_WHILE: want_kind = PAY_SUB; break;
-    default: break;
-    }
+    /* The file's payload kinds are the op table's (checked at the top);
+     * a fused node has none in the file and is refused by check_node. */
+    int want_kind = (int)tfm_op_payload(n.op);
+    if (want_kind == TFM_PAYLOAD_PROG)
+        want_kind = PAY_NONE;
     if (kind != (unsigned)want_kind) {
         bad(r, "node '%s' has the wrong payload for its op", name);
         goto fail;

@@ -19,7 +19,7 @@
  * by the whole family (ops_conv.def), so each rule passes its own on.
  * Inputs that give only a shape, and the argmax positions of max
  * pooling, get no gradient (it is zero almost everywhere). */
-#include "grad_conv.h"
+#include "grads.h"
 
 static void
 clear(const tfm_grad_ctx *ctx, tfm_tensor **grad_in)

@@ -1,219 +1,72 @@
-/* Gradient rules, indexed by op. Rules live in grad_<family>.c. An op
- * missing here has no gradient (None, like a non-differentiable op);
- * tests/test_gradients.py fails for a differentiable op without one. */
+/* The gradient tables, expanded from grads.def, and the checks that
+ * keep that list and the op table in step. */
 #include "op.h"
 
-#include "grad_conv.h"
 #include "grads.h"
 
 const tfm_grad_fn tfm_op_grads[TFM_OP_COUNT] = {
-    /* elementwise */
-    [TFM_OP_ADD] = tfm_grad_rule_add,
-    [TFM_OP_SUB] = tfm_grad_rule_sub,
-    [TFM_OP_MUL] = tfm_grad_rule_mul,
-    [TFM_OP_DIV] = tfm_grad_rule_div,
-    [TFM_OP_DIV_NO_NAN] = tfm_grad_rule_div_no_nan,
-    [TFM_OP_FLOORMOD] = tfm_grad_rule_floormod,
-    [TFM_OP_POW] = tfm_grad_rule_pow,
-    [TFM_OP_MAXIMUM] = tfm_grad_rule_maximum,
-    [TFM_OP_MINIMUM] = tfm_grad_rule_minimum,
-    [TFM_OP_SQUARED_DIFFERENCE] = tfm_grad_rule_squared_difference,
-    [TFM_OP_ATAN2] = tfm_grad_rule_atan2,
-    [TFM_OP_NEG] = tfm_grad_rule_neg,
-    [TFM_OP_ABS] = tfm_grad_rule_abs,
-    [TFM_OP_SIGN] = tfm_grad_rule_sign,
-    [TFM_OP_SQUARE] = tfm_grad_rule_square,
-    [TFM_OP_EXP] = tfm_grad_rule_exp,
-    [TFM_OP_EXPM1] = tfm_grad_rule_expm1,
-    [TFM_OP_LOG] = tfm_grad_rule_log,
-    [TFM_OP_LOG1P] = tfm_grad_rule_log1p,
-    [TFM_OP_SQRT] = tfm_grad_rule_sqrt,
-    [TFM_OP_RSQRT] = tfm_grad_rule_rsqrt,
-    [TFM_OP_RECIPROCAL] = tfm_grad_rule_reciprocal,
-    [TFM_OP_SIN] = tfm_grad_rule_sin,
-    [TFM_OP_COS] = tfm_grad_rule_cos,
-    [TFM_OP_TAN] = tfm_grad_rule_tan,
-    [TFM_OP_ASIN] = tfm_grad_rule_asin,
-    [TFM_OP_ACOS] = tfm_grad_rule_acos,
-    [TFM_OP_ATAN] = tfm_grad_rule_atan,
-    [TFM_OP_SINH] = tfm_grad_rule_sinh,
-    [TFM_OP_COSH] = tfm_grad_rule_cosh,
-    [TFM_OP_TANH] = tfm_grad_rule_tanh,
-    [TFM_OP_ASINH] = tfm_grad_rule_asinh,
-    [TFM_OP_ACOSH] = tfm_grad_rule_acosh,
-    [TFM_OP_ATANH] = tfm_grad_rule_atanh,
-    [TFM_OP_SIGMOID] = tfm_grad_rule_sigmoid,
-    [TFM_OP_ERF] = tfm_grad_rule_erf,
-    [TFM_OP_ERFC] = tfm_grad_rule_erfc,
-    [TFM_OP_RELU] = tfm_grad_rule_relu,
-    [TFM_OP_RELU_GRAD] = tfm_grad_rule_relu_grad,
-    [TFM_OP_RELU6] = tfm_grad_rule_relu6,
-    [TFM_OP_ELU] = tfm_grad_rule_elu,
-    [TFM_OP_SELU] = tfm_grad_rule_selu,
-    [TFM_OP_SOFTPLUS] = tfm_grad_rule_softplus,
-    [TFM_OP_SOFTSIGN] = tfm_grad_rule_softsign,
-    [TFM_OP_LEAKY_RELU] = tfm_grad_rule_leaky_relu,
-    [TFM_OP_GELU] = tfm_grad_rule_gelu,
-    [TFM_OP_CAST] = tfm_grad_rule_cast,
-    /* shape */
-    [TFM_OP_RESHAPE] = tfm_grad_rule_reshape,
-    [TFM_OP_TRANSPOSE] = tfm_grad_rule_transpose,
-    [TFM_OP_EXPAND_DIMS] = tfm_grad_rule_expand_dims,
-    [TFM_OP_SQUEEZE] = tfm_grad_rule_squeeze,
-    [TFM_OP_IDENTITY] = tfm_grad_rule_identity,
-    [TFM_OP_CONCAT] = tfm_grad_rule_concat,
-    [TFM_OP_PACK] = tfm_grad_rule_pack,
-    [TFM_OP_UNPACK] = tfm_grad_rule_unpack,
-    [TFM_OP_SPLIT] = tfm_grad_rule_split,
-    [TFM_OP_SPLIT_V] = tfm_grad_rule_split_v,
-    [TFM_OP_TILE] = tfm_grad_rule_tile,
-    [TFM_OP_PAD] = tfm_grad_rule_pad,
-    [TFM_OP_MIRROR_PAD] = tfm_grad_rule_mirror_pad,
-    [TFM_OP_REVERSE] = tfm_grad_rule_reverse,
-    [TFM_OP_BROADCAST_TO] = tfm_grad_rule_broadcast_to,
-    [TFM_OP_SLICE] = tfm_grad_rule_slice,
-    [TFM_OP_STRIDED_SLICE] = tfm_grad_rule_strided_slice,
-    [TFM_OP_STRIDED_SLICE_GRAD] = tfm_grad_rule_strided_slice_grad,
-    [TFM_OP_GATHER] = tfm_grad_rule_gather,
-    [TFM_OP_GATHER_ND] = tfm_grad_rule_gather_nd,
-    [TFM_OP_TENSOR_SCATTER_UPDATE] = tfm_grad_rule_tensor_scatter_update,
-    [TFM_OP_TENSOR_SCATTER_ADD] = tfm_grad_rule_tensor_scatter_add,
-    [TFM_OP_TENSOR_SCATTER_MIN] = tfm_grad_rule_tensor_scatter_minmax,
-    [TFM_OP_TENSOR_SCATTER_MAX] = tfm_grad_rule_tensor_scatter_minmax,
-    [TFM_OP_SELECT] = tfm_grad_rule_select,
-    [TFM_OP_FILL] = tfm_grad_rule_fill,
-    /* reduce */
-    [TFM_OP_SUM] = tfm_grad_rule_sum,
-    [TFM_OP_MEAN] = tfm_grad_rule_mean,
-    [TFM_OP_PROD] = tfm_grad_rule_prod,
-    [TFM_OP_MAX] = tfm_grad_rule_max,
-    [TFM_OP_MIN] = tfm_grad_rule_min,
-    [TFM_OP_REDUCE_LOGSUMEXP] = tfm_grad_rule_reduce_logsumexp,
-    [TFM_OP_CUMSUM] = tfm_grad_rule_cumsum,
-    [TFM_OP_CUMPROD] = tfm_grad_rule_cumprod,
-    [TFM_OP_SORT] = tfm_grad_rule_sort,
-    [TFM_OP_TOPK] = tfm_grad_rule_topk,
-    /* linalg */
-    [TFM_OP_MATMUL] = tfm_grad_rule_matmul,
-    [TFM_OP_MATRIX_SOLVE] = tfm_grad_rule_matrix_solve,
-    [TFM_OP_MATRIX_INVERSE] = tfm_grad_rule_matrix_inverse,
-    [TFM_OP_MATRIX_DETERMINANT] = tfm_grad_rule_matrix_determinant,
-    [TFM_OP_LOG_MATRIX_DETERMINANT] = tfm_grad_rule_log_matrix_determinant,
-    [TFM_OP_MATRIX_BAND_PART] = tfm_grad_rule_band_part,
-    [TFM_OP_CHOLESKY] = tfm_grad_rule_cholesky,
-    [TFM_OP_MATRIX_TRIANGULAR_SOLVE] = tfm_grad_rule_triangular_solve,
-    /* nn */
-    [TFM_OP_SOFTMAX] = tfm_grad_rule_softmax,
-    [TFM_OP_LOG_SOFTMAX] = tfm_grad_rule_log_softmax,
-    [TFM_OP_SPARSE_SOFTMAX_XENT] = tfm_grad_rule_sparse_softmax_xent,
-    [TFM_OP_SOFTMAX_XENT] = tfm_grad_rule_softmax_xent,
-    /* conv (grad_conv.c) */
-    [TFM_OP_CONV2D] = tfm_grad_rule_conv2d,
-    [TFM_OP_CONV2D_BACKPROP_INPUT] = tfm_grad_rule_conv2d_backprop_input,
-    [TFM_OP_CONV2D_BACKPROP_FILTER] = tfm_grad_rule_conv2d_backprop_filter,
-    [TFM_OP_MAX_POOL] = tfm_grad_rule_max_pool,
-    [TFM_OP_MAX_POOL_GRAD] = tfm_grad_rule_max_pool_grad,
-    [TFM_OP_MAX_POOL_GRAD_GRAD] = tfm_grad_rule_max_pool_grad_grad,
-    [TFM_OP_AVG_POOL] = tfm_grad_rule_avg_pool,
-    [TFM_OP_AVG_POOL_GRAD] = tfm_grad_rule_avg_pool_grad,
+#define G(ENUM, RULE, SAVED_IN, SAVED_OUT) [TFM_OP_##ENUM] = RULE,
+#include "grads.def"
+#undef G
 };
 
-/* See Note [Saved tensors] in grads.h. SAVES(in, out): bit masks. */
-#define SAVES(i, o) { 1, (i), (o) }
+/* See Note [Saved tensors] in grads.h. */
 const tfm_grad_saves tfm_op_grad_saves[TFM_OP_COUNT] = {
-    [TFM_OP_ADD] = SAVES(0, 0),
-    [TFM_OP_SUB] = SAVES(0, 0),
-    [TFM_OP_MUL] = SAVES(0x3, 0),
-    [TFM_OP_DIV] = SAVES(0x3, 0),
-    [TFM_OP_DIV_NO_NAN] = SAVES(0x3, 0),
-    [TFM_OP_FLOORMOD] = SAVES(0x3, 0),
-    [TFM_OP_POW] = SAVES(0x3, 0x1),
-    [TFM_OP_MAXIMUM] = SAVES(0x3, 0),
-    [TFM_OP_MINIMUM] = SAVES(0x3, 0),
-    [TFM_OP_SQUARED_DIFFERENCE] = SAVES(0x3, 0),
-    [TFM_OP_ATAN2] = SAVES(0x3, 0),
-    [TFM_OP_NEG] = SAVES(0, 0),
-    [TFM_OP_ABS] = SAVES(0x1, 0),
-    [TFM_OP_SIGN] = SAVES(0, 0),
-    [TFM_OP_SQUARE] = SAVES(0x1, 0),
-    [TFM_OP_EXP] = SAVES(0, 0x1),
-    [TFM_OP_EXPM1] = SAVES(0x1, 0),
-    [TFM_OP_LOG] = SAVES(0x1, 0),
-    [TFM_OP_LOG1P] = SAVES(0x1, 0),
-    [TFM_OP_SQRT] = SAVES(0, 0x1),
-    [TFM_OP_RSQRT] = SAVES(0, 0x1),
-    [TFM_OP_RECIPROCAL] = SAVES(0, 0x1),
-    [TFM_OP_SIN] = SAVES(0x1, 0),
-    [TFM_OP_COS] = SAVES(0x1, 0),
-    [TFM_OP_TAN] = SAVES(0x1, 0),
-    [TFM_OP_ASIN] = SAVES(0x1, 0),
-    [TFM_OP_ACOS] = SAVES(0x1, 0),
-    [TFM_OP_ATAN] = SAVES(0x1, 0),
-    [TFM_OP_SINH] = SAVES(0x1, 0),
-    [TFM_OP_COSH] = SAVES(0x1, 0),
-    [TFM_OP_TANH] = SAVES(0, 0x1),
-    [TFM_OP_ASINH] = SAVES(0, 0x1),
-    [TFM_OP_ACOSH] = SAVES(0, 0x1),
-    [TFM_OP_ATANH] = SAVES(0x1, 0),
-    [TFM_OP_SIGMOID] = SAVES(0, 0x1),
-    [TFM_OP_ERF] = SAVES(0x1, 0),
-    [TFM_OP_ERFC] = SAVES(0x1, 0),
-    [TFM_OP_RELU] = SAVES(0, 0x1),
-    [TFM_OP_RELU_GRAD] = SAVES(0x2, 0),
-    [TFM_OP_RELU6] = SAVES(0, 0x1),
-    [TFM_OP_ELU] = SAVES(0x1, 0x1),
-    [TFM_OP_SELU] = SAVES(0x1, 0x1),
-    [TFM_OP_SOFTPLUS] = SAVES(0x1, 0),
-    [TFM_OP_SOFTSIGN] = SAVES(0x1, 0),
-    [TFM_OP_LEAKY_RELU] = SAVES(0x1, 0),
-    [TFM_OP_GELU] = SAVES(0x1, 0),
-    [TFM_OP_CAST] = SAVES(0, 0),
-    [TFM_OP_RESHAPE] = SAVES(0, 0),
-    [TFM_OP_TRANSPOSE] = SAVES(0, 0),
-    [TFM_OP_EXPAND_DIMS] = SAVES(0, 0),
-    [TFM_OP_SQUEEZE] = SAVES(0, 0),
-    [TFM_OP_IDENTITY] = SAVES(0, 0),
-    [TFM_OP_CONCAT] = SAVES(0, 0),
-    [TFM_OP_PACK] = SAVES(0, 0),
-    [TFM_OP_UNPACK] = SAVES(0, 0),
-    [TFM_OP_SPLIT] = SAVES(0, 0),
-    [TFM_OP_SPLIT_V] = SAVES(0, 0),
-    [TFM_OP_TILE] = SAVES(0, 0),
-    [TFM_OP_PAD] = SAVES(0, 0),
-    [TFM_OP_MIRROR_PAD] = SAVES(0, 0),
-    [TFM_OP_REVERSE] = SAVES(0, 0),
-    [TFM_OP_BROADCAST_TO] = SAVES(0, 0),
-    [TFM_OP_SLICE] = SAVES(0, 0),
-    [TFM_OP_STRIDED_SLICE] = SAVES(0, 0),
-    [TFM_OP_STRIDED_SLICE_GRAD] = SAVES(0, 0),
-    [TFM_OP_GATHER] = SAVES(0x2, 0),
-    [TFM_OP_GATHER_ND] = SAVES(0x2, 0),
-    [TFM_OP_TENSOR_SCATTER_UPDATE] = SAVES(0x2, 0),
-    [TFM_OP_TENSOR_SCATTER_ADD] = SAVES(0x2, 0),
-    [TFM_OP_TENSOR_SCATTER_MIN] = SAVES(0x7, 0x1),
-    [TFM_OP_TENSOR_SCATTER_MAX] = SAVES(0x7, 0x1),
-    [TFM_OP_SELECT] = SAVES(0x1, 0),
-    [TFM_OP_FILL] = SAVES(0, 0),
-    [TFM_OP_SUM] = SAVES(0, 0),
-    [TFM_OP_MEAN] = SAVES(0, 0),
-    [TFM_OP_PROD] = SAVES(0x1, 0),
-    [TFM_OP_MAX] = SAVES(0x1, 0x1),
-    [TFM_OP_MIN] = SAVES(0x1, 0x1),
-    [TFM_OP_REDUCE_LOGSUMEXP] = SAVES(0x1, 0x1),
-    [TFM_OP_CUMSUM] = SAVES(0, 0),
-    [TFM_OP_CUMPROD] = SAVES(0x1, 0x1),
-    [TFM_OP_SORT] = SAVES(0, 0x2),
-    [TFM_OP_TOPK] = SAVES(0, 0x2),
-    [TFM_OP_MATMUL] = SAVES(0x3, 0),
-    [TFM_OP_MATRIX_SOLVE] = SAVES(0x1, 0x1),
-    [TFM_OP_MATRIX_INVERSE] = SAVES(0, 0x1),
-    [TFM_OP_MATRIX_DETERMINANT] = SAVES(0x1, 0x1),
-    [TFM_OP_LOG_MATRIX_DETERMINANT] = SAVES(0x1, 0),
-    [TFM_OP_MATRIX_BAND_PART] = SAVES(0, 0),
-    [TFM_OP_CHOLESKY] = SAVES(0, 0x1),
-    [TFM_OP_MATRIX_TRIANGULAR_SOLVE] = SAVES(0x1, 0x1),
-    [TFM_OP_SOFTMAX] = SAVES(0, 0x1),
-    [TFM_OP_LOG_SOFTMAX] = SAVES(0, 0x1),
-    [TFM_OP_SPARSE_SOFTMAX_XENT] = SAVES(0x1, 0x2),
-    [TFM_OP_SOFTMAX_XENT] = SAVES(0x1, 0x2),
+#define G(ENUM, RULE, SAVED_IN, SAVED_OUT)                                \
+    [TFM_OP_##ENUM] = { (SAVED_IN) != TFM_SAVES_ALL,                      \
+                        (unsigned char)(SAVED_IN),                        \
+                        (unsigned char)(SAVED_OUT) },
+#include "grads.def"
+#undef G
 };
+
+/* ---- compile-time checks ----
+ * Each op needs exactly one of: a G line, the NONDIFF flag (never a
+ * gradient), the GRAPH_ONLY flag (never on a tape). Designated
+ * initializers would take a forgotten line as "no gradient" and a
+ * repeated one silently, so the build checks instead:
+ *  - a G line for a missing op does not compile (no TFM_OP_ENUM);
+ *  - a repeated G line redefines the enumerator tfm_grad_line_ENUM;
+ *  - a G line for a NONDIFF or GRAPH_ONLY op fails its _Static_assert;
+ *  - then the G lines and the flagged rows must add up to TFM_OP_COUNT,
+ *    so an op that is in neither fails the count. */
+enum {
+#define X(ENUM, NAME, NIN, NOUT, INFER, KERNEL, FLAGS)                    \
+    tfm_grad_flags_##ENUM = (FLAGS),
+#include "ops.def"
+#undef X
+};
+
+enum {
+#define G(ENUM, RULE, SAVED_IN, SAVED_OUT) tfm_grad_line_##ENUM,
+#include "grads.def"
+#undef G
+    TFM_GRAD_LINES
+};
+
+#define G(ENUM, RULE, SAVED_IN, SAVED_OUT)                                \
+    _Static_assert(!(tfm_grad_flags_##ENUM &                              \
+                     (TFM_OPF_NONDIFF | TFM_OPF_GRAPH_ONLY)),             \
+                   #ENUM " is NONDIFF or GRAPH_ONLY: it takes no G line in " \
+                   "grads.def");                                          \
+    _Static_assert(((SAVED_IN) == TFM_SAVES_ALL) ==                       \
+                   ((SAVED_OUT) == TFM_SAVES_ALL) &&                      \
+                   ((SAVED_IN) == TFM_SAVES_ALL ||                        \
+                    ((SAVED_IN) >= 0 && (SAVED_IN) <= 0xff &&             \
+                     (SAVED_OUT) >= 0 && (SAVED_OUT) <= 0xff)),           \
+                   #ENUM ": saved masks are 8-bit, or TFM_SAVES_ALL in "  \
+                   "both");
+#include "grads.def"
+#undef G
+
+enum {
+    TFM_GRAD_EXEMPT = 0
+#define X(ENUM, NAME, NIN, NOUT, INFER, KERNEL, FLAGS)                    \
+    + (((FLAGS) & (TFM_OPF_NONDIFF | TFM_OPF_GRAPH_ONLY)) != 0)
+#include "ops.def"
+#undef X
+};
+
+_Static_assert(TFM_GRAD_LINES + TFM_GRAD_EXEMPT == TFM_OP_COUNT,
+               "an op has neither a G line in ops/grads.def nor the "
+               "NONDIFF or GRAPH_ONLY flag on its row");

@@ -71,7 +71,31 @@ enum tfm_op_flags {
     TFM_OPF_STATEFUL = 1 << 3,    /* side effects: not folded/CSE'd/DCE'd */
     TFM_OPF_RANDOM = 1 << 4,      /* random: never CSE'd or folded */
     TFM_OPF_ANY_DTYPE = 1 << 5,   /* kernel handles every dtype (copies) */
+    /* No kernel and no eager form: a graph node that the executor runs
+     * by a step of its own (ops_state.def). Made by its own tfm_graph_*
+     * function or by the optimizer, never by tfm_graph_add_node; the
+     * tape never sees one, so it needs no gradient rule. */
+    TFM_OPF_GRAPH_ONLY = 1 << 6,
+    /* A graph-only op whose value comes from outside the computation
+     * (the caller's input, a captured constant, a variable): it cannot
+     * fail, has no effect, and keeps its identity through rewrites. */
+    TFM_OPF_SOURCE = 1 << 7,
 };
+
+/* What a graph-only op's node carries besides inputs and attrs (Note
+ * [State op payloads] in runtime/graph.h), stored in the row's flags as
+ * TFM_OPF_PAYLOAD(kind). The saved-model reader wants exactly this one
+ * in the file (PROG nodes are never saved). */
+typedef enum tfm_payload {
+    TFM_PAYLOAD_NONE,
+    TFM_PAYLOAD_CONST,      /* tfm_node.value */
+    TFM_PAYLOAD_VAR,        /* tfm_node.var */
+    TFM_PAYLOAD_TEXT,       /* tfm_node.text */
+    TFM_PAYLOAD_SUB,        /* tfm_node.sub, submap: If, While */
+    TFM_PAYLOAD_PROG,       /* tfm_node.prog: the fused ops */
+} tfm_payload;
+#define TFM_OPF_PAYLOAD_SHIFT 8
+#define TFM_OPF_PAYLOAD(kind) ((unsigned)(kind) << TFM_OPF_PAYLOAD_SHIFT)
 
 typedef struct tfm_op_def {
     const char *name;     /* TF's op name: "AddV2", "MatMul", ... */
@@ -83,11 +107,20 @@ typedef struct tfm_op_def {
 } tfm_op_def;
 
 extern const tfm_op_def tfm_ops[TFM_OP_COUNT];
-/* Gradient rules live apart from the forward table (ops/grad_*.c) and
- * are indexed by the same enum; NULL = not differentiable (yet). */
+/* Gradient rules, expanded from ops/grads.def (one G line per
+ * differentiable op; the rules are in ops/grad_<family>.c); NULL = no
+ * gradient. The build fails unless every op has a G line, the NONDIFF
+ * flag or the GRAPH_ONLY flag, and only one of them (grad_table.c). */
 extern const tfm_grad_fn tfm_op_grads[TFM_OP_COUNT];
-/* CUDA kernels: kernels/cuda/table.c, or the stub without nvcc. */
+/* CUDA kernels by op: no CUDA kernel is built yet, so this is the
+ * all-NULL table of kernels/cuda/stub.c. */
 extern const tfm_kernel_fn tfm_op_cuda[TFM_OP_COUNT];
+
+static inline tfm_payload
+tfm_op_payload(tfm_op op)
+{
+    return (tfm_payload)((tfm_ops[op].flags >> TFM_OPF_PAYLOAD_SHIFT) & 7);
+}
 
 static inline void
 tfm_attrs_init(tfm_attrs *a)

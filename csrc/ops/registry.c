@@ -14,6 +14,22 @@ const tfm_op_def tfm_ops[TFM_OP_COUNT] = {
 #undef X
 };
 
+/* What the graph code reads off a row's flags must agree with itself:
+ * only graph-only ops are sources or carry a payload. (That exactly
+ * the graph-only rows lack a CPU kernel is checked by tests/c, since a
+ * function pointer is no constant expression.) */
+#define X(ENUM, NAME, NIN, NOUT, INFER, KERNEL, FLAGS)                    \
+    _Static_assert(((FLAGS) & TFM_OPF_GRAPH_ONLY) ||                      \
+                   !((FLAGS) & (TFM_OPF_SOURCE |                          \
+                                (7u << TFM_OPF_PAYLOAD_SHIFT))),          \
+                   #ENUM ": SOURCE and a payload need GRAPH_ONLY");       \
+    _Static_assert((((FLAGS) >> TFM_OPF_PAYLOAD_SHIFT) & 7) <=            \
+                       TFM_PAYLOAD_PROG &&                                \
+                   ((FLAGS) >> (TFM_OPF_PAYLOAD_SHIFT + 3)) == 0,         \
+                   #ENUM ": unknown flag bits or payload kind");
+#include "ops.def"
+#undef X
+
 int
 tfm_op_lookup(const char *name)
 {

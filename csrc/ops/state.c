@@ -45,7 +45,7 @@ tfm_infer_control(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
                   tfm_meta *out, int *nout)
 {
     (void)in; (void)nin; (void)a; (void)out; (void)nout;
-    if (op != TFM_OP_IF && op != TFM_OP_WHILE)   /* the fused ops */
+    if (tfm_op_payload(op) != TFM_PAYLOAD_SUB)   /* the fused ops */
         return tfm_error(TFM_ERR_INTERNAL, "%s: made only by the graph "
                          "optimizer; it has no eager form",
                          tfm_ops[op].name);

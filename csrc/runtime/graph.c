@@ -386,22 +386,14 @@ static int
 add_node(tfm_graph *g, tfm_op op, const tfm_ref *in, int nin,
          const tfm_attrs *attrs, const tfm_meta *out, int nout);
 
-/* State ops need their payload: they are made by their own functions. */
-static int
-needs_payload(tfm_op op)
-{
-    return op == TFM_OP_PLACEHOLDER || op == TFM_OP_CONST ||
-           op == TFM_OP_READ_VARIABLE || op == TFM_OP_ASSIGN_VARIABLE ||
-           op == TFM_OP_ASSIGN_ADD_VARIABLE ||
-           op == TFM_OP_ASSIGN_SUB_VARIABLE || op == TFM_OP_PRINT ||
-           op == TFM_OP_IF || op == TFM_OP_WHILE || op == TFM_OP_ASSERT;
-}
-
 int
 tfm_graph_add_node(tfm_graph *g, tfm_op op, const tfm_ref *in, int nin,
                    const tfm_attrs *attrs, const tfm_meta *out, int nout)
 {
-    if ((unsigned)op >= TFM_OP_COUNT || needs_payload(op)) {
+    /* Graph-only ops need their payload: state ops are made by their own
+     * functions, fused ops by the optimizer. */
+    if ((unsigned)op >= TFM_OP_COUNT ||
+        (tfm_ops[op].flags & TFM_OPF_GRAPH_ONLY)) {
         tfm_error(TFM_ERR_INTERNAL, "tfm_graph_add_node: op %d is made "
                   "with its own tfm_graph_* function", (int)op);
         return -1;

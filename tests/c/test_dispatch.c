@@ -30,7 +30,13 @@ TEST(table_is_consistent)
         CHECK(tfm_ops[i].name != NULL && tfm_ops[i].name[0] != '\0');
         CHECK(tfm_ops[i].infer != NULL);
         CHECK_EQ_INT(tfm_op_lookup(tfm_ops[i].name), i);   /* unique */
+        /* The graph code takes GRAPH_ONLY for "no kernel": the executor
+         * would call a NULL kernel for a row that breaks this. */
+        int graph_only = (tfm_ops[i].flags & TFM_OPF_GRAPH_ONLY) != 0;
+        CHECK_EQ_INT(graph_only, tfm_ops[i].cpu == NULL);
     }
+    CHECK_EQ_INT(tfm_op_payload(TFM_OP_WHILE), TFM_PAYLOAD_SUB);
+    CHECK_EQ_INT(tfm_op_payload(TFM_OP_ADD), TFM_PAYLOAD_NONE);
     CHECK_EQ_INT(tfm_op_lookup("AddV2"), TFM_OP_ADD);
     CHECK_EQ_INT(tfm_op_lookup("NoSuchOp"), -1);
 }

@@ -72,7 +72,7 @@ WIDE = uniform(-30.0, 30.0)   # exp would overflow without the max shift
 
 SPECS = [
     OpSpec("softmax", tf.nn.softmax, _like(np_softmax), SOFTMAX_SHAPES,
-           FLOATS, grad=(0,), ops=["Softmax"]),
+           FLOATS, grad=(0,), ops=["Softmax"], second_order=True),
     OpSpec("softmax_wide", tf.nn.softmax, _like(np_softmax), [((4, 6),)],
            FLOATS, inputs=[WIDE], ops=["Softmax"]),
     OpSpec("softmax_axis0", lambda x: tf.nn.softmax(x, axis=0),
@@ -84,7 +84,8 @@ SPECS = [
     OpSpec("math_softmax", tf.math.softmax, _like(np_softmax), [((3, 5),)],
            FLOATS, ops=["Softmax"]),
     OpSpec("log_softmax", tf.nn.log_softmax, _like(np_log_softmax),
-           SOFTMAX_SHAPES, FLOATS, grad=(0,), ops=["LogSoftmax"]),
+           SOFTMAX_SHAPES, FLOATS, grad=(0,), ops=["LogSoftmax"],
+           second_order=True),
     OpSpec("log_softmax_wide", tf.nn.log_softmax, _like(np_log_softmax),
            [((4, 6),)], FLOATS, inputs=[WIDE], rtol=1e-5, atol=1e-5,
            ops=["LogSoftmax"]),
@@ -98,7 +99,7 @@ SPECS = [
            [((4, NUM_CLASSES), (4,)), ((2, 3, NUM_CLASSES), (2, 3)),
             ((0, NUM_CLASSES), (0,))],
            FLOATS, inputs=[uniform(), labels], grad=(0,),
-           ops=["SparseSoftmaxCrossEntropyWithLogits"]),
+           ops=["SparseSoftmaxCrossEntropyWithLogits"], second_order=True),
     OpSpec("sparse_softmax_cross_entropy_wide",
            lambda logits, lab: tf.nn.sparse_softmax_cross_entropy_with_logits(
                labels=lab, logits=logits),
@@ -111,7 +112,7 @@ SPECS = [
            _like(np_xent, 1),
            [((4, 5), (4, 5)), ((2, 3, 4), (2, 3, 4)), ((3, 1), (3, 1))],
            FLOATS, inputs=[distributions, uniform()], grad=(0, 1),
-           ops=["SoftmaxCrossEntropyWithLogits"]),
+           ops=["SoftmaxCrossEntropyWithLogits"], second_order=True),
     OpSpec("softmax_cross_entropy_axis0",
            lambda lab, logits: tf.nn.softmax_cross_entropy_with_logits(
                labels=lab, logits=logits, axis=0),
