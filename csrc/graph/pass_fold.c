@@ -147,11 +147,13 @@ shape_value(const tfm_node *n, const tfm_meta *x, tfm_tensor **out)
     return 1;
 }
 
+/* A source (Placeholder, Const, a variable read) produces its value
+ * without checks that could fail at run time, so a shape read from it
+ * may fold. */
 static int
 cannot_fail(tfm_op op)
 {
-    return op == TFM_OP_PLACEHOLDER || op == TFM_OP_CONST ||
-           op == TFM_OP_READ_VARIABLE;
+    return (tfm_ops[op].flags & TFM_OPF_SOURCE) != 0;
 }
 
 /* OnesLike/ZerosLike of an input of known shape (see the top): the
