@@ -133,15 +133,19 @@ def test_column_broadcast_is_not_compiled_but_right():
     bits_equal(fn(x, c).numpy(), unfused(f, x, c))
 
 
-def test_op_without_native_formula_keeps_the_evaluator():
+def test_activations_with_helpers_are_compiled():
+    # Elu, Selu, Softplus and Gelu had no native form before their
+    # formulas moved to kernels/ew_formulas.def.
     x = rand(BIG)
 
     def f(x):
-        return tf.nn.elu(x * 2.0) + 1.0
+        return (tf.nn.elu(x * 2.0) + tf.nn.selu(x) + tf.nn.softplus(x)
+                + tf.nn.gelu(x) + tf.nn.gelu(x, approximate=True))
 
     fn = tf.function(f)
-    assert compiled(fn, x) == 0
-    np.testing.assert_allclose(fn(x).numpy(), unfused(f, x), rtol=1e-6)
+    assert compiled(fn, x) == 1
+    np.testing.assert_allclose(fn(x).numpy(), unfused(f, x), rtol=1e-6,
+                               atol=1e-6)
 
 
 @pytest.mark.parametrize("cc", ["/nonexistent/cc", "false"])

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../kernels/cpu/mvec.h"
+#include "../kernels/ew_formulas.h"
 
 extern char **environ;
 
@@ -80,61 +81,30 @@ put(sbuf *b, const char *fmt, ...)
     }
 }
 
-/* The element formula of an op as the CPU kernels write it (binary.c,
- * unary.c, ew_math.c, ew_activation.c, cast.c, ew_scalar.h), over x
+/* The element formula of an op, from the rows the CPU kernels expand
+ * too (Note [Elementwise formulas] in kernels/ew_formulas.h), over x
  * (and y) of the input type, converted to the output type by the
- * caller; `prm` is LeakyRelu's alpha. NULL: no native form (the node
- * stays with the block evaluator). */
+ * caller; *param: the formula reads prm and iprm (a PARAM row). NULL:
+ * no native form (the node stays with the block evaluator). */
 static const char *
-formula(int op, int f64)
+formula(int op, int f64, int *param)
 {
-#define F_(f32, f64_) return f64 ? f64_ : f32
+#define PARAM_BINARY 0
+#define PARAM_UNARY 0
+#define PARAM_HEAVY 0
+#define PARAM_PARAM 1
+#define PARAM_OWN 0
+#define EW(OP, LOOP, F32, F64)                                               \
+    case TFM_OP_##OP:                                                        \
+        *param = PARAM_##LOOP;                                               \
+        return f64 ? TFM_EW_STR(F64) : TFM_EW_STR(F32);
+#define EW_NONE(OP)
     switch (op) {
-    case TFM_OP_ADD: return "x + y";
-    case TFM_OP_SUB: return "x - y";
-    case TFM_OP_MUL: return "x * y";
-    case TFM_OP_DIV: return "x / y";
-    case TFM_OP_DIV_NO_NAN: return "y == 0 ? 0 : x / y";
-    case TFM_OP_MAXIMUM: return "(x != x || x > y) ? x : y";
-    case TFM_OP_MINIMUM: return "(x != x || x < y) ? x : y";
-    case TFM_OP_SQUARED_DIFFERENCE: return "(x - y) * (x - y)";
-    case TFM_OP_POW: F_("powf(x, y)", "pow(x, y)");
-    case TFM_OP_ATAN2: F_("atan2f(x, y)", "atan2(x, y)");
-    case TFM_OP_FLOORDIV: F_("floorf(x / y)", "floor(x / y)");
-    case TFM_OP_TRUNCATEDIV: F_("truncf(x / y)", "trunc(x / y)");
-    case TFM_OP_TRUNCATEMOD: F_("fmodf(x, y)", "fmod(x, y)");
-    case TFM_OP_NEG: return "-x";
-    case TFM_OP_ABS: F_("fabsf(x)", "fabs(x)");
-    case TFM_OP_SIGN: return "x > 0 ? 1 : x < 0 ? -1 : x";
-    case TFM_OP_SQUARE: return "x * x";
-    case TFM_OP_ROUND: F_("rintf(x)", "rint(x)");
-    case TFM_OP_EXP: F_("expf(x)", "exp(x)");
-    case TFM_OP_EXPM1: F_("expm1f(x)", "expm1(x)");
-    case TFM_OP_LOG: F_("logf(x)", "log(x)");
-    case TFM_OP_LOG1P: F_("log1pf(x)", "log1p(x)");
-    case TFM_OP_SQRT: F_("sqrtf(x)", "sqrt(x)");
-    case TFM_OP_RSQRT: F_("1.0f / sqrtf(x)", "1.0 / sqrt(x)");
-    case TFM_OP_RECIPROCAL: F_("1.0f / x", "1.0 / x");
-    case TFM_OP_SIN: F_("sinf(x)", "sin(x)");
-    case TFM_OP_COS: F_("cosf(x)", "cos(x)");
-    case TFM_OP_TAN: F_("tanf(x)", "tan(x)");
-    case TFM_OP_TANH: F_("tanhf(x)", "tanh(x)");
-    case TFM_OP_ERF: F_("erff(x)", "erf(x)");
-    case TFM_OP_ERFC: F_("erfcf(x)", "erfc(x)");
-    case TFM_OP_SIGMOID:
-        F_("1.0f / (1.0f + expf(-x))", "1.0 / (1.0 + exp(-x))");
-    case TFM_OP_FLOOR: F_("floorf(x)", "floor(x)");
-    case TFM_OP_CEIL: F_("ceilf(x)", "ceil(x)");
-    case TFM_OP_RINT: F_("rintf(x)", "rint(x)");
-    case TFM_OP_RELU: return "x < 0 ? 0 : x";
-    case TFM_OP_RELU6: return "x < 0 ? 0 : x > 6 ? 6 : x";
-    case TFM_OP_RELU_GRAD: return "y > 0 ? x : 0";   /* gradients, features */
-    case TFM_OP_SOFTSIGN: F_("x / (1.0f + fabsf(x))", "x / (1.0 + fabs(x))");
-    case TFM_OP_LEAKY_RELU: return "x > 0 ? x : prm * x";
-    case TFM_OP_CAST: return "x";
+#include "../kernels/ew_formulas.def"
     default: return NULL;
     }
-#undef F_
+#undef EW
+#undef EW_NONE
 }
 
 static const char *
@@ -143,7 +113,8 @@ ctype(int dtype)
     return dtype == TFM_FLOAT64 ? "double" : "float";
 }
 
-/* The libmvec declarations of mvec.h, as source text. */
+/* The libmvec declarations of mvec.h and the formulas' helpers, as
+ * source text. */
 #define ARGS_1_(T) #T
 #define ARGS_2_(T) #T ", " #T
 #define DECL_(T, F, N)                                                       \
@@ -155,7 +126,8 @@ static const char prelude[] =
     TFM_MVEC_FUNCS(DECL_)
     "#if __GLIBC_PREREQ(2, 35)\n"
     TFM_MVEC_FUNCS_2_35(DECL_)
-    "#endif\n#endif\n";
+    "#endif\n#endif\n"
+    TFM_EW_STR(TFM_EW_HELPERS(static inline)) "\n";
 #undef DECL_
 #undef ARGS_1_
 #undef ARGS_2_
@@ -224,7 +196,8 @@ source(const tfm_fused_prog *p, int out_dtype, const tfm_native_in *ins,
     for (int i = 0; i < p->ninstr; i++) {
         const tfm_fused_instr *c = &p->code[i];
         int in_dt = operand_dtype(p, c->src[0], holder, ins, out_dtype);
-        const char *f = formula(c->op, in_dt == TFM_FLOAT64);
+        int param = 0;
+        const char *f = formula(c->op, in_dt == TFM_FLOAT64, &param);
         if (!f) {
             free(b.p);
             return NULL;
@@ -239,12 +212,15 @@ source(const tfm_fused_prog *p, int out_dtype, const tfm_native_in *ins,
             put_operand(&b, c->src[1], holder, ins);
             put(&b, ";\n");
         }
-        if (c->op == TFM_OP_LEAKY_RELU) {
+        if (param) {
             if (!isfinite(c->af)) {      /* %a would print nan or inf */
                 free(b.p);
                 return NULL;
             }
-            put(&b, "                const %s prm = (%s)%a;\n", ti, ti, c->af);
+            put(&b, "                const %s prm = (%s)%a;\n"
+                "                const int iprm = %d;\n"
+                "                (void)prm; (void)iprm;\n", ti, ti, c->af,
+                c->ai != 0);
         }
         put(&b, "                v%d = (%s)(%s);\n            }\n", i, to, f);
         holder[c->dst] = i;
