@@ -27,6 +27,9 @@ def cache(tmp_path, monkeypatch):
 
 
 def compiled(fn, *args):
+    """Nodes compiled, after one call (the compiler runs on the first
+    call, not when the function is traced)."""
+    fn(*args)
     return fn.get_concrete_function(*args)._native_steps
 
 
@@ -182,8 +185,8 @@ def test_disk_cache_is_reused_by_a_new_process(cache, tmp_path):
     code = ("import numpy as np, tfmini as tf\n"
             "x = tf.constant(np.ones((64, 1031), np.float32))\n"
             "f = tf.function(lambda x: tf.nn.leaky_relu(x - 3.0, 0.015625))\n"
-            "print(f.get_concrete_function(x)._native_steps,"
-            " float(tf.reduce_sum(f(x))))\n")
+            "s = float(tf.reduce_sum(f(x)))\n"
+            "print(f.get_concrete_function(x)._native_steps, s)\n")
     env = dict(os.environ, TFMINI_CACHE_DIR=str(tmp_path))
     runs = [subprocess.run([sys.executable, "-c", code], env=env,
                            capture_output=True, text=True, check=True)
@@ -262,6 +265,7 @@ def test_compiles_with_sigchld_ignored(cache):
             "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
             "x = tf.constant(np.ones((64, 1031), np.float32))\n"
             "f = tf.function(lambda x: tf.nn.leaky_relu(x * 3.0, 0.375))\n"
+            "f(x)\n"
             "print(f.get_concrete_function(x)._native_steps)\n")
     env = dict(os.environ, TFMINI_CACHE_DIR=str(cache.parent))
     r = subprocess.run([sys.executable, "-c", code], env=env,
