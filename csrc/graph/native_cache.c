@@ -25,7 +25,8 @@
  *
  * Bound: after each compile, the directory's files are pruned, oldest
  * modification time first, until they take at most
- * $TFMINI_NATIVE_CACHE_MB megabytes (default 64, about 4,000 programs).
+ * $TFMINI_NATIVE_CACHE_MB megabytes (default 64, some thousands of
+ * programs; fractions allowed).
  * Loading a program from the disk touches it, so pruning is LRU.
  * TFMINI_NATIVE=0 turns compiling and loading off entirely. */
 #include "native_cache.h"
@@ -384,13 +385,13 @@ older(const void *a, const void *b)
          : x->tv_nsec != y->tv_nsec ? (x->tv_nsec < y->tv_nsec ? -1 : 1) : 0;
 }
 
-static long long
+static double
 cache_cap_bytes(void)
 {
     const char *v = getenv("TFMINI_NATIVE_CACHE_MB");
     char *end;
-    long long mb = v && *v ? strtoll(v, &end, 10) : DEFAULT_CACHE_MB;
-    if (v && *v && (*end || mb < 0))
+    double mb = v && *v ? strtod(v, &end) : DEFAULT_CACHE_MB;
+    if (v && *v && (*end || !(mb >= 0)))
         mb = DEFAULT_CACHE_MB;
     return mb * 1024 * 1024;
 }
@@ -400,7 +401,7 @@ cache_cap_bytes(void)
 static void
 prune(int dfd, const char *keep)
 {
-    long long cap = cache_cap_bytes();
+    double cap = cache_cap_bytes();
     int fd = dup(dfd);
     DIR *d = fd < 0 ? NULL : fdopendir(fd);
     if (!d) {
@@ -410,7 +411,7 @@ prune(int dfd, const char *keep)
     }
     cached_file *files = NULL;
     size_t n = 0, room = 0;
-    long long total = 0;
+    double total = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         struct stat st;
@@ -418,7 +419,7 @@ prune(int dfd, const char *keep)
             fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
             !S_ISREG(st.st_mode))
             continue;
-        total += st.st_size;
+        total += (double)st.st_size;
         if (!strcmp(e->d_name, keep))
             continue;
         if (n == room) {
@@ -438,7 +439,7 @@ prune(int dfd, const char *keep)
     qsort(files, n, sizeof *files, older);
     for (size_t i = 0; i < n && total > cap; i++)
         if (!unlinkat(dfd, files[i].name, 0))
-            total -= files[i].size;
+            total -= (double)files[i].size;
     free(files);
 }
 
