@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -412,6 +413,7 @@ prune(int dfd, const char *keep)
     cached_file *files = NULL;
     size_t n = 0, room = 0;
     double total = 0;
+    time_t now = time(NULL);
     struct dirent *e;
     while ((e = readdir(d))) {
         struct stat st;
@@ -420,7 +422,12 @@ prune(int dfd, const char *keep)
             !S_ISREG(st.st_mode))
             continue;
         total += (double)st.st_size;
-        if (!strcmp(e->d_name, keep))
+        /* Kept: the program just made, and another process's compile
+         * still under way (key.pid.c, .so, .log of the last 10
+         * minutes). */
+        int temporary = strchr(e->d_name, '.') != strrchr(e->d_name, '.');
+        if (!strcmp(e->d_name, keep) ||
+            (temporary && st.st_mtim.tv_sec > now - 600))
             continue;
         if (n == room) {
             size_t r = room ? room * 2 : 64;

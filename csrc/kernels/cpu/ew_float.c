@@ -4,7 +4,8 @@
 #include "ew_float.h"
 
 #include "../ew_formulas.h"
-#include "ew_scalar.h"
+/* libm's vector variants, declared before the loops that call them. */
+#include "mvec.h"
 
 typedef void (*unary_fn)(const void *, void *, int64_t);
 typedef void (*param_fn)(const void *, void *, int64_t, double, int);
