@@ -27,6 +27,9 @@ def cache(tmp_path, monkeypatch):
 
 
 def compiled(fn, *args):
+    """Nodes compiled, after one call (the compiler runs on the first
+    call, not when the function is traced)."""
+    fn(*args)
     return fn.get_concrete_function(*args)._native_steps
 
 
@@ -133,15 +136,19 @@ def test_column_broadcast_is_not_compiled_but_right():
     bits_equal(fn(x, c).numpy(), unfused(f, x, c))
 
 
-def test_op_without_native_formula_keeps_the_evaluator():
+def test_activations_with_helpers_are_compiled():
+    # Elu, Selu, Softplus and Gelu had no native form before their
+    # formulas moved to kernels/ew_formulas.def.
     x = rand(BIG)
 
     def f(x):
-        return tf.nn.elu(x * 2.0) + 1.0
+        return (tf.nn.elu(x * 2.0) + tf.nn.selu(x) + tf.nn.softplus(x)
+                + tf.nn.gelu(x) + tf.nn.gelu(x, approximate=True))
 
     fn = tf.function(f)
-    assert compiled(fn, x) == 0
-    np.testing.assert_allclose(fn(x).numpy(), unfused(f, x), rtol=1e-6)
+    assert compiled(fn, x) == 1
+    np.testing.assert_allclose(fn(x).numpy(), unfused(f, x), rtol=1e-6,
+                               atol=1e-6)
 
 
 @pytest.mark.parametrize("cc", ["/nonexistent/cc", "false"])
@@ -178,8 +185,8 @@ def test_disk_cache_is_reused_by_a_new_process(cache, tmp_path):
     code = ("import numpy as np, tfmini as tf\n"
             "x = tf.constant(np.ones((64, 1031), np.float32))\n"
             "f = tf.function(lambda x: tf.nn.leaky_relu(x - 3.0, 0.015625))\n"
-            "print(f.get_concrete_function(x)._native_steps,"
-            " float(tf.reduce_sum(f(x))))\n")
+            "s = float(tf.reduce_sum(f(x)))\n"
+            "print(f.get_concrete_function(x)._native_steps, s)\n")
     env = dict(os.environ, TFMINI_CACHE_DIR=str(tmp_path))
     runs = [subprocess.run([sys.executable, "-c", code], env=env,
                            capture_output=True, text=True, check=True)
@@ -258,6 +265,7 @@ def test_compiles_with_sigchld_ignored(cache):
             "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
             "x = tf.constant(np.ones((64, 1031), np.float32))\n"
             "f = tf.function(lambda x: tf.nn.leaky_relu(x * 3.0, 0.375))\n"
+            "f(x)\n"
             "print(f.get_concrete_function(x)._native_steps)\n")
     env = dict(os.environ, TFMINI_CACHE_DIR=str(cache.parent))
     r = subprocess.run([sys.executable, "-c", code], env=env,

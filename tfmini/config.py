@@ -107,7 +107,9 @@ class optimizer:  # noqa: N801  (TF's namespace name)
     apply to functions traced afterwards, as in TF: a trace keeps the
     plan it was compiled with. The environment variable
     TFMINI_GRAPH_PASSES_OFF (comma-separated names, or "all") switches
-    passes off when tfmini is imported."""
+    passes off when tfmini is imported. TFMINI_NATIVE=0 keeps native
+    code off for every function, whatever its options (README, "The
+    native compiler and its cache")."""
 
     _tf_map = {
         "arithmetic_optimization": ("arithmetic", "cse"),

@@ -74,7 +74,7 @@ typedef struct step {
     int32_t *free;          /* slots whose last use is this step */
     int32_t nfree;
     tfm_plan *sub[2];       /* If: then, else; While: cond, body */
-    tfm_fused_native_fn native;  /* STEP_FUSED: compiled, or NULL */
+    tfm_native_lazy native;      /* STEP_FUSED: compiled on first run */
     /* STEP_FUSED: per output, the variable it may be written into
      * (Note [Fused writes into variables]); NULL when none. */
     tfm_variable **into;
@@ -315,7 +315,7 @@ plan_into(tfm_plan *p)
     tfm_code rc = TFM_OK;
     for (int32_t s = 0; s < p->nsteps && !rc; s++) {
         step *st = &p->steps[s];
-        if (st->kind != STEP_FUSED || !st->native ||
+        if (st->kind != STEP_FUSED || !st->native.state ||
             st->node->op != TFM_OP_FUSED_ELEMENTWISE)
             continue;
         for (int k = 0; k < st->node->nout; k++) {
@@ -514,8 +514,12 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
         case TFM_OP_FUSED_MATMUL:
             st->kind = STEP_FUSED;
             st->direct = (uint8_t)fused_static(g, nd);
-            if (tfm_passes_enabled & TFM_PASS_NATIVE)
-                st->native = tfm_fused_native(g, nd);
+            /* Compiled on the first run (tfm_native_lazy_get), so that
+             * building a plan (tracing, loading a model) runs no
+             * compiler. */
+            if ((tfm_passes_enabled & TFM_PASS_NATIVE) &&
+                tfm_fused_native_wanted(nd))
+                st->native.state = TFM_NATIVE_WANTED;
             break;
         case TFM_OP_IF:
         case TFM_OP_WHILE:
@@ -642,7 +646,7 @@ tfm_plan_native_count(const tfm_plan *p, int into)
     for (int32_t s = 0; s < p->nsteps; s++) {
         const step *st = &p->steps[s];
         if (!into)
-            n += st->native != NULL;
+            n += st->native.state == TFM_NATIVE_DONE && st->native.fn;
         for (int k = 0; into && st->into && k < st->node->nout; k++)
             n += st->into[k] != NULL;
         for (int b = 0; b < 2; b++)
@@ -1030,8 +1034,14 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
                 !(vals[st->out + k] = new_output(p, arena, st->out + k,
                                                  &n->out[k])))
                 return tfm_error_code();
-        int keep_lock = st->into && !recorded && claim_variables(st, vals);
-        return tfm_fused_run(n, ins, &vals[st->out], recorded, st->native,
+        /* (The lazy program is a cache inside the const plan, written
+         * once under tfm_native_lazy_get's lock.) */
+        tfm_fused_native_fn native =
+            recorded ? NULL
+                     : tfm_native_lazy_get((tfm_native_lazy *)&st->native,
+                                           p->g, n);
+        int keep_lock = native && st->into && claim_variables(st, vals);
+        return tfm_fused_run(n, ins, &vals[st->out], recorded, native,
                              keep_lock);
     }
     }

@@ -28,6 +28,8 @@
 #ifndef TFM_GRAPH_FUSED_H
 #define TFM_GRAPH_FUSED_H
 
+#include <stdatomic.h>
+
 #include "../runtime/graph_impl.h"
 
 #define TFM_FUSED_MAX_INSTR 48
@@ -97,39 +99,67 @@ enum { TFM_FUSED_IN_FULL, TFM_FUSED_IN_SCALAR, TFM_FUSED_IN_PERIODIC,
 int tfm_fused_input_kind(const tfm_shape *out, const tfm_shape *in,
                          int64_t *period);
 
-/* ---- native code (fused_native.c) ----
+/* ---- native code (fused_native.c, native_cache.c) ----
  *
  * Note [Native fused programs]: the block evaluator below calls one
  * kernel per instruction per block, so every intermediate still makes a
  * round trip through (cache) memory, and an 8-op chain costs about
- * twice a single pass. For big nodes the executor's plan instead asks
+ * twice a single pass. For big nodes the executor instead asks
  * fused_native.c for the program as machine code: it writes the program
  * as one C loop over the output (each instruction a local variable, so
- * intermediates stay in vector registers; each op's formula is the one
- * its CPU kernel uses, with the same libmvec declarations and FMA
+ * intermediates stay in vector registers; each op's formula is the row
+ * its CPU kernel expands too, Note [Elementwise formulas] in
+ * kernels/ew_formulas.h, with the same libmvec declarations and FMA
  * contraction off, so exact ops give the same bits as unfused), compiles
  * it with the system C compiler ($TFMINI_CC, one program without
- * arguments; default cc) into a shared object, and loads it. Compiled
- * programs are cached in this process and on disk ($TFMINI_CACHE_DIR,
- * else $XDG_CACHE_HOME/tfmini or ~/.cache/tfmini, then native/: <key>.so
- * beside its source <key>.c), keyed by a hash of the source, compiler,
- * flags and CPU. This is what TorchInductor does for CPUs. Without a
- * compiler, when compiling fails (see <key>.<pid>.log), or for an op
- * with no formula here (Elu, Selu, Softplus, Gelu, ...) the node keeps
- * the block evaluator. The "native" optimizer option turns it off. */
+ * arguments; default cc) into a shared object, and loads it. This is
+ * what TorchInductor does for CPUs.
+ *
+ * When: on a step's first unrecorded run, never when a plan is built,
+ * so tracing a function or loading a saved model runs no compiler; and
+ * only for nodes of at least TFM_NATIVE_MIN_ELEMENTS elements. Compiled
+ * programs are cached in this process and on disk (native_cache.c: Note
+ * [Native code cache], which also says how the directory is checked and
+ * bounded), keyed by a hash of the source, compiler, flags and CPU.
+ * Without a compiler, when compiling fails (see <key>.<pid>.log), when
+ * the cache directory or a cached file is refused, for an op with no
+ * formula, with $TFMINI_NATIVE=0 or with the "native" optimizer option
+ * off, the node keeps the block evaluator. */
 
 /* Elements [start, start + len) of a node's outputs: in[k] is program
  * input k's data, out[k] node output k's. */
 typedef void (*tfm_fused_native_fn)(const void *const *in, void *const *out,
                                     int64_t start, int64_t len);
 
-/* Nodes smaller than this keep the block evaluator: a compile costs
- * about 0.1 s once, which small nodes would not earn back soon. */
+/* Nodes smaller than this keep the block evaluator. Measured: a 6-op
+ * chain over 65,536 float32 on one thread took 159 us a call in the
+ * block evaluator and 75 us compiled (about 0.2 ns per element and
+ * instruction saved), and a compile costs about 0.1 to 0.3 s once per
+ * machine (the disk cache keeps it): a node of this size earns it back
+ * after a few thousand calls, smaller ones after proportionally more. */
 #define TFM_NATIVE_MIN_ELEMENTS 65536
 
 /* Node nd's program compiled for its static shapes, or NULL (no error
- * set) when it is small, not expressible, or no compiler works. */
+ * set) when it is small, not expressible, native code is off, or no
+ * compiler works. Runs the compiler unless the program is cached. */
 tfm_fused_native_fn tfm_fused_native(const tfm_graph *g, const tfm_node *nd);
+
+/* Whether nd is big enough for native code (cheap: no compiler). */
+int tfm_fused_native_wanted(const tfm_node *nd);
+
+/* A plan step's program, compiled on its first run. A zeroed struct is
+ * TFM_NATIVE_NO; a plan sets TFM_NATIVE_WANTED when it is built. */
+enum { TFM_NATIVE_NO, TFM_NATIVE_WANTED, TFM_NATIVE_DONE };
+typedef struct tfm_native_lazy {
+    _Atomic int state;
+    tfm_fused_native_fn fn;      /* valid once state is DONE */
+} tfm_native_lazy;
+
+/* l's program: compiled by the first caller (others wait for it), NULL
+ * when not wanted or it failed. Thread-safe. */
+tfm_fused_native_fn tfm_native_lazy_get(tfm_native_lazy *l,
+                                        const tfm_graph *g,
+                                        const tfm_node *nd);
 
 /* ---- running (the executor) ---- */
 

@@ -1,8 +1,11 @@
-/* Binary arithmetic kernels (and ReluGrad): one loop per (op, dtype)
- * from loops.h, element functions from ew_scalar.h. Comparisons,
- * logical and bitwise ops are in ew_compare.c. */
+/* Binary arithmetic kernels (and ReluGrad): float dtypes run the loops
+ * of ../ew_formulas.def (ew_float.c); integer dtypes, whose wrapping and
+ * division errors have no float formula, one loop per (op, dtype) from
+ * loops.h with element functions from ew_scalar.h. Comparisons, logical
+ * and bitwise ops are in ew_compare.c. */
 #include "elementwise.h"
 
+#include "ew_float.h"
 #include "ew_scalar.h"
 #include "loops.h"
 
@@ -11,43 +14,29 @@ typedef void (*binary_fn)(const void *, const void *, void *,
 typedef int (*binary_err_fn)(const void *, const void *, void *,
                              const tfm_bcast *);
 
-/* Every numeric dtype, with EXPR over x and y. */
-#define NUMERIC_LOOPS(OPNAME, EXPR)                                          \
+/* Every integer dtype, with EXPR over x and y. */
+#define INT_LOOPS(OPNAME, EXPR)                                              \
     TFM_BINARY_LOOP(OPNAME##_i8, int8_t, int8_t, EXPR)                       \
     TFM_BINARY_LOOP(OPNAME##_u8, uint8_t, uint8_t, EXPR)                     \
     TFM_BINARY_LOOP(OPNAME##_i16, int16_t, int16_t, EXPR)                    \
     TFM_BINARY_LOOP(OPNAME##_i32, int32_t, int32_t, EXPR)                    \
-    TFM_BINARY_LOOP(OPNAME##_i64, int64_t, int64_t, EXPR)                    \
-    TFM_BINARY_LOOP(OPNAME##_f32, float, float, EXPR)                        \
-    TFM_BINARY_LOOP(OPNAME##_f64, double, double, EXPR)
+    TFM_BINARY_LOOP(OPNAME##_i64, int64_t, int64_t, EXPR)
 
-#define NUMERIC_TABLE(OPNAME)                                                \
+#define INT_TABLE(OPNAME)                                                    \
     { [TFM_INT8] = OPNAME##_i8, [TFM_UINT8] = OPNAME##_u8,                   \
       [TFM_INT16] = OPNAME##_i16, [TFM_INT32] = OPNAME##_i32,                \
-      [TFM_INT64] = OPNAME##_i64, [TFM_FLOAT32] = OPNAME##_f32,              \
-      [TFM_FLOAT64] = OPNAME##_f64 }
+      [TFM_INT64] = OPNAME##_i64 }
 
-#define FLOAT_LOOPS(OPNAME, EXPR32, EXPR64)                                  \
-    TFM_BINARY_LOOP(OPNAME##_f32, float, float, EXPR32)                      \
-    TFM_BINARY_LOOP(OPNAME##_f64, double, double, EXPR64)
-
-#define FLOAT_TABLE(OPNAME)                                                  \
-    { [TFM_FLOAT32] = OPNAME##_f32, [TFM_FLOAT64] = OPNAME##_f64 }
-
-NUMERIC_LOOPS(add, tfm_wadd(x, y))
-NUMERIC_LOOPS(sub, tfm_wsub(x, y))
-NUMERIC_LOOPS(mul, tfm_wmul(x, y))
-NUMERIC_LOOPS(max, tfm_max(x, y))
-NUMERIC_LOOPS(min, tfm_min(x, y))
-NUMERIC_LOOPS(sqdiff, tfm_sqdiff(x, y))
-/* ReluGrad(x = gradients, y = features): NaN features give 0. */
-NUMERIC_LOOPS(relugrad, y > 0 ? x : 0)
-FLOAT_LOOPS(div, x / y, x / y)
-FLOAT_LOOPS(divnonan, y == 0 ? 0.0f : x / y, y == 0 ? 0.0 : x / y)
-FLOAT_LOOPS(atan2, atan2f(x, y), atan2(x, y))
+INT_LOOPS(add, tfm_wadd(x, y))
+INT_LOOPS(sub, tfm_wsub(x, y))
+INT_LOOPS(mul, tfm_wmul(x, y))
+INT_LOOPS(max, tfm_max(x, y))
+INT_LOOPS(min, tfm_min(x, y))
+INT_LOOPS(sqdiff, tfm_sqdiff(x, y))
+INT_LOOPS(relugrad, y > 0 ? x : 0)
 
 /* Integer division, modulo and power can fail: these loops return an
- * error mask. Float versions never fail but share the table shape. */
+ * error mask. */
 #define DIV_LOOPS(OPNAME)                                                    \
     TFM_BINARY_LOOP_ERR(OPNAME##_i8, int8_t, int8_t,                         \
                         tfm_##OPNAME##_i8(x, y, &err))                       \
@@ -58,11 +47,7 @@ FLOAT_LOOPS(atan2, atan2f(x, y), atan2(x, y))
     TFM_BINARY_LOOP_ERR(OPNAME##_i32, int32_t, int32_t,                      \
                         tfm_##OPNAME##_i32(x, y, &err))                      \
     TFM_BINARY_LOOP_ERR(OPNAME##_i64, int64_t, int64_t,                      \
-                        tfm_##OPNAME##_i64(x, y, &err))                      \
-    TFM_BINARY_LOOP(OPNAME##_f32, float, float,                              \
-                    tfm_##OPNAME##_f32(x, y, NULL))                          \
-    TFM_BINARY_LOOP(OPNAME##_f64, double, double,                            \
-                    tfm_##OPNAME##_f64(x, y, NULL))
+                        tfm_##OPNAME##_i64(x, y, &err))
 
 DIV_LOOPS(floordiv)
 DIV_LOOPS(floormod)
@@ -76,28 +61,20 @@ INT_POW_LOOP(u8, uint8_t)
 INT_POW_LOOP(i16, int16_t)
 INT_POW_LOOP(i32, int32_t)
 INT_POW_LOOP(i64, int64_t)
-FLOAT_LOOPS(pow, powf(x, y), pow(x, y))
 
 /* Loops that cannot fail. */
 static binary_fn
 lookup(tfm_op op, tfm_dtype d)
 {
-    static const binary_fn add[TFM_DTYPE_COUNT] = NUMERIC_TABLE(add);
-    static const binary_fn sub[TFM_DTYPE_COUNT] = NUMERIC_TABLE(sub);
-    static const binary_fn mul[TFM_DTYPE_COUNT] = NUMERIC_TABLE(mul);
-    static const binary_fn max[TFM_DTYPE_COUNT] = NUMERIC_TABLE(max);
-    static const binary_fn min[TFM_DTYPE_COUNT] = NUMERIC_TABLE(min);
-    static const binary_fn sqdiff[TFM_DTYPE_COUNT] = NUMERIC_TABLE(sqdiff);
-    static const binary_fn relugrad[TFM_DTYPE_COUNT] =
-        NUMERIC_TABLE(relugrad);
-    static const binary_fn div[TFM_DTYPE_COUNT] = FLOAT_TABLE(div);
-    static const binary_fn divnonan[TFM_DTYPE_COUNT] = FLOAT_TABLE(divnonan);
-    static const binary_fn atan2[TFM_DTYPE_COUNT] = FLOAT_TABLE(atan2);
-    static const binary_fn pow[TFM_DTYPE_COUNT] = FLOAT_TABLE(pow);
-    static const binary_fn floordiv[TFM_DTYPE_COUNT] = FLOAT_TABLE(floordiv);
-    static const binary_fn floormod[TFM_DTYPE_COUNT] = FLOAT_TABLE(floormod);
-    static const binary_fn truncdiv[TFM_DTYPE_COUNT] = FLOAT_TABLE(truncdiv);
-    static const binary_fn truncmod[TFM_DTYPE_COUNT] = FLOAT_TABLE(truncmod);
+    if (d == TFM_FLOAT32 || d == TFM_FLOAT64)
+        return tfm_ew_float_binary(op, d);
+    static const binary_fn add[TFM_DTYPE_COUNT] = INT_TABLE(add);
+    static const binary_fn sub[TFM_DTYPE_COUNT] = INT_TABLE(sub);
+    static const binary_fn mul[TFM_DTYPE_COUNT] = INT_TABLE(mul);
+    static const binary_fn max[TFM_DTYPE_COUNT] = INT_TABLE(max);
+    static const binary_fn min[TFM_DTYPE_COUNT] = INT_TABLE(min);
+    static const binary_fn sqdiff[TFM_DTYPE_COUNT] = INT_TABLE(sqdiff);
+    static const binary_fn relugrad[TFM_DTYPE_COUNT] = INT_TABLE(relugrad);
     switch (op) {
     case TFM_OP_ADD: return add[d];
     case TFM_OP_SUB: return sub[d];
@@ -106,22 +83,11 @@ lookup(tfm_op op, tfm_dtype d)
     case TFM_OP_MINIMUM: return min[d];
     case TFM_OP_SQUARED_DIFFERENCE: return sqdiff[d];
     case TFM_OP_RELU_GRAD: return relugrad[d];
-    case TFM_OP_DIV: return div[d];
-    case TFM_OP_DIV_NO_NAN: return divnonan[d];
-    case TFM_OP_ATAN2: return atan2[d];
-    case TFM_OP_POW: return pow[d];
-    case TFM_OP_FLOORDIV: return floordiv[d];
-    case TFM_OP_FLOORMOD: return floormod[d];
-    case TFM_OP_TRUNCATEDIV: return truncdiv[d];
-    case TFM_OP_TRUNCATEMOD: return truncmod[d];
     default: return NULL;
     }
 }
 
-#define ERR_TABLE(OPNAME)                                                    \
-    { [TFM_INT8] = OPNAME##_i8, [TFM_UINT8] = OPNAME##_u8,                   \
-      [TFM_INT16] = OPNAME##_i16, [TFM_INT32] = OPNAME##_i32,                \
-      [TFM_INT64] = OPNAME##_i64 }
+#define ERR_TABLE(OPNAME) INT_TABLE(OPNAME)
 
 /* Integer loops that can fail. */
 static binary_err_fn

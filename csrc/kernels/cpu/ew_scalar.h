@@ -5,7 +5,8 @@
  * int32/int64 go through unsigned types because their overflow is
  * undefined in C; narrower types are promoted to int and converted back,
  * which wraps in GCC. Division-like functions report failures through an
- * error bitmask instead of trapping (SIGFPE). */
+ * error bitmask instead of trapping (SIGFPE). Float formulas are in
+ * ../ew_formulas.def (Note [Elementwise formulas]). */
 #ifndef TFM_KERNELS_EW_SCALAR_H
 #define TFM_KERNELS_EW_SCALAR_H
 
@@ -138,33 +139,6 @@ tfm_truncmod_u8(uint8_t x, uint8_t y, int *err)
 
 #define tfm_floordiv_u8 tfm_truncdiv_u8
 #define tfm_floormod_u8 tfm_truncmod_u8
-
-/* ---- float division ---- */
-
-/* TF: floor(x / y) for FloorDiv, and fmod corrected to the sign of y for
- * FloorMod. */
-#define tfm_floordiv_f32(x, y, err) floorf((x) / (y))
-#define tfm_floordiv_f64(x, y, err) floor((x) / (y))
-#define tfm_truncdiv_f32(x, y, err) truncf((x) / (y))
-#define tfm_truncdiv_f64(x, y, err) trunc((x) / (y))
-#define tfm_truncmod_f32(x, y, err) fmodf((x), (y))
-#define tfm_truncmod_f64(x, y, err) fmod((x), (y))
-
-static inline float
-tfm_floormod_f32(float x, float y, int *err)
-{
-    (void)err;
-    float r = fmodf(x, y);
-    return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
-}
-
-static inline double
-tfm_floormod_f64(double x, double y, int *err)
-{
-    (void)err;
-    double r = fmod(x, y);
-    return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
-}
 
 /* ---- integer power ---- */
 
