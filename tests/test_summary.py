@@ -262,13 +262,49 @@ def test_text(tmp_path, writer):
 
 # ---- inside tf.function -----------------------------------------------------
 
-def test_inside_tf_function(writer):
+def test_scalars_and_histograms_inside_tf_function(tmp_path, writer):
+    rng = np.random.default_rng(2)
+    batches = [rng.normal(size=(5, 7)) for _ in range(3)]    # float64
+    step = tf.Variable(0, dtype=tf.int64)
+
+    @tf.function
+    def train(x):
+        step.assign_add(1)
+        loss = tf.reduce_mean(tf.cast(x, tf.float32) ** 2)
+        tf.summary.scalar("loss", loss, step=step)
+        tf.summary.histogram("x", x, step=step, buckets=6)
+        with tf.name_scope("fixed"):
+            tf.summary.scalar("third", 1.0 / 3.0, step=7)
+        return loss
+
+    with writer.as_default():
+        losses = [train(tf.constant(b)).numpy() for b in batches]
+    # Eager twins of the same summaries, for exact comparison.
+    with writer.as_default():
+        for i, b in enumerate(batches):
+            tf.summary.histogram("x_eager", b, step=i + 1, buckets=6)
+    acc = _read(tmp_path / "run")
+    got = _values(acc, "loss")
+    assert [s for s, _ in got] == [1, 2, 3]
+    # Exact: the float32 values come back bit for bit.
+    np.testing.assert_array_equal([v for _, v in got], losses)
+    for (s1, h1), (s2, h2) in zip(_values(acc, "x"),
+                                  _values(acc, "x_eager")):
+        assert s1 == s2
+        np.testing.assert_array_equal(h1, h2)
+    assert [s for s, _ in _values(acc, "fixed/third")] == [7, 7, 7]
+    assert float(_values(acc, "fixed/third")[0][1]) == np.float32(1 / 3)
+    assert _plugin(acc, "loss") == "scalars"
+    assert _plugin(acc, "x") == "histograms"
+
+
+def test_tf_function_summary_limits(tmp_path, writer):
     @tf.function
     def f(x):
         tf.summary.scalar("x", x, step=0)
         return x + 1
 
-    # No default writer: nothing recorded, the function traces and runs.
+    # No default writer at trace time: nothing is traced or written.
     assert float(f(tf.constant(1.0))) == 2.0
 
     @tf.function
@@ -276,9 +312,42 @@ def test_inside_tf_function(writer):
         tf.summary.scalar("x", x, step=0)
         return x + 1
 
+    with writer.as_default(), tf.summary.record_if(False):
+        g(tf.constant(1.0))        # traced not recording: never writes
+    with writer.as_default():
+        g(tf.constant(2.0))
+    assert "x" not in _read(tmp_path / "run").Tags()["tensors"]
+
+    @tf.function
+    def image(x):
+        tf.summary.image("im", x, step=0)
+        return x
+
+    @tf.function
+    def vector(x):
+        tf.summary.scalar("v", x, step=0)
+        return x
+
+    @tf.function
+    def no_step(x):
+        tf.summary.scalar("v", x)
+        return x
+
+    @tf.function
+    def tensor_condition(x):
+        with tf.summary.record_if(x > 0):
+            tf.summary.scalar("v", x, step=0)
+        return x
+
     with writer.as_default():
         with pytest.raises(NotImplementedError, match="inside a tf.function"):
-            g(tf.constant(1.0))
+            image(tf.zeros([1, 2, 2, 1]))
+        with pytest.raises(ValueError, match=r"'v'.*scalar, got shape \[2\]"):
+            vector(tf.constant([1.0, 2.0]))
+        with pytest.raises(ValueError, match="No step set"):
+            no_step(tf.constant(1.0))
+        with pytest.raises(NotImplementedError, match="tensor condition"):
+            tensor_condition(tf.constant(1.0))
 
 
 # ---- graphs -----------------------------------------------------------------

@@ -9,11 +9,12 @@ Writing needs the optional `tensorboard` and `protobuf` packages (their
 proto definitions and tensorboard's EventFileWriter); without them tfmini
 still imports, and create_file_writer raises an ImportError naming them.
 
-Summaries are written eagerly. Inside a tf.function a summary that would
-be recorded raises NotImplementedError: tfmini's graphs have no op that
-calls back into Python to write a file. With no default writer (or
-record_if false) every summary returns False and writes nothing, inside a
-tf.function too."""
+Inside a tf.function, scalar and histogram are traced (a PrintV2 node
+hands their values back to Python on each call: Note [Summaries in
+graphs] in in_graph.py) and, as in TF, keep the writer and record_if of
+the trace; image, text and write raise NotImplementedError there. With no
+default writer (or record_if false) every summary returns False and
+writes nothing."""
 import types as _types
 
 from .writer import (SummaryWriter, create_file_writer,  # noqa: F401

@@ -7,8 +7,10 @@ import io
 import numpy as np
 
 from .. import name_scopes
-from . import _deps
-from .writer import _resolve_step, _value, _writer_for, write_event
+from ..context import executing_eagerly
+from . import _deps, in_graph
+from .writer import (_resolve_step, _value, _writer_for, get_step,
+                     write_event)
 
 DEFAULT_BUCKET_COUNT = 30
 
@@ -60,19 +62,34 @@ def write(tag, tensor, step=None, metadata=None, name=None):
 
 def scalar(name, data, step=None, description=None):
     """A scalar (stored as a float32 tensor, plugin 'scalars')."""
-    writer = _writer_for("tf.summary.scalar")
+    writer = _writer_for("tf.summary.scalar", in_graph=True)
     if writer is None:
         return False
-    step = _resolve_step(step, "tf.summary.scalar")
+    what = f"tf.summary.scalar '{name}'"
     if callable(data):
         data = data()
-    a = _numeric(data, f"tf.summary.scalar '{name}'")
-    if a.shape != ():
-        raise ValueError(f"tf.summary.scalar '{name}': data must be a "
-                         f"scalar, got shape {list(a.shape)}")
     from tensorboard.plugins.scalar import metadata
-    return _emit(writer, _tag(name), a.astype(np.float32), step,
-                 metadata.create_summary_metadata(None, description))
+    md = metadata.create_summary_metadata(None, description)
+    tag = _tag(name)
+    if not executing_eagerly():
+        from .. import cast, float32
+        data = cast(data, float32)
+        if data.shape.rank not in (None, 0):
+            raise ValueError(f"{what}: data must be a scalar, got shape "
+                             f"{data.shape.as_list()}")
+
+        def emit(writer, step, values):
+            _emit(writer, tag, values.astype(np.float32).reshape(()), step,
+                  md)
+        return in_graph.record(("scalar", tag, description, id(writer)),
+                               writer, in_graph.graph_step(
+                                   step, get_step(), what), data, emit)
+    step = _resolve_step(step, "tf.summary.scalar")
+    a = _numeric(data, what)
+    if a.shape != ():
+        raise ValueError(f"{what}: data must be a scalar, got shape "
+                         f"{list(a.shape)}")
+    return _emit(writer, tag, a.astype(np.float32), step, md)
 
 
 def histogram_buckets(data, bucket_count=DEFAULT_BUCKET_COUNT):
@@ -100,23 +117,36 @@ def histogram_buckets(data, bucket_count=DEFAULT_BUCKET_COUNT):
 def histogram(name, data, step=None, buckets=None, description=None):
     """A histogram of `data` (any shape) in `buckets` buckets (30 by
     default), plugin 'histograms'."""
-    writer = _writer_for("tf.summary.histogram")
+    writer = _writer_for("tf.summary.histogram", in_graph=True)
     if writer is None:
         return False
-    step = _resolve_step(step, "tf.summary.histogram")
+    what = f"tf.summary.histogram '{name}'"
     if callable(data):
         data = data()
-    what = f"tf.summary.histogram '{name}'"
-    a = _numeric(data, what)
-    if a.size and not np.all(np.isfinite(a.astype(np.float64))):
-        raise ValueError(f"{what}: data has NaN or Inf values (shape "
-                         f"{list(a.shape)}, dtype {a.dtype}): its buckets "
-                         f"would be meaningless")
-    rows = histogram_buckets(a, DEFAULT_BUCKET_COUNT if buckets is None
-                             else buckets)
+    k = DEFAULT_BUCKET_COUNT if buckets is None else int(buckets)
     from tensorboard.plugins.histogram import metadata
-    return _emit(writer, _tag(name), rows, step,
-                 metadata.create_summary_metadata(None, description))
+    md = metadata.create_summary_metadata(None, description)
+    tag = _tag(name)
+
+    def emit(writer, step, a):
+        if a.size and not np.all(np.isfinite(a.astype(np.float64))):
+            raise ValueError(f"{what}: data has NaN or Inf values (shape "
+                             f"{list(a.shape)}, dtype {a.dtype}): its "
+                             f"buckets would be meaningless")
+        return _emit(writer, tag, histogram_buckets(a, k), step, md)
+
+    if not executing_eagerly():
+        from .. import convert_to_tensor
+        data = convert_to_tensor(data)
+        if not (data.dtype.is_floating or data.dtype.is_integer or
+                data.dtype.is_bool):
+            raise TypeError(f"{what}: data must be numeric, got dtype "
+                            f"{data.dtype.name}")
+        return in_graph.record(("histogram", tag, description, k,
+                                id(writer)), writer, in_graph.graph_step(
+                                    step, get_step(), what), data, emit)
+    step = _resolve_step(step, "tf.summary.histogram")
+    return emit(writer, step, _numeric(data, what))
 
 
 def _to_uint8(a, what):

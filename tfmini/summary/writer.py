@@ -3,9 +3,9 @@ default step, recording condition), as TF 2's summary_ops_v2 keeps them.
 
 tfmini writes summaries eagerly: the values are on the host, so each
 summary is an Event proto handed to tensorboard's EventFileWriter at once.
-Inside a tf.function a summary that would be recorded raises
-NotImplementedError (tfmini has no op that calls back into Python to write
-a file; see summary/__init__.py)."""
+Inside a tf.function scalars and histograms are traced as a PrintV2 node
+that hands their values back to Python on every call (Note [Summaries in
+graphs] in in_graph.py); other summaries raise NotImplementedError there."""
 import contextlib
 import os
 import threading
@@ -38,10 +38,10 @@ def _value(x):
 def _check_eager(what):
     if not _context.executing_eagerly():
         raise NotImplementedError(
-            f"{what} inside a tf.function: tfmini writes summaries eagerly "
-            f"only (it has no graph op that writes event files). Return the "
-            f"value from the tf.function and write the summary after the "
-            f"call, or run the function eagerly "
+            f"{what} inside a tf.function: tfmini traces only "
+            f"tf.summary.scalar and tf.summary.histogram into graphs. Return "
+            f"the value from the tf.function and write the summary after "
+            f"the call, or run the function eagerly "
             f"(tf.config.run_functions_eagerly(True)).")
 
 
@@ -227,13 +227,24 @@ def set_step(step):
     _state.step = step
 
 
-def _writer_for(what):
-    """The writer a summary goes to, or None when it is not recorded."""
+def _writer_for(what, in_graph=False):
+    """The writer a summary goes to, or None when it is not recorded.
+    While tracing a tf.function: NotImplementedError unless `in_graph`
+    (the summary can be traced: see in_graph.py), and the record_if
+    condition must be known at trace time."""
     writer = _state.writer
     if writer is None:
         return None
-    _check_eager(what)
-    if not _condition_value(_state.condition):
+    if not in_graph:
+        _check_eager(what)
+    condition = _state.condition
+    if (not _context.executing_eagerly() and not callable(condition) and
+            hasattr(condition, "dtype")):
+        raise NotImplementedError(
+            f"{what} inside a tf.function under tf.summary.record_if with a "
+            f"tensor condition: tfmini decides at trace time; pass a Python "
+            f"bool or a callable returning one")
+    if not _condition_value(condition):
         return None
     return writer
 
