@@ -239,7 +239,8 @@ def _writer_for(what, in_graph=False):
         _check_eager(what)
     condition = _state.condition
     if (not _context.executing_eagerly() and not callable(condition) and
-            hasattr(condition, "dtype")):
+            hasattr(condition, "dtype") and
+            not isinstance(condition, (np.generic, np.ndarray))):
         raise NotImplementedError(
             f"{what} inside a tf.function under tf.summary.record_if with a "
             f"tensor condition: tfmini decides at trace time; pass a Python "
