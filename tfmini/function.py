@@ -53,6 +53,10 @@ _RETRACE_WINDOW = 10
 _RETRACE_THRESHOLD = 5
 _MAX_RETRACE_WARNINGS = 2
 
+# Called with each new ConcreteFunction (tf.summary.trace_on collects the
+# graphs traced while it is on).
+_trace_listeners = []
+
 
 class FunctionSignatureError(TypeError, ValueError):
     """Arguments that do not match a tf.function's input_signature (or a
@@ -752,6 +756,8 @@ class Function(_C.FunctionBase):
             concrete)
         self._traces.append(concrete)
         self._last_description = description
+        for listener in _trace_listeners:
+            listener(concrete)
         return concrete
 
     def _trace_graph(self, canonical, specs):

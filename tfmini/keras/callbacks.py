@@ -4,10 +4,12 @@ fit calls on_train_begin, then per epoch on_epoch_begin, per batch
 on_train_batch_begin/end (logs: the running metrics), on_epoch_end
 (logs: the epoch's metrics and val_ metrics), then on_train_end.
 """
+import contextlib
 import logging
 import math
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -519,3 +521,226 @@ class LambdaCallback(Callback):
                 raise ValueError(f"Unknown hook for LambdaCallback: {name}")
             setattr(self, name, fn)
 
+
+
+class TensorBoard(Callback):
+    """Write logs for TensorBoard, as Keras 3's callback lays them out:
+    `log_dir/train` and `log_dir/validation` runs; per epoch the
+    'epoch_<metric>' scalars (with 'epoch_learning_rate' in train), per
+    batch 'batch_<metric>' scalars when update_freq is 'batch' or an int
+    N (every N batches), weight histograms '<weight path>/histogram'
+    every histogram_freq epochs (and images with write_images), and the
+    traced train step's graph when write_graph. Needs the tensorboard and
+    protobuf packages. Weights are named by their path ('dense/kernel'),
+    so layers' weights of the same name do not share a tag."""
+
+    def __init__(self, log_dir="logs", histogram_freq=0, write_graph=True,
+                 write_images=False, write_steps_per_second=False,
+                 update_freq="epoch", profile_batch=0, embeddings_freq=0,
+                 embeddings_metadata=None):
+        super().__init__()
+        from ..summary import _deps
+        _deps.require("keras.callbacks.TensorBoard")
+        self.log_dir = os.fspath(log_dir)
+        self.histogram_freq = int(histogram_freq)
+        self.write_graph = write_graph
+        self.write_images = write_images
+        self.write_steps_per_second = write_steps_per_second
+        if update_freq == "batch":
+            update_freq = 1
+        if update_freq != "epoch" and (isinstance(update_freq, bool) or
+                                       not isinstance(update_freq, int) or
+                                       update_freq < 1):
+            raise ValueError(f"TensorBoard: update_freq must be 'epoch', "
+                             f"'batch' or a positive int, got "
+                             f"{update_freq!r}")
+        self.update_freq = update_freq
+        if profile_batch or embeddings_freq:
+            _logger.warning("TensorBoard: tfmini has no profiler and does "
+                            "not write embeddings; profile_batch and "
+                            "embeddings_freq are ignored")
+        self._train_dir = os.path.join(self.log_dir, "train")
+        self._val_dir = os.path.join(self.log_dir, "validation")
+        self._writers = {}
+        self._prev_summary_state = []
+        self._global_train_batch = 0
+        self._global_test_batch = 0
+        self._should_write_train_graph = False
+
+    def set_model(self, model):
+        self.model = model
+        self._close_writers()
+        self._should_write_train_graph = bool(self.write_graph)
+
+    @property
+    def _train_writer(self):
+        if "train" not in self._writers:
+            from .. import summary
+            self._writers["train"] = summary.create_file_writer(
+                self._train_dir)
+        return self._writers["train"]
+
+    @property
+    def _val_writer(self):
+        if "val" not in self._writers:
+            from .. import summary
+            self._writers["val"] = summary.create_file_writer(self._val_dir)
+        return self._writers["val"]
+
+    def _push_writer(self, writer, counter):
+        """Make `writer` the default for the model's own batch-level
+        summaries, recording every update_freq batches of `counter`."""
+        if self.update_freq == "epoch":
+            return
+        from .. import summary
+
+        def should_record():
+            return getattr(self, counter) % self.update_freq == 0
+        contexts = (writer.as_default(), summary.record_if(should_record))
+        for c in contexts:
+            c.__enter__()
+        self._prev_summary_state.append(contexts)
+
+    def _pop_writer(self):
+        if self.update_freq == "epoch" or not self._prev_summary_state:
+            return
+        contexts = self._prev_summary_state.pop()
+        for c in reversed(contexts):
+            c.__exit__(None, None, None)
+
+    @contextlib.contextmanager
+    def _writing(self, writer):
+        """`writer` as the default, recording whatever record_if the
+        batch-level push set (it filters the model's own summaries)."""
+        from .. import summary
+        with writer.as_default(), summary.record_if(True):
+            yield
+
+    def _close_writers(self):
+        for writer in self._writers.values():
+            writer.close()
+        self._writers = {}
+
+    def on_train_begin(self, logs=None):
+        self._global_train_batch = 0
+        self._push_writer(self._train_writer, "_global_train_batch")
+
+    def on_train_end(self, logs=None):
+        self._pop_writer()
+        self._close_writers()
+
+    def on_test_begin(self, logs=None):
+        self._push_writer(self._val_writer, "_global_test_batch")
+
+    def on_test_end(self, logs=None):
+        from .. import summary
+        optimizer = getattr(self.model, "optimizer", None)
+        if optimizer is not None and hasattr(optimizer, "iterations"):
+            with self._writing(self._val_writer):
+                for name, value in (logs or {}).items():
+                    summary.scalar(f"evaluation_{name}_vs_iterations",
+                                   value, step=optimizer.iterations)
+        self._pop_writer()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._global_train_batch += 1
+        if self.write_steps_per_second:
+            self._batch_start_time = time.time()
+
+    def on_train_batch_end(self, batch, logs=None):
+        from .. import summary
+        if self._should_write_train_graph:
+            self._write_train_graph()
+            self._should_write_train_graph = False
+        if self.update_freq == "epoch":
+            return
+        if self._global_train_batch % self.update_freq:
+            return
+        with self._writing(self._train_writer):
+            if self.write_steps_per_second:
+                elapsed = max(time.time() - self._batch_start_time, 1e-9)
+                summary.scalar("batch_steps_per_second", 1.0 / elapsed,
+                               step=self._global_train_batch)
+            if isinstance(logs, dict):
+                for name, value in logs.items():
+                    summary.scalar("batch_" + name, value,
+                                   step=self._global_train_batch)
+
+    def on_test_batch_begin(self, batch, logs=None):
+        self._global_test_batch += 1
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self.write_steps_per_second:
+            self._epoch_start_time = time.time()
+            self._epoch_start_iterations = self._global_train_batch
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._log_epoch_metrics(epoch, logs)
+        if self.histogram_freq and epoch % self.histogram_freq == 0:
+            self._log_weights(epoch)
+
+    def _write_train_graph(self):
+        """The graph of the traced train step (none when it runs
+        eagerly)."""
+        from .. import summary
+        functions = getattr(self.model, "_keras_functions", {})
+        traces = [t for key, fn in functions.items() if key[0] == "train"
+                  for t in getattr(fn, "_traces", ())]
+        if traces:
+            with self._writing(self._train_writer):
+                summary.graph(traces[-1].graph)
+
+    def _log_epoch_metrics(self, epoch, logs):
+        from .. import summary
+        if not logs:
+            return
+        train = {k: v for k, v in logs.items() if not k.startswith("val_")}
+        val = {k[4:]: v for k, v in logs.items() if k.startswith("val_")}
+        optimizer = getattr(self.model, "optimizer", None)
+        try:
+            train["learning_rate"] = float(optimizer.learning_rate)
+        except (AttributeError, TypeError, ValueError):
+            pass
+        if self.write_steps_per_second:
+            steps = self._global_train_batch - self._epoch_start_iterations
+            train["steps_per_second"] = steps / max(
+                time.time() - self._epoch_start_time, 1e-9)
+        for writer, values in ((self._train_writer, train),
+                               (self._val_writer if val else None, val)):
+            if writer is None:
+                continue
+            with self._writing(writer):
+                for name, value in values.items():
+                    summary.scalar("epoch_" + name, value, step=epoch)
+
+    def _log_weights(self, epoch):
+        from .. import summary
+        with self._writing(self._train_writer):
+            for layer in self.model.layers:
+                for weight in layer.weights:
+                    name = getattr(weight, "path", None) or weight.name
+                    name = name.replace(":", "_")
+                    summary.histogram(f"{name}/histogram", weight,
+                                      step=epoch)
+                    if self.write_images:
+                        self._log_weight_as_image(weight, f"{name}/image",
+                                                  epoch)
+
+    def _log_weight_as_image(self, weight, name, epoch):
+        """Biases as a 1-pixel-wide column, Dense kernels as one image
+        (wider than high), conv kernels one image per output channel;
+        other shapes are skipped. Values are shown as floats in [0, 1]
+        (clipped), as Keras does."""
+        from .. import summary
+        w = np.squeeze(np.asarray(weight.numpy()))
+        if w.ndim == 1:
+            w = w.reshape(1, -1, 1, 1)
+        elif w.ndim == 2:
+            if w.shape[0] > w.shape[1]:
+                w = w.T
+            w = w.reshape(1, w.shape[0], w.shape[1], 1)
+        elif w.ndim == 3:
+            w = np.transpose(w, (2, 0, 1))[..., None]
+        else:
+            return
+        summary.image(name, w, step=epoch)
