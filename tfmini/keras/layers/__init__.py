@@ -14,3 +14,6 @@ Convolution2D = Conv2D
 from .masking import Masking  # noqa: F401
 from .rnn import (GRU, GRUCell, LSTM, LSTMCell, RNN,  # noqa: F401
                   Bidirectional, SimpleRNN, SimpleRNNCell)
+from .attention import Attention, MultiHeadAttention  # noqa: F401
+from .layer_normalization import (GroupNormalization,  # noqa: F401
+                                  LayerNormalization, UnitNormalization)
