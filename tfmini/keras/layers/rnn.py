@@ -20,7 +20,7 @@ the previous output (zeros with zero_output_for_mask)."""
 import tfmini as tf
 
 from .. import activations, constraints, initializers, regularizers
-from .base import Layer, _path_scope
+from .base import Layer, _ctx, _path_scope
 
 
 def _dropout_mask(like, rate, seed):
@@ -366,7 +366,7 @@ class RNN(Layer):
                 self.cell.build((shape[0],) + shape[2:])
                 self.cell.built = True
         if self.stateful:
-            if shape[0] is None:
+            if shape[0] is None or _ctx.batch_unknown:
                 raise ValueError(f"When using `stateful=True` in a RNN, the "
                                  f"batch size must be static. Found dynamic "
                                  f"batch size: sequence.shape={shape}")
@@ -509,17 +509,33 @@ class RNN(Layer):
 
         def body(i, prev, *rest):
             old = list(rest[:k])
-            out, new = step(xs[i], old)
+            out, new = step(tf.gather(xs, i), old)
             if ms is not None:
-                out, new = masked(ms[i], out, new, prev, old)
-            acc = (rest[k].write(i, out),) if seqs else ()
+                out, new = masked(tf.gather(ms, i), out, new, prev, old)
+            acc = ()
+            if seqs and known:
+                acc = (rest[k].write(i, out),)
+            elif seqs:
+                acc = (tf.tensor_scatter_nd_update(
+                    rest[k], tf.reshape(i, [1, 1]), tf.expand_dims(out, 0)),)
             return (i + 1, out) + tuple(new) + acc
 
-        acc = [tf.TensorArray(self._keras_dtype, size=n)] if seqs else []
+        # tfmini's TensorArray wants a fully known element shape in a
+        # graph loop; with an unknown batch size the outputs go into a
+        # (time, batch, units) tensor, one row scattered per step.
+        known = prev0.shape[0] is not None
+        acc = []
+        if seqs:
+            acc = [tf.TensorArray(self._keras_dtype, size=n) if known else
+                   tf.zeros([n, 1, int(out_size)], self._keras_dtype) +
+                   tf.expand_dims(prev0, 0)]
         loop = tf.while_loop(lambda i, *_: i < n, body,
                              [tf.constant(0), prev0] + list(states) + acc)
         last, states = loop[1], list(loop[2:2 + k])
-        seq = tf.transpose(loop[2 + k].stack(), [1, 0, 2]) if seqs else None
+        seq = None
+        if seqs:
+            seq = loop[2 + k].stack() if known else loop[2 + k]
+            seq = tf.transpose(seq, [1, 0, 2])
         return last, seq, states
 
     def compute_output_shape(self, sequences_shape, initial_state_shape=None):
