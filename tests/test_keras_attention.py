@@ -273,7 +273,7 @@ def test_attention_gradient_config_and_errors():
                            drop([x, x]).numpy())
 
 
-# ---- normalizations ----------------------------------------------------------
+# ---- normalizations ---------------------------------------------------------
 
 def ref_layer_norm(x, axes, gamma, beta, eps, rms=False):
     mean = x.mean(axis=tuple(axes), keepdims=True)

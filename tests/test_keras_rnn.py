@@ -191,8 +191,8 @@ def test_rnn_of_a_cell_equals_the_layer_and_takes_a_custom_cell():
 
 def test_weight_names_shapes_and_initializers_follow_keras():
     x = _x(d=3)
-    lstm, gru, gru1, simple = (L.LSTM(4), L.GRU(4), L.GRU(4, reset_after=False),
-                               L.SimpleRNN(4))
+    lstm, gru, simple = L.LSTM(4), L.GRU(4), L.SimpleRNN(4)
+    gru1 = L.GRU(4, reset_after=False)
     for layer in (lstm, gru, gru1, simple):
         layer(x)
     assert [w.path for w in lstm.weights] == [
@@ -271,7 +271,7 @@ def _grad_pair(layer, call, a, coef):
     return tape.gradient(loss, layer.weights)
 
 
-# ---- the traced loop ---------------------------------------------------------
+# ---- the traced loop --------------------------------------------------------
 
 def _types(graph):
     return [op.type for op in graph.get_operations()]
@@ -378,7 +378,7 @@ def test_compute_mask_of_rnn_layers():
     assert L.GRU(2, return_state=True).compute_mask(None, m) == [None, None]
 
 
-# ---- Bidirectional -----------------------------------------------------------
+# ---- Bidirectional ----------------------------------------------------------
 
 @pytest.mark.parametrize("mode", ["concat", "sum", "ave", "mul", None])
 def test_bidirectional_merges_forward_and_reversed_backward(mode):
@@ -451,9 +451,8 @@ def test_config_round_trip(kind):
 
 def test_save_and_load_weights(tmp_path):
     def build():
-        return keras.Sequential([keras.Input((5, 3)),
-                                 L.Bidirectional(L.LSTM(4,
-                                                        return_sequences=True)),
+        lstm = L.LSTM(4, return_sequences=True)
+        return keras.Sequential([keras.Input((5, 3)), L.Bidirectional(lstm),
                                  L.GRU(3), L.Dense(2)])
     x = _x()
     a = build()
