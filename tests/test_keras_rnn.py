@@ -354,6 +354,21 @@ def test_embedding_mask_zero_flows_into_the_rnn():
     _close(traced.numpy(), out, tol=1e-6)
 
 
+def test_functional_model_with_a_mask_trains():
+    ids = np.array([[3, 1, 2, 0, 0], [4, 0, 0, 0, 0], [1, 2, 3, 4, 5]] * 4)
+    y = np.random.default_rng(1).normal(size=(12, 2)).astype(np.float32)
+    inp = keras.Input((5,), dtype="int32")
+    emb = L.Embedding(6, 3, mask_zero=True)
+    rnn = L.GRU(4)
+    model = keras.Model(inp, L.Dense(2)(rnn(emb(inp))))
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    losses = model.fit(ids, y, epochs=10, batch_size=4,
+                       verbose=0).history["loss"]
+    assert losses[-1] < losses[0]
+    # After training, padding still changes nothing.
+    _close(rnn(emb(ids[1:2, :1])).numpy(), rnn(emb(ids[1:2])).numpy())
+
+
 def test_masking_layer_and_mask_through_return_sequences():
     x = _x()
     x[1, 3:] = 0.0
@@ -427,6 +442,9 @@ def test_bidirectional_names_states_masks_and_config():
                                            bh.numpy()])
     with pytest.raises(ValueError, match="merge mode"):
         L.Bidirectional(L.LSTM(2), merge_mode="max")
+    given = L.Bidirectional(L.GRU(3, return_state=True), weights=ws)
+    _close([t.numpy() for t in given(x)], [out.numpy(), fh.numpy(),
+                                           bh.numpy()])
 
 
 # ---- config, saving, stateful, dropout, errors -----------------------------

@@ -672,6 +672,11 @@ class Bidirectional(Layer):
             self._keras_initial_weights = weights
 
     def build(self, sequences_shape, initial_state_shape=None):
+        for sub in (self.forward_layer, self.backward_layer):
+            if not sub.built:
+                with _path_scope(sub.name):
+                    sub.build(sequences_shape)
+                    sub.built = True
         self.built = True
 
     def call(self, sequences, initial_state=None, mask=None, training=None):
