@@ -5,6 +5,8 @@ Random ones draw from tf.random with the initializer's seed (None: a
 fresh draw each call, reproducible under tf.random.set_seed)."""
 import math
 
+import numpy as np
+
 import tfmini as tf
 
 from . import backend
@@ -147,6 +149,53 @@ class VarianceScaling(Initializer):
                 "distribution": self.distribution, "seed": self.seed}
 
 
+class Orthogonal(Initializer):
+    """A (semi-)orthogonal matrix times gain: the QR factor of a normal
+    draw, its columns' signs fixed by R's diagonal so the result is
+    uniform over orthogonal matrices. Shapes of rank > 2 are flattened to
+    (prod(shape[:-1]), shape[-1]). The QR runs on the host with NumPy
+    (an initializer runs once per weight)."""
+
+    def __init__(self, gain=1.0, seed=None):
+        self.gain, self.seed = gain, seed
+
+    def __call__(self, shape, dtype=None, **kwargs):
+        shape = tuple(int(d) for d in shape)
+        if len(shape) < 2:
+            raise ValueError(f"The tensor to initialize must be at least "
+                             f"two-dimensional. Received: shape={shape} of "
+                             f"rank {len(shape)}.")
+        rows = int(np.prod(shape[:-1]))
+        cols = shape[-1]
+        flat = (max(rows, cols), min(rows, cols))
+        a = tf.random.normal(flat, dtype=tf.float32, seed=self.seed).numpy()
+        q, r = np.linalg.qr(a.astype(np.float64))
+        q = q * np.sign(np.diag(r))
+        if rows < cols:
+            q = q.T
+        q = (self.gain * q).reshape(shape)
+        return tf.constant(q.astype(_dtype(dtype).as_numpy_dtype))
+
+    def get_config(self):
+        return {"gain": self.gain, "seed": self.seed}
+
+
+class Identity(Initializer):
+    def __init__(self, gain=1.0):
+        self.gain = gain
+
+    def __call__(self, shape, dtype=None, **kwargs):
+        shape = tuple(int(d) for d in shape)
+        if len(shape) != 2:
+            raise ValueError(f"Identity matrix initializer can only be used "
+                             f"for 2D matrices. Received: shape={shape}")
+        return tf.constant((self.gain * np.eye(*shape)).astype(
+            _dtype(dtype).as_numpy_dtype))
+
+    def get_config(self):
+        return {"gain": self.gain}
+
+
 def _scaling(name, scale, mode, distribution):
     def __init__(self, seed=None):
         VarianceScaling.__init__(self, scale, mode, distribution, seed)
@@ -174,6 +223,7 @@ _BY_NAME = {
     "glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal,
     "he_uniform": HeUniform, "he_normal": HeNormal,
     "lecun_uniform": LecunUniform, "lecun_normal": LecunNormal,
+    "orthogonal": Orthogonal, "identity": Identity,
 }
 for _cls in list(_BY_NAME.values()):
     _BY_NAME[_cls.__name__] = _cls
@@ -183,6 +233,19 @@ del _cls
 zeros, ones, constant = Zeros, Ones, Constant
 glorot_uniform, glorot_normal = GlorotUniform, GlorotNormal
 he_uniform, he_normal = HeUniform, HeNormal
+orthogonal = Orthogonal
+
+
+def serialize(initializer):
+    """{'class_name', 'config'} of an Initializer (get() reads it back);
+    a plain callable comes back as it is."""
+    if initializer is None:
+        return None
+    if isinstance(initializer, Initializer):
+        return {"module": "keras.initializers",
+                "class_name": type(initializer).__name__,
+                "config": initializer.get_config()}
+    return initializer
 
 
 def get(identifier):
@@ -196,6 +259,12 @@ def get(identifier):
             raise ValueError(f"Unknown initializer: {identifier!r}. Known: "
                              f"{sorted(k for k in _BY_NAME if k.islower())}"
                              ) from None
+    if isinstance(identifier, dict) and "class_name" in identifier:
+        cls = _BY_NAME.get(identifier["class_name"])
+        if cls is None:
+            raise ValueError(f"Unknown initializer: "
+                             f"{identifier['class_name']!r}")
+        return cls.from_config(dict(identifier.get("config") or {}))
     if isinstance(identifier, type) and issubclass(identifier, Initializer):
         return identifier()
     if callable(identifier):

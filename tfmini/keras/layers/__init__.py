@@ -11,3 +11,9 @@ from .conv import (AveragePooling2D, AvgPool2D, Conv2D,  # noqa: F401
 from .normalization import BatchNormalization  # noqa: F401
 
 Convolution2D = Conv2D
+from .masking import Masking  # noqa: F401
+from .rnn import (GRU, GRUCell, LSTM, LSTMCell, RNN,  # noqa: F401
+                  Bidirectional, SimpleRNN, SimpleRNNCell)
+from .attention import Attention, MultiHeadAttention  # noqa: F401
+from .layer_normalization import (GroupNormalization,  # noqa: F401
+                                  LayerNormalization, UnitNormalization)

@@ -88,6 +88,28 @@ def _call_spec(cls):
     return spec
 
 
+_mask_specs = {}
+_masking = []
+
+
+def _masking_module():
+    # masking.py imports this module: it is bound on first use.
+    if not _masking:
+        from . import masking
+        _masking.append(masking)
+    return _masking[0]
+
+
+def _mask_spec(cls):
+    """(call() takes `mask`, the class computes its own output mask)."""
+    spec = _mask_specs.get(cls)
+    if spec is None:
+        params = inspect.signature(cls.call).parameters
+        spec = _mask_specs[cls] = (
+            "mask" in params, cls.compute_mask is not Layer.compute_mask)
+    return spec
+
+
 def _is_metric(x):
     return getattr(type(x), "_keras_is_metric", False)
 
@@ -564,6 +586,11 @@ class Layer(_tracking.Trackable):
     def call(self, inputs, *args, **kwargs):
         return inputs
 
+    def compute_mask(self, inputs, mask=None):
+        """The mask of the outputs: the input's if the layer supports
+        masking, else none."""
+        return mask if self.supports_masking else None
+
     def compute_output_shape(self, input_shape):
         raise NotImplementedError(f"Layer {type(self).__name__} does not "
                                   f"implement compute_output_shape")
@@ -615,6 +642,15 @@ class Layer(_tracking.Trackable):
             training = bool(training)
         if passes_training:
             kwargs["training"] = training
+        takes_mask, computes_mask = _mask_spec(type(self))
+        if (takes_mask or computes_mask or self.supports_masking) and \
+                _masking_module().used[0]:
+            in_mask = kwargs.get("mask") if "mask" in kwargs else \
+                _masking[0].mask_of(inputs)
+            if takes_mask and in_mask is not None:
+                kwargs["mask"] = in_mask
+        else:
+            in_mask = None
         _ctx.path.append(self._name)
         try:
             if not self.built:
@@ -640,6 +676,9 @@ class Layer(_tracking.Trackable):
         finally:
             _ctx.training, _ctx.depth = outer_training, depth
             _ctx.path.pop()
+        if computes_mask or (self.supports_masking and in_mask is not None):
+            _masking_module().attach(outputs,
+                                     self.compute_mask(inputs, in_mask))
         if self.activity_regularizer is not None:
             self.add_loss(self.activity_regularizer(outputs) /
                           tf.cast(tf.shape(outputs)[0], outputs.dtype))
