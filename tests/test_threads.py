@@ -402,3 +402,59 @@ def test_function_traced_while_another_thread_records_its_calls():
         may_finish.set()
         t.join(WAIT)
     assert float(tape.gradient(y, x)) == 6.0
+
+
+# ---- the shared caches and allocators under concurrent use ----------------
+
+def test_shared_caches_and_allocators_under_concurrent_use():
+    # Big enough that kernels, fused (and natively compiled) programs and
+    # random kernels run without the GIL, overlapping the other threads'
+    # allocations, cache lookups and tape records (tests/tsan.sh checks
+    # this test for races).
+    n = 3
+    start = threading.Barrier(n, timeout=WAIT)
+    w = tf.Variable(np.full((64, 64), 0.5, np.float32))
+
+    @tf.function
+    def chain(x):
+        return tf.reduce_sum(tf.tanh(x * 0.5 + 1.0) * x - x / 3.0)
+
+    @tf.function
+    def noise(x):
+        return x + tf.random.uniform([BIG], seed=7)
+
+    @tf.function
+    def step(v, x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.matmul(x, w) * v)
+        g = tape.gradient(loss, v)
+        v.assign_sub(0.1 * g)
+        return loss
+
+    def worker(i):
+        def body():
+            xs = np.linspace(-1, 1, BIG, dtype=np.float32) * (i + 1)
+            x = tf.constant(xs)
+            want = float(np.sum(np.tanh(xs * 0.5 + 1.0) * xs - xs / 3.0))
+            m = tf.constant(np.full((64, 64), i + 1.0, np.float32))
+            v = tf.Variable(np.ones((64, 64), np.float32))
+            start.wait()
+            for k in range(6):
+                assert float(chain(x)) == pytest.approx(want, rel=1e-4)
+                r = noise(x).numpy() - xs
+                assert r.shape == (BIG,) and 0 <= r.min() and r.max() < 1
+                loss = float(step(v, m))
+                # v shrinks by 0.1 * (m @ w) each step: all ones times
+                # 0.5 * 64 * (i + 1).
+                shrink = 0.1 * 32.0 * (i + 1)
+                assert loss == pytest.approx(
+                    64 * 64 * 32.0 * (i + 1) * (1 - shrink * k), rel=1e-4)
+                with tf.GradientTape() as tape:
+                    tape.watch(x)
+                    y = tf.reduce_sum(tf.exp(x * 0.001))
+                g = tape.gradient(y, x).numpy()
+                np.testing.assert_allclose(g, 0.001 * np.exp(xs * 0.001),
+                                           rtol=1e-5)
+        return body
+
+    run_threads([worker(i) for i in range(n)])
