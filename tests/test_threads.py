@@ -458,3 +458,55 @@ def test_shared_caches_and_allocators_under_concurrent_use():
         return body
 
     run_threads([worker(i) for i in range(n)])
+
+
+def test_keras_models_trained_in_parallel_threads():
+    n = 3
+    start = threading.Barrier(n, timeout=WAIT)
+    final = [None] * n
+
+    def worker(i):
+        def body():
+            rng = np.random.default_rng(i)
+            x = tf.constant(rng.standard_normal((128, 300)).astype(np.float32))
+            y = tf.constant(rng.standard_normal((128, 1)).astype(np.float32))
+            model = tf.keras.Sequential([
+                tf.keras.layers.Dense(300, activation="relu"),
+                tf.keras.layers.Dense(1)])
+            opt = tf.keras.optimizers.Adam(0.01)
+
+            @tf.function
+            def step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean((model(x) - y) ** 2)
+                g = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(g, model.trainable_variables))
+                return loss
+
+            start.wait()
+            losses = [float(step(x, y)) for _ in range(10)]
+            assert losses[-1] < 0.5 * losses[0], losses
+            model.compile(optimizer="sgd", loss="mse")
+            model.fit(x, y, epochs=1, batch_size=64, verbose=0)
+            final[i] = losses[-1]
+        return body
+
+    run_threads([worker(i) for i in range(n)])
+    assert all(f is not None for f in final)
+
+
+def test_run_functions_eagerly_is_process_wide_as_in_tf():
+    seen = {}
+
+    @tf.function
+    def f(x):
+        seen.setdefault("eager", []).append(tf.executing_eagerly())
+        return x + 1.0
+
+    tf.config.run_functions_eagerly(True)
+    try:
+        run_threads([lambda: f(tf.constant(1.0))])
+    finally:
+        tf.config.run_functions_eagerly(False)
+    f(tf.constant(1.0))
+    assert seen["eager"] == [True, False]
