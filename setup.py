@@ -3,6 +3,7 @@
 C11 for the core and binding, C++17 only for the Eigen shim (*.cc),
 OpenMP for big kernels. Environment switches:
   TFMINI_SANITIZE=1   build with -fsanitize=address,undefined (see README)
+  TFMINI_SANITIZE=thread  build with -fsanitize=thread (tests/tsan.sh)
   TFMINI_DEBUG=1      -O0 -g
   TFMINI_ARCH=...     the -march target (default: native, tuned for the
                       building CPU); e.g. x86-64-v3 for a wheel that runs
@@ -57,8 +58,10 @@ def headers():
 
 
 SANITIZE = os.environ.get("TFMINI_SANITIZE") == "1"
+TSAN = os.environ.get("TFMINI_SANITIZE") == "thread"
 DEBUG = os.environ.get("TFMINI_DEBUG") == "1"
-MODE = "sanitize" if SANITIZE else "debug" if DEBUG else "release"
+MODE = ("sanitize" if SANITIZE else "tsan" if TSAN else
+        "debug" if DEBUG else "release")
 # Built where it runs (pip install from source), the default tunes for
 # this CPU; a wheel for other machines names a portable target.
 ARCH = os.environ.get("TFMINI_ARCH", "native")
@@ -85,18 +88,23 @@ COMMON = ["-fopenmp", "-fwrapv", "-Wall", "-Wextra", "-Wno-unused-parameter",
 if SANITIZE:
     COMMON += ["-O1", "-g", "-fno-omit-frame-pointer",
                "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
+elif TSAN:
+    # OpenMP stays in (the code as shipped); tests/tsan.sh runs it with
+    # one OpenMP thread, since libgomp is not instrumented (README).
+    COMMON += ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=thread"]
 elif DEBUG:
     COMMON += ["-O0", "-g"]
 else:
     COMMON += ["-O3", "-march=" + ARCH, "-fno-math-errno"]
 C_FLAGS = ["-std=c11", "-D_GNU_SOURCE"]
 CXX_FLAGS = ["-std=c++17", "-DEIGEN_NO_DEBUG"]
-LINK = ["-fopenmp"] + (["-fsanitize=address,undefined"] if SANITIZE else [])
+LINK = ["-fopenmp"] + (["-fsanitize=address,undefined"] if SANITIZE else
+                       ["-fsanitize=thread"] if TSAN else [])
 
 
 class BuildExt(build_ext):
     """Per-language flags, all cores for compiling, and one object folder
-    per build mode (release / debug / sanitize)."""
+    per build mode (release / debug / sanitize / tsan)."""
 
     def initialize_options(self):
         super().initialize_options()

@@ -435,6 +435,9 @@ class Function(_C.FunctionBase):
         self._slow_hits = 0
         self._last_description = None
         self._explicit_trace = False
+        # As in TF, a Function traces in one thread at a time: threads
+        # that miss the cache together trace once, then hit the cache.
+        self._lock = threading.RLock()
         try:
             functools.update_wrapper(self, python_function)
         except (AttributeError, TypeError):
@@ -456,11 +459,12 @@ class Function(_C.FunctionBase):
         """The ConcreteFunction for these arguments (tensors or
         tf.TensorSpecs), tracing if there is none yet."""
         # As in TF, only calls count towards the retracing warning.
-        self._explicit_trace = True
-        try:
-            return self._get_concrete_function(args, kwargs)
-        finally:
-            self._explicit_trace = False
+        with self._lock:
+            self._explicit_trace = True
+            try:
+                return self._get_concrete_function(args, kwargs)
+            finally:
+                self._explicit_trace = False
 
     def _get_concrete_function(self, args, kwargs):
         if self._input_signature is not None and not args and not kwargs:
@@ -566,9 +570,21 @@ class Function(_C.FunctionBase):
             return self._call_python(a, k, self._callable())
         key, leaves, idents = self._key(canonical)
         concrete = self._concretes.get(key) or self._aliases.get(key)
+        if concrete is None:
+            with self._lock:
+                concrete = self._concrete_for(canonical, converted, key,
+                                              leaves, idents)
+        else:
+            self._slow_hits += 1
+        return concrete._run(leaves)
+
+    def _concrete_for(self, canonical, converted, key, leaves, idents):
+        """The trace for a cache miss (under the lock): another thread's
+        trace that arrived meanwhile, a compatible one, or a new one."""
+        concrete = self._concretes.get(key) or self._aliases.get(key)
         if concrete is not None:
             self._slow_hits += 1
-            return concrete._run(leaves)
+            return concrete
         traces = self._tracing_count
         if self._input_signature is not None:
             concrete = self._signature_trace(canonical)
@@ -587,7 +603,7 @@ class Function(_C.FunctionBase):
                 self._remember(key, concrete, idents, own=True, cache=True)
             else:
                 self._alias(key, concrete, idents, cache=True)
-        return concrete._run(leaves)
+        return concrete
 
     def _signature_trace(self, canonical):
         """The trace for input_signature: one, or one per rank pattern of

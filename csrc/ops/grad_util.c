@@ -188,8 +188,11 @@ tfm_grad_reshape_like(tfm_call_fn call, tfm_tensor *t,
     return tfm_grad_reshape(call, t, &like->shape);
 }
 
-static const tfm_grad_ctx *needed_ctx;
-static uint64_t needed_mask;
+/* Per thread: another thread's gradient may run while a rule of this
+ * one waits in a big kernel (without the GIL), and its restore would
+ * hand this rule a stale mask. */
+static _Thread_local const tfm_grad_ctx *needed_ctx;
+static _Thread_local uint64_t needed_mask;
 
 void
 tfm_grad_set_needed(const tfm_grad_ctx *c, uint64_t mask,

@@ -622,7 +622,7 @@ static PyObject *
 py_tapes_active(PyObject *self, PyObject *unused)
 {
     (void)self; (void)unused;
-    return PyLong_FromLong(tfm_tape_active_count);
+    return PyLong_FromLong(tfm_tape_active());
 }
 
 static PyObject *

@@ -6,7 +6,7 @@
 #include "tape.h"
 #include "trace.h"
 
-static int device_scope = -1;
+static _Thread_local int device_scope = -1;   /* per thread, as in TF */
 static tfm_unlock_fn unlock_hook;
 static tfm_relock_fn relock_hook;
 

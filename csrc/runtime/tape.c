@@ -10,7 +10,7 @@
 #include "dispatch.h"
 #include "variable.h"
 
-int tfm_tape_active_count;
+_Thread_local int tfm_tape_active_count;
 
 /* ---- a map from tensor id (never 0) to an int64 ---- */
 
@@ -154,9 +154,11 @@ record_attrs(record *r, tfm_attrs *a)
     a->dtype = r->dtype;
 }
 
+struct tape_stack;
+
 struct tfm_tape {
     unsigned flags;
-    int recording;
+    struct tape_stack *on;   /* the stack it records on, or NULL */
     chunk *chunks;           /* newest first */
     idmap ids;               /* watched/produced id -> record or LEAF */
     record **recs;
@@ -166,49 +168,104 @@ struct tfm_tape {
     int nvars, capvars;
 };
 
-/* ---- the active stack; NULL entries are pause barriers ---- */
+/* ---- the active stacks; NULL entries are pause barriers ----
+ *
+ * Note [Tapes and threads]: as in TF, each thread has its own stack of
+ * active tapes, so a thread's ops are recorded only on tapes that this
+ * thread entered, and a pause (tracing, tf.custom_gradient) stops only
+ * this thread's tapes. tfm_tape_active_count is the thread's fast check.
+ * A tape remembers the stack it is on, so that it can be taken off from
+ * another thread (a tape exited or freed there: TF then forgets the tape
+ * in the exiting thread only and leaves it recording, dangling, on the
+ * entering thread's tape set; we stop it for real). Such a removal
+ * cannot write the owner's thread-local count: it marks the stack stale
+ * and the owner recounts at its next look, meanwhile only taking the
+ * slow path once. All of it is guarded by the caller's lock (the GIL),
+ * as before. A stack is freed when its own thread empties it; a thread
+ * that ends with tapes still entered leaves its (small) stack behind
+ * for those tapes to be taken off later. */
 
-static tfm_tape **stack;
-static int stack_n, stack_cap;
+typedef struct tape_stack {
+    tfm_tape **s;
+    int n, cap;
+    int stale;          /* another thread took a tape off: recount */
+} tape_stack;
+
+static _Thread_local tape_stack *my_stack;
 
 static void
-recount(void)
+recount(tape_stack *st)
 {
     int n = 0;
-    for (int i = stack_n - 1; i >= 0 && stack[i]; i--)
+    for (int i = st->n - 1; i >= 0 && st->s[i]; i--)
         n++;
+    st->stale = 0;
     tfm_tape_active_count = n;
+}
+
+/* This thread's stack, NULL when it has none. */
+static inline tape_stack *
+current(void)
+{
+    tape_stack *st = my_stack;
+    if (st && st->stale)
+        recount(st);
+    return st;
 }
 
 static tfm_code
 stack_push(tfm_tape *t)
 {
-    if (stack_n == stack_cap) {
-        int cap = stack_cap ? stack_cap * 2 : 8;
-        tfm_tape **s = realloc(stack, (size_t)cap * sizeof *s);
+    tape_stack *st = current();
+    if (!st) {
+        st = calloc(1, sizeof *st);
+        if (!st)
+            return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED,
+                             "OOM pushing a tape");
+        my_stack = st;
+    }
+    if (st->n == st->cap) {
+        int cap = st->cap ? st->cap * 2 : 8;
+        tfm_tape **s = realloc(st->s, (size_t)cap * sizeof *s);
         if (!s)
             return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED,
                              "OOM pushing a tape");
-        stack = s;
-        stack_cap = cap;
+        st->s = s;
+        st->cap = cap;
     }
-    stack[stack_n++] = t;
-    recount();
+    st->s[st->n++] = t;
+    if (t)
+        t->on = st;
+    recount(st);
     return TFM_OK;
 }
 
+/* Take t (NULL: the topmost barrier) off stack st. */
 static void
-stack_remove(tfm_tape *t)
+stack_remove(tape_stack *st, tfm_tape *t)
 {
-    for (int i = stack_n - 1; i >= 0; i--) {
-        if (stack[i] == t) {
-            memmove(&stack[i], &stack[i + 1],
-                    (size_t)(stack_n - i - 1) * sizeof *stack);
-            stack_n--;
+    if (!st)
+        return;
+    for (int i = st->n - 1; i >= 0; i--) {
+        if (st->s[i] == t) {
+            memmove(&st->s[i], &st->s[i + 1],
+                    (size_t)(st->n - i - 1) * sizeof *st->s);
+            st->n--;
             break;
         }
     }
-    recount();
+    if (t)
+        t->on = NULL;
+    if (st != my_stack) {
+        st->stale = 1;
+        return;
+    }
+    recount(st);
+    if (!st->n) {
+        free(st->s);
+        free(st);
+        my_stack = NULL;
+    }
 }
 
 tfm_code
@@ -220,7 +277,14 @@ tfm_tape_pause_all(void)
 void
 tfm_tape_resume_all(void)
 {
-    stack_remove(NULL);
+    stack_remove(current(), NULL);
+}
+
+int
+tfm_tape_active(void)
+{
+    current();
+    return tfm_tape_active_count;
 }
 
 /* ---- tape lifetime ---- */
@@ -289,8 +353,8 @@ tfm_tape_free(tfm_tape *t)
 {
     if (!t)
         return;
-    if (t->recording)
-        stack_remove(t);
+    if (t->on)
+        stack_remove(t->on, t);
     tfm_tape_clear(t);
     free(t);
 }
@@ -298,30 +362,26 @@ tfm_tape_free(tfm_tape *t)
 tfm_code
 tfm_tape_push(tfm_tape *t)
 {
-    if (t->recording)
+    if (t->on)
         return tfm_error(TFM_ERR_VALUE, "Tape is still recording, This can "
                          "happen if you try to re-enter an already-active "
                          "tape.");
-    tfm_code rc = stack_push(t);
-    if (!rc)
-        t->recording = 1;
-    return rc;
+    return stack_push(t);
 }
 
 tfm_code
 tfm_tape_pop(tfm_tape *t)
 {
-    if (!t->recording)
+    if (!t->on)
         return tfm_error(TFM_ERR_VALUE, "Tape is not recording.");
-    stack_remove(t);
-    t->recording = 0;
+    stack_remove(t->on, t);
     return TFM_OK;
 }
 
 int
 tfm_tape_is_recording(const tfm_tape *t)
 {
-    return t->recording;
+    return t->on != NULL;
 }
 
 unsigned
@@ -387,10 +447,11 @@ tfm_tape_variables(tfm_tape *t, tfm_variable *const **out)
 void
 tfm_tape_variable_accessed(tfm_variable *v)
 {
-    if (!v->trainable)
+    tape_stack *st = current();
+    if (!v->trainable || !st)
         return;
-    for (int i = stack_n - 1; i >= 0 && stack[i]; i--) {
-        tfm_tape *t = stack[i];
+    for (int i = st->n - 1; i >= 0 && st->s[i]; i--) {
+        tfm_tape *t = st->s[i];
         if (t->flags & TFM_TAPE_WATCH_ACCESSED)
             /* On OOM the variable is simply not watched; the error
              * surfaces as a None gradient, like an unwatched variable. */
@@ -519,10 +580,11 @@ tfm_tape_record(tfm_op op, tfm_tensor *const *in, int nin,
 {
     /* Ops without a gradient are not kept: their outputs are simply not
      * watched, which gives None downstream. */
-    if ((tfm_ops[op].flags & TFM_OPF_NONDIFF) || !tfm_op_grads[op])
+    tape_stack *st = current();
+    if ((tfm_ops[op].flags & TFM_OPF_NONDIFF) || !tfm_op_grads[op] || !st)
         return TFM_OK;
-    for (int i = stack_n - 1; i >= 0 && stack[i]; i--) {
-        tfm_tape *t = stack[i];
+    for (int i = st->n - 1; i >= 0 && st->s[i]; i--) {
+        tfm_tape *t = st->s[i];
         if (tape_wants(t, in, nin)) {
             tfm_code rc = tape_append(t, op, NULL, NULL, in, nin, a, out,
                                       nout);
@@ -536,8 +598,9 @@ tfm_tape_record(tfm_op op, tfm_tensor *const *in, int nin,
 int
 tfm_tape_should_record(tfm_tensor *const *in, int nin)
 {
-    for (int i = stack_n - 1; i >= 0 && stack[i]; i--)
-        if (tape_wants(stack[i], in, nin))
+    tape_stack *st = current();
+    for (int i = st ? st->n - 1 : -1; i >= 0 && st->s[i]; i--)
+        if (tape_wants(st->s[i], in, nin))
             return 1;
     return 0;
 }
@@ -547,8 +610,9 @@ tfm_tape_record_custom(const tfm_tape_fn *fn, void *ctx,
                        tfm_tensor *const *in, int nin,
                        tfm_tensor *const *out, int nout)
 {
-    for (int i = stack_n - 1; i >= 0 && stack[i]; i--) {
-        tfm_tape *t = stack[i];
+    tape_stack *st = current();
+    for (int i = st ? st->n - 1 : -1; i >= 0 && st->s[i]; i--) {
+        tfm_tape *t = st->s[i];
         if (tape_wants(t, in, nin)) {
             tfm_code rc = tape_append(t, (tfm_op)-1, fn, ctx, in, nin, NULL,
                                       out, nout);

@@ -11,16 +11,21 @@
  * those ids. Tapes never read tensor data: under tracing every tensor they
  * see is symbolic.
  *
- * Active tapes form one stack per process, guarded by the caller's lock
- * (the GIL in the binding), like tensor refcounts. */
+ * Active tapes form one stack per thread (Note [Tapes and threads] in
+ * tape.c), guarded by the caller's lock (the GIL in the binding), like
+ * tensor refcounts. */
 #ifndef TFM_TAPE_H
 #define TFM_TAPE_H
 
 #include "../ops/op.h"
 
-/* Number of tapes recording (above the topmost pause barrier); the
- * dispatcher's and the variables' fast check. */
-extern int tfm_tape_active_count;
+/* Number of tapes recording on this thread (above its topmost pause
+ * barrier); the dispatcher's and the variables' fast check. It may be
+ * too high, never too low: after another thread took one of this
+ * thread's tapes off, it is recounted at the next record. */
+extern _Thread_local int tfm_tape_active_count;
+/* The exact count (recounts first). */
+int tfm_tape_active(void);
 
 /* Record op on each active tape that watches one of its inputs. */
 tfm_code tfm_tape_record(tfm_op op, tfm_tensor *const *in, int nin,
@@ -44,8 +49,9 @@ tfm_tape *tfm_tape_new(unsigned flags);
 /* Stops recording if needed and releases everything the tape holds. */
 void tfm_tape_free(tfm_tape *tape);
 
-/* Start / stop recording (push on / remove from the active stack).
- * push on a recording tape, or pop on one that is not, is a ValueError. */
+/* Start / stop recording (push on this thread's active stack / remove
+ * from the stack it is on, which may be another thread's). push on a
+ * recording tape, or pop on one that is not, is a ValueError. */
 tfm_code tfm_tape_push(tfm_tape *tape);
 tfm_code tfm_tape_pop(tfm_tape *tape);
 int tfm_tape_is_recording(const tfm_tape *tape);
@@ -113,8 +119,9 @@ int tfm_tape_visit(tfm_tape *tape, int (*visit)(void *ctx, void *arg),
 /* Release every custom record (the collector breaking a cycle). */
 void tfm_tape_clear_custom(tfm_tape *tape);
 
-/* Stop every tape (tf.custom_gradient's forward pass): pushes a barrier
- * on the active stack; tapes pushed above it record as usual.
+/* Stop every tape of this thread (tracing, tf.custom_gradient's forward
+ * pass): pushes a barrier on the thread's active stack; tapes pushed
+ * above it record as usual.
  * tfm_tape_resume_all removes the topmost barrier. */
 tfm_code tfm_tape_pause_all(void);
 void tfm_tape_resume_all(void);

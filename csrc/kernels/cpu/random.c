@@ -17,6 +17,7 @@
  * (the only state here; never shrinks, one entry per traced random op)
  * and mixes the run number into the stream. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,13 +40,18 @@ static run_count *runs_table;
 static size_t runs_cap;  /* power of two */
 static size_t runs_used;
 
-/* Number of earlier runs of instance, then counts this one; under a lock
- * because graph kernels may run without the interpreter lock. */
+/* Guards the table: graph kernels of several threads may run at once
+ * without the interpreter lock. A pthread mutex, not an OpenMP critical
+ * section: it must hold in a build without OpenMP too, and be visible to
+ * ThreadSanitizer (libgomp is not instrumented). */
+static pthread_mutex_t runs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Number of earlier runs of instance, then counts this one. */
 static tfm_code
 next_run(int64_t instance, uint64_t *run)
 {
     tfm_code rc = TFM_OK;
-    #pragma omp critical(tfm_random_runs)
+    pthread_mutex_lock(&runs_lock);
     {
         if (2 * (runs_used + 1) > runs_cap) {
             size_t cap = runs_cap ? 2 * runs_cap : 64;
@@ -79,6 +85,7 @@ next_run(int64_t instance, uint64_t *run)
             *run = runs_table[h].runs++;
         }
     }
+    pthread_mutex_unlock(&runs_lock);
     if (rc)
         return tfm_error(rc, "random op: out of memory for the run table");
     return TFM_OK;
