@@ -1,7 +1,7 @@
 """tf.function: trace Python into a C graph, cache it by signature, run it
 from C.
 
-The call of a Function is C (csrc/python/function.c, Note [The call
+The call of a Function is C (csrc/python/function_cache.c, Note [The call
 path]): on a cache hit no Python code runs. This module is the slow path:
 binding arguments, tracing, the retracing rules, input signatures,
 variable creation, and the printable signatures. tf.print and
@@ -259,7 +259,7 @@ class TensorSpec:
 
 
 # ---- structures ----------------------------------------------------------
-# These walk values exactly as the C key does (csrc/python/function.c):
+# These walk values exactly as the C key does (csrc/python/function_key.c):
 # exact lists/tuples/dicts (dict keys sorted) and namedtuples are
 # structures; tensors, NumPy values and TensorSpecs are leaves.
 
