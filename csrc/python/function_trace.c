@@ -336,7 +336,36 @@ py_set_graph_passes(PyObject *self, PyObject *d)
     Py_RETURN_NONE;
 }
 
+/* plan_arena_budget(bytes=None) -> (budget, held): Note [Arena budget]
+ * in graph/exec.c; a new budget applies from the next run on. */
+static PyObject *
+py_plan_arena_budget(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o = Py_None;
+    if (!PyArg_ParseTuple(args, "|O", &o))
+        return NULL;
+    PyObject *r = Py_BuildValue("(nn)", (Py_ssize_t)tfm_plan_arena_budget,
+                                (Py_ssize_t)tfm_plan_arena_held());
+    if (r && o != Py_None) {
+        Py_ssize_t v = PyNumber_AsSsize_t(o, PyExc_OverflowError);
+        if (v == -1 && PyErr_Occurred())
+            Py_CLEAR(r);
+        else if (v < 0) {
+            PyErr_SetString(PyExc_ValueError, "the arena budget is a "
+                            "number of bytes >= 0");
+            Py_CLEAR(r);
+        } else {
+            tfm_plan_arena_budget = (size_t)v;
+        }
+    }
+    return r;
+}
+
 static PyMethodDef module_methods[] = {
+    {"plan_arena_budget", py_plan_arena_budget, METH_VARARGS,
+     "plan_arena_budget(bytes=None) -> (budget, held) (Note [Arena "
+     "budget])"},
     {"graph_passes", py_graph_passes, METH_NOARGS,
      "graph_passes() -> {pass name: enabled}"},
     {"set_graph_passes", py_set_graph_passes, METH_O,
