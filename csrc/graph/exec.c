@@ -999,6 +999,10 @@ run_while(const step *st, tfm_tensor **vals, int recorded)
             return tfm_error(TFM_ERR_INVALID_ARGUMENT, "tf.while_loop: "
                              "maximum_iterations must be an integer scalar");
         max_iter = (int64_t)tfm_tensor_get_f64(m, 0);
+        /* A negative limit runs no iteration, as TF's i < limit; -1
+         * below means "no limit". */
+        if (max_iter < 0)
+            max_iter = 0;
     }
     for (int k = 0; k < nvars; k++) {
         cur[k] = vals[st->in[k]];
