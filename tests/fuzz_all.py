@@ -11,6 +11,7 @@ hang, leak or unclear error, with the seed and case that reproduce it);
 exits 1 if there was one."""
 import argparse
 import os
+import re
 import subprocess
 import sys
 import time
@@ -20,17 +21,32 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 
-def op_fuzz_round(examples):
+def passed(pytest_out):
+    """Tests passed, from pytest -q's progress lines."""
+    return sum(line.split("[")[0].count(".")
+               for line in pytest_out.splitlines()
+               if re.fullmatch(r"[.sxXFE]+\s*(\[\s*\d+%\])?", line.strip()))
+
+
+def op_fuzz_round(examples, seconds):
     env = dict(os.environ, TFMINI_FUZZ_EXAMPLES=str(examples),
                TFMINI_FUZZ_RANDOM="1",
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH",
                                                              ""))
-    r = subprocess.run([sys.executable, "-m", "pytest",
-                        os.path.join(HERE, "test_fuzz_ops.py"), "-q", "-x",
-                        "-m", "not slow", "-p", "no:cacheprovider",
-                        "-W", "ignore::RuntimeWarning"], env=env, cwd=ROOT,
-                       capture_output=True, text=True)
-    tests = r.stdout.count(".")
+    cmd = [sys.executable, "-m", "pytest",
+           os.path.join(HERE, "test_fuzz_ops.py"), "-q", "-x", "-m",
+           "not slow", "-p", "no:cacheprovider", "-W",
+           "ignore::RuntimeWarning"]
+    try:
+        r = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True,
+                           text=True, timeout=max(seconds, 30))
+    except subprocess.TimeoutExpired as e:
+        # Out of time: what passed so far counts.
+        out = e.stdout or ""
+        out = out.decode(errors="replace") if isinstance(out, bytes) \
+            else out
+        return passed(out), []
+    tests = passed(r.stdout)
     if r.returncode != 0:
         return tests, [f"test_fuzz_ops.py ({examples} random examples per "
                        f"property):\n{r.stdout[-4000:]}{r.stderr[-1000:]}"]
@@ -64,10 +80,10 @@ def main():
             print(f"{name} seed {seed}: {sum(outcomes.values())} cases, "
                   f"{len(p)} problems", flush=True)
         if time.monotonic() < end:
-            n, p = op_fuzz_round(100)
-            counts["ops"] = counts.get("ops", 0) + n * 100
+            n, p = op_fuzz_round(50, end - time.monotonic())
+            counts["ops"] = counts.get("ops", 0) + n * 50
             problems += p
-            print(f"ops: {n} properties x 100 random examples, {len(p)} "
+            print(f"ops: {n} properties x 50 random examples, {len(p)} "
                   f"problems", flush=True)
         seed += 1
         rounds += 1
