@@ -156,7 +156,9 @@ def data_case(tf, np, rng):
             steps.append(f"repeat({c!r})")
             ds = ds.repeat(c) if c is not None else ds.repeat()
         elif op in ("take", "skip"):
-            c = rng.choice([-1, 0, 2, 10 ** 12])
+            # (skipping 10**12 elements of a repeated dataset is a long
+            # loop in TF too: huge counts only for take)
+            c = rng.choice([-1, 0, 2, 10 ** 12 if op == "take" else 7])
             steps.append(f"{op}({c})")
             ds = getattr(ds, op)(c)
         elif op == "zip":
