@@ -81,10 +81,10 @@ def main():
                   f"{len(p)} problems", flush=True)
         if time.monotonic() < end:
             n, p = op_fuzz_round(50, end - time.monotonic())
-            counts["ops"] = counts.get("ops", 0) + n * 50
+            counts["op tests"] = counts.get("op tests", 0) + n
             problems += p
-            print(f"ops: {n} properties x 50 random examples, {len(p)} "
-                  f"problems", flush=True)
+            print(f"ops: {n} tests passed (properties with 50 random "
+                  f"examples each), {len(p)} problems", flush=True)
         seed += 1
         rounds += 1
     total = sum(counts.values())
