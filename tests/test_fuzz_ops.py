@@ -401,11 +401,13 @@ def test_saturate_cast(src, dst, data):
     v = x
     if "bool" not in (src, dst):
         (s_lo, s_hi), (d_lo, d_hi) = _range_of(src), _range_of(dst)
+        # Floats to integers clamp +-inf too, to the float range (TF).
+        to_int = src in FLOATS and dst in INTS
         with np.errstate(all="ignore"):
-            if s_lo < d_lo:
-                v = np.maximum(v, _inside(d_lo, src, True))
-            if s_hi > d_hi:
-                v = np.minimum(v, _inside(d_hi, src, False))
+            if s_lo < d_lo or to_int:
+                v = np.maximum(v, _inside(max(s_lo, d_lo), src, True))
+            if s_hi > d_hi or to_int:
+                v = np.minimum(v, _inside(min(s_hi, d_hi), src, False))
     got, _ = check_call(lambda: tf.saturate_cast(tf.constant(x), dst),
                         ["Cast", "Maximum", "Minimum"], cast_ref(v, dst))
     if got is not None and "bool" not in (src, dst) and dst in INTS:
@@ -923,9 +925,13 @@ def test_where(c, x, y):
     check_call(lambda: tf.where(tf.constant(c), tf.constant(x),
                                 tf.constant(y)), ["SelectV2"],
                _numpy_or_error(ref))
+    def coords():
+        if x.ndim == 0:
+            raise ValueError         # as TF 2.21: Where takes ranks 1-8
+        return np.argwhere(x if x.dtype.kind != "f" else x != 0).astype(
+            np.int64)
     check_call(lambda: tf.where(tf.constant(x)), ["Where"],
-               np.argwhere(x).astype(np.int64) if x.dtype.kind != "f"
-               else np.argwhere(x != 0).astype(np.int64))
+               _numpy_or_error(coords))
 
 
 @FUZZ

@@ -1,6 +1,8 @@
 """model.save_weights / load_weights: round trip, atomic writes, and
 clear errors for truncated, corrupted, foreign or mismatched files."""
 import os
+import resource
+import signal
 import struct
 import zlib
 
@@ -146,17 +148,22 @@ def test_load_by_name_and_skip_mismatch(tmp_path):
                                   a.layers[2].bias.numpy())
 
 
-def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
+def test_atomic_write_keeps_old_file_on_failure(tmp_path):
     model = make_model()
     path = tmp_path / "m.weights"
     model.save_weights(path)
     old = path.read_bytes()
-
-    def boom(*args):
-        raise OSError("disk full")
-    monkeypatch.setattr(os, "fsync", boom)
-    with pytest.raises(OSError, match="disk full"):
-        model.save_weights(path)
+    # A write that fails midway (the file size limit: EFBIG, as a full
+    # disk would fail it) leaves the old file and no temp file.
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (len(old) // 2, hard))
+    try:
+        with pytest.raises(tf.errors.OutOfRangeError, match="too large"):
+            model.save_weights(path)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
     assert path.read_bytes() == old
     assert sorted(os.listdir(tmp_path)) == ["m.weights"]
     with pytest.raises(FileExistsError):

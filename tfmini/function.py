@@ -1,7 +1,7 @@
 """tf.function: trace Python into a C graph, cache it by signature, run it
 from C.
 
-The call of a Function is C (csrc/python/function.c, Note [The call
+The call of a Function is C (csrc/python/function_cache.c, Note [The call
 path]): on a cache hit no Python code runs. This module is the slow path:
 binding arguments, tracing, the retracing rules, input signatures and
 the printable signatures. TensorSpec (tensor_spec.py), the trace frames
@@ -49,6 +49,13 @@ _autograph_converter = None
 # Alias keys (an exact call signature served by a more general trace) kept
 # per function: bounds the cache when shapes vary without end.
 _MAX_ALIASES = 256
+# Traces kept per function, the least recently called dropped first (a
+# serving loop over ever new shapes would otherwise keep every graph and
+# plan it traced). TF keeps all and only warns; 128 is far above what a
+# function that does not retrace without end uses. The arenas of plans
+# not run recently are released separately (Note [Arena budget] in
+# csrc/graph/exec.c).
+_MAX_TRACES = 128
 _RETRACE_WINDOW = 10
 _RETRACE_THRESHOLD = 5
 _MAX_RETRACE_WARNINGS = 2
@@ -772,6 +779,8 @@ class Function(_C.FunctionBase):
             concrete)
         self._traces.append(concrete)
         self._last_description = description
+        if len(self._traces) > _MAX_TRACES:
+            self._evict(concrete)
         for listener in _trace_listeners:
             listener(concrete)
         return concrete
@@ -900,6 +909,23 @@ class Function(_C.FunctionBase):
                 if not c._keys and \
                         c not in self._signature_concretes.values():
                     self._drop_trace(c)
+
+    def _evict(self, keep):
+        """Drop the least recently called traces (not keep) past
+        _MAX_TRACES: their keys leave the caches and the function lets
+        go of them (a caller holding one can still run it)."""
+        while len(self._traces) > _MAX_TRACES:
+            victim = min((c for c in self._traces if c is not keep),
+                         key=lambda c: c._last_call)
+            for key in list(victim._keys):
+                self._cache_remove(key)
+                self._concretes.pop(key, None)
+                self._aliases.pop(key, None)
+            victim._keys.clear()
+            for rank, c in list(self._signature_concretes.items()):
+                if c is victim:
+                    del self._signature_concretes[rank]
+            self._drop_trace(victim)
 
     def _drop_trace(self, c):
         if c in self._traces:

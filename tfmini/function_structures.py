@@ -1,6 +1,6 @@
 """How tf.function sees its arguments and results.
 
-Arguments: the Python twin of the C key walker (csrc/python/function.c,
+Arguments: the Python twin of the C key walker (csrc/python/function_key.c,
 Note [The call path]), which nests through exact lists, tuples and dicts
 (by sorted key) and namedtuples, takes tensors, NumPy values and
 TensorSpecs as graph inputs and keys other objects by identity; and the
@@ -14,7 +14,7 @@ from .tensor_spec import TensorSpec
 
 
 # ---- structures ----------------------------------------------------------
-# These walk values exactly as the C key does (csrc/python/function.c):
+# These walk values exactly as the C key does (csrc/python/function_key.c):
 # exact lists/tuples/dicts (dict keys sorted) and namedtuples are
 # structures; tensors, NumPy values and TensorSpecs are leaves.
 

@@ -20,7 +20,7 @@ the internal "modality" of its nest_util):
   Modality.DATA);
 - Keras's fit reads a list of numbers as one array.
 tf.function's argument walker is not here: it must agree with the C key
-(csrc/python/function.c), which nests only exact lists, tuples and dicts
+(csrc/python/function_key.c), which nests only exact lists, tuples and dicts
 and namedtuples and keys every other object by identity."""
 import collections as _collections
 import collections.abc as _abc

@@ -1,6 +1,6 @@
 """tf.TensorSpec: a dtype and a (possibly partial) shape. tf.function
 keys its input_signature and traces by them; the C key walker knows the
-class (csrc/python/function.c's spec_type)."""
+class (csrc/python/function_shared.h's spec_type)."""
 from . import dtypes as _dtypes
 from ._tensor import Tensor
 from .tensor_shape import TensorShape

@@ -42,6 +42,11 @@ typedef struct tfm_plan_memory {
     int arena_held;
 } tfm_plan_memory;
 void tfm_plan_memory_stats(const tfm_plan *p, tfm_plan_memory *out);
+/* Note [Arena budget] in exec.c: idle arenas are released, least
+ * recently run first, while all plans together hold more than this many
+ * bytes (64 MB unless changed). */
+extern size_t tfm_plan_arena_budget;
+size_t tfm_plan_arena_held(void);
 
 /* Run: in[i] feeds graph input i and must match its placeholder's dtype
  * and known dims; out[] receives a new reference per graph output.

@@ -7,6 +7,7 @@
 #include "passes.h"
 
 static int64_t live_concretes;
+uint64_t tfm_concrete_clock;
 
 tfm_concrete *
 tfm_concrete_new(tfm_graph *g)
@@ -60,6 +61,7 @@ tfm_code
 tfm_concrete_call(tfm_concrete *cf, tfm_tensor *const *in, int nin,
                   tfm_tensor **out)
 {
+    cf->last_call = ++tfm_concrete_clock;
     if (tfm_tape_active_count == 0)
         return tfm_plan_run(cf->plan, in, nin, out, 0);
     if (!cf->replay && !(cf->replay = tfm_plan_new(cf->graph)))

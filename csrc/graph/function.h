@@ -19,6 +19,9 @@ typedef struct tfm_concrete {
     tfm_graph *optimized;   /* after the passes (passes.h) */
     tfm_plan *plan;         /* runs optimized */
     tfm_plan *replay;       /* runs graph under a tape; made on first use */
+    /* When it last ran, on tfm_concrete_clock: the binding's trace
+     * cache evicts the least recently run trace (README, "tf.function"). */
+    uint64_t last_call;
     /* The binding's data (how to pack outputs), freed with the function. */
     void *user;
     void (*user_free)(void *user);
@@ -35,6 +38,8 @@ tfm_concrete_incref(tfm_concrete *cf)
 }
 void tfm_concrete_decref(tfm_concrete *cf);
 int64_t tfm_concrete_live_count(void);
+/* Counts tfm_concrete_call()s, process-wide. */
+extern uint64_t tfm_concrete_clock;
 
 /* Run with one tensor per graph input; out gets one new reference per
  * graph output. Under an active GradientTape the traced graph (not the

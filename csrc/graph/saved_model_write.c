@@ -2,6 +2,8 @@
  * saved_model.h). */
 #include "saved_model_format.h"
 
+#include "file_write.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -370,28 +372,9 @@ tfm_saved_model_save(const char *export_dir, const tfm_saved_function *fns,
                          strerror(errno));
     }
     char *path = tfm_saved_model_path(export_dir, TFM_SAVED_MODEL_FILE);
-    char *tmp = tfm_saved_model_path(export_dir, TFM_SAVED_MODEL_FILE ".tmp");
-    if (!path || !tmp) {
-        rc = tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM saving a model");
-        goto done;
-    }
-    FILE *fp = fopen(tmp, "wb");
-    if (!fp) {
-        rc = tfm_error(TFM_ERR_NOT_FOUND, "tf.saved_model.save: cannot "
-                       "write %s: %s", tmp, strerror(errno));
-        goto done;
-    }
-    int ok = fwrite(data, 1, n, fp) == n && fflush(fp) == 0 &&
-             fsync(fileno(fp)) == 0;
-    ok = (fclose(fp) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        rc = tfm_error(TFM_ERR_RUNTIME, "tf.saved_model.save: writing %s "
-                       "failed: %s", path, strerror(errno));
-        remove(tmp);
-    }
-done:
+    rc = path ? tfm_file_write_atomic(path, data, n, "tf.saved_model.save")
+         : tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM saving a model");
     free(path);
-    free(tmp);
     free(data);
     return rc;
 }

@@ -345,14 +345,14 @@ RULE(elu)
 
 #define SELU_SCALE 1.0507009873554804934193349852946
 #define SELU_ALPHA 1.6732632423543772848170429916717
-/* x > 0: g * scale; else g * (y + scale * alpha) */
+/* y < 0: g * (y + scale * alpha); else g * scale. As TF's SeluGrad, on
+ * the output: at x = 0 the slope is scale (1.0507), not scale * alpha. */
 RULE(selu)
 {
-    tfm_tensor *pos = cmp(s, TFM_OP_GREATER, x, 0.0);
+    tfm_tensor *neg_side = cmp(s, TFM_OP_LESS, y, 0.0);
     tfm_tensor *neg = mul(s, g, plus(s, SELU_SCALE * SELU_ALPHA, y));
-    return unary_done(s, gin, tfm_gs_op3(s, TFM_OP_SELECT, pos,
-                                         scale(s, g, SELU_SCALE), neg,
-                                         NULL));
+    return unary_done(s, gin, tfm_gs_op3(s, TFM_OP_SELECT, neg_side, neg,
+                                         scale(s, g, SELU_SCALE), NULL));
 }
 
 RULE(softplus)

@@ -257,8 +257,22 @@ from_array(PyObject *o, int dtype, int source, int how)
     if (!src) {
         if (PyErr_ExceptionMatches(PyExc_ValueError) && source == FROM_LIST) {
             PyErr_Clear();
-            PyErr_SetString(PyExc_ValueError, "Can't convert "
-                            "non-rectangular Python sequence to Tensor.");
+            /* NumPy stops at 64 dims with its own error: deeper nesting
+             * is the rank limit too, not raggedness. */
+            int depth = 0;
+            for (PyObject *p = o; (PyList_Check(p) || PyTuple_Check(p)) &&
+                                  Py_SIZE(p) > 0 && depth <= 100000;
+                 depth++)
+                p = PyList_Check(p) ? PyList_GET_ITEM(p, 0)
+                                    : PyTuple_GET_ITEM(p, 0);
+            if (depth > TFM_MAX_DIMS)
+                PyErr_Format(PyExc_ValueError, "tensors have at most %d "
+                             "dims, got a Python sequence nested %d deep",
+                             TFM_MAX_DIMS, depth);
+            else
+                PyErr_SetString(PyExc_ValueError, "Can't convert "
+                                "non-rectangular Python sequence to "
+                                "Tensor.");
         }
         return NULL;
     }

@@ -5,6 +5,7 @@
  * return. */
 #include "binding.h"
 
+#include "../graph/file_write.h"
 #include "../graph/saved_model.h"
 
 #define CAPSULE "tfmini.saved_model"
@@ -194,7 +195,33 @@ py_adopt(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* write_file_atomic(path, data, who): Note [Atomic file write], for the
+ * files Python writes (weights, checkpoints); errors as tf.errors. */
+static PyObject *
+py_write_file_atomic(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *path;
+    Py_buffer data;
+    const char *who = "write";
+    if (!PyArg_ParseTuple(args, "O&y*|s", PyUnicode_FSConverter, &path,
+                          &data, &who))
+        return NULL;
+    tfm_code rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tfm_file_write_atomic(PyBytes_AS_STRING(path), data.buf,
+                               (size_t)data.len, who);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    Py_DECREF(path);
+    if (rc)
+        return tfm_py_raise();
+    Py_RETURN_NONE;
+}
+
 PyMethodDef tfm_py_saved_model_methods[] = {
+    {"write_file_atomic", py_write_file_atomic, METH_VARARGS,
+     "write_file_atomic(path, data, who): see Note [Atomic file write]"},
     {"saved_model_save", py_save, METH_VARARGS,
      "saved_model_save(dir, meta, [(name, var)], [(name, concrete)])"},
     {"saved_model_load", py_load, METH_O,

@@ -183,9 +183,13 @@ class Dataset:
         src = self
 
         def call(e):
-            if isinstance(e, tuple):
-                return map_func(*e)
-            return map_func(e)
+            out = map_func(*e) if isinstance(e, tuple) else map_func(e)
+            # Elements are tensors: say so here, not when they are used.
+            if out is None:
+                raise TypeError("Dataset.map: the function returned None; "
+                                "it must return tensors (or tuples or "
+                                "dicts of them)")
+            return _map_structure(_to_tensor, out)
         return Dataset(lambda: (call(e) for e in src), self._length)
 
     def filter(self, predicate):
@@ -199,8 +203,17 @@ class Dataset:
     def repeat(self, count=None):
         src = self
         if count is None or count < 0:
-            return Dataset(lambda: itertools.chain.from_iterable(
-                iter(src) for _ in itertools.count()), -1)
+            def forever():
+                # As TF: a pass that gives nothing ends the repetition
+                # (an empty dataset repeated is empty, not a hang).
+                while True:
+                    empty = True
+                    for x in src:
+                        empty = False
+                        yield x
+                    if empty:
+                        return
+            return Dataset(forever, -1)
         length = None if self._length is None else self._length * count
         return Dataset(lambda: itertools.chain.from_iterable(
             iter(src) for _ in range(count)), length)

@@ -306,8 +306,24 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     if isinstance(paddings, (list, tuple)):
         for row in paddings:
             flat.extend(_ints(row, "PadV2: paddings"))
+        ranks = {np.ndim(row) for row in paddings}
+        widths = {len(row) for row in paddings if np.ndim(row) == 1}
+        shape = [len(paddings)] + (
+            [2] if not paddings else [] if ranks == {0} else [widths.pop()]
+            if ranks == {1} and len(widths) == 1 else [None])
     else:
         flat = _ints(paddings, "PadV2: paddings")
+        shape = list(np.shape(paddings)) if isinstance(
+            paddings, np.ndarray) else _dims(_tensor(paddings)) \
+            if isinstance(paddings, Tensor) else [len(flat)]
+    # TF checks the shape, not the count: [1, 2] for a vector is not a
+    # padding of 1 before and 2 after.
+    if len(shape) != 2 or shape[1] != 2:
+        dims = ",".join("?" if d is None else str(d) for d in shape)
+        op = "PadV2" if str(mode).upper() == "CONSTANT" else "MirrorPad"
+        raise _errors.InvalidArgumentError(
+            None, None, f"{op}: paddings must be a matrix with 2 columns, "
+            f"got shape [{dims}]")
     mode = str(mode).upper()
     if mode == "CONSTANT":
         tensor = _tensor(tensor)
@@ -773,6 +789,11 @@ def where(condition, x=None, y=None, name=None):
     else y, all three broadcast."""
     if x is None and y is None:
         c = _tensor(condition)
+        if len(_dims(c)) == 0:
+            # TF's Where kernel handles ranks 1 to 8 only.
+            raise _errors.InvalidArgumentError(
+                None, None, "WhereOp : Unhandled input dimensions: 0 (the "
+                "condition is a scalar)")
         if getattr(c, "_symbolic", False):
             count = -1
         else:

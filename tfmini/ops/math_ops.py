@@ -256,10 +256,20 @@ def saturate_cast(value, dtype, name=None):
     dtype = _dtypes.as_dtype(dtype)
     vd = value.dtype
     if not dtype.is_bool and not vd.is_bool:
-        if vd.min < dtype.min:
-            value = maximum(value, _bound_in(vd, dtype.min, below=True))
-        if vd.max > dtype.max:
-            value = minimum(value, _bound_in(vd, dtype.max, below=False))
+        # Floats to integers clamp even when the float type's finite range
+        # fits: +-inf would otherwise cast to INT_MIN. TF 2.21 clamps them
+        # to the float type's largest finite value (float16 inf -> 65504).
+        to_int = vd.is_floating and dtype.is_integer
+        # As Python numbers: NumPy would compare in the narrower type.
+        vmin, vmax, dmin, dmax = (x.item() if hasattr(x, "item") else x
+                                  for x in (vd.min, vd.max, dtype.min,
+                                            dtype.max))
+        if vmin < dmin or to_int:
+            value = maximum(value, _bound_in(vd, max(vmin, dmin),
+                                             below=True))
+        if vmax > dmax or to_int:
+            value = minimum(value, _bound_in(vd, min(vmax, dmax),
+                                             below=False))
     return cast(value, dtype)
 
 

@@ -185,6 +185,14 @@ def segment_sum(data, segment_ids, name=None):
 def segment_mean(data, segment_ids, name=None):
     """Means of data's rows by sorted segment id (0 for empty ones)."""
     data, ids, n = _sorted(data, segment_ids, "SegmentMean")
+    if data.dtype.is_integer:
+        # TF's SegmentMean kernel divides in the data's type (truncating);
+        # only the unsorted mean, a Python composite there too, gives
+        # floats.
+        op = "SegmentMean"
+        total = _scatter(_a.tensor_scatter_nd_add, data, ids, n, 0, op)
+        count = _m.maximum(_counts(data, ids, n, op), 1)
+        return _m.truncatediv(total, count)
     return unsorted_segment_mean(data, ids, n)
 
 
@@ -239,6 +247,11 @@ def bincount(arr, weights=None, minlength=None, maxlength=None,
                                                 "minlength")
     hi = None if maxlength is None else _a._int(maxlength, f"{op}: "
                                                 "maxlength")
+    if hi is not None and hi < 0:
+        # TF's output size is min(maxlength, ...), and the Bincount kernel
+        # refuses a negative size.
+        raise InvalidArgumentError(
+            f"{op}: size ({hi}) must be non-negative (maxlength={hi})")
     if _symbolic(arr):
         if lo is None or lo != hi:
             raise TypeError(

@@ -25,7 +25,7 @@ import importlib
 import json
 import os
 
-from .. import _C
+from .. import _C, errors
 from ..function import ConcreteFunction, Function, TensorSpec
 from ..module import Module
 from ..variables import Variable
@@ -304,7 +304,13 @@ def save(obj, export_dir, signatures=None, options=None):
             "signatures": sigs}
     names = [getattr(v, "name", f"variable_{i}")
              for i, v in enumerate(saver.variables)]
-    os.makedirs(export_dir, exist_ok=True)
+    try:
+        os.makedirs(export_dir, exist_ok=True)
+    except OSError as e:
+        # As the C writer reports its file errors: a tf.errors type.
+        raise errors.NotFoundError(
+            None, None, f"tf.saved_model.save: cannot make the directory "
+            f"{export_dir}: {e.strerror}") from None
     _C.saved_model_save(export_dir, json.dumps(meta).encode(),
                         list(zip(names, saver.variables)),
                         [(n, c) for n, c in saver.records])

@@ -232,10 +232,9 @@ class Checkpoint(_trackable.Trackable):
         base = os.path.basename(path)
         state = (f'model_checkpoint_path: "{base}"\n'
                  f'all_model_checkpoint_paths: "{base}"\n')
-        tmp = os.path.join(folder, "checkpoint.tmp")
-        with open(tmp, "w") as f:
-            f.write(state)
-        os.replace(tmp, os.path.join(folder, "checkpoint"))
+        from .. import _C
+        _C.write_file_atomic(os.path.join(folder, "checkpoint"),
+                             state.encode("utf-8"), "tf.train.Checkpoint")
         return path
 
     def read(self, save_path, options=None):

@@ -36,6 +36,12 @@ class BatchNormalization(Layer):
         shape = tf.TensorShape(input_shape)
         rank = shape.rank
         axis = self.axis if isinstance(self.axis, int) else self.axis[0]
+        # (a scalar input, or an axis past the rank, would otherwise hit
+        # a modulo by zero or wrap around to another axis)
+        if not rank or not -rank <= axis < rank:
+            raise ValueError(f"Invalid axis: {self.axis} for "
+                             f"{type(self).__name__} input of shape "
+                             f"{shape} (rank {rank})")
         axis = axis % rank
         dim = shape[axis]
         if dim is None:

@@ -28,13 +28,15 @@ for every record it announces (before allocating anything) and the
 checksum, and raises WeightsFileError (a ValueError) saying which check
 failed: a truncated, corrupted or foreign file never loads silently.
 
-Files are written atomically: to a temporary file in the same folder,
-flushed and fsynced, then moved over the target with os.replace, so a
-crash mid-save leaves the previous file intact.
+Files are written atomically by the C helper of saved models (Note
+[Atomic file write] in csrc/graph/file_write.h): to a new temp file of
+an unpredictable name in the same folder (never through a planted
+symlink), fsynced, renamed over the target, and the folder fsynced, so
+a crash mid-save leaves the previous file intact; temp files that a
+killed save left are removed by a later save.
 """
 import os
 import struct
-import tempfile
 import zlib
 
 import numpy as np
@@ -141,7 +143,8 @@ def decode(data, path="<bytes>"):
 
 
 def write(path, records, overwrite=True):
-    """Write records to path atomically (temp file + os.replace)."""
+    """Write records to path atomically: a unique temp file, fsync,
+    rename (Note [Atomic file write], csrc/graph/file_write.h)."""
     path = os.fspath(path)
     if not overwrite and os.path.exists(path):
         raise FileExistsError(f"{path!r} exists and overwrite=False")
@@ -150,21 +153,8 @@ def write(path, records, overwrite=True):
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"Cannot save weights to {path!r}: the "
                                 f"folder {folder!r} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder,
-                               prefix="." + os.path.basename(path) + ".",
-                               suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from ... import _C
+    _C.write_file_atomic(path, data, "save_weights")
 
 
 def read(path):
