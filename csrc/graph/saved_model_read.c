@@ -294,6 +294,8 @@ check_node(const tfm_graph *g, const tfm_node *n, const tfm_meta *in)
     case TFM_OP_FUSED_ELEMENTWISE:
     case TFM_OP_FUSED_MATMUL:
         return "fused nodes are never saved";
+    case TFM_OP_COPY:
+        return "device copies are never saved";
     case TFM_OP_PLACEHOLDER:
     case TFM_OP_CONST:
     case TFM_OP_READ_VARIABLE:

@@ -145,7 +145,8 @@ float_fn(unary_fn f32, unary_fn f64, tfm_dtype d)
 
 tfm_code
 tfm_k_activation(tfm_op op, tfm_tensor *const *in, int nin,
-                 const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                 const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                 const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     static const unary_fn relu[TFM_DTYPE_COUNT] = NUMERIC_TABLE(relu);

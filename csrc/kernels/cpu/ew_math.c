@@ -111,7 +111,7 @@ lookup(tfm_op op)
 
 tfm_code
 tfm_k_math(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-           tfm_tensor *const *out, int nout)
+           tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)a; (void)nout;
     const float_pair *p = lookup(op);

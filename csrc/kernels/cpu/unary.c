@@ -37,7 +37,7 @@ NUMERIC_LOOPS(round, x, rintf(x), rint(x))
 
 tfm_code
 tfm_k_unary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-            tfm_tensor *const *out, int nout)
+            tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)a; (void)nout;
     static const unary_fn neg[TFM_DTYPE_COUNT] = NUMERIC_TABLE(neg);
