@@ -9,11 +9,12 @@
  * device, one per value and device however many nodes read it. The
  * pass runs first in the pipeline, so the passes after it see the
  * copies: fusion never groups across one (a _Copy is no elementwise
- * op), and nodes they make take their inputs' device. Values whose
- * device is known only at run time (a function input, an If or While
- * output, a variable assigned elsewhere since) get no _Copy: the
- * executor copies them when they arrive elsewhere. A graph with no
- * node off the CPU is returned as it is. */
+ * op), and nodes they make take their inputs' device. A value whose
+ * device shows only at run time (a function input, an If or While
+ * output) gets a _Copy when read off the CPU, which moves nothing when
+ * the value is there already; read on the CPU, the executor copies it
+ * when it arrives from elsewhere. A graph with no node off the CPU is
+ * returned as it is. */
 #include "passes.h"
 
 #include <stdlib.h>
@@ -36,7 +37,7 @@ output_device(const tfm_node *n)
     case TFM_OP_READ_VARIABLE:
     case TFM_OP_COPY:
         return n->device;
-    case TFM_OP_PLACEHOLDER:
+    case TFM_OP_PLACEHOLDER:    /* where the caller's value is */
     case TFM_OP_IF:
     case TFM_OP_WHILE:
         return -1;
@@ -89,7 +90,10 @@ tfm_pass_place(tfm_graph *g)
         for (int i = 0; i < nd->nin; i++) {
             in[i] = tfm_rw_ref(&rw, nd->in[i]);
             int from = output_device(tfm_graph_node(rw.dst, in[i].node));
-            if (from < 0 || from == dev)
+            /* A value whose device shows only at run time gets a _Copy
+             * off the CPU (a no-op when it arrives there already), so
+             * that the nodes after it, fused ones too, see its device. */
+            if (from == dev || (from < 0 && dev == 0))
                 continue;
             int32_t s = rw.base[nd->in[i].node] + nd->in[i].out;
             if (copy_dev[s] != dev) {
