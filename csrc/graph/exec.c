@@ -955,13 +955,7 @@ run_assert(const step *st, tfm_tensor **vals)
         return ok < 0 ? tfm_error_code() : TFM_OK;
     for (int i = 1; i < n->nin; i++)
         data[i - 1] = vals[st->in[i]];
-    char *text = tfm_format_line(n->text, data, n->nin - 1,
-                                 (int)n->attrs->i[1]);
-    if (!text)
-        return tfm_error_code();
-    tfm_code rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s", text);
-    free(text);
-    return rc;
+    return tfm_exec_assert_failed(n, data);
 }
 
 static tfm_code

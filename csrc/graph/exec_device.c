@@ -1,6 +1,8 @@
 /* See exec_device.h. */
 #include "exec_device.h"
 
+#include <stdlib.h>
+
 #include "../ops/state.h"
 #include "../runtime/dispatch.h"
 #include "fused.h"
@@ -34,6 +36,26 @@ tfm_exec_print(const tfm_node *n, tfm_tensor *const *in)
                                (int)n->attrs->i[1]);
     while (i-- > 0)
         tfm_tensor_decref(host[i]);
+    return rc;
+}
+
+tfm_code
+tfm_exec_assert_failed(const tfm_node *n, tfm_tensor *const *data)
+{
+    tfm_tensor *host[TFM_MAX_INPUTS] = {NULL};
+    int i;
+    for (i = 0; i < n->nin - 1; i++)
+        if (!(host[i] = tfm_tensor_to_host(data[i])))
+            break;
+    char *text = i == n->nin - 1
+                     ? tfm_format_line(n->text, host, i, (int)n->attrs->i[1])
+                     : NULL;
+    while (i-- > 0)
+        tfm_tensor_decref(host[i]);
+    if (!text)
+        return tfm_error_code();
+    tfm_code rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s", text);
+    free(text);
     return rc;
 }
 

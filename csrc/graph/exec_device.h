@@ -11,6 +11,9 @@
 double tfm_exec_scalar(tfm_tensor *t);
 /* PrintV2 node n on in[]: formatted from host copies. */
 tfm_code tfm_exec_print(const tfm_node *n, tfm_tensor *const *in);
+/* The InvalidArgumentError of Assert node n, whose condition failed,
+ * with its data (data[], nin - 1 of them) formatted from host copies. */
+tfm_code tfm_exec_assert_failed(const tfm_node *n, tfm_tensor *const *data);
 /* _Copy node n: x onto the node's device into *out. Recorded, as
  * tf.identity under the device's scope, which the tape sees. */
 tfm_code tfm_exec_copy(const tfm_node *n, tfm_tensor *x, tfm_tensor **out,

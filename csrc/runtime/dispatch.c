@@ -172,8 +172,9 @@ run_f16_upcast(tfm_op op, int device, tfm_tensor *const *in, int nin,
     tfm_code rc = TFM_OK;
     int i;
     for (i = 0; i < nin; i++) {
-        up[i] = in[i]->dtype == TFM_FLOAT16 ? cast(in[i], TFM_FLOAT32, device)
-                                            : (tfm_tensor_incref(in[i]), in[i]);
+        up[i] = in[i]->dtype == TFM_FLOAT16
+                    ? cast(in[i], TFM_FLOAT32, device)
+                    : (tfm_tensor_incref(in[i]), in[i]);
         if (!up[i]) {
             rc = tfm_error_code();
             goto done;

@@ -33,10 +33,11 @@ typedef struct tfm_ref {
     int32_t out;
 } tfm_ref;
 
-/* Note [State op payloads]: kernels take no context pointer, so the ops
- * that touch something other than their input tensors (a captured value,
- * a variable, the print stream) keep it here, in the node, and the
- * executor runs them itself instead of through a kernel. Their rows in
+/* Note [State op payloads]: a kernel's only context is its device
+ * (tfm_kctx), so the ops that touch something other than their input
+ * tensors (a captured value, a variable, the print stream) keep it
+ * here, in the node, and the executor runs them itself instead of
+ * through a kernel. Their rows in
  * ops_state.def still give them a name, an infer rule and flags, so that
  * passes, printing and saved models treat every node alike. */
 typedef struct tfm_node {
