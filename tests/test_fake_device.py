@@ -277,3 +277,40 @@ def test_gradients_through_a_traced_function_on_fake_device():
     xn = x.numpy()
     np.testing.assert_allclose(g.numpy(), np.cos(xn) * xn + np.sin(xn),
                                rtol=1e-6)
+
+
+def test_function_traced_on_fake_device_saves_as_traced(tmp_path):
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([2], tf.float32)])
+        def apply(self, x):
+            with tf.device(FAKE):
+                return tf.exp(x) * 2.0
+
+    m = M()
+    x = tf.constant([0.5, 1.0])
+    y = m.apply(x)
+    assert y.device == FAKE_NAME
+    # The file holds the graph as traced: no _Copy, no device.
+    tf.saved_model.save(m, str(tmp_path))
+    loaded = tf.saved_model.load(str(tmp_path))
+    same_bits(loaded.apply(x).numpy(), y.numpy())
+
+
+def test_graph_placement_is_logged(capfd):
+    @tf.function
+    def f(a):
+        with tf.device(FAKE):
+            b = tf.matmul(a, a)
+        with tf.device("/CPU:0"):
+            return tf.reduce_sum(b)
+
+    x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    f(x)
+    tf.debugging.set_log_device_placement(True)
+    r = f(x)
+    tf.debugging.set_log_device_placement(False)
+    err = capfd.readouterr().err
+    assert f"Executing op BatchMatMulV2 in device {FAKE_NAME}" in err or \
+        f"Executing op MatMul in device {FAKE_NAME}" in err, err
+    assert f"in device {CPU_NAME}" in err
+    assert r.device == CPU_NAME and r.numpy() == 54.0

@@ -798,6 +798,8 @@ run_kernel_step(const tfm_plan *p, const step *st, tfm_tensor **vals,
             if (!vals[st->out + k])
                 return tfm_error_code();
         }
+        if (tfm_log_placement)
+            tfm_log_device_placement(n->op, 0);
         if (st->unlock)
             return tfm_run_kernel_into(n->op, ins, n->nin, n->attrs,
                                        &vals[st->out], n->nout);
