@@ -15,7 +15,7 @@ _CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 def device_name(index):
     if index == 0:
         return _CPU
-    return f"/job:localhost/replica:0/task:0/device:GPU:{index - 1}"
+    return _C.device_name(index)
 
 
 def _numpy_text(t, is_repr):

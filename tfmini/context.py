@@ -13,7 +13,8 @@ def executing_eagerly():
 
 def _parse_device(spec):
     """'/CPU:0', 'cpu:0', '/device:GPU:1', '/job:localhost/.../GPU:0' ->
-    core device index (0 = CPU, 1 + n = GPU n)."""
+    core device index (0 = CPU, 1 + n = GPU n; other kinds, such as the
+    tests' FAKE:0, by the C device table)."""
     if spec is None or spec == "":
         return -1
     s = str(spec).upper()
@@ -40,6 +41,9 @@ def _parse_device(spec):
                 f"{config._gpu_count()} GPU(s) found (soft device placement "
                 "is off)")
         return 1 + n
+    index = _C.device_find(kind, n)
+    if index >= 0:
+        return index
     raise ValueError(f"Unknown device specification {spec!r}")
 
 

@@ -9,13 +9,15 @@ import numpy as _np
 
 from .errors import InvalidArgumentError as _InvalidArgumentError
 from .ops.control_flow_ops import Assert, _staged as _staged
+from .debugging_placement import (get_log_device_placement,  # noqa: F401
+                                  set_log_device_placement)
 
 __all__ = ["Assert", "assert_equal", "assert_none_equal", "assert_less",
            "assert_less_equal", "assert_greater", "assert_greater_equal",
            "assert_positive", "assert_negative", "assert_non_negative",
            "assert_non_positive", "assert_rank", "assert_rank_at_least",
            "assert_near", "assert_type", "assert_shapes", "check_numerics",
-           "assert_all_finite"]
+           "assert_all_finite", "set_log_device_placement"]
 
 
 def _tensor(x, dtype=None):

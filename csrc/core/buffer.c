@@ -1,12 +1,13 @@
 #include "buffer.h"
 
+#include "device.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 static int64_t live_count, live_bytes, peak_bytes;
-static tfm_device_allocator device_alloc;
 
 /* Host data is 64-byte aligned (one cache line, full AVX-512 vector).
  * Small buffers come with the header in one allocation: tiny eager ops
@@ -162,13 +163,14 @@ tfm_buffer_new(size_t nbytes, int device)
         b->inline_data = 0;
         if (device == TFM_CPU) {
             b->data = host_alloc(nbytes);
-        } else if (device_alloc.alloc) {
-            b->data = device_alloc.alloc(nbytes, device);
+        } else if (tfm_device_get(device)) {
+            const tfm_device *d = tfm_device_get(device);
+            b->data = d->alloc(d, nbytes);
         } else {
             free(b);
             tfm_error(TFM_ERR_INVALID_ARGUMENT,
-                      "no CUDA device: tfmini was built without CUDA or "
-                      "no GPU is present");
+                      "no device %d: tfmini was built without CUDA or "
+                      "no GPU is present", device);
             return NULL;
         }
         if (!b->data) {
@@ -227,8 +229,9 @@ tfm_buffer_decref(tfm_buffer *b)
     } else if (!b->inline_data) {
         if (b->device == TFM_CPU)
             host_free(b->data, b->nbytes);
-        else if (device_alloc.free)
-            device_alloc.free(b->data, b->device);
+        else if (tfm_device_get(b->device))
+            tfm_device_get(b->device)->free(tfm_device_get(b->device),
+                                            b->data, b->nbytes);
     }
     free(b);
 }
@@ -255,10 +258,4 @@ void
 tfm_buffer_reset_peak(void)
 {
     peak_bytes = live_bytes;
-}
-
-void
-tfm_buffer_set_device_allocator(const tfm_device_allocator *a)
-{
-    device_alloc = *a;
 }

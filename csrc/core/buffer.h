@@ -13,13 +13,14 @@
 
 #include "status.h"
 
-typedef enum tfm_device_kind { TFM_CPU = 0, TFM_CUDA = 1 } tfm_device_kind;
+/* Device 0 is the CPU; others are entries of device.h's table. */
+enum { TFM_CPU = 0 };
 
 typedef struct tfm_buffer {
     int64_t refcount;
     void *data;
     size_t nbytes;
-    int device;            /* 0 = CPU; 1 + n = CUDA device n */
+    int device;            /* index in the device table; 0 = CPU */
     int inline_data;       /* data follows the header in one block */
     /* External memory (e.g. a NumPy array we borrow): release() drops it. */
     void (*release)(void *ctx);
@@ -54,11 +55,7 @@ void tfm_buffer_reset_peak(void);
 size_t tfm_buffer_cache_bytes(void);
 void tfm_buffer_cache_trim(void);
 
-/* Device memory hooks, set by the CUDA backend when it is present. */
-typedef struct tfm_device_allocator {
-    void *(*alloc)(size_t nbytes, int device);
-    void (*free)(void *ptr, int device);
-} tfm_device_allocator;
-void tfm_buffer_set_device_allocator(const tfm_device_allocator *a);
+/* Memory of other devices comes from their entry in the device table
+ * (device.h). */
 
 #endif

@@ -18,7 +18,7 @@ typedef struct tfm_tensor {
     uint64_t id;              /* unique per tensor: the tape's key */
     tfm_dtype dtype;
     tfm_shape shape;
-    int device;               /* 0 = CPU; 1 + n = CUDA device n */
+    int device;               /* index in the device table (device.h) */
     tfm_buffer *buf;          /* NULL when symbolic */
     size_t offset;            /* bytes into buf->data */
     /* Symbolic tensors: which graph node output this is. */

@@ -10,6 +10,7 @@
 #include "fused.h"
 #include "../runtime/dispatch.h"
 #include "../runtime/variable.h"
+#include "exec_device.h"
 #include "memplan.h"
 #include "passes.h"
 
@@ -63,7 +64,7 @@
  * someone still reads. */
 
 enum { STEP_KERNEL, STEP_READ, STEP_ASSIGN, STEP_PRINT, STEP_IF,
-       STEP_WHILE, STEP_ASSERT, STEP_FUSED };
+       STEP_WHILE, STEP_ASSERT, STEP_FUSED, STEP_COPY };
 
 typedef struct step {
     const tfm_node *node;
@@ -624,15 +625,18 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
         case TFM_OP_ASSIGN_ADD_VARIABLE:
         case TFM_OP_ASSIGN_SUB_VARIABLE: st->kind = STEP_ASSIGN; break;
         case TFM_OP_PRINT: st->kind = STEP_PRINT; break;
+        case TFM_OP_COPY: st->kind = STEP_COPY; break;
         case TFM_OP_ASSERT: st->kind = STEP_ASSERT; break;
         case TFM_OP_FUSED_ELEMENTWISE:
         case TFM_OP_FUSED_MATMUL:
             st->kind = STEP_FUSED;
-            st->direct = (uint8_t)fused_static(g, nd);
+            /* Off the CPU a fused step runs op by op on its device
+             * (exec_device.c): no direct path, no native code. */
+            st->direct = (uint8_t)(fused_static(g, nd) && nd->device <= 0);
             /* Compiled on the first run (tfm_native_lazy_get), so that
              * building a plan (tracing, loading a model) runs no
              * compiler. */
-            if ((tfm_passes_enabled & TFM_PASS_NATIVE) &&
+            if ((tfm_passes_enabled & TFM_PASS_NATIVE) && nd->device <= 0 &&
                 tfm_fused_native_wanted(nd))
                 st->native.state = TFM_NATIVE_WANTED;
             break;
@@ -656,7 +660,7 @@ plan_build(tfm_graph *g, const tfm_ref *outs, int nout, int effects,
                 goto fail;
             }
             st->kind = STEP_KERNEL;
-            int64_t work = direct_work(g, nd);
+            int64_t work = nd->device > 0 ? -1 : direct_work(g, nd);
             st->direct = work >= 0 && (memory || work < DIRECT_MAX_WORK);
             st->unlock = st->direct && work >= DIRECT_MAX_WORK;
         }
@@ -872,9 +876,13 @@ static const tfm_attrs *
 runtime_attrs(const tfm_node *n, tfm_tensor *const *ins, tfm_attrs *tmp)
 {
     if (n->op == TFM_OP_WHERE && n->attrs->i[0] < 0 &&
-        !tfm_tensor_is_symbolic(ins[0]) && ins[0]->device == 0) {
+        !tfm_tensor_is_symbolic(ins[0])) {
+        tfm_tensor *h = tfm_tensor_to_host(ins[0]);
+        if (!h)
+            return NULL;
         *tmp = *n->attrs;
-        tmp->i[0] = count_nonzero(ins[0]);
+        tmp->i[0] = count_nonzero(h);
+        tfm_tensor_decref(h);
         return tmp;
     }
     return n->attrs;
@@ -905,7 +913,9 @@ run_kernel_step(const tfm_plan *p, const step *st, tfm_tensor **vals,
     for (int i = 0; i < n->nin; i++)
         ins[i] = vals[st->in[i]];
     const tfm_attrs *attrs = runtime_attrs(n, ins, &tmp);
-    int direct = !recorded && st->direct && tfm_device_scope() <= 0;
+    if (!attrs)
+        return tfm_error_code();
+    int direct = !recorded && st->direct;
     for (int i = 0; direct && i < n->nin; i++)
         direct = ins[i]->device == 0;
     if (direct) {
@@ -915,14 +925,20 @@ run_kernel_step(const tfm_plan *p, const step *st, tfm_tensor **vals,
             if (!vals[st->out + k])
                 return tfm_error_code();
         }
+        if (tfm_log_placement)
+            tfm_log_device_placement(n->op, 0);
         if (st->unlock)
             return tfm_run_kernel_into(n->op, ins, n->nin, n->attrs,
                                        &vals[st->out], n->nout);
         return tfm_ops[n->op].cpu(n->op, ins, n->nin, n->attrs,
-                                  &vals[st->out], n->nout);
+                                  &vals[st->out], n->nout, &tfm_kctx_cpu);
     }
+    /* The placed device (Note [Device seam]); a recorded run goes
+     * through tfm_call, which runs where the inputs are. */
+    int dev = n->device < 0 ? 0 : n->device;
     rc = recorded ? tfm_call(n->op, ins, n->nin, attrs, outs, &nout)
-                  : tfm_run_kernel(n->op, ins, n->nin, attrs, outs, &nout);
+                  : tfm_run_kernel_on(n->op, dev, ins, n->nin, attrs, outs,
+                                      &nout);
     if (rc)
         return rc;
     for (int k = 0; k < nout; k++) {
@@ -940,16 +956,15 @@ run_kernel_step(const tfm_plan *p, const step *st, tfm_tensor **vals,
 
 /* A scalar condition's value: 1 / 0, or -1 with the error set. */
 static int
-truth(const tfm_tensor *t, const char *what)
+truth(tfm_tensor *t, const char *what)
 {
-    if (tfm_tensor_is_symbolic(t) || t->device != 0 ||
-        tfm_tensor_numel(t) != 1) {
+    if (tfm_tensor_is_symbolic(t) || tfm_tensor_numel(t) != 1) {
         char s[128];
         tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s must be a scalar, got "
                   "shape %s", what, tfm_shape_str(&t->shape, s, sizeof s));
         return -1;
     }
-    return tfm_tensor_get_f64(t, 0) != 0;
+    return tfm_exec_scalar(t) != 0;
 }
 
 /* The inputs of sub-graph b: node input map[i] for each, where the node
@@ -1004,11 +1019,11 @@ run_while(const step *st, tfm_tensor **vals, int recorded)
     int64_t max_iter = -1;
     tfm_code rc = TFM_OK;
     if (n->attrs->i[1]) {
-        const tfm_tensor *m = vals[st->in[n->nin - 1]];
+        tfm_tensor *m = vals[st->in[n->nin - 1]];
         if (tfm_tensor_numel(m) != 1 || tfm_dtype_is_float(m->dtype))
             return tfm_error(TFM_ERR_INVALID_ARGUMENT, "tf.while_loop: "
                              "maximum_iterations must be an integer scalar");
-        max_iter = (int64_t)tfm_tensor_get_f64(m, 0);
+        max_iter = (int64_t)tfm_exec_scalar(m);
         /* A negative limit runs no iteration, as TF's i < limit; -1
          * below means "no limit". */
         if (max_iter < 0)
@@ -1073,13 +1088,7 @@ run_assert(const step *st, tfm_tensor **vals)
         return ok < 0 ? tfm_error_code() : TFM_OK;
     for (int i = 1; i < n->nin; i++)
         data[i - 1] = vals[st->in[i]];
-    char *text = tfm_format_line(n->text, data, n->nin - 1,
-                                 (int)n->attrs->i[1]);
-    if (!text)
-        return tfm_error_code();
-    tfm_code rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s", text);
-    free(text);
-    return rc;
+    return tfm_exec_assert_failed(n, data);
 }
 
 static tfm_code
@@ -1129,12 +1138,14 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
         return recorded ? tfm_variable_assign(n->var, value, mode)
                         : tfm_variable_assign_now(n->var, value, mode);
     }
-    case STEP_PRINT: {
+    case STEP_PRINT:
+    case STEP_COPY: {
         tfm_tensor *ins[TFM_MAX_INPUTS];
         for (int i = 0; i < n->nin; i++)
             ins[i] = vals[st->in[i]];
-        return tfm_print_tensors(n->text, ins, n->nin, (int)n->attrs->i[0],
-                                 (int)n->attrs->i[1]);
+        return st->kind == STEP_PRINT
+                   ? tfm_exec_print(n, ins)
+                   : tfm_exec_copy(n, ins[0], &vals[st->out], recorded);
     }
     case STEP_IF:
         return run_if(st, vals, recorded);
@@ -1148,6 +1159,9 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
         tfm_tensor *ins[TFM_MAX_INPUTS];
         for (int i = 0; i < n->nin; i++)
             ins[i] = vals[st->in[i]];
+        if (n->device > 0)
+            return tfm_exec_fused_on_device(n, ins, &vals[st->out],
+                                            recorded);
         for (int k = 0; arena && k < n->nout; k++)
             if (p->slot_off[st->out + k] >= 0 &&
                 !(vals[st->out + k] = new_output(p, arena, st->out + k,
@@ -1176,7 +1190,7 @@ arena_take(const tfm_plan *p, int recorded, tfm_code *rc)
     /* The arena cache is the plan's only mutable state, like a C++
      * `mutable` member; callers hold the interpreter lock. */
     tfm_plan *mp = (tfm_plan *)p;
-    if (!p->slot_off || recorded || tfm_device_scope() > 0)
+    if (!p->slot_off || recorded)
         return NULL;
     if (p->busy) {
         tfm_buffer *b = arena_new(p->arena_bytes);

@@ -281,7 +281,8 @@ run_block(const run_ctx *c, int64_t start, int64_t len, char *scratch)
                                (tfm_dtype)ins->dtype, len);
         rdt[ins->dst] = (tfm_dtype)ins->dtype;
         tfm_code rc = tfm_ops[ins->op].cpu((tfm_op)ins->op, a, ins->nin,
-                                           &c->attrs[i], &o, 1);
+                                           &c->attrs[i], &o, 1,
+                                           &tfm_kctx_cpu);
         if (rc)
             return rc;
         if (ins->out > 0) {

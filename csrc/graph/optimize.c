@@ -69,7 +69,13 @@ fail:
 tfm_graph *
 tfm_graph_optimize(tfm_graph *g, unsigned passes)
 {
-    tfm_graph *cur = optimize_subgraphs(g, passes);
+    tfm_graph *sub = optimize_subgraphs(g, passes);
+    if (!sub)
+        return NULL;
+    /* Placement first: the passes after it keep its copies (see
+     * pass_place.c). */
+    tfm_graph *cur = tfm_pass_place(sub);
+    tfm_graph_decref(sub);
     if (!cur)
         return NULL;
     for (size_t i = 0; i < sizeof pipeline / sizeof pipeline[0]; i++) {

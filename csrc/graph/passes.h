@@ -46,6 +46,9 @@ tfm_graph *tfm_pass_cse(tfm_graph *g);
 tfm_graph *tfm_pass_dce(tfm_graph *g);
 tfm_graph *tfm_pass_epilogue(tfm_graph *g);
 tfm_graph *tfm_pass_fuse(tfm_graph *g);
+/* pass_place.c: devices and _Copy nodes (Note [Device seam]); not a
+ * switchable pass: graphs off the CPU need it, others skip it. */
+tfm_graph *tfm_pass_place(tfm_graph *g);
 /* The fusion pass's first step (fuse_updates.c): assign_add/assign_sub
  * of a fusable value as read, Add/Sub and assign, so the update fuses. */
 tfm_graph *tfm_fuse_prepare_updates(tfm_graph *g);

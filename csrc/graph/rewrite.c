@@ -226,6 +226,7 @@ tfm_rw_add(tfm_rw *rw, tfm_op op, const tfm_ref *in, int nin,
     tmp.op = op;
     tmp.nin = nin;
     tmp.nout = nout;
+    tmp.device = -1;    /* its inputs' (Note [Device seam]) */
     tmp.out = (tfm_meta *)out;
     tmp.attrs = a;
     tmp.name = name;

@@ -166,7 +166,7 @@ static tfm_code
 put_node(wbuf *w, const tfm_graph *g, const tfm_node *n, int depth)
 {
     if (n->op == TFM_OP_FUSED_ELEMENTWISE || n->op == TFM_OP_FUSED_MATMUL ||
-        n->prog)
+        n->op == TFM_OP_COPY || n->prog)
         return unsaveable(g, n, "fused nodes are made by the optimizer; "
                           "save the graph as traced");
     if (n->op == TFM_OP_PRINT && n->attrs->i[0] != 1 && n->attrs->i[0] != 2)

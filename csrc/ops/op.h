@@ -3,6 +3,7 @@
 #ifndef TFM_OP_H
 #define TFM_OP_H
 
+#include "../core/device.h"
 #include "../core/tensor.h"
 
 typedef enum tfm_op {
@@ -39,10 +40,12 @@ typedef tfm_code (*tfm_infer_fn)(tfm_op op, const tfm_meta *in, int nin,
                                  const tfm_attrs *a, tfm_meta *out,
                                  int *nout);
 
-/* Kernel: computes into outputs the dispatcher allocated from infer. */
+/* Kernel: computes into outputs the dispatcher allocated from infer, on
+ * the device ctx names (inputs and outputs are all there; see Note
+ * [Device seam] in core/device.h). */
 typedef tfm_code (*tfm_kernel_fn)(tfm_op op, tfm_tensor *const *in, int nin,
                                   const tfm_attrs *a, tfm_tensor *const *out,
-                                  int nout);
+                                  int nout, const tfm_kctx *ctx);
 
 /* Gradient rule: given the forward call and the gradients of its outputs
  * (NULL for an output with no gradient), produce the gradients of its

@@ -4,6 +4,8 @@
  * tensors are not. */
 #include "binding.h"
 
+#include "../runtime/device_fake.h"
+
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #define PY_ARRAY_UNIQUE_SYMBOL tfm_ARRAY_API
 #include <numpy/arrayobject.h>
@@ -52,6 +54,26 @@ numpy_typenum(tfm_dtype d)
     }
 }
 
+static void
+borrowed(void *ctx)
+{
+    (void)ctx;      /* the array outlives the view */
+}
+
+/* A CPU tensor over arr's memory (arr outlives it), shaped as t. */
+static tfm_tensor *
+tfm_tensor_wrap_host(PyObject *arr, const tfm_tensor *t)
+{
+    tfm_buffer *b = tfm_buffer_wrap(PyArray_DATA((PyArrayObject *)arr),
+                                    tfm_tensor_nbytes(t), TFM_CPU,
+                                    borrowed, NULL);
+    if (!b)
+        return NULL;
+    tfm_tensor *h = tfm_tensor_view(b, 0, t->dtype, &t->shape, TFM_CPU);
+    tfm_buffer_decref(b);
+    return h;
+}
+
 PyObject *
 tfm_py_to_numpy(tfm_tensor *t)
 {
@@ -65,11 +87,6 @@ tfm_py_to_numpy(tfm_tensor *t)
                         "from the function, or use tf.print");
         return NULL;
     }
-    if (t->device != TFM_CPU) {
-        PyErr_SetString(PyExc_NotImplementedError,
-                        "numpy() of a GPU tensor: copy it to the CPU first");
-        return NULL;
-    }
     npy_intp dims[TFM_MAX_DIMS];
     for (int i = 0; i < t->shape.ndim; i++)
         dims[i] = (npy_intp)t->shape.dims[i];
@@ -77,8 +94,20 @@ tfm_py_to_numpy(tfm_tensor *t)
                                       numpy_typenum(t->dtype));
     if (!arr)
         return NULL;
-    memcpy(PyArray_DATA((PyArrayObject *)arr), tfm_tensor_data(t),
-           tfm_tensor_nbytes(t));
+    if (t->device == TFM_CPU) {
+        memcpy(PyArray_DATA((PyArrayObject *)arr), tfm_tensor_data(t),
+               tfm_tensor_nbytes(t));
+        return arr;
+    }
+    /* Another device's memory: through its copy to the host. */
+    tfm_tensor *host = tfm_tensor_wrap_host(arr, t);
+    if (!host || tfm_tensor_copy_into(host, t)) {
+        if (host)
+            tfm_tensor_decref(host);
+        Py_DECREF(arr);
+        return tfm_py_raise();
+    }
+    tfm_tensor_decref(host);
     return arr;
 }
 
@@ -444,7 +473,105 @@ py_constant(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return t ? tfm_py_wrap(t) : NULL;
 }
 
+/* ---- devices (Note [Device seam] in core/device.h) ---- */
+
+static PyObject *
+py_enable_fake_device(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+    (void)self;
+    int on = n < 1 ? 1 : PyObject_IsTrue(args[0]);
+    if (on < 0 || tfm_fake_device_enable(on))
+        return on < 0 ? NULL : tfm_py_raise();
+    return PyLong_FromLong(on ? TFM_FAKE_DEVICE : -1);
+}
+
+static PyObject *
+py_fake_device_stats(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+    (void)self;
+    int reset = n < 1 ? 0 : PyObject_IsTrue(args[0]);
+    if (reset < 0)
+        return NULL;
+    tfm_fake_stats s;
+    tfm_fake_device_stats(&s, reset);
+    return Py_BuildValue("{sLsLsLsLsLsL}", "to_host", (long long)s.to_host,
+                         "from_host", (long long)s.from_host,
+                         "device_to_device", (long long)s.device_to_device,
+                         "bytes_to_host", (long long)s.bytes_to_host,
+                         "bytes_from_host", (long long)s.bytes_from_host,
+                         "live_buffers", (long long)s.live_buffers);
+}
+
+static PyObject *
+py_fake_device_deny(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name)
+        return NULL;
+    int op = tfm_op_lookup(name);
+    if (op < 0) {
+        PyErr_Format(PyExc_ValueError, "no op named %s", name);
+        return NULL;
+    }
+    tfm_fake_device_deny((tfm_op)op);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+py_device_name(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long d = PyLong_AsLong(arg);
+    if (d == -1 && PyErr_Occurred())
+        return NULL;
+    char buf[128];
+    return PyUnicode_FromString(tfm_device_name((int)d, buf, sizeof buf));
+}
+
+static PyObject *
+py_device_find(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+    (void)self;
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "device_find(kind, index)");
+        return NULL;
+    }
+    const char *kind = PyUnicode_AsUTF8(args[0]);
+    long k = PyLong_AsLong(args[1]);
+    if (!kind || (k == -1 && PyErr_Occurred()))
+        return NULL;
+    return PyLong_FromLong(tfm_device_find(kind, (int)k));
+}
+
+static PyObject *
+py_set_log_device_placement(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    int old = tfm_log_placement;
+    tfm_log_placement = on;
+    return PyBool_FromLong(old);
+}
+
 PyMethodDef tfm_py_convert_methods[] = {
+    {"_enable_fake_device",
+     (PyCFunction)(void (*)(void))py_enable_fake_device, METH_FASTCALL,
+     "_enable_fake_device(on=True): the test-only FAKE:0 device; returns "
+     "its index (-1 when turned off)"},
+    {"_fake_device_stats", (PyCFunction)(void (*)(void))py_fake_device_stats,
+     METH_FASTCALL, "_fake_device_stats(reset=False): its copy counters"},
+    {"_fake_device_deny", py_fake_device_deny, METH_O,
+     "_fake_device_deny(op_name): take an op's kernel off FAKE:0"},
+    {"device_name", py_device_name, METH_O,
+     "device_name(index): TF's full name of a device"},
+    {"device_find", (PyCFunction)(void (*)(void))py_device_find,
+     METH_FASTCALL, "device_find(kind, n): the index of /device:KIND:n, "
+     "or -1"},
+    {"set_log_device_placement", py_set_log_device_placement, METH_O,
+     "log where each op runs (TF's format, on stderr); returns the old"},
     {"constant", (PyCFunction)(void (*)(void))py_constant, METH_FASTCALL,
      "constant(value, dtype=-1): convert a Python or NumPy value"},
     {NULL, NULL, 0, NULL},

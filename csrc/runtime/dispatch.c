@@ -8,6 +8,7 @@
 
 static _Thread_local int device_scope = -1;   /* per thread, as in TF */
 static tfm_unlock_fn unlock_hook;
+int tfm_log_placement;
 static tfm_relock_fn relock_hook;
 
 /* Elements touched above which a kernel runs without the caller's lock. */
@@ -45,14 +46,24 @@ work_size(tfm_tensor *const *in, int nin, tfm_tensor *const *out, int nout)
 /* k on in -> out, without the caller's lock when the work is big. */
 static tfm_code
 call_kernel(tfm_kernel_fn k, tfm_op op, tfm_tensor *const *in, int nin,
-            const tfm_attrs *a, tfm_tensor *const *out, int nout)
+            const tfm_attrs *a, tfm_tensor *const *out, int nout,
+            const tfm_kctx *ctx)
 {
     if (!unlock_hook || work_size(in, nin, out, nout) < UNLOCK_MIN_ELEMENTS)
-        return k(op, in, nin, a, out, nout);
+        return k(op, in, nin, a, out, nout, ctx);
     void *token = unlock_hook();
-    tfm_code rc = k(op, in, nin, a, out, nout);
+    tfm_code rc = k(op, in, nin, a, out, nout, ctx);
     relock_hook(token);
     return rc;
+}
+
+void
+tfm_log_device_placement(tfm_op op, int device)
+{
+    char name[128];
+    fprintf(stderr, "Executing op %s in device %s\n", tfm_ops[op].name,
+            tfm_device_name(device, name, sizeof name));
+    fflush(stderr);
 }
 
 int
@@ -97,10 +108,29 @@ tfm_infer(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     return tfm_op_infer(op, meta, nin, a, out, nout);
 }
 
-static tfm_kernel_fn
-kernel_for(tfm_op op, int device)
+tfm_kernel_fn
+tfm_kernel_for(tfm_op op, int device)
 {
-    return device == TFM_CPU ? tfm_ops[op].cpu : tfm_op_cuda[op];
+    if (device == TFM_CPU)
+        return tfm_ops[op].cpu;
+    const tfm_device *d = tfm_device_get(device);
+    return d && d->kernels ? ((const tfm_kernel_fn *)d->kernels)[op] : NULL;
+}
+
+int
+tfm_place_op(tfm_op op, int device)
+{
+    if (device == TFM_CPU || tfm_kernel_for(op, device))
+        return device;
+    return TFM_CPU;
+}
+
+static tfm_code
+no_device(tfm_op op, int device)
+{
+    return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: no device with index "
+                     "%d (tfmini was built without CUDA, or no GPU is "
+                     "present)", tfm_ops[op].name, device);
 }
 
 static int
@@ -119,14 +149,14 @@ needs_f16_upcast(tfm_op op, tfm_tensor *const *in, int nin,
 }
 
 static tfm_tensor *
-cast(tfm_tensor *t, tfm_dtype to)
+cast(tfm_tensor *t, tfm_dtype to, int device)
 {
     tfm_attrs a;
     tfm_attrs_init(&a);
     a.dtype = to;
     tfm_tensor *o = NULL;
     int n = 0;
-    if (tfm_run_kernel(TFM_OP_CAST, &t, 1, &a, &o, &n))
+    if (tfm_run_kernel_on(TFM_OP_CAST, device, &t, 1, &a, &o, &n))
         return NULL;
     return o;
 }
@@ -134,15 +164,17 @@ cast(tfm_tensor *t, tfm_dtype to)
 /* Kernels for float16 are optional: without one, compute in float32 and
  * round the results back (TF's documented behaviour on CPU). */
 static tfm_code
-run_f16_upcast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-               const tfm_meta *meta, tfm_tensor **out, int *nout)
+run_f16_upcast(tfm_op op, int device, tfm_tensor *const *in, int nin,
+               const tfm_attrs *a, const tfm_meta *meta, tfm_tensor **out,
+               int *nout)
 {
     tfm_tensor *up[TFM_MAX_INPUTS];
     tfm_code rc = TFM_OK;
     int i;
     for (i = 0; i < nin; i++) {
-        up[i] = in[i]->dtype == TFM_FLOAT16 ? cast(in[i], TFM_FLOAT32)
-                                            : (tfm_tensor_incref(in[i]), in[i]);
+        up[i] = in[i]->dtype == TFM_FLOAT16
+                    ? cast(in[i], TFM_FLOAT32, device)
+                    : (tfm_tensor_incref(in[i]), in[i]);
         if (!up[i]) {
             rc = tfm_error_code();
             goto done;
@@ -151,10 +183,10 @@ run_f16_upcast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     tfm_attrs a32 = *a;
     if (a32.dtype == TFM_FLOAT16)
         a32.dtype = TFM_FLOAT32;
-    rc = tfm_run_kernel(op, up, nin, &a32, out, nout);
+    rc = tfm_run_kernel_on(op, device, up, nin, &a32, out, nout);
     for (int k = 0; !rc && k < *nout; k++) {
         if (meta[k].dtype == TFM_FLOAT16 && out[k]->dtype == TFM_FLOAT32) {
-            tfm_tensor *h = cast(out[k], TFM_FLOAT16);
+            tfm_tensor *h = cast(out[k], TFM_FLOAT16, device);
             if (!h) {
                 rc = tfm_error_code();
                 for (int j = 0; j < *nout; j++)
@@ -187,6 +219,13 @@ tfm_code
 tfm_run_kernel(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
                tfm_tensor **out, int *nout)
 {
+    return tfm_run_kernel_on(op, -1, in, nin, a, out, nout);
+}
+
+tfm_code
+tfm_run_kernel_on(tfm_op op, int device, tfm_tensor *const *in, int nin,
+                  const tfm_attrs *a, tfm_tensor **out, int *nout)
+{
     tfm_meta meta[TFM_MAX_OUTPUTS];
     tfm_attrs none;
     if (!a) {
@@ -198,20 +237,46 @@ tfm_run_kernel(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         *nout = 0;
         return rc;
     }
-    int device = device_scope >= 0 ? device_scope
-                                   : (nin > 0 ? in[0]->device : TFM_CPU);
-    for (int i = 0; i < nin; i++)
-        if (in[i]->device != device)
-            return tfm_error(TFM_ERR_INVALID_ARGUMENT,
-                             "%s: input %d is on device %d but the op runs "
-                             "on device %d", tfm_ops[op].name, i,
-                             in[i]->device, device);
-    tfm_kernel_fn k = kernel_for(op, device);
+    if (device < 0)
+        device = device_scope;
+    if (device < 0) {
+        /* No scope: where the inputs are (the first not on the CPU). */
+        device = TFM_CPU;
+        for (int i = 0; i < nin && device == TFM_CPU; i++)
+            device = in[i]->device;
+    }
+    if (device != TFM_CPU) {
+        if (!tfm_device_get(device))
+            return no_device(op, device);
+        /* Soft placement: no kernel there runs it on the CPU. */
+        device = tfm_place_op(op, device);
+    }
+    tfm_kernel_fn k = tfm_kernel_for(op, device);
     if (!k)
-        return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s has no %s kernel",
-                         tfm_ops[op].name, device ? "GPU" : "CPU");
-    if (needs_f16_upcast(op, in, nin, meta, *nout))
-        return run_f16_upcast(op, in, nin, a, meta, out, nout);
+        return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s has no CPU kernel",
+                         tfm_ops[op].name);
+    /* Inputs that live elsewhere are copied to the op's device (TF's
+     * _Send/_Recv in eager: EagerExecute copies them the same way). */
+    tfm_tensor *moved[TFM_MAX_INPUTS];
+    int nmoved = 0;
+    for (int i = 0; i < nin && !nmoved; i++)
+        nmoved = in[i]->device != device ? nin : 0;
+    if (nmoved) {
+        for (int i = 0; i < nin; i++)
+            moved[i] = NULL;
+        for (int i = 0; i < nin; i++)
+            if (!(moved[i] = tfm_tensor_to_device(in[i], device))) {
+                rc = name_the_op(op);
+                goto release;
+            }
+        in = moved;
+    }
+    if (tfm_log_placement)
+        tfm_log_device_placement(op, device);
+    if (needs_f16_upcast(op, in, nin, meta, *nout)) {
+        rc = run_f16_upcast(op, device, in, nin, a, meta, out, nout);
+        goto release;
+    }
     int made;
     for (made = 0; made < *nout; made++) {
         out[made] = tfm_tensor_new(meta[made].dtype, &meta[made].shape,
@@ -221,13 +286,19 @@ tfm_run_kernel(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
             goto fail;
         }
     }
-    rc = call_kernel(k, op, in, nin, a, out, *nout);
+    rc = call_kernel(k, op, in, nin, a, out, *nout, tfm_device_kctx(device));
     if (!rc)
-        return TFM_OK;
+        goto release;
 fail:
     while (made-- > 0)
         tfm_tensor_decref(out[made]);
     *nout = 0;
+release:
+    if (rc)
+        *nout = 0;
+    for (int i = 0; i < nmoved; i++)
+        if (moved[i])
+            tfm_tensor_decref(moved[i]);
     return rc;
 }
 
@@ -235,7 +306,50 @@ tfm_code
 tfm_run_kernel_into(tfm_op op, tfm_tensor *const *in, int nin,
                     const tfm_attrs *a, tfm_tensor *const *out, int nout)
 {
-    return call_kernel(tfm_ops[op].cpu, op, in, nin, a, out, nout);
+    int device = nout > 0 ? out[0]->device : TFM_CPU;
+    int all_there = 1;
+    for (int i = 0; i < nin; i++)
+        all_there &= in[i]->device == device;
+    tfm_kernel_fn k = tfm_kernel_for(op, device);
+    if (device == TFM_CPU && all_there)
+        return call_kernel(k, op, in, nin, a, out, nout, &tfm_kctx_cpu);
+    /* Through the device's copies: inputs onto the outputs' device, or,
+     * with no kernel there, everything through the CPU. */
+    tfm_tensor *moved[TFM_MAX_INPUTS], *tmp[TFM_MAX_OUTPUTS];
+    int run_on = k ? device : TFM_CPU, nm = 0, nt = 0;
+    tfm_code rc = TFM_OK;
+    if (!k)
+        k = tfm_ops[op].cpu;
+    if (!k)
+        return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s has no CPU kernel",
+                         tfm_ops[op].name);
+    for (nm = 0; nm < nin; nm++)
+        if (!(moved[nm] = tfm_tensor_to_device(in[nm], run_on))) {
+            rc = name_the_op(op);
+            goto done;
+        }
+    for (nt = 0; nt < nout; nt++) {
+        tmp[nt] = run_on == device
+                      ? (tfm_tensor_incref(out[nt]), out[nt])
+                      : tfm_tensor_new(out[nt]->dtype, &out[nt]->shape,
+                                       run_on);
+        if (!tmp[nt]) {
+            rc = name_the_op(op);
+            goto done;
+        }
+    }
+    if (tfm_log_placement)
+        tfm_log_device_placement(op, run_on);
+    rc = call_kernel(k, op, moved, nin, a, tmp, nout,
+                     tfm_device_kctx(run_on));
+    for (int j = 0; !rc && run_on != device && j < nout; j++)
+        rc = tfm_tensor_copy_into(out[j], tmp[j]);
+done:
+    while (nm-- > 0)
+        tfm_tensor_decref(moved[nm]);
+    while (nt-- > 0)
+        tfm_tensor_decref(tmp[nt]);
+    return rc;
 }
 
 tfm_code

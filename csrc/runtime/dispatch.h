@@ -25,10 +25,19 @@ tfm_code tfm_infer(tfm_op op, tfm_tensor *const *in, int nin,
 tfm_code tfm_run_kernel(tfm_op op, tfm_tensor *const *in, int nin,
                         const tfm_attrs *a, tfm_tensor **out, int *nout);
 
-/* Run op's CPU kernel into outputs the caller allocated with the metas
- * inference gave (the executor's memory plan), releasing the caller's
- * lock for big work as tfm_run_kernel does. No inference, no checks:
- * the caller vouches for dtypes, shapes and devices. */
+/* tfm_run_kernel on device (-1: the tf.device scope's, else where the
+ * inputs are), with TF's soft placement: a device without a kernel for
+ * op runs it on the CPU. Inputs elsewhere are copied over. */
+tfm_code tfm_run_kernel_on(tfm_op op, int device, tfm_tensor *const *in,
+                           int nin, const tfm_attrs *a, tfm_tensor **out,
+                           int *nout);
+
+/* Run op into outputs the caller allocated with the metas inference
+ * gave (the executor's memory plan, a variable's buffer), on the
+ * outputs' device, releasing the caller's lock for big work as
+ * tfm_run_kernel does. Inputs elsewhere are copied there; a device
+ * with no kernel for op computes on the CPU and copies the results in.
+ * No inference: the caller vouches for dtypes and shapes. */
 tfm_code tfm_run_kernel_into(tfm_op op, tfm_tensor *const *in, int nin,
                              const tfm_attrs *a, tfm_tensor *const *out,
                              int nout);
@@ -45,7 +54,20 @@ void tfm_set_lock_hooks(tfm_unlock_fn unlock, tfm_relock_fn relock);
  * refcounts. */
 tfm_code tfm_run_unlocked(tfm_code (*fn)(void *), void *ctx, int64_t work);
 
-/* Device scope (tf.device): -1 = none, else 0 = CPU, 1 + n = CUDA:n. */
+/* The kernel of op on device (an index of core/device.h's table), or
+ * NULL when the device has none. */
+tfm_kernel_fn tfm_kernel_for(tfm_op op, int device);
+/* Where op runs when asked for device: there if it has a kernel, else
+ * on the CPU (TF's soft placement). */
+int tfm_place_op(tfm_op op, int device);
+
+/* tf.debugging.set_log_device_placement: when set, every op run says
+ * where, in TF's words ("Executing op AddV2 in device /job:localhost/
+ * replica:0/task:0/device:CPU:0"), on stderr. */
+extern int tfm_log_placement;
+void tfm_log_device_placement(tfm_op op, int device);
+
+/* Device scope (tf.device): -1 = none, else a device table index. */
 int tfm_device_scope(void);
 void tfm_device_set_scope(int device);
 

@@ -446,6 +446,10 @@ add_node_named(tfm_graph *g, tfm_op op, const tfm_ref *in, int nin,
     n.op = op;
     n.nin = nin;
     n.nout = nout;
+    n.device = -1;
+    for (int i = 0; i < nin && n.device <= 0; i++)
+        if (g->nodes[in[i].node].device >= 0)
+            n.device = g->nodes[in[i].node].device;
     if (nin) {
         n.in = arena_alloc(g, sizeof(tfm_ref) * (size_t)nin);
         if (!n.in)
@@ -489,6 +493,12 @@ tfm_graph_add_ctrl(tfm_graph *g, int node, const int32_t *ctrl, int nctrl)
     n->ctrl = c;
     n->nctrl += nctrl;
     return TFM_OK;
+}
+
+void
+tfm_graph_set_device(tfm_graph *g, int node, int device)
+{
+    g->nodes[node].device = device;
 }
 
 tfm_code
@@ -591,6 +601,7 @@ tfm_graph_const(tfm_graph *g, tfm_tensor *t)
     e->node = node;
     tfm_tensor_incref(t);
     g->nodes[node].value = t;
+    g->nodes[node].device = t->device;
     return node;
 }
 
@@ -645,6 +656,7 @@ tfm_graph_read_variable(tfm_graph *g, tfm_variable *v)
     e->reads[e->n_reads++] = node;
     tfm_variable_incref(v);
     g->nodes[node].var = v;
+    g->nodes[node].device = v->value->device;
     return node;
 }
 
@@ -1171,6 +1183,10 @@ tfm_graph_copy_node(tfm_graph *g, const tfm_node *src, const tfm_ref *in,
         tfm_graph_add_ctrl(g, node, ctrl, nctrl))
         return -1;
     tfm_node *n = &g->nodes[node];
+    if (src->device >= 0)
+        n->device = src->device;
+    else if (src->value)
+        n->device = src->value->device;
     if (src->op == TFM_OP_PLACEHOLDER && push_input(g, node) < 0)
         return -1;
     if (src->text) {

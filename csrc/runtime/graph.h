@@ -33,10 +33,11 @@ typedef struct tfm_ref {
     int32_t out;
 } tfm_ref;
 
-/* Note [State op payloads]: kernels take no context pointer, so the ops
- * that touch something other than their input tensors (a captured value,
- * a variable, the print stream) keep it here, in the node, and the
- * executor runs them itself instead of through a kernel. Their rows in
+/* Note [State op payloads]: a kernel's only context is its device
+ * (tfm_kctx), so the ops that touch something other than their input
+ * tensors (a captured value, a variable, the print stream) keep it
+ * here, in the node, and the executor runs them itself instead of
+ * through a kernel. Their rows in
  * ops_state.def still give them a name, an infer rule and flags, so that
  * passes, printing and saved models treat every node alike. */
 typedef struct tfm_node {
@@ -59,6 +60,12 @@ typedef struct tfm_node {
      * bytes with no pointers inside, so a copy is a memcpy. */
     const struct tfm_fused_prog *prog;
     size_t prog_size;
+    /* The device it runs on (Note [Device seam] in core/device.h): -1
+     * when nobody asked (new nodes take their inputs' device, the first
+     * not on the CPU); the trace sets the tf.device scope's; the
+     * placement pass (graph/pass_place.c) settles it. A Const is where
+     * its value is, a ReadVariableOp where its variable is. */
+    int32_t device;
 } tfm_node;
 
 typedef struct tfm_graph tfm_graph;
@@ -87,6 +94,8 @@ int tfm_graph_add_node(tfm_graph *g, tfm_op op, const tfm_ref *in, int nin,
 /* Extra control edges of the last node added. */
 tfm_code tfm_graph_add_ctrl(tfm_graph *g, int node, const int32_t *ctrl,
                             int nctrl);
+/* The device node was asked for (a device table index, -1 none). */
+void tfm_graph_set_device(tfm_graph *g, int node, int device);
 /* The user's Python line that made node (copied; NULL clears). */
 tfm_code tfm_graph_set_site(tfm_graph *g, int node, const char *site);
 /* Rename node (made unique). */

@@ -207,6 +207,8 @@ tfm_trace_add_op(tfm_op op, tfm_tensor *const *in, int nin,
     int node = tfm_graph_add_node(g, op, refs, nin, a, meta, *nout);
     if (node < 0 || set_site(g, node))
         return tfm_error_code();
+    if (tfm_device_scope() >= 0)
+        tfm_graph_set_device(g, node, tfm_device_scope());
     for (int k = 0; k < *nout; k++) {
         out[k] = tfm_graph_symbolic(g, node, k);
         if (!out[k]) {

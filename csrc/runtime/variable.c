@@ -24,13 +24,20 @@ tfm_variable_new(tfm_tensor *init, int trainable)
         tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM creating a variable");
         return NULL;
     }
-    v->value = tfm_tensor_new(init->dtype, &init->shape, init->device);
+    /* As in TF, a variable lives on the tf.device scope's device, else
+     * where its initial value is. */
+    int device = tfm_device_scope() >= 0 ? tfm_device_scope()
+                                         : init->device;
+    v->value = tfm_tensor_new(init->dtype, &init->shape, device);
     if (!v->value) {
         free(v);
         return NULL;
     }
-    memcpy(tfm_tensor_data(v->value), tfm_tensor_data(init),
-           tfm_tensor_nbytes(init));
+    if (tfm_tensor_copy_into(v->value, init)) {
+        tfm_tensor_decref(v->value);
+        free(v);
+        return NULL;
+    }
     v->refcount = 1;
     v->id = v->value->id;
     v->trainable = trainable;
@@ -179,23 +186,34 @@ tfm_variable_assign_now(tfm_variable *v, tfm_tensor *value,
         dst->id = v->id;
     }
     if (mode == TFM_ASSIGN) {
-        if (dst != value)
-            memmove(tfm_tensor_data(dst), tfm_tensor_data(value),
-                    tfm_tensor_nbytes(value));
+        /* Through the devices' copies: the value may live elsewhere. */
+        if (dst != value && (rc = tfm_tensor_copy_into(dst, value))) {
+            if (dst != v->value)
+                tfm_tensor_decref(dst);
+            return rc;
+        }
     } else {
         tfm_op op = mode == TFM_ASSIGN_ADD ? TFM_OP_ADD : TFM_OP_SUB;
         tfm_tensor *in[2] = {v->value, value};
         tfm_attrs a;
         tfm_attrs_init(&a);
-        if (dst->device == TFM_CPU && dst->dtype != TFM_FLOAT16) {
-            /* In place: elementwise kernels allow out == in. */
-            rc = tfm_ops[op].cpu(op, in, 2, &a, &dst, 1);
+        if (dst->dtype != TFM_FLOAT16) {
+            /* In place, on the variable's device (elementwise kernels
+             * allow out == in; a value elsewhere is copied over). */
+            rc = tfm_run_kernel_into(op, in, 2, &a, &dst, 1);
         } else {
-            /* float16 (computed in float32) and devices: the general
-             * path, whose result becomes the value. */
+            /* float16 (computed in float32): the general path, whose
+             * result becomes the value. */
             tfm_tensor *sum = NULL;
             int n = 0;
             rc = tfm_run_kernel(op, in, 2, &a, &sum, &n);
+            if (!rc && sum->device != v->value->device) {
+                tfm_tensor *moved = tfm_tensor_to_device(sum,
+                                                         v->value->device);
+                tfm_tensor_decref(sum);
+                if (!(sum = moved))
+                    rc = tfm_error_code();
+            }
             if (!rc) {
                 if (dst != v->value)
                     tfm_tensor_decref(dst);

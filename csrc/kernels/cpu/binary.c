@@ -114,7 +114,7 @@ lookup_err(tfm_op op, tfm_dtype d)
 
 tfm_code
 tfm_k_binary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-             tfm_tensor *const *out, int nout)
+             tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)a; (void)nout;
     tfm_dtype d = in[0]->dtype;

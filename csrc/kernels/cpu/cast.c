@@ -86,7 +86,7 @@ static const unary_fn casts[TFM_DTYPE_COUNT][TFM_DTYPE_COUNT] = {
 
 tfm_code
 tfm_k_cast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-           tfm_tensor *const *out, int nout)
+           tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)op; (void)nin; (void)a; (void)nout;
     tfm_dtype from = in[0]->dtype, to = out[0]->dtype;

@@ -75,27 +75,31 @@ void tfm_conv_gemm_f64(int trans_a, int64_t M, int64_t N, int64_t K,
                        int64_t ldb, double *C, int64_t ldc, int accumulate);
 
 tfm_code tfm_k_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
-                      const tfm_attrs *a, tfm_tensor *const *out, int nout);
+                      const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                      const tfm_kctx *ctx);
 tfm_code tfm_k_conv2d_backprop_input(tfm_op op, tfm_tensor *const *in,
                                      int nin, const tfm_attrs *a,
-                                     tfm_tensor *const *out, int nout);
+                                     tfm_tensor *const *out, int nout,
+                                     const tfm_kctx *ctx);
 tfm_code tfm_k_conv2d_backprop_filter(tfm_op op, tfm_tensor *const *in,
                                       int nin, const tfm_attrs *a,
-                                      tfm_tensor *const *out, int nout);
+                                      tfm_tensor *const *out, int nout,
+                                      const tfm_kctx *ctx);
 tfm_code tfm_k_max_pool(tfm_op op, tfm_tensor *const *in, int nin,
                         const tfm_attrs *a, tfm_tensor *const *out,
-                        int nout);
+                        int nout, const tfm_kctx *ctx);
 tfm_code tfm_k_max_pool_grad(tfm_op op, tfm_tensor *const *in, int nin,
                              const tfm_attrs *a, tfm_tensor *const *out,
-                             int nout);
+                             int nout, const tfm_kctx *ctx);
 tfm_code tfm_k_max_pool_grad_grad(tfm_op op, tfm_tensor *const *in, int nin,
                                   const tfm_attrs *a,
-                                  tfm_tensor *const *out, int nout);
+                                  tfm_tensor *const *out, int nout,
+                                  const tfm_kctx *ctx);
 tfm_code tfm_k_avg_pool(tfm_op op, tfm_tensor *const *in, int nin,
                         const tfm_attrs *a, tfm_tensor *const *out,
-                        int nout);
+                        int nout, const tfm_kctx *ctx);
 tfm_code tfm_k_avg_pool_grad(tfm_op op, tfm_tensor *const *in, int nin,
                              const tfm_attrs *a, tfm_tensor *const *out,
-                             int nout);
+                             int nout, const tfm_kctx *ctx);
 
 #endif

@@ -281,7 +281,7 @@ bad_dtype(tfm_op op, tfm_dtype d)
 
 tfm_code
 tfm_k_conv2d(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-             tfm_tensor *const *out, int nout)
+             tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     const tfm_shape *fs = &in[1]->shape;
@@ -310,7 +310,7 @@ tfm_k_conv2d(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 tfm_code
 tfm_k_conv2d_backprop_input(tfm_op op, tfm_tensor *const *in, int nin,
                             const tfm_attrs *a, tfm_tensor *const *out,
-                            int nout)
+                            int nout, const tfm_kctx *ctx)
 {
     (void)nout;
     const tfm_tensor *f = in[nin - 2], *dy = in[nin - 1];
@@ -342,7 +342,7 @@ tfm_k_conv2d_backprop_input(tfm_op op, tfm_tensor *const *in, int nin,
 tfm_code
 tfm_k_conv2d_backprop_filter(tfm_op op, tfm_tensor *const *in, int nin,
                              const tfm_attrs *a, tfm_tensor *const *out,
-                             int nout)
+                             int nout, const tfm_kctx *ctx)
 {
     (void)nout;
     const tfm_tensor *x = in[0], *dy = in[nin - 1];

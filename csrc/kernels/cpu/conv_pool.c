@@ -192,7 +192,7 @@ POOL_IMPL(f64, double)
 
 tfm_code
 tfm_k_max_pool(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-               tfm_tensor *const *out, int nout)
+               tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     tfm_conv_geom g;
@@ -242,7 +242,8 @@ route(tfm_op op, tfm_tensor *const *in, const tfm_attrs *a, tfm_tensor *out,
 
 tfm_code
 tfm_k_max_pool_grad(tfm_op op, tfm_tensor *const *in, int nin,
-                    const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                    const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                    const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     return route(op, in, a, out[0], 1);
@@ -251,7 +252,7 @@ tfm_k_max_pool_grad(tfm_op op, tfm_tensor *const *in, int nin,
 tfm_code
 tfm_k_max_pool_grad_grad(tfm_op op, tfm_tensor *const *in, int nin,
                          const tfm_attrs *a, tfm_tensor *const *out,
-                         int nout)
+                         int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     return route(op, in, a, out[0], 0);
@@ -259,7 +260,7 @@ tfm_k_max_pool_grad_grad(tfm_op op, tfm_tensor *const *in, int nin,
 
 tfm_code
 tfm_k_avg_pool(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-               tfm_tensor *const *out, int nout)
+               tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     tfm_conv_geom g;
@@ -280,7 +281,8 @@ tfm_k_avg_pool(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 
 tfm_code
 tfm_k_avg_pool_grad(tfm_op op, tfm_tensor *const *in, int nin,
-                    const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                    const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                    const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     tfm_conv_geom g;

@@ -33,7 +33,8 @@ INT_LOOPS(relu6, RELU6(x))
 
 tfm_code
 tfm_k_activation(tfm_op op, tfm_tensor *const *in, int nin,
-                 const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                 const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                 const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     if (tfm_ew_float_unary(op, in[0], out[0], a))

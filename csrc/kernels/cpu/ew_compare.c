@@ -79,7 +79,7 @@ run_binary(binary_fn f, tfm_tensor *const *in, tfm_tensor *const *out)
 
 tfm_code
 tfm_k_compare(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-              tfm_tensor *const *out, int nout)
+              tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)a; (void)nout;
     static const binary_fn eq[TFM_DTYPE_COUNT] = COMPARE_TABLE(eq);
@@ -106,7 +106,7 @@ tfm_k_compare(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 
 tfm_code
 tfm_k_logical(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-              tfm_tensor *const *out, int nout)
+              tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)a; (void)nout;
     if (nin == 1) {
@@ -126,7 +126,7 @@ tfm_k_logical(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 
 tfm_code
 tfm_k_bitwise(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-              tfm_tensor *const *out, int nout)
+              tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)a; (void)nout;
     tfm_dtype d = in[0]->dtype;

@@ -20,7 +20,7 @@ PRED_LOOPS(isfinite, fabs((double)x) < (double)INFINITY)
 
 tfm_code
 tfm_k_math(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-           tfm_tensor *const *out, int nout)
+           tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     if (tfm_ew_float_unary(op, in[0], out[0], a))

@@ -60,30 +60,32 @@ tfm_linalg_no_kernel(tfm_op op, tfm_dtype d)
 
 /* BatchMatMulV2 (matmul.c). */
 tfm_code tfm_k_matmul(tfm_op op, tfm_tensor *const *in, int nin,
-                      const tfm_attrs *a, tfm_tensor *const *out, int nout);
+                      const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                      const tfm_kctx *ctx);
 
 /* MatrixSolve, MatrixInverse, MatrixDeterminant and (the same kernel)
  * LogMatrixDeterminant (lu.c). */
 tfm_code tfm_k_matrix_solve(tfm_op op, tfm_tensor *const *in, int nin,
                             const tfm_attrs *a, tfm_tensor *const *out,
-                            int nout);
+                            int nout, const tfm_kctx *ctx);
 tfm_code tfm_k_matrix_inverse(tfm_op op, tfm_tensor *const *in, int nin,
                               const tfm_attrs *a, tfm_tensor *const *out,
-                              int nout);
+                              int nout, const tfm_kctx *ctx);
 tfm_code tfm_k_matrix_determinant(tfm_op op, tfm_tensor *const *in,
                                   int nin, const tfm_attrs *a,
-                                  tfm_tensor *const *out, int nout);
+                                  tfm_tensor *const *out, int nout,
+                                  const tfm_kctx *ctx);
 
 /* MatrixBandPart, Cholesky, MatrixTriangularSolve (triangular.c). */
 tfm_code tfm_k_band_part(tfm_op op, tfm_tensor *const *in, int nin,
                          const tfm_attrs *a, tfm_tensor *const *out,
-                         int nout);
+                         int nout, const tfm_kctx *ctx);
 tfm_code tfm_k_cholesky(tfm_op op, tfm_tensor *const *in, int nin,
                         const tfm_attrs *a, tfm_tensor *const *out,
-                        int nout);
+                        int nout, const tfm_kctx *ctx);
 tfm_code tfm_k_triangular_solve(tfm_op op, tfm_tensor *const *in, int nin,
                                 const tfm_attrs *a, tfm_tensor *const *out,
-                                int nout);
+                                int nout, const tfm_kctx *ctx);
 
 #endif
 

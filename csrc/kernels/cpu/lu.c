@@ -66,7 +66,8 @@ not_invertible(tfm_op op, const char *what, int64_t b, int64_t nb)
 
 tfm_code
 tfm_k_matrix_solve(tfm_op op, tfm_tensor *const *in, int nin,
-                   const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                   const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                   const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     const tfm_tensor *m = in[0], *rhs = in[1];
@@ -97,7 +98,8 @@ tfm_k_matrix_solve(tfm_op op, tfm_tensor *const *in, int nin,
 
 tfm_code
 tfm_k_matrix_inverse(tfm_op op, tfm_tensor *const *in, int nin,
-                     const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                     const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                     const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     const tfm_tensor *m = in[0];
@@ -128,7 +130,7 @@ tfm_k_matrix_inverse(tfm_op op, tfm_tensor *const *in, int nin,
 tfm_code
 tfm_k_matrix_determinant(tfm_op op, tfm_tensor *const *in, int nin,
                          const tfm_attrs *a, tfm_tensor *const *out,
-                         int nout)
+                         int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout; (void)a;
     const tfm_tensor *m = in[0];

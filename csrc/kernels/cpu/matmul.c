@@ -124,7 +124,7 @@ gemm_for(tfm_dtype d)
 
 tfm_code
 tfm_k_matmul(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-             tfm_tensor *const *out, int nout)
+             tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     gemm_fn f = gemm_for(out[0]->dtype);

@@ -159,7 +159,7 @@ SOFTMAX(double)
 
 tfm_code
 tfm_k_softmax(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-              tfm_tensor *const *out, int nout)
+              tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     int axis;
@@ -212,7 +212,8 @@ SPARSE_XENT(double)
 
 tfm_code
 tfm_k_sparse_xent(tfm_op op, tfm_tensor *const *in, int nin,
-                  const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                  const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                  const tfm_kctx *ctx)
 {
     (void)nin; (void)nout; (void)a;
     const tfm_tensor *f = in[0], *l = in[1];
@@ -303,7 +304,7 @@ XENT(double, exp)
 
 tfm_code
 tfm_k_xent(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-           tfm_tensor *const *out, int nout)
+           tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     int axis;

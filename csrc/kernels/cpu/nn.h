@@ -6,11 +6,13 @@
 
 /* Softmax and LogSoftmax (by op) along i[0]. */
 tfm_code tfm_k_softmax(tfm_op op, tfm_tensor *const *in, int nin,
-                       const tfm_attrs *a, tfm_tensor *const *out, int nout);
+                       const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                       const tfm_kctx *ctx);
 tfm_code tfm_k_sparse_xent(tfm_op op, tfm_tensor *const *in, int nin,
                            const tfm_attrs *a, tfm_tensor *const *out,
-                           int nout);
+                           int nout, const tfm_kctx *ctx);
 tfm_code tfm_k_xent(tfm_op op, tfm_tensor *const *in, int nin,
-                    const tfm_attrs *a, tfm_tensor *const *out, int nout);
+                    const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                    const tfm_kctx *ctx);
 
 #endif

@@ -205,7 +205,8 @@ box_muller_d(const uint32_t w[4], double *z0, double *z1)
 
 tfm_code
 tfm_k_random_normal(tfm_op op, tfm_tensor *const *in, int nin,
-                    const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                    const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                    const tfm_kctx *ctx)
 {
     (void)op; (void)in; (void)nin; (void)nout;
     stream s;
@@ -268,7 +269,8 @@ truncated_draw(const stream *s, int64_t e)
 
 tfm_code
 tfm_k_truncated_normal(tfm_op op, tfm_tensor *const *in, int nin,
-                       const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                       const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                       const tfm_kctx *ctx)
 {
     (void)op; (void)in; (void)nin; (void)nout;
     stream s;
@@ -295,7 +297,8 @@ tfm_k_truncated_normal(tfm_op op, tfm_tensor *const *in, int nin,
 
 tfm_code
 tfm_k_random_uniform(tfm_op op, tfm_tensor *const *in, int nin,
-                     const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                     const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                     const tfm_kctx *ctx)
 {
     (void)op; (void)in; (void)nin; (void)nout;
     stream s;
@@ -328,7 +331,7 @@ tfm_k_random_uniform(tfm_op op, tfm_tensor *const *in, int nin,
 tfm_code
 tfm_k_random_uniform_int(tfm_op op, tfm_tensor *const *in, int nin,
                          const tfm_attrs *a, tfm_tensor *const *out,
-                         int nout)
+                         int nout, const tfm_kctx *ctx)
 {
     (void)op; (void)in; (void)nin; (void)nout;
     stream s;
@@ -364,7 +367,8 @@ tfm_k_random_uniform_int(tfm_op op, tfm_tensor *const *in, int nin,
  * then the rows are copied in parallel. */
 tfm_code
 tfm_k_random_shuffle(tfm_op op, tfm_tensor *const *in, int nin,
-                     const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                     const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                     const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     const tfm_tensor *x = in[0];

@@ -6,18 +6,19 @@
 
 tfm_code tfm_k_random_normal(tfm_op op, tfm_tensor *const *in, int nin,
                              const tfm_attrs *a, tfm_tensor *const *out,
-                             int nout);
+                             int nout, const tfm_kctx *ctx);
 tfm_code tfm_k_random_uniform(tfm_op op, tfm_tensor *const *in, int nin,
                               const tfm_attrs *a, tfm_tensor *const *out,
-                              int nout);
+                              int nout, const tfm_kctx *ctx);
 tfm_code tfm_k_random_uniform_int(tfm_op op, tfm_tensor *const *in, int nin,
                                   const tfm_attrs *a,
-                                  tfm_tensor *const *out, int nout);
+                                  tfm_tensor *const *out, int nout,
+                                  const tfm_kctx *ctx);
 tfm_code tfm_k_truncated_normal(tfm_op op, tfm_tensor *const *in, int nin,
                                 const tfm_attrs *a, tfm_tensor *const *out,
-                                int nout);
+                                int nout, const tfm_kctx *ctx);
 tfm_code tfm_k_random_shuffle(tfm_op op, tfm_tensor *const *in, int nin,
                               const tfm_attrs *a, tfm_tensor *const *out,
-                              int nout);
+                              int nout, const tfm_kctx *ctx);
 
 #endif

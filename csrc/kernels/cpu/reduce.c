@@ -318,7 +318,7 @@ kind_of(tfm_op op)
 
 tfm_code
 tfm_k_reduce(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-             tfm_tensor *const *out, int nout)
+             tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     const tfm_tensor *x = in[0];

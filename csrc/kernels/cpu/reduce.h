@@ -8,19 +8,23 @@
 
 /* Sum, Mean, Prod, Max, Min, All, Any, ReduceLogSumExp. */
 tfm_code tfm_k_reduce(tfm_op op, tfm_tensor *const *in, int nin,
-                      const tfm_attrs *a, tfm_tensor *const *out, int nout);
+                      const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                      const tfm_kctx *ctx);
 /* ArgMax, ArgMin. */
 tfm_code tfm_k_argreduce(tfm_op op, tfm_tensor *const *in, int nin,
                          const tfm_attrs *a, tfm_tensor *const *out,
-                         int nout);
+                         int nout, const tfm_kctx *ctx);
 /* Cumsum, Cumprod. */
 tfm_code tfm_k_scan(tfm_op op, tfm_tensor *const *in, int nin,
-                    const tfm_attrs *a, tfm_tensor *const *out, int nout);
+                    const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                    const tfm_kctx *ctx);
 /* Sort, TopKV2. */
 tfm_code tfm_k_sort(tfm_op op, tfm_tensor *const *in, int nin,
-                    const tfm_attrs *a, tfm_tensor *const *out, int nout);
+                    const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                    const tfm_kctx *ctx);
 tfm_code tfm_k_topk(tfm_op op, tfm_tensor *const *in, int nin,
-                    const tfm_attrs *a, tfm_tensor *const *out, int nout);
+                    const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                    const tfm_kctx *ctx);
 
 /* The reduced dims of a rank-`rank` input under a reduction's attrs (see
  * ops_reduce.def). Returns TFM_REDUCE_MASK_OK, or _RANGE / _DUP with

@@ -208,7 +208,8 @@ rows_blocked(const arg_loops *L, const char *x, size_t es, int64_t A,
 
 tfm_code
 tfm_k_argreduce(tfm_op op, tfm_tensor *const *in, int nin,
-                const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     const tfm_tensor *x = in[0];

@@ -79,7 +79,7 @@ static const scan_fn table[2][TFM_DTYPE_COUNT] = {
 
 tfm_code
 tfm_k_scan(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-           tfm_tensor *const *out, int nout)
+           tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     const tfm_tensor *x = in[0];

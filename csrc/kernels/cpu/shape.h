@@ -8,7 +8,8 @@
 
 #define TFM_SHAPE_KERNEL(NAME)                                              \
     tfm_code NAME(tfm_op op, tfm_tensor *const *in, int nin,                \
-                  const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                  const tfm_attrs *a, tfm_tensor *const *out, int nout,     \
+                  const tfm_kctx *ctx)
 
 /* shape_copy.c */
 TFM_SHAPE_KERNEL(tfm_k_copy);           /* Reshape, ExpandDims, Squeeze,

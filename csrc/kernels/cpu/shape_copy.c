@@ -306,7 +306,7 @@ esize(const tfm_tensor *t)
 
 tfm_code
 tfm_k_copy(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-           tfm_tensor *const *out, int nout)
+           tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     tfm_memcpy_par(tfm_tensor_data(out[0]), tfm_tensor_data(in[0]),
                    tfm_tensor_nbytes(out[0]));
@@ -315,7 +315,8 @@ tfm_k_copy(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 
 tfm_code
 tfm_k_transpose(tfm_op op, tfm_tensor *const *in, int nin,
-                const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                const tfm_kctx *ctx)
 {
     const tfm_shape *x = &in[0]->shape;
     int64_t st[TFM_MAX_DIMS], ss[TFM_MAX_DIMS];
@@ -340,7 +341,7 @@ prod(const int64_t *dims, int from, int to)
  * inputs' rows one after another. */
 tfm_code
 tfm_k_concat(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-             tfm_tensor *const *out, int nout)
+             tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     const tfm_shape *os = &out[0]->shape;
     int64_t axis = a->i[0];
@@ -365,7 +366,7 @@ tfm_k_concat(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
  * axis. */
 tfm_code
 tfm_k_split(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-            tfm_tensor *const *out, int nout)
+            tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     const tfm_shape *x = &in[0]->shape;
     int64_t axis = a->i[0];
@@ -388,7 +389,7 @@ tfm_k_split(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 /* The output as [m0, d0, m1, d1, ...]: the m dims repeat (stride 0). */
 tfm_code
 tfm_k_tile(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-           tfm_tensor *const *out, int nout)
+           tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     const tfm_shape *x = &in[0]->shape;
     int64_t st[TFM_MAX_DIMS];
@@ -407,7 +408,7 @@ tfm_k_tile(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 
 tfm_code
 tfm_k_reverse(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-              tfm_tensor *const *out, int nout)
+              tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     const tfm_shape *x = &in[0]->shape;
     if (tfm_shape_numel(x) == 0)
@@ -430,7 +431,8 @@ tfm_k_reverse(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 
 tfm_code
 tfm_k_broadcast_to(tfm_op op, tfm_tensor *const *in, int nin,
-                   const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                   const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                   const tfm_kctx *ctx)
 {
     const tfm_shape *os = &out[0]->shape;
     int64_t ss[TFM_MAX_DIMS];

@@ -17,7 +17,8 @@ store_int(tfm_tensor *t, int64_t k, int64_t v)
 
 tfm_code
 tfm_k_shape_of(tfm_op op, tfm_tensor *const *in, int nin,
-               const tfm_attrs *a, tfm_tensor *const *out, int nout)
+               const tfm_attrs *a, tfm_tensor *const *out, int nout,
+               const tfm_kctx *ctx)
 {
     const tfm_shape *s = &in[0]->shape;
     if (op == TFM_OP_SHAPE) {
@@ -38,7 +39,7 @@ tfm_k_shape_of(tfm_op op, tfm_tensor *const *in, int nin,
 
 tfm_code
 tfm_k_fill(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-           tfm_tensor *const *out, int nout)
+           tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     int64_t n = tfm_tensor_numel(out[0]);
     size_t esz = tfm_dtype_size(out[0]->dtype);
@@ -65,7 +66,7 @@ tfm_k_fill(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 
 tfm_code
 tfm_k_range(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-            tfm_tensor *const *out, int nout)
+            tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     int64_t n = tfm_tensor_numel(out[0]);
     int64_t is = a->i[0], id = a->i[2];
@@ -88,7 +89,8 @@ tfm_k_range(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 
 tfm_code
 tfm_k_linspace(tfm_op op, tfm_tensor *const *in, int nin,
-               const tfm_attrs *a, tfm_tensor *const *out, int nout)
+               const tfm_attrs *a, tfm_tensor *const *out, int nout,
+               const tfm_kctx *ctx)
 {
     int64_t n = tfm_tensor_numel(out[0]);
     double start = a->f[0], stop = a->f[1];
@@ -109,7 +111,7 @@ tfm_k_linspace(tfm_op op, tfm_tensor *const *in, int nin,
 
 tfm_code
 tfm_k_one_hot(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-              tfm_tensor *const *out, int nout)
+              tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     const tfm_shape *is = &in[0]->shape;
     int64_t n = tfm_tensor_numel(out[0]);

@@ -52,7 +52,7 @@ position_str(const tfm_shape *s, int nd, int64_t flat, char *buf, size_t n)
 
 tfm_code
 tfm_k_gather(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-             tfm_tensor *const *out, int nout)
+             tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     const tfm_shape *ps = &in[0]->shape, *is = &in[1]->shape;
     int bd = (int)(a->i[1] < 0 ? a->i[1] + is->ndim : a->i[1]);
@@ -149,7 +149,8 @@ bad_nd_index(tfm_op op, const tfm_tensor *idx, int64_t k, int depth,
 
 tfm_code
 tfm_k_gather_nd(tfm_op op, tfm_tensor *const *in, int nin,
-                const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                const tfm_kctx *ctx)
 {
     const tfm_shape *ps = &in[0]->shape, *is = &in[1]->shape;
     int depth = (int)is->dims[is->ndim - 1];
@@ -209,7 +210,7 @@ tfm_k_gather_nd(tfm_op op, tfm_tensor *const *in, int nin,
  * wins (TF leaves the order unspecified) and adds accumulate. */
 tfm_code
 tfm_k_scatter(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-              tfm_tensor *const *out, int nout)
+              tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     const tfm_shape *ts = &in[0]->shape, *is = &in[1]->shape;
     int depth = (int)is->dims[is->ndim - 1];

@@ -31,7 +31,7 @@ int_elem(tfm_dtype d, int64_t v, char *elem)
 
 tfm_code
 tfm_k_pad(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-          tfm_tensor *const *out, int nout)
+          tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     const tfm_shape *x = &in[0]->shape, *os = &out[0]->shape;
     int r = x->ndim;

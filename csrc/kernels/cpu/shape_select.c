@@ -42,7 +42,7 @@
 
 tfm_code
 tfm_k_select(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-             tfm_tensor *const *out, int nout)
+             tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     const tfm_shape *os = &out[0]->shape;
     int64_t n = tfm_shape_numel(os);
@@ -88,7 +88,7 @@ nonzero(const void *p, tfm_dtype d, int64_t k)
 
 tfm_code
 tfm_k_where(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-            tfm_tensor *const *out, int nout)
+            tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     const tfm_shape *s = &in[0]->shape;
     const void *p = tfm_tensor_data(in[0]);

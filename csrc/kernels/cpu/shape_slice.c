@@ -5,7 +5,7 @@
 
 tfm_code
 tfm_k_slice(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-            tfm_tensor *const *out, int nout)
+            tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     const tfm_shape *x = &in[0]->shape;
     int r = x->ndim;
@@ -25,7 +25,8 @@ tfm_k_slice(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 
 tfm_code
 tfm_k_strided_slice(tfm_op op, tfm_tensor *const *in, int nin,
-                    const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                    const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                    const tfm_kctx *ctx)
 {
     tfm_slice_plan p;
     tfm_code rc = tfm_strided_slice_plan(tfm_ops[op].name, &in[0]->shape,
@@ -52,7 +53,7 @@ tfm_k_strided_slice(tfm_op op, tfm_tensor *const *in, int nin,
 tfm_code
 tfm_k_strided_slice_grad(tfm_op op, tfm_tensor *const *in, int nin,
                          const tfm_attrs *a, tfm_tensor *const *out,
-                         int nout)
+                         int nout, const tfm_kctx *ctx)
 {
     tfm_shape shape;
     tfm_attrs sa;

@@ -224,7 +224,7 @@ sortable(tfm_dtype d)
 
 tfm_code
 tfm_k_sort(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-           tfm_tensor *const *out, int nout)
+           tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     const tfm_tensor *x = in[0];
@@ -273,7 +273,7 @@ tfm_k_sort(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 
 tfm_code
 tfm_k_topk(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-           tfm_tensor *const *out, int nout)
+           tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     const tfm_tensor *x = in[0];

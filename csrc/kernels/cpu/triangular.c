@@ -13,7 +13,8 @@
 /* Copies the band of each matrix and zeros the rest; any dtype (bytes). */
 tfm_code
 tfm_k_band_part(tfm_op op, tfm_tensor *const *in, int nin,
-                const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                const tfm_kctx *ctx)
 {
     (void)op; (void)nin; (void)nout;
     const tfm_tensor *x = in[0];
@@ -47,7 +48,8 @@ tfm_k_band_part(tfm_op op, tfm_tensor *const *in, int nin,
 
 tfm_code
 tfm_k_cholesky(tfm_op op, tfm_tensor *const *in, int nin,
-               const tfm_attrs *a, tfm_tensor *const *out, int nout)
+               const tfm_attrs *a, tfm_tensor *const *out, int nout,
+               const tfm_kctx *ctx)
 {
     (void)nin; (void)nout; (void)a;
     const tfm_tensor *x = in[0];
@@ -75,7 +77,8 @@ tfm_k_cholesky(tfm_op op, tfm_tensor *const *in, int nin,
 
 tfm_code
 tfm_k_triangular_solve(tfm_op op, tfm_tensor *const *in, int nin,
-                       const tfm_attrs *a, tfm_tensor *const *out, int nout)
+                       const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                       const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     const tfm_tensor *m = in[0], *rhs = in[1], *o = out[0];

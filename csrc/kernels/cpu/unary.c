@@ -35,7 +35,7 @@ INT_LOOPS(round, x)
 
 tfm_code
 tfm_k_unary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-            tfm_tensor *const *out, int nout)
+            tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
     if (tfm_ew_float_unary(op, in[0], out[0], a))

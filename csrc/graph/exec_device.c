@@ -1,0 +1,102 @@
+/* See exec_device.h. */
+#include "exec_device.h"
+
+#include <stdlib.h>
+
+#include "../ops/state.h"
+#include "../runtime/dispatch.h"
+#include "fused.h"
+
+double
+tfm_exec_scalar(tfm_tensor *t)
+{
+    if (t->device == 0)
+        return tfm_tensor_get_f64(t, 0);
+    tfm_tensor *h = tfm_tensor_to_host(t);
+    if (!h)
+        return __builtin_nan("");
+    double v = tfm_tensor_get_f64(h, 0);
+    tfm_tensor_decref(h);
+    return v;
+}
+
+tfm_code
+tfm_exec_print(const tfm_node *n, tfm_tensor *const *in)
+{
+    tfm_tensor *host[TFM_MAX_INPUTS];
+    tfm_code rc = TFM_OK;
+    int i;
+    for (i = 0; i < n->nin; i++)
+        if (!(host[i] = tfm_tensor_to_host(in[i]))) {
+            rc = tfm_error_code();
+            break;
+        }
+    if (!rc)
+        rc = tfm_print_tensors(n->text, host, n->nin, (int)n->attrs->i[0],
+                               (int)n->attrs->i[1]);
+    while (i-- > 0)
+        tfm_tensor_decref(host[i]);
+    return rc;
+}
+
+tfm_code
+tfm_exec_assert_failed(const tfm_node *n, tfm_tensor *const *data)
+{
+    tfm_tensor *host[TFM_MAX_INPUTS] = {NULL};
+    int i;
+    for (i = 0; i < n->nin - 1; i++)
+        if (!(host[i] = tfm_tensor_to_host(data[i])))
+            break;
+    char *text = i == n->nin - 1
+                     ? tfm_format_line(n->text, host, i, (int)n->attrs->i[1])
+                     : NULL;
+    while (i-- > 0)
+        tfm_tensor_decref(host[i]);
+    if (!text)
+        return tfm_error_code();
+    tfm_code rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s", text);
+    free(text);
+    return rc;
+}
+
+tfm_code
+tfm_exec_copy(const tfm_node *n, tfm_tensor *x, tfm_tensor **out,
+              int recorded)
+{
+    if (!tfm_device_get(n->device))
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "_Copy to device %d, "
+                         "which is not there", n->device);
+    if (!recorded)
+        return (*out = tfm_tensor_to_device(x, n->device)) ? TFM_OK
+                                                          : tfm_error_code();
+    int old = tfm_device_scope(), nout = 0;
+    tfm_device_set_scope(n->device);
+    tfm_code rc = tfm_call(TFM_OP_IDENTITY, &x, 1, NULL, out, &nout);
+    tfm_device_set_scope(old);
+    return rc;
+}
+
+tfm_code
+tfm_exec_fused_on_device(const tfm_node *n, tfm_tensor *const *in,
+                         tfm_tensor **out, int recorded)
+{
+    tfm_tensor *moved[TFM_MAX_INPUTS];
+    tfm_code rc = TFM_OK;
+    int i;
+    for (i = 0; i < n->nin; i++)
+        if (!(moved[i] = tfm_tensor_to_device(in[i], n->device))) {
+            rc = tfm_error_code();
+            break;
+        }
+    if (!rc) {
+        /* Off the CPU the fused program runs op by op (fused.c's
+         * run_ops), each op where the scope says. */
+        int old = tfm_device_scope();
+        tfm_device_set_scope(n->device);
+        rc = tfm_fused_run(n, moved, out, recorded, NULL, 0);
+        tfm_device_set_scope(old);
+    }
+    while (i-- > 0)
+        tfm_tensor_decref(moved[i]);
+    return rc;
+}
