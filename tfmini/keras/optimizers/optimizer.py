@@ -305,13 +305,23 @@ class Optimizer(_tracking.Trackable):
         return self.apply_gradients(zip(grads, var_list))
 
     def get_config(self):
-        lr = (self._lr_var.numpy().item() if self._lr_var is not None
-              else None)
+        if self._lr_var is not None:
+            lr = self._lr_var.numpy().item()
+        elif isinstance(self._schedule, LearningRateSchedule):
+            from .schedules import serialize
+            lr = serialize(self._schedule)
+        else:
+            lr = None
         return {"name": self.name, "learning_rate": lr,
                 "weight_decay": self.weight_decay,
                 "clipnorm": self.clipnorm, "clipvalue": self.clipvalue,
                 "global_clipnorm": self.global_clipnorm}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config, custom_objects=None):
+        config = dict(config)
+        if isinstance(config.get("learning_rate"), dict):
+            from .schedules import deserialize
+            config["learning_rate"] = deserialize(config["learning_rate"],
+                                                  custom_objects)
         return cls(**config)
