@@ -299,3 +299,21 @@ def test_fit_with_uint8_labels_like_the_quickstart():
     assert np.isfinite(hist.history["loss"]).all()
     assert 0.0 <= hist.history["accuracy"][-1] <= 1.0
     model.evaluate(x, y, verbose=0)
+
+
+def test_auc_precision_recall_in_fit_with_distinct_names():
+    x = rng.normal(size=(64, 4)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.float32)
+    keras.backend.clear_session()
+    model = keras.Sequential([keras.Input((4,)),
+                              keras.layers.Dense(1, activation="sigmoid")])
+    model.compile("adam", "binary_crossentropy",
+                  metrics=[keras.metrics.AUC(), keras.metrics.Precision(),
+                           keras.metrics.Recall(),
+                           keras.metrics.AUC(curve="PR")])
+    hist = model.fit(x, y, epochs=2, batch_size=16, verbose=0)
+    assert {"auc", "auc_1", "precision", "recall"} <= set(hist.history)
+    logs = model.evaluate(x, y, verbose=0, return_dict=True)
+    ref = keras.metrics.AUC()
+    ref.update_state(y, model.predict(x, verbose=0))
+    np.testing.assert_allclose(logs["auc"], float(ref.result()), rtol=1e-5)

@@ -15,6 +15,13 @@ from .metrics import Metric, _as_tensor
 _NEG_INF = -1e10
 
 
+def _auto_name(name, cls):
+    # Keras 3 names these metrics 'auc', 'auc_1', ... when no name is
+    # given, so two AUCs in one compile() log under distinct keys.
+    return name or backend.unique_object_name(
+        backend.to_snake_case(cls.__name__))
+
+
 def _thresholds(thresholds, default):
     if thresholds is None:
         thresholds = default
@@ -68,7 +75,7 @@ def _counts(y_true, y_pred, thresholds, sample_weight, dtype, top_k=None,
 class _ThresholdMetric(Metric):
     def __init__(self, thresholds=None, top_k=None, class_id=None,
                  name=None, dtype=None):
-        super().__init__(name=name, dtype=dtype)
+        super().__init__(name=_auto_name(name, type(self)), dtype=dtype)
         self.init_thresholds = thresholds
         self.top_k = top_k
         self.class_id = class_id
@@ -150,7 +157,7 @@ class AUC(Metric):
                  summation_method="interpolation", name=None, dtype=None,
                  thresholds=None, multi_label=False, num_labels=None,
                  label_weights=None, from_logits=False):
-        super().__init__(name=name, dtype=dtype)
+        super().__init__(name=_auto_name(name, type(self)), dtype=dtype)
         curve = str(curve).upper()
         if curve not in ("ROC", "PR"):
             raise ValueError(f'Invalid `curve` argument value "{curve}". '
