@@ -87,6 +87,36 @@ def ref_adamw(lr=0.01, wd=0.1, b1=0.9, b2=0.999, eps=1e-7):
     return w
 
 
+def ref_adamax(lr=0.01, b1=0.9, b2=0.999, eps=1e-7):
+    w = W0.astype(np.float64)
+    m, u = np.zeros_like(w), np.zeros_like(w)
+    for i, g in enumerate(G):
+        m = m + (g - m) * (1 - b1)
+        u = np.maximum(b2 * u, np.abs(g))
+        w = w - lr * m / ((1 - b1 ** (i + 1)) * (u + eps))
+    return w
+
+
+def ref_adadelta(lr=1.0, rho=0.95, eps=1e-7):
+    w = W0.astype(np.float64)
+    a, d = np.zeros_like(w), np.zeros_like(w)
+    for g in G:
+        a = rho * a + (1 - rho) * g * g
+        delta = -np.sqrt(d + eps) * g / np.sqrt(a + eps)
+        d = rho * d + (1 - rho) * delta * delta
+        w = w + lr * delta
+    return w
+
+
+def ref_lion(lr=0.01, b1=0.9, b2=0.99):
+    w = W0.astype(np.float64)
+    m = np.zeros_like(w)
+    for g in G:
+        w = w - lr * np.sign(m * b1 + g * (1 - b1))
+        m = m * b2 + g * (1 - b2)
+    return w
+
+
 CASES = [
     ("adagrad", lambda: keras.optimizers.Adagrad(0.01), ref_adagrad()),
     ("adagrad_init", lambda: keras.optimizers.Adagrad(
@@ -99,6 +129,9 @@ CASES = [
      ref_rmsprop(rho=0.8, momentum=0.5, centered=True)),
     ("adamw", lambda: keras.optimizers.AdamW(0.01, weight_decay=0.1),
      ref_adamw()),
+    ("adamax", lambda: keras.optimizers.Adamax(0.01), ref_adamax()),
+    ("adadelta", lambda: keras.optimizers.Adadelta(1.0), ref_adadelta()),
+    ("lion", lambda: keras.optimizers.Lion(0.01), ref_lion()),
 ]
 
 
@@ -123,6 +156,10 @@ def test_slot_names_follow_keras3():
                                           centered=True)) == [
         "rp/iteration", "rp/learning_rate", "rp/w_velocity",
         "rp/w_momentum", "rp/w_average_gradient"]
+    assert names(keras.optimizers.Adamax(name="ax"))[2:] == [
+        "ax/w_momentum", "ax/w_norm"]
+    assert names(keras.optimizers.Adadelta(name="ad"))[2:] == [
+        "ad/w_accumulated_grad", "ad/w_accumulated_delta_var"]
 
 
 def test_adagrad_accumulator_starts_at_initial_value():
@@ -133,7 +170,8 @@ def test_adagrad_accumulator_starts_at_initial_value():
                                np.full(W0.shape, 0.3), rtol=1e-6)
 
 
-@pytest.mark.parametrize("cls", ["Adagrad", "Nadam", "RMSprop", "AdamW"])
+@pytest.mark.parametrize("cls", ["Adagrad", "Nadam", "RMSprop", "AdamW",
+                                 "Adamax", "Adadelta", "Lion"])
 def test_get_config_round_trip_and_by_name(cls):
     opt = getattr(keras.optimizers, cls)(learning_rate=0.02, clipnorm=1.0)
     cfg = opt.get_config()
