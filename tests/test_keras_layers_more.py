@@ -218,6 +218,24 @@ def test_merge_layers():
         L.Dot(axes=1)([x, y])
 
 
+def test_merge_masks_are_anded():
+    ids_a = np.array([[1, 2, 0, 0]])
+    ids_b = np.array([[3, 0, 4, 0]])
+    ia, ib = keras.Input((4,), dtype="int32"), keras.Input((4,),
+                                                           dtype="int32")
+    ea = L.Embedding(5, 3, mask_zero=True)(ia)
+    eb = L.Embedding(5, 3, mask_zero=True)(ib)
+    merged = L.Multiply()([ea, eb])
+    out = L.GlobalAveragePooling1D()(merged)
+    model = keras.Model([ia, ib], [merged, out])
+    m, pooled = model([ids_a, ids_b])
+    # Only step 0 is unmasked in both inputs.
+    np.testing.assert_allclose(pooled.numpy(), m.numpy()[:, 0], rtol=1e-6)
+    mask = L.Maximum().compute_mask(None, [tf.constant([[True, False]]),
+                                           None])
+    np.testing.assert_array_equal(mask.numpy(), [[True, False]])
+
+
 def test_normalization_adapt_and_invert():
     x = rand(40, 3) * np.array([1, 10, 100], np.float32) + 5
     norm = L.Normalization()

@@ -5,7 +5,25 @@ import tfmini as tf
 from .core import _Merge
 
 
-class Multiply(_Merge):
+class _MaskedMerge(_Merge):
+    """Keras' merge mask: a step is kept when every input that has a
+    mask keeps it."""
+
+    def compute_mask(self, inputs, mask=None):
+        if mask is None:
+            return None
+        if not isinstance(mask, (list, tuple)):
+            raise ValueError(f"`mask` should be a list. Received: {mask}")
+        masks = [m for m in mask if m is not None]
+        if not masks:
+            return None
+        out = masks[0]
+        for m in masks[1:]:
+            out = tf.logical_and(out, m)
+        return out
+
+
+class Multiply(_MaskedMerge):
     """The elementwise product of the inputs (broadcasting)."""
 
     def _merge(self, xs):
@@ -15,7 +33,7 @@ class Multiply(_Merge):
         return out
 
 
-class Average(_Merge):
+class Average(_MaskedMerge):
     """The elementwise mean of the inputs."""
 
     def _merge(self, xs):
@@ -25,7 +43,7 @@ class Average(_Merge):
         return out / float(len(xs))
 
 
-class Maximum(_Merge):
+class Maximum(_MaskedMerge):
     def _merge(self, xs):
         out = xs[0]
         for x in xs[1:]:
@@ -33,7 +51,7 @@ class Maximum(_Merge):
         return out
 
 
-class Minimum(_Merge):
+class Minimum(_MaskedMerge):
     def _merge(self, xs):
         out = xs[0]
         for x in xs[1:]:
@@ -41,7 +59,7 @@ class Minimum(_Merge):
         return out
 
 
-class Subtract(_Merge):
+class Subtract(_MaskedMerge):
     """inputs[0] - inputs[1] (exactly two inputs)."""
 
     def _merge(self, xs):
