@@ -61,14 +61,14 @@ def np_conv_transpose(x, k, stride, padding):
                  j * stride:j * stride + kw, :] += np.einsum(
                      "nc,abfc->nabf", x[:, i, j, :], k)
 
-    def crop(length_in, kern, axis_len):
+    def crop(length_in, kern):
         if padding == "same":
             out = length_in * stride
             total = max((length_in - 1) * stride + kern - out, 0)
             return total // 2, out
         return 0, length_in * stride + max(kern - stride, 0)
-    t, oh = crop(h, kh, None)
-    l, ow = crop(w, kw, None)
+    t, oh = crop(h, kh)
+    l, ow = crop(w, kw)
     full = np.pad(full, ((0, 0), (0, max(0, t + oh - full.shape[1])),
                          (0, max(0, l + ow - full.shape[2])), (0, 0)))
     return full[:, t:t + oh, l:l + ow, :]
@@ -325,7 +325,7 @@ def test_integer_lookup():
                                   layer(data).numpy())
 
 
-# ---- gradients, tracing, configs, weights -----------------------------------
+# ---- gradients, tracing, configs, weights ---------------------------
 
 GRAD_CASES = [
     ("conv1d", lambda: L.Conv1D(2, 2, padding="causal", dtype="float64"),
@@ -421,7 +421,7 @@ def test_bad_inputs_are_clear():
         L.DepthwiseConv2D(3, depth_multiplier=0)
 
 
-# ---- models -----------------------------------------------------------------
+# ---- models ---------------------------------------------------------
 
 def image_model():
     inp = keras.Input((8, 8, 2))

@@ -96,7 +96,7 @@ def test_loss_gradients_match_finite_differences():
                                    err_msg=name)
 
 
-# ---- AUC / Precision / Recall -------------------------------------------------
+# ---- AUC / Precision / Recall ---------------------------------------
 
 def np_counts(y, p, thr, w=None):
     w = np.ones_like(p) if w is None else w
@@ -258,7 +258,7 @@ def test_cosine_and_kld_metrics():
     assert isinstance(keras.metrics.get("auc"), keras.metrics.AUC)
 
 
-# ---- integer labels of any int dtype ----------------------------------------
+# ---- integer labels of any int dtype ---------------------------------
 
 LOGITS = rng.normal(size=(6, 4)).astype(np.float32)
 LABELS = np.array([0, 3, 1, 2, 3, 0])
