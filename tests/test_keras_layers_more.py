@@ -245,7 +245,8 @@ def test_normalization_adapt_and_invert():
     np.testing.assert_allclose(norm(x).numpy(),
                                (x - x.mean(0)) / x.std(0), rtol=1e-4,
                                atol=1e-4)
-    assert [w.name for w in norm.weights] == ["mean", "variance"]
+    assert [w.name for w in norm.weights] == ["mean", "variance", "count"]
+    assert int(norm.count.numpy()) == 40
     assert not norm.trainable_weights
     inv = L.Normalization(mean=x.mean(0), variance=x.var(0), invert=True)
     np.testing.assert_allclose(inv(norm(x)).numpy(), x, rtol=1e-4)
@@ -417,6 +418,8 @@ def test_bad_inputs_are_clear():
         L.SeparableConv2D(0, 3)
     with pytest.raises(ValueError, match="output padding"):
         L.Conv2DTranspose(2, 3, strides=2, output_padding=2)
+    with pytest.raises(ValueError, match="dilation_rate"):
+        L.SeparableConv2D(2, 3, strides=2, dilation_rate=2)
     with pytest.raises(ValueError, match="depth_multiplier"):
         L.DepthwiseConv2D(3, depth_multiplier=0)
 

@@ -236,6 +236,13 @@ class Conv2DTranspose(_BaseConv):
         return config
 
 
+def _no_strided_dilation(strides, dilation_rate):
+    if max(strides) > 1 and max(dilation_rate) > 1:
+        raise ValueError(f"`strides > 1` not supported in conjunction with "
+                         f"`dilation_rate > 1`. Received: strides={strides} "
+                         f"and dilation_rate={dilation_rate}")
+
+
 def _depthwise(x, kernel, strides, padding, dilations):
     """Depthwise conv2d through the core's Conv2D: the (kh, kw, C, M)
     kernel becomes the block-diagonal (kh, kw, C, C*M) one whose input
@@ -276,6 +283,7 @@ class DepthwiseConv2D(_BaseConv):
                              f"depth_multiplier={depth_multiplier}.")
         self.data_format = _data_format(data_format)
         self.dilation_rate = _pair(dilation_rate, "dilation_rate")
+        _no_strided_dilation(self.strides, self.dilation_rate)
         self.depthwise_initializer = initializers.get(depthwise_initializer)
         self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
         self.depthwise_constraint = constraints.get(depthwise_constraint)
@@ -341,6 +349,7 @@ class SeparableConv2D(_BaseConv):
         self.padding = _padding(padding)
         self.data_format = _data_format(data_format)
         self.dilation_rate = _pair(dilation_rate, "dilation_rate")
+        _no_strided_dilation(self.strides, self.dilation_rate)
         self.depth_multiplier = int(depth_multiplier)
         self.depthwise_initializer = initializers.get(depthwise_initializer)
         self.pointwise_initializer = initializers.get(pointwise_initializer)

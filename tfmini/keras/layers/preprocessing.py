@@ -34,7 +34,8 @@ class Normalization(Layer):
     """(x - mean) / max(sqrt(variance), epsilon) per feature along
     `axis` (invert=True undoes it). mean and variance are given, or
     learned by adapt(data) into the non-trainable weights 'mean' and
-    'variance' (population variance, as Keras)."""
+    'variance' (population variance, as Keras), beside Keras 3's
+    scalar 'count' (here: the number of examples adapted on)."""
 
     def __init__(self, axis=-1, mean=None, variance=None, invert=False,
                  **kwargs):
@@ -79,6 +80,11 @@ class Normalization(Layer):
                 "mean", stat_shape, initializer="zeros", trainable=False)
             self.adapt_variance = self.add_weight(
                 "variance", stat_shape, initializer="ones", trainable=False)
+            # Keras 3 keeps a scalar 'count' for older saved models; it
+            # is here so weight lists and files line up with Keras'.
+            self.count = self.add_weight(
+                "count", (), dtype="int64", initializer="zeros",
+                trainable=False)
         self.built = True
 
     def adapt(self, data, batch_size=None, steps=None):
@@ -92,6 +98,7 @@ class Normalization(Layer):
         var = x.var(axis=self._reduce)
         self.adapt_mean.assign(mean.astype(np.float32), read_value=False)
         self.adapt_variance.assign(var.astype(np.float32), read_value=False)
+        self.count.assign(x.shape[0] if x.ndim else 1, read_value=False)
 
     def _stats(self, dtype):
         if self.input_mean is not None:
