@@ -317,3 +317,31 @@ def test_auc_precision_recall_in_fit_with_distinct_names():
     ref = keras.metrics.AUC()
     ref.update_state(y, model.predict(x, verbose=0))
     np.testing.assert_allclose(logs["auc"], float(ref.result()), rtol=1e-5)
+
+
+def test_auc_multi_label_and_label_weights():
+    y = (rng.uniform(size=(50, 3)) > 0.5).astype(np.float32)
+    p = np.clip(y * 0.4 + rng.uniform(size=(50, 3)) * 0.6, 0, 1).astype(
+        np.float32)
+    per = [np_roc_auc(y[:, j], p[:, j]) for j in range(3)]
+    m = keras.metrics.AUC(multi_label=True)
+    m.update_state(y[:20], p[:20])
+    m.update_state(y[20:], p[20:])
+    assert tuple(m.true_positives.shape) == (200, 3)
+    np.testing.assert_allclose(float(m.result()), np.mean(per), rtol=1e-5)
+    lw = [0.5, 0.0, 2.0]
+    m = keras.metrics.AUC(multi_label=True, num_labels=3, label_weights=lw)
+    m.update_state(y, p)
+    np.testing.assert_allclose(float(m.result()),
+                               np.dot(per, lw) / np.sum(lw), rtol=1e-5)
+    # Flattened with label weights: each label's entries weighed.
+    m = keras.metrics.AUC(label_weights=lw)
+    m.update_state(y, p)
+    w = np.broadcast_to(np.array(lw, np.float32), y.shape).ravel()
+    np.testing.assert_allclose(float(m.result()),
+                               np_roc_auc(y.ravel(), p.ravel(), w=w),
+                               rtol=1e-5)
+    again = keras.metrics.AUC.from_config(
+        keras.metrics.AUC(multi_label=True, num_labels=3,
+                          label_weights=lw).get_config())
+    assert again.multi_label and again.label_weights == lw

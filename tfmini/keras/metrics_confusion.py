@@ -47,8 +47,9 @@ def _filter_top_k(y_pred, k):
 
 
 def _counts(y_true, y_pred, thresholds, sample_weight, dtype, top_k=None,
-            class_id=None):
-    """(tp, fp, tn, fn), each of shape (T,), for one batch."""
+            class_id=None, label_weights=None, per_label=False):
+    """(tp, fp, tn, fn) for one batch: each (T,), or (T, labels) with
+    per_label (the last axis holds the labels)."""
     y_true, y_pred = _as_tensor(y_true), _as_tensor(y_pred)
     y_pred = tf.cast(y_pred, dtype)
     if top_k is not None:
@@ -57,15 +58,29 @@ def _counts(y_true, y_pred, thresholds, sample_weight, dtype, top_k=None,
         y_true = y_true[..., class_id]
         y_pred = y_pred[..., class_id]
     label = tf.cast(tf.not_equal(tf.cast(y_true, dtype), 0.0), dtype)
-    label = tf.reshape(label, [-1, 1])
-    pred = tf.reshape(y_pred, [-1, 1])
-    if sample_weight is None:
-        w = tf.ones_like(label)
+    label = tf.broadcast_to(tf.reshape(label, tf.shape(y_pred)),
+                            tf.shape(y_pred))
+    w = tf.ones_like(y_pred)
+    if sample_weight is not None:
+        sw = tf.cast(_as_tensor(sample_weight), dtype)
+        if len(sw._shape_tuple) == 1 and len(y_pred._shape_tuple) > 1:
+            sw = tf.reshape(sw, (-1,) + (1,) * (len(y_pred._shape_tuple)
+                                                - 1))
+        w = w * sw
+    if label_weights is not None:
+        w = w * tf.constant(np.asarray(label_weights, np.float32), dtype)
+    if per_label:
+        n_labels = y_pred._shape_tuple[-1]
+        label = tf.reshape(label, (-1, 1, n_labels))
+        pred = tf.reshape(y_pred, (-1, 1, n_labels))
+        w = tf.reshape(w, (-1, 1, n_labels))
+        thr = np.array(thresholds, np.float32)[None, :, None]
     else:
-        w = tf.cast(_as_tensor(sample_weight), dtype)
-        w = tf.reshape(tf.broadcast_to(w, tf.shape(y_pred)), [-1, 1])
-    above = tf.cast(pred > tf.constant(np.array(thresholds, np.float32)
-                                       [None, :], dtype), dtype)
+        label = tf.reshape(label, [-1, 1])
+        pred = tf.reshape(y_pred, [-1, 1])
+        w = tf.reshape(w, [-1, 1])
+        thr = np.array(thresholds, np.float32)[None, :]
+    above = tf.cast(pred > tf.constant(thr, dtype), dtype)
     below = 1.0 - above
     pos, neg = label * w, (1.0 - label) * w
     return (tf.reduce_sum(above * pos, 0), tf.reduce_sum(above * neg, 0),
@@ -150,8 +165,10 @@ class AUC(Metric):
     1+eps (or the given thresholds between -eps and 1+eps). ROC sums
     trapezoids over (fpr, tpr); 'minoring'/'majoring' take the lower /
     upper of each pair; PR with 'interpolation' uses Davis & Goadrich's
-    interpolation, as Keras. Labels and predictions are flattened
-    (multi_label=False only)."""
+    interpolation, as Keras. With multi_label=False labels and
+    predictions are flattened (label_weights weigh each label's
+    entries); with multi_label=True each label (last axis) gets its own
+    curve and the result is their mean, weighted by label_weights."""
 
     def __init__(self, num_thresholds=200, curve="ROC",
                  summation_method="interpolation", name=None, dtype=None,
@@ -167,13 +184,14 @@ class AUC(Metric):
             raise ValueError(f'Invalid `summation_method` argument value '
                              f'"{summation_method}". Expected one of: '
                              f"['interpolation', 'minoring', 'majoring']")
-        if multi_label or label_weights is not None:
-            raise NotImplementedError("tfmini's AUC supports "
-                                      "multi_label=False without "
-                                      "label_weights only")
         self.curve, self.summation_method = curve, method
-        self.multi_label = False
+        self.multi_label = bool(multi_label)
         self.num_labels = num_labels
+        self.label_weights = (None if label_weights is None else
+                              [float(w) for w in np.ravel(label_weights)])
+        if self.label_weights is not None and min(self.label_weights) < 0:
+            raise ValueError(f"All values of `label_weights` must be "
+                             f"non-negative. Received: {label_weights}")
         self._from_logits = bool(from_logits)
         eps = backend.epsilon()
         if thresholds is not None:
@@ -189,12 +207,28 @@ class AUC(Metric):
             self._init_from_thresholds = False
         self._thresholds = [0.0 - eps] + inner + [1.0 + eps]
         self.num_thresholds = len(self._thresholds)
-        n = self.num_thresholds
-        self.true_positives = self.add_variable((n,), name="true_positives")
-        self.false_positives = self.add_variable((n,),
+        self.true_positives = None
+        if not self.multi_label or num_labels is not None:
+            self._build(num_labels)
+
+    def _build(self, num_labels):
+        """The four (T,) or (T, num_labels) count variables: a
+        multi-label AUC without num_labels makes them on its first
+        update, from the predictions' last axis."""
+        shape = (self.num_thresholds,)
+        if self.multi_label:
+            if num_labels is None:
+                raise ValueError("AUC(multi_label=True) needs a known "
+                                 "number of labels (the last axis)")
+            self.num_labels = int(num_labels)
+            shape += (self.num_labels,)
+        self.true_positives = self.add_variable(shape,
+                                                name="true_positives")
+        self.false_positives = self.add_variable(shape,
                                                  name="false_positives")
-        self.true_negatives = self.add_variable((n,), name="true_negatives")
-        self.false_negatives = self.add_variable((n,),
+        self.true_negatives = self.add_variable(shape,
+                                                name="true_negatives")
+        self.false_negatives = self.add_variable(shape,
                                                  name="false_negatives")
 
     @property
@@ -205,8 +239,12 @@ class AUC(Metric):
         y_pred = _as_tensor(y_pred)
         if self._from_logits:
             y_pred = tf.sigmoid(tf.cast(y_pred, self._dtype))
-        tp, fp, tn, fn = _counts(y_true, y_pred, self._thresholds,
-                                 sample_weight, self._dtype)
+        if self.true_positives is None:
+            self._build(y_pred._shape_tuple[-1])
+        tp, fp, tn, fn = _counts(
+            y_true, y_pred, self._thresholds, sample_weight, self._dtype,
+            label_weights=None if self.multi_label else self.label_weights,
+            per_label=self.multi_label)
         for var, value in ((self.true_positives, tp),
                            (self.false_positives, fp),
                            (self.true_negatives, tn),
@@ -225,15 +263,28 @@ class AUC(Metric):
         inc = tf.math.divide_no_nan(
             slope * (dtp + intercept * tf.math.log(ratio)),
             tf.maximum(tp[1:] + fn[1:], 0.0))
-        return tf.reduce_sum(inc)
+        return tf.reduce_sum(inc, axis=0)
+
+    def _by_label(self, auc):
+        """One AUC from the per-label ones (multi_label)."""
+        if not self.multi_label:
+            return auc
+        if self.label_weights is None:
+            return tf.reduce_mean(auc)
+        w = tf.constant(np.asarray(self.label_weights, np.float32),
+                        auc.dtype)
+        return tf.math.divide_no_nan(tf.reduce_sum(auc * w),
+                                     tf.reduce_sum(w))
 
     def result(self):
+        if self.true_positives is None:
+            return tf.constant(0.0, self._dtype)
         tp = self.true_positives.read_value()
         fp = self.false_positives.read_value()
         tn = self.true_negatives.read_value()
         fn = self.false_negatives.read_value()
         if self.curve == "PR" and self.summation_method == "interpolation":
-            return self._interpolate_pr_auc(tp, fp, fn)
+            return self._by_label(self._interpolate_pr_auc(tp, fp, fn))
         recall = tf.math.divide_no_nan(tp, tp + fn)
         if self.curve == "ROC":
             x, y = tf.math.divide_no_nan(fp, fp + tn), recall
@@ -245,14 +296,16 @@ class AUC(Metric):
             heights = tf.minimum(y[:-1], y[1:])
         else:
             heights = tf.maximum(y[:-1], y[1:])
-        return tf.reduce_sum((x[:-1] - x[1:]) * heights)
+        return self._by_label(tf.reduce_sum((x[:-1] - x[1:]) * heights,
+                                            axis=0))
 
     def get_config(self):
         config = super().get_config()
         config.update(num_thresholds=self.num_thresholds, curve=self.curve,
                       summation_method=self.summation_method,
                       multi_label=self.multi_label,
-                      num_labels=self.num_labels, label_weights=None,
+                      num_labels=self.num_labels,
+                      label_weights=self.label_weights,
                       from_logits=self._from_logits)
         if self._init_from_thresholds:
             config["thresholds"] = self._thresholds[1:-1]
