@@ -172,6 +172,39 @@ def test_shape_layers():
         L.Cropping2D(((2, 1), (0, 0)))(x)
 
 
+def np_resize_bilinear_half_pixel(x, sh, sw):
+    """TF2 tf.image.resize(method='bilinear'), written out per pixel."""
+    n, h, w, c = x.shape
+    out = np.zeros((n, h * sh, w * sw, c))
+    for i in range(h * sh):
+        fy = (i + 0.5) / sh - 0.5
+        y0 = int(np.floor(fy))
+        ly = fy - y0
+        ya, yb = min(max(y0, 0), h - 1), min(max(y0 + 1, 0), h - 1)
+        for j in range(w * sw):
+            fx = (j + 0.5) / sw - 0.5
+            x0 = int(np.floor(fx))
+            lx = fx - x0
+            xa, xb = min(max(x0, 0), w - 1), min(max(x0 + 1, 0), w - 1)
+            top = x[:, ya, xa] * (1 - lx) + x[:, ya, xb] * lx
+            bot = x[:, yb, xa] * (1 - lx) + x[:, yb, xb] * lx
+            out[:, i, j] = top * (1 - ly) + bot * ly
+    return out
+
+
+def test_upsampling_bilinear():
+    x = rand(2, 3, 4, 2)
+    layer = L.UpSampling2D((2, 3), interpolation="bilinear")
+    np.testing.assert_allclose(layer(x).numpy(),
+                               np_resize_bilinear_half_pixel(x, 2, 3),
+                               rtol=1e-5, atol=1e-6)
+    # A constant image stays constant; edges are clamped, not zero.
+    ones = np.ones((1, 2, 2, 1), np.float32)
+    np.testing.assert_allclose(layer(ones).numpy(), 1.0, rtol=1e-6)
+    assert L.UpSampling2D.from_config(layer.get_config()).interpolation \
+        == "bilinear"
+
+
 def test_time_distributed():
     x = rand(2, 5, 3)
     td = L.TimeDistributed(L.Dense(4))
@@ -340,6 +373,8 @@ GRAD_CASES = [
                                             dtype="float64"), (1, 3, 3, 2)),
     ("avgpool1d", lambda: L.AveragePooling1D(2, dtype="float64"), (1, 4, 2)),
     ("upsampling", lambda: L.UpSampling2D(dtype="float64"), (1, 2, 2, 1)),
+    ("upsampling_bilinear", lambda: L.UpSampling2D(
+        interpolation="bilinear", dtype="float64"), (1, 2, 3, 1)),
     ("time_distributed", lambda: L.TimeDistributed(
         L.Dense(2, dtype="float64"), dtype="float64"), (1, 3, 2)),
 ]

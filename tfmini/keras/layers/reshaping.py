@@ -1,5 +1,7 @@
 """Shape layers: UpSampling2D, ZeroPadding2D, Cropping2D, RepeatVector,
 Permute, and the TimeDistributed wrapper (channels_last)."""
+import numpy as np
+
 import tfmini as tf
 
 from .base import Layer
@@ -31,18 +33,43 @@ def _two_pairs(value, what):
     return tuple(out)
 
 
+def _bilinear_taps(n, scale):
+    """TF2's resize_bilinear with half-pixel centers (what Keras 3 calls
+    for 'bilinear'), along one axis: output o reads input
+    (o + 0.5) / scale - 0.5, between its floor and ceil clamped to the
+    edges."""
+    src = (np.arange(n * scale) + 0.5) / scale - 0.5
+    low = np.floor(src)
+    frac = (src - low).astype(np.float32)
+    i0 = np.clip(low, 0, n - 1).astype(np.int32)
+    i1 = np.clip(np.ceil(src), 0, n - 1).astype(np.int32)
+    return i0, i1, frac
+
+
+def _lerp_axis(x, axis, n, scale):
+    i0, i1, frac = _bilinear_taps(n, scale)
+    shape = [1, 1, 1, 1]
+    shape[axis] = len(frac)
+    f = tf.constant(frac.reshape(shape), x.dtype)
+    a = tf.gather(x, tf.constant(i0), axis=axis)
+    b = tf.gather(x, tf.constant(i1), axis=axis)
+    return a + (b - a) * f
+
+
 class UpSampling2D(Layer):
-    """Repeat rows size[0] times and columns size[1] times ('nearest')."""
+    """Repeat rows size[0] times and columns size[1] times ('nearest'),
+    or interpolate them ('bilinear': TF2's half-pixel-center bilinear
+    resize, as separable gathers and lerps)."""
 
     def __init__(self, size=(2, 2), data_format=None,
                  interpolation="nearest", **kwargs):
         super().__init__(**kwargs)
         self.size = _pair(size, "size")
         self.data_format = _data_format(data_format)
-        if interpolation != "nearest":
+        if interpolation not in ("nearest", "bilinear"):
             raise NotImplementedError(
-                f"tfmini's UpSampling2D supports interpolation='nearest' "
-                f"only, got {interpolation!r}")
+                f"tfmini's UpSampling2D supports interpolation 'nearest' "
+                f"and 'bilinear', got {interpolation!r}")
         self.interpolation = interpolation
 
     def call(self, inputs):
@@ -52,6 +79,10 @@ class UpSampling2D(Layer):
             raise ValueError(f"UpSampling2D {self.name!r} needs known "
                              f"height, width and channels, got "
                              f"{inputs._shape_tuple}")
+        if self.interpolation == "bilinear":
+            x = inputs if inputs.dtype.is_floating else \
+                tf.cast(inputs, self.compute_dtype)
+            return _lerp_axis(_lerp_axis(x, 1, h, sh), 2, w, sw)
         x = tf.reshape(inputs, (-1, h, 1, w, 1, c))
         x = tf.tile(x, (1, 1, sh, 1, sw, 1))
         return tf.reshape(x, (-1, h * sh, w * sw, c))
