@@ -162,6 +162,20 @@ def test_slot_names_follow_keras3():
         "ad/w_accumulated_grad", "ad/w_accumulated_delta_var"]
 
 
+def test_default_names_follow_keras3():
+    keras.backend.clear_session()
+    assert keras.optimizers.RMSprop().name == "rmsprop"
+    assert keras.optimizers.AdamW().name == "adamw"
+    assert keras.optimizers.Adagrad().name == "adagrad"
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(keras.optimizers.RMSprop(), "mse")
+    model.fit(np.ones((4, 3), np.float32), np.ones((4, 2), np.float32),
+              verbose=0)
+    assert [v.path for v in model.optimizer.variables][2:] == [
+        "rmsprop_1/sequential_dense_kernel_velocity",
+        "rmsprop_1/sequential_dense_bias_velocity"]
+
+
 def test_adagrad_accumulator_starts_at_initial_value():
     opt = keras.optimizers.Adagrad(initial_accumulator_value=0.3)
     v = tf.Variable(W0)

@@ -27,6 +27,9 @@ def _var_key(v):
 class Optimizer(_tracking.Trackable):
     # Slot key (get_slot) -> the slot's name in Keras 3, where different.
     _keras_slot_names = {}
+    # Keras 3's default name where snake_case of the class name is not
+    # it ('rmsprop', not 'rm_sprop').
+    _default_name = None
 
     # ---- the trackable protocol (tfmini/trackable.py) ----------------
     _defers_restore = True
@@ -67,6 +70,7 @@ class Optimizer(_tracking.Trackable):
                              f"global_clipnorm={global_clipnorm}")
         # Keras 3: 'sgd', then 'sgd_1', ... (the variables' path prefix).
         self.name = name or backend.unique_object_name(
+            self._default_name or
             backend.to_snake_case(type(self).__name__))
         self.weight_decay = weight_decay
         self.clipnorm = clipnorm
