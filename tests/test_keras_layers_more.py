@@ -446,6 +446,29 @@ def test_traced_config_and_weights(make, shape, weights):
                                atol=1e-6)
 
 
+def test_traced_preprocessing_and_merges():
+    ids = np.array([[0, 3], [2, 2]])
+    enc = L.CategoryEncoding(4, output_mode="count")
+    fn = tf.function(lambda t: enc(t))
+    np.testing.assert_array_equal(fn(tf.constant(ids)).numpy(),
+                                  enc(ids).numpy())
+    x = rand(5, 3)
+    norm = L.Normalization()
+    norm.adapt(x)
+    np.testing.assert_allclose(tf.function(lambda t: norm(t))(
+        tf.constant(x)).numpy(), norm(x).numpy(), rtol=1e-6)
+    a, b = rand(2, 4), rand(2, 4)
+    for layer in (L.Dot(1, normalize=True), L.Multiply(), L.Average(),
+                  L.Maximum(), L.Minimum(), L.Subtract()):
+        traced = tf.function(lambda u, v: layer([u, v]))
+        np.testing.assert_allclose(
+            traced(tf.constant(a), tf.constant(b)).numpy(),
+            layer([a, b]).numpy(), rtol=1e-6, err_msg=layer.name)
+        again = type(layer).from_config(layer.get_config())
+        np.testing.assert_allclose(again([a, b]).numpy(),
+                                   layer([a, b]).numpy(), rtol=1e-6)
+
+
 def test_bad_inputs_are_clear():
     with pytest.raises(ValueError, match="ndim=3"):
         L.Conv1D(2, 2)(rand(2, 3, 4, 5))
