@@ -240,6 +240,9 @@ def test_top_k_accuracies():
         m = keras.metrics.TopKCategoricalAccuracy(k=k)
         m.update_state(np.eye(6, dtype=np.float32)[labels], scores)
         np.testing.assert_allclose(float(m.result()), want, rtol=1e-6)
+    again = keras.metrics.TopKCategoricalAccuracy.from_config(
+        keras.metrics.TopKCategoricalAccuracy(k=3, name="t3").get_config())
+    assert again.k == 3 and again.name == "t3"
     # Ties at the boundary count as in the top k (TF's in_top_k).
     m = keras.metrics.SparseTopKCategoricalAccuracy(k=1)
     m.update_state([1], [[0.5, 0.5, 0.1]])

@@ -67,6 +67,10 @@ class Metric(_tracking.Trackable):
     def get_config(self):
         return {"name": self.name, "dtype": self.dtype}
 
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
 
