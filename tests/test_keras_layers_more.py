@@ -513,16 +513,20 @@ def test_save_load_weights_round_trip(tmp_path):
 
 
 def test_small_models_train_with_fit():
+    # Its own generator: the result must not depend on the tests run
+    # before it.
+    local = np.random.default_rng(7)
     tf.random.set_seed(0)
-    x = rand(64, 8, 8, 2)
+    x = local.standard_normal((64, 8, 8, 2)).astype(np.float32)
     y = x.mean(axis=(1, 2))[:, :2] * 3
     model = image_model()
-    model.compile(optimizer=keras.optimizers.Nadam(0.01), loss="huber")
-    hist = model.fit(x, y, epochs=15, batch_size=16, verbose=0)
-    assert hist.history["loss"][-1] < 0.6 * hist.history["loss"][0], \
+    model.compile(optimizer=keras.optimizers.Nadam(0.03), loss="mse")
+    hist = model.fit(x, y, epochs=30, batch_size=16, verbose=0)
+    # About 0.25 over tf seeds 0-4.
+    assert hist.history["loss"][-1] < 0.5 * hist.history["loss"][0], \
         hist.history["loss"]
 
-    seq = rand(64, 10, 3)
+    seq = local.standard_normal((64, 10, 3)).astype(np.float32)
     labels = (seq[:, :, 0].sum(1) > 0).astype(np.uint8)
     norm = L.Normalization()
     norm.adapt(seq.reshape(-1, 3))
