@@ -176,6 +176,25 @@ def test_default_names_follow_keras3():
         "rmsprop_1/sequential_dense_bias_velocity"]
 
 
+@pytest.mark.parametrize("cls", ["Nadam", "Adagrad", "Adamax", "Lion"])
+def test_checkpoint_restores_all_state(cls, tmp_path):
+    def make():
+        return (tf.Variable(np.array([1.0, 2.0], np.float32)),
+                getattr(keras.optimizers, cls)(0.1))
+    v, opt = make()
+    for g in ([1.0, -1.0], [0.5, 2.0]):
+        opt.apply_gradients([(tf.constant(np.array(g, np.float32)), v)])
+    path = tf.train.Checkpoint(v=v, opt=opt).save(str(tmp_path / "ck"))
+    v2, opt2 = make()
+    tf.train.Checkpoint(v=v2, opt=opt2).restore(path)
+    g = tf.constant(np.array([0.3, 0.3], np.float32))
+    opt.apply_gradients([(g, v)])
+    opt2.apply_gradients([(g, v2)])
+    np.testing.assert_allclose(v2.numpy(), v.numpy(), rtol=1e-6)
+    for a, b in zip(opt.variables, opt2.variables):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-6)
+
+
 def test_adagrad_accumulator_starts_at_initial_value():
     opt = keras.optimizers.Adagrad(initial_accumulator_value=0.3)
     v = tf.Variable(W0)

@@ -2,6 +2,8 @@
 Keras 3's form with its momentum cache."""
 import tfmini as tf
 
+from tfmini import trackable as _tracking
+
 from .. import backend
 from ..variables import KerasVariable
 from .optimizer import Optimizer
@@ -38,6 +40,10 @@ class Nadam(Optimizer):
                 self._u_product = KerasVariable(
                     1.0, path=f"{self.name}/u_product", dtype=tf.float32,
                     trainable=False)
+            if _tracking.PENDING in self.__dict__:
+                # A checkpoint restored before build: the cache is the
+                # last of `variables`, made after the slots took theirs.
+                self._restore_deferred("_variables", self.variables)
 
     @property
     def variables(self):
