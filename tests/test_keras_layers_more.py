@@ -51,7 +51,7 @@ def np_depthwise(x, k, padding="valid"):
     return y
 
 
-def np_conv_transpose(x, k, stride, padding):
+def np_conv_transpose(x, k, stride, padding, output_padding=None):
     n, h, w, c = x.shape
     kh, kw, f, _ = k.shape
     full = np.zeros((n, (h - 1) * stride + kh, (w - 1) * stride + kw, f))
@@ -62,11 +62,16 @@ def np_conv_transpose(x, k, stride, padding):
                      "nc,abfc->nabf", x[:, i, j, :], k)
 
     def crop(length_in, kern):
+        # Keras' output length, then TF's SAME offset for that length.
+        if output_padding is None:
+            out = (length_in * stride if padding == "same" else
+                   length_in * stride + max(kern - stride, 0))
+        else:
+            pad = kern // 2 if padding == "same" else 0
+            out = (length_in - 1) * stride + kern - 2 * pad + output_padding
         if padding == "same":
-            out = length_in * stride
-            total = max((length_in - 1) * stride + kern - out, 0)
-            return total // 2, out
-        return 0, length_in * stride + max(kern - stride, 0)
+            return max((length_in - 1) * stride + kern - out, 0) // 2, out
+        return 0, out
     t, oh = crop(h, kh)
     l, ow = crop(w, kw)
     full = np.pad(full, ((0, 0), (0, max(0, t + oh - full.shape[1])),
@@ -94,13 +99,16 @@ def test_conv1d_values(padding, stride, dilation):
     assert layer.compute_output_shape(x.shape) == y.shape
 
 
-@pytest.mark.parametrize("padding,stride", [("valid", 2), ("same", 2),
-                                            ("valid", 1), ("same", 3)])
-def test_conv2d_transpose_values(padding, stride):
+@pytest.mark.parametrize("padding,stride,out_pad", [
+    ("valid", 2, None), ("same", 2, None), ("valid", 1, None),
+    ("same", 3, None), ("same", 2, 1), ("valid", 3, 2), ("same", 3, 2)])
+def test_conv2d_transpose_values(padding, stride, out_pad):
     x = rand(2, 3, 4, 3)
-    layer = L.Conv2DTranspose(5, (3, 2), strides=stride, padding=padding)
+    layer = L.Conv2DTranspose(5, (3, 2), strides=stride, padding=padding,
+                              output_padding=out_pad)
     y = layer(x).numpy()
-    want = np_conv_transpose(x, layer.kernel.numpy(), stride, padding)
+    want = np_conv_transpose(x, layer.kernel.numpy(), stride, padding,
+                             out_pad)
     assert y.shape == want.shape == layer.compute_output_shape(x.shape)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
 
@@ -476,6 +484,11 @@ def test_bad_inputs_are_clear():
         L.SeparableConv2D(0, 3)
     with pytest.raises(ValueError, match="output padding"):
         L.Conv2DTranspose(2, 3, strides=2, output_padding=2)
+    # An output_padding that conv2d cannot map back (as in TF).
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="Conv2DBackpropInput"):
+        L.Conv2DTranspose(2, (3, 2), strides=3, padding="same",
+                          output_padding=0)(rand(1, 3, 4, 3))
     with pytest.raises(ValueError, match="dilation_rate"):
         L.SeparableConv2D(2, 3, strides=2, dilation_rate=2)
     with pytest.raises(ValueError, match="depth_multiplier"):
