@@ -251,6 +251,13 @@ def test_only_one_clip_argument():
         keras.optimizers.Adagrad(clipnorm=1.0, clipvalue=1.0)
 
 
+def test_unsupported_arguments_are_refused_not_ignored():
+    with pytest.raises(NotImplementedError, match="gradient_accumulation"):
+        keras.optimizers.Nadam(gradient_accumulation_steps=4)
+    with pytest.raises(NotImplementedError, match="loss_scale_factor"):
+        keras.optimizers.Lion(loss_scale_factor=128.0)
+
+
 # ---- schedules -------------------------------------------------------------
 
 S = keras.optimizers.schedules

@@ -62,6 +62,14 @@ class Optimizer(_tracking.Trackable):
         if use_ema:
             raise NotImplementedError("tfmini optimizers do not support "
                                       "use_ema")
+        # Accepted by Keras 3; refused rather than ignored, since training
+        # would silently differ.
+        for arg, value in (("loss_scale_factor", loss_scale_factor),
+                           ("gradient_accumulation_steps",
+                            gradient_accumulation_steps)):
+            if value is not None:
+                raise NotImplementedError(f"tfmini optimizers do not "
+                                          f"support {arg}={value!r}")
         if sum(c is not None for c in (clipnorm, clipvalue,
                                        global_clipnorm)) > 1:
             raise ValueError("Only one of `clipnorm`, `clipvalue` and "
