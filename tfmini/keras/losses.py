@@ -88,7 +88,9 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False,
             and y_true.shape.rank == y_pred.shape.rank \
             and y_true.shape[-1] == 1:
         y_true = tf.squeeze(y_true, -1)
-    if not y_true.dtype.is_integer:
+    if y_true.dtype not in (tf.int32, tf.int64):
+        # Any label dtype works as in Keras (MNIST's labels are uint8);
+        # the kernels take int32/int64 only.
         y_true = tf.cast(y_true, tf.int32)
     if axis not in (-1, y_pred.shape.rank - 1):
         raise ValueError("sparse_categorical_crossentropy supports only "
@@ -118,8 +120,91 @@ def binary_crossentropy(y_true, y_pred, from_logits=False,
     return tf.reduce_mean(per, axis=axis)
 
 
+def huber(y_true, y_pred, delta=1.0):
+    """Quadratic within delta of the target, linear beyond (Keras 3:
+    0.5 e^2 if |e| <= delta else delta |e| - 0.5 delta^2)."""
+    y_true, y_pred = _prepare(y_true, y_pred)
+    err = y_pred - y_true
+    abs_err = tf.abs(err)
+    delta = tf.cast(delta, y_pred.dtype)
+    per = tf.where(abs_err <= delta, 0.5 * tf.square(err),
+                   delta * abs_err - 0.5 * tf.square(delta))
+    return tf.reduce_mean(per, axis=-1)
+
+
+def kl_divergence(y_true, y_pred):
+    """sum(t log(t / p)) with both clipped to [epsilon, 1]."""
+    y_true, y_pred = _prepare(y_true, y_pred)
+    eps = backend.epsilon()
+    y_true = tf.clip_by_value(y_true, eps, 1.0)
+    y_pred = tf.clip_by_value(y_pred, eps, 1.0)
+    return tf.reduce_sum(y_true * tf.math.log(y_true / y_pred), axis=-1)
+
+
+def cosine_similarity(y_true, y_pred, axis=-1):
+    """The negated cosine between the L2-normalized vectors (a loss to
+    minimize: -1 when aligned)."""
+    y_true, y_pred = _prepare(y_true, y_pred)
+    y_true = tf.nn.l2_normalize(y_true, axis=axis)
+    y_pred = tf.nn.l2_normalize(y_pred, axis=axis)
+    return -tf.reduce_sum(y_true * y_pred, axis=axis)
+
+
+def log_cosh(y_true, y_pred):
+    """log(cosh(e)) as e + softplus(-2e) - log 2 (no overflow)."""
+    y_true, y_pred = _prepare(y_true, y_pred)
+    e = y_pred - y_true
+    return tf.reduce_mean(e + tf.nn.softplus(-2.0 * e) - 0.6931471805599453,
+                          axis=-1)
+
+
+def poisson(y_true, y_pred):
+    y_true, y_pred = _prepare(y_true, y_pred)
+    return tf.reduce_mean(
+        y_pred - y_true * tf.math.log(y_pred + backend.epsilon()), axis=-1)
+
+
+def _hinge_labels(y_true):
+    # Keras maps {0, 1} labels to {-1, 1}; other labels pass unchanged.
+    is_binary = tf.reduce_all(tf.logical_or(tf.equal(y_true, 0.0),
+                                            tf.equal(y_true, 1.0)))
+    return tf.where(is_binary, 2.0 * y_true - 1.0, y_true)
+
+
+def hinge(y_true, y_pred):
+    y_true, y_pred = _prepare(y_true, y_pred)
+    y_true = _hinge_labels(y_true)
+    return tf.reduce_mean(tf.maximum(1.0 - y_true * y_pred, 0.0), axis=-1)
+
+
+def squared_hinge(y_true, y_pred):
+    y_true, y_pred = _prepare(y_true, y_pred)
+    y_true = _hinge_labels(y_true)
+    return tf.reduce_mean(tf.square(tf.maximum(1.0 - y_true * y_pred, 0.0)),
+                          axis=-1)
+
+
+def mean_absolute_percentage_error(y_true, y_pred):
+    y_true, y_pred = _prepare(y_true, y_pred)
+    diff = tf.abs((y_true - y_pred) /
+                  tf.maximum(tf.abs(y_true), backend.epsilon()))
+    return 100.0 * tf.reduce_mean(diff, axis=-1)
+
+
+def mean_squared_logarithmic_error(y_true, y_pred):
+    y_true, y_pred = _prepare(y_true, y_pred)
+    eps = backend.epsilon()
+    a = tf.math.log(tf.maximum(y_pred, eps) + 1.0)
+    b = tf.math.log(tf.maximum(y_true, eps) + 1.0)
+    return tf.reduce_mean(tf.square(a - b), axis=-1)
+
+
 mse = MSE = mean_squared_error
 mae = MAE = mean_absolute_error
+kld = KLD = kullback_leibler_divergence = kl_divergence
+mape = MAPE = mean_absolute_percentage_error
+msle = MSLE = mean_squared_logarithmic_error
+logcosh = log_cosh
 
 
 # ---- classes --------------------------------------------------------------
@@ -231,6 +316,57 @@ class BinaryCrossentropy(LossFunctionWrapper):
         self.from_logits = from_logits
 
 
+class Huber(LossFunctionWrapper):
+    def __init__(self, delta=1.0, reduction="sum_over_batch_size",
+                 name="huber_loss"):
+        super().__init__(huber, reduction, name, delta=float(delta))
+
+
+class KLDivergence(LossFunctionWrapper):
+    def __init__(self, reduction="sum_over_batch_size",
+                 name="kl_divergence"):
+        super().__init__(kl_divergence, reduction, name)
+
+
+class CosineSimilarity(LossFunctionWrapper):
+    def __init__(self, axis=-1, reduction="sum_over_batch_size",
+                 name="cosine_similarity"):
+        super().__init__(cosine_similarity, reduction, name, axis=axis)
+
+
+class LogCosh(LossFunctionWrapper):
+    def __init__(self, reduction="sum_over_batch_size", name="log_cosh"):
+        super().__init__(log_cosh, reduction, name)
+
+
+class Poisson(LossFunctionWrapper):
+    def __init__(self, reduction="sum_over_batch_size", name="poisson"):
+        super().__init__(poisson, reduction, name)
+
+
+class Hinge(LossFunctionWrapper):
+    def __init__(self, reduction="sum_over_batch_size", name="hinge"):
+        super().__init__(hinge, reduction, name)
+
+
+class SquaredHinge(LossFunctionWrapper):
+    def __init__(self, reduction="sum_over_batch_size",
+                 name="squared_hinge"):
+        super().__init__(squared_hinge, reduction, name)
+
+
+class MeanAbsolutePercentageError(LossFunctionWrapper):
+    def __init__(self, reduction="sum_over_batch_size",
+                 name="mean_absolute_percentage_error"):
+        super().__init__(mean_absolute_percentage_error, reduction, name)
+
+
+class MeanSquaredLogarithmicError(LossFunctionWrapper):
+    def __init__(self, reduction="sum_over_batch_size",
+                 name="mean_squared_logarithmic_error"):
+        super().__init__(mean_squared_logarithmic_error, reduction, name)
+
+
 _BY_NAME = {
     "mean_squared_error": MeanSquaredError, "mse": MeanSquaredError,
     "MSE": MeanSquaredError, "MeanSquaredError": MeanSquaredError,
@@ -242,7 +378,21 @@ _BY_NAME = {
     "SparseCategoricalCrossentropy": SparseCategoricalCrossentropy,
     "binary_crossentropy": BinaryCrossentropy,
     "BinaryCrossentropy": BinaryCrossentropy,
+    "huber": Huber, "huber_loss": Huber,
+    "kl_divergence": KLDivergence, "kld": KLDivergence,
+    "KLD": KLDivergence, "cosine_similarity": CosineSimilarity,
+    "log_cosh": LogCosh, "logcosh": LogCosh, "poisson": Poisson,
+    "hinge": Hinge, "squared_hinge": SquaredHinge,
+    "mean_absolute_percentage_error": MeanAbsolutePercentageError,
+    "mape": MeanAbsolutePercentageError, "MAPE": MeanAbsolutePercentageError,
+    "mean_squared_logarithmic_error": MeanSquaredLogarithmicError,
+    "msle": MeanSquaredLogarithmicError, "MSLE": MeanSquaredLogarithmicError,
 }
+for _c in (Huber, KLDivergence, CosineSimilarity, LogCosh, Poisson, Hinge,
+           SquaredHinge, MeanAbsolutePercentageError,
+           MeanSquaredLogarithmicError):
+    _BY_NAME[_c.__name__] = _c
+del _c
 
 
 def get(identifier):

@@ -67,6 +67,10 @@ class Metric(_tracking.Trackable):
     def get_config(self):
         return {"name": self.name, "dtype": self.dtype}
 
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
 
@@ -179,6 +183,41 @@ def binary_accuracy(y_true, y_pred, threshold=0.5):
                           axis=-1)
 
 
+def _in_top_k(labels, y_pred, k):
+    """TF's in_top_k: the label's score is in the top k when fewer than
+    k scores beat it (ties at the boundary count as in)."""
+    y_pred = tf.cast(y_pred, tf.float32)
+    n = y_pred.shape[-1]
+    target = tf.reduce_sum(tf.one_hot(labels, n, dtype=y_pred.dtype) *
+                           y_pred, axis=-1, keepdims=True)
+    beaten = tf.reduce_sum(tf.cast(y_pred > target, tf.int32), axis=-1)
+    return tf.logical_and(beaten < k, tf.math.is_finite(target[..., 0]))
+
+
+def top_k_categorical_accuracy(y_true, y_pred, k=5):
+    y_true, y_pred = _as_tensor(y_true), _as_tensor(y_pred)
+    labels = tf.argmax(y_true, axis=-1, output_type=tf.int32)
+    return tf.cast(_in_top_k(labels, y_pred, k), backend.floatx())
+
+
+def sparse_top_k_categorical_accuracy(y_true, y_pred, k=5,
+                                      from_sorted_ids=False):
+    y_true, y_pred = _as_tensor(y_true), _as_tensor(y_pred)
+    rt, rp = y_true.shape.rank, y_pred.shape.rank
+    if rt is not None and rp is not None and rt == rp and \
+            y_true.shape[-1] == 1:
+        y_true = tf.squeeze(y_true, -1)
+    if y_true.dtype != tf.int32:
+        y_true = tf.cast(y_true, tf.int32)
+    if from_sorted_ids:
+        # y_pred holds class ids, best first: is the label among the
+        # first k?
+        ids = tf.cast(y_pred[..., :k], tf.int32)
+        hit = tf.reduce_any(tf.equal(ids, tf.expand_dims(y_true, -1)), -1)
+        return tf.cast(hit, backend.floatx())
+    return tf.cast(_in_top_k(y_true, y_pred, k), backend.floatx())
+
+
 # ---- metric classes --------------------------------------------------------
 
 class Accuracy(MeanMetricWrapper):
@@ -246,6 +285,82 @@ class BinaryCrossentropy(MeanMetricWrapper):
                          label_smoothing=label_smoothing)
 
 
+class TopKCategoricalAccuracy(MeanMetricWrapper):
+    """How often the one-hot label's class is among the k top scores."""
+
+    def __init__(self, k=5, name="top_k_categorical_accuracy", dtype=None):
+        super().__init__(top_k_categorical_accuracy, name=name, dtype=dtype,
+                         k=k)
+        self.k = k
+
+    def get_config(self):
+        return dict(super().get_config(), k=self.k)
+
+
+class SparseTopKCategoricalAccuracy(MeanMetricWrapper):
+    """How often the integer label is among the k top scores."""
+
+    def __init__(self, k=5, name="sparse_top_k_categorical_accuracy",
+                 dtype=None, from_sorted_ids=False):
+        super().__init__(sparse_top_k_categorical_accuracy, name=name,
+                         dtype=dtype, k=k, from_sorted_ids=from_sorted_ids)
+        self.k = k
+        self.from_sorted_ids = from_sorted_ids
+
+    def get_config(self):
+        return dict(super().get_config(), k=self.k,
+                    from_sorted_ids=self.from_sorted_ids)
+
+
+def _positive_cosine(y_true, y_pred, axis=-1):
+    return -losses_mod.cosine_similarity(y_true, y_pred, axis=axis)
+
+
+class CosineSimilarity(MeanMetricWrapper):
+    """The mean cosine between labels and predictions (+1 aligned)."""
+
+    def __init__(self, name="cosine_similarity", dtype=None, axis=-1):
+        super().__init__(_positive_cosine, name=name, dtype=dtype,
+                         axis=axis)
+
+
+class KLDivergence(MeanMetricWrapper):
+    def __init__(self, name="kl_divergence", dtype=None):
+        super().__init__(losses_mod.kl_divergence, name=name, dtype=dtype)
+
+
+class Poisson(MeanMetricWrapper):
+    def __init__(self, name="poisson", dtype=None):
+        super().__init__(losses_mod.poisson, name=name, dtype=dtype)
+
+
+class LogCoshError(MeanMetricWrapper):
+    def __init__(self, name="logcosh", dtype=None):
+        super().__init__(losses_mod.log_cosh, name=name, dtype=dtype)
+
+
+class Hinge(MeanMetricWrapper):
+    def __init__(self, name="hinge", dtype=None):
+        super().__init__(losses_mod.hinge, name=name, dtype=dtype)
+
+
+class SquaredHinge(MeanMetricWrapper):
+    def __init__(self, name="squared_hinge", dtype=None):
+        super().__init__(losses_mod.squared_hinge, name=name, dtype=dtype)
+
+
+class MeanAbsolutePercentageError(MeanMetricWrapper):
+    def __init__(self, name="mean_absolute_percentage_error", dtype=None):
+        super().__init__(losses_mod.mean_absolute_percentage_error,
+                         name=name, dtype=dtype)
+
+
+class MeanSquaredLogarithmicError(MeanMetricWrapper):
+    def __init__(self, name="mean_squared_logarithmic_error", dtype=None):
+        super().__init__(losses_mod.mean_squared_logarithmic_error,
+                         name=name, dtype=dtype)
+
+
 _CLASSES = {
     "accuracy": Accuracy, "acc": Accuracy,
     "sparse_categorical_accuracy": SparseCategoricalAccuracy,
@@ -256,6 +371,16 @@ _CLASSES = {
     "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
     "categorical_crossentropy": CategoricalCrossentropy,
     "binary_crossentropy": BinaryCrossentropy,
+    "top_k_categorical_accuracy": TopKCategoricalAccuracy,
+    "sparse_top_k_categorical_accuracy": SparseTopKCategoricalAccuracy,
+    "cosine_similarity": CosineSimilarity,
+    "kl_divergence": KLDivergence, "kld": KLDivergence,
+    "poisson": Poisson, "logcosh": LogCoshError, "hinge": Hinge,
+    "squared_hinge": SquaredHinge,
+    "mean_absolute_percentage_error": MeanAbsolutePercentageError,
+    "mape": MeanAbsolutePercentageError,
+    "mean_squared_logarithmic_error": MeanSquaredLogarithmicError,
+    "msle": MeanSquaredLogarithmicError,
 }
 for _c in set(_CLASSES.values()) | {Mean, Sum}:
     _CLASSES[_c.__name__] = _c
@@ -324,3 +449,12 @@ def get(identifier, loss=None):
 
 mse = MSE = losses_mod.mean_squared_error
 mae = MAE = losses_mod.mean_absolute_error
+
+
+# At the end: metrics_confusion imports Metric from this module.
+from .metrics_confusion import AUC, Precision, Recall  # noqa: E402,F401
+
+for _c in (AUC, Precision, Recall):
+    _CLASSES[_c.__name__] = _c
+_CLASSES.update(auc=AUC, precision=Precision, recall=Recall)
+del _c

@@ -17,3 +17,17 @@ from .rnn import (GRU, GRUCell, LSTM, LSTMCell, RNN,  # noqa: F401
 from .attention import Attention, MultiHeadAttention  # noqa: F401
 from .layer_normalization import (GroupNormalization,  # noqa: F401
                                   LayerNormalization, UnitNormalization)
+from .conv_more import (AveragePooling1D, AvgPool1D, Conv1D,  # noqa: F401
+                        Conv2DTranspose, Convolution1D,
+                        Convolution2DTranspose, DepthwiseConv2D,
+                        GlobalAveragePooling1D, GlobalAvgPool1D,
+                        GlobalMaxPool1D, GlobalMaxPooling1D, MaxPool1D,
+                        MaxPooling1D, SeparableConv2D,
+                        SeparableConvolution2D)
+from .reshaping import (Cropping2D, Permute, RepeatVector,  # noqa: F401
+                        TimeDistributed, UpSampling2D, ZeroPadding2D)
+from .merging import (Average, Dot, Maximum, Minimum,  # noqa: F401
+                      Multiply, Subtract, average, dot, maximum, minimum,
+                      multiply, subtract)
+from .preprocessing import (CategoryEncoding, IntegerLookup,  # noqa: F401
+                            Normalization, Rescaling)

@@ -72,6 +72,8 @@ class AdamW(Adam):
     """Adam with decoupled weight decay: before each update,
     var <- var - lr * weight_decay * var."""
 
+    _default_name = "adamw"
+
     def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9,
                  beta_2=0.999, epsilon=1e-7, amsgrad=False, name=None,
                  **kwargs):

@@ -27,6 +27,9 @@ def _var_key(v):
 class Optimizer(_tracking.Trackable):
     # Slot key (get_slot) -> the slot's name in Keras 3, where different.
     _keras_slot_names = {}
+    # Keras 3's default name where snake_case of the class name is not
+    # it ('rmsprop', not 'rm_sprop').
+    _default_name = None
 
     # ---- the trackable protocol (tfmini/trackable.py) ----------------
     _defers_restore = True
@@ -59,6 +62,14 @@ class Optimizer(_tracking.Trackable):
         if use_ema:
             raise NotImplementedError("tfmini optimizers do not support "
                                       "use_ema")
+        # Accepted by Keras 3; refused rather than ignored, since training
+        # would silently differ.
+        for arg, value in (("loss_scale_factor", loss_scale_factor),
+                           ("gradient_accumulation_steps",
+                            gradient_accumulation_steps)):
+            if value is not None:
+                raise NotImplementedError(f"tfmini optimizers do not "
+                                          f"support {arg}={value!r}")
         if sum(c is not None for c in (clipnorm, clipvalue,
                                        global_clipnorm)) > 1:
             raise ValueError("Only one of `clipnorm`, `clipvalue` and "
@@ -67,6 +78,7 @@ class Optimizer(_tracking.Trackable):
                              f"global_clipnorm={global_clipnorm}")
         # Keras 3: 'sgd', then 'sgd_1', ... (the variables' path prefix).
         self.name = name or backend.unique_object_name(
+            self._default_name or
             backend.to_snake_case(type(self).__name__))
         self.weight_decay = weight_decay
         self.clipnorm = clipnorm
@@ -305,13 +317,23 @@ class Optimizer(_tracking.Trackable):
         return self.apply_gradients(zip(grads, var_list))
 
     def get_config(self):
-        lr = (self._lr_var.numpy().item() if self._lr_var is not None
-              else None)
+        if self._lr_var is not None:
+            lr = self._lr_var.numpy().item()
+        elif isinstance(self._schedule, LearningRateSchedule):
+            from .schedules import serialize
+            lr = serialize(self._schedule)
+        else:
+            lr = None
         return {"name": self.name, "learning_rate": lr,
                 "weight_decay": self.weight_decay,
                 "clipnorm": self.clipnorm, "clipvalue": self.clipvalue,
                 "global_clipnorm": self.global_clipnorm}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config, custom_objects=None):
+        config = dict(config)
+        if isinstance(config.get("learning_rate"), dict):
+            from .schedules import deserialize
+            config["learning_rate"] = deserialize(config["learning_rate"],
+                                                  custom_objects)
         return cls(**config)

@@ -17,6 +17,7 @@ class RMSprop(Optimizer):
         self.centered = bool(centered)
 
     _keras_slot_names = {"rms": "velocity", "mg": "average_gradient"}
+    _default_name = "rmsprop"
 
     def _slot_specs(self, var):
         specs = [("rms", "zeros")]

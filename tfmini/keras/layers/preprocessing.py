@@ -1,0 +1,387 @@
+"""Preprocessing layers: Normalization (with adapt), Rescaling,
+CategoryEncoding, IntegerLookup (with adapt).
+
+They run as ops, so they work inside a model and a traced step; adapt()
+computes its statistics eagerly with NumPy from an array, a tensor, or
+an iterable of batches (a tf.data.Dataset)."""
+import numpy as np
+
+import tfmini as tf
+
+from .. import backend
+from .base import Layer
+
+
+def _to_numpy(data):
+    """An array from an array, a tensor or an iterable of batches."""
+    if isinstance(data, np.ndarray):
+        return data
+    if hasattr(data, "numpy"):
+        return data.numpy()
+    if isinstance(data, (list, tuple)):
+        return np.asarray(data)
+    batches = []
+    for b in data:
+        if isinstance(b, (tuple, list)):
+            b = b[0]            # (x, y) pairs: adapt on x, as Keras
+        batches.append(b.numpy() if hasattr(b, "numpy") else np.asarray(b))
+    if not batches:
+        raise ValueError("adapt() was given no data")
+    return np.concatenate(batches, axis=0)
+
+
+class Normalization(Layer):
+    """(x - mean) / max(sqrt(variance), epsilon) per feature along
+    `axis` (invert=True undoes it). mean and variance are given, or
+    learned by adapt(data) into the non-trainable weights 'mean' and
+    'variance' (population variance, as Keras), beside Keras 3's
+    scalar 'count' (here: the number of examples adapted on)."""
+
+    def __init__(self, axis=-1, mean=None, variance=None, invert=False,
+                 **kwargs):
+        super().__init__(**kwargs)
+        if axis is None:
+            axis = ()
+        elif isinstance(axis, int):
+            axis = (axis,)
+        self.axis = tuple(axis)
+        if (mean is None) != (variance is None):
+            raise ValueError(f"When setting values directly, both `mean` "
+                             f"and `variance` must be set. Received: "
+                             f"mean={mean} and variance={variance}")
+        self.input_mean = mean
+        self.input_variance = variance
+        self.invert = bool(invert)
+        self.supports_masking = True
+
+    def _axes(self, ndim):
+        keep = sorted(a % ndim for a in self.axis)
+        if any(a == 0 for a in keep) and ndim > 1:
+            raise ValueError("Normalization cannot normalize along the "
+                             "batch axis (axis=0)")
+        return keep
+
+    def build(self, input_shape):
+        shape = tuple(tf.TensorShape(input_shape))
+        ndim = len(shape)
+        self._keep = self._axes(ndim)
+        for a in self._keep:
+            if shape[a] is None:
+                raise ValueError(f"All `axis` values to be kept must have a "
+                                 f"known shape. Received axis={self.axis}, "
+                                 f"inputs.shape={shape}, with unknown axis "
+                                 f"at index {a}")
+        self._reduce = tuple(d for d in range(ndim) if d not in self._keep)
+        stat_shape = tuple(shape[d] for d in self._keep)
+        self._bshape = tuple(shape[d] if d in self._keep else 1
+                             for d in range(ndim))
+        if self.input_mean is None:
+            self.adapt_mean = self.add_weight(
+                "mean", stat_shape, initializer="zeros", trainable=False)
+            self.adapt_variance = self.add_weight(
+                "variance", stat_shape, initializer="ones", trainable=False)
+            # Keras 3 keeps a scalar 'count' for older saved models; it
+            # is here so weight lists and files line up with Keras'.
+            self.count = self.add_weight(
+                "count", (), dtype="int64", initializer="zeros",
+                trainable=False)
+        self.built = True
+
+    def adapt(self, data, batch_size=None, steps=None):
+        if self.input_mean is not None:
+            raise ValueError("Normalization was given mean and variance; "
+                             "it cannot also adapt")
+        x = _to_numpy(data).astype(np.float64)
+        if not self.built:
+            self.build((None,) + x.shape[1:])
+        mean = x.mean(axis=self._reduce)
+        var = x.var(axis=self._reduce)
+        self.adapt_mean.assign(mean.astype(np.float32), read_value=False)
+        self.adapt_variance.assign(var.astype(np.float32), read_value=False)
+        self.count.assign(x.shape[0] if x.ndim else 1, read_value=False)
+
+    def _stats(self, dtype):
+        if self.input_mean is not None:
+            mean = np.broadcast_to(np.asarray(self.input_mean, np.float32),
+                                   self._bshape)
+            var = np.broadcast_to(np.asarray(self.input_variance,
+                                             np.float32), self._bshape)
+            return tf.constant(mean, dtype), tf.constant(var, dtype)
+        return (tf.reshape(tf.cast(self.adapt_mean, dtype), self._bshape),
+                tf.reshape(tf.cast(self.adapt_variance, dtype),
+                           self._bshape))
+
+    def call(self, inputs):
+        x = inputs if inputs.dtype.is_floating else \
+            tf.cast(inputs, self.compute_dtype)
+        mean, var = self._stats(x.dtype)
+        scale = tf.maximum(tf.sqrt(var), backend.epsilon())
+        if self.invert:
+            return mean + x * scale
+        return (x - mean) / scale
+
+    @property
+    def mean(self):
+        return self._stats(tf.float32)[0]
+
+    @property
+    def variance(self):
+        return self._stats(tf.float32)[1]
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        config = super().get_config()
+
+        def plain(v):
+            return np.asarray(v).tolist() if v is not None else None
+        config.update(axis=self.axis, invert=self.invert,
+                      mean=plain(self.input_mean),
+                      variance=plain(self.input_variance))
+        return config
+
+
+class Rescaling(Layer):
+    """inputs * scale + offset, in the layer's float dtype (e.g. 1/255
+    for image bytes)."""
+
+    def __init__(self, scale, offset=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = scale
+        self.offset = offset
+        self.supports_masking = True
+
+    def call(self, inputs):
+        x = tf.cast(inputs, self.compute_dtype)
+        return x * tf.cast(self.scale, x.dtype) + tf.cast(self.offset,
+                                                          x.dtype)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(scale=self.scale, offset=self.offset)
+        return config
+
+
+_MODES = ("one_hot", "multi_hot", "count")
+
+
+def _check_range(x, n, who):
+    """Out-of-range ids would be silently dropped by one_hot: refuse them
+    when the values are known (eager)."""
+    if getattr(x, "_symbolic", False) or not hasattr(x, "numpy"):
+        return
+    v = x.numpy()
+    if v.size and (v.min() < 0 or v.max() >= n):
+        raise ValueError(f"{who}: input values must be in the range "
+                         f"0 <= values < num_tokens with num_tokens={n}; "
+                         f"got values in [{v.min()}, {v.max()}]")
+
+
+def _encode(x, n, mode, dtype, count_weights=None):
+    """one_hot: one row per value; multi_hot / count: one row per
+    sample (the last axis holds its values)."""
+    rank = len(x._shape_tuple)
+    if mode == "one_hot":
+        if rank == 0 or x._shape_tuple[-1] != 1:
+            x = tf.expand_dims(x, -1)
+    elif rank == 0:
+        x = tf.expand_dims(x, -1)
+    hot = tf.one_hot(tf.cast(x, tf.int32), n, dtype=dtype)
+    if count_weights is not None:
+        hot = hot * tf.expand_dims(tf.cast(count_weights, dtype), -1)
+    if mode == "count":
+        return tf.reduce_sum(hot, axis=-2)
+    return tf.reduce_max(hot, axis=-2)
+
+
+class CategoryEncoding(Layer):
+    """Integer ids in [0, num_tokens) to one-hot rows (one_hot),
+    per-sample indicator vectors (multi_hot) or counts (count;
+    count_weights weighs each id)."""
+
+    def __init__(self, num_tokens=None, output_mode="multi_hot",
+                 sparse=False, **kwargs):
+        super().__init__(**kwargs)
+        if num_tokens is None:
+            raise ValueError("num_tokens must be set to use this layer. If "
+                             "the number of tokens is not known beforehand, "
+                             "use the IntegerLookup layer instead.")
+        if int(num_tokens) < 1:
+            raise ValueError(f"`num_tokens` must be >= 1. Received: "
+                             f"num_tokens={num_tokens}.")
+        if output_mode not in _MODES:
+            raise ValueError(f"Unknown arg for output_mode: {output_mode}. "
+                             f"Expected one of {list(_MODES)}")
+        if sparse:
+            raise ValueError("tfmini has no sparse tensors: "
+                             "CategoryEncoding(sparse=True) is unsupported")
+        self.num_tokens = int(num_tokens)
+        self.output_mode = output_mode
+        self.sparse = False
+        self._keras_autocast = False
+
+    def call(self, inputs, count_weights=None):
+        if count_weights is not None and self.output_mode != "count":
+            raise ValueError("`count_weights` is not used when `output_mode`"
+                             " is not 'count'. Received "
+                             f"output_mode={self.output_mode!r}")
+        _check_range(inputs, self.num_tokens, "CategoryEncoding")
+        return _encode(inputs, self.num_tokens, self.output_mode,
+                       self.compute_dtype, count_weights)
+
+    def compute_output_shape(self, input_shape):
+        shape = tuple(input_shape)
+        if self.output_mode == "one_hot" and (not shape or shape[-1] != 1):
+            return shape + (self.num_tokens,)
+        return shape[:-1] + (self.num_tokens,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_tokens=self.num_tokens,
+                      output_mode=self.output_mode, sparse=self.sparse)
+        return config
+
+
+class IntegerLookup(Layer):
+    """Integer values to contiguous indices through a vocabulary
+    (given, or learned by adapt(): most frequent first, ties by larger
+    value first). Index 0 is the mask token's when mask_token is set,
+    then num_oov_indices out-of-vocabulary slots (tfmini: 0 or 1), then
+    the vocabulary. invert=True maps indices back; output_mode
+    one_hot/multi_hot/count encodes the indices as CategoryEncoding."""
+
+    def __init__(self, max_tokens=None, num_oov_indices=1, mask_token=None,
+                 oov_token=-1, vocabulary=None, vocabulary_dtype="int64",
+                 idf_weights=None, invert=False, output_mode="int",
+                 sparse=False, pad_to_max_tokens=False, name=None,
+                 **kwargs):
+        kwargs.pop("dtype", None)
+        super().__init__(name=name, **kwargs)
+        if num_oov_indices not in (0, 1):
+            raise NotImplementedError(
+                "tfmini's IntegerLookup supports num_oov_indices 0 or 1 "
+                "(more hash OOV values into buckets)")
+        if output_mode not in ("int",) + _MODES:
+            raise ValueError(f"Unknown output_mode {output_mode!r}; "
+                             f"expected one of {['int'] + list(_MODES)}")
+        if invert and output_mode != "int":
+            raise ValueError("`output_mode` must be 'int' when `invert` is "
+                             "true.")
+        if sparse or idf_weights is not None:
+            raise ValueError("tfmini's IntegerLookup supports neither "
+                             "sparse outputs nor idf_weights")
+        self.max_tokens = max_tokens
+        self.num_oov_indices = num_oov_indices
+        self.mask_token = mask_token
+        self.oov_token = int(oov_token)
+        self.vocabulary_dtype = vocabulary_dtype
+        self.invert = bool(invert)
+        self.output_mode = output_mode
+        self.pad_to_max_tokens = bool(pad_to_max_tokens)
+        self._keras_autocast = False
+        self._vocab = None
+        if vocabulary is not None:
+            self.set_vocabulary(vocabulary)
+
+    def set_vocabulary(self, vocabulary, idf_weights=None):
+        vocab = [int(v) for v in np.asarray(vocabulary).reshape(-1)]
+        if len(set(vocab)) != len(vocab):
+            raise ValueError(f"The passed vocabulary has at least one "
+                             f"repeated term: {vocab}")
+        if self.mask_token is not None and int(self.mask_token) in vocab:
+            raise ValueError(f"Found reserved mask token "
+                             f"{self.mask_token} in the vocabulary")
+        self._vocab = vocab
+
+    def adapt(self, data, steps=None):
+        values = _to_numpy(data).reshape(-1).astype(np.int64)
+        if self.mask_token is not None:
+            values = values[values != int(self.mask_token)]
+        tokens, counts = np.unique(values, return_counts=True)
+        order = np.lexsort((tokens, counts))[::-1]
+        vocab = tokens[order]
+        if self.max_tokens is not None:
+            reserved = self.num_oov_indices + (self.mask_token is not None)
+            vocab = vocab[:max(self.max_tokens - reserved, 0)]
+        self._vocab = [int(v) for v in vocab]
+
+    def _offset(self):
+        return self.num_oov_indices + (self.mask_token is not None)
+
+    def get_vocabulary(self, include_special_tokens=True):
+        if self._vocab is None:
+            raise ValueError("IntegerLookup has no vocabulary yet: pass "
+                             "`vocabulary` or call adapt()")
+        if not include_special_tokens:
+            return list(self._vocab)
+        out = [] if self.mask_token is None else [int(self.mask_token)]
+        return out + [self.oov_token] * self.num_oov_indices + \
+            list(self._vocab)
+
+    def vocabulary_size(self):
+        n = len(self.get_vocabulary())
+        if self.pad_to_max_tokens and self.max_tokens:
+            n = max(n, self.max_tokens)
+        return n
+
+    def _lookup(self, x):
+        vocab = tf.constant(np.asarray(self._vocab, np.int64))
+        x64 = tf.cast(x, tf.int64)
+        eq = tf.equal(tf.expand_dims(x64, -1), vocab)
+        found = tf.reduce_any(eq, axis=-1)
+        pos = tf.argmax(tf.cast(eq, tf.int32), axis=-1, output_type=tf.int64)
+        idx = tf.where(found, pos + self._offset(),
+                       tf.fill(tf.shape(x64), tf.constant(
+                           self._offset() - self.num_oov_indices, tf.int64)))
+        if self.num_oov_indices == 0 and not getattr(x, "_symbolic", False):
+            miss = np.logical_not(found.numpy())
+            if self.mask_token is not None:
+                miss &= x64.numpy() != int(self.mask_token)
+            if miss.any():
+                raise tf.errors.InvalidArgumentError(
+                    None, None, f"IntegerLookup with num_oov_indices=0 got "
+                    f"values not in the vocabulary: "
+                    f"{np.unique(x64.numpy()[miss])[:10].tolist()}")
+        if self.mask_token is not None:
+            idx = tf.where(tf.equal(x64, int(self.mask_token)),
+                           tf.zeros_like(idx), idx)
+        return idx
+
+    def call(self, inputs):
+        if self._vocab is None:
+            raise ValueError("IntegerLookup has no vocabulary yet: pass "
+                             "`vocabulary` or call adapt()")
+        if self.invert:
+            table = tf.constant(np.asarray(self.get_vocabulary(), np.int64))
+            return tf.gather(table, tf.cast(inputs, tf.int64))
+        idx = self._lookup(inputs)
+        if self.output_mode == "int":
+            return idx
+        return _encode(idx, self.vocabulary_size(), self.output_mode,
+                       tf.float32)
+
+    def compute_output_shape(self, input_shape):
+        shape = tuple(input_shape)
+        if self.output_mode == "int":
+            return shape
+        if self.output_mode == "one_hot" and (not shape or shape[-1] != 1):
+            return shape + (self.vocabulary_size(),)
+        return shape[:-1] + (self.vocabulary_size(),)
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("dtype", None)
+        config.update(max_tokens=self.max_tokens,
+                      num_oov_indices=self.num_oov_indices,
+                      mask_token=self.mask_token, oov_token=self.oov_token,
+                      vocabulary=(None if self._vocab is None
+                                  else list(self._vocab)),
+                      vocabulary_dtype=self.vocabulary_dtype,
+                      invert=self.invert, output_mode=self.output_mode,
+                      sparse=False,
+                      pad_to_max_tokens=self.pad_to_max_tokens)
+        return config
