@@ -15,7 +15,6 @@ import logging
 import threading
 import os
 import sys
-import threading
 import weakref
 
 import numpy as np
