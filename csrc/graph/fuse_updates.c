@@ -36,7 +36,7 @@
  * subtraction through delta into m_new and s_new, which become extra
  * outputs read by the assigns after it, and the executor writes all
  * three into their variables in place (Note [Fused writes into
- * variables] in exec.c). Only elementwise float ops, constants,
+ * variables] in exec_plan.c). Only elementwise float ops, constants,
  * placeholders and reads of known shape are moved past, none of which
  * can fail or observe a variable other than through a read. */
 #include "passes.h"

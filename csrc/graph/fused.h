@@ -173,7 +173,7 @@ tfm_fused_native_fn tfm_native_lazy_get(tfm_native_lazy *l,
  * instead, whole tensors at a time. native: the program compiled
  * (tfm_fused_native), or NULL for the block evaluator. keep_lock: run
  * under the interpreter lock even when big (an output is a variable's
- * memory: exec.c's Note [Fused writes into variables]). */
+ * memory: exec_plan.c's Note [Fused writes into variables]). */
 tfm_code tfm_fused_run(const tfm_node *n, tfm_tensor *const *in,
                        tfm_tensor **out, int recorded,
                        tfm_fused_native_fn native, int keep_lock);

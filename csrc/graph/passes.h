@@ -21,7 +21,7 @@ enum tfm_pass_bit {
     TFM_PASS_DCE = 1u << 3,       /* pass_dce.c */
     TFM_PASS_EPILOGUE = 1u << 4,  /* matmul + bias + activation */
     TFM_PASS_FUSE = 1u << 5,      /* elementwise fusion */
-    TFM_PASS_MEMORY = 1u << 6,    /* memory plan in exec.c */
+    TFM_PASS_MEMORY = 1u << 6,    /* memory plan in exec_plan.c */
     TFM_PASS_NATIVE = 1u << 7,    /* big fused nodes as machine code
                                    * (fused_native.c), in exec.c */
     TFM_PASS_ALL = (1u << 8) - 1,

@@ -3,7 +3,6 @@
  * in runtime/graph.h). */
 #include "function_shared.h"
 
-#include "../runtime/graph_while_again.h"
 
 static tfm_graph *
 graph_arg(PyObject *o)
