@@ -14,6 +14,7 @@ import inspect
 import logging
 import os
 import sys
+import threading
 import weakref
 
 import numpy as np
