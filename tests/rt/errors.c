@@ -84,7 +84,9 @@ main(int argc, char **argv)
     expect("wrong dtype", st, TFMINI_INVALID_ARGUMENT);
     if (out[0] || out[1])
         failed++;
-    tfmini_model_run(m, f, &good, 1, out, 1, NULL);   /* no status */
+    if (tfmini_model_run(m, f, &good, 1, out, 1, NULL))   /* no status */
+        failed++;
+    tfmini_tensor_free(out[0]);
     tfmini_model_run(m, f, &good, 1, out, 1, st);
     expect("good run", st, TFMINI_OK);
     if (!out[0] || tfmini_tensor_dim(out[0], 0) != 2)
