@@ -60,13 +60,14 @@ def _free_port():
 
 
 class Server:
-    def __init__(self, binary, name, base, *flags):
+    def __init__(self, binary, name, base, *flags, config=None):
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1/models/{name}"
         self.log = open(base.parent / f"{name}.log", "w+")
+        which = ([f"--model_config_file={config}"] if config else
+                 [f"--model_name={name}", f"--model_base_path={base}"])
         self.proc = subprocess.Popen(
-            [str(binary), f"--rest_api_port={self.port}",
-             f"--model_name={name}", f"--model_base_path={base}",
+            [str(binary), f"--rest_api_port={self.port}", *which,
              "--rest_api_host=127.0.0.1",
              "--file_system_poll_wait_seconds=1", *flags],
             stdout=self.log, stderr=subprocess.STDOUT, env=_env())
@@ -296,3 +297,55 @@ def test_named_inputs_and_outputs(server_bin, tmp_path):
         assert s.get("")[1]["model_version_status"][0]["version"] == "3"
     finally:
         s.stop()
+
+
+def test_model_config_file_serves_several_models(server_bin, tmp_path):
+    a, b = _mlp(7), _mlp(8)
+    tf.saved_model.save(a, str(tmp_path / "a" / "1"))
+    tf.saved_model.save(b, str(tmp_path / "b" / "4"))
+    config = tmp_path / "models.config"
+    config.write_text(f"""# two models
+model_config_list {{
+  config {{
+    name: 'first'
+    base_path: '{tmp_path / "a"}'
+    model_platform: "tensorflow"
+  }}
+  config {{ name: "second" base_path: "{tmp_path / 'b'}" }}
+}}
+""")
+    s = Server(server_bin, "first", tmp_path / "a", config=config)
+    try:
+        code, body = s.predict({"inputs": X.tolist()})
+        assert code == 200, body
+        np.testing.assert_allclose(body["outputs"], a(X).numpy(), rtol=1e-5,
+                                   atol=1e-6)
+        second = s.url.replace("/first", "/second")
+        req = urllib.request.Request(second + ":predict", data=json.dumps(
+            {"inputs": X.tolist()}).encode())
+        with urllib.request.urlopen(req, timeout=30) as r:
+            got = json.loads(r.read())["outputs"]
+        np.testing.assert_allclose(got, b(X).numpy(), rtol=1e-5, atol=1e-6)
+        with urllib.request.urlopen(second, timeout=30) as r:
+            assert json.loads(r.read())["model_version_status"][0][
+                "version"] == "4"
+    finally:
+        s.stop()
+
+
+@pytest.mark.parametrize("text, words", [
+    ("model_config_list { }", "no config"),
+    ("model_config_list { config { name: 'x' base_path: '/nonexistent' } }",
+     "no numbered version folder"),
+    ("model_config_list { config { name: x base_path: '/a' } }",
+     "quoted string"),
+])
+def test_bad_model_config_file_is_a_clear_error(server_bin, tmp_path, text,
+                                                words):
+    config = tmp_path / "bad.config"
+    config.write_text(text)
+    r = subprocess.run([str(server_bin), "--rest_api_port=1",
+                        f"--model_config_file={config}"],
+                       capture_output=True, text=True, timeout=30,
+                       env=_env())
+    assert r.returncode in (1, 2) and words in r.stderr, r.stderr

@@ -7,7 +7,9 @@
  * model; the newest is served, and a newer folder is loaded and swapped
  * in every --file_system_poll_wait_seconds (requests in flight finish
  * on the version they started with). HTTP is libmicrohttpd's, JSON
- * jansson's. Options besides TF Serving's:
+ * jansson's. --model_config_file names several models (TF Serving's
+ * model_config_list { config { name: .. base_path: .. } ... }).
+ * Options besides TF Serving's:
  *   --rest_api_host=ADDR      listen address (default 0.0.0.0)
  *   --max_body_bytes=N        larger request bodies get 413 (64 MiB)
  *   --rest_api_timeout_in_ms  (TF Serving's) a connection idle this
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "rest.h"
 
 #if MHD_VERSION < 0x00097002
@@ -32,11 +35,13 @@ typedef enum MHD_Result MHD_RESULT;
 typedef struct config {
     int port, threads, poll_seconds;
     long long max_body, timeout_ms;
-    const char *host, *name, *base_path;
+    const char *host, *name, *base_path, *config_file;
 } config;
 
-static config cfg = {8501, 4, 1, 64LL << 20, 30000, "0.0.0.0", NULL, NULL};
-static served_model *model;
+static config cfg = {8501, 4, 1, 64LL << 20, 30000, "0.0.0.0", NULL, NULL,
+                     NULL};
+static served_model *models[MAX_MODELS];
+static int nmodels;
 static volatile sig_atomic_t stopping;
 
 typedef struct request {
@@ -109,7 +114,7 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
     }
     if (req->too_big)
         return send_reply(c, too_big());
-    return send_reply(c, rest_handle(&model, 1, method, url, req->body,
+    return send_reply(c, rest_handle(models, nmodels, method, url, req->body,
                                      req->len));
 }
 
@@ -163,20 +168,23 @@ parse(int argc, char **argv)
             cfg.timeout_ms = atoll(v);
         else if ((v = flag(a, "rest_api_num_threads")))
             cfg.threads = atoi(v);
-        else if (flag(a, "model_config_file")) {
-            fprintf(stderr, "tfmini_model_server: --model_config_file is "
-                    "not supported yet: serve one model with --model_name "
-                    "and --model_base_path\n");
-            return -1;
-        } else {
+        else if ((v = flag(a, "model_config_file")))
+            cfg.config_file = v;
+        else {
             fprintf(stderr, "tfmini_model_server: unknown flag %s\n", a);
             return -1;
         }
     }
-    if (!cfg.name || !cfg.base_path || cfg.port <= 0 || cfg.port > 65535 ||
+    if (!cfg.config_file != !!(cfg.name && cfg.base_path)) {
+        fprintf(stderr, "tfmini_model_server: give either --model_name and "
+                "--model_base_path or --model_config_file\n");
+        return -1;
+    }
+    if (cfg.port <= 0 || cfg.port > 65535 ||
         cfg.threads < 1 || cfg.max_body < 1 || cfg.timeout_ms < 1) {
         fprintf(stderr, "usage: tfmini_model_server --rest_api_port=N "
-                "--model_name=NAME --model_base_path=DIR "
+                "(--model_name=NAME --model_base_path=DIR | "
+                "--model_config_file=FILE) "
                 "[--file_system_poll_wait_seconds=N] [--rest_api_host=ADDR] "
                 "[--max_body_bytes=N] [--rest_api_timeout_in_ms=N] "
                 "[--rest_api_num_threads=N]\n");
@@ -191,11 +199,33 @@ main(int argc, char **argv)
     if (parse(argc, argv))
         return 2;
     char err[512];
-    if (!(model = served_model_new(cfg.name, cfg.base_path, err,
-                                   sizeof err))) {
-        fprintf(stderr, "tfmini_model_server: %s\n", err);
-        return 1;
+    static model_entry entries[MAX_MODELS];
+    int n = 1;
+    if (cfg.config_file) {
+        if ((n = config_read(cfg.config_file, entries, MAX_MODELS, err,
+                             sizeof err)) < 0) {
+            fprintf(stderr, "tfmini_model_server: %s\n", err);
+            return 2;
+        }
+    } else {
+        snprintf(entries[0].name, sizeof entries[0].name, "%s", cfg.name);
+        snprintf(entries[0].base_path, sizeof entries[0].base_path, "%s",
+                 cfg.base_path);
     }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(entries[i].name, entries[j].name) == 0) {
+                fprintf(stderr, "tfmini_model_server: model %s is named "
+                        "twice\n", entries[i].name);
+                return 2;
+            }
+    for (nmodels = 0; nmodels < n; nmodels++)
+        if (!(models[nmodels] = served_model_new(
+                entries[nmodels].name, entries[nmodels].base_path, err,
+                sizeof err))) {
+            fprintf(stderr, "tfmini_model_server: %s\n", err);
+            return 1;
+        }
     struct sockaddr_in addr = {0};
     addr.sin_family = AF_INET;
     addr.sin_port = htons((uint16_t)cfg.port);
@@ -221,13 +251,14 @@ main(int argc, char **argv)
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     signal(SIGPIPE, SIG_IGN);
-    fprintf(stderr, "tfmini_model_server: serving %s on %s:%d\n", cfg.name,
-            cfg.host, cfg.port);
+    fprintf(stderr, "tfmini_model_server: serving %d model(s) on %s:%d\n",
+            nmodels, cfg.host, cfg.port);
     while (!stopping) {
         for (int t = 0; t < cfg.poll_seconds * 10 && !stopping; t++)
             usleep(100000);
         if (!stopping && cfg.poll_seconds > 0)
-            served_model_poll(model);
+            for (int i = 0; i < nmodels; i++)
+                served_model_poll(models[i]);
     }
     MHD_stop_daemon(d);
     return 0;
