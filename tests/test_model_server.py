@@ -60,7 +60,7 @@ def _free_port():
 
 
 class Server:
-    def __init__(self, binary, name, base, *flags, config=None):
+    def __init__(self, binary, name, base, *flags, config=None, env=None):
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1/models/{name}"
         self.log = open(base.parent / f"{name}.log", "w+")
@@ -70,7 +70,7 @@ class Server:
             [str(binary), f"--rest_api_port={self.port}", *which,
              "--rest_api_host=127.0.0.1",
              "--file_system_poll_wait_seconds=1", *flags],
-            stdout=self.log, stderr=subprocess.STDOUT, env=_env())
+            stdout=self.log, stderr=subprocess.STDOUT, env=env or _env())
         for _ in range(200):
             try:
                 if self.get("")[0] == 200:
@@ -349,3 +349,54 @@ def test_bad_model_config_file_is_a_clear_error(server_bin, tmp_path, text,
                        capture_output=True, text=True, timeout=30,
                        env=_env())
     assert r.returncode in (1, 2) and words in r.stderr, r.stderr
+
+
+def test_server_under_asan_has_no_leak_or_error(server_bin, tmp_path):
+    """Bad requests, a swap and a clean exit under ASan + UBSan with the
+    leak check, linked with tests/c's sanitized core."""
+    tests_c = ROOT / "tests" / "c"
+    r = subprocess.run(["make", "-C", str(tests_c), f"-j{os.cpu_count()}",
+                        "build/sanitize/libtfmini.a", "SANITIZE=1"],
+                       capture_output=True, text=True, env=_env())
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    exe = tmp_path / "server_asan"
+    srcs = sorted(str(p) for p in (ROOT / "tools" / "serving").glob("*.c"))
+    srcs += sorted(str(p) for p in (ROOT / "csrc" / "rt").glob("*.c"))
+    r = subprocess.run(
+        ["gcc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-g",
+         "-fno-omit-frame-pointer", "-fopenmp",
+         "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+         "-I" + str(ROOT / "csrc"), "-I" + str(ROOT / "include"), *srcs,
+         str(tests_c / "build" / "sanitize" / "libtfmini.a"), "-o", str(exe),
+         "-lstdc++", "-lm", "-lpthread", "-lmicrohttpd", "-ljansson"],
+        capture_output=True, text=True, env=_env())
+    assert r.returncode == 0, r.stderr[-3000:]
+    base = tmp_path / "models"
+    tf.saved_model.save(_mlp(9), str(base / "1"))
+    env = _env()
+    env["ASAN_OPTIONS"] = "detect_leaks=1:halt_on_error=1"
+    env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    s = Server(exe, "m", base, "--max_body_bytes=100000", env=env)
+    try:
+        rng = random.Random(1)
+        good = json.dumps({"instances": X.tolist()}).encode()
+        for i in range(60):
+            body = bytearray(good)
+            body[rng.randrange(len(body))] = rng.randrange(256)
+            assert s.predict(bytes(body))[0] in (200, 400)
+        assert s.predict({"inputs": {"inputs": X.tolist()},
+                          "signature_name": "x"})[0] == 400
+        assert s.predict(b"[" + b"1," * 60000 + b"1]")[0] == 413
+        assert s.get("/metadata")[0] == 200
+        tf.saved_model.save(_mlp(10), str(tmp_path / "2"))
+        os.rename(tmp_path / "2", base / "2")
+        for _ in range(100):
+            if s.get("")[1]["model_version_status"][0]["version"] == "2":
+                break
+            time.sleep(0.1)
+        assert s.predict({"inputs": X.tolist()})[0] == 200
+    finally:
+        s.stop()
+    out = s.output()
+    if "LeakSanitizer has encountered a fatal error" not in out:
+        assert "ERROR" not in out and "runtime error" not in out, out[-4000:]
