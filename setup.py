@@ -146,6 +146,10 @@ class BuildExt(build_ext):
         objs = self.compiler.object_filenames(
             [s for s in ext.sources if not s.startswith("csrc/python/")],
             output_dir=self.build_temp)
+        if not all(os.path.exists(o) for o in objs):
+            # _C was up to date but its objects are gone: compile again.
+            self.force = True
+            super().build_extension(ext)
         rt_dir = os.path.join(os.path.dirname(target), "rt")
         lib = os.path.join(rt_dir, "libtfmini_rt.so")
         inc = os.path.join(rt_dir, "include", "tfmini")
