@@ -227,3 +227,19 @@ def test_make_rt_builds_the_library_alone(tmp_path):
     names = {l.split()[-1] for l in nm.splitlines() if " T " in l}
     assert "tfmini_model_run" in names
     assert not [n for n in names if n.startswith("tfm_")], names
+
+
+def test_keras_export_writes_what_predict_runs(progs, tmp_path):
+    model = tf.keras.Sequential([tf.keras.layers.Input((4,)),
+                                 tf.keras.layers.Dense(2)])
+    model.export(str(tmp_path / "1"), verbose=False)
+    x = np.arange(8, dtype=np.float32).reshape(2, 4) / 8
+    r = _run([progs["predict"], tmp_path / "1"] + [str(v) for v in x.ravel()])
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_allclose(_outputs(r.stdout)["output_0"],
+                               model(x).numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="not built"):
+        tf.keras.Sequential([tf.keras.layers.Dense(2)]).export(
+            str(tmp_path / "2"))
+    with pytest.raises(ValueError, match="format 'onnx'"):
+        model.export(str(tmp_path / "3"), format="onnx")

@@ -119,7 +119,7 @@ def _mlp(seed):
 def mlp_server(server_bin, tmp_path_factory):
     base = tmp_path_factory.mktemp("mlp") / "models"
     model = _mlp(5)
-    tf.saved_model.save(model, str(base / "1"))
+    model.export(str(base / "1"), verbose=False)     # Keras 3's way
     s = Server(server_bin, "mlp", base, "--max_body_bytes=200000",
                "--rest_api_timeout_in_ms=1000")
     s.model, s.base = model, base
