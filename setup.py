@@ -131,10 +131,54 @@ class BuildExt(build_ext):
         if modes.get(target) != MODE:
             self.force = True
         super().build_extension(ext)
+        self.build_rt(ext, target)
         modes[target] = MODE
         os.makedirs(os.path.dirname(stamp), exist_ok=True)
         with open(stamp, "w") as f:
             json.dump(modes, f, indent=1)
+
+    def build_rt(self, ext, target):
+        """The C runtime (include/tfmini/tfmini.h) beside the extension,
+        as tfmini/rt/libtfmini_rt.so and tfmini/rt/include/: linked from
+        the objects just compiled for _C, less the binding's, so that it
+        costs one link. `make -C csrc rt` builds the same library on its
+        own (with hidden visibility for the core's names)."""
+        objs = self.compiler.object_filenames(
+            [s for s in ext.sources if not s.startswith("csrc/python/")],
+            output_dir=self.build_temp)
+        if not all(os.path.exists(o) for o in objs):
+            # _C was up to date but its objects are gone: compile again.
+            self.force = True
+            super().build_extension(ext)
+        rt_dir = os.path.join(os.path.dirname(target), "rt")
+        lib = os.path.join(rt_dir, "libtfmini_rt.so")
+        inc = os.path.join(rt_dir, "include", "tfmini")
+        os.makedirs(inc, exist_ok=True)
+        shutil.copyfile(os.path.join(HERE, "include", "tfmini", "tfmini.h"),
+                        os.path.join(inc, "tfmini.h"))
+        newest = max(os.path.getmtime(o) for o in objs)
+        if (not self.force and os.path.exists(lib)
+                and os.path.getmtime(lib) >= newest):
+            return
+        # g++ links, so that the Eigen shims' C++ runtime comes along.
+        # Python's CFLAGS carry -g: a release library drops the 50 MB
+        # of debug sections (the objects keep them).
+        strip = ["-s"] if MODE == "release" else []
+        subprocess.run(["g++", "-shared", "-o", lib] + objs + LINK + strip
+                       + ["-lm", "-lpthread"], check=True)
+
+    def copy_extensions_to_source(self):
+        """--inplace: tfmini/rt/ gets the library and header too."""
+        super().copy_extensions_to_source()
+        build_py = self.get_finalized_command("build_py")
+        for ext in self.extensions:
+            inplace, regular = self._get_inplace_equivalent(build_py, ext)
+            src = os.path.join(os.path.dirname(regular), "rt")
+            dst = os.path.join(os.path.dirname(inplace), "rt")
+            self.copy_file(os.path.join(src, "libtfmini_rt.so"), dst)
+            os.makedirs(os.path.join(dst, "include", "tfmini"), exist_ok=True)
+            self.copy_file(os.path.join(src, "include", "tfmini", "tfmini.h"),
+                           os.path.join(dst, "include", "tfmini"))
 
     def build_extensions(self):
         compiler = self.compiler

@@ -15,6 +15,7 @@ import logging
 import threading
 import os
 import sys
+import threading
 import weakref
 
 import numpy as np

@@ -679,6 +679,22 @@ class Model(Layer):
             "model.save_weights(path), rebuild the model in code and call "
             "model.load_weights(path)")
 
+    def export(self, filepath, format="tf_saved_model", verbose=True):
+        """Keras 3's export for serving: a saved model whose
+        serving_default runs the model on a batch of its input shape.
+        Written into a numbered version folder (models/NAME/1), it is what
+        tfmini_model_server and the C runtime load (README, "Deployment
+        from C")."""
+        if format != "tf_saved_model":
+            raise ValueError(f"model.export: format {format!r} is not "
+                             f"supported; tfmini exports 'tf_saved_model'")
+        if not self.built:
+            raise ValueError("model.export: the model is not built; call "
+                             "it on data or fit it first")
+        tf.saved_model.save(self, filepath)
+        if verbose:
+            print(f"Saved artifact at '{filepath}'.")
+
     def summary(self, line_length=None, positions=None, print_fn=None,
                 expand_nested=False, show_trainable=False,
                 layer_range=None):

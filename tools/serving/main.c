@@ -1,0 +1,265 @@
+/* tfmini_model_server: TF Serving's REST API over tfmini's C runtime.
+ *
+ *   tfmini_model_server --rest_api_port=8501 --model_name=NAME
+ *                       --model_base_path=DIR [options]
+ *
+ * DIR holds numbered version folders (DIR/1, DIR/2, ...), each a saved
+ * model; the newest is served, and a newer folder is loaded and swapped
+ * in every --file_system_poll_wait_seconds (requests in flight finish
+ * on the version they started with). HTTP is libmicrohttpd's, JSON
+ * jansson's. --model_config_file names several models (TF Serving's
+ * model_config_list { config { name: .. base_path: .. } ... }).
+ * Options besides TF Serving's:
+ *   --rest_api_host=ADDR      listen address (default 0.0.0.0)
+ *   --max_body_bytes=N        larger request bodies get 413 (64 MiB)
+ *   --rest_api_timeout_in_ms  (TF Serving's) a connection idle this
+ *                             long is closed (default 30000)
+ *   --rest_api_num_threads    (TF Serving's) worker threads (default 4) */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "rest.h"
+
+#if MHD_VERSION < 0x00097002
+typedef int MHD_RESULT;
+#else
+typedef enum MHD_Result MHD_RESULT;
+#endif
+
+typedef struct config {
+    int port, threads, poll_seconds;
+    long long max_body, timeout_ms;
+    const char *host, *name, *base_path, *config_file;
+} config;
+
+static config cfg = {8501, 4, 1, 64LL << 20, 30000, "0.0.0.0", NULL, NULL,
+                     NULL};
+static served_model *models[MAX_MODELS];
+static int nmodels;
+static volatile sig_atomic_t stopping;
+
+typedef struct request {
+    char *body;
+    size_t len;
+    int too_big;
+} request;
+
+static MHD_RESULT
+send_reply(struct MHD_Connection *c, reply r)
+{
+    char *text = json_dumps(r.body, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_decref(r.body);
+    if (!text) {
+        text = strdup("{\"error\": \"out of memory\"}");
+        r.status = 500;
+    }
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    MHD_RESULT ok = MHD_queue_response(c, r.status, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
+static reply
+too_big(void)
+{
+    char msg[128];
+    snprintf(msg, sizeof msg, "the request body is over %lld bytes "
+             "(--max_body_bytes)", cfg.max_body);
+    return (reply){413, json_pack("{s:s}", "error", msg)};
+}
+
+static MHD_RESULT
+handle(void *cls, struct MHD_Connection *c, const char *url,
+       const char *method, const char *version, const char *upload,
+       size_t *upload_size, void **state)
+{
+    request *req = *state;
+    if (!req) {
+        /* First call: headers only. A declared length over the limit is
+         * refused before the body is read. */
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                     "Content-Length");
+        if (cl && strtoll(cl, NULL, 10) > cfg.max_body)
+            return send_reply(c, too_big());
+        if (!(req = calloc(1, sizeof *req)))
+            return MHD_NO;
+        *state = req;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!req->too_big && req->len + *upload_size <= (size_t)cfg.max_body) {
+            char *b = realloc(req->body, req->len + *upload_size + 1);
+            if (b) {
+                memcpy(b + req->len, upload, *upload_size);
+                req->body = b;
+                req->len += *upload_size;
+            } else {
+                req->too_big = 1;
+            }
+        } else {
+            req->too_big = 1;       /* chunked and over the limit */
+            free(req->body);
+            req->body = NULL;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (req->too_big)
+        return send_reply(c, too_big());
+    return send_reply(c, rest_handle(models, nmodels, method, url, req->body,
+                                     req->len));
+}
+
+static void
+completed(void *cls, struct MHD_Connection *c, void **state,
+          enum MHD_RequestTerminationCode why)
+{
+    request *req = *state;
+    if (req) {
+        free(req->body);
+        free(req);
+        *state = NULL;
+    }
+}
+
+static void
+on_signal(int sig)
+{
+    stopping = 1;
+}
+
+/* --flag=value: value if argv names flag, else NULL. */
+static const char *
+flag(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(arg, "--", 2) != 0 || strncmp(arg + 2, name, n) != 0 ||
+        arg[2 + n] != '=')
+        return NULL;
+    return arg + 3 + n;
+}
+
+static int
+parse(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if ((v = flag(a, "rest_api_port")))
+            cfg.port = atoi(v);
+        else if ((v = flag(a, "model_name")))
+            cfg.name = v;
+        else if ((v = flag(a, "model_base_path")))
+            cfg.base_path = v;
+        else if ((v = flag(a, "file_system_poll_wait_seconds")))
+            cfg.poll_seconds = atoi(v);
+        else if ((v = flag(a, "rest_api_host")))
+            cfg.host = v;
+        else if ((v = flag(a, "max_body_bytes")))
+            cfg.max_body = atoll(v);
+        else if ((v = flag(a, "rest_api_timeout_in_ms")))
+            cfg.timeout_ms = atoll(v);
+        else if ((v = flag(a, "rest_api_num_threads")))
+            cfg.threads = atoi(v);
+        else if ((v = flag(a, "model_config_file")))
+            cfg.config_file = v;
+        else {
+            fprintf(stderr, "tfmini_model_server: unknown flag %s\n", a);
+            return -1;
+        }
+    }
+    if (!cfg.config_file != !!(cfg.name && cfg.base_path)) {
+        fprintf(stderr, "tfmini_model_server: give either --model_name and "
+                "--model_base_path or --model_config_file\n");
+        return -1;
+    }
+    if (cfg.port <= 0 || cfg.port > 65535 ||
+        cfg.threads < 1 || cfg.max_body < 1 || cfg.timeout_ms < 1) {
+        fprintf(stderr, "usage: tfmini_model_server --rest_api_port=N "
+                "(--model_name=NAME --model_base_path=DIR | "
+                "--model_config_file=FILE) "
+                "[--file_system_poll_wait_seconds=N] [--rest_api_host=ADDR] "
+                "[--max_body_bytes=N] [--rest_api_timeout_in_ms=N] "
+                "[--rest_api_num_threads=N]\n");
+        return -1;
+    }
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (parse(argc, argv))
+        return 2;
+    char err[512];
+    static model_entry entries[MAX_MODELS];
+    int n = 1;
+    if (cfg.config_file) {
+        if ((n = config_read(cfg.config_file, entries, MAX_MODELS, err,
+                             sizeof err)) < 0) {
+            fprintf(stderr, "tfmini_model_server: %s\n", err);
+            return 2;
+        }
+    } else {
+        snprintf(entries[0].name, sizeof entries[0].name, "%s", cfg.name);
+        snprintf(entries[0].base_path, sizeof entries[0].base_path, "%s",
+                 cfg.base_path);
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(entries[i].name, entries[j].name) == 0) {
+                fprintf(stderr, "tfmini_model_server: model %s is named "
+                        "twice\n", entries[i].name);
+                return 2;
+            }
+    for (nmodels = 0; nmodels < n; nmodels++)
+        if (!(models[nmodels] = served_model_new(
+                entries[nmodels].name, entries[nmodels].base_path, err,
+                sizeof err))) {
+            fprintf(stderr, "tfmini_model_server: %s\n", err);
+            return 1;
+        }
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)cfg.port);
+    if (inet_pton(AF_INET, cfg.host, &addr.sin_addr) != 1) {
+        fprintf(stderr, "tfmini_model_server: bad --rest_api_host %s\n",
+                cfg.host);
+        return 2;
+    }
+    unsigned timeout_s = (unsigned)((cfg.timeout_ms + 999) / 1000);
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+        MHD_USE_ERROR_LOG, (uint16_t)cfg.port, NULL, NULL, handle, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg.threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+        MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "tfmini_model_server: cannot listen on %s:%d\n",
+                cfg.host, cfg.port);
+        return 1;
+    }
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    fprintf(stderr, "tfmini_model_server: serving %d model(s) on %s:%d\n",
+            nmodels, cfg.host, cfg.port);
+    while (!stopping) {
+        for (int t = 0; t < cfg.poll_seconds * 10 && !stopping; t++)
+            usleep(100000);
+        if (!stopping && cfg.poll_seconds > 0)
+            for (int i = 0; i < nmodels; i++)
+                served_model_poll(models[i]);
+    }
+    MHD_stop_daemon(d);
+    return 0;
+}

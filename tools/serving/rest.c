@@ -1,0 +1,333 @@
+/* The endpoints (TF Serving's REST API, as documented for 2.x):
+ *   GET  /v1/models/{name}[/versions/{v}]           version status
+ *   GET  /v1/models/{name}[/versions/{v}]/metadata  signature defs
+ *   POST /v1/models/{name}[/versions/{v}]:predict   row ("instances") or
+ *                                                   columnar ("inputs")
+ * Errors are {"error": "..."} with TF Serving's codes: 400 for a bad
+ * request, 404 for an unknown model, version or path. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert.h"
+#include "rest.h"
+
+static reply
+error(unsigned status, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return (reply){status, json_pack("{s:s}", "error", buf)};
+}
+
+/* ---- metadata ---- */
+
+static json_t *
+tensor_info(json_t *spec_entry)
+{
+    /* spec_entry: [name, {"spec": [dtype, dims|null, name]}] */
+    const char *name = json_string_value(json_array_get(spec_entry, 0));
+    json_t *spec = json_object_get(json_array_get(spec_entry, 1), "spec");
+    int dt = dtype_from_name(json_string_value(json_array_get(spec, 0)));
+    json_t *dims = json_array_get(spec, 1);
+    json_t *shape = json_object();
+    if (json_is_array(dims)) {
+        json_t *dim = json_array();
+        size_t i;
+        json_t *d;
+        json_array_foreach(dims, i, d) {
+            char size[24];
+            snprintf(size, sizeof size, "%lld", json_is_integer(d) ?
+                     (long long)json_integer_value(d) : -1LL);
+            json_array_append_new(dim, json_pack("{s:s,s:s}", "size", size,
+                                                 "name", ""));
+        }
+        json_object_set_new(shape, "dim", dim);
+        json_object_set_new(shape, "unknown_rank", json_false());
+    } else {
+        json_object_set_new(shape, "unknown_rank", json_true());
+    }
+    char tname[256];
+    snprintf(tname, sizeof tname, "%s:0", name ? name : "");
+    return json_pack("{s:s,s:o,s:s}", "dtype",
+                     dtype_tf_name((TFM_DataType)dt), "tensor_shape", shape,
+                     "name", tname);
+}
+
+static json_t *
+signature_def(json_t *sig)
+{
+    json_t *in = json_object(), *out = json_object();
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(sig, "inputs"), i, e)
+        json_object_set_new(in, json_string_value(json_array_get(e, 0)),
+                            tensor_info(e));
+    json_array_foreach(json_object_get(sig, "outputs"), i, e)
+        json_object_set_new(out, json_string_value(json_array_get(e, 0)),
+                            tensor_info(e));
+    return json_pack("{s:o,s:o,s:s}", "inputs", in, "outputs", out,
+                     "method_name", "tensorflow/serving/predict");
+}
+
+static reply
+metadata(const char *name, version *v)
+{
+    json_t *defs = json_object();
+    const char *key;
+    json_t *sig;
+    json_object_foreach(v->signatures, key, sig)
+        json_object_set_new(defs, key, signature_def(sig));
+    char ver[24];
+    snprintf(ver, sizeof ver, "%lld", (long long)v->number);
+    return (reply){200, json_pack(
+        "{s:{s:s,s:s,s:s},s:{s:{s:o}}}", "model_spec", "name", name,
+        "signature_name", "", "version", ver, "metadata", "signature_def",
+        "signature_def", defs)};
+}
+
+static reply
+status(version *v)
+{
+    char ver[24];
+    snprintf(ver, sizeof ver, "%lld", (long long)v->number);
+    return (reply){200, json_pack(
+        "{s:[{s:s,s:s,s:{s:s,s:s}}]}", "model_version_status", "version",
+        ver, "state", "AVAILABLE", "status", "error_code", "OK",
+        "error_message", "")};
+}
+
+/* ---- predict ---- */
+
+/* The function for signature `key` and its entry, or an error reply. */
+static int
+find_signature(version *v, const char *key, json_t **sig, int *fn,
+               reply *err)
+{
+    *sig = json_object_get(v->signatures, key);
+    *fn = *sig ? tfmini_model_find(v->model, key) : -1;
+    if (!*sig || *fn < 0) {
+        *err = error(400, "Serving signature name: \"%s\" not found in "
+                     "signature def", key);
+        return -1;
+    }
+    json_t *ins = json_object_get(*sig, "inputs");
+    json_t *outs = json_object_get(*sig, "outputs");
+    if (json_array_size(ins) != (size_t)tfmini_model_input_count(
+            v->model, *fn) || json_array_size(outs) != (size_t)
+            tfmini_model_output_count(v->model, *fn)) {
+        *err = error(500, "signature \"%s\" disagrees with its function",
+                     key);
+        return -1;
+    }
+    return 0;
+}
+
+#define MAX_IO 64
+
+static reply
+predict(version *v, json_t *req)
+{
+    reply r = {0, NULL};
+    if (!json_is_object(req))
+        return error(400, "the request body must be a JSON object");
+    json_t *key = json_object_get(req, "signature_name");
+    if (key && !json_is_string(key))
+        return error(400, "signature_name must be a string");
+    json_t *sig;
+    int fn;
+    if (find_signature(v, key ? json_string_value(key) : "serving_default",
+                       &sig, &fn, &r))
+        return r;
+    json_t *instances = json_object_get(req, "instances");
+    json_t *inputs = json_object_get(req, "inputs");
+    if (!!instances == !!inputs)
+        return error(400, "the request must have exactly one of "
+                     "\"instances\" (row format) or \"inputs\" (columnar "
+                     "format)");
+    json_t *in_specs = json_object_get(sig, "inputs");
+    json_t *out_specs = json_object_get(sig, "outputs");
+    int nin = (int)json_array_size(in_specs);
+    int nout = (int)json_array_size(out_specs);
+    if (nin > MAX_IO || nout > MAX_IO)
+        return error(400, "the signature has too many inputs or outputs");
+    TFM_Tensor *in[MAX_IO] = {0}, *out[MAX_IO] = {0};
+    int rows = 0;
+    if (instances) {
+        if (!json_is_array(instances) || json_array_size(instances) == 0)
+            return error(400, "\"instances\" must be a non-empty list");
+        rows = (int)json_array_size(instances);
+    }
+    char err[512];
+    for (int i = 0; i < nin; i++) {
+        const char *name = json_string_value(json_array_get(
+            json_array_get(in_specs, i), 0));
+        TFM_DataType dt = tfmini_model_input_dtype(v->model, fn, i);
+        json_t *value = NULL;
+        int owned = 0;
+        if (instances && nin == 1 &&
+            !json_is_object(json_array_get(instances, 0))) {
+            value = instances;
+        } else if (instances) {
+            /* Rows of named inputs: gather input i across the rows. */
+            value = json_array();
+            owned = 1;
+            size_t k;
+            json_t *row;
+            json_array_foreach(instances, k, row) {
+                json_t *x = json_object_get(row, name);
+                if (!json_is_object(row) || !x) {
+                    json_decref(value);
+                    r = error(400, "instance %zu has no input \"%s\"", k,
+                              name);
+                    goto done;
+                }
+                json_array_append(value, x);
+            }
+        } else if (json_is_object(inputs)) {
+            value = json_object_get(inputs, name);
+            if (!value) {
+                r = error(400, "\"inputs\" has no input \"%s\"", name);
+                goto done;
+            }
+        } else if (nin == 1) {
+            value = inputs;
+        } else {
+            r = error(400, "\"inputs\" must be an object naming the %d "
+                      "inputs", nin);
+            goto done;
+        }
+        in[i] = json_to_tensor(value, dt, rows, err, sizeof err);
+        if (owned)
+            json_decref(value);
+        if (!in[i]) {
+            r = error(400, "input \"%s\": %s", name, err);
+            goto done;
+        }
+    }
+    TFM_Status *st = tfmini_status_new();
+    if (tfmini_model_run(v->model, fn, in, nin, out, nout, st)) {
+        r = error(tfmini_status_code(st) == TFMINI_RESOURCE_EXHAUSTED ? 503
+                  : 400, "%s", tfmini_status_message(st));
+        tfmini_status_free(st);
+        goto done;
+    }
+    tfmini_status_free(st);
+    if (instances) {
+        json_t *preds = json_array();
+        for (int k = 0; k < rows; k++) {
+            if (nout == 1) {
+                json_array_append_new(preds, tensor_to_json(out[0], k));
+                continue;
+            }
+            json_t *o = json_object();
+            for (int j = 0; j < nout; j++)
+                json_object_set_new(o, json_string_value(json_array_get(
+                    json_array_get(out_specs, j), 0)),
+                    tensor_to_json(out[j], k));
+            json_array_append_new(preds, o);
+        }
+        for (int j = 0; j < nout; j++)
+            if (tfmini_tensor_rank(out[j]) == 0 ||
+                tfmini_tensor_dim(out[j], 0) != rows) {
+                json_decref(preds);
+                r = error(400, "output %d does not have one row per "
+                          "instance: use the columnar format (\"inputs\")",
+                          j);
+                goto done;
+            }
+        r = (reply){200, json_pack("{s:o}", "predictions", preds)};
+    } else if (nout == 1) {
+        r = (reply){200, json_pack("{s:o}", "outputs",
+                                   tensor_to_json(out[0], -1))};
+    } else {
+        json_t *o = json_object();
+        for (int j = 0; j < nout; j++)
+            json_object_set_new(o, json_string_value(json_array_get(
+                json_array_get(out_specs, j), 0)), tensor_to_json(out[j],
+                                                                  -1));
+        r = (reply){200, json_pack("{s:o}", "outputs", o)};
+    }
+done:
+    for (int i = 0; i < MAX_IO; i++) {
+        tfmini_tensor_free(in[i]);
+        tfmini_tensor_free(out[i]);
+    }
+    return r;
+}
+
+/* ---- routing ---- */
+
+reply
+rest_handle(served_model **models, int nmodels, const char *method,
+            const char *url, const char *body, size_t len)
+{
+    static const char prefix[] = "/v1/models/";
+    if (strncmp(url, prefix, sizeof prefix - 1) != 0)
+        return error(404, "Malformed request: %s %s", method, url);
+    char path[512];
+    snprintf(path, sizeof path, "%s", url + sizeof prefix - 1);
+    /* name[/versions/N][/metadata | :predict] */
+    char *verb = strrchr(path, ':');
+    if (verb)
+        *verb++ = '\0';
+    char *rest = strchr(path, '/');
+    if (rest)
+        *rest++ = '\0';
+    long long want = -1;
+    int is_meta = 0;
+    if (rest && strncmp(rest, "versions/", 9) == 0) {
+        char *end;
+        want = strtoll(rest + 9, &end, 10);
+        if (end == rest + 9 || want < 0)
+            return error(404, "Malformed request: %s %s", method, url);
+        rest = *end == '/' ? end + 1 : *end ? (char *)"?" : NULL;
+    }
+    if (rest) {
+        if (strcmp(rest, "metadata") != 0)
+            return error(404, "Malformed request: %s %s", method, url);
+        is_meta = 1;
+    }
+    if (verb && (strcmp(verb, "predict") != 0 || is_meta))
+        return error(404, "Malformed request: %s %s", method, url);
+    int post = strcmp(method, "POST") == 0;
+    if (verb ? !post : strcmp(method, "GET") != 0)
+        return error(405, "%s %s: use %s", method, url,
+                     verb ? "POST" : "GET");
+    served_model *s = NULL;
+    for (int i = 0; i < nmodels && !s; i++)
+        if (strcmp(served_model_name(models[i]), path) == 0)
+            s = models[i];
+    if (!s)
+        return error(404, "Servable not found for request: Latest(%s)",
+                     path);
+    version *v = served_model_acquire(s);
+    reply r;
+    if (!v || (want >= 0 && v->number != want)) {
+        r = want >= 0 ? error(404, "Servable not found for request: "
+                              "Specific(%s, %lld)", path, want)
+                      : error(404, "Servable not found for request: "
+                              "Latest(%s)", path);
+    } else if (is_meta) {
+        r = metadata(path, v);
+    } else if (!verb) {
+        r = status(v);
+    } else {
+        json_error_t jerr;
+        json_t *req = json_loadb(body ? body : "", len, 0, &jerr);
+        if (!req) {
+            r = error(400, "JSON Parse error: %s at line %d column %d",
+                      jerr.text, jerr.line, jerr.column);
+        } else {
+            r = predict(v, req);
+            json_decref(req);
+        }
+    }
+    if (v)
+        served_model_release(s, v);
+    return r;
+}
