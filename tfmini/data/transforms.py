@@ -221,6 +221,9 @@ class DatasetOpsMixin:
                 i = (i + 1) % len(slots)
         return _new(gen, None)
 
+    def flat_map(self, map_func, name=None):
+        return self.interleave(map_func, cycle_length=1, block_length=1)
+
     def padded_batch(self, batch_size, padded_shapes=None,
                      padding_values=None, drop_remainder=False, name=None):
         ds = _ds()
