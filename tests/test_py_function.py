@@ -145,3 +145,13 @@ def test_raw_op_needs_known_shapes():
         tf._C.call(ID["EagerPyFunc"], [], ints=[1], i=[0])
     with pytest.raises(tf.errors.InvalidArgumentError, match="token"):
         tf._C.call(ID["EagerPyFunc"], [], ints=[1, 0, 0], i=[123456789])
+
+
+def test_a_graph_with_py_function_is_not_saved(tmp_path):
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([2], tf.float32)])
+        def f(self, x):
+            return tf.py_function(lambda a: a, [x],
+                                  tf.TensorSpec([2], tf.float32))
+    with pytest.raises(Exception, match="py_function"):
+        tf.saved_model.save(M(), str(tmp_path / "m"))
