@@ -177,3 +177,25 @@ def test_new_transforms_inside_tf_function():
             s += tf.reduce_sum(row)
         return s
     assert int(total()) == 1 + 4 + 9
+
+
+def test_zip_structures():
+    a, b = tf.data.Dataset.range(3), tf.data.Dataset.range(10, 12)
+    assert [(int(x), int(y)) for x, y in tf.data.Dataset.zip(a, b)] == [
+        (0, 10), (1, 11)]
+    d = tf.data.Dataset.zip({"x": a, "y": (b, a)})
+    e = next(iter(d))
+    assert int(e["x"]) == 0 and int(e["y"][0]) == 10
+    with pytest.raises(TypeError):
+        tf.data.Dataset.zip((a, 1))
+
+
+def test_cache_file_keeps_binary_records(tmp_path):
+    p = str(tmp_path / "r.tfrecord")
+    recs = [b"a\x00", b"\x00\x00", b"", b"z"]
+    with tf.io.TFRecordWriter(p) as w:
+        for r in recs:
+            w.write(r)
+    fname = str(tmp_path / "cache")
+    assert list(tf.data.TFRecordDataset(p).cache(fname)) == recs
+    assert list(tf.data.TFRecordDataset(p).cache(fname)) == recs

@@ -265,12 +265,25 @@ class Dataset(DatasetOpsMixin):
                        self._length)
 
     @staticmethod
-    def zip(*datasets):
-        if len(datasets) == 1 and isinstance(datasets[0], (tuple, list)):
-            datasets = tuple(datasets[0])
-        lens = [d._length for d in datasets]
+    def zip(*datasets, name=None):
+        """Dataset.zip(a, b) or zip((a, b)) or zip({"x": a, "y": b}): the
+        elements in the same structure, as TF."""
+        if len(datasets) == 1 and not isinstance(datasets[0], Dataset):
+            datasets = datasets[0]
+        if isinstance(datasets, list):
+            datasets = tuple(datasets)
+        flat = _nest._flatten(datasets)
+        if not flat or not all(isinstance(d, Dataset) for d in flat):
+            raise TypeError("Dataset.zip takes datasets (or a tuple or dict "
+                            "of them)")
+        lens = [d._length for d in flat]
         length = None if None in lens else min(lens)
-        return Dataset(lambda: zip(*datasets), length)
+        structure = datasets
+
+        def gen():
+            for elems in zip(*flat):
+                yield _nest._pack(structure, list(elems))
+        return Dataset(gen, length)
 
 
 def _flatten_shapes(shapes, like):

@@ -229,11 +229,12 @@ def file_cache(src, filename):
         with np.load(path, allow_pickle=False) as z:
             outline = json.loads(str(z["outline"]))
             n, k = (int(v) for v in z["counts"])
+            is_bytes = z["is_bytes"]
             for i in range(n):
                 leaves = []
                 for j in range(k):
                     a = z[f"e{i}_{j}"]
-                    leaves.append(bytes(a) if a.dtype.kind == "S"
+                    leaves.append(a.tobytes() if is_bytes[j]
                                   else _ds._to_tensor(a))
                 yield _rebuild(outline, iter(leaves))
 
@@ -241,18 +242,21 @@ def file_cache(src, filename):
         if os.path.exists(path):
             yield from read()
             return
-        arrays, outline, n, k = {}, None, 0, 0
+        arrays, outline, n, k, is_bytes = {}, None, 0, 0, []
         for e in src:
             leaves = _leaves(e)
             if outline is None:
                 outline, k = _outline(e), len(leaves)
+                is_bytes = [isinstance(x, bytes) for x in leaves]
             for j, x in enumerate(leaves):
-                arrays[f"e{n}_{j}"] = (np.array(x) if isinstance(x, bytes)
-                                       else _ds._as_numpy(x))
+                # bytes as uint8: NumPy's 'S' arrays drop trailing NULs.
+                arrays[f"e{n}_{j}"] = (np.frombuffer(x, np.uint8)
+                                       if is_bytes[j] else _ds._as_numpy(x))
             n += 1
             yield e
         arrays["outline"] = np.array(json.dumps(outline))
         arrays["counts"] = np.array([n, k])
+        arrays["is_bytes"] = np.array(is_bytes, bool).reshape(-1)
         tmp = path + ".tmp.npz"
         np.savez(tmp, **arrays)
         os.replace(tmp, path)
