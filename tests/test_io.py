@@ -216,3 +216,46 @@ def test_decode_raw():
         tf.io.decode_raw(data, tf.float32).numpy(), np.arange(6))
     with pytest.raises(tf.errors.InvalidArgumentError, match="multiple"):
         tf.io.decode_raw(b"abc", tf.int32)
+
+
+def test_interop_with_tensorboards_record_code(tmp_path):
+    # tensorboard ships an independent TFRecord writer and reader (its
+    # event files are TFRecord files): each side reads the other's.
+    from tensorboard.summary.writer.record_writer import RecordWriter
+    from tensorboard.compat.tensorflow_stub import pywrap_tensorflow
+    p = tmp_path / "tb.tfrecord"
+    with open(p, "wb") as f:
+        w = RecordWriter(f)
+        for r in (b"one", b"", b"three" * 100):
+            w.write(r)
+        w.flush()
+    assert list(tf.data.TFRecordDataset(str(p))) == [b"one", b"",
+                                                     b"three" * 100]
+    q = str(tmp_path / "ours.tfrecord")
+    with tf.io.TFRecordWriter(q) as w:
+        for r in (b"a", b"bc" * 1000):
+            w.write(r)
+    reader = pywrap_tensorflow.PyRecordReader_New(q.encode(), 0, b"", None)
+    got = []
+    while True:
+        try:
+            reader.GetNext()
+        except Exception:
+            break
+        got.append(reader.record())
+    assert got == [b"a", b"bc" * 1000]
+
+
+@pytest.mark.parametrize("comp", ["", "GZIP", "ZLIB"])
+def test_text_lines_compressed(tmp_path, comp):
+    import zlib
+    text = b"first\nsecond\r\n\nlast"
+    p = tmp_path / "t.txt"
+    p.write_bytes({"": text, "GZIP": gzip.compress(text),
+                   "ZLIB": zlib.compress(text)}[comp])
+    assert list(tf.data.TextLineDataset(str(p), comp)) == [
+        b"first", b"second", b"", b"last"]
+    if comp:
+        p.write_bytes(b"not compressed at all")
+        with pytest.raises(tf.errors.DataLossError):
+            list(tf.data.TextLineDataset(str(p), comp))

@@ -6,6 +6,7 @@ tfmini has no string dtype yet: where TF yields a scalar string tensor
 iteration only. Such a dataset iterated inside a tf.function raises
 NotImplementedError, since the bytes would be baked into the graph."""
 import json
+import zlib
 import os
 
 import numpy as np
@@ -76,7 +77,7 @@ class TextLineDataset(_StringDataset):
 
     def __init__(self, filenames, compression_type=None, buffer_size=None,
                  num_parallel_reads=None, name=None):
-        from ..io.tfrecord import _compression, _read_all
+        from ..io.tfrecord import _compression, open_stream
         files = _filenames(filenames)
         comp = _compression(compression_type)
 
@@ -86,11 +87,18 @@ class TextLineDataset(_StringDataset):
                     raise _errors.NotFoundError(None, None,
                                                 f"{f}; No such file or "
                                                 f"directory")
-                lines = _read_all(f, comp).split(b"\n")
-                if lines[-1] == b"":     # the file's last line end
-                    lines.pop()
-                for line in lines:
-                    yield line[:-1] if line.endswith(b"\r") else line
+                stream = open_stream(f, comp)
+                try:
+                    for line in stream:
+                        if line.endswith(b"\n"):
+                            line = line[:-1]
+                        yield line[:-1] if line.endswith(b"\r") else line
+                except (OSError, EOFError, zlib.error) as e:
+                    raise _errors.DataLossError(
+                        None, None, f"{f}: not a valid {comp} file "
+                        f"({e})") from None
+                finally:
+                    stream.close()
         super().__init__(gen, None)
 
 

@@ -151,50 +151,100 @@ class TFRecordWriter:
             pass
 
 
-def _read_all(path, compression):
-    with open(path, "rb") as f:
-        data = f.read()
+class _ZlibReader:
+    """A readable stream over a ZLIB-compressed file."""
+
+    def __init__(self, f):
+        self._f = f
+        self._z = zlib.decompressobj()
+        self._buf = b""
+
+    def read(self, n=-1):
+        while n < 0 or len(self._buf) < n:
+            chunk = self._f.read(1 << 16)
+            if not chunk:
+                self._buf += self._z.flush()
+                break
+            self._buf += self._z.decompress(chunk)
+        if n < 0:
+            n = len(self._buf)
+        out, self._buf = self._buf[:n], self._buf[n:]
+        return out
+
+    def __iter__(self):      # lines, for TextLineDataset
+        pending = b""
+        while True:
+            chunk = self.read(1 << 16)
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                yield line + b"\n"
+        if pending:
+            yield pending
+
+    def close(self):
+        self._f.close()
+
+
+def open_stream(path, compression):
+    """A binary stream of the file's (decompressed) bytes; errors of
+    the compressed data surface as DataLossError when read."""
+    f = open(path, "rb")
+    if compression == "GZIP":
+        return gzip.GzipFile(fileobj=f, mode="rb")
+    if compression == "ZLIB":
+        return _ZlibReader(f)
+    return f
+
+
+def _read(stream, n, path):
     try:
-        if compression == "GZIP":
-            return gzip.decompress(data)
-        if compression == "ZLIB":
-            return zlib.decompress(data)
+        return stream.read(n)
     except (OSError, zlib.error, EOFError) as e:
         raise _errors.DataLossError(
-            None, None, f"{path}: not a valid {compression} file ({e})")
-    return data
+            None, None, f"{path}: not a valid compressed file ({e})")
 
 
 def read_records(path, compression_type=None):
-    """The records of one TFRecord file, as bytes, checking both CRCs;
-    a bad length, CRC or a truncated record is DataLossError, as TF."""
+    """The records of one TFRecord file, as bytes, read as a stream and
+    checking both CRCs; a bad length, CRC or a truncated record is
+    DataLossError, as TF."""
     compression = _compression(compression_type)
-    data = _read_all(str(path), compression)
-    pos, n, i = 0, len(data), 0
-    while pos < n:
-        if n - pos < 12:
-            raise _errors.DataLossError(
-                None, None, f"{path}: truncated record header at offset "
-                f"{pos} (record {i})")
-        header = data[pos:pos + 8]
-        (hcrc,) = struct.unpack_from("<I", data, pos + 8)
-        if masked_crc32c(header) != hcrc:
-            raise _errors.DataLossError(
-                None, None, f"{path}: corrupted record at offset {pos} "
-                f"(record {i}): length CRC mismatch")
-        (length,) = struct.unpack("<Q", header)
-        start = pos + 12
-        if n - start < length + 4:
-            raise _errors.DataLossError(
-                None, None, f"{path}: truncated record at offset {pos} "
-                f"(record {i}): {length} bytes announced, "
-                f"{max(n - start - 4, 0)} present")
-        record = data[start:start + length]
-        (dcrc,) = struct.unpack_from("<I", data, start + length)
-        if masked_crc32c(record) != dcrc:
-            raise _errors.DataLossError(
-                None, None, f"{path}: corrupted record at offset {pos} "
-                f"(record {i}): data CRC mismatch")
-        yield record
-        pos = start + length + 4
-        i += 1
+    path = str(path)
+    stream = open_stream(path, compression)
+    try:
+        offset, i = 0, 0
+        while True:
+            head = _read(stream, 12, path)
+            if not head:
+                return
+            if len(head) < 12:
+                raise _errors.DataLossError(
+                    None, None, f"{path}: truncated record header at "
+                    f"offset {offset} (record {i})")
+            header = head[:8]
+            (hcrc,) = struct.unpack_from("<I", head, 8)
+            if masked_crc32c(header) != hcrc:
+                raise _errors.DataLossError(
+                    None, None, f"{path}: corrupted record at offset "
+                    f"{offset} (record {i}): length CRC mismatch")
+            (length,) = struct.unpack("<Q", header)
+            body = _read(stream, length + 4, path)
+            if len(body) < length + 4:
+                raise _errors.DataLossError(
+                    None, None, f"{path}: truncated record at offset "
+                    f"{offset} (record {i}): {length} bytes announced, "
+                    f"{max(len(body) - 4, 0)} present")
+            record = body[:length]
+            (dcrc,) = struct.unpack_from("<I", body, length)
+            if masked_crc32c(record) != dcrc:
+                raise _errors.DataLossError(
+                    None, None, f"{path}: corrupted record at offset "
+                    f"{offset} (record {i}): data CRC mismatch")
+            yield record
+            offset += 16 + length
+            i += 1
+    finally:
+        stream.close()
