@@ -199,3 +199,16 @@ def test_cache_file_keeps_binary_records(tmp_path):
     fname = str(tmp_path / "cache")
     assert list(tf.data.TFRecordDataset(p).cache(fname)) == recs
     assert list(tf.data.TFRecordDataset(p).cache(fname)) == recs
+
+
+def test_concatenate_shard_reduce():
+    a, b = tf.data.Dataset.range(3), tf.data.Dataset.range(10, 12)
+    c = a.concatenate(b)
+    assert _list(c) == [0, 1, 2, 10, 11] and len(c) == 5
+    s = tf.data.Dataset.range(10).shard(3, 1)
+    assert _list(s) == [1, 4, 7] and len(s) == 3
+    total = tf.data.Dataset.range(5).reduce(
+        tf.constant(0, tf.int64), lambda acc, x: acc + x)
+    assert int(total) == 10
+    with pytest.raises(ValueError):
+        a.shard(2, 2)

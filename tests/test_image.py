@@ -160,3 +160,17 @@ def test_adjustments_and_standardization():
     np.testing.assert_allclose(
         g[..., 0], img @ np.array([0.2989, 0.5870, 0.1140]), rtol=1e-5)
     assert tf.image.grayscale_to_rgb(g).shape == (2, 3, 4, 3)
+
+
+def test_random_brightness_and_contrast_stay_in_range():
+    img = np.random.default_rng(4).random((4, 4, 3)).astype(np.float32)
+    for _ in range(5):
+        d = tf.image.random_brightness(img, 0.2).numpy() - img
+        assert np.allclose(d, d.flat[0], atol=1e-6)     # one delta
+        assert -0.2 <= d.flat[0] <= 0.2
+    out = tf.image.random_contrast(img, 0.5, 1.5).numpy()
+    mean = img.mean(axis=(0, 1))
+    factor = (out - mean) / (img - mean)
+    assert 0.5 <= factor.mean() <= 1.5
+    with pytest.raises(ValueError):
+        tf.image.random_contrast(img, 1.0, 0.5)

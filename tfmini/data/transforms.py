@@ -344,6 +344,34 @@ class DatasetOpsMixin:
                 start += drop
         return _new(gen, None)
 
+    def concatenate(self, dataset, name=None):
+        import itertools
+        a, b = self, dataset
+        la, lb = a._length, b._length
+        length = None if la is None or lb is None else \
+            (-1 if -1 in (la, lb) else la + lb)
+        return _new(lambda: itertools.chain(iter(a), iter(b)), length)
+
+    def shard(self, num_shards, index, name=None):
+        if num_shards < 1 or not 0 <= index < num_shards:
+            raise ValueError(f"shard: need 0 <= index < num_shards, got "
+                             f"index {index} of {num_shards}")
+        import itertools
+        src = self
+        n = self._length
+        length = n if n is None or n < 0 else \
+            (n - index + num_shards - 1) // num_shards
+        return _new(lambda: itertools.islice(iter(src), index, None,
+                                             num_shards), length)
+
+    def reduce(self, initial_state, reduce_func, name=None):
+        """Folds the elements into a state, eagerly (TF: a graph loop)."""
+        ds = _ds()
+        state = ds._map_structure(ds._to_tensor, initial_state)
+        for e in self:
+            state = reduce_func(state, e)
+        return state
+
     def take_while(self, predicate, name=None):
         src = self
 

@@ -13,7 +13,7 @@ __all__ = ["ResizeMethod", "resize", "flip_left_right", "flip_up_down",
            "resize_with_crop_or_pad", "convert_image_dtype",
            "adjust_brightness", "adjust_contrast",
            "per_image_standardization", "rgb_to_grayscale",
-           "grayscale_to_rgb"]
+           "grayscale_to_rgb", "random_brightness", "random_contrast"]
 
 
 def _tf():
@@ -293,3 +293,23 @@ def grayscale_to_rgb(images, name=None):
         raise ValueError(f"grayscale_to_rgb: the last dimension must be 1, "
                          f"got shape {list(images.shape)}")
     return tf.concat([images] * 3, axis=-1)
+
+
+def random_brightness(image, max_delta, seed=None):
+    """adjust_brightness by a delta drawn from [-max_delta, max_delta)."""
+    if max_delta < 0:
+        raise ValueError("max_delta must be non-negative.")
+    tf = _tf()
+    delta = tf.random.uniform([], -max_delta, max_delta, seed=seed)
+    return adjust_brightness(image, delta)
+
+
+def random_contrast(image, lower, upper, seed=None):
+    """adjust_contrast by a factor drawn from [lower, upper)."""
+    if upper <= lower:
+        raise ValueError("upper must be > lower.")
+    if lower < 0:
+        raise ValueError("lower must be non-negative.")
+    tf = _tf()
+    factor = tf.random.uniform([], lower, upper, seed=seed)
+    return adjust_contrast(image, factor)
