@@ -155,3 +155,21 @@ def test_a_graph_with_py_function_is_not_saved(tmp_path):
                                   tf.TensorSpec([2], tf.float32))
     with pytest.raises(Exception, match="py_function"):
         tf.saved_model.save(M(), str(tmp_path / "m"))
+
+
+def test_exceptions_map_to_tf_errors_as_tfs_py_func():
+    def raiser(exc):
+        def f(x):
+            raise exc("inside")
+        return f
+    with pytest.raises(tf.errors.InvalidArgumentError, match="inside"):
+        tf.py_function(raiser(ValueError), [1.0], tf.float32)
+    for exc, err in [(NotImplementedError, tf.errors.UnimplementedError),
+                     (StopIteration, tf.errors.OutOfRangeError),
+                     (TypeError, tf.errors.InvalidArgumentError)]:
+        @tf.function
+        def g(x):
+            return tf.py_function(raiser(exc), [x],
+                                  tf.TensorSpec([], tf.float32))
+        with pytest.raises(err, match=f"raised {exc.__name__}: inside"):
+            g(tf.constant(1.0))

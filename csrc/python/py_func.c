@@ -12,6 +12,23 @@
 
 static PyObject *runner;    /* runner(token, inputs tuple) -> sequence */
 
+/* The tf.errors class of an exception the runner raised (it maps the
+ * function's own exceptions to them, as TF's py_func.cc does), as the
+ * core's code; anything else is InvalidArgument. */
+static tfm_code
+code_of(PyObject *type)
+{
+    static const tfm_code codes[] = {
+        TFM_ERR_INVALID_ARGUMENT, TFM_ERR_RESOURCE_EXHAUSTED,
+        TFM_ERR_OUT_OF_RANGE, TFM_ERR_UNIMPLEMENTED, TFM_ERR_NOT_FOUND,
+        TFM_ERR_DATA_LOSS, TFM_ERR_INTERNAL,
+    };
+    for (size_t k = 0; type && k < sizeof codes / sizeof codes[0]; k++)
+        if (PyErr_GivenExceptionMatches(type, tfm_py_error_type(codes[k])))
+            return codes[k];
+    return TFM_ERR_INVALID_ARGUMENT;
+}
+
 /* The Python exception now set, as the core's error (the runner has
  * already named the function and the op). */
 static int
@@ -24,7 +41,7 @@ exception_to_error(void)
     const char *msg = s ? PyUnicode_AsUTF8(s) : NULL;
     if (!msg)
         PyErr_Clear();
-    tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s",
+    tfm_error(code_of(type), "%s",
               msg ? msg : "EagerPyFunc: the Python function failed");
     Py_XDECREF(s);
     Py_XDECREF(type);

@@ -324,7 +324,7 @@ class DatasetOpsMixin:
             it = iter(src)
             start = 0          # index of buf[0] in the source
             pos = 0            # next window start
-            done = False
+            done = False      # the source is exhausted
             while True:
                 while not done and len(buf) < pos - start + span:
                     try:
@@ -334,9 +334,8 @@ class DatasetOpsMixin:
                 elems = buf[pos - start::stride][:size]
                 if not elems:
                     return
-                if len(elems) < size and (drop_remainder or not done):
-                    if drop_remainder:
-                        return
+                if len(elems) < size and drop_remainder:
+                    return
                 yield one_window(elems)
                 pos += shift
                 drop = min(pos - start, len(buf))

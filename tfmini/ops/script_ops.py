@@ -20,12 +20,12 @@ import numpy as np
 
 from .. import _C
 from .. import dtypes as _dtypes
+from .. import errors as _errors
 from .._tensor import Tensor
 from ..errors import InvalidArgumentError
 from ..tensor_spec import TensorSpec
 
 __all__ = ["py_function", "numpy_function"]
-_NAMESPACES = {}
 
 # token -> (func, "py" | "numpy", [TensorSpec], name). An entry lives as
 # long as the process: a graph node holds only the token.
@@ -59,7 +59,7 @@ def _to_tensor(x):
     return constant(x)
 
 
-def _check_output(value, spec, k, fname, eager):
+def _check_output(value, spec, k, fname):
     """value as a tensor of spec's dtype (and shape, when known)."""
     from .constant_op import constant
     dt = spec.dtype
@@ -91,20 +91,27 @@ def _check_output(value, spec, k, fname, eager):
     return t
 
 
-def _call(func, kind, args, specs, fname, eager):
+# TF's py_func.cc: the function's exceptions become these tf.errors (a
+# tf.errors one keeps its class). TF makes any other UnknownError;
+# tfmini's core has no such code, so they are InvalidArgumentError here.
+_ERRORS = [(StopIteration, _errors.OutOfRangeError),
+           (MemoryError, _errors.ResourceExhaustedError),
+           (NotImplementedError, _errors.UnimplementedError)]
+
+
+def _call(func, kind, args, specs, fname):
     try:
         if kind == "numpy":
             out = func(*[a.numpy() for a in args])
         else:
             out = func(*args)
-    except InvalidArgumentError:
+    except _errors.OpError:
         raise
     except Exception as e:
-        if eager:
-            raise
-        raise InvalidArgumentError(
-            None, None, f"py_function '{fname}' raised "
-            f"{type(e).__name__}: {e}") from e
+        cls = next((c for py, c in _ERRORS if isinstance(e, py)),
+                   InvalidArgumentError)
+        raise cls(None, None, f"py_function '{fname}' raised "
+                  f"{type(e).__name__}: {e}") from e
     if len(specs) == 1 and not isinstance(out, (list, tuple)):
         out = [out]
     elif out is None and not specs:
@@ -114,7 +121,7 @@ def _call(func, kind, args, specs, fname, eager):
         raise InvalidArgumentError(
             None, None, f"py_function '{fname}' returned {len(out)} "
             f"values, but Tout has {len(specs)}")
-    return [_check_output(v, s, k, fname, eager)
+    return [_check_output(v, s, k, fname)
             for k, (v, s) in enumerate(zip(out, specs))]
 
 
@@ -127,7 +134,7 @@ def _runner(token, inputs):
             f"{token} in this process (a graph with a py_function runs "
             f"only where it was traced)")
     func, kind, specs, fname = entry
-    return _call(func, kind, list(inputs), specs, fname, False)
+    return _call(func, kind, list(inputs), specs, fname)
 
 
 _C.set_py_func_runner(_runner)
@@ -173,7 +180,7 @@ def _traced(func, kind, inputs, specs, fname):
         with GradientTape() as tape:
             for k in diff:
                 tape.watch(xs[k])
-            ys = _call(func, "py", xs, specs, fname, True)
+            ys = _call(func, "py", xs, specs, fname)
         grads = tape.gradient(ys, [xs[k] for k in diff],
                               output_gradients=list(dys))
         from .array_ops import zeros_like
@@ -204,7 +211,7 @@ def _run(func, inp, Tout, kind, name):
     if _C.tracing():
         outs = _traced(func, kind, inputs, specs, fname)
     else:
-        outs = _call(func, kind, inputs, specs, fname, True)
+        outs = _call(func, kind, inputs, specs, fname)
     return outs[0] if single else outs
 
 
