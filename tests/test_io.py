@@ -249,7 +249,7 @@ def test_interop_with_tensorboards_record_code(tmp_path):
 @pytest.mark.parametrize("comp", ["", "GZIP", "ZLIB"])
 def test_text_lines_compressed(tmp_path, comp):
     import zlib
-    text = b"first\nsecond\r\n\nlast"
+    text = b"first\nsec\rond\r\n\nlast\r"
     p = tmp_path / "t.txt"
     p.write_bytes({"": text, "GZIP": gzip.compress(text),
                    "ZLIB": zlib.compress(text)}[comp])

@@ -72,7 +72,7 @@ class TFRecordDataset(_StringDataset):
 
 class TextLineDataset(_StringDataset):
     """tf.data.TextLineDataset(filenames, compression_type=None, ...): the
-    lines of each file, without their line ends, as bytes."""
+    lines of each file, without '\n' or any '\r' (as TF), as bytes."""
     _what = "tf.data.TextLineDataset"
 
     def __init__(self, filenames, compression_type=None, buffer_size=None,
@@ -90,9 +90,13 @@ class TextLineDataset(_StringDataset):
                 stream = open_stream(f, comp)
                 try:
                     for line in stream:
-                        if line.endswith(b"\n"):
-                            line = line[:-1]
-                        yield line[:-1] if line.endswith(b"\r") else line
+                        # TF's BufferedInputStream::ReadLine drops every
+                        # '\r', and a last line only if it ends up empty.
+                        ended = line.endswith(b"\n")
+                        line = line[:-1] if ended else line
+                        line = line.replace(b"\r", b"")
+                        if ended or line:
+                            yield line
                 except (OSError, EOFError, zlib.error) as e:
                     raise _errors.DataLossError(
                         None, None, f"{f}: not a valid {comp} file "
