@@ -212,3 +212,14 @@ def test_concatenate_shard_reduce():
     assert int(total) == 10
     with pytest.raises(ValueError):
         a.shard(2, 2)
+
+
+def test_bytes_elements_refuse_batching_by_name(tmp_path):
+    p = str(tmp_path / "x.tfrecord")
+    with tf.io.TFRecordWriter(p) as w:
+        w.write(b"a")
+        w.write(b"b")
+    with pytest.raises(TypeError, match="string dtype"):
+        list(tf.data.TFRecordDataset(p).batch(2))
+    with pytest.raises(TypeError, match="string dtype"):
+        list(tf.data.TFRecordDataset(p).padded_batch(2))

@@ -312,8 +312,19 @@ def _batched_len(n, size, drop):
     return n // size if drop else -(-n // size)
 
 
+def _no_bytes(column):
+    if isinstance(column[0], (bytes, str)):
+        raise TypeError(
+            "batch: these elements are Python bytes (records or lines; TF's "
+            "string tensors) and tfmini has no string dtype to batch them "
+            "in; parse them first (map with tf.io.parse_single_example), "
+            "then batch")
+
+
 def _stack(elements):
-    columns = zip(*[_flatten(e) for e in elements])
+    columns = list(zip(*[_flatten(e) for e in elements]))
+    for c in columns:
+        _no_bytes(c)
     return _nest._pack(elements[0], [
         _to_tensor(np.stack([_as_numpy(x) for x in c])) for c in columns],
         _nest._DATA_LEAF)

@@ -245,6 +245,7 @@ class DatasetOpsMixin:
                 values = ds._flatten(padding_values)
             out = []
             for j in range(n):
+                ds._no_bytes([f[j] for f in flats])
                 col = [_np(f[j]) for f in flats]
                 rank = col[0].ndim
                 want = shapes[j]
