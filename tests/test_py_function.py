@@ -173,3 +173,19 @@ def test_exceptions_map_to_tf_errors_as_tfs_py_func():
                                   tf.TensorSpec([], tf.float32))
         with pytest.raises(err, match=f"raised {exc.__name__}: inside"):
             g(tf.constant(1.0))
+
+
+def test_big_outputs_and_float16():
+    # A big node may run with the GIL released: the hook takes it back.
+    @tf.function
+    def g(x):
+        y = tf.numpy_function(lambda a: a * 2, [x],
+                              tf.TensorSpec([1000, 1000], tf.float32))
+        return tf.reduce_sum(y)
+    assert float(g(tf.ones([1000, 1000]))) == 2e6
+
+    @tf.function
+    def h(x):
+        return tf.numpy_function(lambda a: a.astype(np.float16), [x],
+                                 tf.TensorSpec([3], tf.float16))
+    assert h(tf.ones([3])).dtype == tf.float16
