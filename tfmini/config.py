@@ -175,3 +175,87 @@ def _passes_from_environment():
 
 
 _passes_from_environment()
+
+
+class experimental:  # noqa: N801  (TF's namespace name)
+    """tf.config.experimental: device memory. tfmini runs on the CPU,
+    where TF has no memory statistics: get_memory_info and
+    reset_memory_stats raise ValueError for a CPU device (and for a device
+    that is not there), and set_memory_growth refuses a non-GPU device,
+    as TF does. The usual loop `for g in list_physical_devices('GPU'):
+    set_memory_growth(g, True)` therefore runs unchanged."""
+
+    list_physical_devices = staticmethod(list_physical_devices)
+    list_logical_devices = staticmethod(list_logical_devices)
+    _growth = {}
+
+    @staticmethod
+    def _device(device):
+        name = device.name if isinstance(device, PhysicalDevice) \
+            else str(device)
+        short = name.upper().split("DEVICE:")[-1].lstrip("/")
+        for d in list_physical_devices():
+            if d.name.upper().endswith(":" + short) or \
+                    d.name.upper().endswith("/" + short):
+                return d
+        raise ValueError(f"No matching devices found for '{name}'")
+
+    @staticmethod
+    def get_memory_info(device):
+        d = experimental._device(device)
+        raise ValueError(f"get_memory_info is not supported for "
+                         f"{d.device_type} devices (device {device!r}): TF "
+                         f"keeps memory statistics for GPU and TPU only")
+
+    @staticmethod
+    def get_memory_usage(device):
+        return experimental.get_memory_info(device)["current"]
+
+    @staticmethod
+    def reset_memory_stats(device):
+        d = experimental._device(device)
+        raise ValueError(f"reset_memory_stats is not supported for "
+                         f"{d.device_type} devices (device {device!r})")
+
+    @staticmethod
+    def set_memory_growth(device, enable):
+        if not isinstance(device, PhysicalDevice) or \
+                device not in list_physical_devices():
+            raise ValueError("Unrecognized device: " + repr(device))
+        if device.device_type != "GPU":
+            raise ValueError("Cannot set memory growth on non-GPU and "
+                             "non-Pluggable devices")
+        experimental._growth[device.name] = bool(enable)
+
+    @staticmethod
+    def get_memory_growth(device):
+        if not isinstance(device, PhysicalDevice) or \
+                device not in list_physical_devices():
+            raise ValueError("Unrecognized device: " + repr(device))
+        return experimental._growth.get(device.name, False)
+
+    @staticmethod
+    def get_visible_devices(device_type=None):
+        return list_physical_devices(device_type)
+
+    @staticmethod
+    def set_visible_devices(devices, device_type=None):
+        if isinstance(devices, PhysicalDevice):
+            devices = [devices]
+        for d in devices:
+            if d not in list_physical_devices():
+                raise ValueError("Unrecognized device: " + repr(d))
+        if device_type in (None, "CPU") and not any(
+                d.device_type == "CPU" for d in devices):
+            raise ValueError("tfmini runs on the CPU: the CPU must stay "
+                             "visible")
+
+    @staticmethod
+    def get_device_details(device):
+        if not isinstance(device, PhysicalDevice):
+            raise ValueError("get_device_details takes a PhysicalDevice")
+        return {}
+
+
+get_visible_devices = experimental.get_visible_devices
+set_visible_devices = experimental.set_visible_devices

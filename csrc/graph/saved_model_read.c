@@ -303,6 +303,9 @@ check_node(const tfm_graph *g, const tfm_node *n, const tfm_meta *in)
     switch (n->op) {
     case TFM_OP_COPY:
         return "device copies are never saved";
+    case TFM_OP_PY_FUNC:
+        /* It would call whatever Python function has its token here. */
+        return "tf.py_function nodes are never saved";
     case TFM_OP_PRINT:
         if (n->attrs->i[0] != 1 && n->attrs->i[0] != 2)
             return "tf.print to an unknown stream";

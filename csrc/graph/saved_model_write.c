@@ -172,6 +172,9 @@ put_node(wbuf *w, const tfm_graph *g, const tfm_node *n, int depth)
     if (n->op == TFM_OP_PRINT && n->attrs->i[0] != 1 && n->attrs->i[0] != 2)
         return unsaveable(g, n, "tf.print writes to a Python stream; only "
                           "sys.stdout and sys.stderr can be saved");
+    if (n->op == TFM_OP_PY_FUNC)
+        return unsaveable(g, n, "tf.py_function calls Python code, which a "
+                          "saved model does not hold");
     put_str(w, tfm_ops[n->op].name);
     put_str(w, n->name);
     put_str(w, n->site);

@@ -280,3 +280,68 @@ tfm_print_tensors(const char *const *texts, tfm_tensor *const *t, int n,
     free(line);
     return rc;
 }
+
+/* ---- EagerPyFunc ------------------------------------------------------ */
+
+tfm_code
+tfm_infer_py_func(tfm_op op, const tfm_meta *in, int nin,
+                  const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)in; (void)nin;
+    const char *name = tfm_ops[op].name;
+    int n = a->n_ints, k = 0;
+    if (n < 1 || a->ints[0] < 0 || a->ints[0] > TFM_MAX_OUTPUTS)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: ints must start "
+                         "with the output count (0..%d)", name,
+                         TFM_MAX_OUTPUTS);
+    int count = (int)a->ints[k++];
+    for (int j = 0; j < count; j++) {
+        if (k + 2 > n)
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: ints end "
+                             "before output %d's dtype and rank", name, j);
+        int64_t dt = a->ints[k++], rank = a->ints[k++];
+        if (dt < 0 || dt >= TFM_DTYPE_COUNT)
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: output %d has "
+                             "invalid dtype %lld", name, j, (long long)dt);
+        if (rank < 0 || rank > TFM_MAX_DIMS || k + rank > n)
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: output %d has "
+                             "invalid rank %lld", name, j, (long long)rank);
+        out[j].dtype = (tfm_dtype)dt;
+        out[j].shape.ndim = (int)rank;
+        for (int d = 0; d < rank; d++) {
+            int64_t v = a->ints[k++];
+            /* Outputs are allocated before the call: no unknown dims. */
+            if (v < 0 || v > ((int64_t)1 << 40))
+                return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: output %d "
+                                 "dim %d is %lld: a traced py_function "
+                                 "needs its output shapes known", name, j,
+                                 d, (long long)v);
+            out[j].shape.dims[d] = v;
+        }
+    }
+    if (k != n)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %d ints after the "
+                         "last output", name, n - k);
+    *nout = count;
+    return TFM_OK;
+}
+
+static tfm_py_func_fn py_func_hook;
+
+void
+tfm_py_func_set_hook(tfm_py_func_fn fn)
+{
+    py_func_hook = fn;
+}
+
+tfm_code
+tfm_k_py_func(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+              tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    if (!py_func_hook)
+        return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s: no Python to "
+                         "call (a py_function runs only in the process "
+                         "that traced it)", tfm_ops[op].name);
+    return py_func_hook(a->i[0], in, nin, out, nout) ? tfm_error_code()
+                                                     : TFM_OK;
+}

@@ -41,4 +41,17 @@ char *tfm_format_line(const char *const *texts, tfm_tensor *const *t,
 tfm_code tfm_print_tensors(const char *const *texts, tfm_tensor *const *t,
                            int n, int stream, int summarize);
 
+/* EagerPyFunc (ops_state.def): outputs from the attrs, and a kernel that
+ * hands the inputs to the hook and checks nothing itself: the hook fills
+ * out[0..nout) (allocated, of the traced dtypes and shapes) or returns
+ * nonzero with the error set. Without a hook the kernel fails. */
+tfm_code tfm_infer_py_func(tfm_op op, const tfm_meta *in, int nin,
+                           const tfm_attrs *a, tfm_meta *out, int *nout);
+tfm_code tfm_k_py_func(tfm_op op, tfm_tensor *const *in, int nin,
+                       const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                       const tfm_kctx *ctx);
+typedef int (*tfm_py_func_fn)(int64_t token, tfm_tensor *const *in, int nin,
+                              tfm_tensor *const *out, int nout);
+void tfm_py_func_set_hook(tfm_py_func_fn fn);
+
 #endif

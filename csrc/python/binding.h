@@ -72,6 +72,7 @@ extern PyMethodDef tfm_py_call_methods[];
 extern PyMethodDef tfm_py_convert_methods[];
 extern PyMethodDef tfm_py_errors_methods[];
 extern PyMethodDef tfm_py_saved_model_methods[];
+extern PyMethodDef tfm_py_py_func_methods[];
 extern PyType_Spec tfm_py_tensor_spec;
 
 int tfm_py_numpy_init(void);

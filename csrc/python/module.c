@@ -70,6 +70,7 @@ module_exec(PyObject *m)
         add_methods(m, tfm_py_convert_methods) ||
         add_methods(m, tfm_py_errors_methods) ||
         add_methods(m, tfm_py_saved_model_methods) ||
+        add_methods(m, tfm_py_py_func_methods) ||
         tfm_py_variable_init(m) || tfm_py_tape_init(m) ||
         tfm_py_function_init(m))
         return -1;

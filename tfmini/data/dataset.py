@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import nest as _nest
 from .. import trackable as _trackable
+from .transforms import DatasetOpsMixin
 
 AUTOTUNE = -1
 
@@ -88,12 +89,13 @@ def _as_numpy(x):
     return a
 
 
-class Dataset:
+class Dataset(DatasetOpsMixin):
     """An iterable of elements; transformations return new datasets."""
 
-    def __init__(self, make_iter, length=None):
+    def __init__(self, make_iter, length=None, spec=None):
         self._make_iter = make_iter
         self._length = length
+        self._spec = spec
 
     # ---- sources ----------------------------------------------------
     @staticmethod
@@ -155,8 +157,10 @@ class Dataset:
                     buf = []
             if buf and not drop_remainder:
                 yield _stack(buf)
-        return Dataset(gen, _batched_len(self._length, batch_size,
-                                         drop_remainder))
+        out = Dataset(gen, _batched_len(self._length, batch_size,
+                                        drop_remainder))
+        out._batched_from = (self, batch_size if drop_remainder else None)
+        return out
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True):
         src = self
@@ -233,22 +237,26 @@ class Dataset:
         return Dataset(lambda: itertools.islice(iter(src), count, None),
                        length)
 
-    def prefetch(self, buffer_size=None):
-        # Elements are produced on demand; nothing to overlap with here.
-        return self
-
     def cache(self, filename=""):
+        """In memory (filename ''), or in a file that later iterations and
+        later programs read instead of the source, as TF. Only a complete
+        pass is kept: a pass stopped early caches nothing."""
+        from .readers import file_cache
+        if filename:
+            return file_cache(self, str(filename))
         src = self
         store = []
 
         def gen():
             if store:
-                yield from store
+                yield from store[0]
                 return
+            seen = []
             for e in src:
-                store.append(e)
+                seen.append(e)
                 yield e
-        return Dataset(gen, self._length)
+            store.append(seen)
+        return Dataset(gen, self._length, self._spec)
 
     def enumerate(self, start=0):
         src = self
@@ -257,12 +265,45 @@ class Dataset:
                        self._length)
 
     @staticmethod
-    def zip(*datasets):
-        if len(datasets) == 1 and isinstance(datasets[0], (tuple, list)):
-            datasets = tuple(datasets[0])
-        lens = [d._length for d in datasets]
+    def zip(*datasets, name=None):
+        """Dataset.zip(a, b) or zip((a, b)) or zip({"x": a, "y": b}): the
+        elements in the same structure, as TF."""
+        if len(datasets) == 1 and not isinstance(datasets[0], Dataset):
+            datasets = datasets[0]
+        if isinstance(datasets, list):
+            datasets = tuple(datasets)
+        flat = _nest._flatten(datasets)
+        if not flat or not all(isinstance(d, Dataset) for d in flat):
+            raise TypeError("Dataset.zip takes datasets (or a tuple or dict "
+                            "of them)")
+        lens = [d._length for d in flat]
         length = None if None in lens else min(lens)
-        return Dataset(lambda: zip(*datasets), length)
+        structure = datasets
+
+        def gen():
+            for elems in zip(*flat):
+                yield _nest._pack(structure, list(elems))
+        return Dataset(gen, length)
+
+
+def _flatten_shapes(shapes, like):
+    """padded_shapes flattened along the element's structure (a shape is
+    a list, tuple or TensorShape, so the element drives the walk)."""
+    if isinstance(like, dict):
+        return [x for k in sorted(like)
+                for x in _flatten_shapes(shapes[k], like[k])]
+    if isinstance(like, tuple):
+        if len(shapes) != len(like):
+            raise ValueError(f"padded_shapes {shapes!r} does not match the "
+                             f"element's structure")
+        return [x for s, e in zip(shapes, like)
+                for x in _flatten_shapes(s, e)]
+    if shapes is None:
+        return [None]
+    dims = getattr(shapes, "as_list", None)
+    dims = dims() if dims else list(np.atleast_1d(shapes)) \
+        if not isinstance(shapes, (list, tuple)) else list(shapes)
+    return [[None if d is None or int(d) < 0 else int(d) for d in dims]]
 
 
 def _batched_len(n, size, drop):
@@ -271,8 +312,19 @@ def _batched_len(n, size, drop):
     return n // size if drop else -(-n // size)
 
 
+def _no_bytes(column):
+    if isinstance(column[0], (bytes, str)):
+        raise TypeError(
+            "batch: these elements are Python bytes (records or lines; TF's "
+            "string tensors) and tfmini has no string dtype to batch them "
+            "in; parse them first (map with tf.io.parse_single_example), "
+            "then batch")
+
+
 def _stack(elements):
-    columns = zip(*[_flatten(e) for e in elements])
+    columns = list(zip(*[_flatten(e) for e in elements]))
+    for c in columns:
+        _no_bytes(c)
     return _nest._pack(elements[0], [
         _to_tensor(np.stack([_as_numpy(x) for x in c])) for c in columns],
         _nest._DATA_LEAF)
@@ -300,4 +352,6 @@ class _Slices(Dataset):
             for i in range(0, stop, batch_size):
                 yield _map_structure(
                     lambda a: _to_tensor(a[i:i + batch_size]), arrays)
-        return Dataset(gen, _batched_len(n, batch_size, drop_remainder))
+        out = Dataset(gen, _batched_len(n, batch_size, drop_remainder))
+        out._batched_from = (self, batch_size if drop_remainder else None)
+        return out

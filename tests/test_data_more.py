@@ -1,0 +1,225 @@
+"""tf.data additions, against the outputs TF documents for them."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tfmini as tf
+
+
+def _list(ds):
+    return [np.asarray(x).tolist() for x in ds.as_numpy_iterator()]
+
+
+def test_interleave_documented_order():
+    ds = tf.data.Dataset.range(1, 6).interleave(
+        lambda x: tf.data.Dataset.from_tensors(x).repeat(6),
+        cycle_length=2, block_length=4)
+    assert _list(ds) == [1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 3, 3, 3, 3, 2, 2, 4,
+                         4, 4, 4, 3, 3, 5, 5, 5, 5, 4, 4, 5, 5]
+    ds = tf.data.Dataset.range(1, 4).interleave(
+        lambda x: tf.data.Dataset.range(x), cycle_length=3)
+    assert _list(ds) == [0, 0, 0, 1, 1, 2]
+
+
+def test_window_documented():
+    ds = tf.data.Dataset.range(7)
+    ws = [_list(w) for w in ds.window(3)]
+    assert ws == [[0, 1, 2], [3, 4, 5], [6]]
+    ws = [_list(w) for w in ds.window(3, shift=2, drop_remainder=True)]
+    assert ws == [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
+    ws = [_list(w) for w in ds.window(3, shift=1, stride=2,
+                                      drop_remainder=True)]
+    assert ws == [[0, 2, 4], [1, 3, 5], [2, 4, 6]]
+    pairs = tf.data.Dataset.from_tensor_slices(([1, 2, 3], [4, 5, 6]))
+    w = next(iter(pairs.window(2)))
+    assert isinstance(w, tuple) and isinstance(w[0], tf.data.Dataset)
+    assert _list(w[1]) == [4, 5]
+    flat = ds.window(3, drop_remainder=True).flat_map(lambda w: w.batch(3))
+    assert _list(flat) == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_padded_batch_documented():
+    ds = tf.data.Dataset.range(1, 5).map(lambda x: tf.fill([x], x))
+    assert _list(ds.padded_batch(2)) == [[[1, 0], [2, 2]],
+                                         [[3, 3, 3, 0], [4, 4, 4, 4]]]
+    assert _list(ds.padded_batch(2, padded_shapes=5)) == [
+        [[1, 0, 0, 0, 0], [2, 2, 0, 0, 0]],
+        [[3, 3, 3, 0, 0], [4, 4, 4, 4, 0]]]
+    assert _list(ds.padded_batch(2, padded_shapes=[None],
+                                 padding_values=tf.constant(-1, tf.int64))) \
+        == [[[1, -1], [2, 2]], [[3, 3, 3, -1], [4, 4, 4, 4]]]
+    tup = tf.data.Dataset.zip((ds, ds.map(lambda x: x[0])))
+    out = list(tup.padded_batch(3, padded_shapes=([4], []),
+                                drop_remainder=True))
+    assert len(out) == 1 and out[0][0].shape == (3, 4)
+    assert out[0][1].shape == (3,)
+    with pytest.raises(ValueError, match="larger"):
+        list(ds.padded_batch(2, padded_shapes=[2]))
+
+
+def test_unbatch_take_while_enumerate_zip_apply():
+    ds = tf.data.Dataset.from_tensor_slices(
+        {"a": [[1, 2], [3, 4]], "b": [[5, 6], [7, 8]]}).unbatch()
+    assert [(int(e["a"]), int(e["b"])) for e in ds] == [
+        (1, 5), (2, 6), (3, 7), (4, 8)]
+    r = tf.data.Dataset.range(10)
+    assert _list(r.take_while(lambda x: x < 5)) == [0, 1, 2, 3, 4]
+    assert [(int(i), int(x)) for i, x in r.take(2).enumerate(5)] == [
+        (5, 0), (6, 1)]
+    z = tf.data.Dataset.zip((r, r.map(lambda x: x * 2)))
+    assert [(int(a), int(b)) for a, b in z.take(2)] == [(0, 0), (1, 2)]
+    assert _list(r.apply(lambda d: d.filter(lambda x: x % 3 == 0))) == [
+        0, 3, 6, 9]
+    with pytest.raises(TypeError, match="Dataset"):
+        r.apply(lambda d: 1)
+
+
+def test_from_generator_signature_and_errors():
+    def gen(n):
+        for i in range(int(n)):
+            yield i, [1.0] * i
+    ds = tf.data.Dataset.from_generator(
+        gen, args=(3,), output_signature=(
+            tf.TensorSpec((), tf.int32), tf.TensorSpec((None,), tf.float32)))
+    assert ds.element_spec[1].shape.as_list() == [None]
+    out = list(ds)
+    assert out[2][0].dtype == tf.int32 and out[2][1].dtype == tf.float32
+    assert out[2][1].numpy().tolist() == [1.0, 1.0]
+    assert len(list(ds)) == 3                    # each pass calls it again
+    bad = tf.data.Dataset.from_generator(
+        lambda: iter([[1, 2, 3]]),
+        output_signature=tf.TensorSpec((2,), tf.int32))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="shape"):
+        list(bad)
+    with pytest.raises(TypeError, match="output_signature"):
+        tf.data.Dataset.from_generator(lambda: iter([1]))
+    old = tf.data.Dataset.from_generator(lambda: iter([1, 2]),
+                                         output_types=tf.int64,
+                                         output_shapes=())
+    assert [x.dtype for x in old] == [tf.int64, tf.int64]
+
+
+def test_prefetch_runs_ahead_on_a_thread():
+    seen = []
+
+    def gen():
+        for i in range(5):
+            seen.append((i, threading.get_ident()))
+            yield i
+    ds = tf.data.Dataset.from_generator(
+        gen, output_signature=tf.TensorSpec((), tf.int32)).prefetch(3)
+    it = iter(ds)
+    assert int(next(it)) == 0
+    deadline = time.time() + 5
+    while len(seen) < 4 and time.time() < deadline:
+        time.sleep(0.01)
+    assert len(seen) >= 4              # produced ahead of the consumer
+    assert seen[0][1] != threading.get_ident()
+    assert [int(x) for x in it] == [1, 2, 3, 4]
+    assert _list(tf.data.Dataset.range(20).prefetch(tf.data.AUTOTUNE)) == \
+        list(range(20))
+
+    def boom():
+        yield 1
+        raise RuntimeError("source failed")
+    bad = tf.data.Dataset.from_generator(
+        boom, output_signature=tf.TensorSpec((), tf.int32)).prefetch(2)
+    with pytest.raises(RuntimeError, match="source failed"):
+        list(bad)
+
+
+def test_cache_memory_and_file(tmp_path):
+    calls = []
+
+    def gen():
+        for i in range(4):
+            calls.append(i)
+            yield i, {"sq": i * i}
+    sig = (tf.TensorSpec((), tf.int64), {"sq": tf.TensorSpec((), tf.int64)})
+    ds = tf.data.Dataset.from_generator(gen, output_signature=sig).cache()
+    first = [(int(a), int(b["sq"])) for a, b in ds]
+    assert [(int(a), int(b["sq"])) for a, b in ds] == first
+    assert len(calls) == 4                       # read once
+    calls.clear()
+    partial = tf.data.Dataset.from_generator(
+        gen, output_signature=sig).cache()
+    next(iter(partial))
+    assert len(list(partial)) == 4               # a stopped pass kept nothing
+    calls.clear()
+    fname = str(tmp_path / "c")
+    fds = tf.data.Dataset.from_generator(
+        gen, output_signature=sig).cache(fname)
+    assert [(int(a), int(b["sq"])) for a, b in fds] == first
+    calls.clear()
+    again = tf.data.Dataset.from_generator(
+        gen, output_signature=sig).cache(fname)  # a later program
+    assert [(int(a), int(b["sq"])) for a, b in again] == first
+    assert calls == []
+
+
+def test_batch_element_spec():
+    r = tf.data.Dataset.range(5)
+    assert r.batch(2).element_spec.shape.as_list() == [None]
+    assert r.batch(2, drop_remainder=True).element_spec.shape.as_list() \
+        == [2]
+
+
+def test_new_transforms_inside_tf_function():
+    ds = tf.data.Dataset.range(1, 4).map(lambda x: tf.fill([x], x)) \
+        .padded_batch(3).unbatch().prefetch(2)
+
+    @tf.function
+    def total():
+        s = tf.constant(0, tf.int64)
+        for row in ds:
+            s += tf.reduce_sum(row)
+        return s
+    assert int(total()) == 1 + 4 + 9
+
+
+def test_zip_structures():
+    a, b = tf.data.Dataset.range(3), tf.data.Dataset.range(10, 12)
+    assert [(int(x), int(y)) for x, y in tf.data.Dataset.zip(a, b)] == [
+        (0, 10), (1, 11)]
+    d = tf.data.Dataset.zip({"x": a, "y": (b, a)})
+    e = next(iter(d))
+    assert int(e["x"]) == 0 and int(e["y"][0]) == 10
+    with pytest.raises(TypeError):
+        tf.data.Dataset.zip((a, 1))
+
+
+def test_cache_file_keeps_binary_records(tmp_path):
+    p = str(tmp_path / "r.tfrecord")
+    recs = [b"a\x00", b"\x00\x00", b"", b"z"]
+    with tf.io.TFRecordWriter(p) as w:
+        for r in recs:
+            w.write(r)
+    fname = str(tmp_path / "cache")
+    assert list(tf.data.TFRecordDataset(p).cache(fname)) == recs
+    assert list(tf.data.TFRecordDataset(p).cache(fname)) == recs
+
+
+def test_concatenate_shard_reduce():
+    a, b = tf.data.Dataset.range(3), tf.data.Dataset.range(10, 12)
+    c = a.concatenate(b)
+    assert _list(c) == [0, 1, 2, 10, 11] and len(c) == 5
+    s = tf.data.Dataset.range(10).shard(3, 1)
+    assert _list(s) == [1, 4, 7] and len(s) == 3
+    total = tf.data.Dataset.range(5).reduce(
+        tf.constant(0, tf.int64), lambda acc, x: acc + x)
+    assert int(total) == 10
+    with pytest.raises(ValueError):
+        a.shard(2, 2)
+
+
+def test_bytes_elements_refuse_batching_by_name(tmp_path):
+    p = str(tmp_path / "x.tfrecord")
+    with tf.io.TFRecordWriter(p) as w:
+        w.write(b"a")
+        w.write(b"b")
+    with pytest.raises(TypeError, match="string dtype"):
+        list(tf.data.TFRecordDataset(p).batch(2))
+    with pytest.raises(TypeError, match="string dtype"):
+        list(tf.data.TFRecordDataset(p).padded_batch(2))

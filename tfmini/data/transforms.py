@@ -1,0 +1,389 @@
+"""More tf.data transformations (a mixin of Dataset): apply, interleave,
+prefetch (a real background thread), padded_batch, unbatch, window,
+take_while, element_spec."""
+import os
+import queue
+import threading
+import weakref
+
+import numpy as np
+
+
+def _ds():
+    from . import dataset
+    return dataset
+
+
+def _new(make_iter, length=None):
+    return _ds().Dataset(make_iter, length)
+
+
+def _spec_of(x):
+    from ..tensor_spec import TensorSpec
+    if isinstance(x, _ds().Dataset):
+        return DatasetSpec(x.element_spec)
+    if isinstance(x, (bytes, str)):
+        return _BytesSpec()
+    return TensorSpec(tuple(x.shape), x.dtype)
+
+
+class _BytesSpec:
+    """The spec of a Python-bytes element (TF: TensorSpec((), tf.string);
+    tfmini has no string dtype yet)."""
+    shape = ()
+    dtype = bytes
+
+    def __repr__(self):
+        return "TensorSpec(shape=(), dtype=bytes)"
+
+    def __eq__(self, other):
+        return isinstance(other, _BytesSpec)
+
+
+class DatasetSpec:
+    """tf.data.DatasetSpec: the spec of a dataset-valued element."""
+
+    def __init__(self, element_spec, dataset_shape=()):
+        self.element_spec = element_spec
+        self.shape = dataset_shape
+
+    def __repr__(self):
+        return f"DatasetSpec({self.element_spec!r}, TensorShape([]))"
+
+
+class _PrefetchIter:
+    """Runs the source iterator on a daemon thread, up to `size` elements
+    ahead. The thread stops when this iterator is dropped or exhausted;
+    an exception in the source is raised here, in order."""
+
+    _END = object()
+
+    def __init__(self, src_iter, size):
+        self._q = queue.Queue(maxsize=size)
+        self._stop = threading.Event()
+        self._done = False
+        self._thread = threading.Thread(
+            target=_PrefetchIter._run, args=(src_iter, self._q, self._stop),
+            daemon=True, name="tf.data prefetch")
+        self._thread.start()
+        self._finalizer = weakref.finalize(self, self._stop.set)
+
+    @staticmethod
+    def _run(it, q, stop):
+        def put(item):
+            while not stop.is_set():
+                try:
+                    q.put(item, timeout=0.05)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+        try:
+            for e in it:
+                if not put((True, e)):
+                    return
+        except BaseException as exc:  # handed to the consumer
+            put((False, exc))
+            return
+        put((True, _PrefetchIter._END))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        ok, e = self._q.get()
+        if not ok:
+            self._done = True
+            self._stop.set()
+            raise e
+        if e is _PrefetchIter._END:
+            self._done = True
+            raise StopIteration
+        return e
+
+
+def _autotune_size():
+    return max(2, min(os.cpu_count() or 2, 16))
+
+
+def _np(x):
+    return x.numpy() if hasattr(x, "numpy") else np.asarray(x)
+
+
+def _pad_to(a, shape, value, what):
+    if a.ndim != len(shape):
+        raise ValueError(f"padded_batch: {what} has rank {a.ndim}, "
+                         f"padded_shapes rank {len(shape)}")
+    for d, (have, want) in enumerate(zip(a.shape, shape)):
+        if have > want:
+            raise ValueError(
+                f"padded_batch: {what} has shape {list(a.shape)}, larger "
+                f"than the padded shape {list(shape)} in dimension {d}")
+    out = np.full(shape, value, a.dtype)
+    out[tuple(slice(0, s) for s in a.shape)] = a
+    return out
+
+
+class DatasetOpsMixin:
+    """Transformations added to Dataset (see dataset.py)."""
+
+    def apply(self, transformation_func):
+        out = transformation_func(self)
+        if not isinstance(out, _ds().Dataset):
+            raise TypeError(f"Dataset.apply: the function must return a "
+                            f"Dataset, got {type(out).__name__}")
+        return out
+
+    @property
+    def element_spec(self):
+        """The nested TensorSpecs of the elements. tfmini reads them from
+        the first element where the transformation does not give them
+        (so a None dimension that TF would report can show as the first
+        element's size); batch without drop_remainder gives None first,
+        as TF."""
+        spec = getattr(self, "_spec", None)
+        if spec is not None:
+            return spec
+        ds = _ds()
+        batched = getattr(self, "_batched_from", None)
+        if batched is not None:
+            src, size = batched
+            return ds._map_structure(lambda sp: type(sp)(
+                (size,) + tuple(sp.shape), sp.dtype), src.element_spec)
+        for e in ds.Dataset.__iter__(self):
+            return ds._map_structure(_spec_of, e)
+        raise ValueError("element_spec of an empty dataset whose spec "
+                         "tfmini cannot infer without an element")
+
+    def prefetch(self, buffer_size=None, name=None):
+        if buffer_size is None or buffer_size == _ds().AUTOTUNE:
+            size = _autotune_size()
+        else:
+            size = int(buffer_size)
+            if size < 1:
+                raise ValueError(f"prefetch: buffer_size must be positive "
+                                 f"or tf.data.AUTOTUNE, got {buffer_size}")
+        src = self
+        d = _new(lambda: _PrefetchIter(iter(src), size), self._length)
+        d._spec = getattr(self, "_spec", None)
+        return d
+
+    def interleave(self, map_func, cycle_length=None, block_length=None,
+                   num_parallel_calls=None, deterministic=None, name=None):
+        """TF's order: cycle_length input elements are open at once; each
+        gives block_length elements in turn; an exhausted one is replaced,
+        in its slot, by the next input element's dataset."""
+        if cycle_length is None or cycle_length == _ds().AUTOTUNE:
+            cycle_length = os.cpu_count() or 1
+        block_length = 1 if block_length is None else int(block_length)
+        if cycle_length < 1 or block_length < 1:
+            raise ValueError("interleave: cycle_length and block_length "
+                             "must be positive")
+        src = self
+
+        def open_one(e):
+            d = map_func(*e) if isinstance(e, tuple) else map_func(e)
+            if not isinstance(d, _ds().Dataset):
+                raise TypeError(f"interleave: map_func must return a "
+                                f"Dataset, got {type(d).__name__}")
+            return iter(d)
+
+        def gen():
+            inputs = iter(src)
+            slots = []
+            for e in inputs:
+                slots.append(open_one(e))
+                if len(slots) == cycle_length:
+                    break
+            i = 0
+            while slots:
+                it = slots[i]
+                n = 0
+                while n < block_length:
+                    try:
+                        yield next(it)
+                        n += 1
+                    except StopIteration:
+                        it = None
+                        break
+                if it is None:
+                    nxt = next(inputs, None)
+                    if nxt is not None:
+                        slots[i] = open_one(nxt)
+                        continue       # the new one starts in this turn
+                    del slots[i]
+                    if not slots:
+                        return
+                    i %= len(slots)
+                    continue
+                i = (i + 1) % len(slots)
+        return _new(gen, None)
+
+    def flat_map(self, map_func, name=None):
+        return self.interleave(map_func, cycle_length=1, block_length=1)
+
+    def padded_batch(self, batch_size, padded_shapes=None,
+                     padding_values=None, drop_remainder=False, name=None):
+        ds = _ds()
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        src = self
+
+        def stack(elements):
+            flats = [ds._flatten(e) for e in elements]
+            first = elements[0]
+            n = len(flats[0])
+            shapes = ([None] * n if padded_shapes is None else
+                      ds._flatten_shapes(padded_shapes, first))
+            if padding_values is None:
+                values = [None] * n
+            elif not isinstance(padding_values, (tuple, dict, list)):
+                values = [padding_values] * n
+            else:
+                values = ds._flatten(padding_values)
+            out = []
+            for j in range(n):
+                ds._no_bytes([f[j] for f in flats])
+                col = [_np(f[j]) for f in flats]
+                rank = col[0].ndim
+                want = shapes[j]
+                if want is None:
+                    want = [None] * rank
+                want = [(-1 if w is None else int(w)) for w in want]
+                if len(want) != rank:
+                    raise ValueError(
+                        f"padded_batch: component {j} has rank {rank}, "
+                        f"padded_shapes gives rank {len(want)}")
+                full = tuple(
+                    max(c.shape[d] for c in col) if want[d] < 0 else want[d]
+                    for d in range(rank))
+                v = values[j]
+                v = 0 if v is None else _np(v).item()
+                out.append(ds._to_tensor(np.stack(
+                    [_pad_to(c, full, v, f"component {j}") for c in col])))
+            return ds._nest._pack(first, out, ds._nest._DATA_LEAF)
+
+        def gen():
+            buf = []
+            for e in src:
+                buf.append(e)
+                if len(buf) == batch_size:
+                    yield stack(buf)
+                    buf = []
+            if buf and not drop_remainder:
+                yield stack(buf)
+        out = _new(gen, ds._batched_len(self._length, batch_size,
+                                        drop_remainder))
+        if padded_shapes is None:
+            out._batched_from = (self, batch_size if drop_remainder
+                                 else None)
+        return out
+
+    def unbatch(self, name=None):
+        ds = _ds()
+        src = self
+
+        def gen():
+            for e in src:
+                flat = [_np(x) for x in ds._flatten(e)]
+                if any(a.ndim == 0 for a in flat):
+                    raise ValueError("unbatch: every component needs a "
+                                     "batch dimension (rank >= 1)")
+                n = len(flat[0])
+                if any(len(a) != n for a in flat):
+                    raise ValueError(
+                        f"unbatch: components differ in their batch size: "
+                        f"{[len(a) for a in flat]}")
+                for i in range(n):
+                    yield ds._nest._pack(
+                        e, [ds._to_tensor(a[i]) for a in flat],
+                        ds._nest._DATA_LEAF)
+        return _new(gen, None)
+
+    def window(self, size, shift=None, stride=1, drop_remainder=False,
+               name=None):
+        """A dataset of windows; each window is the element structure
+        with a Dataset in place of each component, as TF."""
+        ds = _ds()
+        shift = size if shift is None else shift
+        if size < 1 or shift < 1 or stride < 1:
+            raise ValueError("window: size, shift and stride must be "
+                             "positive")
+        src = self
+        span = (size - 1) * stride + 1
+
+        def one_window(elems):
+            flat = [ds._flatten(e) for e in elems]
+            comps = [_slices_dataset([f[j] for f in flat])
+                     for j in range(len(flat[0]))]
+            return ds._nest._pack(elems[0], comps, ds._nest._DATA_LEAF)
+
+        def gen():
+            buf = []
+            it = iter(src)
+            start = 0          # index of buf[0] in the source
+            pos = 0            # next window start
+            done = False      # the source is exhausted
+            while True:
+                while not done and len(buf) < pos - start + span:
+                    try:
+                        buf.append(next(it))
+                    except StopIteration:
+                        done = True
+                elems = buf[pos - start::stride][:size]
+                if not elems:
+                    return
+                if len(elems) < size and drop_remainder:
+                    return
+                yield one_window(elems)
+                pos += shift
+                drop = min(pos - start, len(buf))
+                del buf[:drop]
+                start += drop
+        return _new(gen, None)
+
+    def concatenate(self, dataset, name=None):
+        import itertools
+        a, b = self, dataset
+        la, lb = a._length, b._length
+        length = None if la is None or lb is None else \
+            (-1 if -1 in (la, lb) else la + lb)
+        return _new(lambda: itertools.chain(iter(a), iter(b)), length)
+
+    def shard(self, num_shards, index, name=None):
+        if num_shards < 1 or not 0 <= index < num_shards:
+            raise ValueError(f"shard: need 0 <= index < num_shards, got "
+                             f"index {index} of {num_shards}")
+        import itertools
+        src = self
+        n = self._length
+        length = n if n is None or n < 0 else \
+            (n - index + num_shards - 1) // num_shards
+        return _new(lambda: itertools.islice(iter(src), index, None,
+                                             num_shards), length)
+
+    def reduce(self, initial_state, reduce_func, name=None):
+        """Folds the elements into a state, eagerly (TF: a graph loop)."""
+        ds = _ds()
+        state = ds._map_structure(ds._to_tensor, initial_state)
+        for e in self:
+            state = reduce_func(state, e)
+        return state
+
+    def take_while(self, predicate, name=None):
+        src = self
+
+        def gen():
+            for e in src:
+                r = predicate(*e) if isinstance(e, tuple) else predicate(e)
+                if not bool(r):
+                    return
+                yield e
+        return _new(gen, None)
+
+
+def _slices_dataset(tensors):
+    d = _new(lambda: iter(tensors), len(tensors))
+    return d
