@@ -167,6 +167,8 @@ def _split_batch(element, parts):
     import tfmini as tf
 
     def split(t):
+        if t is None:
+            return None
         if not isinstance(t, tf.Tensor):
             t = tf.convert_to_tensor(t)
         n = t.shape[0] if t.shape.rank else None
