@@ -397,12 +397,14 @@ def test_tutorial_custom_training_loop(tmp_path):
         losses.append(float(train_loss))
         assert 0.0 <= float(train_accuracy.result()) <= 1.0
         # 16 test examples over 2 replicas: every one counted once.
-        assert float(test_accuracy.count if hasattr(test_accuracy, "count")
-                     else 16) == 16
+        assert float(test_accuracy.count) == 16
+        assert float(test_loss.count) == 16
         test_loss.reset_state()
         train_accuracy.reset_state()
         test_accuracy.reset_state()
     assert int(optimizer.iterations) == EPOCHS * 3
+    # Built inside the replicas' first trace, once: not once per replica.
+    assert len(model.weights) == 6
     assert losses[-1] < losses[0]
     assert distributed_train_step.experimental_get_tracing_count() <= 2
 
@@ -438,3 +440,17 @@ def test_checkpoint_with_and_without_strategy(tmp_path):
         tf.train.Checkpoint(model=again).restore(path2)
     for a, b in zip(again.weights, plain.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_apply_gradients_with_gradients_already_aggregated():
+    s = mirrored(2)
+    with s.scope():
+        v = tf.Variable([1.0, 2.0])
+        opt = tf.keras.optimizers.SGD(0.5)
+
+    def step():
+        g = tf.constant([2.0, 2.0])      # summed by the caller already
+        opt.apply_gradients([(g, v)], skip_gradients_aggregation=True)
+    s.run(step)
+    np.testing.assert_allclose(v.numpy(), [0.0, 1.0])
+    assert int(opt.iterations) == 1

@@ -3,7 +3,7 @@ variable assignments (Note [Shared variables] in strategy.py)."""
 import threading
 
 from .replica import _in_multi_replica, current_replica
-from .values import PerReplica, ReduceOp
+from .values import PerReplica, ReduceOp, _select
 
 _write_lock = threading.Lock()
 
@@ -29,9 +29,7 @@ def apply_gradients(optimizer, pairs, name, skip_gradients_aggregation):
 
     def step(strategy, per_replica):
         # Every replica holds the same sums; the first one's are applied.
-        chosen = per_replica[0] if isinstance(per_replica, PerReplica) \
-            else per_replica
-        return optimizer.apply_gradients(chosen, name=name)
+        return optimizer.apply_gradients(_select(per_replica, 0), name=name)
     return ctx.merge_call(step, args=(merged,))
 
 
