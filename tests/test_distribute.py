@@ -454,3 +454,14 @@ def test_apply_gradients_with_gradients_already_aggregated():
     s.run(step)
     np.testing.assert_allclose(v.numpy(), [0.0, 1.0])
     assert int(opt.iterations) == 1
+
+
+def test_replicas_share_out_the_openmp_threads():
+    # omp_set_num_threads is per thread (libgomp): each replica thread
+    # gets its share of the cores and the caller's setting is untouched.
+    from tfmini import _C
+    before = _C.get_num_threads()
+    s = mirrored(2)
+    per = s.run(_C.get_num_threads)
+    assert per == max(1, tf.config.threading._default // 2)
+    assert _C.get_num_threads() == before
