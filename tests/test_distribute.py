@@ -32,11 +32,25 @@ def data(n=40, seed=0):
     return x, y
 
 
-def make_model():
+class BatchSizes(tf.keras.layers.Layer):
+    """Identity that records the batch sizes (and threads) it sees."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.seen = []
+
+    def call(self, x):
+        self.seen.append((x.shape[0], threading.current_thread().name))
+        return x
+
+
+def make_model(record=False):
     tf.keras.utils.set_random_seed(1)
-    return tf.keras.Sequential([
-        tf.keras.layers.Dense(6, activation="tanh", input_shape=(5,)),
-        tf.keras.layers.Dense(1)])
+    layers = [tf.keras.layers.Dense(6, activation="tanh", input_shape=(5,)),
+              tf.keras.layers.Dense(1)]
+    if record:
+        layers.insert(1, BatchSizes())
+    return tf.keras.Sequential(layers)
 
 
 # ---- devices and strategies ---------------------------------------------
@@ -271,11 +285,17 @@ def keras_fit(n, run_eagerly):
     s = mirrored(n)
     x, y = data(40)
     with s.scope():
-        model = make_model()
+        model = make_model(record=True)
         model.compile(tf.keras.optimizers.Adam(0.05), "mse",
                       metrics=["mae"], run_eagerly=run_eagerly)
     # 40 = 16 + 16 + 8: the last batch splits 2 per replica for n = 4.
     h = model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
+    seen = model.layers[1].seen
+    # The replicas' steps ran on their slices, in the replica threads.
+    if n > 1:
+        assert (16 // n, f"replica_{n - 1}") in seen
+        assert (8 // n, f"replica_{n - 1}") in seen
+        assert all(size < 16 for size, _ in seen)
     ev = model.evaluate(x, y, batch_size=16, verbose=0)
     pred = model.predict(x, batch_size=16, verbose=0)
     return [w.numpy() for w in model.weights], h.history, ev, pred

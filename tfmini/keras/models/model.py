@@ -479,12 +479,13 @@ class Model(Layer):
 
     @property
     def distribute_strategy(self):
-        return self._distribute_strategy or tf.distribute.get_strategy()
+        return getattr(self, "_distribute_strategy", None) or \
+            tf.distribute.get_strategy()
 
     def _replicated(self):
         """The strategy to split batches over, when it has several
         replicas (else None: the plain steps)."""
-        s = self._distribute_strategy
+        s = getattr(self, "_distribute_strategy", None)
         if s is None and tf.distribute.has_strategy():
             s = tf.distribute.get_strategy()
         if s is None or s.num_replicas_in_sync == 1:
