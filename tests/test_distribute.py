@@ -485,3 +485,35 @@ def test_replicas_share_out_the_openmp_threads():
     per = s.run(_C.get_num_threads)
     assert per == max(1, tf.config.threading._default // 2)
     assert _C.get_num_threads() == before
+
+
+class SlowBuild(tf.keras.layers.Dense):
+    """A Dense whose build takes long enough for replicas running at once
+    to all be inside it."""
+
+    def build(self, input_shape):
+        import time
+        time.sleep(0.05)
+        super().build(input_shape)
+
+
+def test_eager_run_builds_a_lazy_model_once():
+    s = mirrored(4)
+    with s.scope():
+        model = tf.keras.Sequential([SlowBuild(3), tf.keras.layers.Dense(1)])
+        opt = tf.keras.optimizers.Adam(0.1)
+    x = tf.ones([8, 2])
+
+    def step(xb):
+        with tf.GradientTape() as tape:
+            loss = tf.nn.compute_average_loss(model(xb), global_batch_size=8)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+    per = s.experimental_distribute_values_from_function(
+        lambda ctx: x[2 * ctx.replica_id_in_sync_group:
+                      2 * ctx.replica_id_in_sync_group + 2])
+    s.run(step, args=(per,))
+    s.run(step, args=(per,))                   # now the replicas overlap
+    assert len(model.weights) == 4
+    assert len(opt.variables) == 2 + 2 * 4      # iterations, lr, m and v
+    assert int(opt.iterations) == 2

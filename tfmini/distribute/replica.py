@@ -8,19 +8,22 @@ thread count (omp_set_num_threads is per thread in libgomp; the cores
 are shared out between replicas). While a tf.function is traced the
 threads join the caller's trace (they push its graph) and take turns
 (a baton lock), as TF's MirroredStrategy threads do: the trace holds
-every replica's ops and the executor runs them. Replicas meet at
+every replica's ops and the executor runs them. A function's first
+eager run takes turns too, since layers build themselves on first use. Replicas meet at
 all_reduce and merge_call: each writes its value into a shared slot,
 waits at a barrier, one of them combines the slots, and a second wait
 hands the result to all. A replica that raises breaks the barrier, so
 the others stop instead of waiting forever; run() re-raises its error.
 """
 import threading
+import weakref
 
 from .. import _C
 from .. import trace_frames as _trace_frames
 from .values import PerReplica, ReduceOp, _regroup, _select
 
 _local = threading.local()
+_seen = weakref.WeakSet()      # functions run eagerly once already
 
 
 def _state():
@@ -237,7 +240,18 @@ def run_replicas(strategy, fn, args, kwargs):
             raise RuntimeError("strategy.run while tracing needs a "
                                "tf.function trace on this thread")
         frame = frames[-1]
-    baton = threading.Lock() if tracing else None
+    # A function's first eager run also takes turns: layers and
+    # optimizer slots are built on first use, and replicas running at
+    # once would each build them (TF's replica threads always take
+    # turns). Later runs of the same function run at once.
+    key = getattr(fn, "__func__", fn)
+    try:
+        first = key not in _seen
+        if first:
+            _seen.add(key)
+    except TypeError:             # not weakly referenceable
+        first = True
+    baton = threading.Lock() if tracing or first else None
     group = _Group(n, baton)
     results = [None] * n
     errors = [None] * n
@@ -252,9 +266,10 @@ def run_replicas(strategy, fn, args, kwargs):
         if frame is not None:
             _trace_frames._frames().append(frame)
             frame.graph.push()
-            baton.acquire()
         else:
             _C.set_num_threads(share)
+        if baton is not None:
+            baton.acquire()
         try:
             from ..name_scopes import name_scope
             ctx = ReplicaContext(strategy, i, group)
@@ -265,8 +280,9 @@ def run_replicas(strategy, fn, args, kwargs):
             errors[i] = e
             group.barrier.abort()
         finally:
-            if frame is not None:
+            if baton is not None:
                 baton.release()
+            if frame is not None:
                 frame.graph.pop()
                 _trace_frames._frames().pop()
 
