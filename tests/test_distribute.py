@@ -157,6 +157,10 @@ def test_reduce_all_reduce_merge_call():
 
 def test_replica_errors_do_not_hang():
     s = mirrored(2)
+    with pytest.raises(ValueError, match="3 components"):
+        s.run(lambda x: x, args=(tf.distribute.PerReplica([1, 2, 3]),))
+    with pytest.raises(ValueError, match="list or tuple"):
+        s.run(lambda x: x, args=tf.constant([1.0, 2.0]))
 
     def fails_on_one():
         ctx = tf.distribute.get_replica_context()

@@ -95,6 +95,11 @@ class Strategy:
         if r is not None and r._group is not None:
             raise RuntimeError("strategy.run cannot be called inside "
                                "strategy.run (a replica context)")
+        if not isinstance(args, (list, tuple)):
+            raise ValueError(f"strategy.run: `args` must be a list or "
+                             f"tuple of arguments, got "
+                             f"{type(args).__name__} (write args=(x,))")
+        _check_replica_counts((args, kwargs), self.num_replicas_in_sync)
         with self.scope():
             return run_replicas(self, fn, tuple(args), dict(kwargs or {}))
 
@@ -161,6 +166,20 @@ class Strategy:
         from .values import _ValueContext
         n = self.num_replicas_in_sync
         return _regroup([value_fn(_ValueContext(i, n)) for i in range(n)])
+
+
+def _check_replica_counts(x, n):
+    if isinstance(x, PerReplica):
+        if len(x) != n:
+            raise ValueError(f"strategy.run: a PerReplica value has "
+                             f"{len(x)} components but the strategy has "
+                             f"{n} replicas")
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _check_replica_counts(v, n)
+    elif isinstance(x, dict):
+        for v in x.values():
+            _check_replica_counts(v, n)
 
 
 class _DefaultStrategy(Strategy):
