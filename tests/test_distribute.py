@@ -521,3 +521,24 @@ def test_eager_run_builds_a_lazy_model_once():
     assert len(model.weights) == 4
     assert len(opt.variables) == 2 + 2 * 4      # iterations, lr, m and v
     assert int(opt.iterations) == 2
+
+
+def test_merge_call_reduce_to_and_update():
+    # The pattern of TF's StrategyExtended docs.
+    s = mirrored(2)
+    with s.scope():
+        v = tf.Variable(10.0)
+
+    def fn():
+        i = tf.cast(tf.distribute.get_replica_context().
+                    replica_id_in_sync_group, tf.float32)
+
+        def merge(strategy, update):
+            total = strategy.extended.reduce_to(
+                tf.VariableAggregation.SUM, update, v)
+            return strategy.extended.update(
+                v, lambda var, t: var.assign_sub(t), args=(total,))
+        tf.distribute.get_replica_context().merge_call(
+            merge, args=(i + 1.0,))
+    s.run(fn)
+    assert float(v) == 7.0

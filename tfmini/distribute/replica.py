@@ -129,6 +129,9 @@ def _call_merge(strategy, merge_fn, args, kwargs):
 
 
 def _reduce_op(op):
+    from ..variables import VariableAggregation
+    if isinstance(op, VariableAggregation):
+        return ReduceOp.from_variable_aggregation(op)
     if isinstance(op, str):
         try:
             return ReduceOp[op.upper()]

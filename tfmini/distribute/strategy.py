@@ -39,6 +39,27 @@ class StrategyExtended:
     def variable_created_in_scope(self, v):
         return True
 
+    # The cross-replica pattern of TF's docs: in a merge_fn, reduce the
+    # replicas' updates to the variable, then update it.
+    def reduce_to(self, reduce_op, value, destinations, options=None):
+        return self._strategy.reduce(reduce_op, value, axis=None)
+
+    def batch_reduce_to(self, reduce_op, value_destination_pairs,
+                        options=None):
+        return [self.reduce_to(reduce_op, v, d)
+                for v, d in value_destination_pairs]
+
+    def update(self, var, fn, args=(), kwargs=None, group=True):
+        """fn(var, *args, **kwargs), once: the variable is shared (Note
+        [Shared variables]); a PerReplica argument gives its first
+        component (its replicas' values are equal after reduce_to)."""
+        from .values import _select
+        return fn(var, *_select(tuple(args), 0),
+                  **_select(dict(kwargs or {}), 0))
+
+    def value_container(self, value):
+        return value
+
     @property
     def experimental_require_static_shapes(self):
         return False
