@@ -237,6 +237,10 @@ def test_compute_average_loss_and_regularization():
         per, sample_weight=[1, 0, 0, 1], global_batch_size=2)) == 3.5
     with pytest.raises(ValueError, match="rank 1"):
         tf.nn.compute_average_loss(tf.constant(1.0))
+    # tf.add_n (the tutorial's regularization sum) came with this.
+    assert float(tf.add_n([1.0, tf.constant(2.0), tf.Variable(3.0)])) == 6.0
+    with pytest.raises(ValueError, match=r"AddN.*float32\[2\].*float32\[3\]"):
+        tf.add_n([tf.ones([2]), tf.ones([3])])
     out = s.run(lambda: (tf.nn.compute_average_loss(per),
                          tf.nn.scale_regularization_loss([2.0, 4.0])))
     # 4 examples per replica, 2 replicas: a global batch of 8.
