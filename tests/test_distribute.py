@@ -546,3 +546,32 @@ def test_merge_call_reduce_to_and_update():
             merge, args=(i + 1.0,))
     s.run(fn)
     assert float(v) == 7.0
+
+
+def test_collective_inside_a_per_replica_function_is_a_clear_error():
+    s = mirrored(2)
+    with s.scope():
+        v = tf.Variable([1.0, 2.0])
+        opt = tf.keras.optimizers.SGD(0.1)
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(v * x)
+        opt.apply_gradients([(tape.gradient(loss, v), v)])
+        return loss
+    out = {}
+
+    def call():
+        try:
+            s.run(step, args=(tf.distribute.PerReplica(
+                [tf.ones(2), tf.ones(2)]),))
+        except Exception as e:      # noqa: BLE001 (checked below)
+            out["error"] = e
+    t = threading.Thread(target=call, daemon=True)
+    t.start()
+    t.join(30)
+    assert not t.is_alive(), "strategy.run hung"
+    assert isinstance(out.get("error"), NotImplementedError)
+    assert "around the code that calls strategy.run" in str(out["error"])
+    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])

@@ -170,8 +170,9 @@ class _Group:
     """The n replica threads of one strategy.run: slots, a barrier, and in
     a trace the baton that lets one thread build the graph at a time."""
 
-    def __init__(self, n, baton):
+    def __init__(self, n, baton, tracing):
         self.n = n
+        self.tracing = tracing
         self.barrier = threading.Barrier(n)
         self.baton = baton
         self.slots = [None] * n
@@ -192,6 +193,16 @@ class _Group:
         replica must make the same calls in the same order (and the
         end of fn counts as one, so a replica that skipped a call is an
         error, not a hang)."""
+        if _C.tracing() and not self.tracing:
+            # Each replica would be tracing its own graph: combining
+            # their symbolic values needs collective ops in the graphs,
+            # which tfmini does not have.
+            self.barrier.abort()
+            raise NotImplementedError(
+                f"{what} inside a tf.function called on each replica "
+                f"(strategy.run(tf.function(fn))) is not supported by "
+                f"tfmini: put the tf.function around the code that calls "
+                f"strategy.run instead, as TF's guides do")
         self.slots[i] = (what, value)
         if self._wait() == 0:
             whats = [w for w, _ in self.slots]
@@ -255,7 +266,7 @@ def run_replicas(strategy, fn, args, kwargs):
     except TypeError:             # not weakly referenceable
         first = True
     baton = threading.Lock() if tracing or first else None
-    group = _Group(n, baton)
+    group = _Group(n, baton, tracing)
     results = [None] * n
     errors = [None] * n
     share = _omp_share(n)
