@@ -9,8 +9,8 @@ are shared out between replicas). While a tf.function is traced the
 threads join the caller's trace (they push its graph) and take turns
 (a baton lock), as TF's MirroredStrategy threads do: the trace holds
 every replica's ops and the executor runs them. A function's first
-eager run takes turns too, since layers build themselves on first use. Replicas meet at
-all_reduce and merge_call: each writes its value into a shared slot,
+eager run takes turns too, since layers build themselves on first
+use. Replicas meet at all_reduce and merge_call: each writes its value into a shared slot,
 waits at a barrier, one of them combines the slots, and a second wait
 hands the result to all. A replica that raises breaks the barrier, so
 the others stop instead of waiting forever; run() re-raises its error.
