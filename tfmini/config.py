@@ -21,9 +21,91 @@ def list_physical_devices(device_type=None):
     return devices
 
 
+LogicalDevice = collections.namedtuple("LogicalDevice",
+                                       ["name", "device_type"])
+
+
+class LogicalDeviceConfiguration:
+    """One logical device carved out of a physical one
+    (tf.config.LogicalDeviceConfiguration). For the CPU, n of them make n
+    logical CPU devices that tf.distribute.MirroredStrategy can put a
+    replica on each (the threads share the cores, see
+    tfmini/distribute/replica.py); memory_limit is a GPU option."""
+
+    def __init__(self, memory_limit=None, experimental_priority=None,
+                 experimental_device_ordinal=None):
+        self.memory_limit = memory_limit
+        self.experimental_priority = experimental_priority
+        self.experimental_device_ordinal = experimental_device_ordinal
+
+    def __eq__(self, other):
+        return isinstance(other, LogicalDeviceConfiguration) and \
+            vars(self) == vars(other)
+
+    def __repr__(self):
+        return (f"LogicalDeviceConfiguration(memory_limit="
+                f"{self.memory_limit}, experimental_priority="
+                f"{self.experimental_priority}, "
+                f"experimental_device_ordinal="
+                f"{self.experimental_device_ordinal})")
+
+
+_logical = {}       # physical device name -> [LogicalDeviceConfiguration]
+
+
+def _physical(device):
+    name = getattr(device, "name", device)
+    for d in list_physical_devices():
+        if d.name == name:
+            return d
+    raise ValueError(f"Unrecognized device: {device!r}")
+
+
+def set_logical_device_configuration(device, logical_devices):
+    """Split a physical device into logical ones (None: undo). Only the
+    CPU can be split here (no GPU is built)."""
+    d = _physical(device)
+    if logical_devices is None:
+        _logical.pop(d.name, None)
+        return
+    logical_devices = list(logical_devices)
+    if not logical_devices:
+        raise ValueError("logical_devices must not be empty (None undoes a "
+                         "configuration)")
+    for c in logical_devices:
+        if not isinstance(c, LogicalDeviceConfiguration):
+            raise ValueError(f"Expected LogicalDeviceConfiguration, got "
+                             f"{type(c).__name__}")
+        if d.device_type == "CPU" and c.memory_limit is not None:
+            raise ValueError("Setting memory limit on CPU virtual devices "
+                             "is currently not supported")
+    _logical[d.name] = logical_devices
+
+
+def get_logical_device_configuration(device):
+    return _logical.get(_physical(device).name)
+
+
+def _logical_cpu_count():
+    return len(_logical.get("/physical_device:CPU:0", ())) or 1
+
+
 def list_logical_devices(device_type=None):
-    return [PhysicalDevice(d.name.replace("physical_", ""), d.device_type)
-            for d in list_physical_devices(device_type)]
+    out = []
+    for d in list_physical_devices(device_type):
+        n = len(_logical.get(d.name, ())) or 1
+        out += [LogicalDevice(f"/device:{d.device_type}:{i}", d.device_type)
+                for i in range(n)]
+    return out
+
+
+class experimental:  # noqa: N801  (TF's namespace name)
+    """tf.config.experimental: the older names of the same calls."""
+    VirtualDeviceConfiguration = LogicalDeviceConfiguration
+    set_virtual_device_configuration = staticmethod(
+        set_logical_device_configuration)
+    get_virtual_device_configuration = staticmethod(
+        get_logical_device_configuration)
 
 
 class threading:  # noqa: N801  (TF's namespace name)

@@ -27,9 +27,14 @@ def _parse_device(spec):
     except ValueError:
         raise ValueError(f"Unknown device specification {spec!r}") from None
     if kind == "CPU":
-        if n != 0:
-            raise ValueError(f"Unknown device {spec!r}: tfmini has one CPU "
-                             "device, /CPU:0")
+        # Logical CPUs (tf.config.set_logical_device_configuration) are
+        # all the one core device: they differ in the threads that use
+        # them (tfmini/distribute), not in memory.
+        from . import config
+        if not 0 <= n < config._logical_cpu_count():
+            raise ValueError(f"Unknown device {spec!r}: tfmini has "
+                             f"{config._logical_cpu_count()} CPU "
+                             "device(s)")
         return 0
     if kind == "GPU":
         from . import config

@@ -20,6 +20,10 @@ __all__ = ["Variable", "VariableSynchronization", "VariableAggregation"]
 
 _ASSIGN, _ASSIGN_ADD, _ASSIGN_SUB = 0, 1, 2
 
+# Set by tfmini.distribute: writes from replica threads of a strategy
+# with several replicas combine the replicas' values (its updates.py).
+_replica_write = None
+
 
 class VariableSynchronization(enum.Enum):
     AUTO = 0
@@ -153,17 +157,23 @@ class Variable(_C.VariableBase):
         """Write value (same dtype and shape) into the variable. With
         read_value, returns the variable, whose reads see the new value
         (TF returns an equivalent variable-like object)."""
-        self._assign(value, _ASSIGN)
+        if _replica_write is None or \
+                not _replica_write(self, value, _ASSIGN):
+            self._assign(value, _ASSIGN)
         return self if read_value else None
 
     def assign_add(self, delta, use_locking=None, name=None,
                    read_value=True):
-        self._assign(delta, _ASSIGN_ADD)
+        if _replica_write is None or \
+                not _replica_write(self, delta, _ASSIGN_ADD):
+            self._assign(delta, _ASSIGN_ADD)
         return self if read_value else None
 
     def assign_sub(self, delta, use_locking=None, name=None,
                    read_value=True):
-        self._assign(delta, _ASSIGN_SUB)
+        if _replica_write is None or \
+                not _replica_write(self, delta, _ASSIGN_SUB):
+            self._assign(delta, _ASSIGN_SUB)
         return self if read_value else None
 
     # Sparse updates: the functional tf.tensor_scatter_nd_* of the value,

@@ -24,6 +24,8 @@ __all__ = [
     "logical_and", "logical_or", "logical_not",
     # dtypes and ranges
     "cast", "saturate_cast", "clip_by_value",
+    # several operands
+    "add_n",
 ]
 
 _MATH_ONLY = [
@@ -295,3 +297,27 @@ def _check_clip_shape(t, result):
         raise ValueError(f"clip_by_value: the clip values would broadcast "
                          f"t of shape {want} to shape {got}; they must "
                          f"be scalars or broadcast to t's shape")
+
+
+def add_n(inputs, name=None):
+    """The elementwise sum of a list of tensors of one dtype and shape
+    (tf.add_n), as a chain of AddV2 (so it traces and differentiates)."""
+    if isinstance(inputs, Tensor) or hasattr(inputs, "_as_tensor"):
+        inputs = [inputs]
+    inputs = list(inputs)
+    if not inputs:
+        raise ValueError("inputs must be a non-empty list of tensors, got "
+                         "an empty list")
+    from .constant_op import convert_to_tensor
+    ts = [convert_to_tensor(t) for t in inputs]
+    first = ts[0]
+    for t in ts[1:]:
+        if t.dtype != first.dtype or tuple(t.shape) != tuple(first.shape):
+            raise ValueError(
+                f"AddN: all inputs must have the same dtype and shape, got "
+                f"{first.dtype.name}{list(first.shape)} and "
+                f"{t.dtype.name}{list(t.shape)}")
+    total = ts[0]
+    for t in ts[1:]:
+        total = add(total, t)
+    return total

@@ -168,6 +168,25 @@ class _OutputLosses:
         return total
 
 
+def _replica_loss_scale():
+    """In Keras's distributed train step: this replica's share of the
+    global batch (None elsewhere)."""
+    ctx = tf.distribute.get_replica_context()
+    return None if ctx is None else ctx._loss_scale
+
+
+def _concat_replicas(out):
+    """predict's per-replica outputs joined back into the batch."""
+    from tfmini.distribute import PerReplica
+    if isinstance(out, PerReplica):
+        return tf.concat(list(out), axis=0)
+    if isinstance(out, (list, tuple)):
+        return type(out)(_concat_replicas(o) for o in out)
+    if isinstance(out, dict):
+        return {k: _concat_replicas(v) for k, v in out.items()}
+    return out
+
+
 class Model(Layer):
     """A Layer with compile/fit/evaluate/predict/summary and weights
     files (tf.keras.Model)."""
@@ -203,6 +222,10 @@ class Model(Layer):
         self.loss = None
         self.stop_training = False
         self.history = None
+        # The strategy whose scope the model was made in (TF's
+        # model.distribute_strategy); fit/evaluate/predict run on it.
+        self._distribute_strategy = tf.distribute.get_strategy() \
+            if tf.distribute.has_strategy() else None
 
     # ---- structure ----------------------------------------------------
     @property
@@ -374,6 +397,11 @@ class Model(Layer):
         total = terms[0]
         for t in terms[1:]:
             total = total + tf.cast(t, total.dtype)
+        scale = _replica_loss_scale()
+        if scale is not None and training:
+            # One replica's share of the global batch: the optimizer sums
+            # the replicas' gradients (tfmini/distribute/updates.py).
+            total = total * tf.cast(scale, total.dtype)
         return total
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
@@ -403,6 +431,9 @@ class Model(Layer):
     def _track_loss(self, loss, x):
         # The epoch's loss is the mean over examples: each batch's mean
         # counts with its batch size (the last batch may be smaller).
+        scale = _replica_loss_scale()
+        if scale is not None:
+            loss = loss / tf.cast(scale, loss.dtype)
         first = data_adapter._flatten(x)[0]
         n = first.shape[0]
         self._keras_loss_tracker.update_state(
@@ -446,17 +477,76 @@ class Model(Layer):
             self._keras_functions[key] = fn
         return fn
 
+    @property
+    def distribute_strategy(self):
+        return getattr(self, "_distribute_strategy", None) or \
+            tf.distribute.get_strategy()
+
+    def _replicated(self):
+        """The strategy to split batches over, when it has several
+        replicas (else None: the plain steps)."""
+        s = getattr(self, "_distribute_strategy", None)
+        if s is None and tf.distribute.has_strategy():
+            s = tf.distribute.get_strategy()
+        if s is None or s.num_replicas_in_sync == 1:
+            return None
+        return s
+
+    def _distributed(self, kind, step, strategy):
+        """Run `step` per replica on its slice of the batch (TF's
+        distributed fit): the train step's loss is scaled by the slice's
+        share of the batch, the optimizer sums the replicas' gradients
+        and steps once, metrics count every replica's examples and are
+        read after the replicas finish."""
+        from tfmini.distribute.values import _split_batch
+
+        def replica_step(data, total):
+            if kind == "train":
+                x = unpack_x_y_sample_weight(data)[0]
+                local = tf.shape(data_adapter._flatten(x)[0])[0]
+                tf.distribute.get_replica_context()._loss_scale = \
+                    tf.cast(local, tf.float32) / tf.cast(total, tf.float32)
+            return step(data)
+
+        def run(data):
+            first = data_adapter._flatten(data)[0]
+            total = first.shape[0] if first.shape[0] is not None else \
+                tf.shape(first)[0]
+            per = _split_batch(data, strategy.num_replicas_in_sync)
+            out = strategy.run(replica_step, args=(per, total))
+            if kind == "predict":
+                return _concat_replicas(out)
+            return self.get_metrics_result()
+        return run
+
+    def _step_function(self, kind, step):
+        strategy = self._replicated()
+        if strategy is None:
+            return lambda data: self._function(kind, step, data)(data)
+        run = self._distributed(kind, step, strategy)
+
+        def call(data):
+            if not self.built:
+                # Variables are made once, here, not by every replica.
+                from tfmini.distribute.values import _split_batch
+                x = unpack_x_y_sample_weight(data)[0]
+                part = _split_batch(x, strategy.num_replicas_in_sync)
+                self(tf.nest.map_structure(
+                    lambda p: p if p is None else p[0], part),
+                    training=False)
+            with strategy.scope():
+                return self._function("distributed_" + kind, run,
+                                      data)(data)
+        return call
+
     def make_train_function(self, force=False):
-        return lambda data: self._function("train", self.train_step,
-                                           data)(data)
+        return self._step_function("train", self.train_step)
 
     def make_test_function(self, force=False):
-        return lambda data: self._function("test", self.test_step,
-                                           data)(data)
+        return self._step_function("test", self.test_step)
 
     def make_predict_function(self, force=False):
-        return lambda data: self._function("predict", self.predict_step,
-                                           data)(data)
+        return self._step_function("predict", self.predict_step)
 
     def _assert_compiled(self, what):
         if not self._keras_compiled:

@@ -248,6 +248,12 @@ class Optimizer(_tracking.Trackable):
         variable). Pairs with a None gradient are skipped (an error if
         all are None). Returns the step count variable."""
         pairs = list(grads_and_vars)
+        from tfmini.distribute import updates as _dist
+        if _dist.in_replica_update():
+            # Under a strategy, on a replica: sum the replicas' gradients
+            # and step once (tfmini/distribute/updates.py).
+            return _dist.apply_gradients(self, pairs, name,
+                                         skip_gradients_aggregation)
         kept = [(g, v) for g, v in pairs if g is not None]
         if not kept:
             raise ValueError(

@@ -1,0 +1,27 @@
+"""tf.distribute.experimental: the names TF keeps there."""
+import enum
+
+from .strategy import MultiWorkerMirroredStrategy  # noqa: F401
+from .values import _ValueContext as ValueContext  # noqa: F401
+
+
+class CommunicationImplementation(enum.Enum):
+    AUTO = "AUTO"
+    RING = "RING"
+    NCCL = "NCCL"
+
+
+CollectiveCommunication = CommunicationImplementation
+
+
+class CommunicationOptions:
+    """Options for collectives; accepted, used by no transport yet."""
+
+    def __init__(self, bytes_per_pack=0, timeout_seconds=None,
+                 implementation=CommunicationImplementation.AUTO):
+        if bytes_per_pack < 0:
+            raise ValueError(f"bytes_per_pack must be non-negative, got "
+                             f"{bytes_per_pack}")
+        self.bytes_per_pack = bytes_per_pack
+        self.timeout_seconds = timeout_seconds
+        self.implementation = implementation

@@ -1,0 +1,259 @@
+"""Distributed values: ReduceOp, PerReplica, InputContext and the
+datasets that hand each replica its slice of a batch."""
+import enum
+
+import numpy as np
+
+__all__ = ["ReduceOp", "PerReplica", "InputContext", "InputOptions"]
+
+
+class ReduceOp(enum.Enum):
+    """How values from several replicas combine (tf.distribute.ReduceOp)."""
+    SUM = "SUM"
+    MEAN = "MEAN"
+
+    @staticmethod
+    def from_variable_aggregation(aggregation):
+        from ..variables import VariableAggregation
+        aggregation = VariableAggregation(aggregation)
+        if aggregation == VariableAggregation.SUM:
+            return ReduceOp.SUM
+        if aggregation == VariableAggregation.MEAN:
+            return ReduceOp.MEAN
+        raise ValueError(f"Could not convert from `tf.VariableAggregation` "
+                         f"{aggregation} to `tf.distribute.ReduceOp` type")
+
+
+# Note [PerReplica is a namedtuple]: a PerReplica holds one value per
+# replica. It is a namedtuple (one class per replica count) so that
+# tf.function binds its components as inputs and rebuilds it inside the
+# trace: the custom-loop pattern passes a dataset's PerReplica batches
+# straight to a traced step. Code here that walks arguments stops at a
+# PerReplica (_select) instead of walking into it.
+_types = {}
+
+
+class PerReplica(tuple):
+    """One value per replica (tf.distribute's PerReplica)."""
+    __slots__ = ()
+    _fields = ()
+
+    def __new__(cls, *values):
+        if cls is PerReplica:
+            if len(values) == 1 and isinstance(values[0], (list, tuple)):
+                values = tuple(values[0])
+            return _per_replica_type(len(values))(*values)
+        return tuple.__new__(cls, values)
+
+    @property
+    def values(self):
+        return tuple(self)
+
+    def __repr__(self):
+        inner = ",\n".join(f"  {i}: {v!r}" for i, v in enumerate(self))
+        return "PerReplica:{\n" + inner + "\n}"
+
+    __str__ = __repr__
+
+
+def _per_replica_type(n):
+    t = _types.get(n)
+    if t is None:
+        t = type(f"PerReplica{n}", (PerReplica,),
+                 {"__slots__": (), "__module__": __name__,
+                  "_fields": tuple(f"replica_{i}" for i in range(n))})
+        _types[n] = t
+    return t
+
+
+def _select(x, i):
+    """Replica i's view of an argument structure: a PerReplica gives its
+    i-th component, containers are walked, anything else is shared."""
+    if isinstance(x, PerReplica):
+        return x[i]
+    t = type(x)
+    if t is list:
+        return [_select(v, i) for v in x]
+    if t is tuple:
+        return tuple(_select(v, i) for v in x)
+    if t is dict:
+        return {k: _select(v, i) for k, v in x.items()}
+    if isinstance(x, tuple) and hasattr(t, "_fields"):
+        return t(*[_select(v, i) for v in x])
+    return x
+
+
+def _regroup(values):
+    """The replicas' results, one structure: leaves that differ become
+    PerReplica; a leaf every replica returned identically stays itself."""
+    first = values[0]
+    t = type(first)
+    if not isinstance(first, PerReplica) and all(type(v) is t
+                                                 for v in values):
+        if t is list or t is tuple:
+            if all(len(v) == len(first) for v in values):
+                out = [_regroup([v[k] for v in values])
+                       for k in range(len(first))]
+                return out if t is list else tuple(out)
+        if t is dict and all(v.keys() == first.keys() for v in values):
+            return {k: _regroup([v[k] for v in values]) for k in first}
+    if all(v is first for v in values):
+        return first
+    return PerReplica(*values)
+
+
+class InputContext:
+    """What an input function needs to know to build its pipeline
+    (tf.distribute.InputContext)."""
+
+    def __init__(self, num_input_pipelines=1, input_pipeline_id=0,
+                 num_replicas_in_sync=1):
+        self._num_input_pipelines = num_input_pipelines
+        self._input_pipeline_id = input_pipeline_id
+        self._num_replicas_in_sync = num_replicas_in_sync
+
+    @property
+    def num_replicas_in_sync(self):
+        return self._num_replicas_in_sync
+
+    @property
+    def input_pipeline_id(self):
+        return self._input_pipeline_id
+
+    @property
+    def num_input_pipelines(self):
+        return self._num_input_pipelines
+
+    def get_per_replica_batch_size(self, global_batch_size):
+        if global_batch_size % self._num_replicas_in_sync != 0:
+            raise ValueError(
+                f"The `global_batch_size` {global_batch_size} is not "
+                f"divisible by `num_replicas_in_sync` "
+                f"{self._num_replicas_in_sync}")
+        return global_batch_size // self._num_replicas_in_sync
+
+    def __str__(self):
+        return (f"tf.distribute.InputContext(input pipeline id "
+                f"{self._input_pipeline_id}, total: "
+                f"{self._num_input_pipelines})")
+
+
+class InputOptions:
+    """tf.distribute.InputOptions: accepted; in one process every option
+    means the same placement (host memory shared by all replicas)."""
+
+    def __init__(self, experimental_fetch_to_device=None,
+                 experimental_replication_mode=None,
+                 experimental_place_dataset_on_device=False,
+                 experimental_per_replica_buffer_size=1):
+        self.experimental_fetch_to_device = experimental_fetch_to_device
+        self.experimental_replication_mode = experimental_replication_mode
+        self.experimental_place_dataset_on_device = \
+            experimental_place_dataset_on_device
+        self.experimental_per_replica_buffer_size = \
+            experimental_per_replica_buffer_size
+
+
+def _split_sizes(n, parts):
+    """TF's rebatching: a batch of n over parts replicas, as evenly as
+    possible, the first replicas taking one more."""
+    base, rem = divmod(n, parts)
+    return [base + (1 if i < rem else 0) for i in range(parts)]
+
+
+def _split_batch(element, parts):
+    """A global batch (a structure of tensors) as one structure whose
+    leaves are PerReplica slices along the batch axis."""
+    import tfmini as tf
+
+    def split(t):
+        if t is None:
+            return None
+        if not isinstance(t, tf.Tensor):
+            t = tf.convert_to_tensor(t)
+        n = t.shape[0] if t.shape.rank else None
+        if n is None:
+            raise ValueError(f"Cannot split a batch of shape {t.shape} over "
+                             f"{parts} replicas: the batch dimension must "
+                             f"be known")
+        out, start = [], 0
+        for size in _split_sizes(n, parts):
+            out.append(t[start:start + size])
+            start += size
+        return PerReplica(*out)
+    if parts == 1:
+        return tf.nest.map_structure(lambda t: PerReplica(t), element)
+    return tf.nest.map_structure(split, element)
+
+
+class DistributedDataset:
+    """strategy.experimental_distribute_dataset(ds): each element is the
+    dataset's global batch split along axis 0 into one slice per replica
+    (a structure with PerReplica leaves)."""
+
+    def __init__(self, strategy, dataset):
+        self._strategy = strategy
+        self._dataset = dataset
+
+    def __iter__(self):
+        n = self._strategy.num_replicas_in_sync
+        for element in self._dataset:
+            yield _split_batch(element, n)
+
+    @property
+    def element_spec(self):
+        return getattr(self._dataset, "element_spec", None)
+
+
+class DistributedDatasetsFromFunction:
+    """strategy.distribute_datasets_from_function(fn): fn(InputContext)
+    builds a per-replica-batched dataset; one process is one input
+    pipeline, so the replicas take its consecutive elements in turn."""
+
+    def __init__(self, strategy, dataset_fn):
+        self._strategy = strategy
+        n = strategy.num_replicas_in_sync
+        self._dataset = dataset_fn(InputContext(1, 0, n))
+
+    def __iter__(self):
+        import tfmini as tf
+        n = self._strategy.num_replicas_in_sync
+        it = iter(self._dataset)
+        while True:
+            group = []
+            for _ in range(n):
+                try:
+                    group.append(next(it))
+                except StopIteration:
+                    return        # as TF: an incomplete last group is dropped
+            yield tf.nest.map_structure(lambda *xs: PerReplica(*xs), *group)
+
+
+def _concat(values, axis):
+    import tfmini as tf
+    vals = [tf.convert_to_tensor(v) for v in values]
+    if any(v.shape.rank == 0 for v in vals):
+        raise ValueError("strategy.gather needs values of rank >= 1, got a "
+                         "scalar")
+    return tf.concat(vals, axis=axis)
+
+
+def _is_numpy(x):
+    return isinstance(x, (np.ndarray, np.generic))
+
+
+class _ValueContext:
+    """tf.distribute.experimental.ValueContext: which replica a value
+    function is making a value for."""
+
+    def __init__(self, replica_id_in_sync_group=0, num_replicas_in_sync=1):
+        self._replica_id = replica_id_in_sync_group
+        self._num = num_replicas_in_sync
+
+    @property
+    def replica_id_in_sync_group(self):
+        return self._replica_id
+
+    @property
+    def num_replicas_in_sync(self):
+        return self._num
