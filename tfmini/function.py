@@ -12,6 +12,7 @@ import collections
 import functools
 import inspect
 import logging
+import threading
 import os
 import sys
 import weakref
