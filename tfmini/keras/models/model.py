@@ -674,10 +674,10 @@ class Model(Layer):
                             by_name=by_name)
 
     def save(self, filepath, overwrite=True, **kwargs):
-        raise NotImplementedError(
-            "tfmini cannot save whole models yet: save the weights with "
-            "model.save_weights(path), rebuild the model in code and call "
-            "model.load_weights(path)")
+        """Write the whole model (architecture, weights, compile
+        settings) to a '.keras' file, Keras 3's format
+        (keras/saving/keras_file.py)."""
+        saving.save_model(self, filepath, overwrite=overwrite, **kwargs)
 
     def summary(self, line_length=None, positions=None, print_fn=None,
                 expand_nested=False, show_trainable=False,
