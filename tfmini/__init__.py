@@ -30,6 +30,7 @@ from .debugging import (Assert, assert_equal, assert_greater,  # noqa
 from . import keras  # noqa: E402,F401
 from . import saved_model  # noqa: E402,F401
 from . import summary  # noqa: E402,F401
+from . import experimental  # noqa: E402,F401
 
 __version__ = "0.1.0"
 newaxis = None
