@@ -689,5 +689,16 @@ class Model(Layer):
                       print_fn=print_fn, expand_nested=expand_nested,
                       show_trainable=show_trainable, layer_range=layer_range)
 
+    # Notebooks (tfmini/notebook_repr.py): the summary table.
+    def _repr_html_(self):
+        from ... import notebook_repr as nr
+        return nr.to_html(f"{type(self).__name__} {self.name!r}",
+                          nr.model_rows(self))
+
+    def _repr_pretty_(self, p, cycle):
+        from ... import notebook_repr as nr
+        nr.pretty(p, cycle, f"{type(self).__name__} {self.name!r}",
+                  [] if cycle else nr.model_rows(self))
+
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable}
