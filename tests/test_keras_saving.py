@@ -367,3 +367,60 @@ k = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="relu"
 k.load_weights({w!r})
 np.testing.assert_allclose(np.asarray(k(x)), y, rtol=1e-5, atol=1e-6)
 """)
+
+
+# The same source builds the model in Keras and in tfmini (L = layers).
+ARCHS = {
+    "conv": ("keras.Sequential([keras.Input((8, 8, 2)), "
+             "L.Conv2D(4, 3, activation='relu'), L.BatchNormalization(), "
+             "L.MaxPooling2D(), L.Flatten(), L.Dropout(0.1), "
+             "L.Dense(3, activation='softmax')])", (2, 8, 8, 2), "float32"),
+    "lstm": ("keras.Sequential([keras.Input((5,), dtype='int32'), "
+             "L.Embedding(10, 4), L.LSTM(6), L.Dense(1)])", (2, 5), "int32"),
+    "gru": ("keras.Sequential([keras.Input((5, 3)), "
+            "L.GRU(4, return_sequences=True), L.SimpleRNN(2), "
+            "L.LayerNormalization(), L.Dense(2)])", (2, 5, 3), "float32"),
+}
+_FILL = """
+rng = np.random.default_rng(0)
+for w in m.weights:   # positive values: BatchNorm variances stay valid
+    w.assign((np.abs(rng.standard_normal(tuple(w.shape))) * 0.3 + 0.1
+              ).astype(np.dtype(getattr(w.dtype, 'name', w.dtype))))
+"""
+
+
+def _arch_input(name):
+    _, shape, dtype = ARCHS[name]
+    rng = np.random.default_rng(1)
+    if dtype == "int32":
+        return rng.integers(0, 10, shape).astype("int32")
+    return rng.random(shape).astype("float32")
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHS))
+def test_real_keras_layers_both_ways(real_keras, tmp_path, arch):
+    src = ARCHS[arch][0]
+    x = _arch_input(arch)
+    np.save(tmp_path / "x.npy", x)
+    k_file, t_file = str(tmp_path / "k.keras"), str(tmp_path / "t.keras")
+    # tfmini writes; Keras reads below.
+    L = keras.layers  # noqa: F841  (used by src)
+    m = eval(src)
+    exec(_FILL, {"np": np, "m": m})
+    m.save(t_file)
+    np.save(tmp_path / "ty.npy", m(x).numpy())
+    _run_keras(f"""
+import keras, numpy as np
+L = keras.layers
+x = np.load({str(tmp_path / 'x.npy')!r})
+m = {src}
+{_FILL}
+m.save({k_file!r})
+np.save({str(tmp_path / 'ky.npy')!r}, np.asarray(m(x)))
+t = keras.models.load_model({t_file!r})
+np.testing.assert_allclose(np.asarray(t(x)), np.load({str(tmp_path / 'ty.npy')!r}),
+                           rtol=1e-5, atol=1e-5)
+""")
+    got = keras.models.load_model(k_file)
+    np.testing.assert_allclose(got(x).numpy(), np.load(tmp_path / "ky.npy"),
+                               rtol=1e-5, atol=1e-5)

@@ -10,6 +10,7 @@ Keras writes keys that some tfmini classes do not take (e.g. Dense's
 dropped when its value is a default (None, False, empty) and is a clear
 error otherwise, so no model loads silently different."""
 import inspect
+import re
 
 from . import object_registration as _reg
 
@@ -19,7 +20,13 @@ _BUILTIN_MODULES = ("keras.layers", "keras.models", "keras.optimizers",
 # Keras 3 keys that tfmini's layers lack, with the value that means "off".
 _KERAS_DEFAULTS = {"groups": 1, "lora_rank": None, "lora_alpha": None,
                    "quantization_config": None, "optional": False,
-                   "sparse": False, "ragged": False}
+                   "sparse": False, "ragged": False,
+                   "renorm_momentum": 0.99, "renorm_clipping": None,
+                   "synchronized": False, "rms_scaling": False,
+                   "data_format": "channels_last", "seed": None,
+                   "activation": "tanh", "recurrent_activation": "sigmoid",
+                   "reset_after": True, "unit_forget_bias": True,
+                   "dropout": 0.0, "recurrent_dropout": 0.0}
 
 
 def _kmod(name):
@@ -257,14 +264,45 @@ def _fit_config(cls, config):
     for k, v in config.items():
         if k in accepted:
             out[k] = v
-        elif v in (None, False, [], {}) or \
-                (k in _KERAS_DEFAULTS and v == _KERAS_DEFAULTS[k]):
+        elif _droppable(k, v):
             continue
         else:
             raise ValueError(
                 f"Cannot load {cls.__name__}: its config sets {k}={v!r}, "
                 f"which tfmini's {cls.__name__} does not support")
     return out
+
+
+_UNKNOWN_KEY = re.compile(r"(?:unexpected keyword argument|Keyword "
+                          r"argument not understood:) '(\w+)'")
+
+
+def _droppable(key, value):
+    return value in (None, False, [], {}) or \
+        (key in _KERAS_DEFAULTS and value == _KERAS_DEFAULTS[key])
+
+
+def _construct(cls, config):
+    """cls.from_config(config); for a built-in class, keys it rejects are
+    dropped when their value is Keras's default (see the module
+    docstring) and refused otherwise. Layers pass some arguments on
+    (RNN layers to their cell), so the rejected key is read off the
+    TypeError rather than guessed from signatures."""
+    config = dict(config)
+    while True:
+        try:
+            return cls.from_config(config)
+        except TypeError as e:
+            m = _UNKNOWN_KEY.search(str(e))
+            if not _is_builtin(cls) or not m or m.group(1) not in config:
+                raise
+            key = m.group(1)
+            if not _droppable(key, config[key]):
+                raise ValueError(
+                    f"Cannot load {cls.__name__}: its config sets "
+                    f"{key}={config[key]!r}, which tfmini's "
+                    f"{cls.__name__} does not support") from None
+            del config[key]
 
 
 def _deserialize_nested(config, custom_objects):
@@ -358,10 +396,9 @@ def _deserialize_layer(cls, config, custom_objects):
             model = cls(**_fit_config(cls, inner))
         else:
             if _is_builtin(cls):
-                inner = _fit_config(cls, _deserialize_nested(
-                    inner, custom_objects))
+                inner = _deserialize_nested(inner, custom_objects)
             try:
-                model = cls.from_config(inner)
+                model = _construct(cls, inner)
             except TypeError as e:
                 raise TypeError(
                     f"Could not rebuild {cls.__name__} from its config "
