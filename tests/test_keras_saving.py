@@ -380,6 +380,9 @@ ARCHS = {
     "gru": ("keras.Sequential([keras.Input((5, 3)), "
             "L.GRU(4, return_sequences=True), L.SimpleRNN(2), "
             "L.LayerNormalization(), L.Dense(2)])", (2, 5, 3), "float32"),
+    "bidir": ("(lambda i: keras.Model(i, L.Dense(2)(L.Flatten()(L.Add()("
+              "[b := L.Bidirectional(L.LSTM(4, return_sequences=True))(i), "
+              "b])))))(keras.Input((5, 3)))", (2, 5, 3), "float32"),
 }
 _FILL = """
 rng = np.random.default_rng(0)
@@ -404,8 +407,7 @@ def test_real_keras_layers_both_ways(real_keras, tmp_path, arch):
     np.save(tmp_path / "x.npy", x)
     k_file, t_file = str(tmp_path / "k.keras"), str(tmp_path / "t.keras")
     # tfmini writes; Keras reads below.
-    L = keras.layers  # noqa: F841  (used by src)
-    m = eval(src)
+    m = eval(src, {"keras": keras, "L": keras.layers})
     exec(_FILL, {"np": np, "m": m})
     m.save(t_file)
     np.save(tmp_path / "ty.npy", m(x).numpy())

@@ -137,12 +137,29 @@ def serialize_keras_object(obj):
            "registered_name": (None if _is_builtin(cls) and
                                cls.__name__ != "Functional"
                                else _reg.get_registered_name(cls))}
-    if isinstance(obj, Layer):
-        shape = getattr(obj, "_keras_batch_input_shape", None)
-        if obj.built and type(obj).__name__ != "InputLayer":
-            out["build_config"] = {"input_shape": (
-                list(shape) if shape is not None else None)}
+    if isinstance(obj, Layer) and obj.built and \
+            type(obj).__name__ != "InputLayer":
+        out["build_config"] = {"input_shape": _build_shape(obj)}
     return out
+
+
+def _build_shape(layer):
+    """The input shape Keras records for build: the first call's inputs
+    (a list of shapes for a multi-input layer), else the batch input
+    shape the layer was given."""
+    from ..layers.input_layer import KerasTensor
+
+    def shape_of(x):
+        if isinstance(x, KerasTensor):
+            return list(x.shape)
+        if isinstance(x, (list, tuple)):
+            return [shape_of(v) for v in x]
+        return None
+    for node in layer._keras_inbound:
+        if node.args:
+            return shape_of(node.args[0])
+    shape = getattr(layer, "_keras_batch_input_shape", None)
+    return list(shape) if shape is not None else None
 
 
 def layer_config(layer):
@@ -173,7 +190,24 @@ def layer_config(layer):
     config = dict(layer.get_config())
     # Keras 3 layers take no batch_input_shape (the InputLayer holds it).
     config.pop("batch_input_shape", None)
-    return config
+    return _with_modules(config)
+
+
+def _with_modules(value):
+    """Nested {"class_name", "config"} entries that a layer's get_config
+    wrote itself (Bidirectional's layers, ...) get the "module" Keras
+    needs to find the class."""
+    if isinstance(value, list):
+        return [_with_modules(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: _with_modules(v) for k, v in value.items()}
+    if "class_name" in out and "config" in out and "module" not in out:
+        cls = _builtin_lookup(out["class_name"])
+        if cls is not None:
+            out = {"module": _keras_module(cls), **out}
+            out.setdefault("registered_name", None)
+    return out
 
 
 def functional_config(model):
