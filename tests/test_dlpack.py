@@ -74,11 +74,15 @@ def test_numpy_array_outlives_its_name():
 
 
 def test_numpy_view_outlives_tensor():
+    base = _live()
     t = tf.constant(np.arange(5, dtype="float32"))
     a = np.from_dlpack(t)
     del t
     gc.collect()
     np.testing.assert_array_equal(a, np.arange(5))
+    assert _live()[1] == base[1] + 1
+    del a                      # NumPy calls the deleter: all freed
+    assert _live()[:2] == base[:2]
 
 
 def test_strided_source_is_copied_and_said():
@@ -88,6 +92,14 @@ def test_strided_source_is_copied_and_said():
     np.testing.assert_array_equal(t.numpy(), x[:, ::2].T)
     x[0, 0] = -1                             # a copy: unaffected
     assert t.numpy()[0, 0] == 0
+
+
+def test_readonly_numpy_is_copied():
+    x = np.arange(4.0)
+    x.flags.writeable = False
+    t = dl.from_dlpack(x)
+    assert dl.last_import_copied() is True
+    np.testing.assert_array_equal(t.numpy(), x)
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16",

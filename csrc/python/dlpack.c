@@ -42,11 +42,21 @@ typedef struct {
     tfm_tensor *t;
 } export_ctx;
 
+static inline int
+python_is_ending(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return !Py_IsInitialized() || Py_IsFinalizing();
+#else
+    return !Py_IsInitialized() || _Py_IsFinalizing();
+#endif
+}
+
 static void
 export_deleter(DLManagedTensor *m)
 {
     export_ctx *ctx = (export_ctx *)m->manager_ctx;
-    if (!Py_IsInitialized()) {
+    if (python_is_ending()) {
         free(ctx);     /* the process is ending: the memory goes with it */
         return;
     }

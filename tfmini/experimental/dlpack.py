@@ -7,8 +7,9 @@ stays alive until the consumer is done with it, even after t is gone.
 from_dlpack(x) takes a capsule or any object with __dlpack__ (a NumPy
 array, a torch tensor, a JAX array) and returns a tensor over the same
 memory, which stays alive as long as the tensor does. It copies only
-when it must: strided (non C-contiguous) or misaligned memory, or an
-empty tensor; `last_import_copied()` says whether the latest call did.
+when it must: strided (non C-contiguous) or misaligned memory, an
+empty tensor, or a read-only NumPy array (which NumPy will not export
+over DLPack 0.6); `last_import_copied()` says whether the latest call did.
 Host memory only; dtypes bool, int8/16/32/64, uint8, float16/32/64.
 
 Tensors are immutable: an exported tensor's memory must not be written
@@ -42,7 +43,18 @@ def from_dlpack(dlcapsule):
                     f"from_dlpack: the tensor is on DLPack device type "
                     f"{kind}; tfmini imports host memory only: move it "
                     f"to the CPU first")
-        dlcapsule = dlcapsule.__dlpack__(stream=None)
+        try:
+            dlcapsule = dlcapsule.__dlpack__(stream=None)
+        except BufferError:
+            # A read-only NumPy array: DLPack 0.6 cannot flag read-only
+            # memory, so NumPy refuses to export it. Copy it instead.
+            if not hasattr(dlcapsule, "__array__"):
+                raise
+            import numpy as np
+            tensor, _ = _C.from_dlpack(
+                np.array(dlcapsule, copy=True).__dlpack__(stream=None))
+            _state.copied = True
+            return tensor
     tensor, copied = _C.from_dlpack(dlcapsule)
     _state.copied = bool(copied)
     return tensor
