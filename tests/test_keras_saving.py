@@ -359,10 +359,12 @@ def test_real_keras_loads_tfmini_file(real_keras, tmp_path):
     np.save(tmp_path / "y.npy", m(X).numpy())
     _run_keras(f"""
 import keras, numpy as np
-x = np.load({str(tmp_path / 'x.npy')!r}); y = np.load({str(tmp_path / 'y.npy')!r})
+x = np.load({str(tmp_path / 'x.npy')!r})
+y = np.load({str(tmp_path / 'y.npy')!r})
 m = keras.models.load_model({p!r})
 np.testing.assert_allclose(np.asarray(m(x)), y, rtol=1e-5, atol=1e-6)
-k = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="relu"),
+k = keras.Sequential([keras.Input((4,)),
+                      keras.layers.Dense(3, activation="relu"),
                       keras.layers.Dense(2)])
 k.load_weights({w!r})
 np.testing.assert_allclose(np.asarray(k(x)), y, rtol=1e-5, atol=1e-6)
@@ -420,8 +422,8 @@ m = {src}
 m.save({k_file!r})
 np.save({str(tmp_path / 'ky.npy')!r}, np.asarray(m(x)))
 t = keras.models.load_model({t_file!r})
-np.testing.assert_allclose(np.asarray(t(x)), np.load({str(tmp_path / 'ty.npy')!r}),
-                           rtol=1e-5, atol=1e-5)
+ty = np.load({str(tmp_path / 'ty.npy')!r})
+np.testing.assert_allclose(np.asarray(t(x)), ty, rtol=1e-5, atol=1e-5)
 """)
     got = keras.models.load_model(k_file)
     np.testing.assert_allclose(got(x).numpy(), np.load(tmp_path / "ky.npy"),
