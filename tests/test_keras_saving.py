@@ -385,6 +385,8 @@ ARCHS = {
     "bidir": ("(lambda i: keras.Model(i, L.Dense(2)(L.Flatten()(L.Add()("
               "[b := L.Bidirectional(L.LSTM(4, return_sequences=True))(i), "
               "b])))))(keras.Input((5, 3)))", (2, 5, 3), "float32"),
+    "mha": ("(lambda i: keras.Model(i, L.MultiHeadAttention(2, 4)(i, i)))"
+            "(keras.Input((5, 3)))", (2, 5, 3), "float32"),
 }
 _FILL = """
 rng = np.random.default_rng(0)

@@ -57,6 +57,11 @@ def _children(obj):
     else:
         attrs = {k: v for k, v in obj._keras_tracked.items()
                  if k not in ("optimizer",) and not k.startswith("_keras")}
+        attrs.update(_subclass_properties(obj))
+        for private, public in _KERAS_PROPERTIES.get(
+                type(obj).__name__, {}).items():
+            if private in attrs and _is_builtin(obj):
+                attrs.setdefault(public, attrs[private])
         if isinstance(obj, Model):
             attrs["layers"] = obj.layers
     if isinstance(obj, Model) and getattr(obj, "optimizer", None) is not None:
@@ -65,6 +70,44 @@ def _children(obj):
         v = attrs[k]
         if isinstance(v, (Layer, list, tuple, dict)) or k == "optimizer":
             out.append((k, v))
+    return out
+
+
+# Sub-layers Keras 3 exposes through a public property of another name
+# than tfmini's attribute (Keras stores them under the public name).
+_KERAS_PROPERTIES = {
+    "MultiHeadAttention": {"_query_dense": "query_dense",
+                           "_key_dense": "key_dense",
+                           "_value_dense": "value_dense",
+                           "_output_dense": "output_dense"},
+}
+
+
+def _is_builtin(obj):
+    return type(obj).__module__.startswith("tfmini.")
+
+
+def _subclass_properties(obj):
+    """Public properties a layer class adds over the base classes
+    (MultiHeadAttention's query_dense, ...): Keras walks dir(), so a
+    sub-layer reachable by a public property is stored under that name
+    rather than its private attribute's."""
+    from ..layers.base import Layer
+    from ..models.model import Model
+    base = Model if isinstance(obj, Model) else Layer
+    out = {}
+    for klass in type(obj).__mro__:
+        if klass is base or not issubclass(klass, base):
+            break
+        for name, member in vars(klass).items():
+            if isinstance(member, property) and \
+                    not name.startswith("_") and not hasattr(base, name):
+                try:
+                    value = getattr(obj, name)
+                except Exception:        # Keras skips these too
+                    continue
+                if _is_saveable(value):
+                    out.setdefault(name, value)
     return out
 
 

@@ -139,14 +139,16 @@ def serialize_keras_object(obj):
                                else _reg.get_registered_name(cls))}
     if isinstance(obj, Layer) and obj.built and \
             type(obj).__name__ != "InputLayer":
-        out["build_config"] = {"input_shape": _build_shape(obj)}
+        out["build_config"] = _build_config(obj)
     return out
 
 
-def _build_shape(layer):
-    """The input shape Keras records for build: the first call's inputs
-    (a list of shapes for a multi-input layer), else the batch input
-    shape the layer was given."""
+def _build_config(layer):
+    """What Keras records for build: the first call's input shape (a
+    list of shapes for a list input), or, when the call took several
+    tensor arguments (MultiHeadAttention's query and value),
+    {"shapes_dict": {"<arg>_shape": shape}}; for a layer never called on
+    keras.Input tensors, the batch input shape it was given."""
     from ..layers.input_layer import KerasTensor
 
     def shape_of(x):
@@ -156,10 +158,20 @@ def _build_shape(layer):
             return [shape_of(v) for v in x]
         return None
     for node in layer._keras_inbound:
-        if node.args:
-            return shape_of(node.args[0])
+        if not node.args:
+            continue
+        try:
+            bound = inspect.signature(layer.call).bind_partial(
+                *node.args, **node.kwargs).arguments
+        except TypeError:
+            bound = {"inputs": node.args[0]}
+        shapes = {f"{k}_shape": shape_of(v) for k, v in bound.items()
+                  if shape_of(v) is not None}
+        if len(shapes) > 1:
+            return {"shapes_dict": shapes}
+        return {"input_shape": shape_of(node.args[0])}
     shape = getattr(layer, "_keras_batch_input_shape", None)
-    return list(shape) if shape is not None else None
+    return {"input_shape": list(shape) if shape is not None else None}
 
 
 def layer_config(layer):
@@ -441,7 +453,16 @@ def _deserialize_layer(cls, config, custom_objects):
                     f"get_config() (and override from_config() if they "
                     f"are not plain values).") from e
     build = config.get("build_config")
-    if build and not model.built and build.get("input_shape") is not None:
+    if build and not model.built and build.get("shapes_dict"):
+        try:
+            model.build(**{k: tuple(v) for k, v in
+                           build["shapes_dict"].items()})
+        except Exception as e:
+            raise ValueError(f"Could not build {cls.__name__} "
+                             f"{model.name!r} for input shapes "
+                             f"{build['shapes_dict']}: {e}") from e
+    elif build and not model.built and \
+            build.get("input_shape") is not None:
         shape = build["input_shape"]
         if shape and isinstance(shape[0], (list, tuple)):
             shape = [tuple(s) for s in shape]
