@@ -430,3 +430,27 @@ np.testing.assert_allclose(np.asarray(t(x)), ty, rtol=1e-5, atol=1e-5)
     got = keras.models.load_model(k_file)
     np.testing.assert_allclose(got(x).numpy(), np.load(tmp_path / "ky.npy"),
                                rtol=1e-5, atol=1e-5)
+
+
+@keras.saving.register_keras_serializable(package="tests")
+def clipped(x):
+    return tf.clip_by_value(x, -0.5, 0.5)
+
+
+def test_registered_function_and_optimizer_state(tmp_path):
+    m = keras.Sequential([keras.Input((4,)),
+                          keras.layers.Dense(3, activation=clipped)])
+    m.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    m.fit(X, np.ones((5, 3), "f"), verbose=0, epochs=2)
+    p = tmp_path / "f.keras"
+    m.save(p)
+    config = json.loads(zipfile.ZipFile(p).read("config.json"))
+    act = config["config"]["layers"][1]["config"]["activation"]
+    assert act["class_name"] == "function"
+    assert act["registered_name"] == "tests>clipped"
+    m2 = keras.models.load_model(p)
+    assert m2.layers[0].activation is clipped
+    np.testing.assert_array_equal(m(X).numpy(), m2(X).numpy())
+    for a, b in zip(m.optimizer.variables, m2.optimizer.variables):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert m2.optimizer.learning_rate.numpy() == pytest.approx(0.01)
