@@ -288,6 +288,24 @@ def test_mismatch_and_bad_names(tmp_path):
     bad.write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="not a '.keras' zip"):
         keras.models.load_model(bad)
+    with pytest.raises(FileNotFoundError, match="no file"):
+        keras.models.load_model(tmp_path / "absent.keras")
+    good = tmp_path / "good.keras"
+    _seq().save(good)
+    with zipfile.ZipFile(good) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    members["model.weights.h5"] = members["model.weights.h5"][:200]
+    with zipfile.ZipFile(bad, "w") as zf:
+        for n, data in members.items():
+            zf.writestr(n, data)
+    with pytest.raises(ValueError, match="not a readable HDF5"):
+        keras.models.load_model(bad)
+    with zipfile.ZipFile(bad, "w") as zf:
+        zf.writestr("config.json", json.dumps(
+            {"module": "os", "class_name": "system", "config": {}}))
+        zf.writestr("model.weights.h5", members["model.weights.h5"])
+    with pytest.raises(TypeError, match="Could not locate class 'system'"):
+        keras.models.load_model(bad)       # never imports from the file
 
 
 def test_keras_only_config_keys_refused_when_set(tmp_path):

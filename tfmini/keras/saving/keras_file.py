@@ -117,6 +117,8 @@ def load_model(filepath, custom_objects=None, compile=True,
                safe_mode=True):
     """The model saved at filepath ('.keras', by tfmini or Keras 3)."""
     path = _check_suffix(filepath, "load_model")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"load_model: no file at {path!r}")
     if not zipfile.is_zipfile(path):
         raise ValueError(f"load_model: {path!r} is not a '.keras' zip "
                          f"archive")
@@ -129,7 +131,12 @@ def load_model(filepath, custom_objects=None, compile=True,
                              f"valid JSON: {e}") from None
         weights = _read_member(zf, WEIGHTS, path, 1 << 40)
     model = deserialize_keras_object(config, custom_objects)
-    with h5py.File(io.BytesIO(weights), "r") as f:
+    try:
+        f = h5py.File(io.BytesIO(weights), "r")
+    except OSError as e:
+        raise ValueError(f"load_model: {WEIGHTS} in {path!r} is not a "
+                         f"readable HDF5 file ({e})") from None
+    with f:
         if not model.weights and _has_datasets(f):
             raise ValueError(f"load_model: the model in {path!r} was "
                              f"rebuilt without weights (it has no "
