@@ -472,3 +472,19 @@ def test_registered_function_and_optimizer_state(tmp_path):
     for a, b in zip(m.optimizer.variables, m2.optimizer.variables):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert m2.optimizer.learning_rate.numpy() == pytest.approx(0.01)
+
+
+@keras.saving.register_keras_serializable(package="tests")
+class Custom(keras.Model):
+    def train_step(self, data):
+        return super().train_step(data)
+
+
+def test_functional_subclass_round_trip(tmp_path):
+    i = keras.Input((4,))
+    m = Custom(i, keras.layers.Dense(2)(i))
+    p = tmp_path / "c.keras"
+    m.save(p)
+    m2 = keras.models.load_model(p)
+    assert isinstance(m2, Custom)
+    np.testing.assert_array_equal(m(X).numpy(), m2(X).numpy())

@@ -119,7 +119,7 @@ def serialize_keras_object(obj):
         return {"module": obj.__module__, "class_name": "function",
                 "config": _reg.get_registered_name(obj),
                 "registered_name": _reg.get_registered_name(obj)}
-    cls = type(obj)
+    cls = _user_class(type(obj))
     if isinstance(obj, Layer):
         config = layer_config(obj)
     elif hasattr(obj, "get_config"):
@@ -172,6 +172,16 @@ def _build_config(layer):
         return {"input_shape": shape_of(node.args[0])}
     shape = getattr(layer, "_keras_batch_input_shape", None)
     return {"input_shape": list(shape) if shape is not None else None}
+
+
+def _user_class(cls):
+    """CustomModel(inputs, outputs) makes an instance of a hidden
+    (CustomModel, Functional) class: the file names CustomModel."""
+    from ..models import model as model_mod
+    for user, hidden in model_mod._functional_subclasses.items():
+        if hidden is cls:
+            return user
+    return cls
 
 
 def layer_config(layer):
@@ -434,9 +444,7 @@ def _deserialize_layer(cls, config, custom_objects):
                                  cls.from_config.__func__ is
                                  Sequential.from_config.__func__):
             model = _sequential_from_config(cls, inner, custom_objects)
-        elif cls is Functional or (issubclass(cls, Functional) and
-                                   "layers" in inner and
-                                   "input_layers" in inner):
+        elif _is_functional_config(cls, inner):
             model = functional_from_config(inner, custom_objects, cls)
         elif cls.__name__ == "InputLayer":
             model = cls(**_fit_config(cls, inner))
@@ -475,6 +483,21 @@ def _deserialize_layer(cls, config, custom_objects):
                              f"{model.name!r} for input shape {shape}: "
                              f"{e}") from e
     return model
+
+
+def _is_functional_config(cls, config):
+    """A functional model's config: Functional itself, or a Model
+    subclass built as CustomModel(inputs, outputs) that keeps the
+    default from_config (Keras rebuilds those the same way)."""
+    from ..layers.base import Layer
+    from ..models.functional import Functional
+    from ..models.model import Model
+    if cls is Functional:
+        return True
+    default = getattr(cls.from_config, "__func__", None) is \
+        Layer.from_config.__func__
+    return issubclass(cls, Model) and default and \
+        "layers" in config and "input_layers" in config
 
 
 def _sequential_from_config(cls, config, custom_objects):
