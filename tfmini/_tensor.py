@@ -96,6 +96,14 @@ class Tensor(_C.TensorBase):
                 "(with autograph=True, the default, Python control flow on "
                 "tensors is converted to graph ops).")
 
+    def __dlpack__(self, stream=None, **kwargs):
+        from .experimental.dlpack import tensor_dlpack
+        return tensor_dlpack(self, stream, **kwargs)
+
+    def __dlpack_device__(self):
+        from .experimental.dlpack import tensor_dlpack_device
+        return tensor_dlpack_device(self)
+
     def __array__(self, dtype=None, copy=None):
         self._eager_only("array")
         if copy is False:

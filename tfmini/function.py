@@ -519,6 +519,17 @@ class Function(_C.FunctionBase):
     def __repr__(self):
         return f"<tf.function {self._name} at {id(self):#x}>"
 
+    # Notebooks (tfmini/notebook_repr.py): signature and traces.
+    def _repr_html_(self):
+        from . import notebook_repr as nr
+        return nr.to_html(f"tf.function {self._name}",
+                          nr.function_rows(self))
+
+    def _repr_pretty_(self, p, cycle):
+        from . import notebook_repr as nr
+        nr.pretty(p, cycle, f"tf.function {self._name}",
+                  [] if cycle else nr.function_rows(self))
+
     # ---- methods: one Function (one cache) per instance ----
     # FunctionBase's __get__ (C) finds the instance's Function in
     # _descriptor_cache; the first access makes it here.

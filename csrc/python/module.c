@@ -5,6 +5,7 @@
 int tfm_py_variable_init(PyObject *m);
 int tfm_py_tape_init(PyObject *m);
 int tfm_py_function_init(PyObject *m);
+extern PyMethodDef tfm_py_dlpack_methods[];     /* dlpack.c */
 
 static void *
 unlock(void)
@@ -71,6 +72,7 @@ module_exec(PyObject *m)
         add_methods(m, tfm_py_errors_methods) ||
         add_methods(m, tfm_py_saved_model_methods) ||
         add_methods(m, tfm_py_py_func_methods) ||
+        add_methods(m, tfm_py_dlpack_methods) ||
         tfm_py_variable_init(m) || tfm_py_tape_init(m) ||
         tfm_py_function_init(m))
         return -1;

@@ -142,6 +142,16 @@ class Dataset(DatasetOpsMixin):
         return _to_tensor(np.int64(-2 if self._length is None
                                    else self._length))
 
+    # ---- notebooks (tfmini/notebook_repr.py) -------------------------
+    def _repr_html_(self):
+        from .. import notebook_repr as nr
+        return nr.to_html(type(self).__name__, nr.dataset_rows(self))
+
+    def _repr_pretty_(self, p, cycle):
+        from .. import notebook_repr as nr
+        nr.pretty(p, cycle, f"<{type(self).__name__}>",
+                  [] if cycle else nr.dataset_rows(self))
+
     # ---- transformations --------------------------------------------
     def batch(self, batch_size, drop_remainder=False, **_):
         if batch_size <= 0:

@@ -764,10 +764,10 @@ class Model(Layer):
                             by_name=by_name)
 
     def save(self, filepath, overwrite=True, **kwargs):
-        raise NotImplementedError(
-            "tfmini cannot save whole models yet: save the weights with "
-            "model.save_weights(path), rebuild the model in code and call "
-            "model.load_weights(path)")
+        """Write the whole model (architecture, weights, compile
+        settings) to a '.keras' file, Keras 3's format
+        (keras/saving/keras_file.py)."""
+        saving.save_model(self, filepath, overwrite=overwrite, **kwargs)
 
     def export(self, filepath, format="tf_saved_model", verbose=True):
         """Keras 3's export for serving: a saved model whose
@@ -794,6 +794,17 @@ class Model(Layer):
         print_summary(self, line_length=line_length, positions=positions,
                       print_fn=print_fn, expand_nested=expand_nested,
                       show_trainable=show_trainable, layer_range=layer_range)
+
+    # Notebooks (tfmini/notebook_repr.py): the summary table.
+    def _repr_html_(self):
+        from ... import notebook_repr as nr
+        return nr.to_html(f"{type(self).__name__} {self.name!r}",
+                          nr.model_rows(self))
+
+    def _repr_pretty_(self, p, cycle):
+        from ... import notebook_repr as nr
+        nr.pretty(p, cycle, f"{type(self).__name__} {self.name!r}",
+                  [] if cycle else nr.model_rows(self))
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable}

@@ -1,12 +1,33 @@
-"""keras.saving: weights files (see weights_format.py for the layout)."""
+"""keras.saving: whole models in Keras 3's '.keras' format
+(keras_file.py), weights files in Keras 3's '.weights.h5' layout
+(h5_weights.py) or tfmini's own (weights_format.py), and the registry
+of custom objects."""
+import os
+
 import numpy as np
 
 from . import weights_format
+from .keras_file import load_model, save_model  # noqa: F401
+from .object_registration import (  # noqa: F401
+    CustomObjectScope, custom_object_scope, get_custom_objects,
+    get_registered_name, get_registered_object,
+    register_keras_serializable)
+from .serialization import (  # noqa: F401
+    deserialize_keras_object, serialize_keras_object)
 from .weights_format import WeightsFileError  # noqa: F401
+
+_HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+
+
+def _is_h5_name(filepath):
+    return os.fspath(filepath).endswith((".h5", ".hdf5"))
 
 
 def save_weights(model, filepath, overwrite=True):
-    """Write model.weights (in order, with their names) to filepath."""
+    """Write the weights to filepath: Keras 3's layout for '.weights.h5'
+    (or any '.h5'), else tfmini's format with the weights in order."""
+    if _is_h5_name(filepath):
+        return _save_weights_h5(model, filepath, overwrite)
     records = [(_key(w), w.numpy()) for w in model.weights]
     weights_format.write(filepath, records, overwrite=overwrite)
 
@@ -33,6 +54,19 @@ def load_weights(model, filepath, skip_mismatch=False, by_name=False):
     """Assign the weights stored in filepath to model.weights, matched
     in order (or by name with by_name=True). Shapes must agree, unless
     skip_mismatch, which skips those weights."""
+    with open(os.fspath(filepath), "rb") as f:
+        is_h5 = f.read(8) == _HDF5_MAGIC
+    if is_h5:
+        if by_name:
+            raise ValueError("load_weights: by_name=True applies to "
+                             "tfmini's weights format; a '.weights.h5' "
+                             "file is matched by layer paths already")
+        from ._h5 import h5py
+        from . import h5_weights
+        with h5py().File(os.fspath(filepath), "r") as f:
+            h5_weights.read(model, f, os.fspath(filepath),
+                            skip_mismatch=skip_mismatch)
+        return
     records = weights_format.read(filepath)
     params = model.weights
     if not params:
@@ -75,3 +109,21 @@ def load_weights(model, filepath, skip_mismatch=False, by_name=False):
     for p, value in checked:
         p.assign(np.asarray(value, dtype=p.dtype.as_numpy_dtype),
                  read_value=False)
+
+
+def _save_weights_h5(model, filepath, overwrite):
+    import io
+    from ._h5 import h5py
+    from . import h5_weights
+    path = os.fspath(filepath)
+    if not overwrite and os.path.exists(path):
+        raise FileExistsError(f"{path!r} exists and overwrite=False")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"Cannot save weights to {path!r}: the "
+                                f"folder {folder!r} does not exist")
+    buf = io.BytesIO()
+    with h5py().File(buf, "w") as f:
+        h5_weights.write(model, f)
+    from ... import _C
+    _C.write_file_atomic(path, buf.getvalue(), "save_weights")

@@ -1,8 +1,9 @@
-"""keras.utils: Progbar, to_categorical, set_random_seed."""
+"""keras.utils: Progbar, get_file, to_categorical, set_random_seed."""
 import random
 
 import numpy as np
 
+from .file_utils import get_file  # noqa: F401
 from .progbar import Progbar  # noqa: F401
 
 

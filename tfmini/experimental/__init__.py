@@ -1,0 +1,2 @@
+"""tf.experimental: dlpack."""
+from . import dlpack  # noqa: F401
