@@ -29,6 +29,7 @@ import tfmini as tf
 from tfmini import trackable as _tracking
 
 from .. import backend, constraints, initializers, regularizers
+from ..mixed_precision import policy as _policy
 from ..variables import KerasVariable
 
 
@@ -285,10 +286,11 @@ class Layer(_tracking.Trackable):
         self._name = name if name is not None else \
             backend.unique_object_name(
                 backend.to_snake_case(type(self).__name__))
-        if isinstance(dtype, dict):       # a serialized policy
-            dtype = dtype.get("config", {}).get("name")
-        self._keras_dtype = tf.as_dtype(
-            getattr(dtype, "name", dtype) or backend.floatx())
+        # dtype is a policy (a name such as 'mixed_float16', a
+        # DTypePolicy, its config, or None for the global policy):
+        # _keras_dtype is what the layer computes in, the weights are
+        # made in _keras_variable_dtype.
+        self._keras_set_policy(_policy.get(dtype))
         self._keras_autocast = kwargs.get("autocast", True)
         self.built = False
         self.supports_masking = False
@@ -358,18 +360,32 @@ class Layer(_tracking.Trackable):
     def name(self):
         return self._name
 
+    def _keras_set_policy(self, policy):
+        d = self.__dict__
+        d["_keras_policy"] = policy
+        d["_keras_dtype"] = tf.as_dtype(policy.compute_dtype)
+        d["_keras_variable_dtype"] = tf.as_dtype(policy.variable_dtype)
+
     @property
     def dtype(self):
         """The dtype of the layer's weights, as a string ('float32')."""
-        return self._keras_dtype.name
+        return self._keras_variable_dtype.name
 
     @property
     def variable_dtype(self):
-        return self._keras_dtype.name
+        return self._keras_variable_dtype.name
 
     @property
     def compute_dtype(self):
         return self._keras_dtype.name
+
+    @property
+    def dtype_policy(self):
+        return self._keras_policy
+
+    @dtype_policy.setter
+    def dtype_policy(self, value):
+        self._keras_set_policy(_policy.get(value))
 
     @property
     def trainable(self):
@@ -444,7 +460,7 @@ class Layer(_tracking.Trackable):
             raise ValueError(f"Weight {name!r} of layer {self.name!r} needs "
                              f"a fully defined shape, got {shape}")
         dtype = tf.as_dtype(getattr(dtype, "name", dtype) or
-                            self._keras_dtype)
+                            self._keras_variable_dtype)
         if initializer is None:
             initializer = ("glorot_uniform" if dtype.is_floating
                            else "zeros")
@@ -671,9 +687,15 @@ class Layer(_tracking.Trackable):
             # Python control flow on tensors in user layers works in
             # fit() and in any tf.function that calls the model.
             call = convert(call)
+        cast = None
+        if self._keras_autocast and \
+                self._keras_dtype is not self._keras_variable_dtype:
+            cast = self._keras_cast_weights()
         try:
             outputs = call(inputs, *rest, **kwargs)
         finally:
+            if cast:
+                self.__dict__.update(cast)
             _ctx.training, _ctx.depth = outer_training, depth
             _ctx.path.pop()
         if computes_mask or (self.supports_masking and in_mask is not None):
@@ -690,10 +712,28 @@ class Layer(_tracking.Trackable):
                 outputs, keep_batch=not _ctx.batch_unknown)
         return outputs
 
+    def _keras_cast_weights(self):
+        """Mixed precision (Keras' autocast): while call() runs, the
+        layer's trainable float weights read as copies cast to the
+        compute dtype, so `inputs @ self.kernel` computes in float16
+        while the variable (and its gradient, through the cast) stays
+        float32. Non-trainable weights are left alone: layers update
+        state such as BatchNormalization's moving mean in call().
+        Returns the attributes to put back."""
+        d = self.__dict__
+        saved = {}
+        for key, value in self._keras_tracked.items():
+            if backend.is_variable(value) and value.trainable and \
+                    value.dtype == self._keras_variable_dtype and \
+                    value.dtype.is_floating and d.get(key) is value:
+                saved[key] = value
+                d[key] = tf.cast(value, self._keras_dtype)
+        return saved
+
     # ---- config ------------------------------------------------------
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable,
-                  "dtype": self.dtype}
+                  "dtype": self._keras_policy.name}
         if self._keras_batch_input_shape is not None:
             config["batch_input_shape"] = self._keras_batch_input_shape
         return config
