@@ -43,6 +43,11 @@ class _CallContext(threading.local):
         # Set while a layer is run on a stand-in batch for an unknown
         # batch size: the shapes it records get None there.
         self.batch_unknown = False
+        # The compute dtype weights read as inside the layer being
+        # called (mixed precision), None outside any such layer.
+        self.autocast = None
+        # id(cast tensor) -> (it, its variable) for the weights cast now.
+        self.cast_of = {}
 
 
 _ctx = _CallContext()
@@ -648,6 +653,12 @@ class Layer(_tracking.Trackable):
                                                    kwargs)
             inputs = _convert_inputs(inputs, self._keras_dtype,
                                      self._keras_autocast)
+        if rest and self._keras_autocast and \
+                self._keras_dtype is not self._keras_variable_dtype:
+            # Mixed precision casts every float tensor argument, as Keras
+            # 3 does (MultiHeadAttention's value and key).
+            rest = tuple(_convert_leaf(a, self._keras_dtype, True)
+                         if isinstance(a, tf.Tensor) else a for a in rest)
         passes_training, default = _call_spec(type(self))
         training = kwargs.pop("training", None)
         if training is None:
@@ -687,16 +698,20 @@ class Layer(_tracking.Trackable):
             # Python control flow on tensors in user layers works in
             # fit() and in any tf.function that calls the model.
             call = convert(call)
+        outer_cast = _ctx.autocast
         cast = None
-        if self._keras_autocast and \
+        if outer_cast is not None or \
                 self._keras_dtype is not self._keras_variable_dtype:
-            cast = self._keras_cast_weights()
+            cast = self._keras_autocast_scope(outer_cast)
         try:
             outputs = call(inputs, *rest, **kwargs)
         finally:
             if cast:
-                self.__dict__.update(cast)
+                for d, key, value in reversed(cast):
+                    _ctx.cast_of.pop(id(d[key]), None)
+                    d[key] = value
             _ctx.training, _ctx.depth = outer_training, depth
+            _ctx.autocast = outer_cast
             _ctx.path.pop()
         if computes_mask or (self.supports_masking and in_mask is not None):
             _masking_module().attach(outputs,
@@ -712,22 +727,43 @@ class Layer(_tracking.Trackable):
                 outputs, keep_batch=not _ctx.batch_unknown)
         return outputs
 
-    def _keras_cast_weights(self):
-        """Mixed precision (Keras' autocast): while call() runs, the
-        layer's trainable float weights read as copies cast to the
-        compute dtype, so `inputs @ self.kernel` computes in float16
-        while the variable (and its gradient, through the cast) stays
-        float32. Non-trainable weights are left alone: layers update
-        state such as BatchNormalization's moving mean in call().
-        Returns the attributes to put back."""
-        d = self.__dict__
-        saved = {}
-        for key, value in self._keras_tracked.items():
-            if backend.is_variable(value) and value.trainable and \
-                    value.dtype == self._keras_variable_dtype and \
-                    value.dtype.is_floating and d.get(key) is value:
-                saved[key] = value
-                d[key] = tf.cast(value, self._keras_dtype)
+    def _keras_autocast_scope(self, outer):
+        """Mixed precision (Keras' autocast scope): while call() runs,
+        the trainable float weights of this layer and of its sub-layers
+        read as copies cast to this layer's compute dtype, so
+        `inputs @ self.kernel` (or an RNN reading `cell.kernel`)
+        computes in float16 while the variables, and their gradients
+        through the cast, stay float32. A sub-layer called inside with
+        another compute dtype (a float32 softmax) recasts its own. Non-
+        trainable weights are left alone: layers update state such as
+        BatchNormalization's moving mean in call(). Returns the
+        (dict, key, value) to put back."""
+        target = self._keras_dtype if self._keras_autocast and \
+            self._keras_dtype.is_floating else None
+        _ctx.autocast = target
+        if target == outer:
+            return None         # the enclosing layer already cast them
+        saved = []
+        for layer in self._flatten_layers():
+            d = layer.__dict__
+            for key, var in layer._keras_tracked.items():
+                if not (backend.is_variable(var) and var.trainable and
+                        var.dtype.is_floating):
+                    continue
+                current = d.get(key)
+                if current is not var and \
+                        _ctx.cast_of.get(id(current), (None,))[-1] \
+                        is not var:
+                    continue    # the attribute was reassigned in call()
+                if target is None or var.dtype == target:
+                    value = var
+                else:
+                    value = tf.cast(var, target)
+                    # (the tensor is kept too, so its id stays unique)
+                    _ctx.cast_of[id(value)] = (value, var)
+                if value is not current:
+                    saved.append((d, key, current))
+                    d[key] = value
         return saved
 
     # ---- config ------------------------------------------------------
