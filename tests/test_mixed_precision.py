@@ -285,3 +285,39 @@ def test_fit_skips_a_nonfinite_step_and_recovers():
     assert float(opt.dynamic_scale.numpy()) < 2.0 ** 15
     assert int(opt.iterations.numpy()) < 3
     assert np.all(np.isfinite(model.layers[0].kernel.numpy()))
+
+
+def test_checkpoint_round_trips_the_scale_and_inner_slots(tmp_path):
+    v = tf.Variable([1.0, 2.0])
+    opt = mp.LossScaleOptimizer(keras.optimizers.Adam(0.1),
+                                initial_scale=4.0)
+    opt.apply_gradients([(tf.constant([4.0, 4.0]), v)])
+    opt.apply_gradients([(tf.constant([np.inf, 4.0]), v)])
+    path = tf.train.Checkpoint(opt=opt, v=v).save(str(tmp_path / "ck"))
+    v2 = tf.Variable([0.0, 0.0])
+    opt2 = mp.LossScaleOptimizer(keras.optimizers.Adam(0.1),
+                                 initial_scale=4.0)
+    tf.train.Checkpoint(opt=opt2, v=v2).restore(path)
+    opt2.build([v2])
+    assert float(opt2.dynamic_scale.numpy()) == 2.0
+    assert int(opt2.iterations.numpy()) == 1
+    np.testing.assert_allclose(v2.numpy(), v.numpy())
+    for a, b in zip(opt.inner_optimizer.variables,
+                    opt2.inner_optimizer.variables):
+        np.testing.assert_allclose(a.numpy(), b.numpy())
+
+
+def test_fit_run_eagerly_with_loss_scaling():
+    mp.set_global_policy("mixed_float16")
+    model = keras.Sequential([keras.Input((3,)), L.Dense(1)])
+    model.compile(keras.optimizers.SGD(0.05), "mse", run_eagerly=True)
+    x = np.random.RandomState(0).rand(32, 3).astype("float32")
+    y = x.sum(axis=1, keepdims=True)
+    hist = model.fit(x, y, epochs=4, batch_size=8, verbose=0)
+    assert hist.history["loss"][-1] < hist.history["loss"][0]
+    # Each of the 16 batches was applied or (overflowing float16 at the
+    # initial 2**15) skipped, halving the scale.
+    applied = int(model.optimizer.iterations.numpy())
+    assert 12 <= applied <= 16
+    assert float(model.optimizer.dynamic_scale.numpy()) == \
+        2.0 ** (15 - (16 - applied))
