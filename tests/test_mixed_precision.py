@@ -145,6 +145,16 @@ def test_a_float32_sub_layer_inside_a_mixed_layer_reads_float32():
     assert isinstance(block.head.kernel, tf.Variable)
 
 
+def test_masked_softmax_in_float16_is_finite():
+    s = L.Softmax(dtype="mixed_float16")
+    out = s(tf.constant([[1.0, 2.0, 3.0]]),
+            mask=tf.constant([[True, True, False]]))
+    assert out.dtype == tf.float16
+    e = np.exp([1.0, 2.0])
+    np.testing.assert_allclose(out.numpy().astype("float32"),
+                               [[*(e / e.sum()), 0.0]], atol=1e-3)
+
+
 # ---- loss scaling ---------------------------------------------------
 def _scaled_step(opt, var, grad):
     opt.apply_gradients([(tf.constant(grad, tf.float32), var)])
