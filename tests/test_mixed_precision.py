@@ -331,3 +331,18 @@ def test_fit_run_eagerly_with_loss_scaling():
     assert 12 <= applied <= 16
     assert float(model.optimizer.dynamic_scale.numpy()) == \
         2.0 ** (15 - (16 - applied))
+
+
+def test_losses_are_computed_in_float32():
+    mp.set_global_policy("mixed_float16")
+    model = keras.Sequential([keras.Input((2,)), L.Dense(3)])
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True), metrics=["accuracy"])
+    x = tf.constant([[1.0, 2.0]])
+    y_pred = model(x)
+    assert y_pred.dtype == tf.float16
+    loss = model.compute_loss(x, tf.constant([1]), y_pred)
+    assert loss.dtype == tf.float32
+    # 2**15 times a float16 loss of this size would overflow (65504).
+    big = model.optimizer.scale_loss(tf.constant(3.0))
+    assert big.dtype == tf.float32 and float(big) == 3.0 * 2 ** 15
