@@ -121,6 +121,26 @@ def test_layers_with_sub_weights_compute_in_float16(make, args):
                 assert getattr(sub, key) is var
 
 
+def test_models_whose_layers_build_inside_the_first_call():
+    mp.set_global_policy("mixed_float16")
+    seq = keras.Sequential([L.Dense(4), L.Dense(2)])
+
+    class Sub(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.d = L.Dense(3)
+
+        def call(self, x):
+            return self.d(x)
+
+    for model in (seq, Sub()):
+        for _ in range(2):
+            assert model(tf.ones((1, 3))).dtype == tf.float16
+        assert all(w.dtype == tf.float32 for w in model.weights)
+        assert all(isinstance(w, tf.Variable)
+                   for w in (model.layers[0].kernel, model.layers[0].bias))
+
+
 def test_a_float32_sub_layer_inside_a_mixed_layer_reads_float32():
     class Block(L.Layer):
         def __init__(self, **kw):

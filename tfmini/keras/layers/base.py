@@ -741,10 +741,12 @@ class Layer(_tracking.Trackable):
         target = self._keras_dtype if self._keras_autocast and \
             self._keras_dtype.is_floating else None
         _ctx.autocast = target
-        if target == outer:
-            return None         # the enclosing layer already cast them
+        # Under an enclosing layer of the same dtype, the tree's weights
+        # are cast already, except the ones made since (sub-layers built
+        # inside its first call): this layer's own are checked.
+        layers = (self,) if target == outer else self._flatten_layers()
         saved = []
-        for layer in self._flatten_layers():
+        for layer in layers:
             d = layer.__dict__
             for key, var in layer._keras_tracked.items():
                 if not (backend.is_variable(var) and var.trainable and
@@ -756,14 +758,17 @@ class Layer(_tracking.Trackable):
                         is not var:
                     continue    # the attribute was reassigned in call()
                 if target is None or var.dtype == target:
+                    if current is var:
+                        continue
                     value = var
                 else:
+                    if current is not var and current.dtype == target:
+                        continue
                     value = tf.cast(var, target)
                     # (the tensor is kept too, so its id stays unique)
                     _ctx.cast_of[id(value)] = (value, var)
-                if value is not current:
-                    saved.append((d, key, current))
-                    d[key] = value
+                saved.append((d, key, current))
+                d[key] = value
         return saved
 
     # ---- config ------------------------------------------------------
