@@ -1,7 +1,9 @@
 """Keras fit throughput: one epoch of model.fit, in samples per second,
 for the 784-128-10 MLP at batch 32 and the demo's CNN (8x8x1 digits),
 tfmini eager (run_eagerly=True) and traced (the default), and the same
-models in TensorFlow's Keras and PyTorch when those are installed.
+models in TensorFlow's Keras and PyTorch when those are installed; and
+the MLP under the float32 and mixed_float16 dtype policies (tfmini,
+traced).
 
     python3 -m pytest benchmarks/bench_keras.py --benchmark-enable
     python3 benchmarks/bench_keras.py        # a samples/s table
@@ -145,6 +147,32 @@ def test_fit_epoch(benchmark, impl, eager, kind):
     benchmark.group = f"{name} ({'eager' if eager else 'traced'})" \
         if impl != "torch" else f"{name} (traced)"
     benchmark.extra_info["samples"] = n
+    benchmark.pedantic(epoch, rounds=3, warmup_rounds=1)
+
+
+def mixed_epoch(policy):
+    """One traced epoch of fit for the MLP built under a dtype policy
+    ('mixed_float16': float16 compute, float32 weights, loss scaling)."""
+    import tfmini
+    keras = tfmini.keras
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        model = _keras_models(keras)["mlp"]()
+    finally:
+        keras.mixed_precision.set_global_policy(None)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(
+                      from_logits=True))
+    x, y = mnist_like(MLP_SAMPLES)
+    return lambda: model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0,
+                             shuffle=False)
+
+
+@pytest.mark.parametrize("impl", ["tfmini-float32", "tfmini-mixed_float16"])
+def test_fit_epoch_mixed_precision(benchmark, impl):
+    epoch = mixed_epoch(impl.split("-", 1)[1])
+    benchmark.group = "fit MLP 784-128-10 b32 (traced, dtype policy)"
+    benchmark.extra_info["samples"] = MLP_SAMPLES
     benchmark.pedantic(epoch, rounds=3, warmup_rounds=1)
 
 

@@ -69,9 +69,15 @@ class _Projection(Layer):
 
     def project(self, x):
         rank, n = len(x.shape), len(self.in_dims)
-        y = tf.tensordot(x, self.kernel,
+        # Mixed precision: the projections are built inside the first
+        # call, after the layer's weights were autocast, so cast here.
+        kernel, bias = self.kernel, self.bias
+        if kernel.dtype != x.dtype:
+            kernel = tf.cast(kernel, x.dtype)
+            bias = None if bias is None else tf.cast(bias, x.dtype)
+        y = tf.tensordot(x, kernel,
                          [list(range(rank - n, rank)), list(range(n))])
-        return y + self.bias if self.bias is not None else y
+        return y + bias if bias is not None else y
 
 
 class MultiHeadAttention(Layer):
@@ -127,7 +133,7 @@ class MultiHeadAttention(Layer):
                             self._kernel_initializer, self._bias_initializer,
                             self._kernel_regularizer, self._bias_regularizer,
                             self._kernel_constraint, self._bias_constraint,
-                            name=name, dtype=self.dtype)
+                            name=name, dtype=self.dtype_policy)
         with _path_scope(name):
             layer.build()
         return layer

@@ -29,6 +29,7 @@ import tfmini as tf
 from tfmini import trackable as _tracking
 
 from .. import backend, constraints, initializers, regularizers
+from ..mixed_precision import policy as _policy
 from ..variables import KerasVariable
 
 
@@ -42,6 +43,11 @@ class _CallContext(threading.local):
         # Set while a layer is run on a stand-in batch for an unknown
         # batch size: the shapes it records get None there.
         self.batch_unknown = False
+        # The compute dtype weights read as inside the layer being
+        # called (mixed precision), None outside any such layer.
+        self.autocast = None
+        # id(cast tensor) -> (it, its variable) for the weights cast now.
+        self.cast_of = {}
 
 
 _ctx = _CallContext()
@@ -285,10 +291,11 @@ class Layer(_tracking.Trackable):
         self._name = name if name is not None else \
             backend.unique_object_name(
                 backend.to_snake_case(type(self).__name__))
-        if isinstance(dtype, dict):       # a serialized policy
-            dtype = dtype.get("config", {}).get("name")
-        self._keras_dtype = tf.as_dtype(
-            getattr(dtype, "name", dtype) or backend.floatx())
+        # dtype is a policy (a name such as 'mixed_float16', a
+        # DTypePolicy, its config, or None for the global policy):
+        # _keras_dtype is what the layer computes in, the weights are
+        # made in _keras_variable_dtype.
+        self._keras_set_policy(_policy.get(dtype))
         self._keras_autocast = kwargs.get("autocast", True)
         self.built = False
         self.supports_masking = False
@@ -358,18 +365,32 @@ class Layer(_tracking.Trackable):
     def name(self):
         return self._name
 
+    def _keras_set_policy(self, policy):
+        d = self.__dict__
+        d["_keras_policy"] = policy
+        d["_keras_dtype"] = tf.as_dtype(policy.compute_dtype)
+        d["_keras_variable_dtype"] = tf.as_dtype(policy.variable_dtype)
+
     @property
     def dtype(self):
         """The dtype of the layer's weights, as a string ('float32')."""
-        return self._keras_dtype.name
+        return self._keras_variable_dtype.name
 
     @property
     def variable_dtype(self):
-        return self._keras_dtype.name
+        return self._keras_variable_dtype.name
 
     @property
     def compute_dtype(self):
         return self._keras_dtype.name
+
+    @property
+    def dtype_policy(self):
+        return self._keras_policy
+
+    @dtype_policy.setter
+    def dtype_policy(self, value):
+        self._keras_set_policy(_policy.get(value))
 
     @property
     def trainable(self):
@@ -444,7 +465,7 @@ class Layer(_tracking.Trackable):
             raise ValueError(f"Weight {name!r} of layer {self.name!r} needs "
                              f"a fully defined shape, got {shape}")
         dtype = tf.as_dtype(getattr(dtype, "name", dtype) or
-                            self._keras_dtype)
+                            self._keras_variable_dtype)
         if initializer is None:
             initializer = ("glorot_uniform" if dtype.is_floating
                            else "zeros")
@@ -632,6 +653,12 @@ class Layer(_tracking.Trackable):
                                                    kwargs)
             inputs = _convert_inputs(inputs, self._keras_dtype,
                                      self._keras_autocast)
+        if rest and self._keras_autocast and \
+                self._keras_dtype is not self._keras_variable_dtype:
+            # Mixed precision casts every float tensor argument, as Keras
+            # 3 does (MultiHeadAttention's value and key).
+            rest = tuple(_convert_leaf(a, self._keras_dtype, True)
+                         if isinstance(a, tf.Tensor) else a for a in rest)
         passes_training, default = _call_spec(type(self))
         training = kwargs.pop("training", None)
         if training is None:
@@ -671,10 +698,20 @@ class Layer(_tracking.Trackable):
             # Python control flow on tensors in user layers works in
             # fit() and in any tf.function that calls the model.
             call = convert(call)
+        outer_cast = _ctx.autocast
+        cast = None
+        if outer_cast is not None or \
+                self._keras_dtype is not self._keras_variable_dtype:
+            cast = self._keras_autocast_scope(outer_cast)
         try:
             outputs = call(inputs, *rest, **kwargs)
         finally:
+            if cast:
+                for d, key, value in reversed(cast):
+                    _ctx.cast_of.pop(id(d[key]), None)
+                    d[key] = value
             _ctx.training, _ctx.depth = outer_training, depth
+            _ctx.autocast = outer_cast
             _ctx.path.pop()
         if computes_mask or (self.supports_masking and in_mask is not None):
             _masking_module().attach(outputs,
@@ -690,10 +727,54 @@ class Layer(_tracking.Trackable):
                 outputs, keep_batch=not _ctx.batch_unknown)
         return outputs
 
+    def _keras_autocast_scope(self, outer):
+        """Mixed precision (Keras' autocast scope): while call() runs,
+        the trainable float weights of this layer and of its sub-layers
+        read as copies cast to this layer's compute dtype, so
+        `inputs @ self.kernel` (or an RNN reading `cell.kernel`)
+        computes in float16 while the variables, and their gradients
+        through the cast, stay float32. A sub-layer called inside with
+        another compute dtype (a float32 softmax) recasts its own. Non-
+        trainable weights are left alone: layers update state such as
+        BatchNormalization's moving mean in call(). Returns the
+        (dict, key, value) to put back."""
+        target = self._keras_dtype if self._keras_autocast and \
+            self._keras_dtype.is_floating else None
+        _ctx.autocast = target
+        # Under an enclosing layer of the same dtype, the tree's weights
+        # are cast already, except the ones made since (sub-layers built
+        # inside its first call): this layer's own are checked.
+        layers = (self,) if target == outer else self._flatten_layers()
+        saved = []
+        for layer in layers:
+            d = layer.__dict__
+            for key, var in layer._keras_tracked.items():
+                if not (backend.is_variable(var) and var.trainable and
+                        var.dtype.is_floating):
+                    continue
+                current = d.get(key)
+                if current is not var and \
+                        _ctx.cast_of.get(id(current), (None,))[-1] \
+                        is not var:
+                    continue    # the attribute was reassigned in call()
+                if target is None or var.dtype == target:
+                    if current is var:
+                        continue
+                    value = var
+                else:
+                    if current is not var and current.dtype == target:
+                        continue
+                    value = tf.cast(var, target)
+                    # (the tensor is kept too, so its id stays unique)
+                    _ctx.cast_of[id(value)] = (value, var)
+                saved.append((d, key, current))
+                d[key] = value
+        return saved
+
     # ---- config ------------------------------------------------------
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable,
-                  "dtype": self.dtype}
+                  "dtype": self._keras_policy.name}
         if self._keras_batch_input_shape is not None:
             config["batch_input_shape"] = self._keras_batch_input_shape
         return config

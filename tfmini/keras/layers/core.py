@@ -261,7 +261,9 @@ class Softmax(Layer):
 
     def call(self, inputs, mask=None):
         if mask is not None:
-            inputs = inputs + (1.0 - tf.cast(mask, inputs.dtype)) * -1e9
+            # -1e9 is -inf in float16, and 0 * -inf a NaN everywhere.
+            big = -3e4 if inputs.dtype == tf.float16 else -1e9
+            inputs = inputs + (1.0 - tf.cast(mask, inputs.dtype)) * big
         return tf.nn.softmax(inputs, axis=self.axis)
 
     def compute_output_shape(self, input_shape):

@@ -76,6 +76,11 @@ class BatchNormalization(Layer):
 
     def call(self, inputs, training=None):
         x = inputs
+        if x.dtype == tf.float16:
+            # Mixed precision: statistics in float32 as in Keras 3 (the
+            # moving averages are float32), the output in float16.
+            out = self.call(tf.cast(x, tf.float32), training=training)
+            return tf.cast(out, x.dtype)
         if training and self.trainable:
             mean, variance = tf.nn.moments(x, self._reduce_axes)
             decay = 1.0 - self.momentum
@@ -90,10 +95,10 @@ class BatchNormalization(Layer):
         # x * inv + (beta - mean * inv): two passes over x.
         inv = tf.math.rsqrt(variance + self.epsilon)
         if self.gamma is not None:
-            inv = inv * self.gamma
+            inv = inv * tf.cast(self.gamma, inv.dtype)
         shift = -mean * inv
         if self.beta is not None:
-            shift = shift + self.beta
+            shift = shift + tf.cast(self.beta, shift.dtype)
         return x * self._b(inv) + self._b(shift)
 
     def compute_output_shape(self, input_shape):

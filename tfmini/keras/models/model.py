@@ -52,6 +52,16 @@ def _to_float(v):
         return v
 
 
+def _float32_outputs(y_pred):
+    def up(t):
+        if isinstance(t, tf.Tensor) and t.dtype == tf.float16:
+            return tf.cast(t, tf.float32)
+        return t
+    if isinstance(y_pred, tf.Tensor):
+        return up(y_pred)
+    return tf.nest.map_structure(up, y_pred)
+
+
 _functional_subclasses = {}
 
 
@@ -311,6 +321,12 @@ class Model(Layer):
             self._keras_output_losses = _OutputLosses(self, loss,
                                                       loss_weights)
         self.optimizer = optimizers.get(optimizer)
+        if auto_scale_loss and self.compute_dtype == "float16" and \
+                not isinstance(self.optimizer,
+                               optimizers.LossScaleOptimizer):
+            # Keras 3: a float16 model gets dynamic loss scaling, or its
+            # small gradients would underflow to zero.
+            self.optimizer = optimizers.LossScaleOptimizer(self.optimizer)
         self.loss = loss
         self._keras_loss_fn = (self._keras_output_losses
                                if self._keras_output_losses is not None
@@ -385,6 +401,8 @@ class Model(Layer):
         """The compiled loss of (y, y_pred) plus the model's added and
         regularization losses."""
         terms = []
+        # Keras computes losses in float32, also for float16 outputs.
+        y_pred = _float32_outputs(y_pred)
         if self._keras_loss_fn is not None and y is not None:
             terms.append(self._keras_loss_fn(y, y_pred, sample_weight))
         terms.extend(self.losses)
@@ -407,6 +425,7 @@ class Model(Layer):
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Update the compiled metrics; return every metric's result."""
         if y is not None:
+            y_pred = _float32_outputs(y_pred)
             for m, weighted in self._keras_metric_specs:
                 m.update_state(y, y_pred,
                                sample_weight if weighted else None)
@@ -422,8 +441,12 @@ class Model(Layer):
         with tf.GradientTape() as tape:
             y_pred = self(x, training=True)
             loss = self.compute_loss(x, y, y_pred, sample_weight)
+            scale_loss = getattr(self.optimizer, "scale_loss", None)
+            # Loss scaling (LossScaleOptimizer): its apply_gradients
+            # unscales.
+            scaled = loss if scale_loss is None else scale_loss(loss)
         variables = self.trainable_variables
-        grads = tape.gradient(loss, variables)
+        grads = tape.gradient(scaled, variables)
         self.optimizer.apply_gradients(zip(grads, variables))
         self._track_loss(loss, x)
         return self.compute_metrics(x, y, y_pred, sample_weight)

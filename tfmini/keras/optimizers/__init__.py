@@ -5,6 +5,7 @@ from .adagrad import Adagrad  # noqa: F401
 from .adam import Adam, AdamW  # noqa: F401
 from .adamax import Adamax  # noqa: F401
 from .lion import Lion  # noqa: F401
+from .loss_scale_optimizer import LossScaleOptimizer  # noqa: F401
 from .nadam import Nadam  # noqa: F401
 from .optimizer import Optimizer  # noqa: F401
 from .rmsprop import RMSprop  # noqa: F401

@@ -1,30 +1,46 @@
-"""keras.utils.Progbar: the per-epoch progress display of fit.
+"""keras.utils.Progbar: the per-epoch progress display of fit, as
+Keras 3 prints it.
 
-On a terminal the bar redraws in place with '\\r' (at most every
-`interval` seconds):
+Live display (a terminal, or a Jupyter kernel's stdout, whose frontend
+applies carriage returns as a terminal does): the line is redrawn in
+place with '\\r', at most every `interval` seconds, with ANSI bold and
+colours as Keras 3 uses them (shown here without):
 
-    12/45 [=======>......................] - ETA: 0s - loss: 0.61
+    12/45 ━━━━━━━━━━━━━━━━━━━━ 0s 5ms/step - loss: 0.6100
 
-and ends as `45/45 [==============================] - 1s 5ms/step - ...`.
-When the output is not a terminal (CI logs, a notebook cell, a file),
-carriage returns would pile up, so it prints plain lines instead: one
-at the end (`45/45 - 1s - 5ms/step - loss: ...`) and, for long epochs,
-one at most every `plain_interval` seconds on the way.
+the count, a 20-cell bar whose done part is green, then the ETA (the
+elapsed time once finished) and the time per step, which leaves out the
+first step (it includes tracing). Other streams (CI logs, files, pipes)
+would pile the redraws up, so they get one plain line per epoch, the
+same line as verbose=2:
+
+    45/45 - 1s - 5ms/step - loss: 0.6100
+
+and, for long epochs at verbose=1, one such line at most every
+`plain_interval` seconds on the way.
 """
 import sys
 import time
 
+_BOLD, _GREEN, _WHITE, _RESET = "\x1b[1m", "\x1b[32m", "\x1b[37m", "\x1b[0m"
+_BAR = "\u2501"
 
-def _is_tty(stream):
+
+def _is_live(stream):
     try:
-        return stream.isatty()
+        if stream.isatty():
+            return True
     except (AttributeError, ValueError):
-        return False
+        pass
+    # ipykernel's OutStream says it is no TTY, but Jupyter renders '\r'
+    # in place (Keras 3 draws its live bar there too).
+    return type(stream).__module__.startswith("ipykernel") and \
+        "ipykernel" in sys.modules
 
 
 def _format_value(v):
     v = float(v)
-    return f"{v:.4f}" if abs(v) > 1e-3 or v == 0 else f"{v:.4e}"
+    return f"{v:.4f}" if abs(v) > 1e-3 else f"{v:.4e}"
 
 
 def _format_eta(eta):
@@ -50,9 +66,11 @@ class Progbar:
     update(current, values) takes (name, value) pairs; names in
     stateful_metrics are shown as given (fit's metrics are already
     running means), others are averaged over the steps seen.
+    verbose: 0 silent, 1 the live bar (plain lines when not live),
+    2 one line when finished.
     """
 
-    def __init__(self, target, width=30, verbose=1, interval=0.05,
+    def __init__(self, target, width=20, verbose=1, interval=0.05,
                  stateful_metrics=None, unit_name="step", stream=None,
                  plain_interval=10.0):
         self.target = target
@@ -63,10 +81,11 @@ class Progbar:
         self.unit_name = unit_name
         self.stateful_metrics = set(stateful_metrics or ())
         self._stream = stream
-        self._dynamic = _is_tty(self.stream)
+        self._dynamic = _is_live(self.stream)
         self._values = {}
         self._seen_so_far = 0
         self._start = time.time()
+        self._after_first = None
         self._last_update = 0.0
         self._last_plain = self._start
         self._prev_width = 0
@@ -101,41 +120,59 @@ class Progbar:
 
     def _count_text(self, current):
         if self.target is None:
-            return f"{current}/Unknown"
+            return f"{current:7d}/Unknown"
         digits = len(str(self.target))
         return f"{current:>{digits}}/{self.target}"
+
+    def _per_unit(self, current, now):
+        # The first step includes tracing: once there are others, the
+        # time per step leaves it out (as Keras 3 does).
+        if not current:
+            return 0.0
+        if self._after_first is not None and current > 1:
+            per_unit = (now - self._after_first) / (current - 1)
+        else:
+            per_unit = (now - self._start) / current
+        if current == 1 and self._after_first is None:
+            self._after_first = now
+        return per_unit
+
+    def _live_line(self, current, now, per_unit, finalize):
+        """The bar's text and its printed width (without the escapes)."""
+        count = self._count_text(current)
+        text, width = f"{_BOLD}{count}{_RESET}", len(count)
+        if self.target is not None and self.target > 0:
+            done = int(self.width * min(current, self.target) / self.target)
+            text += " "
+            if done:
+                text += f"{_GREEN}{_BAR * done}{_RESET}"
+            text += f"{_WHITE}{_BAR * (self.width - done)}{_RESET}"
+            width += 1 + self.width
+        if finalize or not self.target:
+            when = f"{now - self._start:.0f}s"
+        else:
+            when = _format_eta(per_unit * (self.target - current))
+        info = f" {when} {_format_per_unit(per_unit, self.unit_name)}" + \
+            self._metric_text()
+        text += f" {_BOLD}{when}{_RESET}" + info[1 + len(when):]
+        return text, width + len(info)
 
     def update(self, current, values=None, finalize=None):
         if finalize is None:
             finalize = self.target is not None and current >= self.target
         self._accumulate(current, values)
+        now = time.time()
+        per_unit = self._per_unit(current, now)
         if self.verbose == 0 or self._done:
             return
-        now = time.time()
-        elapsed = now - self._start
-        per_unit = elapsed / current if current else 0.0
         out = self.stream
         if self.verbose == 1 and self._dynamic:
             if not finalize and now - self._last_update < self.interval:
                 return
             self._last_update = now
-            text = self._count_text(current)
-            if self.target is not None:
-                done = int(self.width * min(current, self.target) /
-                           max(1, self.target))
-                bar = "=" * done
-                if current < self.target:
-                    bar = bar[:-1] + ">" if done else ">"
-                text += " [" + bar.ljust(self.width, ".") + "]"
-            if finalize:
-                text += (f" - {elapsed:.0f}s "
-                         f"{_format_per_unit(per_unit, self.unit_name)}")
-            elif self.target is not None:
-                eta = per_unit * (self.target - current)
-                text += f" - ETA: {_format_eta(eta)}"
-            text += self._metric_text()
-            pad = max(0, self._prev_width - len(text))
-            self._prev_width = len(text)
+            text, width = self._live_line(current, now, per_unit, finalize)
+            pad = max(0, self._prev_width - width)
+            self._prev_width = width
             out.write("\r" + text + " " * pad + ("\n" if finalize else ""))
             out.flush()
         else:
@@ -145,8 +182,8 @@ class Progbar:
                                  now - self._last_plain < self.plain_interval):
                 return
             self._last_plain = now
-            text = self._count_text(current)
-            text += (f" - {elapsed:.0f}s - "
+            text = self._count_text(current).strip()
+            text += (f" - {now - self._start:.0f}s - "
                      f"{_format_per_unit(per_unit, self.unit_name)}")
             text += self._metric_text()
             out.write(text + "\n")
