@@ -2,8 +2,9 @@
 AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D."""
 import tfmini as tf
 
-from .. import activations, constraints, initializers, regularizers
+from .. import activations
 from .base import Layer
+from .weight_args import add_weight_from, init_weight_args
 
 
 def _pair(value, what):
@@ -86,12 +87,7 @@ class _BaseConv(Layer):
         self.data_format = _data_format(data_format)
         self.dilation_rate = _pair(dilation_rate, "dilation_rate")
 
-    def _init_weight_args(self, prefix, initializer, regularizer,
-                          constraint):
-        """Sets `<prefix>_initializer`, `_regularizer`, `_constraint`."""
-        setattr(self, prefix + "_initializer", initializers.get(initializer))
-        setattr(self, prefix + "_regularizer", regularizers.get(regularizer))
-        setattr(self, prefix + "_constraint", constraints.get(constraint))
+    _init_weight_args = init_weight_args
 
     def _init_common(self, activation, use_bias, bias_initializer,
                      bias_regularizer, bias_constraint):
@@ -101,11 +97,7 @@ class _BaseConv(Layer):
                                bias_constraint)
 
     def _weight(self, name, shape, prefix):
-        """A weight built with the `<prefix>_*` arguments."""
-        return self.add_weight(
-            name, shape, initializer=getattr(self, prefix + "_initializer"),
-            regularizer=getattr(self, prefix + "_regularizer"),
-            constraint=getattr(self, prefix + "_constraint"))
+        return add_weight_from(self, prefix, name, shape)
 
     def _add_bias(self, n):
         self.bias = None
