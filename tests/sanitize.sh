@@ -13,25 +13,9 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=${PYTHON:-python3}
-asan=$(gcc -print-file-name=libasan.so)
-if [ ! -e "$asan" ]; then
-    echo "sanitize.sh: gcc has no libasan.so (install gcc's sanitizer" \
-         "runtime, Debian: libasan8)" >&2
-    exit 2
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tfmini-sanitize.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cp -r "$root/csrc" "$root/tfmini" "$root/tests" "$root/setup.py" \
-      "$root/pyproject.toml" "$work/"
-[ -f "$root/README.md" ] && cp "$root/README.md" "$work/"
-find "$work/tfmini" \( -name '*.so' -o -name __pycache__ \) -prune \
-     -exec rm -rf {} +
-rm -rf "$work/tests/c/build"
-
-echo "sanitize.sh: building with -fsanitize=address,undefined in $work"
-(cd "$work" && TFMINI_SANITIZE=1 "$py" setup.py -q build_ext --inplace \
-     >build.log 2>&1) || { tail -40 "$work/build.log"; exit 1; }
+. "$root/tests/sanitizer_copy.sh"
+asan=$(sanitizer_runtime sanitize.sh libasan.so libasan8)
+sanitizer_build sanitize.sh address,undefined 1
 
 if [ $# -eq 0 ]; then
     set -- tests/test_tensor.py tests/test_dtypes.py \
