@@ -13,7 +13,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=${PYTHON:-python3}
-. "$root/tests/sanitizer_copy.sh"
+. "$root/tests/sanitizer_lib.sh"
 asan=$(sanitizer_runtime sanitize.sh libasan.so libasan8)
 sanitizer_build sanitize.sh address,undefined 1
 
@@ -37,10 +37,4 @@ ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:halt_on_error=1:log_pat
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$work/reports/ubsan" \
 TFMINI_UNDER_SANITIZER=1 \
     "$py" -m pytest -p no:cacheprovider "$@" || status=$?
-for f in "$work"/reports/*; do
-    [ -e "$f" ] || continue
-    echo "==== sanitizer report $(basename "$f")"
-    head -80 "$f"
-    [ "$status" -ne 0 ] || status=1     # a report fails the run
-done
-exit "$status"
+sanitizer_exit "$status" sanitizer 80

@@ -15,7 +15,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
-. "$root/tests/sanitizer_copy.sh"
+. "$root/tests/sanitizer_lib.sh"
 tsan=$(sanitizer_runtime tsan.sh libtsan.so libtsan2)
 sanitizer_build tsan.sh thread thread
 
@@ -60,10 +60,4 @@ mkdir -p "$work/reports"
 status=0
 LD_PRELOAD="$tsan" TSAN_OPTIONS="$opts:log_path=$work/reports/tsan" \
     "$py" -m pytest -p no:cacheprovider "$@" || status=$?
-for f in "$work"/reports/*; do
-    [ -e "$f" ] || continue
-    echo "==== ThreadSanitizer report $(basename "$f")"
-    head -120 "$f"
-    [ "$status" -ne 0 ] || status=1     # a report fails the run
-done
-exit "$status"
+sanitizer_exit "$status" ThreadSanitizer 120
