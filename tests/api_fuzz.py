@@ -409,41 +409,19 @@ def drive(family, seed, count, case_timeout=60, env=None):
     """Run cases [0, count) of family in worker processes, restarting
     after a crash or a case past case_timeout seconds. Returns
     (problems, outcome counts)."""
-    import subprocess
-    import time
+    from fuzz_worker import count_outcomes, run_worker
     env = dict(env or os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     problems, outcomes, start = [], {}, 0
     with tempfile.TemporaryDirectory() as tmp:
         marks = os.path.join(tmp, "marks")
         while start < count:
-            open(marks, "w").close()
-            errf = open(os.path.join(tmp, "stderr"), "w+b")
-            p = subprocess.Popen(
-                [sys.executable, os.path.abspath(__file__), family,
-                 str(seed), str(count), marks, str(start)],
-                stdout=subprocess.DEVNULL, stderr=errf, env=env, cwd=ROOT)
-            seen, since = 0, time.monotonic()
-            while p.poll() is None:
-                time.sleep(0.02)
-                size = os.path.getsize(marks)
-                if size != seen:
-                    seen, since = size, time.monotonic()
-                elif time.monotonic() - since > case_timeout:
-                    p.kill()
-                    p.wait()
-                    break
-            rc = "timeout" if p.returncode == -9 else p.returncode
-            errf.seek(0)
-            err = errf.read().decode(errors="replace")
-            errf.close()
-            lines = open(marks).read().splitlines()
-            for line in lines:
-                if line.startswith("F "):
-                    problems.append(f"{family} seed {seed} case {line[2:]}")
-                elif line.startswith("D "):
-                    res = line.split(" ", 2)[2]
-                    outcomes[res] = outcomes.get(res, 0) + 1
+            rc, err, lines = run_worker(
+                [os.path.abspath(__file__), family, str(seed), str(count),
+                 marks, str(start)], tmp, case_timeout, env, ROOT)
+            problems += [f"{family} seed {seed} case {line[2:]}"
+                         for line in lines if line.startswith("F ")]
+            count_outcomes(lines, outcomes)
             if rc == 0:
                 break
             started = [x for x in lines if x.startswith("S ")]

@@ -13,25 +13,9 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=${PYTHON:-python3}
-asan=$(gcc -print-file-name=libasan.so)
-if [ ! -e "$asan" ]; then
-    echo "sanitize.sh: gcc has no libasan.so (install gcc's sanitizer" \
-         "runtime, Debian: libasan8)" >&2
-    exit 2
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tfmini-sanitize.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cp -r "$root/csrc" "$root/tfmini" "$root/tests" "$root/setup.py" \
-      "$root/pyproject.toml" "$work/"
-[ -f "$root/README.md" ] && cp "$root/README.md" "$work/"
-find "$work/tfmini" \( -name '*.so' -o -name __pycache__ \) -prune \
-     -exec rm -rf {} +
-rm -rf "$work/tests/c/build"
-
-echo "sanitize.sh: building with -fsanitize=address,undefined in $work"
-(cd "$work" && TFMINI_SANITIZE=1 "$py" setup.py -q build_ext --inplace \
-     >build.log 2>&1) || { tail -40 "$work/build.log"; exit 1; }
+. "$root/tests/sanitizer_lib.sh"
+asan=$(sanitizer_runtime sanitize.sh libasan.so libasan8)
+sanitizer_build sanitize.sh address,undefined 1
 
 if [ $# -eq 0 ]; then
     set -- tests/test_tensor.py tests/test_dtypes.py \
@@ -53,10 +37,4 @@ ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:halt_on_error=1:log_pat
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$work/reports/ubsan" \
 TFMINI_UNDER_SANITIZER=1 \
     "$py" -m pytest -p no:cacheprovider "$@" || status=$?
-for f in "$work"/reports/*; do
-    [ -e "$f" ] || continue
-    echo "==== sanitizer report $(basename "$f")"
-    head -80 "$f"
-    [ "$status" -ne 0 ] || status=1     # a report fails the run
-done
-exit "$status"
+sanitizer_exit "$status" sanitizer 80

@@ -15,25 +15,9 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
-tsan=$(gcc -print-file-name=libtsan.so)
-if [ ! -e "$tsan" ]; then
-    echo "tsan.sh: gcc has no libtsan.so (install gcc's sanitizer" \
-         "runtime, Debian: libtsan2)" >&2
-    exit 2
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tfmini-tsan.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cp -r "$root/csrc" "$root/tfmini" "$root/tests" "$root/setup.py" \
-      "$root/pyproject.toml" "$work/"
-[ -f "$root/README.md" ] && cp "$root/README.md" "$work/"
-find "$work/tfmini" \( -name '*.so' -o -name __pycache__ \) -prune \
-     -exec rm -rf {} +
-rm -rf "$work/tests/c/build"
-
-echo "tsan.sh: building with -fsanitize=thread in $work"
-(cd "$work" && TFMINI_SANITIZE=thread "$py" setup.py -q build_ext \
-     --inplace >build.log 2>&1) || { tail -40 "$work/build.log"; exit 1; }
+. "$root/tests/sanitizer_lib.sh"
+tsan=$(sanitizer_runtime tsan.sh libtsan.so libtsan2)
+sanitizer_build tsan.sh thread thread
 
 [ $# -eq 0 ] && set -- tests/test_threads.py
 cd "$work"
@@ -76,10 +60,4 @@ mkdir -p "$work/reports"
 status=0
 LD_PRELOAD="$tsan" TSAN_OPTIONS="$opts:log_path=$work/reports/tsan" \
     "$py" -m pytest -p no:cacheprovider "$@" || status=$?
-for f in "$work"/reports/*; do
-    [ -e "$f" ] || continue
-    echo "==== ThreadSanitizer report $(basename "$f")"
-    head -120 "$f"
-    [ "$status" -ne 0 ] || status=1     # a report fails the run
-done
-exit "$status"
+sanitizer_exit "$status" ThreadSanitizer 120

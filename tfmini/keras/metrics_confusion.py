@@ -118,45 +118,43 @@ class _ThresholdMetric(Metric):
         return cls(**config)
 
 
-class Precision(_ThresholdMetric):
+class _TpRatio(_ThresholdMetric):
+    """tp / (tp + other) at each threshold, `other` the count named by
+    _other: its variable's name and its index in _counts' (tp, fp, tn,
+    fn)."""
+
+    _other = None       # (name, index)
+
+    def __init__(self, thresholds=None, top_k=None, class_id=None,
+                 name=None, dtype=None):
+        super().__init__(thresholds, top_k, class_id, name, dtype)
+        other, _ = self._other
+        setattr(self, other, self.add_variable((len(self.thresholds),),
+                                               name=other))
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        counts = self._update(y_true, y_pred, sample_weight)
+        other, index = self._other
+        self.true_positives.assign_add(counts[0], read_value=False)
+        getattr(self, other).assign_add(counts[index], read_value=False)
+
+    def result(self):
+        tp = self.true_positives.read_value()
+        other = getattr(self, self._other[0])
+        return self._out(tf.math.divide_no_nan(tp, tp + other.read_value()))
+
+
+class Precision(_TpRatio):
     """tp / (tp + fp) at each threshold (default 0.5; a scalar when there
     is one threshold)."""
 
-    def __init__(self, thresholds=None, top_k=None, class_id=None,
-                 name=None, dtype=None):
-        super().__init__(thresholds, top_k, class_id, name, dtype)
-        self.false_positives = self.add_variable(
-            (len(self.thresholds),), name="false_positives")
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        tp, fp, _, _ = self._update(y_true, y_pred, sample_weight)
-        self.true_positives.assign_add(tp, read_value=False)
-        self.false_positives.assign_add(fp, read_value=False)
-
-    def result(self):
-        tp = self.true_positives.read_value()
-        return self._out(tf.math.divide_no_nan(
-            tp, tp + self.false_positives.read_value()))
+    _other = ("false_positives", 1)
 
 
-class Recall(_ThresholdMetric):
+class Recall(_TpRatio):
     """tp / (tp + fn) at each threshold (default 0.5)."""
 
-    def __init__(self, thresholds=None, top_k=None, class_id=None,
-                 name=None, dtype=None):
-        super().__init__(thresholds, top_k, class_id, name, dtype)
-        self.false_negatives = self.add_variable(
-            (len(self.thresholds),), name="false_negatives")
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        tp, _, _, fn = self._update(y_true, y_pred, sample_weight)
-        self.true_positives.assign_add(tp, read_value=False)
-        self.false_negatives.assign_add(fn, read_value=False)
-
-    def result(self):
-        tp = self.true_positives.read_value()
-        return self._out(tf.math.divide_no_nan(
-            tp, tp + self.false_negatives.read_value()))
+    _other = ("false_negatives", 3)
 
 
 class AUC(Metric):

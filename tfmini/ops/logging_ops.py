@@ -44,17 +44,24 @@ def _print(*inputs, output_stream=None, summarize=3, sep=" ", end="\n",
     def as_tensor(x):
         return x if isinstance(x, Tensor) else x._as_tensor()
 
-    def strip(x):
+    def replace_tensors(x, fn):
+        # Through plain lists, tuples and dicts, in order, as pformat
+        # shows them.
         if is_tensor(x):
-            return ""
+            return fn(x)
         t = type(x)
         if t in (list, tuple):
-            return t(strip(v) for v in x)
+            return t(replace_tensors(v, fn) for v in x)
         if t is dict:
-            return {k: strip(v) for k, v in x.items()}
+            return {k: replace_tensors(v, fn) for k, v in x.items()}
         return x
 
-    free = " ".join(pprint.pformat(strip(x)) for x in inputs)
+    def mark(x):
+        tensors.append(as_tensor(x))
+        return ph
+
+    free = " ".join(pprint.pformat(replace_tensors(x, lambda v: ""))
+                    for x in inputs)
     ph = "{tensor}"
     while ph in free or ph in sep or ph in end:
         ph = "{" + ph + "}"
@@ -66,18 +73,8 @@ def _print(*inputs, output_stream=None, summarize=3, sep=" ", end="\n",
             tensors.append(as_tensor(x))
             templates.append(ph)
         else:
-            def mark(v):
-                if is_tensor(v):
-                    tensors.append(as_tensor(v))
-                    return ph
-                t = type(v)
-                if t in (list, tuple):
-                    return t(mark(e) for e in v)
-                if t is dict:
-                    return {k: mark(e) for k, e in v.items()}
-                return v
-            templates.append(pprint.pformat(mark(x)).replace(
-                repr(ph), ph))
+            templates.append(pprint.pformat(replace_tensors(x, mark))
+                             .replace(repr(ph), ph))
     text = sep.join(templates) + end
     _C.print_v2(text.split(ph), tensors, _stream_id(output_stream),
                 int(summarize))

@@ -7,33 +7,20 @@
 
 #include "ew_float.h"
 #include "ew_scalar.h"
-#include "loops.h"
+#include "int_loops.h"
 
 typedef void (*binary_fn)(const void *, const void *, void *,
                           const tfm_bcast *);
 typedef int (*binary_err_fn)(const void *, const void *, void *,
                              const tfm_bcast *);
 
-/* Every integer dtype, with EXPR over x and y. */
-#define INT_LOOPS(OPNAME, EXPR)                                              \
-    TFM_BINARY_LOOP(OPNAME##_i8, int8_t, int8_t, EXPR)                       \
-    TFM_BINARY_LOOP(OPNAME##_u8, uint8_t, uint8_t, EXPR)                     \
-    TFM_BINARY_LOOP(OPNAME##_i16, int16_t, int16_t, EXPR)                    \
-    TFM_BINARY_LOOP(OPNAME##_i32, int32_t, int32_t, EXPR)                    \
-    TFM_BINARY_LOOP(OPNAME##_i64, int64_t, int64_t, EXPR)
-
-#define INT_TABLE(OPNAME)                                                    \
-    { [TFM_INT8] = OPNAME##_i8, [TFM_UINT8] = OPNAME##_u8,                   \
-      [TFM_INT16] = OPNAME##_i16, [TFM_INT32] = OPNAME##_i32,                \
-      [TFM_INT64] = OPNAME##_i64 }
-
-INT_LOOPS(add, tfm_wadd(x, y))
-INT_LOOPS(sub, tfm_wsub(x, y))
-INT_LOOPS(mul, tfm_wmul(x, y))
-INT_LOOPS(max, tfm_max(x, y))
-INT_LOOPS(min, tfm_min(x, y))
-INT_LOOPS(sqdiff, tfm_sqdiff(x, y))
-INT_LOOPS(relugrad, y > 0 ? x : 0)
+TFM_INT_LOOPS(TFM_BINARY_LOOP, add, tfm_wadd(x, y))
+TFM_INT_LOOPS(TFM_BINARY_LOOP, sub, tfm_wsub(x, y))
+TFM_INT_LOOPS(TFM_BINARY_LOOP, mul, tfm_wmul(x, y))
+TFM_INT_LOOPS(TFM_BINARY_LOOP, max, tfm_max(x, y))
+TFM_INT_LOOPS(TFM_BINARY_LOOP, min, tfm_min(x, y))
+TFM_INT_LOOPS(TFM_BINARY_LOOP, sqdiff, tfm_sqdiff(x, y))
+TFM_INT_LOOPS(TFM_BINARY_LOOP, relugrad, y > 0 ? x : 0)
 
 /* Integer division, modulo and power can fail: these loops return an
  * error mask. */
@@ -68,13 +55,13 @@ lookup(tfm_op op, tfm_dtype d)
 {
     if (d == TFM_FLOAT32 || d == TFM_FLOAT64)
         return tfm_ew_float_binary(op, d);
-    static const binary_fn add[TFM_DTYPE_COUNT] = INT_TABLE(add);
-    static const binary_fn sub[TFM_DTYPE_COUNT] = INT_TABLE(sub);
-    static const binary_fn mul[TFM_DTYPE_COUNT] = INT_TABLE(mul);
-    static const binary_fn max[TFM_DTYPE_COUNT] = INT_TABLE(max);
-    static const binary_fn min[TFM_DTYPE_COUNT] = INT_TABLE(min);
-    static const binary_fn sqdiff[TFM_DTYPE_COUNT] = INT_TABLE(sqdiff);
-    static const binary_fn relugrad[TFM_DTYPE_COUNT] = INT_TABLE(relugrad);
+    static const binary_fn add[TFM_DTYPE_COUNT] = TFM_INT_TABLE(add);
+    static const binary_fn sub[TFM_DTYPE_COUNT] = TFM_INT_TABLE(sub);
+    static const binary_fn mul[TFM_DTYPE_COUNT] = TFM_INT_TABLE(mul);
+    static const binary_fn max[TFM_DTYPE_COUNT] = TFM_INT_TABLE(max);
+    static const binary_fn min[TFM_DTYPE_COUNT] = TFM_INT_TABLE(min);
+    static const binary_fn sqdiff[TFM_DTYPE_COUNT] = TFM_INT_TABLE(sqdiff);
+    static const binary_fn relugrad[TFM_DTYPE_COUNT] = TFM_INT_TABLE(relugrad);
     switch (op) {
     case TFM_OP_ADD: return add[d];
     case TFM_OP_SUB: return sub[d];
@@ -87,7 +74,7 @@ lookup(tfm_op op, tfm_dtype d)
     }
 }
 
-#define ERR_TABLE(OPNAME) INT_TABLE(OPNAME)
+#define ERR_TABLE(OPNAME) TFM_INT_TABLE(OPNAME)
 
 /* Integer loops that can fail. */
 static binary_err_fn

@@ -5,7 +5,7 @@
 #include "elementwise.h"
 
 #include "ew_float.h"
-#include "loops.h"
+#include "int_loops.h"
 
 /* The loops below are instantiated for uint8 too, where `x < 0` is
  * always false: that is intended. */
@@ -16,20 +16,8 @@ typedef void (*unary_fn)(const void *, void *, int64_t);
 #define RELU(x) ((x) < 0 ? 0 : (x))
 #define RELU6(x) ((x) < 0 ? 0 : (x) > 6 ? 6 : (x))
 
-#define INT_LOOPS(OPNAME, EXPR)                                              \
-    TFM_UNARY_LOOP(OPNAME##_i8, int8_t, int8_t, EXPR)                        \
-    TFM_UNARY_LOOP(OPNAME##_u8, uint8_t, uint8_t, EXPR)                      \
-    TFM_UNARY_LOOP(OPNAME##_i16, int16_t, int16_t, EXPR)                     \
-    TFM_UNARY_LOOP(OPNAME##_i32, int32_t, int32_t, EXPR)                     \
-    TFM_UNARY_LOOP(OPNAME##_i64, int64_t, int64_t, EXPR)
-
-#define INT_TABLE(OPNAME)                                                    \
-    { [TFM_INT8] = OPNAME##_i8, [TFM_UINT8] = OPNAME##_u8,                   \
-      [TFM_INT16] = OPNAME##_i16, [TFM_INT32] = OPNAME##_i32,                \
-      [TFM_INT64] = OPNAME##_i64 }
-
-INT_LOOPS(relu, RELU(x))
-INT_LOOPS(relu6, RELU6(x))
+TFM_INT_LOOPS(TFM_UNARY_LOOP, relu, RELU(x))
+TFM_INT_LOOPS(TFM_UNARY_LOOP, relu6, RELU6(x))
 
 tfm_code
 tfm_k_activation(tfm_op op, tfm_tensor *const *in, int nin,
@@ -39,8 +27,8 @@ tfm_k_activation(tfm_op op, tfm_tensor *const *in, int nin,
     (void)nin; (void)nout;
     if (tfm_ew_float_unary(op, in[0], out[0], a))
         return TFM_OK;
-    static const unary_fn relu[TFM_DTYPE_COUNT] = INT_TABLE(relu);
-    static const unary_fn relu6[TFM_DTYPE_COUNT] = INT_TABLE(relu6);
+    static const unary_fn relu[TFM_DTYPE_COUNT] = TFM_INT_TABLE(relu);
+    static const unary_fn relu6[TFM_DTYPE_COUNT] = TFM_INT_TABLE(relu6);
     tfm_dtype d = in[0]->dtype;
     unary_fn f = op == TFM_OP_RELU ? relu[d]
                : op == TFM_OP_RELU6 ? relu6[d] : NULL;

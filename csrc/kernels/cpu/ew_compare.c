@@ -3,7 +3,7 @@
  * byte as true so that they never produce other values. */
 #include "elementwise.h"
 
-#include "loops.h"
+#include "int_loops.h"
 
 typedef void (*binary_fn)(const void *, const void *, void *,
                           const tfm_bcast *);
@@ -38,26 +38,10 @@ TFM_BINARY_LOOP(lor, uint8_t, uint8_t, (x != 0) | (y != 0))
 TFM_BINARY_LOOP(lxor, uint8_t, uint8_t, (x != 0) ^ (y != 0))
 TFM_UNARY_LOOP(lnot, uint8_t, uint8_t, x == 0)
 
-#define INT_LOOPS(OPNAME, EXPR)                                              \
-    TFM_BINARY_LOOP(OPNAME##_i8, int8_t, int8_t, EXPR)                       \
-    TFM_BINARY_LOOP(OPNAME##_u8, uint8_t, uint8_t, EXPR)                     \
-    TFM_BINARY_LOOP(OPNAME##_i16, int16_t, int16_t, EXPR)                    \
-    TFM_BINARY_LOOP(OPNAME##_i32, int32_t, int32_t, EXPR)                    \
-    TFM_BINARY_LOOP(OPNAME##_i64, int64_t, int64_t, EXPR)
-
-#define INT_TABLE(OPNAME)                                                    \
-    { [TFM_INT8] = OPNAME##_i8, [TFM_UINT8] = OPNAME##_u8,                   \
-      [TFM_INT16] = OPNAME##_i16, [TFM_INT32] = OPNAME##_i32,                \
-      [TFM_INT64] = OPNAME##_i64 }
-
-INT_LOOPS(band, x & y)
-INT_LOOPS(bor, x | y)
-INT_LOOPS(bxor, x ^ y)
-TFM_UNARY_LOOP(inv_i8, int8_t, int8_t, ~x)
-TFM_UNARY_LOOP(inv_u8, uint8_t, uint8_t, ~x)
-TFM_UNARY_LOOP(inv_i16, int16_t, int16_t, ~x)
-TFM_UNARY_LOOP(inv_i32, int32_t, int32_t, ~x)
-TFM_UNARY_LOOP(inv_i64, int64_t, int64_t, ~x)
+TFM_INT_LOOPS(TFM_BINARY_LOOP, band, x & y)
+TFM_INT_LOOPS(TFM_BINARY_LOOP, bor, x | y)
+TFM_INT_LOOPS(TFM_BINARY_LOOP, bxor, x ^ y)
+TFM_INT_LOOPS(TFM_UNARY_LOOP, inv, ~x)
 
 static tfm_code
 no_kernel(tfm_op op, tfm_dtype d)
@@ -131,16 +115,16 @@ tfm_k_bitwise(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     (void)a; (void)nout;
     tfm_dtype d = in[0]->dtype;
     if (nin == 1) {
-        static const unary_fn inv[TFM_DTYPE_COUNT] = INT_TABLE(inv);
+        static const unary_fn inv[TFM_DTYPE_COUNT] = TFM_INT_TABLE(inv);
         if (op != TFM_OP_INVERT || !inv[d])
             return no_kernel(op, d);
         inv[d](tfm_tensor_data(in[0]), tfm_tensor_data(out[0]),
                tfm_tensor_numel(in[0]));
         return TFM_OK;
     }
-    static const binary_fn band[TFM_DTYPE_COUNT] = INT_TABLE(band);
-    static const binary_fn bor[TFM_DTYPE_COUNT] = INT_TABLE(bor);
-    static const binary_fn bxor[TFM_DTYPE_COUNT] = INT_TABLE(bxor);
+    static const binary_fn band[TFM_DTYPE_COUNT] = TFM_INT_TABLE(band);
+    static const binary_fn bor[TFM_DTYPE_COUNT] = TFM_INT_TABLE(bor);
+    static const binary_fn bxor[TFM_DTYPE_COUNT] = TFM_INT_TABLE(bxor);
     binary_fn f = op == TFM_OP_BITWISE_AND ? band[d]
                 : op == TFM_OP_BITWISE_OR ? bor[d]
                 : op == TFM_OP_BITWISE_XOR ? bxor[d] : NULL;

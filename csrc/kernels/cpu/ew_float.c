@@ -12,7 +12,22 @@ typedef void (*param_fn)(const void *, void *, int64_t, double, int);
 
 /* PARAM rows: prm of the element type, and one loop per value of iprm
  * (0 or not), so that a formula's `iprm ? a : b` folds away instead of
- * being tested per element. */
+ * being tested per element: PARAM_BODY_ is expanded once per value. */
+#define PARAM_BODY_(T, EXPR, IPRM)                                           \
+    {                                                                        \
+        const int iprm = (IPRM);                                             \
+        (void)iprm;                                                          \
+        if (n < TFM_PAR_MIN_HEAVY) {                                         \
+            for (int64_t i = 0; i < n; i++) {                                \
+                T x = pi[i]; po[i] = (T)(EXPR);                              \
+            }                                                                \
+        } else {                                                             \
+            _Pragma("omp parallel for simd schedule(static)")                \
+            for (int64_t i = 0; i < n; i++) {                                \
+                T x = pi[i]; po[i] = (T)(EXPR);                              \
+            }                                                                \
+        }                                                                    \
+    }
 #define PARAM_LOOP_(NAME, T, EXPR)                                           \
 static void                                                                  \
 NAME(const void *pi_, void *po_, int64_t n, double prm_, int iprm_)          \
@@ -21,33 +36,10 @@ NAME(const void *pi_, void *po_, int64_t n, double prm_, int iprm_)          \
     T *restrict po = po_;                                                    \
     const T prm = (T)prm_;                                                   \
     (void)prm;                                                               \
-    if (iprm_) {                                                             \
-        const int iprm = 1;                                                  \
-        (void)iprm;                                                          \
-        if (n < TFM_PAR_MIN_HEAVY) {                                         \
-            for (int64_t i = 0; i < n; i++) {                                \
-                T x = pi[i]; po[i] = (T)(EXPR);                              \
-            }                                                                \
-        } else {                                                             \
-            _Pragma("omp parallel for simd schedule(static)")                \
-            for (int64_t i = 0; i < n; i++) {                                \
-                T x = pi[i]; po[i] = (T)(EXPR);                              \
-            }                                                                \
-        }                                                                    \
-    } else {                                                                 \
-        const int iprm = 0;                                                  \
-        (void)iprm;                                                          \
-        if (n < TFM_PAR_MIN_HEAVY) {                                         \
-            for (int64_t i = 0; i < n; i++) {                                \
-                T x = pi[i]; po[i] = (T)(EXPR);                              \
-            }                                                                \
-        } else {                                                             \
-            _Pragma("omp parallel for simd schedule(static)")                \
-            for (int64_t i = 0; i < n; i++) {                                \
-                T x = pi[i]; po[i] = (T)(EXPR);                              \
-            }                                                                \
-        }                                                                    \
-    }                                                                        \
+    if (iprm_)                                                               \
+        PARAM_BODY_(T, EXPR, 1)                                              \
+    else                                                                     \
+        PARAM_BODY_(T, EXPR, 0)                                              \
 }
 
 /* ---- the loops ---- */
@@ -76,67 +68,41 @@ NAME(const void *pi_, void *po_, int64_t n, double prm_, int iprm_)          \
 #define PICK_(OP) (d == TFM_FLOAT32 ? OP##_f32 : d == TFM_FLOAT64 ? OP##_f64 \
                                                     : NULL)
 
+/* The float loop of (op, d), in the member for its row's LOOP kind; all
+ * NULL for OWN rows, other ops and other dtypes. */
+typedef struct {
+    tfm_ew_binary_fn binary;
+    unary_fn unary;
+    param_fn param;
+} float_loops;
+
+static float_loops
+loops_of(tfm_op op, tfm_dtype d)
+{
+    float_loops l = {NULL, NULL, NULL};
+#define SET_BINARY(OP) l.binary = PICK_(OP);
+#define SET_UNARY(OP) l.unary = PICK_(OP);
+#define SET_HEAVY(OP) l.unary = PICK_(OP);
+#define SET_PARAM(OP) l.param = PICK_(OP);
+#define SET_OWN(OP)
+#define EW(OP, LOOP, F32, F64) case TFM_OP_##OP: SET_##LOOP(OP) break;
+    switch (op) {
+#include "../ew_formulas.def"
+    default: break;
+    }
+#undef EW
+#undef SET_BINARY
+#undef SET_UNARY
+#undef SET_HEAVY
+#undef SET_PARAM
+#undef SET_OWN
+    return l;
+}
+
 tfm_ew_binary_fn
 tfm_ew_float_binary(tfm_op op, tfm_dtype d)
 {
-#define CASE_BINARY(OP) case TFM_OP_##OP: return PICK_(OP);
-#define CASE_UNARY(OP)
-#define CASE_HEAVY(OP)
-#define CASE_PARAM(OP)
-#define CASE_OWN(OP)
-#define EW(OP, LOOP, F32, F64) CASE_##LOOP(OP)
-    switch (op) {
-#include "../ew_formulas.def"
-    default: return NULL;
-    }
-#undef EW
-#undef CASE_BINARY
-#undef CASE_UNARY
-#undef CASE_HEAVY
-#undef CASE_PARAM
-#undef CASE_OWN
-}
-
-static unary_fn
-unary_loop(tfm_op op, tfm_dtype d)
-{
-#define CASE_BINARY(OP)
-#define CASE_UNARY(OP) case TFM_OP_##OP: return PICK_(OP);
-#define CASE_HEAVY(OP) case TFM_OP_##OP: return PICK_(OP);
-#define CASE_PARAM(OP)
-#define CASE_OWN(OP)
-#define EW(OP, LOOP, F32, F64) CASE_##LOOP(OP)
-    switch (op) {
-#include "../ew_formulas.def"
-    default: return NULL;
-    }
-#undef EW
-#undef CASE_BINARY
-#undef CASE_UNARY
-#undef CASE_HEAVY
-#undef CASE_PARAM
-#undef CASE_OWN
-}
-
-static param_fn
-param_loop(tfm_op op, tfm_dtype d)
-{
-#define CASE_BINARY(OP)
-#define CASE_UNARY(OP)
-#define CASE_HEAVY(OP)
-#define CASE_PARAM(OP) case TFM_OP_##OP: return PICK_(OP);
-#define CASE_OWN(OP)
-#define EW(OP, LOOP, F32, F64) CASE_##LOOP(OP)
-    switch (op) {
-#include "../ew_formulas.def"
-    default: return NULL;
-    }
-#undef EW
-#undef CASE_BINARY
-#undef CASE_UNARY
-#undef CASE_HEAVY
-#undef CASE_PARAM
-#undef CASE_OWN
+    return loops_of(op, d).binary;
 }
 
 int
@@ -147,14 +113,13 @@ tfm_ew_float_unary(tfm_op op, const tfm_tensor *in, tfm_tensor *out,
     const void *x = tfm_tensor_data(in);
     void *o = tfm_tensor_data(out);
     int64_t n = tfm_tensor_numel(in);
-    unary_fn f = unary_loop(op, d);
-    if (f) {
-        f(x, o, n);
+    float_loops l = loops_of(op, d);
+    if (l.unary) {
+        l.unary(x, o, n);
         return 1;
     }
-    param_fn pf = param_loop(op, d);
-    if (pf) {
-        pf(x, o, n, a ? a->f[0] : 0.0, a ? a->i[0] != 0 : 0);
+    if (l.param) {
+        l.param(x, o, n, a ? a->f[0] : 0.0, a ? a->i[0] != 0 : 0);
         return 1;
     }
     return 0;

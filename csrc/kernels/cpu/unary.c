@@ -6,7 +6,7 @@
 
 #include "ew_float.h"
 #include "ew_scalar.h"
-#include "loops.h"
+#include "int_loops.h"
 
 /* The loops below are instantiated for uint8 too, where `x < 0` is
  * always false: that is intended. */
@@ -14,24 +14,12 @@
 
 typedef void (*unary_fn)(const void *, void *, int64_t);
 
-#define INT_LOOPS(OPNAME, EXPR)                                              \
-    TFM_UNARY_LOOP(OPNAME##_i8, int8_t, int8_t, EXPR)                        \
-    TFM_UNARY_LOOP(OPNAME##_u8, uint8_t, uint8_t, EXPR)                      \
-    TFM_UNARY_LOOP(OPNAME##_i16, int16_t, int16_t, EXPR)                     \
-    TFM_UNARY_LOOP(OPNAME##_i32, int32_t, int32_t, EXPR)                     \
-    TFM_UNARY_LOOP(OPNAME##_i64, int64_t, int64_t, EXPR)
-
-#define INT_TABLE(OPNAME)                                                    \
-    { [TFM_INT8] = OPNAME##_i8, [TFM_UINT8] = OPNAME##_u8,                   \
-      [TFM_INT16] = OPNAME##_i16, [TFM_INT32] = OPNAME##_i32,                \
-      [TFM_INT64] = OPNAME##_i64 }
-
-INT_LOOPS(neg, tfm_wneg(x))
-INT_LOOPS(abs, tfm_abs(x))
-INT_LOOPS(sign, tfm_sign(x))
-INT_LOOPS(square, tfm_wmul(x, x))
+TFM_INT_LOOPS(TFM_UNARY_LOOP, neg, tfm_wneg(x))
+TFM_INT_LOOPS(TFM_UNARY_LOOP, abs, tfm_abs(x))
+TFM_INT_LOOPS(TFM_UNARY_LOOP, sign, tfm_sign(x))
+TFM_INT_LOOPS(TFM_UNARY_LOOP, square, tfm_wmul(x, x))
 /* Integers are already round. */
-INT_LOOPS(round, x)
+TFM_INT_LOOPS(TFM_UNARY_LOOP, round, x)
 
 tfm_code
 tfm_k_unary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
@@ -40,11 +28,11 @@ tfm_k_unary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     (void)nin; (void)nout;
     if (tfm_ew_float_unary(op, in[0], out[0], a))
         return TFM_OK;
-    static const unary_fn neg[TFM_DTYPE_COUNT] = INT_TABLE(neg);
-    static const unary_fn abs[TFM_DTYPE_COUNT] = INT_TABLE(abs);
-    static const unary_fn sign[TFM_DTYPE_COUNT] = INT_TABLE(sign);
-    static const unary_fn square[TFM_DTYPE_COUNT] = INT_TABLE(square);
-    static const unary_fn round[TFM_DTYPE_COUNT] = INT_TABLE(round);
+    static const unary_fn neg[TFM_DTYPE_COUNT] = TFM_INT_TABLE(neg);
+    static const unary_fn abs[TFM_DTYPE_COUNT] = TFM_INT_TABLE(abs);
+    static const unary_fn sign[TFM_DTYPE_COUNT] = TFM_INT_TABLE(sign);
+    static const unary_fn square[TFM_DTYPE_COUNT] = TFM_INT_TABLE(square);
+    static const unary_fn round[TFM_DTYPE_COUNT] = TFM_INT_TABLE(round);
     tfm_dtype d = in[0]->dtype;
     unary_fn f = NULL;
     switch (op) {

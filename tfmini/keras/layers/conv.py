@@ -2,8 +2,9 @@
 AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D."""
 import tfmini as tf
 
-from .. import activations, constraints, initializers, regularizers
+from .. import activations
 from .base import Layer
+from .weight_args import add_weight_from, init_weight_args
 
 
 def _pair(value, what):
@@ -41,9 +42,100 @@ def _out_len(n, k, s, padding, dilation=1):
     return (n - k) // s + 1
 
 
-class Conv2D(Layer):
+def _positive(value, what):
+    n = int(value)
+    if n <= 0:
+        raise ValueError(f"Invalid value for argument `{what}`. Expected a "
+                         f"strictly positive value. Received {what}={value}.")
+    return n
+
+
+def _one_group(groups, kind):
+    if groups != 1:
+        raise ValueError(f"tfmini's {kind} supports groups=1 only")
+    return 1
+
+
+def _channels(shape, rank, layer, kind=None):
+    """The defined channel count of an input of the given rank; `kind`
+    names the layer in the error (default: its class)."""
+    shape = tf.TensorShape(shape)
+    if shape.rank != rank:
+        raise ValueError(f"Input 0 of layer {layer.name!r} is incompatible "
+                         f"with the layer: expected ndim={rank}, found "
+                         f"ndim={shape.rank}. Full shape received: {shape}")
+    if shape[-1] is None:
+        kind = kind or type(layer).__name__
+        raise ValueError(f"The channel dimension of the inputs to "
+                         f"{kind} {layer.name!r} should be defined. "
+                         f"Found None.")
+    return int(shape[-1])
+
+
+class _BaseConv(Layer):
+    """Constructor arguments, weights, output shape and config shared by
+    the convolution layers (here and in conv_more). A subclass lists its
+    window arguments in `_config_keys`, in the order Keras writes them."""
+
+    _config_keys = ()
+
+    def _init_2d(self, kernel_size, strides, padding, data_format,
+                 dilation_rate):
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.strides = _pair(strides, "strides")
+        self.padding = _padding(padding)
+        self.data_format = _data_format(data_format)
+        self.dilation_rate = _pair(dilation_rate, "dilation_rate")
+
+    _init_weight_args = init_weight_args
+
+    def _init_common(self, activation, use_bias, bias_initializer,
+                     bias_regularizer, bias_constraint):
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self._init_weight_args("bias", bias_initializer, bias_regularizer,
+                               bias_constraint)
+
+    def _weight(self, name, shape, prefix):
+        return add_weight_from(self, prefix, name, shape)
+
+    def _add_bias(self, n):
+        self.bias = None
+        if self.use_bias:
+            self.bias = self._weight("bias", (n,), "bias")
+
+    def _finish(self, y):
+        if self.use_bias:
+            y = tf.nn.bias_add(y, self.bias)
+        return self.activation(y)
+
+    def _out_hw(self, h, w):
+        return (_out_len(h, self.kernel_size[0], self.strides[0],
+                         self.padding, self.dilation_rate[0]),
+                _out_len(w, self.kernel_size[1], self.strides[1],
+                         self.padding, self.dilation_rate[1]))
+
+    def _out_channels(self, c):
+        return self.filters
+
+    def compute_output_shape(self, input_shape):
+        n, h, w, c = tuple(input_shape)
+        return (n,) + self._out_hw(h, w) + (self._out_channels(c),)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({k: getattr(self, k) for k in self._config_keys})
+        config.update(activation=activations.serialize(self.activation),
+                      use_bias=self.use_bias)
+        return config
+
+
+class Conv2D(_BaseConv):
     """2D convolution over NHWC inputs with a (kh, kw, in, filters)
     kernel, through tf.nn.conv2d."""
+
+    _config_keys = ("filters", "kernel_size", "strides", "padding",
+                    "data_format", "dilation_rate")
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
                  data_format=None, dilation_rate=(1, 1), groups=1,
@@ -54,79 +146,27 @@ class Conv2D(Layer):
                  kernel_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(activity_regularizer=activity_regularizer,
                          **kwargs)
-        self.filters = int(filters)
-        if self.filters <= 0:
-            raise ValueError(f"Invalid value for argument `filters`. "
-                             f"Expected a strictly positive value. "
-                             f"Received filters={filters}.")
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides")
-        self.padding = _padding(padding)
-        self.data_format = _data_format(data_format)
-        self.dilation_rate = _pair(dilation_rate, "dilation_rate")
-        if groups != 1:
-            raise ValueError("tfmini's Conv2D supports groups=1 only")
-        self.groups = 1
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        self.filters = _positive(filters, "filters")
+        self._init_2d(kernel_size, strides, padding, data_format,
+                      dilation_rate)
+        self.groups = _one_group(groups, "Conv2D")
+        self._init_common(activation, use_bias, bias_initializer,
+                          bias_regularizer, bias_constraint)
+        self._init_weight_args("kernel", kernel_initializer,
+                               kernel_regularizer, kernel_constraint)
 
     def build(self, input_shape):
-        shape = tf.TensorShape(input_shape)
-        if shape.rank != 4:
-            raise ValueError(f"Input 0 of layer {self.name!r} is "
-                             f"incompatible with the layer: expected "
-                             f"ndim=4, found ndim={shape.rank}. Full shape "
-                             f"received: {shape}")
-        channels = shape[-1]
-        if channels is None:
-            raise ValueError(f"The channel dimension of the inputs to "
-                             f"Conv2D {self.name!r} should be defined. "
-                             f"Found None.")
-        self.kernel = self.add_weight(
-            "kernel", self.kernel_size + (int(channels), self.filters),
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint)
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                "bias", (self.filters,), initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint)
+        channels = _channels(input_shape, 4, self, "Conv2D")
+        self.kernel = self._weight(
+            "kernel", self.kernel_size + (channels, self.filters), "kernel")
+        self._add_bias(self.filters)
         self.built = True
 
     def call(self, inputs):
         y = tf.nn.conv2d(inputs, self.kernel, strides=self.strides,
                          padding=self.padding.upper(),
                          dilations=self.dilation_rate)
-        if self.use_bias:
-            y = tf.nn.bias_add(y, self.bias)
-        return self.activation(y)
-
-    def compute_output_shape(self, input_shape):
-        n, h, w, _ = tuple(input_shape)
-        return (n,
-                _out_len(h, self.kernel_size[0], self.strides[0],
-                         self.padding, self.dilation_rate[0]),
-                _out_len(w, self.kernel_size[1], self.strides[1],
-                         self.padding, self.dilation_rate[1]),
-                self.filters)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(filters=self.filters, kernel_size=self.kernel_size,
-                      strides=self.strides, padding=self.padding,
-                      data_format=self.data_format,
-                      dilation_rate=self.dilation_rate,
-                      activation=activations.serialize(self.activation),
-                      use_bias=self.use_bias)
-        return config
+        return self._finish(y)
 
 
 class _Pooling2D(Layer):

@@ -5,9 +5,9 @@ Conv2DBackpropInput and pooling ops, so gradients and tracing come from
 those ops."""
 import tfmini as tf
 
-from .. import activations, constraints, initializers, regularizers
 from .base import Layer
-from .conv import _data_format, _out_len, _pair, _padding
+from .conv import (_BaseConv, _channels, _data_format, _one_group, _out_len,
+                   _pair, _padding, _positive)
 
 
 def _single(value, what):
@@ -20,56 +20,14 @@ def _single(value, what):
     return value[0]
 
 
-def _channels(shape, rank, layer):
-    shape = tf.TensorShape(shape)
-    if shape.rank != rank:
-        raise ValueError(f"Input 0 of layer {layer.name!r} is incompatible "
-                         f"with the layer: expected ndim={rank}, found "
-                         f"ndim={shape.rank}. Full shape received: {shape}")
-    if shape[-1] is None:
-        raise ValueError(f"The channel dimension of the inputs to "
-                         f"{type(layer).__name__} {layer.name!r} should be "
-                         f"defined. Found None.")
-    return int(shape[-1])
-
-
-class _BaseConv(Layer):
-    """Constructor arguments and weights shared by the layers here."""
-
-    def _init_common(self, activation, use_bias, bias_initializer,
-                     bias_regularizer, bias_constraint):
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.bias_constraint = constraints.get(bias_constraint)
-
-    def _weight(self, name, shape, init, reg, con):
-        return self.add_weight(name, shape, initializer=init,
-                               regularizer=reg, constraint=con)
-
-    def _add_bias(self, n):
-        self.bias = None
-        if self.use_bias:
-            self.bias = self._weight("bias", (n,), self.bias_initializer,
-                                     self.bias_regularizer,
-                                     self.bias_constraint)
-
-    def _finish(self, y):
-        if self.use_bias:
-            y = tf.nn.bias_add(y, self.bias)
-        return self.activation(y)
-
-    def _common_config(self):
-        return dict(activation=activations.serialize(self.activation),
-                    use_bias=self.use_bias)
-
-
 class Conv1D(_BaseConv):
     """1D convolution over (batch, steps, channels) with a (k, in,
     filters) kernel: Conv2D over a unit height axis. padding='causal'
     left-pads (k - 1) * dilation_rate steps, so output t sees inputs
     <= t."""
+
+    _config_keys = ("filters", "kernel_size", "strides", "padding",
+                    "data_format", "dilation_rate", "groups")
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid",
                  data_format=None, dilation_rate=1, groups=1,
@@ -80,32 +38,23 @@ class Conv1D(_BaseConv):
                  kernel_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(activity_regularizer=activity_regularizer,
                          **kwargs)
-        self.filters = int(filters)
-        if self.filters <= 0:
-            raise ValueError(f"Invalid value for argument `filters`. "
-                             f"Expected a strictly positive value. "
-                             f"Received filters={filters}.")
+        self.filters = _positive(filters, "filters")
         self.kernel_size = (_single(kernel_size, "kernel_size"),)
         self.strides = (_single(strides, "strides"),)
         p = str(padding).lower()
         self.padding = "causal" if p == "causal" else _padding(p)
         self.data_format = _data_format(data_format)
         self.dilation_rate = (_single(dilation_rate, "dilation_rate"),)
-        if groups != 1:
-            raise ValueError("tfmini's Conv1D supports groups=1 only")
-        self.groups = 1
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.groups = _one_group(groups, "Conv1D")
+        self._init_weight_args("kernel", kernel_initializer,
+                               kernel_regularizer, kernel_constraint)
         self._init_common(activation, use_bias, bias_initializer,
                           bias_regularizer, bias_constraint)
 
     def build(self, input_shape):
         c = _channels(input_shape, 3, self)
         self.kernel = self._weight(
-            "kernel", self.kernel_size + (c, self.filters),
-            self.kernel_initializer, self.kernel_regularizer,
-            self.kernel_constraint)
+            "kernel", self.kernel_size + (c, self.filters), "kernel")
         self._add_bias(self.filters)
         self.built = True
 
@@ -133,14 +82,6 @@ class Conv1D(_BaseConv):
                              pad, self.dilation_rate[0])
         return (n, steps, self.filters)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(filters=self.filters, kernel_size=self.kernel_size,
-                      strides=self.strides, padding=self.padding,
-                      data_format=self.data_format,
-                      dilation_rate=self.dilation_rate, groups=self.groups,
-                      **self._common_config())
-        return config
 
 
 def _deconv_len(n, k, s, padding, output_padding, dilation):
@@ -159,6 +100,9 @@ class Conv2DTranspose(_BaseConv):
     gradient, Conv2DBackpropInput, and so does this layer). The kernel
     is (kh, kw, filters, in_channels), as in Keras."""
 
+    _config_keys = ("filters", "kernel_size", "strides", "padding",
+                    "output_padding", "data_format", "dilation_rate")
+
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
                  output_padding=None, data_format=None, dilation_rate=(1, 1),
                  activation=None, use_bias=True,
@@ -168,14 +112,9 @@ class Conv2DTranspose(_BaseConv):
                  kernel_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(activity_regularizer=activity_regularizer,
                          **kwargs)
-        self.filters = int(filters)
-        if self.filters <= 0:
-            raise ValueError(f"Invalid value for argument `filters`. "
-                             f"Expected a strictly positive value. "
-                             f"Received filters={filters}.")
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides")
-        self.padding = _padding(padding)
+        self.filters = _positive(filters, "filters")
+        self._init_2d(kernel_size, strides, padding, data_format,
+                      dilation_rate)
         self.output_padding = (None if output_padding is None
                                else _pair(output_padding, "output_padding"))
         if self.output_padding is not None:
@@ -184,20 +123,15 @@ class Conv2DTranspose(_BaseConv):
                     raise ValueError(f"Strides {self.strides} must be "
                                      f"greater than output padding "
                                      f"{self.output_padding}")
-        self.data_format = _data_format(data_format)
-        self.dilation_rate = _pair(dilation_rate, "dilation_rate")
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
+        self._init_weight_args("kernel", kernel_initializer,
+                               kernel_regularizer, kernel_constraint)
         self._init_common(activation, use_bias, bias_initializer,
                           bias_regularizer, bias_constraint)
 
     def build(self, input_shape):
         c = _channels(input_shape, 4, self)
         self.kernel = self._weight(
-            "kernel", self.kernel_size + (self.filters, c),
-            self.kernel_initializer, self.kernel_regularizer,
-            self.kernel_constraint)
+            "kernel", self.kernel_size + (self.filters, c), "kernel")
         self._add_bias(self.filters)
         self.built = True
 
@@ -220,20 +154,6 @@ class Conv2DTranspose(_BaseConv):
             strides=self.strides, padding=self.padding.upper(),
             dilations=self.dilation_rate)
         return self._finish(y)
-
-    def compute_output_shape(self, input_shape):
-        n, h, w, _ = tuple(input_shape)
-        return (n,) + self._out_hw(h, w) + (self.filters,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(filters=self.filters, kernel_size=self.kernel_size,
-                      strides=self.strides, padding=self.padding,
-                      output_padding=self.output_padding,
-                      data_format=self.data_format,
-                      dilation_rate=self.dilation_rate,
-                      **self._common_config())
-        return config
 
 
 def _no_strided_dilation(strides, dilation_rate):
@@ -263,6 +183,9 @@ class DepthwiseConv2D(_BaseConv):
     c * depth_multiplier + m. Computed as a Conv2D with a block-diagonal
     kernel (see _depthwise: the core has no depthwise op)."""
 
+    _config_keys = ("kernel_size", "strides", "padding", "depth_multiplier",
+                    "data_format", "dilation_rate")
+
     def __init__(self, kernel_size, strides=(1, 1), padding="valid",
                  depth_multiplier=1, data_format=None, dilation_rate=(1, 1),
                  activation=None, use_bias=True,
@@ -272,21 +195,13 @@ class DepthwiseConv2D(_BaseConv):
                  depthwise_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(activity_regularizer=activity_regularizer,
                          **kwargs)
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides")
-        self.padding = _padding(padding)
-        self.depth_multiplier = int(depth_multiplier)
-        if self.depth_multiplier <= 0:
-            raise ValueError(f"Invalid value for argument "
-                             f"`depth_multiplier`. Expected a strictly "
-                             f"positive value. Received "
-                             f"depth_multiplier={depth_multiplier}.")
-        self.data_format = _data_format(data_format)
-        self.dilation_rate = _pair(dilation_rate, "dilation_rate")
+        self._init_2d(kernel_size, strides, padding, data_format,
+                      dilation_rate)
+        self.depth_multiplier = _positive(depth_multiplier,
+                                          "depth_multiplier")
         _no_strided_dilation(self.strides, self.dilation_rate)
-        self.depthwise_initializer = initializers.get(depthwise_initializer)
-        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
-        self.depthwise_constraint = constraints.get(depthwise_constraint)
+        self._init_weight_args("depthwise", depthwise_initializer,
+                               depthwise_regularizer, depthwise_constraint)
         self._init_common(activation, use_bias, bias_initializer,
                           bias_regularizer, bias_constraint)
 
@@ -294,8 +209,7 @@ class DepthwiseConv2D(_BaseConv):
         c = _channels(input_shape, 4, self)
         self.kernel = self._weight(
             "kernel", self.kernel_size + (c, self.depth_multiplier),
-            self.depthwise_initializer, self.depthwise_regularizer,
-            self.depthwise_constraint)
+            "depthwise")
         self._add_bias(c * self.depth_multiplier)
         self.built = True
 
@@ -303,30 +217,17 @@ class DepthwiseConv2D(_BaseConv):
         return self._finish(_depthwise(inputs, self.kernel, self.strides,
                                        self.padding, self.dilation_rate))
 
-    def compute_output_shape(self, input_shape):
-        n, h, w, c = tuple(input_shape)
-        return (n,
-                _out_len(h, self.kernel_size[0], self.strides[0],
-                         self.padding, self.dilation_rate[0]),
-                _out_len(w, self.kernel_size[1], self.strides[1],
-                         self.padding, self.dilation_rate[1]),
-                None if c is None else c * self.depth_multiplier)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(kernel_size=self.kernel_size, strides=self.strides,
-                      padding=self.padding,
-                      depth_multiplier=self.depth_multiplier,
-                      data_format=self.data_format,
-                      dilation_rate=self.dilation_rate,
-                      **self._common_config())
-        return config
+    def _out_channels(self, c):
+        return None if c is None else c * self.depth_multiplier
 
 
 class SeparableConv2D(_BaseConv):
     """A depthwise conv (depthwise_kernel (kh, kw, in, depth_multiplier),
     as DepthwiseConv2D computes it) then a 1x1 conv (pointwise_kernel
     (1, 1, in * depth_multiplier, filters)), then bias and activation."""
+
+    _config_keys = ("filters", "kernel_size", "strides", "padding",
+                    "data_format", "dilation_rate", "depth_multiplier")
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
                  data_format=None, dilation_rate=(1, 1), depth_multiplier=1,
@@ -339,24 +240,15 @@ class SeparableConv2D(_BaseConv):
                  pointwise_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(activity_regularizer=activity_regularizer,
                          **kwargs)
-        self.filters = int(filters)
-        if self.filters <= 0:
-            raise ValueError(f"Invalid value for argument `filters`. "
-                             f"Expected a strictly positive value. "
-                             f"Received filters={filters}.")
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides")
-        self.padding = _padding(padding)
-        self.data_format = _data_format(data_format)
-        self.dilation_rate = _pair(dilation_rate, "dilation_rate")
+        self.filters = _positive(filters, "filters")
+        self._init_2d(kernel_size, strides, padding, data_format,
+                      dilation_rate)
         _no_strided_dilation(self.strides, self.dilation_rate)
         self.depth_multiplier = int(depth_multiplier)
-        self.depthwise_initializer = initializers.get(depthwise_initializer)
-        self.pointwise_initializer = initializers.get(pointwise_initializer)
-        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
-        self.pointwise_regularizer = regularizers.get(pointwise_regularizer)
-        self.depthwise_constraint = constraints.get(depthwise_constraint)
-        self.pointwise_constraint = constraints.get(pointwise_constraint)
+        self._init_weight_args("depthwise", depthwise_initializer,
+                               depthwise_regularizer, depthwise_constraint)
+        self._init_weight_args("pointwise", pointwise_initializer,
+                               pointwise_regularizer, pointwise_constraint)
         self._init_common(activation, use_bias, bias_initializer,
                           bias_regularizer, bias_constraint)
 
@@ -364,13 +256,9 @@ class SeparableConv2D(_BaseConv):
         c = _channels(input_shape, 4, self)
         m = self.depth_multiplier
         self.depthwise_kernel = self._weight(
-            "depthwise_kernel", self.kernel_size + (c, m),
-            self.depthwise_initializer, self.depthwise_regularizer,
-            self.depthwise_constraint)
+            "depthwise_kernel", self.kernel_size + (c, m), "depthwise")
         self.pointwise_kernel = self._weight(
-            "pointwise_kernel", (1, 1, c * m, self.filters),
-            self.pointwise_initializer, self.pointwise_regularizer,
-            self.pointwise_constraint)
+            "pointwise_kernel", (1, 1, c * m, self.filters), "pointwise")
         self._add_bias(self.filters)
         self.built = True
 
@@ -380,25 +268,6 @@ class SeparableConv2D(_BaseConv):
         y = tf.nn.conv2d(y, self.pointwise_kernel, strides=(1, 1),
                          padding="VALID")
         return self._finish(y)
-
-    def compute_output_shape(self, input_shape):
-        n, h, w, _ = tuple(input_shape)
-        return (n,
-                _out_len(h, self.kernel_size[0], self.strides[0],
-                         self.padding, self.dilation_rate[0]),
-                _out_len(w, self.kernel_size[1], self.strides[1],
-                         self.padding, self.dilation_rate[1]),
-                self.filters)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(filters=self.filters, kernel_size=self.kernel_size,
-                      strides=self.strides, padding=self.padding,
-                      data_format=self.data_format,
-                      dilation_rate=self.dilation_rate,
-                      depth_multiplier=self.depth_multiplier,
-                      **self._common_config())
-        return config
 
 
 class _Pooling1D(Layer):

@@ -4,8 +4,9 @@ import numpy as np
 
 import tfmini as tf
 
-from .. import activations, constraints, initializers, regularizers
+from .. import activations, initializers
 from .base import Layer
+from .weight_args import add_weight_from, init_weight_args
 
 
 def _last_dim(input_shape, layer):
@@ -35,25 +36,18 @@ class Dense(Layer):
                              f"units={units}")
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        init_weight_args(self, "kernel", kernel_initializer,
+                         kernel_regularizer, kernel_constraint)
+        init_weight_args(self, "bias", bias_initializer, bias_regularizer,
+                         bias_constraint)
 
     def build(self, input_shape):
         last = _last_dim(input_shape, self)
-        self.kernel = self.add_weight(
-            "kernel", (last, self.units), initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint)
+        self.kernel = add_weight_from(self, "kernel", "kernel",
+                                      (last, self.units))
         self.bias = None
         if self.use_bias:
-            self.bias = self.add_weight(
-                "bias", (self.units,), initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint)
+            self.bias = add_weight_from(self, "bias", "bias", (self.units,))
         self.built = True
 
     def call(self, inputs):
@@ -296,19 +290,14 @@ class Embedding(Layer):
                              f"and output_dim = {output_dim}")
         if embeddings_initializer == "uniform":
             embeddings_initializer = initializers.RandomUniform(-0.05, 0.05)
-        self.embeddings_initializer = initializers.get(
-            embeddings_initializer)
-        self.embeddings_regularizer = regularizers.get(
-            embeddings_regularizer)
-        self.embeddings_constraint = constraints.get(embeddings_constraint)
+        init_weight_args(self, "embeddings", embeddings_initializer,
+                         embeddings_regularizer, embeddings_constraint)
         self.mask_zero = bool(mask_zero)
 
     def build(self, input_shape):
-        self.embeddings = self.add_weight(
-            "embeddings", (self.input_dim, self.output_dim),
-            initializer=self.embeddings_initializer,
-            regularizer=self.embeddings_regularizer,
-            constraint=self.embeddings_constraint)
+        self.embeddings = add_weight_from(
+            self, "embeddings", "embeddings",
+            (self.input_dim, self.output_dim))
         self.built = True
 
     def call(self, inputs):

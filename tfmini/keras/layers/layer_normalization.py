@@ -3,8 +3,9 @@ GroupNormalization, UnitNormalization. Unlike BatchNormalization they
 keep no statistics: training and inference compute the same thing."""
 import tfmini as tf
 
-from .. import constraints, initializers, regularizers
+from .. import initializers
 from .base import Layer
+from .weight_args import add_weight_from, init_weight_args
 
 
 def _axes(axis, rank, name):
@@ -27,25 +28,17 @@ class _Affine(Layer):
                  gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
         self.center, self.scale = bool(center), bool(scale)
-        self.beta_initializer = initializers.get(beta_initializer)
-        self.gamma_initializer = initializers.get(gamma_initializer)
-        self.beta_regularizer = regularizers.get(beta_regularizer)
-        self.gamma_regularizer = regularizers.get(gamma_regularizer)
-        self.beta_constraint = constraints.get(beta_constraint)
-        self.gamma_constraint = constraints.get(gamma_constraint)
+        init_weight_args(self, "beta", beta_initializer, beta_regularizer,
+                         beta_constraint)
+        init_weight_args(self, "gamma", gamma_initializer,
+                         gamma_regularizer, gamma_constraint)
         self.supports_masking = True
 
     def _gamma(self, shape):
-        return self.add_weight("gamma", shape,
-                               initializer=self.gamma_initializer,
-                               regularizer=self.gamma_regularizer,
-                               constraint=self.gamma_constraint)
+        return add_weight_from(self, "gamma", "gamma", shape)
 
     def _beta(self, shape):
-        return self.add_weight("beta", shape,
-                               initializer=self.beta_initializer,
-                               regularizer=self.beta_regularizer,
-                               constraint=self.beta_constraint)
+        return add_weight_from(self, "beta", "beta", shape)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)

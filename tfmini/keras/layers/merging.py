@@ -1,5 +1,8 @@
 """Merge layers: Multiply, Average, Maximum, Minimum, Subtract, Dot and
 their functional forms (Add and Concatenate are in core.py)."""
+import functools
+import operator
+
 import tfmini as tf
 
 from .core import _Merge
@@ -17,46 +20,31 @@ class _MaskedMerge(_Merge):
         masks = [m for m in mask if m is not None]
         if not masks:
             return None
-        out = masks[0]
-        for m in masks[1:]:
-            out = tf.logical_and(out, m)
-        return out
+        return functools.reduce(tf.logical_and, masks)
 
 
 class Multiply(_MaskedMerge):
     """The elementwise product of the inputs (broadcasting)."""
 
     def _merge(self, xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = out * x
-        return out
+        return functools.reduce(operator.mul, xs)
 
 
 class Average(_MaskedMerge):
     """The elementwise mean of the inputs."""
 
     def _merge(self, xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = out + x
-        return out / float(len(xs))
+        return functools.reduce(operator.add, xs) / float(len(xs))
 
 
 class Maximum(_MaskedMerge):
     def _merge(self, xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = tf.maximum(out, x)
-        return out
+        return functools.reduce(tf.maximum, xs)
 
 
 class Minimum(_MaskedMerge):
     def _merge(self, xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = tf.minimum(out, x)
-        return out
+        return functools.reduce(tf.minimum, xs)
 
 
 class Subtract(_MaskedMerge):

@@ -4,17 +4,42 @@ import tfmini as tf
 from .optimizer import Optimizer
 
 
-class Adam(Optimizer):
+class _AdamFamily(Optimizer):
+    """beta_1, beta_2, epsilon and the moment updates shared by Adam,
+    Adamax and Nadam."""
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999,
+                 epsilon=1e-7, name=None, **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        self.beta_1 = float(beta_1)
+        self.beta_2 = float(beta_2)
+        self.epsilon = float(epsilon)
+
+    def _first_moment(self, m, g):
+        """m <- m + (g - m)(1 - b1)."""
+        m.assign_add((g - m) * (1.0 - self.beta_1), read_value=False)
+
+    def _second_moment(self, v, g):
+        """v <- v + (g^2 - v)(1 - b2)."""
+        v.assign_add((tf.square(g) - v) * (1.0 - self.beta_2),
+                     read_value=False)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(beta_1=self.beta_1, beta_2=self.beta_2,
+                      epsilon=self.epsilon)
+        return config
+
+
+class Adam(_AdamFamily):
     """m <- m + (g - m)(1 - b1); v <- v + (g^2 - v)(1 - b2);
     var <- var - lr sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + eps),
     t the 1-based step (Keras' form: epsilon is 'epsilon hat')."""
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999,
                  epsilon=1e-7, amsgrad=False, name=None, **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
-        self.beta_1 = float(beta_1)
-        self.beta_2 = float(beta_2)
-        self.epsilon = float(epsilon)
+        super().__init__(learning_rate=learning_rate, beta_1=beta_1,
+                         beta_2=beta_2, epsilon=epsilon, name=name, **kwargs)
         self.amsgrad = bool(amsgrad)
 
     _keras_slot_names = {"m": "momentum", "v": "velocity",
@@ -51,9 +76,8 @@ class Adam(Optimizer):
     def _adam(self, g, var, alpha):
         slots = self._slots[id(var)]
         m, v = slots["m"], slots["v"]
-        m.assign_add((g - m) * (1.0 - self.beta_1), read_value=False)
-        v.assign_add((tf.square(g) - v) * (1.0 - self.beta_2),
-                     read_value=False)
+        self._first_moment(m, g)
+        self._second_moment(v, g)
         if self.amsgrad:
             vhat = slots["vhat"]
             vhat.assign(tf.maximum(vhat, v), read_value=False)
@@ -63,8 +87,7 @@ class Adam(Optimizer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(beta_1=self.beta_1, beta_2=self.beta_2,
-                      epsilon=self.epsilon, amsgrad=self.amsgrad)
+        config.update(amsgrad=self.amsgrad)
         return config
 
 

@@ -6,13 +6,13 @@ from tfmini import trackable as _tracking
 
 from .. import backend
 from ..variables import KerasVariable
-from .optimizer import Optimizer
+from .adam import _AdamFamily
 
 # Keras 3's momentum schedule: u_t = beta_1 (1 - 0.5 * 0.96^t).
 _DECAY = 0.96
 
 
-class Nadam(Optimizer):
+class Nadam(_AdamFamily):
     """u_t = b1 (1 - 0.5 * 0.96^t); the cache U <- U u_t once per step;
     m, v as in Adam; m_hat = u_{t+1} m / (1 - U u_{t+1}) +
     (1 - u_t) g / (1 - U); v_hat = v / (1 - b2^t);
@@ -20,10 +20,8 @@ class Nadam(Optimizer):
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999,
                  epsilon=1e-7, name=None, **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
-        self.beta_1 = float(beta_1)
-        self.beta_2 = float(beta_2)
-        self.epsilon = float(epsilon)
+        super().__init__(learning_rate=learning_rate, beta_1=beta_1,
+                         beta_2=beta_2, epsilon=epsilon, name=name, **kwargs)
         self._u_product = None
 
     _keras_slot_names = {"m": "momentum", "v": "velocity"}
@@ -68,18 +66,11 @@ class Nadam(Optimizer):
         u_prod_1 = u_prod * u_t_1
         b2_power = tf.pow(tf.cast(self.beta_2, dt), t)
         m, v = self.get_slot(variable, "m"), self.get_slot(variable, "v")
-        m.assign_add((gradient - m) * (1.0 - self.beta_1), read_value=False)
-        v.assign_add((tf.square(gradient) - v) * (1.0 - self.beta_2),
-                     read_value=False)
+        self._first_moment(m, gradient)
+        self._second_moment(v, gradient)
         m_hat = (u_t_1 * m / (1.0 - u_prod_1) +
                  (1.0 - u_t) * gradient / (1.0 - u_prod))
         v_hat = v / (1.0 - b2_power)
         variable.assign_sub(m_hat * learning_rate /
                             (tf.sqrt(v_hat) + self.epsilon),
                             read_value=False)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(beta_1=self.beta_1, beta_2=self.beta_2,
-                      epsilon=self.epsilon)
-        return config

@@ -24,15 +24,20 @@ def _step(step):
     return tf.cast(step, tf.float32)
 
 
+def _check_steps(value, what):
+    """Refuses a step count that is not > 0 (Keras' message)."""
+    if value <= 0:
+        raise ValueError(f"Argument `{what}` must be > 0. "
+                         f"Received: {what}={value}")
+
+
 class ExponentialDecay(LearningRateSchedule):
     """initial_learning_rate * decay_rate ** (step / decay_steps), the
     exponent floored when staircase."""
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate,
                  staircase=False, name="ExponentialDecay"):
-        if decay_steps <= 0:
-            raise ValueError(f"Argument `decay_steps` must be > 0. "
-                             f"Received: decay_steps={decay_steps}")
+        _check_steps(decay_steps, "decay_steps")
         self.initial_learning_rate = float(initial_learning_rate)
         self.decay_steps = float(decay_steps)
         self.decay_rate = float(decay_rate)
@@ -109,9 +114,7 @@ class CosineDecay(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate, decay_steps, alpha=0.0,
                  name="CosineDecay", warmup_target=None, warmup_steps=0):
-        if decay_steps <= 0:
-            raise ValueError(f"Argument `decay_steps` must be > 0. "
-                             f"Received: decay_steps={decay_steps}")
+        _check_steps(decay_steps, "decay_steps")
         self.initial_learning_rate = float(initial_learning_rate)
         self.decay_steps = decay_steps
         self.alpha = float(alpha)
@@ -153,10 +156,7 @@ class CosineDecayRestarts(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate, first_decay_steps, t_mul=2.0,
                  m_mul=1.0, alpha=0.0, name="SGDRDecay"):
-        if first_decay_steps <= 0:
-            raise ValueError(f"Argument `first_decay_steps` must be > 0. "
-                             f"Received: first_decay_steps="
-                             f"{first_decay_steps}")
+        _check_steps(first_decay_steps, "first_decay_steps")
         self.initial_learning_rate = float(initial_learning_rate)
         self.first_decay_steps = first_decay_steps
         self._t_mul = float(t_mul)
@@ -196,9 +196,7 @@ class PolynomialDecay(LearningRateSchedule):
     def __init__(self, initial_learning_rate, decay_steps,
                  end_learning_rate=0.0001, power=1.0, cycle=False,
                  name="PolynomialDecay"):
-        if decay_steps <= 0:
-            raise ValueError(f"Argument `decay_steps` must be > 0. "
-                             f"Received: decay_steps={decay_steps}")
+        _check_steps(decay_steps, "decay_steps")
         self.initial_learning_rate = float(initial_learning_rate)
         self.decay_steps = decay_steps
         self.end_learning_rate = float(end_learning_rate)
