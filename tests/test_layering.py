@@ -2,6 +2,10 @@
 knows Python, and includes point downward only
 
     core <- kernels <- ops <- runtime <- graph <- python
+                                                <- rt
+
+(rt, the C runtime library's API, and python, the binding, both sit on
+top of graph and neither sees the other.)
 
 (tests/test_c_core.py shows the other half: core..graph link into C test
 programs with no Python at all)."""
@@ -11,7 +15,8 @@ import re
 import pytest
 
 CSRC = pathlib.Path(__file__).resolve().parent.parent / "csrc"
-LAYERS = ["core", "kernels", "ops", "runtime", "graph", "python"]
+LAYERS = ["core", "kernels", "ops", "runtime", "graph", "rt", "python"]
+TOPS = {"rt", "python"}      # side by side: neither includes the other
 SOURCES = sorted(p for p in CSRC.rglob("*")
                  if p.suffix in {".c", ".cc", ".cu", ".h", ".def"})
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
@@ -72,6 +77,10 @@ def test_includes_point_downward(path):
             continue
         rel = target.relative_to(CSRC)
         there = rel.parts[0]
+        if here != there and {here, there} <= TOPS:
+            pytest.fail(f"{path.relative_to(CSRC)} ({here}) includes {rel} "
+                        f"({there}): the C runtime and the Python binding "
+                        "are separate tops of the library")
         if LAYERS.index(there) <= LAYERS.index(here):
             continue
         if here == "kernels" and KERNEL_MAY_INCLUDE.match(rel.as_posix()):

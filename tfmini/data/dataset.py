@@ -340,6 +340,20 @@ def _stack(elements):
         _nest._DATA_LEAF)
 
 
+def _slice_spec(arrays):
+    """The element spec of from_tensor_slices: each array less its first
+    dim, known even when there is no element (TF's); None for arrays
+    with no tfmini dtype (bytes), whose spec comes from an element."""
+    from .. import dtypes
+    from ..tensor_spec import TensorSpec
+    try:
+        return _map_structure(
+            lambda a: TensorSpec(tuple(a.shape[1:]), dtypes.as_dtype(a.dtype)),
+            arrays)
+    except (TypeError, ValueError):
+        return None
+
+
 class _Slices(Dataset):
     """from_tensor_slices, with batch() as one NumPy slice per batch."""
 
@@ -347,6 +361,7 @@ class _Slices(Dataset):
         self._arrays = arrays
         self._n = n
         super().__init__(self._elements, n)
+        self._spec = _slice_spec(arrays)
 
     def _elements(self):
         for i in range(self._n):
