@@ -22,7 +22,7 @@ sanitizer_runtime() {
 sanitizer_build() {
     work=$(mktemp -d "${TMPDIR:-/tmp}/tfmini-${1%.sh}.XXXXXX")
     trap 'rm -rf "$work"' EXIT
-    cp -r "$root/csrc" "$root/tfmini" "$root/tests" "$root/setup.py" \
+    cp -r "$root/csrc" "$root/include" "$root/tfmini" "$root/tests" "$root/setup.py" \
           "$root/pyproject.toml" "$work/"
     [ -f "$root/README.md" ] && cp "$root/README.md" "$work/"
     find "$work/tfmini" \( -name '*.so' -o -name __pycache__ \) -prune \
