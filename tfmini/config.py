@@ -8,8 +8,24 @@ PhysicalDevice = collections.namedtuple("PhysicalDevice",
                                         ["name", "device_type"])
 
 
+# The CUDA backend registers every visible GPU (GPU n is device index
+# 1 + n) once, here; without CUDA or a GPU it registers none and says why.
+_cuda_built, _gpus, _why_no_gpu = _C.cuda_init()
+
+
 def _gpu_count():
-    return 0
+    return _gpus
+
+
+def _default_to_gpu():
+    """TF's rule: with a GPU, an op nobody placed runs there when it has a
+    GPU kernel. TFMINI_GPU_DEFAULT=0 keeps such ops on the CPU."""
+    import os
+    if _gpus and os.environ.get("TFMINI_GPU_DEFAULT", "1") != "0":
+        _C.set_default_device(1)
+
+
+_default_to_gpu()
 
 
 def list_physical_devices(device_type=None):
@@ -22,8 +38,81 @@ def list_physical_devices(device_type=None):
 
 
 def list_logical_devices(device_type=None):
-    return [PhysicalDevice(d.name.replace("physical_", ""), d.device_type)
+    return [LogicalDevice(d.name.replace("physical_", ""), d.device_type)
             for d in list_physical_devices(device_type)]
+
+
+LogicalDevice = collections.namedtuple("LogicalDevice",
+                                       ["name", "device_type"])
+
+
+def _gpu_index(device, what):
+    """'GPU:0', '/device:GPU:0', '/physical_device:GPU:0' or a
+    PhysicalDevice -> n; a CPU or unknown device is a ValueError."""
+    name = device.name if isinstance(device, (PhysicalDevice,
+                                              LogicalDevice)) else device
+    tail = str(name).upper().rsplit("/", 1)[-1]
+    for prefix in ("PHYSICAL_DEVICE:", "DEVICE:"):
+        if tail.startswith(prefix):
+            tail = tail[len(prefix):]
+    kind, _, num = tail.partition(":")
+    if kind != "GPU":
+        raise ValueError(f"{what} is only supported for GPU devices, got "
+                         f"{name!r}")
+    try:
+        n = int(num or 0)
+    except ValueError:
+        raise ValueError(f"{what}: bad device name {name!r}") from None
+    if not 0 <= n < _gpus:
+        why = f": {_why_no_gpu}" if not _gpus else ""
+        raise ValueError(f"{what}: no device {name!r} ({_gpus} GPU(s)"
+                         f"{why})")
+    return n
+
+
+class experimental:  # noqa: N801  (TF's namespace name)
+    """tf.config.experimental: GPU memory and TF32."""
+
+    _growth = {}
+
+    @staticmethod
+    def get_memory_info(device):
+        """{'current': bytes held by tensors now, 'peak': the most since
+        the last reset} of a GPU (the allocator's pool may hold more:
+        Note [GPU allocator] in csrc/kernels/cuda/device.c)."""
+        return _C.gpu_memory_info(_gpu_index(device, "get_memory_info"))
+
+    @staticmethod
+    def reset_memory_stats(device):
+        _C.gpu_memory_info(_gpu_index(device, "reset_memory_stats"), True)
+
+    @staticmethod
+    def set_memory_growth(device, enable):
+        """Accepted: the pool grows as needed anyway (it never reserves
+        the whole GPU up front)."""
+        experimental._growth[_gpu_index(device, "set_memory_growth")] = \
+            bool(enable)
+
+    @staticmethod
+    def get_memory_growth(device):
+        return experimental._growth.get(
+            _gpu_index(device, "get_memory_growth"), False)
+
+    _tf32 = True
+
+    @staticmethod
+    def enable_tensor_float_32_execution(enabled):
+        """TF32 tensor cores for float32 matmuls on GPU (TF's default:
+        on)."""
+        experimental._tf32 = bool(enabled)
+        _C.set_tf32(experimental._tf32)
+
+    @staticmethod
+    def tensor_float_32_execution_enabled():
+        return experimental._tf32
+
+    list_physical_devices = None   # filled below (TF has both names)
+    list_logical_devices = None
 
 
 class threading:  # noqa: N801  (TF's namespace name)
@@ -175,3 +264,7 @@ def _passes_from_environment():
 
 
 _passes_from_environment()
+
+
+experimental.list_physical_devices = staticmethod(list_physical_devices)
+experimental.list_logical_devices = staticmethod(list_logical_devices)
