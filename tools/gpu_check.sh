@@ -33,7 +33,7 @@ if [ ! -f third_party/eigen3/Eigen/Core ] &&
     exit 3
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-if ! python3 -c "import pytest" 2> /dev/null; then
+if ! python3 -c "import pytest, setuptools" 2> /dev/null; then
     if [ -d third_party/pylib ]; then
         export PYTHONPATH="$PYTHONPATH:$PWD/third_party/pylib"
     fi

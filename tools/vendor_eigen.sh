@@ -2,9 +2,9 @@
 # Copy what a GPU machine without a package registry needs to build and
 # test tfmini into git-ignored folders that travel with the tree:
 #   third_party/eigen3   Eigen's headers (setup.py's find_eigen looks here)
-#   third_party/pylib    pytest and its pure-Python dependencies, for a
-#                        Python without pytest (tools/gpu_check.sh adds it
-#                        to PYTHONPATH)
+#   third_party/pylib    pytest, setuptools and their pure-Python
+#                        dependencies, for a Python without them
+#                        (tools/gpu_check.sh then adds it to PYTHONPATH)
 # Run it here, before the device run; it does nothing when both are there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,11 +28,12 @@ if [ ! -f third_party/eigen3/Eigen/Core ]; then
     echo "vendor_eigen: copied $src -> third_party/eigen3" \
          "($(du -sh third_party/eigen3 | cut -f1))"
 fi
-if [ ! -d third_party/pylib/pytest ] && [ ! -d third_party/pylib/_pytest ]; then
+if [ ! -d third_party/pylib/_pytest ] || [ ! -d third_party/pylib/setuptools ]
+then
     python3 -m pip install --quiet --no-compile --target third_party/pylib \
-        pytest || {
-        echo "vendor_eigen: could not fetch pytest into third_party/pylib" \
-             "(the GPU machine then needs its own)" >&2
+        pytest setuptools || {
+        echo "vendor_eigen: could not fetch pytest and setuptools into" \
+             "third_party/pylib (the GPU machine then needs its own)" >&2
     }
 fi
 echo "vendor_eigen: third_party ready"
