@@ -3,6 +3,9 @@
  * and reduced ones, each with x's strides. Few reduced elements per
  * output: a thread per output. Many: a block per output, its threads
  * striding over the reduced elements, then a tree in shared memory.
+ * Many per output and few outputs (a full reduction): each output's
+ * elements split over up to 1024 blocks whose partial results a second
+ * pass combines, so that the whole GPU reads.
  * Max/Min propagate NaN (TF >= 2.4, as the CPU kernels); empty
  * reductions give the identity, Mean of nothing NaN. */
 #include <cuda_runtime.h>
@@ -18,6 +21,7 @@ struct red_plan {
     int64_t kdims[TFM_CU_MAX_DIMS], kstr[TFM_CU_MAX_DIMS];
     int64_t rdims[TFM_CU_MAX_DIMS], rstr[TFM_CU_MAX_DIMS];
     int64_t nout, count;
+    int64_t divisor;          /* Mean's: the elements per output */
 };
 
 template <typename T>
@@ -58,9 +62,9 @@ offset(int64_t i, int nd, const int64_t *dims, const int64_t *str)
 
 template <typename T>
 __device__ __forceinline__ T
-finish(int kind, T acc, int64_t count)
+finish(int kind, T acc, int64_t divisor)
 {
-    return kind == 1 ? acc / (T)count : acc;
+    return kind == 1 ? acc / (T)divisor : acc;
 }
 
 template <typename T>
@@ -75,28 +79,33 @@ k_reduce_thread(int kind, const T *__restrict__ x, T *__restrict__ o,
         for (int64_t r = 0; r < p.count; r++)
             acc = combine(kind, acc,
                           base[offset(r, p.nred, p.rdims, p.rstr)]);
-        o[i] = finish(kind, acc, p.count);
+        o[i] = finish(kind, acc, p.divisor);
     }
 }
 
 const int BLOCK = 256;
 
+/* Block b reduces chunk b % chunks (per elements) of output
+ * b / chunks into o[b]; final: finished (Mean divided), else a partial
+ * for a second pass. */
 template <typename T>
 __global__ void
 k_reduce_block(int kind, const T *__restrict__ x, T *__restrict__ o,
-               red_plan p)
+               red_plan p, int64_t chunks, int64_t per, int final)
 {
     __shared__ T part[BLOCK];
-    for (int64_t i = blockIdx.x; i < p.nout; i += gridDim.x) {
+    for (int64_t b = blockIdx.x; b < p.nout * chunks; b += gridDim.x) {
+        int64_t i = b / chunks, lo = (b % chunks) * per;
+        int64_t hi = lo + per < p.count ? lo + per : p.count;
         const T *base = x + offset(i, p.nkeep, p.kdims, p.kstr);
         T acc = identity<T>(kind);
         /* The innermost reduced dim contiguous (the common case): no
          * index arithmetic per element. */
         if (p.nred == 1 && p.rstr[0] == 1) {
-            for (int64_t r = threadIdx.x; r < p.count; r += BLOCK)
+            for (int64_t r = lo + threadIdx.x; r < hi; r += BLOCK)
                 acc = combine(kind, acc, base[r]);
         } else {
-            for (int64_t r = threadIdx.x; r < p.count; r += BLOCK)
+            for (int64_t r = lo + threadIdx.x; r < hi; r += BLOCK)
                 acc = combine(kind, acc,
                               base[offset(r, p.nred, p.rdims, p.rstr)]);
         }
@@ -109,7 +118,7 @@ k_reduce_block(int kind, const T *__restrict__ x, T *__restrict__ o,
             __syncthreads();
         }
         if (threadIdx.x == 0)
-            o[i] = finish(kind, part[0], p.count);
+            o[b] = final ? finish(kind, part[0], p.divisor) : part[0];
         __syncthreads();
     }
 }
@@ -124,11 +133,42 @@ reduce(int kind, const void *x, void *o, const red_plan &p, cudaStream_t s)
         int64_t b = (p.nout + BLOCK - 1) / BLOCK;
         unsigned g = (unsigned)(b > 65535 * 4 ? 65535 * 4 : b);
         k_reduce_thread<T><<<g, BLOCK, 0, s>>>(kind, (const T *)x, (T *)o, p);
-    } else {
-        unsigned g = (unsigned)(p.nout > 65535 * 4 ? 65535 * 4 : p.nout);
-        k_reduce_block<T><<<g, BLOCK, 0, s>>>(kind, (const T *)x, (T *)o, p);
+        return (int)cudaGetLastError();
     }
-    return (int)cudaGetLastError();
+    int64_t chunks = 1;
+    if (p.count >= 65536 && p.nout < 512) {
+        chunks = (p.count + 32767) / 32768;
+        int64_t most = 1024 / p.nout;
+        chunks = chunks < most ? chunks : most;
+    }
+    int64_t per = (p.count + chunks - 1) / chunks, blocks = p.nout * chunks;
+    unsigned g = (unsigned)(blocks > 65535 * 4 ? 65535 * 4 : blocks);
+    if (chunks == 1) {
+        k_reduce_block<T><<<g, BLOCK, 0, s>>>(kind, (const T *)x, (T *)o, p,
+                                              1, per, 1);
+        return (int)cudaGetLastError();
+    }
+    T *partial = NULL;
+    cudaError_t e = cudaMallocAsync((void **)&partial,
+                                    (size_t)blocks * sizeof(T), s);
+    if (e != cudaSuccess)
+        return (int)e;
+    k_reduce_block<T><<<g, BLOCK, 0, s>>>(kind, (const T *)x, partial, p,
+                                          chunks, per, 0);
+    /* Pass two: output i's partials are partial[i * chunks ...]. */
+    red_plan q = p;
+    q.nkeep = 1;
+    q.kdims[0] = p.nout;
+    q.kstr[0] = chunks;
+    q.nred = 1;
+    q.rdims[0] = chunks;
+    q.rstr[0] = 1;
+    q.count = chunks;
+    k_reduce_block<T><<<(unsigned)p.nout, BLOCK, 0, s>>>(
+        kind, partial, (T *)o, q, 1, chunks, 1);
+    e = cudaGetLastError();
+    cudaFreeAsync(partial, s);
+    return (int)e;
 }
 
 } // namespace
@@ -156,6 +196,7 @@ tfm_cu_reduce(int kind, int is64, const void *x, void *o, int nkeep,
         p.rstr[d] = rstr[d];
         p.count *= rdims[d];
     }
+    p.divisor = p.count;
     cudaStream_t s = (cudaStream_t)stream;
     return is64 ? reduce<double>(kind, x, o, p, s)
                 : reduce<float>(kind, x, o, p, s);
