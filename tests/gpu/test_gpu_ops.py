@@ -173,6 +173,28 @@ def test_reductions(axis, fn, ref):
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape,axis", [
+    ((1 << 22,), None), ((3, 1 << 20), 1), ((1 << 20, 3), 0),
+    ((100_003,), 0)])
+@pytest.mark.parametrize("fn,ref", [
+    (tf.reduce_sum, np.sum), (tf.reduce_mean, np.mean),
+    (tf.reduce_max, np.max), (tf.reduce_min, np.min)])
+def test_big_reductions_in_two_passes(shape, axis, fn, ref):
+    a = np.random.default_rng(4).uniform(0.5, 1.5, shape).astype(np.float64)
+    a[len(a) // 2] = 7.0                 # a max/min far from the rest
+    with tf.device(GPU):
+        got = fn(tf.constant(a), axis=axis)
+    np.testing.assert_allclose(got.numpy(), ref(a, axis=axis), rtol=1e-12)
+
+
+def test_nan_propagates_through_gpu_max():
+    a = np.ones(1 << 20, np.float32)
+    a[12345] = np.nan
+    with tf.device(GPU):
+        assert np.isnan(tf.reduce_max(a).numpy())
+        assert np.isnan(tf.reduce_min(a).numpy())
+
+
 def test_integer_ops_with_a_gpu_kernel_run_on_host_copies():
     a = np.arange(-6, 6, dtype=np.int32)
     with tf.device(GPU):
