@@ -67,6 +67,41 @@ def test_cuda_on_compiles_every_cu_for_sm80_sm90(monkeypatch):
     assert g["CUDA_DEFINES"] == ["-DTFMINI_WITH_CUDA"]
 
 
+def test_cu_objects_newer_than_their_sources_are_not_recompiled(
+        monkeypatch, tmp_path):
+    """CI compiles on every run: nvcc runs only for a .cu whose object is
+    older than it or than a header it reads."""
+    if _toolkit() is None:
+        pytest.skip("no CUDA toolkit on this machine")
+    g = _flags(monkeypatch, TFMINI_CUDA="1")
+    cmd = g["BuildExt"].__new__(g["BuildExt"])
+    cmd.build_temp, cmd.force, cmd.parallel = str(tmp_path), False, 1
+    srcs = g["cu_sources"]()
+    for src in srcs:
+        obj = tmp_path / (src + ".o")
+        obj.parent.mkdir(parents=True, exist_ok=True)
+        obj.write_bytes(b"")
+    ran = []
+
+    def fake_run(c, **kw):
+        ran.append(c)
+        return subprocess.CompletedProcess(c, 0, "", "")
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    objs = cmd.compile_cuda()
+    assert [pathlib.Path(o) for o in objs] == [tmp_path / (s + ".o")
+                                               for s in srcs]
+    assert ran == []
+    stale = tmp_path / (srcs[0] + ".o")
+    os.utime(stale, (0, 0))
+    cmd.compile_cuda()
+    assert len(ran) == 1 and ran[0][-3] == srcs[0]
+    assert "arch=compute_90,code=sm_90" in ran[0]
+    cmd.force = True
+    ran.clear()
+    cmd.compile_cuda()
+    assert len(ran) == len(srcs)
+
+
 def test_cuda_required_without_a_toolkit_fails_clearly(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TFMINI_CUDA"}
     env.update(TFMINI_CUDA="1", CUDA_HOME=str(tmp_path), PATH="/usr/bin:/bin")
