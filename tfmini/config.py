@@ -80,7 +80,8 @@ class experimental:  # noqa: N801  (TF's namespace name)
         """{'current': bytes held by tensors now, 'peak': the most since
         the last reset} of a GPU (the allocator's pool may hold more:
         Note [GPU allocator] in csrc/kernels/cuda/device.c)."""
-        return _C.gpu_memory_info(_gpu_index(device, "get_memory_info"))
+        info = _C.gpu_memory_info(_gpu_index(device, "get_memory_info"))
+        return {"current": info["current"], "peak": info["peak"]}
 
     @staticmethod
     def reset_memory_stats(device):

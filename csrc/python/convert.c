@@ -588,14 +588,14 @@ py_gpu_memory_info(PyObject *self, PyObject *const *args, Py_ssize_t n)
     int reset = n > 1 ? PyObject_IsTrue(args[1]) : 0;
     if ((g == -1 && PyErr_Occurred()) || reset < 0)
         return NULL;
-    int64_t cur = 0, peak = 0;
+    int64_t cur = 0, peak = 0, reserved = 0;
     if (reset ? tfm_cuda_reset_peak((int)g)
-              : tfm_cuda_memory_info((int)g, &cur, &peak))
+              : tfm_cuda_memory_info((int)g, &cur, &peak, &reserved))
         return tfm_py_raise();
     if (reset)
         Py_RETURN_NONE;
-    return Py_BuildValue("{sLsL}", "current", (long long)cur, "peak",
-                         (long long)peak);
+    return Py_BuildValue("{sLsLsL}", "current", (long long)cur, "peak",
+                         (long long)peak, "reserved", (long long)reserved);
 }
 
 static PyObject *
@@ -647,8 +647,9 @@ PyMethodDef tfm_py_convert_methods[] = {
     {"cuda_built", py_cuda_built, METH_NOARGS,
      "cuda_built(): whether this build has the CUDA backend"},
     {"gpu_memory_info", (PyCFunction)(void (*)(void))py_gpu_memory_info,
-     METH_FASTCALL, "gpu_memory_info(n, reset=False): {'current', 'peak'} "
-     "bytes of GPU n held by tensors; reset=True resets the peak"},
+     METH_FASTCALL, "gpu_memory_info(n, reset=False): {'current', 'peak', "
+     "'reserved'}: bytes of GPU n held by tensors, and by its pool; "
+     "reset=True resets the peak"},
     {"set_tf32", py_set_tf32, METH_O,
      "set_tf32(on): TF32 tensor cores for float32 GPU matmuls; returns "
      "the old"},

@@ -18,8 +18,10 @@ int tfm_cuda_device_count(void);
 /* Why no GPU is there (the CUDA error, or "built without CUDA"). */
 const char *tfm_cuda_why_none(void);
 /* Bytes of GPU n held by tensors now, and the most since the last reset
- * (TF's get_memory_info). */
-tfm_code tfm_cuda_memory_info(int n, int64_t *current, int64_t *peak);
+ * (TF's get_memory_info); reserved: what its pool holds from the driver
+ * (Note [GPU allocator]). */
+tfm_code tfm_cuda_memory_info(int n, int64_t *current, int64_t *peak,
+                              int64_t *reserved);
 tfm_code tfm_cuda_reset_peak(int n);
 /* TF32 tensor cores for float32 matmuls (TF's default: on). */
 void tfm_cuda_set_tf32(int on);

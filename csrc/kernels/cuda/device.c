@@ -302,7 +302,8 @@ gpu_n(int n)
 }
 
 tfm_code
-tfm_cuda_memory_info(int n, int64_t *current, int64_t *peak)
+tfm_cuda_memory_info(int n, int64_t *current, int64_t *peak,
+                     int64_t *reserved)
 {
     tfm_gpu *g = gpu_n(n);
     if (!g)
@@ -311,6 +312,12 @@ tfm_cuda_memory_info(int n, int64_t *current, int64_t *peak)
     *current = g->current;
     *peak = g->peak;
     pthread_mutex_unlock(&g->lock);
+    uint64_t r = 0;
+    tfm_gpu_use(g);
+    if (cudaMemPoolGetAttribute(g->pool, cudaMemPoolAttrReservedMemCurrent,
+                                &r) != cudaSuccess)
+        cudaGetLastError();
+    *reserved = (int64_t)r;
     return TFM_OK;
 }
 

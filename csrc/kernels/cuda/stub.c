@@ -35,10 +35,12 @@ tfm_cuda_why_none(void)
 }
 
 tfm_code
-tfm_cuda_memory_info(int n, int64_t *current, int64_t *peak)
+tfm_cuda_memory_info(int n, int64_t *current, int64_t *peak,
+                     int64_t *reserved)
 {
     (void)current;
     (void)peak;
+    (void)reserved;
     return tfm_error(TFM_ERR_INVALID_ARGUMENT, "No GPU:%d: %s", n,
                      tfm_cuda_why_none());
 }
@@ -46,7 +48,7 @@ tfm_cuda_memory_info(int n, int64_t *current, int64_t *peak)
 tfm_code
 tfm_cuda_reset_peak(int n)
 {
-    return tfm_cuda_memory_info(n, NULL, NULL);
+    return tfm_cuda_memory_info(n, NULL, NULL, NULL);
 }
 
 void
