@@ -195,6 +195,22 @@ def test_nan_propagates_through_gpu_max():
         assert np.isnan(tf.reduce_min(a).numpy())
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_comparisons_broadcast_and_nan(dtype, capfd):
+    x = np.array([[1.0, np.nan, 3.0], [0.0, -1.0, 2.0]], dtype)
+    y = np.array([1.0, np.nan, 2.0], dtype)
+    tf.debugging.set_log_device_placement(True)
+    with tf.device(GPU):
+        got = [tf.equal(x, y), tf.not_equal(x, y), tf.less(x, y),
+               tf.less_equal(x, 2.0), tf.greater(2.0, x),
+               tf.greater_equal(x, y)]
+    tf.debugging.set_log_device_placement(False)
+    want = [x == y, x != y, x < y, x <= 2.0, 2.0 > x, x >= y]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w)
+    assert "Executing op Less in device " + GPU_NAME in capfd.readouterr().err
+
+
 def test_integer_ops_with_a_gpu_kernel_run_on_host_copies():
     a = np.arange(-6, 6, dtype=np.int32)
     with tf.device(GPU):

@@ -154,6 +154,37 @@ unary_any(int is64, const void *x, void *o, int64_t n, cudaStream_t s, F f)
     return (int)cudaGetLastError();
 }
 
+template <typename T>
+__global__ void
+k_compare(int cmp, const T *__restrict__ x, const T *__restrict__ y,
+          uint8_t *__restrict__ o, tfm_cu_bcast p)
+{
+    GRID_STRIDE(i, p.n) {
+        int64_t a = p.kind == 1 ? 0 : i, b = p.kind == 2 ? 0 : i;
+        if (p.kind == 3) {
+            int64_t r = i;
+            a = b = 0;
+            for (int d = p.ndim - 1; d >= 0; d--) {
+                int64_t k = r % p.dims[d];
+                r /= p.dims[d];
+                a += k * p.sa[d];
+                b += k * p.sb[d];
+            }
+        }
+        T u = x[a], v = y[b];
+        bool r;
+        switch (cmp) {
+        case 0: r = u == v; break;
+        case 1: r = u != v; break;
+        case 2: r = u < v; break;
+        case 3: r = u <= v; break;
+        case 4: r = u > v; break;
+        default: r = u >= v; break;
+        }
+        o[i] = r;
+    }
+}
+
 template <typename A, typename B>
 __global__ void
 k_cast(const A *__restrict__ x, B *__restrict__ o, int64_t n)
@@ -257,6 +288,25 @@ tfm_cu_unary(int row, int is64, const void *x, void *o, int64_t n,
 #undef EW
     default: return -1;
     }
+}
+
+extern "C" int
+tfm_cu_compare(int cmp, int is64, const void *x, const void *y, void *o,
+               const tfm_cu_bcast *p, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (p->n == 0)
+        return 0;
+    if (cmp < 0 || cmp > 5)
+        return -1;
+    unsigned g = blocks_for(p->n);
+    if (is64)
+        k_compare<<<g, THREADS, 0, s>>>(cmp, (const double *)x,
+                                        (const double *)y, (uint8_t *)o, *p);
+    else
+        k_compare<<<g, THREADS, 0, s>>>(cmp, (const float *)x,
+                                        (const float *)y, (uint8_t *)o, *p);
+    return (int)cudaGetLastError();
 }
 
 extern "C" int

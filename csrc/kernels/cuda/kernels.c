@@ -1,6 +1,7 @@
 /* The GPU's kernel table: which ops run on a GPU and how (Note [Device
  * seam] in core/device.h). Elementwise ops run the rows of
- * ../ew_formulas.def compiled for the GPU (ew.cu), reductions reduce.cu,
+ * ../ew_formulas.def compiled for the GPU (ew.cu), float comparisons a
+ * kernel of their own there, reductions reduce.cu,
  * BatchMatMulV2 cuBLAS, the byte-copy shape ops a device copy. Every
  * other op has no entry, so the dispatcher runs it on the CPU with
  * copies (TF's soft placement).
@@ -127,6 +128,25 @@ is_float(tfm_dtype d)
     return d == TFM_FLOAT32 || d == TFM_FLOAT64;
 }
 
+/* The broadcast plan of in[0] op in[1] -> out[0] for the launchers. */
+static int64_t
+plan(tfm_tensor *const *in, tfm_tensor *const *out, tfm_cu_bcast *c)
+{
+    tfm_bcast p;
+    tfm_bcast_plan(&in[0]->shape, &in[1]->shape, &out[0]->shape, &p);
+    /* tfm_bcast_plan fills ndim and the strides only when general. */
+    *c = (tfm_cu_bcast){.kind = (int)p.kind, .n = p.n};
+    if (p.kind != TFM_BC_GENERAL)
+        return p.n;
+    c->ndim = p.ndim;
+    for (int k = 0; k < p.ndim; k++) {
+        c->dims[k] = p.dims[k];
+        c->sa[k] = p.sa[k];
+        c->sb[k] = p.sb[k];
+    }
+    return p.n;
+}
+
 static tfm_code
 k_binary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
          tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
@@ -135,20 +155,34 @@ k_binary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     if (!is_float(d) || in[1]->dtype != d || out[0]->dtype != d)
         return on_host(op, in, nin, a, out, nout, ctx);
     tfm_gpu *g = gpu_of(ctx);
-    tfm_bcast p;
-    tfm_bcast_plan(&in[0]->shape, &in[1]->shape, &out[0]->shape, &p);
-    if (p.n == 0)
+    tfm_cu_bcast c;
+    if (plan(in, out, &c) == 0)
         return TFM_OK;
-    tfm_cu_bcast c = {.kind = (int)p.kind, .ndim = p.ndim, .n = p.n};
-    if (p.kind == TFM_BC_GENERAL)
-        for (int k = 0; k < p.ndim; k++) {
-            c.dims[k] = p.dims[k];
-            c.sa[k] = p.sa[k];
-            c.sb[k] = p.sb[k];
-        }
     int rc = tfm_cu_binary(ew_row[op] - 1, d == TFM_FLOAT64,
                            tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
                            tfm_tensor_data(out[0]), &c, g->stream);
+    if (rc < 0)
+        return on_host(op, in, nin, a, out, nout, ctx);
+    return launched(op, rc);
+}
+
+static tfm_code
+k_compare(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+          tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    tfm_dtype d = in[0]->dtype;
+    int cmp = op == TFM_OP_EQUAL ? 0 : op == TFM_OP_NOT_EQUAL ? 1
+            : op == TFM_OP_LESS ? 2 : op == TFM_OP_LESS_EQUAL ? 3
+            : op == TFM_OP_GREATER ? 4 : 5;
+    if (!is_float(d) || in[1]->dtype != d || out[0]->dtype != TFM_BOOL)
+        return on_host(op, in, nin, a, out, nout, ctx);
+    tfm_gpu *g = gpu_of(ctx);
+    tfm_cu_bcast c;
+    if (plan(in, out, &c) == 0)
+        return TFM_OK;
+    int rc = tfm_cu_compare(cmp, d == TFM_FLOAT64, tfm_tensor_data(in[0]),
+                            tfm_tensor_data(in[1]), tfm_tensor_data(out[0]),
+                            &c, g->stream);
     if (rc < 0)
         return on_host(op, in, nin, a, out, nout, ctx);
     return launched(op, rc);
@@ -394,6 +428,9 @@ tfm_cuda_kernels_init(void)
         default: break;
         }
     }
+    table[TFM_OP_EQUAL] = table[TFM_OP_NOT_EQUAL] = table[TFM_OP_LESS] =
+        table[TFM_OP_LESS_EQUAL] = table[TFM_OP_GREATER] =
+        table[TFM_OP_GREATER_EQUAL] = k_compare;
     table[TFM_OP_CAST] = k_cast;
     table[TFM_OP_SELECT] = k_select;
     table[TFM_OP_SUM] = table[TFM_OP_MEAN] = table[TFM_OP_MAX] =

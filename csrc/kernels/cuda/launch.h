@@ -39,6 +39,11 @@ int tfm_cu_binary(int row, int is64, const void *x, const void *y, void *o,
 int tfm_cu_unary(int row, int is64, const void *x, void *o, int64_t n,
                  double prm, int iprm, void *stream);
 
+/* Comparisons cmp 0 ==, 1 !=, 2 <, 3 <=, 4 >, 5 >= into bool (one byte)
+ * elements, broadcasting as tfm_cu_binary. */
+int tfm_cu_compare(int cmp, int is64, const void *x, const void *y, void *o,
+                   const tfm_cu_bcast *p, void *stream);
+
 /* Casts between float32 (0), float64 (1), int32 (2), int64 (3) and
  * bool (4, one byte). */
 int tfm_cu_cast(int from, int to, const void *x, void *o, int64_t n,
