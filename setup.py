@@ -9,6 +9,11 @@ OpenMP for big kernels. Environment switches:
                       building CPU); e.g. x86-64-v3 for a wheel that runs
                       on any AVX2+FMA x86-64 CPU
   EIGEN3_INCLUDE_DIR  where Eigen's headers are, if not in a standard place
+                      (else third_party/eigen3, which tools/vendor_eigen.sh
+                      fills, for machines without Eigen)
+  TFMINI_CUDA=0|1     build without / with the CUDA backend; unset: with it
+                      when a toolkit is found (CUDA_HOME, /usr/local/cuda,
+                      nvcc on PATH). 1 without a toolkit fails.
 """
 import glob
 import json
@@ -35,7 +40,8 @@ def find_eigen():
             candidates += [f[2:] for f in out.stdout.split()]
         except subprocess.CalledProcessError:
             pass
-    candidates += ["/usr/include/eigen3", "/usr/local/include/eigen3"]
+    candidates += ["/usr/include/eigen3", "/usr/local/include/eigen3",
+                   os.path.join(HERE, "third_party", "eigen3")]
     for c in candidates:
         if os.path.isfile(os.path.join(c, "Eigen", "Core")):
             return c
@@ -44,10 +50,74 @@ def find_eigen():
              "the folder that holds Eigen/Core.")
 
 
+def find_cuda(env=None):
+    """The CUDA toolkit's root (holding bin/nvcc), or None: CUDA_HOME,
+    then /usr/local/cuda, then nvcc on PATH."""
+    env = os.environ if env is None else env
+    roots = []
+    if env.get("CUDA_HOME"):
+        roots.append(env["CUDA_HOME"])
+    else:
+        roots.append("/usr/local/cuda")
+        nvcc = shutil.which("nvcc", path=env.get("PATH", ""))
+        if nvcc:
+            roots.append(os.path.dirname(os.path.dirname(
+                os.path.realpath(nvcc))))
+    for r in roots:
+        if os.path.isfile(os.path.join(r, "bin", "nvcc")):
+            return r
+    return None
+
+
+def cuda_choice(env=None):
+    """The toolkit root to build the CUDA backend with, or None for the
+    stub. TFMINI_CUDA=0 forces the stub; =1 requires a toolkit."""
+    env = os.environ if env is None else env
+    want = env.get("TFMINI_CUDA", "").strip()
+    if want not in ("", "0", "1"):
+        sys.exit(f"TFMINI_CUDA={want!r}: use 0 (no CUDA) or 1 (CUDA)")
+    if want == "0":
+        return None
+    root = find_cuda(env)
+    if root is None and want == "1":
+        sys.exit("TFMINI_CUDA=1 but no CUDA toolkit was found: looked for "
+                 "bin/nvcc under CUDA_HOME"
+                 f" ({env.get('CUDA_HOME') or 'unset'}), /usr/local/cuda "
+                 "and nvcc on PATH. Install the toolkit or set CUDA_HOME.")
+    return root
+
+
+CUDA_HOME = cuda_choice()
+# sm_80 (A100) and sm_90 (H100/H200) machine code, and compute_90 PTX
+# that newer GPUs compile when loading.
+NVCC_ARCH = ["-gencode", "arch=compute_80,code=sm_80",
+             "-gencode", "arch=compute_90,code=sm_90",
+             "-gencode", "arch=compute_90,code=compute_90"]
+
+
+def cuda_libdir(root):
+    for d in ("lib64", "lib", os.path.join("targets", "x86_64-linux",
+                                           "lib")):
+        if os.path.isfile(os.path.join(root, d, "libcudart.so")):
+            return os.path.join(root, d)
+    return os.path.join(root, "lib64")
+
+
 def sources():
     found = sorted(glob.glob("csrc/**/*.c", recursive=True)
                    + glob.glob("csrc/**/*.cc", recursive=True))
-    return [s for s in found if not s.startswith("csrc/tests")]
+    found = [s for s in found if not s.startswith("csrc/tests")]
+    # The CUDA backend's C glue needs the toolkit's headers: with CUDA
+    # every csrc/kernels/cuda/*.c but the stub, without only the stub.
+    cuda_dir = os.path.join("csrc", "kernels", "cuda") + os.sep
+    stub = cuda_dir + "stub.c"
+    if CUDA_HOME:
+        return [s for s in found if s != stub]
+    return [s for s in found if not s.startswith(cuda_dir) or s == stub]
+
+
+def cu_sources():
+    return sorted(glob.glob("csrc/kernels/cuda/*.cu")) if CUDA_HOME else []
 
 
 def headers():
@@ -98,6 +168,15 @@ else:
     COMMON += ["-O3", "-march=" + ARCH, "-fno-math-errno"]
 C_FLAGS = ["-std=c11", "-D_GNU_SOURCE"]
 CXX_FLAGS = ["-std=c++17", "-DEIGEN_NO_DEBUG"]
+CUDA_DEFINES = ["-DTFMINI_WITH_CUDA"] if CUDA_HOME else []
+CUDA_INCLUDE = [os.path.join(CUDA_HOME, "include")] if CUDA_HOME else []
+CUDA_LINK = []
+if CUDA_HOME:
+    _lib = cuda_libdir(CUDA_HOME)
+    CUDA_LINK = ["-L" + _lib, "-Wl,-rpath," + _lib, "-lcudart", "-lcublas",
+                 "-lcublasLt"]
+NVCC_FLAGS = NVCC_ARCH + ["-O3", "-std=c++17", "-Xcompiler", "-fPIC",
+                          "-Icsrc", "-DTFMINI_WITH_CUDA"]
 LINK = ["-fopenmp"] + (["-fsanitize=address,undefined"] if SANITIZE else
                        ["-fsanitize=thread"] if TSAN else [])
 
@@ -128,11 +207,12 @@ class BuildExt(build_ext):
                 modes = json.load(f)
         except (OSError, ValueError):
             modes = {}
-        if modes.get(target) != MODE:
+        mode = MODE + ("+cuda" if CUDA_HOME else "")
+        if modes.get(target) != mode:
             self.force = True
         super().build_extension(ext)
         self.build_rt(ext, target)
-        modes[target] = MODE
+        modes[target] = mode
         os.makedirs(os.path.dirname(stamp), exist_ok=True)
         with open(stamp, "w") as f:
             json.dump(modes, f, indent=1)
@@ -164,8 +244,11 @@ class BuildExt(build_ext):
         # Python's CFLAGS carry -g: a release library drops the 50 MB
         # of debug sections (the objects keep them).
         strip = ["-s"] if MODE == "release" else []
-        subprocess.run(["g++", "-shared", "-o", lib] + objs + LINK + strip
-                       + ["-lm", "-lpthread"], check=True)
+        # With CUDA, the backend's nvcc objects and libraries come along.
+        cuda_objs = list(ext.extra_objects or [])
+        subprocess.run(["g++", "-shared", "-o", lib] + objs + cuda_objs
+                       + LINK + CUDA_LINK + strip + ["-lm", "-lpthread"],
+                       check=True)
 
     def copy_extensions_to_source(self):
         """--inplace: tfmini/rt/ gets the library and header too."""
@@ -193,16 +276,58 @@ class BuildExt(build_ext):
         # Link with g++ so the Eigen shim's C++ runtime comes along.
         if compiler.compiler_type == "unix":
             compiler.linker_so = ["g++"] + compiler.linker_so[1:]
+        for ext in self.extensions:
+            ext.extra_objects = self.compile_cuda()
         super().build_extensions()
+
+    def compile_cuda(self):
+        """csrc/kernels/cuda/*.cu -> objects in the build temp folder,
+        with nvcc; a .cu whose object is newer than it and the headers it
+        reads is skipped (CI compiles these on each run, and nvcc is
+        slow)."""
+        srcs = cu_sources()
+        if not srcs:
+            return []
+        nvcc = os.path.join(CUDA_HOME, "bin", "nvcc")
+        # The .cu files read only the formula rows and the launchers.
+        cu_headers = (glob.glob("csrc/kernels/ew_formulas.*")
+                      + glob.glob("csrc/kernels/cuda/*.h"))
+        newest_header = max((os.path.getmtime(h) for h in cu_headers),
+                            default=0)
+        objs, todo = [], []
+        for src in srcs:
+            obj = os.path.join(self.build_temp, src + ".o")
+            objs.append(obj)
+            if (not self.force and os.path.exists(obj)
+                    and os.path.getmtime(obj) >= max(os.path.getmtime(src),
+                                                     newest_header)):
+                continue
+            os.makedirs(os.path.dirname(obj), exist_ok=True)
+            todo.append([nvcc] + NVCC_FLAGS + ["-c", src, "-o", obj])
+        if todo:
+            import time
+            from concurrent.futures import ThreadPoolExecutor
+            t0 = time.time()
+            with ThreadPoolExecutor(max(1, self.parallel or 1)) as pool:
+                for cmd, r in zip(todo, pool.map(
+                        lambda c: subprocess.run(c, capture_output=True,
+                                                 text=True), todo)):
+                    print(" ".join(cmd))
+                    if r.returncode != 0:
+                        sys.exit(f"nvcc failed on {cmd[-3]}:\n{r.stderr}")
+                    if r.stderr.strip():
+                        print(r.stderr, file=sys.stderr)
+            print(f"nvcc: {len(todo)} file(s) in {time.time() - t0:.1f}s")
+        return objs
 
 
 ext = Extension(
     "tfmini._C",
     sources=sources(),
-    depends=headers(),
-    include_dirs=[numpy.get_include(), find_eigen(), "csrc"],
-    extra_compile_args=COMMON,
-    extra_link_args=LINK,
+    depends=headers() + cu_sources(),
+    include_dirs=[numpy.get_include(), find_eigen(), "csrc"] + CUDA_INCLUDE,
+    extra_compile_args=COMMON + CUDA_DEFINES,
+    extra_link_args=LINK + CUDA_LINK,
     language="c",
 )
 

@@ -8,8 +8,24 @@ PhysicalDevice = collections.namedtuple("PhysicalDevice",
                                         ["name", "device_type"])
 
 
+# The CUDA backend registers every visible GPU (GPU n is device index
+# 1 + n) once, here; without CUDA or a GPU it registers none and says why.
+_cuda_built, _gpus, _why_no_gpu = _C.cuda_init()
+
+
 def _gpu_count():
-    return 0
+    return _gpus
+
+
+def _default_to_gpu():
+    """TF's rule: with a GPU, an op nobody placed runs there when it has a
+    GPU kernel. TFMINI_GPU_DEFAULT=0 keeps such ops on the CPU."""
+    import os
+    if _gpus and os.environ.get("TFMINI_GPU_DEFAULT", "1") != "0":
+        _C.set_default_device(1)
+
+
+_default_to_gpu()
 
 
 def list_physical_devices(device_type=None):
@@ -91,21 +107,40 @@ def _logical_cpu_count():
 
 
 def list_logical_devices(device_type=None):
-    out = []
+    """Logical devices, numbered per type: a CPU split by
+    set_logical_device_configuration gives /device:CPU:0..n-1."""
+    out, count = [], {}
     for d in list_physical_devices(device_type):
-        n = len(_logical.get(d.name, ())) or 1
-        out += [LogicalDevice(f"/device:{d.device_type}:{i}", d.device_type)
-                for i in range(n)]
+        for _ in range(len(_logical.get(d.name, ())) or 1):
+            i = count.get(d.device_type, 0)
+            count[d.device_type] = i + 1
+            out.append(LogicalDevice(f"/device:{d.device_type}:{i}",
+                                     d.device_type))
     return out
 
 
-class experimental:  # noqa: N801  (TF's namespace name)
-    """tf.config.experimental: the older names of the same calls."""
-    VirtualDeviceConfiguration = LogicalDeviceConfiguration
-    set_virtual_device_configuration = staticmethod(
-        set_logical_device_configuration)
-    get_virtual_device_configuration = staticmethod(
-        get_logical_device_configuration)
+def _gpu_index(device, what):
+    """'GPU:0', '/device:GPU:0', '/physical_device:GPU:0' or a
+    PhysicalDevice -> n; a CPU or unknown device is a ValueError."""
+    name = device.name if isinstance(device, (PhysicalDevice,
+                                              LogicalDevice)) else device
+    tail = str(name).upper().rsplit("/", 1)[-1]
+    for prefix in ("PHYSICAL_DEVICE:", "DEVICE:"):
+        if tail.startswith(prefix):
+            tail = tail[len(prefix):]
+    kind, _, num = tail.partition(":")
+    if kind != "GPU":
+        raise ValueError(f"{what} is only supported for GPU devices, got "
+                         f"{name!r}")
+    try:
+        n = int(num or 0)
+    except ValueError:
+        raise ValueError(f"{what}: bad device name {name!r}") from None
+    if not 0 <= n < _gpus:
+        why = f": {_why_no_gpu}" if not _gpus else ""
+        raise ValueError(f"{what}: no device {name!r} ({_gpus} GPU(s)"
+                         f"{why})")
+    return n
 
 
 class threading:  # noqa: N801  (TF's namespace name)
@@ -260,12 +295,19 @@ _passes_from_environment()
 
 
 class experimental:  # noqa: N801  (TF's namespace name)
-    """tf.config.experimental: device memory. tfmini runs on the CPU,
-    where TF has no memory statistics: get_memory_info and
-    reset_memory_stats raise ValueError for a CPU device (and for a device
-    that is not there), and set_memory_growth refuses a non-GPU device,
-    as TF does. The usual loop `for g in list_physical_devices('GPU'):
-    set_memory_growth(g, True)` therefore runs unchanged."""
+    """tf.config.experimental: device memory, TF32, and the older names
+    of the logical-device calls. As in TF, memory statistics exist for
+    GPUs only: get_memory_info and reset_memory_stats raise ValueError
+    for a CPU device (and for a device that is not there), and
+    set_memory_growth refuses a non-GPU device. The usual loop
+    `for g in list_physical_devices('GPU'): set_memory_growth(g, True)`
+    runs unchanged with or without a GPU."""
+
+    VirtualDeviceConfiguration = LogicalDeviceConfiguration
+    set_virtual_device_configuration = staticmethod(
+        set_logical_device_configuration)
+    get_virtual_device_configuration = staticmethod(
+        get_logical_device_configuration)
 
     list_physical_devices = staticmethod(list_physical_devices)
     list_logical_devices = staticmethod(list_logical_devices)
@@ -284,10 +326,17 @@ class experimental:  # noqa: N801  (TF's namespace name)
 
     @staticmethod
     def get_memory_info(device):
+        """{'current': bytes held by tensors now, 'peak': the most since
+        the last reset} of a GPU (the allocator's pool may hold more:
+        Note [GPU allocator] in csrc/kernels/cuda/device.c)."""
         d = experimental._device(device)
-        raise ValueError(f"get_memory_info is not supported for "
-                         f"{d.device_type} devices (device {device!r}): TF "
-                         f"keeps memory statistics for GPU and TPU only")
+        if d.device_type != "GPU":
+            raise ValueError(f"get_memory_info is not supported for "
+                             f"{d.device_type} devices (device {device!r}): "
+                             f"TF keeps memory statistics for GPU and TPU "
+                             f"only")
+        info = _C.gpu_memory_info(_gpu_index(d, "get_memory_info"))
+        return {"current": info["current"], "peak": info["peak"]}
 
     @staticmethod
     def get_memory_usage(device):
@@ -296,8 +345,23 @@ class experimental:  # noqa: N801  (TF's namespace name)
     @staticmethod
     def reset_memory_stats(device):
         d = experimental._device(device)
-        raise ValueError(f"reset_memory_stats is not supported for "
-                         f"{d.device_type} devices (device {device!r})")
+        if d.device_type != "GPU":
+            raise ValueError(f"reset_memory_stats is not supported for "
+                             f"{d.device_type} devices (device {device!r})")
+        _C.gpu_memory_info(_gpu_index(d, "reset_memory_stats"), True)
+
+    _tf32 = True
+
+    @staticmethod
+    def enable_tensor_float_32_execution(enabled):
+        """TF32 tensor cores for float32 matmuls on GPU (TF's default:
+        on)."""
+        experimental._tf32 = bool(enabled)
+        _C.set_tf32(experimental._tf32)
+
+    @staticmethod
+    def tensor_float_32_execution_enabled():
+        return experimental._tf32
 
     @staticmethod
     def set_memory_growth(device, enable):

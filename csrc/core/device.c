@@ -24,6 +24,20 @@ host_scratch_free(const tfm_kctx *c, void *p, size_t nbytes)
     free(p);
 }
 
+/* A device whose memory host code cannot touch gets its temporaries
+ * from its own allocator. */
+static void *
+device_scratch_alloc(const tfm_kctx *c, size_t nbytes)
+{
+    return c->device->alloc(c->device, nbytes);
+}
+
+static void
+device_scratch_free(const tfm_kctx *c, void *p, size_t nbytes)
+{
+    c->device->free(c->device, p, nbytes);
+}
+
 static tfm_code
 host_copy(const tfm_device *d, void *dst, const void *src, size_t n)
 {
@@ -95,8 +109,11 @@ tfm_device_register(int index, const tfm_device *d)
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "device index %d cannot "
                          "be registered", index);
     table[index] = d;
-    contexts[index] = (tfm_kctx){d, d ? d->stream : NULL,
-                                 host_scratch_alloc, host_scratch_free};
+    int host = !d || d->host_memory;
+    contexts[index] = (tfm_kctx){
+        d, d ? d->stream : NULL,
+        host ? host_scratch_alloc : device_scratch_alloc,
+        host ? host_scratch_free : device_scratch_free};
     return TFM_OK;
 }
 

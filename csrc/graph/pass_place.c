@@ -5,11 +5,13 @@
  * A node asked for a device (the trace's tf.device scope, or its
  * inputs' device) runs there when the device has a kernel for its op,
  * else on the CPU (TF's soft placement); nodes nobody placed run on the
- * CPU. An input made on another device gets a _Copy to this node's
- * device, one per value and device however many nodes read it. The
- * pass runs first in the pipeline, so the passes after it see the
- * copies: fusion never groups across one (a _Copy is no elementwise
- * op), and nodes they make take their inputs' device. A value whose
+ * default device (tfm_default_device: a GPU when there is one, as in
+ * TF) when it has a kernel, else on the CPU. An input made on another
+ * device gets a _Copy to this node's device, one per value and device
+ * however many nodes read it. The pass runs first in the pipeline, so
+ * the passes after it see the copies: fusion never groups across one (a
+ * _Copy is no elementwise op), and nodes they make take their inputs'
+ * device. A value whose
  * device shows only at run time (a function input, an If or While
  * output) gets a _Copy when read off the CPU, which moves nothing when
  * the value is there already; read on the CPU, the executor copies it
@@ -49,6 +51,8 @@ output_device(const tfm_node *n)
 static int
 off_cpu(const tfm_graph *g)
 {
+    if (tfm_default_device > 0)
+        return 1;
     for (int32_t k = 0; k < tfm_graph_node_count(g); k++) {
         const tfm_node *n = tfm_graph_node(g, k);
         if (n->device > 0 || (n->value && n->value->device > 0))
@@ -85,7 +89,8 @@ tfm_pass_place(tfm_graph *g)
                 goto fail;
             continue;
         }
-        int dev = nd->device > 0 ? tfm_place_op(nd->op, nd->device) : 0;
+        int want = nd->device < 0 ? tfm_default_device : nd->device;
+        int dev = want > 0 ? tfm_place_op(nd->op, want) : 0;
         tfm_ref in[TFM_MAX_INPUTS];
         for (int i = 0; i < nd->nin; i++) {
             in[i] = tfm_rw_ref(&rw, nd->in[i]);

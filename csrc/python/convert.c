@@ -4,6 +4,7 @@
  * tensors are not. */
 #include "binding.h"
 
+#include "../kernels/cuda/cuda.h"
 #include "../runtime/device_fake.h"
 
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
@@ -556,6 +557,75 @@ py_set_log_device_placement(PyObject *self, PyObject *arg)
     return PyBool_FromLong(old);
 }
 
+/* The CUDA backend (kernels/cuda/cuda.h): the same calls whether it was
+ * built or is the stub. */
+static PyObject *
+py_cuda_init(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return Py_BuildValue("(iis)", tfm_cuda_available(), tfm_cuda_init(),
+                         tfm_cuda_why_none());
+}
+
+static PyObject *
+py_cuda_built(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(tfm_cuda_available());
+}
+
+static PyObject *
+py_gpu_memory_info(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+    (void)self;
+    if (n < 1 || n > 2) {
+        PyErr_SetString(PyExc_TypeError, "gpu_memory_info(n, reset=False)");
+        return NULL;
+    }
+    long g = PyLong_AsLong(args[0]);
+    int reset = n > 1 ? PyObject_IsTrue(args[1]) : 0;
+    if ((g == -1 && PyErr_Occurred()) || reset < 0)
+        return NULL;
+    int64_t cur = 0, peak = 0, reserved = 0;
+    if (reset ? tfm_cuda_reset_peak((int)g)
+              : tfm_cuda_memory_info((int)g, &cur, &peak, &reserved))
+        return tfm_py_raise();
+    if (reset)
+        Py_RETURN_NONE;
+    return Py_BuildValue("{sLsLsL}", "current", (long long)cur, "peak",
+                         (long long)peak, "reserved", (long long)reserved);
+}
+
+static PyObject *
+py_set_tf32(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    int old = tfm_cuda_tf32();
+    tfm_cuda_set_tf32(on);
+    return PyBool_FromLong(old);
+}
+
+static PyObject *
+py_set_default_device(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long d = PyLong_AsLong(arg);
+    if (d == -1 && PyErr_Occurred())
+        return NULL;
+    if (d > 0 && !tfm_device_get((int)d)) {
+        PyErr_Format(PyExc_ValueError, "no device with index %ld", d);
+        return NULL;
+    }
+    int old = tfm_default_device;
+    tfm_default_device = (int)d;
+    return PyLong_FromLong(old);
+}
+
 PyMethodDef tfm_py_convert_methods[] = {
     {"_enable_fake_device",
      (PyCFunction)(void (*)(void))py_enable_fake_device, METH_FASTCALL,
@@ -572,6 +642,20 @@ PyMethodDef tfm_py_convert_methods[] = {
      "or -1"},
     {"set_log_device_placement", py_set_log_device_placement, METH_O,
      "log where each op runs (TF's format, on stderr); returns the old"},
+    {"cuda_init", py_cuda_init, METH_NOARGS,
+     "cuda_init(): register the GPUs; (built, gpu_count, why_none)"},
+    {"cuda_built", py_cuda_built, METH_NOARGS,
+     "cuda_built(): whether this build has the CUDA backend"},
+    {"gpu_memory_info", (PyCFunction)(void (*)(void))py_gpu_memory_info,
+     METH_FASTCALL, "gpu_memory_info(n, reset=False): {'current', 'peak', "
+     "'reserved'}: bytes of GPU n held by tensors, and by its pool; "
+     "reset=True resets the peak"},
+    {"set_tf32", py_set_tf32, METH_O,
+     "set_tf32(on): TF32 tensor cores for float32 GPU matmuls; returns "
+     "the old"},
+    {"set_default_device", py_set_default_device, METH_O,
+     "set_default_device(index): where ops with no scope go (-1: the "
+     "CPU); returns the old"},
     {"constant", (PyCFunction)(void (*)(void))py_constant, METH_FASTCALL,
      "constant(value, dtype=-1): convert a Python or NumPy value"},
     {NULL, NULL, 0, NULL},

@@ -9,6 +9,7 @@
 static _Thread_local int device_scope = -1;   /* per thread, as in TF */
 static tfm_unlock_fn unlock_hook;
 int tfm_log_placement;
+int tfm_default_device = -1;
 static tfm_relock_fn relock_hook;
 
 /* Elements touched above which a kernel runs without the caller's lock. */
@@ -244,6 +245,9 @@ tfm_run_kernel_on(tfm_op op, int device, tfm_tensor *const *in, int nin,
         device = TFM_CPU;
         for (int i = 0; i < nin && device == TFM_CPU; i++)
             device = in[i]->device;
+        if (device == TFM_CPU && tfm_default_device > 0 &&
+            tfm_kernel_for(op, tfm_default_device))
+            device = tfm_default_device;
     }
     if (device != TFM_CPU) {
         if (!tfm_device_get(device))

@@ -67,6 +67,12 @@ int tfm_place_op(tfm_op op, int device);
 extern int tfm_log_placement;
 void tfm_log_device_placement(tfm_op op, int device);
 
+/* Where an op goes with no tf.device scope and every input on the CPU:
+ * -1 (or 0) the CPU; a GPU's index once the binding finds one, which is
+ * TF's rule (an op with a kernel there runs there). Traced graphs follow
+ * it too (graph/pass_place.c). */
+extern int tfm_default_device;
+
 /* Device scope (tf.device): -1 = none, else a device table index. */
 int tfm_device_scope(void);
 void tfm_device_set_scope(int device);

@@ -1,0 +1,44 @@
+/* Shared by the CUDA backend's C glue (device.c, kernels.c); needs the
+ * toolkit's headers, so only CUDA builds read it. */
+#ifndef TFM_KERNELS_CUDA_INTERNAL_H
+#define TFM_KERNELS_CUDA_INTERNAL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+
+#include "../../core/device.h"
+#include "cuda.h"
+
+/* One GPU: its device-table entry first, so a const tfm_device * of a
+ * GPU is also its tfm_gpu. */
+typedef struct tfm_gpu {
+    tfm_device dev;
+    int ordinal;              /* CUDA's device number */
+    cudaStream_t stream;      /* every kernel and copy is queued here */
+    cudaMemPool_t pool;
+    cublasHandle_t blas;      /* NULL until the first matmul */
+    pthread_mutex_t lock;     /* counters, staging, blas creation */
+    int64_t current, peak;    /* bytes held by tensors */
+    void *staging[2];         /* pinned host halves for big copies */
+} tfm_gpu;
+
+static inline tfm_gpu *
+tfm_gpu_of(const tfm_device *d)
+{
+    return (tfm_gpu *)d;
+}
+
+/* Make d's GPU current for this thread (a no-op with one GPU after
+ * the first call). */
+void tfm_gpu_use(const tfm_gpu *g);
+/* The cuBLAS handle of g, on its stream; NULL with the error set. */
+cublasHandle_t tfm_gpu_blas(tfm_gpu *g);
+/* TFM_OK, or an error naming what failed and CUDA's reason. */
+tfm_code tfm_gpu_check(cudaError_t e, const char *what);
+
+/* The op -> kernel table every GPU shares (kernels.c). */
+extern const void *const tfm_cuda_kernels;
+void tfm_cuda_kernels_init(void);
+
+#endif

@@ -1,0 +1,70 @@
+/* The launchers the .cu files give the C glue (kernels.c): plain C
+ * types only, so both compilers read it. Each returns 0, or a
+ * cudaError_t (> 0), or -1 when it has no kernel for the request. */
+#ifndef TFM_KERNELS_CUDA_LAUNCH_H
+#define TFM_KERNELS_CUDA_LAUNCH_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A row of ../ew_formulas.def by its place in the file: both sides
+ * expand the same rows into this enum. */
+enum {
+#define EW(OP, LOOP, F32, F64) TFM_CU_EW_##OP,
+#define EW_NONE(OP)
+#include "../ew_formulas.def"
+#undef EW
+#undef EW_NONE
+    TFM_CU_EW_COUNT
+};
+
+#define TFM_CU_MAX_DIMS 8
+
+/* A broadcast as cpu/loops.h plans it (tfm_bcast), dims merged:
+ * kind 0 same shapes, 1 x is a scalar, 2 y is a scalar, 3 general. */
+typedef struct tfm_cu_bcast {
+    int kind;
+    int ndim;
+    int64_t n;
+    int64_t dims[TFM_CU_MAX_DIMS];
+    int64_t sa[TFM_CU_MAX_DIMS], sb[TFM_CU_MAX_DIMS];
+} tfm_cu_bcast;
+
+/* is64: float64 elements, else float32. */
+int tfm_cu_binary(int row, int is64, const void *x, const void *y, void *o,
+                  const tfm_cu_bcast *p, void *stream);
+int tfm_cu_unary(int row, int is64, const void *x, void *o, int64_t n,
+                 double prm, int iprm, void *stream);
+
+/* Comparisons cmp 0 ==, 1 !=, 2 <, 3 <=, 4 >, 5 >= into bool (one byte)
+ * elements, broadcasting as tfm_cu_binary. */
+int tfm_cu_compare(int cmp, int is64, const void *x, const void *y, void *o,
+                   const tfm_cu_bcast *p, void *stream);
+
+/* Casts between float32 (0), float64 (1), int32 (2), int64 (3) and
+ * bool (4, one byte). */
+int tfm_cu_cast(int from, int to, const void *x, void *o, int64_t n,
+                void *stream);
+
+/* SelectV2 over bool c and x, y of es-byte elements, all broadcast to
+ * the output: strides per operand over the output's ndim dims. */
+int tfm_cu_select(int es, const void *c, const void *x, const void *y,
+                  void *o, int ndim, const int64_t *dims,
+                  const int64_t *sc, const int64_t *sx, const int64_t *sy,
+                  int64_t n, void *stream);
+
+/* Reduce kind 0 sum, 1 mean, 2 max, 3 min, 4 prod over x: the output's
+ * nkeep kept dims (sizes, x's strides) times nred reduced dims. */
+int tfm_cu_reduce(int kind, int is64, const void *x, void *o,
+                  int nkeep, const int64_t *kdims, const int64_t *kstr,
+                  int nred, const int64_t *rdims, const int64_t *rstr,
+                  void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The GPU machine's one command (issue 21): build with CUDA, run tests/gpu
+# and the GPU benchmark, and leave every log under $OUT (./gpu-out when
+# unset). Without a GPU it stops within seconds, saying so. Run
+# tools/vendor_eigen.sh first on a machine that has Eigen (the GPU machine
+# may not), so that third_party/ travels with the tree.
+#
+#   OUT=/tmp/x tools/gpu_check.sh      # exit 0: built, tests passed
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-./gpu-out}
+mkdir -p "$OUT"
+SUMMARY="$OUT/summary.txt"
+: > "$SUMMARY"
+say() { echo "[gpu_check $(date -u +%H:%M:%S)] $*" | tee -a "$SUMMARY"; }
+START=$(date +%s)
+
+# 1. A GPU, or stop now.
+if ! command -v nvidia-smi > /dev/null 2>&1 ||
+   ! nvidia-smi -L > "$OUT/nvidia-smi.txt" 2>&1 ||
+   ! grep -q "^GPU " "$OUT/nvidia-smi.txt"; then
+    say "no CUDA GPU visible (nvidia-smi / cudaGetDeviceCount)"
+    exit 2
+fi
+nvidia-smi >> "$OUT/nvidia-smi.txt" 2>&1
+say "$(head -1 "$OUT/nvidia-smi.txt")"
+
+# 2. What the build needs.
+if [ ! -f third_party/eigen3/Eigen/Core ] &&
+   [ ! -f /usr/include/eigen3/Eigen/Core ] &&
+   [ -z "${EIGEN3_INCLUDE_DIR:-}" ]; then
+    say "no Eigen: run tools/vendor_eigen.sh before the device run"
+    exit 3
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+if ! python3 -c "import pytest, setuptools" 2> /dev/null; then
+    if [ -d third_party/pylib ]; then
+        export PYTHONPATH="$PYTHONPATH:$PWD/third_party/pylib"
+    fi
+fi
+python3 - > "$OUT/env.txt" 2>&1 << 'PY'
+import sys, importlib
+print(sys.version)
+for m in ("numpy", "setuptools", "pytest", "torch"):
+    try:
+        print(m, importlib.import_module(m).__version__)
+    except Exception as e:
+        print(m, "missing:", e)
+PY
+cat "$OUT/env.txt" >> "$SUMMARY"
+
+# 3. Build with CUDA (every core).
+say "building with TFMINI_CUDA=1"
+b0=$(date +%s)
+if ! TFMINI_CUDA=1 timeout 300 python3 setup.py build_ext --inplace \
+        > "$OUT/build.log" 2>&1; then
+    say "BUILD FAILED (tail of $OUT/build.log):"
+    tail -30 "$OUT/build.log" | tee -a "$SUMMARY"
+    exit 4
+fi
+say "built in $(( $(date +%s) - b0 ))s"
+if ! python3 -c "
+import tfmini as tf, sys
+from tfmini import _C
+print('cuda_built', _C.cuda_built(), 'gpus', tf.config._gpu_count(),
+      tf.config._why_no_gpu if not tf.config._gpu_count() else '')
+sys.exit(0 if tf.config._gpu_count() else 1)" >> "$SUMMARY" 2>&1; then
+    say "no CUDA GPU visible (nvidia-smi / cudaGetDeviceCount): tfmini" \
+        "registered none"
+    exit 5
+fi
+
+# 4. tests/gpu: one row per OpSpec and the rest first, then every other
+# row (marked slow) in what time is left. addopts is cleared: the
+# project's names pytest-benchmark, which the GPU machine may lack.
+PYTEST=(python3 -m pytest -o addopts= -q -rfE -p no:cacheprovider)
+say "tests/gpu (not slow)"
+t0=$(date +%s)
+timeout 240 "${PYTEST[@]}" tests/gpu -m "not slow" \
+    --junitxml="$OUT/tests-gpu.xml" > "$OUT/tests-gpu.log" 2>&1
+TESTS_RC=$?
+say "tests/gpu rc=$TESTS_RC in $(( $(date +%s) - t0 ))s:" \
+    "$(tail -1 "$OUT/tests-gpu.log")"
+grep -E "^(FAILED|ERROR)" "$OUT/tests-gpu.log" | head -60 >> "$SUMMARY"
+say "tests/gpu (slow: every other OpSpec row)"
+t0=$(date +%s)
+timeout "${GPU_CHECK_SLOW_S:-150}" "${PYTEST[@]}" tests/gpu -m slow --maxfail=20 \
+    > "$OUT/tests-gpu-slow.log" 2>&1
+say "tests/gpu slow rc=$? (124: out of time) in $(( $(date +%s) - t0 ))s:" \
+    "$(tail -1 "$OUT/tests-gpu-slow.log")"
+grep -E "^(FAILED|ERROR)" "$OUT/tests-gpu-slow.log" | head -20 >> "$SUMMARY"
+
+# 5. The GPU benchmark (numbers, never a failure).
+say "benchmark"
+timeout 120 python3 tools/gpu_bench.py > "$OUT/bench.txt" 2>&1
+say "bench rc=$?"
+cat "$OUT/bench.txt" >> "$SUMMARY"
+
+say "done in $(( $(date +%s) - START ))s"
+exit $TESTS_RC
