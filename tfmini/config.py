@@ -331,10 +331,10 @@ class experimental:  # noqa: N801  (TF's namespace name)
         Note [GPU allocator] in csrc/kernels/cuda/device.c)."""
         d = experimental._device(device)
         if d.device_type != "GPU":
-            raise ValueError(f"get_memory_info is not supported for "
-                             f"{d.device_type} devices (device {device!r}): "
-                             f"TF keeps memory statistics for GPU and TPU "
-                             f"only")
+            raise ValueError(f"get_memory_info is only supported for GPU "
+                             f"devices, not {d.device_type} (device "
+                             f"{device!r}): TF keeps memory statistics for "
+                             f"GPU and TPU only")
         info = _C.gpu_memory_info(_gpu_index(d, "get_memory_info"))
         return {"current": info["current"], "peak": info["peak"]}
 

@@ -443,7 +443,8 @@ prune(int dfd, const char *keep)
         n++;
     }
     closedir(d);
-    qsort(files, n, sizeof *files, older);
+    if (n)      /* qsort of no elements may not take NULL (C11 7.22.5) */
+        qsort(files, n, sizeof *files, older);
     for (size_t i = 0; i < n && total > cap; i++)
         if (!unlinkat(dfd, files[i].name, 0))
             total -= (double)files[i].size;
