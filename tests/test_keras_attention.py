@@ -55,7 +55,9 @@ def ref_mha(q, v, k, ws, mask=None, key_dim=None):
     Q = Q / np.sqrt(wq.shape[-1])
     s = np.einsum("bshk,bthk->bhts", K, Q)
     if mask is not None:
-        s = s + (1.0 - mask[:, None].astype(s.dtype)) * -1e9
+        # float32's x + -1e9 is exactly -1e9 (Keras' and tfmini's): a row
+        # with every key masked is uniform. float64 would keep x.
+        s = np.where(mask[:, None], s, -1e9)
     p = _softmax(s)
     o = np.einsum("bhts,bshv->bthv", p, V)
     return np.einsum("bthv,hvo->bto", o, wo) + bo, p
