@@ -146,8 +146,11 @@ def main():
             os.close(fd)
             run(path, extra + ["-k", select])
             with open(path) as f:
-                part = json.load(f)
+                text = f.read()
             os.unlink(path)
+            if not text.strip():
+                continue    # every benchmark skipped (TF, PyTorch absent)
+            part = json.loads(text)
             if data is None:
                 data = part
             else:
