@@ -187,7 +187,8 @@ finish_control(tfm_graph *g, int node, tfm_graph *a, tfm_graph *b,
 static int32_t *
 new_map(tfm_graph *g, const tfm_graph *sub)
 {
-    return tfm_graph_arena_alloc(g, sizeof(int32_t) * ((size_t)sub->n_inputs + 1));
+    return tfm_graph_arena_alloc(g, sizeof(int32_t) *
+                                    ((size_t)sub->n_inputs + 1));
 }
 
 int
@@ -242,7 +243,8 @@ tfm_graph_if(tfm_graph *g, tfm_ref pred, tfm_graph *then_g,
     if (merge_captures(then_g, 0, in + 1, &nu, cap, 1, map_t) ||
         merge_captures(else_g, 0, in + 1, &nu, cap, 1, map_e))
         return -1;
-    int node = tfm_graph_add_node_any(g, TFM_OP_IF, in, 1 + nu, NULL, out, nout);
+    int node = tfm_graph_add_node_any(g, TFM_OP_IF, in, 1 + nu, NULL, out,
+                                      nout);
     if (node < 0)
         return -1;
     return finish_control(g, node, then_g, else_g, map_t, map_e);
@@ -305,7 +307,8 @@ tfm_graph_while(tfm_graph *g, const tfm_ref *vars, int nvars,
         in[nin++] = *max_iter;
         a.i[1] = 1;
     }
-    int node = tfm_graph_add_node_any(g, TFM_OP_WHILE, in, nin, &a, out, nvars);
+    int node = tfm_graph_add_node_any(g, TFM_OP_WHILE, in, nin, &a, out,
+                                      nvars);
     if (node < 0)
         return -1;
     return finish_control(g, node, cond_g, body_g, map_c, map_b);
@@ -327,10 +330,12 @@ tfm_graph_assert(tfm_graph *g, tfm_ref cond, const tfm_ref *data, int ndata,
     tfm_attrs a;
     tfm_attrs_init(&a);
     a.i[1] = summarize;
-    int node = tfm_graph_add_node_any(g, TFM_OP_ASSERT, in, ndata + 1, &a, NULL, 0);
+    int node = tfm_graph_add_node_any(g, TFM_OP_ASSERT, in, ndata + 1, &a,
+                                      NULL, 0);
     if (node < 0)
         return -1;
-    const char **t = tfm_graph_arena_alloc(g, sizeof(char *) * (size_t)(ndata + 1));
+    const char **t = tfm_graph_arena_alloc(g, sizeof(char *) *
+                                                 (size_t)(ndata + 1));
     if (!t)
         return -1;
     for (int i = 0; i <= ndata; i++) {
