@@ -49,6 +49,16 @@ class _StringDataset(_ds.Dataset):
         return super().__iter__()
 
 
+def _existing(files):
+    """Each file in turn, checked as it is reached: a missing one is TF's
+    NotFoundError."""
+    for f in files:
+        if not os.path.exists(f):
+            raise _errors.NotFoundError(None, None,
+                                        f"{f}; No such file or directory")
+        yield f
+
+
 class TFRecordDataset(_StringDataset):
     """tf.data.TFRecordDataset(filenames, compression_type=None, ...):
     the records of each file in turn, as bytes."""
@@ -61,11 +71,7 @@ class TFRecordDataset(_StringDataset):
         comp = _compression(compression_type)
 
         def gen():
-            for f in files:
-                if not os.path.exists(f):
-                    raise _errors.NotFoundError(None, None,
-                                                f"{f}; No such file or "
-                                                f"directory")
+            for f in _existing(files):
                 yield from read_records(f, comp)
         super().__init__(gen, None)
 
@@ -82,11 +88,7 @@ class TextLineDataset(_StringDataset):
         comp = _compression(compression_type)
 
         def gen():
-            for f in files:
-                if not os.path.exists(f):
-                    raise _errors.NotFoundError(None, None,
-                                                f"{f}; No such file or "
-                                                f"directory")
+            for f in _existing(files):
                 stream = open_stream(f, comp)
                 try:
                     for line in stream:
