@@ -692,20 +692,17 @@ tfm_graph_assign_variable(tfm_graph *g, tfm_variable *v, tfm_ref value,
 }
 
 int
-tfm_graph_print(tfm_graph *g, const tfm_ref *in, int nin,
-                const char *const *texts, int stream, int summarize)
+tfm_graph_add_text_node(tfm_graph *g, tfm_op op, const tfm_ref *in, int nin,
+                        const tfm_attrs *a, const char *const *texts,
+                        int ntexts)
 {
-    tfm_attrs a;
-    tfm_attrs_init(&a);
-    a.i[0] = stream;
-    a.i[1] = summarize;
-    int node = add_node(g, TFM_OP_PRINT, in, nin, &a, NULL, 0);
+    int node = add_node(g, op, in, nin, a, NULL, 0);
     if (node < 0)
         return -1;
-    const char **t = arena_alloc(g, sizeof(char *) * (size_t)(nin + 1));
+    const char **t = arena_alloc(g, sizeof(char *) * (size_t)ntexts);
     if (!t)
         return -1;
-    for (int i = 0; i <= nin; i++) {
+    for (int i = 0; i < ntexts; i++) {
         t[i] = arena_strdup(g, texts[i] ? texts[i] : "");
         if (!t[i])
             return -1;
@@ -716,6 +713,18 @@ tfm_graph_print(tfm_graph *g, const tfm_ref *in, int nin,
         return -1;
     g->last_effect = node;
     return node;
+}
+
+int
+tfm_graph_print(tfm_graph *g, const tfm_ref *in, int nin,
+                const char *const *texts, int stream, int summarize)
+{
+    tfm_attrs a;
+    tfm_attrs_init(&a);
+    a.i[0] = stream;
+    a.i[1] = summarize;
+    return tfm_graph_add_text_node(g, TFM_OP_PRINT, in, nin, &a, texts,
+                                   nin + 1);
 }
 
 int
@@ -823,12 +832,6 @@ tfm_graph_add_node_any(tfm_graph *g, tfm_op op, const tfm_ref *in, int nin,
                        const tfm_attrs *attrs, const tfm_meta *out, int nout)
 {
     return add_node(g, op, in, nin, attrs, out, nout);
-}
-
-char *
-tfm_graph_arena_strdup(tfm_graph *g, const char *s)
-{
-    return arena_strdup(g, s);
 }
 
 ptr_slot *

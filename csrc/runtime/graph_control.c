@@ -330,25 +330,10 @@ tfm_graph_assert(tfm_graph *g, tfm_ref cond, const tfm_ref *data, int ndata,
     tfm_attrs a;
     tfm_attrs_init(&a);
     a.i[1] = summarize;
-    int node = tfm_graph_add_node_any(g, TFM_OP_ASSERT, in, ndata + 1, &a,
-                                      NULL, 0);
-    if (node < 0)
-        return -1;
-    const char **t = tfm_graph_arena_alloc(g, sizeof(char *) *
-                                                 (size_t)(ndata + 1));
-    if (!t)
-        return -1;
-    for (int i = 0; i <= ndata; i++) {
-        t[i] = tfm_graph_arena_strdup(g, texts[i] ? texts[i] : "");
-        if (!t[i])
-            return -1;
-    }
-    g->nodes[node].text = t;
-    if (g->last_effect >= 0 &&
-        tfm_graph_add_ctrl(g, node, &g->last_effect, 1))
-        return -1;
-    g->last_effect = node;
-    g->last_opaque = node;
+    int node = tfm_graph_add_text_node(g, TFM_OP_ASSERT, in, ndata + 1, &a,
+                                       texts, ndata + 1);
+    if (node >= 0)
+        g->last_opaque = node;
     return node;
 }
 

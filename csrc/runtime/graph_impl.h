@@ -79,11 +79,16 @@ tfm_graph_node_mut(tfm_graph *g, int k)
 
 /* graph.c's own helpers that graph_control.c (sub-graphs and control
  * flow) shares: adding a node of any op, graph-only ones included (the
- * caller attaches the payload), arena strings, and the pointer maps. */
+ * caller attaches the payload), text-payload nodes, and the pointer
+ * maps. */
 int tfm_graph_add_node_any(tfm_graph *g, tfm_op op, const tfm_ref *in,
                            int nin, const tfm_attrs *attrs,
                            const tfm_meta *out, int nout);
-char *tfm_graph_arena_strdup(tfm_graph *g, const char *s);
+/* A node of op (Print, Assert) whose payload is texts[0..ntexts),
+ * copied, ordered after the graph's previous side effect. */
+int tfm_graph_add_text_node(tfm_graph *g, tfm_op op, const tfm_ref *in,
+                            int nin, const tfm_attrs *a,
+                            const char *const *texts, int ntexts);
 ptr_slot *tfm_graph_ptr_find(ptr_map *m, const void *key);
 ptr_slot *tfm_graph_ptr_insert(ptr_map *m, const void *key);
 
