@@ -95,12 +95,55 @@ NVCC_ARCH = ["-gencode", "arch=compute_80,code=sm_80",
              "-gencode", "arch=compute_90,code=compute_90"]
 
 
-def cuda_libdir(root):
-    for d in ("lib64", "lib", os.path.join("targets", "x86_64-linux",
-                                           "lib")):
-        if os.path.isfile(os.path.join(root, d, "libcudart.so")):
-            return os.path.join(root, d)
-    return os.path.join(root, "lib64")
+def find_dlpack():
+    """Where dlpack/dlpack.h is, when not on the compiler's own path:
+    Debian's libdlpack-dev, else the copy tools/vendor_eigen.sh leaves in
+    third_party/include for a machine without it (the GPU machine)."""
+    for d in ("/usr/include", "/usr/local/include"):
+        if os.path.isfile(os.path.join(d, "dlpack", "dlpack.h")):
+            return []
+    vendored = os.path.join(HERE, "third_party", "include")
+    if os.path.isfile(os.path.join(vendored, "dlpack", "dlpack.h")):
+        return [vendored]
+    sys.exit("tfmini needs DLPack's header to build: install Debian's "
+             "libdlpack-dev (apt-get install libdlpack-dev).")
+
+
+def _pip_nvidia_dirs(sub):
+    """nvidia/*/<sub> folders of the pip CUDA wheels (nvidia-cublas...),
+    which hold what a toolkit without cuBLAS lacks."""
+    import site
+    roots = site.getsitepackages() + [site.getusersitepackages()]
+    return sorted(d for r in roots
+                  for d in glob.glob(os.path.join(r, "nvidia", "*", sub)))
+
+
+def cuda_lib(root, name):
+    """(folder, linker flag) for lib<name>: the toolkit's lib64 first,
+    then the pip wheels, whose libraries carry only a versioned name."""
+    dirs = [os.path.join(root, d) for d in
+            ("lib64", "lib", os.path.join("targets", "x86_64-linux", "lib"))]
+    for d in dirs + _pip_nvidia_dirs("lib"):
+        if os.path.isfile(os.path.join(d, f"lib{name}.so")):
+            return d, "-l" + name
+        found = sorted(glob.glob(os.path.join(d, f"lib{name}.so.[0-9]*")),
+                       key=len)
+        if found:
+            return d, "-l:" + os.path.basename(found[0])
+    sys.exit(f"TFMINI_CUDA: the toolkit at {root} has no lib{name}.so, "
+             "and no pip nvidia wheel holds one: install the CUDA "
+             "Toolkit's libraries.")
+
+
+def cuda_includes(root):
+    """The toolkit's include folder, and the pip wheels' when the toolkit
+    lacks cuBLAS's headers."""
+    inc = [os.path.join(root, "include")]
+    if not os.path.isfile(os.path.join(inc[0], "cublas_v2.h")):
+        inc += [d for d in _pip_nvidia_dirs("include")
+                if os.path.isfile(os.path.join(d, "cublas_v2.h"))
+                or os.path.isfile(os.path.join(d, "cuda_runtime.h"))]
+    return inc
 
 
 def sources():
@@ -169,14 +212,15 @@ else:
 C_FLAGS = ["-std=c11", "-D_GNU_SOURCE"]
 CXX_FLAGS = ["-std=c++17", "-DEIGEN_NO_DEBUG"]
 CUDA_DEFINES = ["-DTFMINI_WITH_CUDA"] if CUDA_HOME else []
-CUDA_INCLUDE = [os.path.join(CUDA_HOME, "include")] if CUDA_HOME else []
+CUDA_INCLUDE = cuda_includes(CUDA_HOME) if CUDA_HOME else []
 CUDA_LINK = []
 if CUDA_HOME:
-    _lib = cuda_libdir(CUDA_HOME)
-    CUDA_LINK = ["-L" + _lib, "-Wl,-rpath," + _lib, "-lcudart", "-lcublas",
-                 "-lcublasLt"]
+    for _name in ("cudart", "cublas", "cublasLt"):
+        _dir, _flag = cuda_lib(CUDA_HOME, _name)
+        CUDA_LINK += ["-L" + _dir, "-Wl,-rpath," + _dir, _flag]
 NVCC_FLAGS = NVCC_ARCH + ["-O3", "-std=c++17", "-Xcompiler", "-fPIC",
-                          "-Icsrc", "-DTFMINI_WITH_CUDA"]
+                          "-Icsrc", "-DTFMINI_WITH_CUDA"] + [
+                              "-I" + d for d in CUDA_INCLUDE[1:]]
 LINK = ["-fopenmp"] + (["-fsanitize=address,undefined"] if SANITIZE else
                        ["-fsanitize=thread"] if TSAN else [])
 
@@ -325,7 +369,8 @@ ext = Extension(
     "tfmini._C",
     sources=sources(),
     depends=headers() + cu_sources(),
-    include_dirs=[numpy.get_include(), find_eigen(), "csrc"] + CUDA_INCLUDE,
+    include_dirs=([numpy.get_include(), find_eigen(), "csrc"] + find_dlpack()
+                  + CUDA_INCLUDE),
     extra_compile_args=COMMON + CUDA_DEFINES,
     extra_link_args=LINK + CUDA_LINK,
     language="c",

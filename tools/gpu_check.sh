@@ -47,6 +47,11 @@ for m in ("numpy", "setuptools", "pytest", "torch"):
     except Exception as e:
         print(m, "missing:", e)
 PY
+{ echo "nvcc: $(command -v nvcc) $(nvcc --version 2>&1 | tail -1)"
+  ls -d /usr/local/cuda* 2>&1
+  ls /usr/local/cuda/include/cublas_v2.h /usr/local/cuda/lib64/libcublas.so* \
+      2>&1 | head -5
+  nproc; } >> "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt" >> "$SUMMARY"
 
 # 3. Build with CUDA (every core).

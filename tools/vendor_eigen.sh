@@ -2,6 +2,7 @@
 # Copy what a GPU machine without a package registry needs to build and
 # test tfmini into git-ignored folders that travel with the tree:
 #   third_party/eigen3   Eigen's headers (setup.py's find_eigen looks here)
+#   third_party/include  DLPack's header (setup.py's find_dlpack looks here)
 #   third_party/pylib    pytest, setuptools and their pure-Python
 #                        dependencies, for a Python without them
 #                        (tools/gpu_check.sh then adds it to PYTHONPATH)
@@ -27,6 +28,15 @@ if [ ! -f third_party/eigen3/Eigen/Core ]; then
     mv third_party/eigen3.tmp third_party/eigen3
     echo "vendor_eigen: copied $src -> third_party/eigen3" \
          "($(du -sh third_party/eigen3 | cut -f1))"
+fi
+if [ ! -f third_party/include/dlpack/dlpack.h ]; then
+    if [ ! -f /usr/include/dlpack/dlpack.h ]; then
+        echo "vendor_eigen: no DLPack header here (install libdlpack-dev)" >&2
+        exit 1
+    fi
+    mkdir -p third_party/include
+    cp -r /usr/include/dlpack third_party/include/
+    echo "vendor_eigen: copied /usr/include/dlpack -> third_party/include"
 fi
 if [ ! -d third_party/pylib/_pytest ] || [ ! -d third_party/pylib/setuptools ]
 then
