@@ -317,12 +317,49 @@ class BuildExt(build_ext):
                             list(extra_postargs) + flags, pp_opts)
 
         compiler._compile = compile_one
+        compiler.compile = self._parallel_compile(compiler)
         # Link with g++ so the Eigen shim's C++ runtime comes along.
         if compiler.compiler_type == "unix":
             compiler.linker_so = ["g++"] + compiler.linker_so[1:]
         for ext in self.extensions:
             ext.extra_objects = self.compile_cuda()
         super().build_extensions()
+
+    def _parallel_compile(self, compiler):
+        """compiler.compile over every core, skipping an object newer
+        than its source and every header (setuptools alone compiles all
+        of an extension's sources, one after another, when any changed).
+        Any header change recompiles everything: cheap now, and never
+        stale."""
+        jobs = max(1, int(os.environ.get("TFMINI_JOBS", 0))
+                   or self.parallel or 1)
+        newest_header = max((os.path.getmtime(h) for h in headers()
+                             if os.path.exists(h)), default=0)
+
+        def compile_all(sources, output_dir=None, macros=None,
+                        include_dirs=None, debug=0, extra_preargs=None,
+                        extra_postargs=None, depends=None):
+            macros, objects, extra_postargs, pp_opts, build = \
+                compiler._setup_compile(output_dir, macros, include_dirs,
+                                        sources, depends, extra_postargs)
+            cc_args = compiler._get_cc_args(pp_opts, debug, extra_preargs)
+
+            def one(obj):
+                src, ext = build[obj]
+                if (not self.force and os.path.exists(obj)
+                        and os.path.getmtime(obj) >= max(
+                            os.path.getmtime(src), newest_header)):
+                    return
+                compiler._compile(obj, src, ext, cc_args, extra_postargs,
+                                  pp_opts)
+
+            from concurrent.futures import ThreadPoolExecutor
+            with ThreadPoolExecutor(jobs) as pool:
+                # list(): the first compile error propagates.
+                list(pool.map(one, objects))
+            return objects
+
+        return compile_all
 
     def compile_cuda(self):
         """csrc/kernels/cuda/*.cu -> objects in the build temp folder,

@@ -57,7 +57,7 @@ cat "$OUT/env.txt" >> "$SUMMARY"
 # 3. Build with CUDA (every core).
 say "building with TFMINI_CUDA=1"
 b0=$(date +%s)
-if ! TFMINI_CUDA=1 timeout 300 python3 setup.py build_ext --inplace \
+if ! TFMINI_CUDA=1 timeout "${GPU_CHECK_BUILD_S:-300}" python3 setup.py build_ext --inplace \
         > "$OUT/build.log" 2>&1; then
     say "BUILD FAILED (tail of $OUT/build.log):"
     tail -30 "$OUT/build.log" | tee -a "$SUMMARY"
@@ -81,8 +81,8 @@ fi
 PYTEST=(python3 -m pytest -o addopts= -q -rfE -p no:cacheprovider)
 say "tests/gpu (not slow)"
 t0=$(date +%s)
-timeout 240 "${PYTEST[@]}" tests/gpu -m "not slow" \
-    --junitxml="$OUT/tests-gpu.xml" > "$OUT/tests-gpu.log" 2>&1
+timeout "${GPU_CHECK_TESTS_S:-240}" "${PYTEST[@]}" tests/gpu -m "not slow" \
+    --durations=15 --junitxml="$OUT/tests-gpu.xml" > "$OUT/tests-gpu.log" 2>&1
 TESTS_RC=$?
 say "tests/gpu rc=$TESTS_RC in $(( $(date +%s) - t0 ))s:" \
     "$(tail -1 "$OUT/tests-gpu.log")"
@@ -97,7 +97,7 @@ grep -E "^(FAILED|ERROR)" "$OUT/tests-gpu-slow.log" | head -20 >> "$SUMMARY"
 
 # 5. The GPU benchmark (numbers, never a failure).
 say "benchmark"
-timeout 120 python3 tools/gpu_bench.py > "$OUT/bench.txt" 2>&1
+timeout "${GPU_CHECK_BENCH_S:-120}" python3 tools/gpu_bench.py > "$OUT/bench.txt" 2>&1
 say "bench rc=$?"
 cat "$OUT/bench.txt" >> "$SUMMARY"
 
