@@ -34,6 +34,7 @@ from . import saved_model  # noqa: E402,F401
 from . import summary  # noqa: E402,F401
 from . import distribute  # noqa: E402,F401
 from . import experimental  # noqa: E402,F401
+from . import test  # noqa: E402,F401
 
 __version__ = "0.1.0"
 newaxis = None

@@ -598,6 +598,27 @@ py_gpu_memory_info(PyObject *self, PyObject *const *args, Py_ssize_t n)
                          (long long)peak, "reserved", (long long)reserved);
 }
 
+/* tf.test.experimental.sync_devices: wait for every device's queued
+ * work, so that a timer read after it measures the work itself. */
+static PyObject *
+py_sync_devices(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    for (int i = 0; i < TFM_MAX_DEVICES; i++) {
+        const tfm_device *d = tfm_device_get(i);
+        tfm_code rc;
+        if (!d || !d->synchronize)
+            continue;
+        Py_BEGIN_ALLOW_THREADS
+        rc = d->synchronize(d);
+        Py_END_ALLOW_THREADS
+        if (rc)
+            return tfm_py_raise();
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 py_set_tf32(PyObject *self, PyObject *arg)
 {
@@ -650,6 +671,8 @@ PyMethodDef tfm_py_convert_methods[] = {
      METH_FASTCALL, "gpu_memory_info(n, reset=False): {'current', 'peak', "
      "'reserved'}: bytes of GPU n held by tensors, and by its pool; "
      "reset=True resets the peak"},
+    {"sync_devices", py_sync_devices, METH_NOARGS,
+     "sync_devices(): wait for the work queued on every device"},
     {"set_tf32", py_set_tf32, METH_O,
      "set_tf32(on): TF32 tensor cores for float32 GPU matmuls; returns "
      "the old"},
