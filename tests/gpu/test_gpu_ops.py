@@ -111,13 +111,12 @@ def test_op_without_gpu_kernel_soft_places(capfd):
                     .astype(np.float32))
     tf.debugging.set_log_device_placement(True)
     with tf.device(GPU):
-        y = tf.nn.softmax(tf.exp(x))
+        y = tf.math.cumsum(tf.exp(x), axis=1)
     tf.debugging.set_log_device_placement(False)
     err = capfd.readouterr().err
     assert "Executing op Exp in device " + GPU_NAME in err
     assert "device:CPU:0" in err
-    e = np.exp(np.exp(x.numpy()))
-    np.testing.assert_allclose(y.numpy(), e / e.sum(1, keepdims=True),
+    np.testing.assert_allclose(y.numpy(), np.cumsum(np.exp(x.numpy()), 1),
                                rtol=1e-5)
 
 
@@ -248,3 +247,54 @@ def test_sync_devices_waits_for_queued_work():
     tf.test.experimental.sync_devices()
     np.testing.assert_allclose(x.numpy()[:3], [1.0001 ** 20] * 3,
                                rtol=1e-5)
+
+
+def test_softmax_family_and_shape_ops_run_on_the_gpu(capfd):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((6, 1000)).astype(np.float32)
+    lab = rng.integers(0, 1000, 6).astype(np.int64)
+    tf.debugging.set_log_device_placement(True)
+    with tf.device(GPU):
+        sm = tf.nn.softmax(x)
+        lsm = tf.nn.log_softmax(x, axis=0)
+        loss = tf.nn.sparse_softmax_cross_entropy_with_logits(lab, x)
+        tr = tf.transpose(tf.reshape(x, [6, 10, 100]), [2, 0, 1])
+        ga = tf.gather(x, [5, 0, 5], axis=0)
+        ca = tf.concat([x, x[:, :7]], axis=1)
+    tf.debugging.set_log_device_placement(False)
+    err = capfd.readouterr().err
+    for op in ("Softmax", "LogSoftmax", "SparseSoftmaxCrossEntropyWithLogits",
+               "Transpose", "GatherV2", "ConcatV2"):
+        assert f"Executing op {op} in device {GPU_NAME}" in err, op
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(sm.numpy(), e / e.sum(1, keepdims=True),
+                               rtol=1e-5, atol=1e-7)
+    m0 = x.max(0, keepdims=True)
+    np.testing.assert_allclose(
+        lsm.numpy(), x - m0 - np.log(np.exp(x - m0).sum(0, keepdims=True)),
+        rtol=1e-5, atol=1e-5)
+    m = x.max(1)
+    want = np.log(np.exp(x - m[:, None]).sum(1)) - (x[np.arange(6), lab] - m)
+    np.testing.assert_allclose(loss.numpy(), want, rtol=1e-5)
+    np.testing.assert_array_equal(
+        tr.numpy(), x.reshape(6, 10, 100).transpose(2, 0, 1))
+    np.testing.assert_array_equal(ga.numpy(), x[[5, 0, 5]])
+    np.testing.assert_array_equal(ca.numpy(),
+                                  np.concatenate([x, x[:, :7]], 1))
+
+
+def test_gpu_bad_labels_and_indices_follow_tf_gpu():
+    """TF's GPU kernels give NaN rows for a label out of range and zeros
+    for a gather index out of range (its CPU kernels raise)."""
+    x = tf.constant(np.zeros((2, 3), np.float32))
+    with tf.device(GPU):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.nn.sparse_softmax_cross_entropy_with_logits(
+                np.array([1, 7], np.int32), x)
+        back = tape.gradient(loss, x)
+        g = tf.gather(tf.constant([[1.0, 2.0], [3.0, 4.0]]), [1, 9], axis=0)
+    assert np.isfinite(loss.numpy()[0]) and np.isnan(loss.numpy()[1])
+    assert np.isfinite(back.numpy()[0]).all()
+    assert np.isnan(back.numpy()[1]).all()
+    np.testing.assert_array_equal(g.numpy(), [[3.0, 4.0], [0.0, 0.0]])

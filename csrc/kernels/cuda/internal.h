@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "../../core/device.h"
+#include "../../ops/op.h"
 #include "cuda.h"
 
 /* One GPU: its device-table entry first, so a const tfm_device * of a
@@ -37,8 +38,21 @@ cublasHandle_t tfm_gpu_blas(tfm_gpu *g);
 /* TFM_OK, or an error naming what failed and CUDA's reason. */
 tfm_code tfm_gpu_check(cudaError_t e, const char *what);
 
-/* The op -> kernel table every GPU shares (kernels.c). */
+/* The op -> kernel table every GPU shares (kernels.c), filled there
+ * and by kernels_nn.c / kernels_shape.c. */
 extern const void *const tfm_cuda_kernels;
 void tfm_cuda_kernels_init(void);
+void tfm_cuda_kernels_nn_init(tfm_kernel_fn *table);
+void tfm_cuda_kernels_shape_init(tfm_kernel_fn *table);
+
+/* For the kernel glue (kernels*.c): the kernel context's GPU, made
+ * current; a launcher's result as a status naming the op; and the op's
+ * CPU kernel run on host copies (an op with a GPU kernel but not for
+ * these dtypes or attributes). */
+tfm_gpu *tfm_cu_gpu(const tfm_kctx *c);
+tfm_code tfm_cu_launched(tfm_op op, int rc);
+tfm_code tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin,
+                        const tfm_attrs *a, tfm_tensor *const *out,
+                        int nout, const tfm_kctx *ctx);
 
 #endif

@@ -25,16 +25,16 @@
 static tfm_kernel_fn table[TFM_OP_COUNT];
 const void *const tfm_cuda_kernels = table;
 
-static tfm_gpu *
-gpu_of(const tfm_kctx *c)
+tfm_gpu *
+tfm_cu_gpu(const tfm_kctx *c)
 {
     tfm_gpu *g = tfm_gpu_of(c->device);
     tfm_gpu_use(g);
     return g;
 }
 
-static tfm_code
-launched(tfm_op op, int rc)
+tfm_code
+tfm_cu_launched(tfm_op op, int rc)
 {
     if (rc == 0)
         return TFM_OK;
@@ -47,8 +47,8 @@ launched(tfm_op op, int rc)
 
 /* ---- the CPU kernel on host copies ---- */
 
-static tfm_code
-on_host(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+tfm_code
+tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     tfm_kernel_fn k = tfm_ops[op].cpu;
@@ -153,8 +153,8 @@ k_binary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 {
     tfm_dtype d = in[0]->dtype;
     if (!is_float(d) || in[1]->dtype != d || out[0]->dtype != d)
-        return on_host(op, in, nin, a, out, nout, ctx);
-    tfm_gpu *g = gpu_of(ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
     tfm_cu_bcast c;
     if (plan(in, out, &c) == 0)
         return TFM_OK;
@@ -162,8 +162,8 @@ k_binary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
                            tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
                            tfm_tensor_data(out[0]), &c, g->stream);
     if (rc < 0)
-        return on_host(op, in, nin, a, out, nout, ctx);
-    return launched(op, rc);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    return tfm_cu_launched(op, rc);
 }
 
 static tfm_code
@@ -175,8 +175,8 @@ k_compare(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
             : op == TFM_OP_LESS ? 2 : op == TFM_OP_LESS_EQUAL ? 3
             : op == TFM_OP_GREATER ? 4 : 5;
     if (!is_float(d) || in[1]->dtype != d || out[0]->dtype != TFM_BOOL)
-        return on_host(op, in, nin, a, out, nout, ctx);
-    tfm_gpu *g = gpu_of(ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
     tfm_cu_bcast c;
     if (plan(in, out, &c) == 0)
         return TFM_OK;
@@ -184,8 +184,8 @@ k_compare(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
                             tfm_tensor_data(in[1]), tfm_tensor_data(out[0]),
                             &c, g->stream);
     if (rc < 0)
-        return on_host(op, in, nin, a, out, nout, ctx);
-    return launched(op, rc);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    return tfm_cu_launched(op, rc);
 }
 
 static tfm_code
@@ -194,15 +194,15 @@ k_unary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 {
     tfm_dtype d = in[0]->dtype;
     if (!is_float(d) || out[0]->dtype != d)
-        return on_host(op, in, nin, a, out, nout, ctx);
-    tfm_gpu *g = gpu_of(ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
     int rc = tfm_cu_unary(ew_row[op] - 1, d == TFM_FLOAT64,
                           tfm_tensor_data(in[0]), tfm_tensor_data(out[0]),
                           tfm_tensor_numel(out[0]), a ? a->f[0] : 0.0,
                           a ? (int)a->i[0] : 0, g->stream);
     if (rc < 0)
-        return on_host(op, in, nin, a, out, nout, ctx);
-    return launched(op, rc);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    return tfm_cu_launched(op, rc);
 }
 
 static int
@@ -227,8 +227,8 @@ k_cast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
      * NaN is what TF gives; the GPU's saturates. Only the exact ways
      * run here. */
     if (from < 0 || to < 0 || (from <= 1 && (to == 2 || to == 3)))
-        return on_host(op, in, nin, a, out, nout, ctx);
-    tfm_gpu *g = gpu_of(ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
     if (from == to)
         return tfm_gpu_check(cudaMemcpyAsync(
             tfm_tensor_data(out[0]), tfm_tensor_data(in[0]),
@@ -238,8 +238,8 @@ k_cast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
                          tfm_tensor_data(out[0]), tfm_tensor_numel(out[0]),
                          g->stream);
     if (rc < 0)
-        return on_host(op, in, nin, a, out, nout, ctx);
-    return launched(op, rc);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    return tfm_cu_launched(op, rc);
 }
 
 static tfm_code
@@ -248,8 +248,8 @@ k_select(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 {
     const tfm_shape *os = &out[0]->shape;
     if (in[0]->dtype != TFM_BOOL || os->ndim > TFM_CU_MAX_DIMS)
-        return on_host(op, in, nin, a, out, nout, ctx);
-    tfm_gpu *g = gpu_of(ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
     int64_t sc[TFM_MAX_DIMS], sx[TFM_MAX_DIMS], sy[TFM_MAX_DIMS];
     tfm_shape_broadcast_strides(&in[0]->shape, os, sc);
     tfm_shape_broadcast_strides(&in[1]->shape, os, sx);
@@ -260,8 +260,8 @@ k_select(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
                            os->ndim, os->dims, sc, sx, sy,
                            tfm_tensor_numel(out[0]), g->stream);
     if (rc < 0)
-        return on_host(op, in, nin, a, out, nout, ctx);
-    return launched(op, rc);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    return tfm_cu_launched(op, rc);
 }
 
 /* ---- reductions ---- */
@@ -274,7 +274,7 @@ k_reduce(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     int kind = op == TFM_OP_SUM ? 0 : op == TFM_OP_MEAN ? 1
              : op == TFM_OP_MAX ? 2 : op == TFM_OP_MIN ? 3 : 4;
     if (!is_float(x->dtype))
-        return on_host(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     bool red[TFM_MAX_DIMS];
     int bad;
     tfm_reduce_mask(x->shape.ndim, a, red, &bad);   /* checked by infer */
@@ -295,13 +295,13 @@ k_reduce(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     }
     if (tfm_tensor_numel(out[0]) == 0)
         return TFM_OK;
-    tfm_gpu *g = gpu_of(ctx);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
     int rc = tfm_cu_reduce(kind, x->dtype == TFM_FLOAT64, tfm_tensor_data(x),
                            tfm_tensor_data(out[0]), nk, kd, ks, nr, rd, rs,
                            g->stream);
     if (rc < 0)
-        return on_host(op, in, nin, a, out, nout, ctx);
-    return launched(op, rc);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    return tfm_cu_launched(op, rc);
 }
 
 /* ---- BatchMatMulV2 through cuBLAS ---- */
@@ -352,10 +352,10 @@ k_matmul(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     int64_t na = tfm_shape_numel(as), nb = tfm_shape_numel(bs);
     int64_t no = tfm_shape_numel(os);
     if (!is_float(d) || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
-        return on_host(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     if (no == 0)
         return TFM_OK;
-    tfm_gpu *g = gpu_of(ctx);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
     size_t es = tfm_dtype_size(d);
     if (k == 0)
         return tfm_gpu_check(cudaMemsetAsync(tfm_tensor_data(out[0]), 0,
@@ -406,7 +406,7 @@ static tfm_code
 k_copy(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
        tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
-    tfm_gpu *g = gpu_of(ctx);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
     size_t n = tfm_tensor_nbytes(out[0]);
     if (!n || tfm_tensor_data(out[0]) == tfm_tensor_data(in[0]))
         return TFM_OK;
@@ -438,4 +438,6 @@ tfm_cuda_kernels_init(void)
     table[TFM_OP_MATMUL] = k_matmul;
     table[TFM_OP_RESHAPE] = table[TFM_OP_EXPAND_DIMS] =
         table[TFM_OP_SQUEEZE] = table[TFM_OP_IDENTITY] = k_copy;
+    tfm_cuda_kernels_nn_init(table);
+    tfm_cuda_kernels_shape_init(table);
 }

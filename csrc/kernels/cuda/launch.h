@@ -63,6 +63,31 @@ int tfm_cu_reduce(int kind, int is64, const void *x, void *o,
                   int nred, const int64_t *rdims, const int64_t *rstr,
                   void *stream);
 
+/* Softmax / LogSoftmax (take_log) over the middle dim of x viewed as
+ * [outer, n, inner] (nn.cu). */
+int tfm_cu_softmax(int is64, int take_log, const void *x, void *y,
+                   int64_t outer, int64_t n, int64_t inner, void *stream);
+/* SparseSoftmaxCrossEntropyWithLogits over rows of n classes; labels
+ * int32, or int64 with label64. */
+int tfm_cu_sparse_xent(int is64, int label64, const void *x, const void *lab,
+                       void *loss, void *back, int64_t rows, int64_t n,
+                       void *stream);
+/* SoftmaxCrossEntropyWithLogits over the middle dim of [outer, n, inner]. */
+int tfm_cu_xent(int is64, const void *x, const void *lab, void *loss,
+                void *back, int64_t outer, int64_t n, int64_t inner,
+                void *stream);
+
+/* Transpose of es-byte elements: output dim d reads the input with
+ * stride src_strides[d] (shape.cu). */
+int tfm_cu_transpose(int es, const void *x, void *o, int ndim,
+                     const int64_t *odims, const int64_t *src_strides,
+                     int64_t n, void *stream);
+/* GatherV2 with batch_dims 0: x viewed as [outer, dim, inner], indices
+ * int32 (or int64 with idx64), output [outer, nidx, inner]. */
+int tfm_cu_gather(int es, int idx64, const void *x, const void *idx,
+                  void *o, int64_t outer, int64_t dim, int64_t inner,
+                  int64_t nidx, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

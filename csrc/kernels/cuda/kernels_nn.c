@@ -1,0 +1,91 @@
+/* The GPU's Softmax, LogSoftmax and cross-entropy kernels (nn.cu): the
+ * C glue that reads the op's shapes and attributes. float32/float64 run
+ * on the GPU, other dtypes on host copies. */
+#include "internal.h"
+
+#include "launch.h"
+
+static int
+is_float(tfm_dtype d)
+{
+    return d == TFM_FLOAT32 || d == TFM_FLOAT64;
+}
+
+/* x's shape as [outer, dims[axis], inner]. */
+static void
+split_at(const tfm_shape *s, int axis, int64_t *outer, int64_t *n,
+         int64_t *inner)
+{
+    *outer = *inner = 1;
+    *n = s->dims[axis];
+    for (int d = 0; d < axis; d++)
+        *outer *= s->dims[d];
+    for (int d = axis + 1; d < s->ndim; d++)
+        *inner *= s->dims[d];
+}
+
+static tfm_code
+k_softmax(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+          tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    tfm_dtype d = in[0]->dtype;
+    if (!is_float(d) || out[0]->dtype != d)
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    int axis;
+    tfm_code rc = tfm_shape_axis(tfm_ops[op].name, a->i[0],
+                                 in[0]->shape.ndim, &axis);
+    if (rc)
+        return rc;
+    int64_t outer, n, inner;
+    split_at(&in[0]->shape, axis, &outer, &n, &inner);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
+    return tfm_cu_launched(op, tfm_cu_softmax(
+        d == TFM_FLOAT64, op == TFM_OP_LOG_SOFTMAX, tfm_tensor_data(in[0]),
+        tfm_tensor_data(out[0]), outer, n, inner, g->stream));
+}
+
+static tfm_code
+k_sparse_xent(tfm_op op, tfm_tensor *const *in, int nin,
+              const tfm_attrs *a, tfm_tensor *const *out, int nout,
+              const tfm_kctx *ctx)
+{
+    tfm_dtype d = in[0]->dtype, ld = in[1]->dtype;
+    if (!is_float(d) || (ld != TFM_INT32 && ld != TFM_INT64))
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    const tfm_shape *fs = &in[0]->shape;
+    int64_t n = fs->dims[fs->ndim - 1];
+    tfm_gpu *g = tfm_cu_gpu(ctx);
+    return tfm_cu_launched(op, tfm_cu_sparse_xent(
+        d == TFM_FLOAT64, ld == TFM_INT64, tfm_tensor_data(in[0]),
+        tfm_tensor_data(in[1]), tfm_tensor_data(out[0]),
+        tfm_tensor_data(out[1]), tfm_tensor_numel(in[1]), n, g->stream));
+}
+
+static tfm_code
+k_xent(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+       tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    tfm_dtype d = in[0]->dtype;
+    if (!is_float(d) || in[1]->dtype != d)
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    int axis;
+    tfm_code rc = tfm_shape_axis(tfm_ops[op].name, a->i[0],
+                                 in[0]->shape.ndim, &axis);
+    if (rc)
+        return rc;
+    int64_t outer, n, inner;
+    split_at(&in[0]->shape, axis, &outer, &n, &inner);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
+    return tfm_cu_launched(op, tfm_cu_xent(
+        d == TFM_FLOAT64, tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
+        tfm_tensor_data(out[0]), tfm_tensor_data(out[1]), outer, n, inner,
+        g->stream));
+}
+
+void
+tfm_cuda_kernels_nn_init(tfm_kernel_fn *table)
+{
+    table[TFM_OP_SOFTMAX] = table[TFM_OP_LOG_SOFTMAX] = k_softmax;
+    table[TFM_OP_SPARSE_SOFTMAX_XENT] = k_sparse_xent;
+    table[TFM_OP_SOFTMAX_XENT] = k_xent;
+}

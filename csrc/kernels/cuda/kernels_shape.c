@@ -1,0 +1,101 @@
+/* The GPU's Transpose, GatherV2, ConcatV2 and Pack: the C glue over
+ * shape.cu's kernels and CUDA's 2-D copies. Every dtype runs here (they
+ * move whole elements); GatherV2 with batch_dims runs on host copies. */
+#include "internal.h"
+
+#include "../cpu/shape.h"
+#include "launch.h"
+
+static int64_t
+prod(const int64_t *dims, int from, int to)
+{
+    int64_t n = 1;
+    for (int d = from; d < to; d++)
+        n *= dims[d];
+    return n;
+}
+
+static tfm_code
+k_transpose(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+            tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    const tfm_shape *x = &in[0]->shape;
+    if (x->ndim > TFM_CU_MAX_DIMS)
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    int64_t st[TFM_MAX_DIMS], src[TFM_MAX_DIMS];
+    tfm_row_strides(x, st);
+    for (int d = 0; d < x->ndim; d++)
+        src[d] = st[a->ints[d]];
+    tfm_gpu *g = tfm_cu_gpu(ctx);
+    int rc = tfm_cu_transpose((int)tfm_dtype_size(in[0]->dtype),
+                              tfm_tensor_data(in[0]),
+                              tfm_tensor_data(out[0]), x->ndim,
+                              out[0]->shape.dims, src,
+                              tfm_tensor_numel(out[0]), g->stream);
+    if (rc < 0)
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    return tfm_cu_launched(op, rc);
+}
+
+static tfm_code
+k_gather(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+         tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    const tfm_shape *ps = &in[0]->shape;
+    tfm_dtype id = in[1]->dtype;
+    int axis = (int)a->i[0];
+    if (a->i[1] != 0 || (id != TFM_INT32 && id != TFM_INT64) || axis < 0 ||
+        axis >= ps->ndim)
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
+    int rc = tfm_cu_gather((int)tfm_dtype_size(in[0]->dtype), id == TFM_INT64,
+                           tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
+                           tfm_tensor_data(out[0]),
+                           prod(ps->dims, 0, axis), ps->dims[axis],
+                           prod(ps->dims, axis + 1, ps->ndim),
+                           tfm_tensor_numel(in[1]), g->stream);
+    if (rc < 0)
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    return tfm_cu_launched(op, rc);
+}
+
+/* Each output row (the dims before the axis) is the inputs' rows one
+ * after another: one 2-D copy per input. */
+static tfm_code
+k_concat(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+         tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    const tfm_shape *os = &out[0]->shape;
+    int64_t axis = a->i[0];
+    int ax = (int)(axis < 0 ? axis + os->ndim : axis);
+    int64_t outer = prod(os->dims, 0, ax);
+    int64_t row = prod(os->dims, ax, os->ndim);
+    size_t es = tfm_dtype_size(out[0]->dtype);
+    if (outer == 0 || row == 0)
+        return TFM_OK;
+    tfm_gpu *g = tfm_cu_gpu(ctx);
+    char *o = tfm_tensor_data(out[0]);
+    int64_t off = 0;
+    for (int i = 0; i < nin; i++) {
+        int64_t chunk = tfm_tensor_numel(in[i]) / outer;
+        if (chunk) {
+            cudaError_t e = cudaMemcpy2DAsync(
+                o + (size_t)off * es, (size_t)row * es,
+                tfm_tensor_data(in[i]), (size_t)chunk * es,
+                (size_t)chunk * es, (size_t)outer, cudaMemcpyDeviceToDevice,
+                g->stream);
+            if (e)
+                return tfm_cu_launched(op, (int)e);
+        }
+        off += chunk;
+    }
+    return TFM_OK;
+}
+
+void
+tfm_cuda_kernels_shape_init(tfm_kernel_fn *table)
+{
+    table[TFM_OP_TRANSPOSE] = k_transpose;
+    table[TFM_OP_GATHER] = k_gather;
+    table[TFM_OP_CONCAT] = table[TFM_OP_PACK] = k_concat;
+}
