@@ -208,3 +208,22 @@ def test_browser_page_reports_a_missing_model(site, tmp_path):
     out = _page(f"{site}/index.html?model=nothing.tfm&input=0", tmp_path)
     assert out["error"].startswith("NotFoundError"), out
     assert "nothing.tfm" in out["error"] and "404" in out["error"], out
+
+
+def test_browser_drawn_zero(site, digits, tmp_path):
+    """An ellipse drawn with pointer events on the canvas: the page's
+    reduction to 8x8 gives a digits-like image, the model calls it 0, and
+    the numbers are the Python model's on the page's pixels."""
+    path, _, _ = digits
+    ring = [(112 + 45 * np.sin(2 * np.pi * k / 40),
+             112 - 75 * np.cos(2 * np.pi * k / 40)) for k in range(41)]
+    strokes = ",".join(f"{x:.0f},{y:.0f}" for x, y in ring)
+    out = _page(f"{site}/index.html?strokes={strokes}", tmp_path)
+    assert "error" not in out, out
+    pixels = np.array(out["pixels"], np.float32).reshape(1, 8, 8, 1)
+    assert pixels.min() >= 0 and pixels.max() <= 1 and pixels.max() > 0.5
+    assert pixels[0, 3:5, 3:5].max() < 0.1, "the ring's middle is empty"
+    want = np.asarray(tf.saved_model.load(str(path)).signatures[
+        "serving_default"](inputs=tf.constant(pixels))["output_0"])[0]
+    np.testing.assert_allclose(out["probs"], want, rtol=1e-4, atol=1e-6)
+    assert out["digit"] == 0 == int(want.argmax())

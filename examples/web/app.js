@@ -1,7 +1,9 @@
 // The page's logic: draw, reduce to the 8x8 digits format, run the model.
 // ?input=v0,...,v63 runs the model on those 64 pixels instead of the
-// drawing and writes {"probs": [...], "digit": d} into #result (what the
-// tests read); ?model=URL and ?rt=URL load other files.
+// drawing, and ?strokes=x,y,x,y,...|x,y,... draws those strokes (canvas
+// pixels) with pointer events as a hand would; either writes
+// {"pixels": [...], "probs": [...], "digit": d} into #result (what the
+// tests read). ?model=URL and ?rt=URL load other files.
 import { loadRuntime } from "./tfmini.js";
 
 const params = new URLSearchParams(location.search);
@@ -71,7 +73,7 @@ function show(pixels, probs) {
 function classify(pixels) {
   const [y] = model.run("serving_default", pixels, [1, 8, 8, 1]);
   const probs = Array.from(y.data);
-  return { probs, digit: show(pixels, probs) };
+  return { pixels: Array.from(pixels), probs, digit: show(pixels, probs) };
 }
 
 function onStroke() {
@@ -92,7 +94,7 @@ const at = (e) => {
 };
 pad.addEventListener("pointerdown", (e) => {
   drawing = true;
-  pad.setPointerCapture(e.pointerId);
+  try { pad.setPointerCapture(e.pointerId); } catch { /* synthetic */ }
   ctx.beginPath();
   ctx.moveTo(...at(e));
 });
@@ -132,6 +134,19 @@ try {
     if (v.length !== 64 || v.some(Number.isNaN))
       throw new Error(`?input= needs 64 numbers, got ${v.length}`);
     report(classify(Float32Array.from(v)));
+  } else if (params.has("strokes")) {
+    const r = pad.getBoundingClientRect();
+    for (const stroke of params.get("strokes").split("|")) {
+      const v = stroke.split(",").map(Number);
+      for (let i = 0; i + 1 < v.length; i += 2) {
+        const type = i === 0 ? "pointerdown" : "pointermove";
+        pad.dispatchEvent(new PointerEvent(type, {
+          clientX: r.left + v[i], clientY: r.top + v[i + 1], pointerId: 1,
+          bubbles: true }));
+      }
+      pad.dispatchEvent(new PointerEvent("pointerup", { pointerId: 1,
+                                                        bubbles: true }));
+    }
   }
 } catch (err) {
   setStatus(`error: ${err.message}`);
