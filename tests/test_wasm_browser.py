@@ -54,11 +54,11 @@ def _chromium():
 @pytest.fixture(scope="module")
 def wasm():
     """The folder holding tfmini_rt.js and tfmini_rt.wasm."""
-    if not shutil.which("emcc"):
-        pytest.skip("emcc not found: the wasm build needs Emscripten "
-                    "(Debian: apt-get install emscripten)")
     cache = ROOT / "build" / "wasm" / _sources_hash()
     if not (cache / "tfmini_rt.wasm").exists():
+        if not shutil.which("emcc"):
+            pytest.skip("emcc not found: the wasm build needs Emscripten "
+                        "(Debian: apt-get install emscripten)")
         r = subprocess.run(["make", "-C", str(ROOT / "csrc"), "wasm",
                             f"-j{os.cpu_count() or 1}"],
                            capture_output=True, text=True, timeout=1800)
