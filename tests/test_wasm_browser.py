@@ -5,7 +5,8 @@ Chromium on the page examples/web/index.html, served on loopback.
 
 The wasm build is kept under build/wasm/<hash of the runtime's sources>,
 so only a change to them builds again (about a minute of CPU). Each test
-skips, saying why, without emcc, node or chromium."""
+skips, saying why, without node or chromium, or without emcc when no
+build of these sources is cached."""
 import hashlib
 import html
 import http.server
@@ -113,6 +114,26 @@ def test_node_matches_python(wasm, digits):
     got = np.array(y["data"], np.float32).reshape(4, 10)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
     assert (got.argmax(1) == want.argmax(1)).all()
+
+
+def test_node_runs_an_mlp_and_its_traced_function(wasm, tmp_path):
+    tf.random.set_seed(5)
+    model = tf.keras.Sequential([
+        tf.keras.layers.Input((6,)),
+        tf.keras.layers.Dense(16, activation="tanh"),
+        tf.keras.layers.Dense(3, activation="softmax")])
+    tf.saved_model.save(model, str(tmp_path / "mlp"))
+    x = np.random.default_rng(1).normal(size=(5, 6)).astype(np.float32)
+    want = np.asarray(model(x))
+    for fn in ("serving_default", "__call__"):
+        r = _node(wasm, tmp_path / "mlp", {"data": x.ravel().tolist(),
+                                           "shape": [5, 6]},
+                  "--signature", fn)
+        assert r.returncode == 0, r.stderr
+        [y] = json.loads(r.stdout)["outputs"]
+        assert y["shape"] == [5, 3]
+        np.testing.assert_allclose(np.reshape(y["data"], (5, 3)), want,
+                                   rtol=1e-5, atol=1e-6)
 
 
 def test_node_errors_are_clear(wasm, digits, tmp_path):
