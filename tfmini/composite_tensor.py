@@ -1,0 +1,127 @@
+"""Composite tensors: values made of several tensors (tf.RaggedTensor,
+tf.sparse.SparseTensor), and their specs.
+
+A composite knows its components (a flat list of tensors, in TF's order)
+and its TypeSpec; the spec rebuilds a value from components. That pair is
+all tf.nest (expand_composites=True), tf.function (a composite argument
+traces as placeholders for its components, Note [Composite arguments] in
+function_structures.py) and tf.data need: none of them knows the types."""
+
+__all__ = ["CompositeTensor", "TypeSpec"]
+
+
+class CompositeTensor:
+    """Base of the composite values. Subclasses give _type_spec and
+    _to_components()."""
+
+    __slots__ = ()
+
+    @property
+    def _type_spec(self):
+        raise NotImplementedError
+
+    def _to_components(self):
+        raise NotImplementedError
+
+    def _is_symbolic(self):
+        return any(t._symbolic for t in self._to_components())
+
+
+class TypeSpec:
+    """Base of the composite specs (tf.RaggedTensorSpec,
+    tf.SparseTensorSpec). Subclasses give _component_specs (TensorSpecs,
+    one per component) and _from_components(tensors)."""
+
+    __slots__ = ()
+
+    @property
+    def _component_specs(self):
+        raise NotImplementedError
+
+    def _from_components(self, components):
+        raise NotImplementedError
+
+    def is_compatible_with(self, other):
+        if isinstance(other, CompositeTensor):
+            other = other._type_spec
+        if type(other) is not type(self):
+            return False
+        mine, theirs = self._component_specs, other._component_specs
+        return len(mine) == len(theirs) and all(
+            a.dtype == b.dtype and a.shape.is_compatible_with(b.shape)
+            for a, b in zip(mine, theirs))
+
+
+def is_composite(x):
+    return isinstance(x, (CompositeTensor, TypeSpec))
+
+
+def spec_of(x):
+    """x's TypeSpec (x a composite value or already a spec)."""
+    return x if isinstance(x, TypeSpec) else x._type_spec
+
+
+# ---- op dispatch -----------------------------------------------------
+# Note [Composite dispatch]: TF's public ops accept composite arguments
+# (tf.add(ragged, 1), tf.reduce_sum(ragged, axis=1)) through a dispatch
+# table on the op. tfmini's ops are C calls that refuse a non-tensor, so
+# the ops that take composites are wrapped once, at import: the wrapper
+# looks up the type of each leading argument (and of the items of a
+# list argument, for concat and stack) in a dict and calls the
+# composite's handler; a dense call pays that lookup and one Python call.
+
+_HANDLERS = {}        # op name -> {composite class: make_handler}
+_SCAN = 3             # leading positional arguments looked at
+
+
+def register(names, cls, make_handler):
+    """make_handler(original op, name) -> handler for cls arguments of
+    each of the public ops `names` (tf.<name>, tf.math.<name>, ...)."""
+    for n in names:
+        _HANDLERS.setdefault(n, {})[cls] = make_handler
+
+
+def _wrap(orig, name, makers):
+    table = {cls: make(orig, name) for cls, make in makers.items()}
+    get = table.get
+
+    def find(a):
+        h = get(type(a))
+        if h is None and type(a) in (list, tuple):
+            for e in a:
+                h = get(type(e))
+                if h is not None:
+                    break
+        return h
+
+    def op(*args, **kwargs):
+        for a in args[:_SCAN]:
+            h = find(a)
+            if h is not None:
+                return h(*args, **kwargs)
+        for a in kwargs.values():
+            h = find(a)
+            if h is not None:
+                return h(*args, **kwargs)
+        return orig(*args, **kwargs)
+
+    op.__name__ = op.__qualname__ = getattr(orig, "__name__", name)
+    op.__doc__ = orig.__doc__
+    op.__wrapped__ = orig
+    return op
+
+
+def install(namespaces):
+    """Wrap the registered ops in each namespace module (once per
+    distinct function, so tf.add and tf.math.add stay one object)."""
+    done = {}
+    for mod in namespaces:
+        for name, makers in _HANDLERS.items():
+            orig = getattr(mod, name, None)
+            if orig is None:
+                continue
+            base = getattr(orig, "__wrapped__", orig)
+            key = (id(base), name)
+            if key not in done:
+                done[key] = _wrap(base, name, makers)
+            setattr(mod, name, done[key])

@@ -1,0 +1,643 @@
+"""tf.RaggedTensor: values partitioned into rows of different lengths.
+
+A RaggedTensor is `values` (a Tensor, or a RaggedTensor for more ragged
+dimensions) and `row_splits` (int64 or int32): row i is
+values[row_splits[i]:row_splits[i + 1]]. Everything is computed with the
+core's ops over those two tensors, so a ragged value traces into a
+tf.function graph and gradients flow to its values as to any tensor.
+Checks that need numbers (valid splits, equal splits of two operands)
+run only on eager values; a traced graph trusts its inputs, as TF's does
+with validate=False."""
+import numpy as np
+
+from .. import dtypes as _dtypes
+from ..composite_tensor import CompositeTensor
+from ..errors import InvalidArgumentError
+from ..ops import array_ops as _A
+from ..ops import constant_op as _C
+from ..ops import index_ops as _I
+from ..ops import math_ops as _M
+from ..ops import reduce_ops as _R
+from ..tensor_shape import TensorShape
+from .._tensor import Tensor
+
+__all__ = ["RaggedTensor"]
+
+
+def _is_eager(*ts):
+    return all(not t._symbolic for t in ts)
+
+
+def _to_tensor(x, dtype=None, hint=None):
+    if isinstance(x, Tensor) and (dtype is None or x.dtype == dtype):
+        return x
+    return _C.convert_to_tensor(x, dtype=dtype, dtype_hint=hint)
+
+
+def _splits_tensor(x, what):
+    if isinstance(x, Tensor):
+        if x.dtype not in (_dtypes.int32, _dtypes.int64):
+            raise ValueError(f"{what} must have dtype int32 or int64, got "
+                             f"{x.dtype.name}")
+        return x
+    return _C.convert_to_tensor(x, dtype_hint=_dtypes.int64) \
+        if not isinstance(x, (list, tuple)) or x else \
+        _C.constant(np.zeros(0, np.int64))
+
+
+def range_indices(starts, lengths):
+    """For segments [starts[j], starts[j] + lengths[j]): the indices of
+    all their elements, in order, and the splits between segments (so
+    gathering by them concatenates the segments)."""
+    dt = starts.dtype
+    splits = _A.concat([_A.zeros([1], dt), _R.cumsum(lengths)], 0)
+    total = splits[-1]
+    rowids = _I.searchsorted(splits[1:], _A.range(total, dtype=dt),
+                             side="right", out_type=dt)
+    idx = (_A.range(total, dtype=dt) - _A.gather(splits, rowids)
+           + _A.gather(starts, rowids))
+    return idx, splits
+
+
+class RaggedTensor(CompositeTensor):
+    """A tensor with one or more ragged dimensions (rows of different
+    lengths). Build one with tf.ragged.constant or the from_* factories;
+    the constructor is private, as in TF."""
+
+    __slots__ = ("_values", "_row_splits", "__weakref__")
+
+    def __init__(self, values, row_splits, internal=False):
+        if not internal:
+            raise ValueError("RaggedTensor constructor is private; please "
+                             "use one of the factory methods instead (e.g., "
+                             "RaggedTensor.from_row_lengths())")
+        self._values = values
+        self._row_splits = row_splits
+
+    # ---- factories -------------------------------------------------
+    @classmethod
+    def from_row_splits(cls, values, row_splits, name=None, validate=True):
+        """Row i is values[row_splits[i]:row_splits[i + 1]]."""
+        if not isinstance(values, RaggedTensor):
+            values = _to_tensor(values)
+            if values.shape.rank == 0:
+                raise ValueError(f"from_row_splits: values must have rank "
+                                 f">= 1, got shape {values.shape}")
+        row_splits = _splits_tensor(row_splits, "row_splits")
+        if isinstance(values, RaggedTensor) and \
+                values._row_splits.dtype != row_splits.dtype:
+            raise ValueError(
+                f"from_row_splits: row_splits dtype {row_splits.dtype.name} "
+                f"differs from the values' row_splits dtype "
+                f"{values._row_splits.dtype.name}; use "
+                f"tf.ragged.constant(..., row_splits_dtype=...) or cast")
+        if row_splits.shape.rank != 1:
+            raise ValueError(f"from_row_splits: row_splits must be a vector, "
+                             f"got shape {row_splits.shape}")
+        if validate and _is_eager(row_splits):
+            cls._check_splits(row_splits.numpy(), values, "from_row_splits")
+        return cls(values, row_splits, internal=True)
+
+    @staticmethod
+    def _check_splits(s, values, op):
+        n = _nvals_static(values)
+        bad = None
+        if len(s) == 0:
+            bad = "row_splits must not be empty"
+        elif s[0] != 0:
+            bad = f"row_splits[0] must be 0, got {s[0]}"
+        elif np.any(np.diff(s) < 0):
+            bad = f"row_splits must be sorted in ascending order, got {s}"
+        elif n is not None and s[-1] != n:
+            bad = (f"row_splits[-1] ({s[-1]}) must equal the number of "
+                   f"values ({n})")
+        if bad:
+            raise InvalidArgumentError(
+                None, None, f"Arguments to {op} do not form a valid "
+                f"RaggedTensor: {bad}")
+
+    @classmethod
+    def from_row_lengths(cls, values, row_lengths, name=None, validate=True):
+        """Row i has row_lengths[i] values, taken in order."""
+        row_lengths = _splits_tensor(row_lengths, "row_lengths")
+        if validate and _is_eager(row_lengths) and \
+                np.any(row_lengths.numpy() < 0):
+            raise InvalidArgumentError(
+                None, None, f"Arguments to from_row_lengths do not form a "
+                f"valid RaggedTensor: row_lengths must be non-negative, got "
+                f"{row_lengths.numpy()}")
+        splits = _A.concat([_A.zeros([1], row_lengths.dtype),
+                            _R.cumsum(row_lengths)], 0)
+        return cls.from_row_splits(values, splits, validate=validate)
+
+    @classmethod
+    def from_row_starts(cls, values, row_starts, name=None, validate=True):
+        row_starts = _splits_tensor(row_starts, "row_starts")
+        n = _nvals(values, row_starts.dtype)
+        return cls.from_row_splits(
+            values, _A.concat([row_starts, _A.reshape(n, [1])], 0),
+            validate=validate)
+
+    @classmethod
+    def from_row_limits(cls, values, row_limits, name=None, validate=True):
+        row_limits = _splits_tensor(row_limits, "row_limits")
+        return cls.from_row_splits(
+            values, _A.concat([_A.zeros([1], row_limits.dtype), row_limits],
+                              0), validate=validate)
+
+    @classmethod
+    def from_value_rowids(cls, values, value_rowids, nrows=None, name=None,
+                          validate=True):
+        """values[i] goes in row value_rowids[i] (sorted ascending); nrows
+        defaults to the last row id + 1."""
+        rowids = _splits_tensor(value_rowids, "value_rowids")
+        dt = rowids.dtype
+        if validate and _is_eager(rowids):
+            r = rowids.numpy()
+            if np.any(np.diff(r) < 0) or (len(r) and r[0] < 0):
+                raise InvalidArgumentError(
+                    None, None, f"Arguments to from_value_rowids do not form "
+                    f"a valid RaggedTensor: value_rowids must be sorted and "
+                    f"non-negative, got {r}")
+            if nrows is not None and len(r) and r[-1] >= int(nrows):
+                raise InvalidArgumentError(
+                    None, None, f"Arguments to from_value_rowids do not form "
+                    f"a valid RaggedTensor: value_rowids ({r[-1]}) must be "
+                    f"< nrows ({int(nrows)})")
+        if nrows is None:
+            nrows = _M.maximum(_R.reduce_max(rowids) + 1,
+                               _C.constant(0, dt)) \
+                if rowids.shape[0] != 0 else _C.constant(0, dt)
+        nrows = _to_tensor(nrows, dt)
+        # row_splits[i] = number of values whose row id is < i.
+        splits = _I.searchsorted(rowids, _A.range(nrows + 1, dtype=dt),
+                                 side="left", out_type=dt)
+        return cls.from_row_splits(values, splits, validate=validate)
+
+    @classmethod
+    def from_nested_row_splits(cls, flat_values, nested_row_splits,
+                               name=None, validate=True):
+        result = flat_values
+        for splits in reversed(list(nested_row_splits)):
+            result = cls.from_row_splits(result, splits, validate=validate)
+        return result
+
+    @classmethod
+    def from_nested_row_lengths(cls, flat_values, nested_row_lengths,
+                                name=None, validate=True):
+        result = flat_values
+        for lengths in reversed(list(nested_row_lengths)):
+            result = cls.from_row_lengths(result, lengths, validate=validate)
+        return result
+
+    @classmethod
+    def from_tensor(cls, tensor, lengths=None, padding=None, ragged_rank=1,
+                    name=None, row_splits_dtype=_dtypes.int64):
+        """Rows of a dense tensor; `lengths` keeps each row's first
+        lengths[i] items, `padding` drops each row's trailing items equal
+        to it (they are exclusive)."""
+        if lengths is not None and padding is not None:
+            raise ValueError("Specify lengths or padding, but not both")
+        tensor = _to_tensor(tensor)
+        rank = tensor.shape.rank
+        if ragged_rank < 1 or rank is None or ragged_rank >= rank:
+            raise ValueError(f"from_tensor: ragged_rank must be in "
+                             f"[1, rank) = [1, {rank}), got {ragged_rank} "
+                             f"(tensor shape {tensor.shape})")
+        dt = _dtypes.as_dtype(row_splits_dtype)
+        shp = _A.shape(tensor, out_type=dt)
+        if ragged_rank > 1:
+            flat = _A.reshape(tensor, _A.concat(
+                [_A.reshape(shp[0] * shp[1], [1]), shp[2:]], 0))
+            inner = cls.from_tensor(flat, lengths, padding, ragged_rank - 1,
+                                    row_splits_dtype=dt)
+            splits = _A.range(0, shp[0] * shp[1] + 1, shp[1], dtype=dt)
+            return cls.from_row_splits(inner, splits, validate=False)
+        ncols = shp[1]
+        if padding is not None:
+            pad = _to_tensor(padding, tensor.dtype)
+            keep = _M.not_equal(tensor, pad)
+            if rank > 2:
+                keep = _R.reduce_any(keep, axis=list(range(2, rank)))
+            pos = _A.range(1, ncols + 1, dtype=dt)
+            lengths = _R.reduce_max(
+                _A.where(keep, pos[None, :], _A.zeros_like(pos)[None, :]),
+                axis=1)
+            lengths = _M.maximum(lengths, _C.constant(0, dt))
+        elif lengths is not None:
+            lengths = _M.cast(_to_tensor(lengths), dt)
+            if _is_eager(lengths, ncols) and (
+                    np.any(lengths.numpy() > int(ncols)) or
+                    np.any(lengths.numpy() < 0)):
+                raise InvalidArgumentError(
+                    None, None, f"from_tensor: lengths must be in "
+                    f"[0, {int(ncols)}], got {lengths.numpy()}")
+        else:
+            flat = _A.reshape(tensor, _A.concat(
+                [_A.reshape(shp[0] * shp[1], [1]), shp[2:]], 0))
+            splits = _A.range(0, shp[0] * ncols + 1, ncols, dtype=dt) \
+                if not (_is_eager(ncols) and int(ncols) == 0) else \
+                _A.zeros(_A.reshape(shp[0] + 1, [1]), dt)
+            return cls.from_row_splits(flat, splits, validate=False)
+        mask = _M.less(_A.range(ncols, dtype=dt)[None, :], lengths[:, None])
+        values = _A.boolean_mask(tensor, mask)
+        return cls.from_row_lengths(values, lengths, validate=False)
+
+    # ---- components ------------------------------------------------
+    @property
+    def values(self):
+        return self._values
+
+    @property
+    def row_splits(self):
+        return self._row_splits
+
+    @property
+    def flat_values(self):
+        v = self._values
+        while isinstance(v, RaggedTensor):
+            v = v._values
+        return v
+
+    @property
+    def nested_row_splits(self):
+        out, v = [], self
+        while isinstance(v, RaggedTensor):
+            out.append(v._row_splits)
+            v = v._values
+        return tuple(out)
+
+    def nested_row_lengths(self, name=None):
+        out, v = [], self
+        while isinstance(v, RaggedTensor):
+            out.append(v.row_lengths())
+            v = v._values
+        return tuple(out)
+
+    @property
+    def ragged_rank(self):
+        return len(self.nested_row_splits)
+
+    @property
+    def dtype(self):
+        return self.flat_values.dtype
+
+    @property
+    def row_splits_dtype(self):
+        return self._row_splits.dtype
+
+    @property
+    def shape(self):
+        n = self._row_splits.shape[0]
+        inner = self.flat_values.shape
+        return TensorShape([None if n is None else n - 1]
+                           + [None] * self.ragged_rank + inner.as_list()[1:])
+
+    def get_shape(self):
+        return self.shape
+
+    @property
+    def _type_spec(self):
+        from .ragged_spec import RaggedTensorSpec
+        return RaggedTensorSpec(self.shape, self.dtype, self.ragged_rank,
+                                self._row_splits.dtype)
+
+    def _to_components(self):
+        return [self.flat_values] + list(self.nested_row_splits)
+
+    def row_lengths(self, axis=1, name=None):
+        if axis != 1:
+            if axis < 1 or not isinstance(self._values, RaggedTensor):
+                raise ValueError(f"row_lengths: axis {axis} is not a ragged "
+                                 f"axis of a tensor of shape {self.shape}")
+            return self.with_values(self._values.row_lengths(axis - 1))
+        s = self._row_splits
+        return s[1:] - s[:-1]
+
+    def row_starts(self, name=None):
+        return self._row_splits[:-1]
+
+    def row_limits(self, name=None):
+        return self._row_splits[1:]
+
+    def nrows(self, out_type=None, name=None):
+        dt = _dtypes.as_dtype(out_type) if out_type else \
+            self._row_splits.dtype
+        return _M.cast(_A.shape(self._row_splits, out_type=dt)[0] - 1, dt)
+
+    def value_rowids(self, name=None):
+        """The row of each value: for values[i], the row whose splits
+        bracket i."""
+        s = self._row_splits
+        n = _nvals(self._values, s.dtype)
+        return _I.searchsorted(s[1:], _A.range(n, dtype=s.dtype),
+                               side="right", out_type=s.dtype)
+
+    def with_values(self, new_values):
+        return RaggedTensor(new_values, self._row_splits, internal=True)
+
+    def with_flat_values(self, new_values):
+        if isinstance(self._values, RaggedTensor):
+            return self.with_values(self._values.with_flat_values(new_values))
+        return self.with_values(new_values)
+
+    def with_row_splits_dtype(self, dtype):
+        dtype = _dtypes.as_dtype(dtype)
+        v = self._values
+        if isinstance(v, RaggedTensor):
+            v = v.with_row_splits_dtype(dtype)
+        return RaggedTensor(v, _M.cast(self._row_splits, dtype),
+                            internal=True)
+
+    def bounding_shape(self, axis=None, name=None, out_type=None):
+        dt = _dtypes.as_dtype(out_type) if out_type else \
+            self._row_splits.dtype
+        dims = [self.nrows(dt)]
+        v = self
+        while isinstance(v, RaggedTensor):
+            lengths = v.row_lengths()
+            dims.append(_M.cast(_M.maximum(
+                _R.reduce_max(lengths) if lengths.shape[0] != 0 else
+                _C.constant(0, lengths.dtype),
+                _C.constant(0, lengths.dtype)), dt))
+            v = v._values
+        full = _A.concat([_A.reshape(_A.stack(dims), [-1]),
+                          _A.shape(v, out_type=dt)[1:]], 0)
+        return full if axis is None else full[axis]
+
+    def merge_dims(self, outer_axis, inner_axis):
+        if (outer_axis, inner_axis) != (0, 1):
+            raise NotImplementedError("merge_dims: tfmini merges axes 0 and "
+                                      "1 only")
+        return self._values
+
+    # ---- conversions -----------------------------------------------
+    def to_tensor(self, default_value=None, name=None, shape=None):
+        """A dense tensor, rows padded with default_value (zero) to the
+        longest; shape (None dims free) pads or truncates each axis."""
+        v = self._values
+        if isinstance(v, RaggedTensor):
+            v = v.to_tensor(default_value)
+        dt = self._row_splits.dtype
+        rowids = self.value_rowids()
+        nvals = _A.shape(v, out_type=dt)[0]
+        cols = _A.range(nvals, dtype=dt) - _A.gather(self._row_splits,
+                                                     rowids)
+        lengths = self.row_lengths()
+        width = _R.reduce_max(_A.concat([lengths, _A.zeros([1], dt)], 0))
+        out_shape = _A.concat([_A.stack([self.nrows(dt), width]),
+                               _A.shape(v, out_type=dt)[1:]], 0)
+        indices = _A.stack([rowids, cols], axis=1)
+        dense = _A.scatter_nd(indices, v, out_shape)
+        default = None
+        if default_value is not None:
+            default = _to_tensor(default_value, v.dtype)
+            present = _A.scatter_nd(indices, _A.ones([nvals], _dtypes.int32),
+                                    out_shape[:2]) > 0
+            rank = v.shape.rank + 1
+            present = _A.reshape(present, _A.concat(
+                [_A.shape(present, out_type=dt),
+                 _A.ones([rank - 2], dt)], 0))
+            dense = _A.where(present, dense, default)
+        if shape is not None:
+            dense = _fit_shape(dense, shape, default, v.dtype)
+        return dense
+
+    def to_list(self):
+        """The nested Python lists (eager only)."""
+        if self._row_splits._symbolic:
+            raise ValueError("RaggedTensor.to_list() is only supported in "
+                             "eager mode")
+        v = self._values
+        vals = v.to_list() if isinstance(v, RaggedTensor) else \
+            v.numpy().tolist()
+        s = self._row_splits.numpy()
+        return [vals[s[i]:s[i + 1]] for i in range(len(s) - 1)]
+
+    def numpy(self):
+        """A NumPy object array of the rows (each a NumPy array, or for
+        more ragged dimensions an object array), as TF gives."""
+        out = np.empty(_nrows_eager(self), dtype=object)
+        for i in range(len(out)):
+            row = self._row(i)
+            out[i] = row.numpy()
+        return out
+
+    # ---- repr --------------------------------------------------------
+    def __repr__(self):
+        if self._is_symbolic():
+            return (f"tf.RaggedTensor(values={self._values!r}, "
+                    f"row_splits={self._row_splits!r})")
+        return f"<tf.RaggedTensor {_format(self)}>"
+
+    __str__ = __repr__
+
+    # ---- indexing ----------------------------------------------------
+    def _row(self, i):
+        n = _nrows_eager(self) if _is_eager(self._row_splits) else None
+        if n is not None and not -n <= i < n:
+            raise IndexError(f"RaggedTensor index {i} is out of bounds for "
+                             f"{n} rows (shape {self.shape})")
+        if i < 0:
+            i = (n if n is not None else self.nrows()) + i
+        s = self._row_splits
+        return _slice_values(self._values, s[i], s[i + 1])
+
+    def _rows(self, sl):
+        """Rows sl (a step-1 slice) as a RaggedTensor."""
+        if sl.step not in (None, 1):
+            idx = _A.range(*sl.indices(_nrows_eager(self)),
+                           dtype=self._row_splits.dtype)
+            from .ragged_array_ops import ragged_gather
+            return ragged_gather(self, idx)
+        s = self._row_splits
+        nr = _nrows_eager(self) if _is_eager(s) else None
+        if nr is None:
+            raise NotImplementedError("slicing the rows of a traced "
+                                      "RaggedTensor")
+        a, b, _ = sl.indices(nr)
+        b = max(a, b)
+        splits = s[a:b + 1]
+        values = _slice_values(self._values, splits[0], splits[-1])
+        return RaggedTensor(values, splits - splits[0], internal=True)
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        if not key:
+            return self
+        if key[0] is Ellipsis:
+            if len(key) == 1:
+                return self
+            if len(key) > 1 + len(self.shape) - 1:
+                raise IndexError(f"Too many indices for a RaggedTensor of "
+                                 f"shape {self.shape}")
+            nfree = self.shape.rank - (len(key) - 1)
+            key = (slice(None),) * nfree + key[1:]
+        first, rest = key[0], key[1:]
+        if isinstance(first, Tensor):
+            first = int(first)
+        if isinstance(first, (int, np.integer)):
+            row = self._row(int(first))
+            return row[rest] if rest else row
+        if first is None:
+            raise IndexError("tf.newaxis is not supported on a "
+                             "RaggedTensor")
+        if not isinstance(first, slice):
+            raise TypeError(f"RaggedTensor indices must be integers or "
+                            f"slices, got {type(first).__name__}")
+        rows = self._rows(first) if first != slice(None) else self
+        if not rest:
+            return rows
+        return _index_inner(rows, rest[0], rest[1:])
+
+    def __iter__(self):
+        if self._is_symbolic():
+            raise TypeError("Cannot iterate over a traced RaggedTensor")
+        return (self._row(i) for i in range(_nrows_eager(self)))
+
+    def __hash__(self):
+        raise TypeError("RaggedTensor is unhashable.")
+
+    def __bool__(self):
+        raise TypeError("RaggedTensor may not be used as a boolean.")
+
+    def __array__(self, dtype=None, copy=None):
+        return self.numpy() if dtype is None else self.numpy().astype(dtype)
+
+    def __reduce__(self):
+        return _rebuild, (self.to_list(), self.dtype, self.ragged_rank,
+                          self._row_splits.dtype)
+
+
+def _rebuild(pylist, dtype, ragged_rank, splits_dtype):
+    from .ragged_factory import constant
+    return constant(pylist, dtype, ragged_rank,
+                    row_splits_dtype=splits_dtype)
+
+
+def _nvals_static(values):
+    if isinstance(values, RaggedTensor):
+        n = values._row_splits.shape[0]
+        if n is None or values._row_splits._symbolic:
+            return None
+        return int(values._row_splits.numpy()[-1]) if n else None
+    return values.shape[0] if values.shape.rank else None
+
+
+def _nvals(values, dt):
+    if isinstance(values, RaggedTensor):
+        return _M.cast(values.nrows(), dt)
+    return _A.shape(values, out_type=dt)[0]
+
+
+def _nrows_eager(rt):
+    return rt._row_splits.shape[0] - 1
+
+
+def _slice_values(values, a, b):
+    if isinstance(values, RaggedTensor):
+        s = values._row_splits
+        splits = s[a:b + 1]
+        return RaggedTensor(_slice_values(values._values, splits[0],
+                                          splits[-1]),
+                            splits - splits[0], internal=True)
+    return values[a:b]
+
+
+def _index_inner(rt, key, rest):
+    """rt[:, key, *rest]: key applied within each row."""
+    from .ragged_array_ops import ragged_gather
+    s = rt._row_splits
+    dt = s.dtype
+    if key is Ellipsis:
+        return rt if not rest else rt.with_values(
+            _index_values(rt._values, (Ellipsis,) + tuple(rest)))
+    if isinstance(key, Tensor):
+        key = int(key)
+    lengths = rt.row_lengths()
+    if isinstance(key, (int, np.integer)):
+        key = int(key)
+        if _is_eager(lengths):
+            ln = lengths.numpy()
+            if len(ln) and (np.min(ln) <= key if key >= 0
+                            else np.min(ln) < -key):
+                raise InvalidArgumentError(
+                    None, None, f"slice index {key} of dimension 1 out of "
+                    f"bounds for a RaggedTensor of shape {rt.shape} (its "
+                    f"shortest row has {np.min(ln)} items)")
+        base = s[:-1] if key >= 0 else s[1:]
+        idx = base + _C.constant(key, dt)
+        v = rt._values
+        out = ragged_gather(v, idx) if isinstance(v, RaggedTensor) else \
+            _A.gather(v, idx)
+        return out[(slice(None),) + tuple(rest)] if rest else out
+    if not isinstance(key, slice):
+        raise TypeError(f"RaggedTensor indices must be integers or slices, "
+                        f"got {type(key).__name__}")
+    if key.step not in (None, 1):
+        raise NotImplementedError("tfmini slices a ragged dimension with "
+                                  "step 1 only")
+    zero = _A.zeros_like(lengths)
+
+    def bound(b, default):
+        if b is None:
+            return default
+        b = _C.constant(int(b), dt)
+        return _M.maximum(zero, lengths + b) if int(b) < 0 else \
+            _M.minimum(lengths, zero + b)
+    start = bound(key.start, zero)
+    stop = _M.maximum(bound(key.stop, lengths), start)
+    idx, splits = range_indices(s[:-1] + start, stop - start)
+    v = rt._values
+    vals = ragged_gather(v, idx) if isinstance(v, RaggedTensor) else \
+        _A.gather(v, idx)
+    out = RaggedTensor.from_row_splits(vals, splits, validate=False)
+    if rest:
+        out = out.with_values(_index_values(out._values,
+                                            (slice(None),) + tuple(rest)))
+    return out
+
+
+def _index_values(v, key):
+    return v[key]
+
+
+def _fit_shape(dense, shape, default, dtype):
+    """dense padded (with default, else zeros) or truncated to shape."""
+    shape = TensorShape(shape)
+    if shape.rank is None:
+        return dense
+    if shape.rank != dense.shape.rank:
+        raise ValueError(f"to_tensor: shape {shape} must have the rank of "
+                         f"the result ({dense.shape.rank})")
+    cur = _A.shape(dense, out_type=_dtypes.int64)
+    tgt = _A.stack([cur[i] if d is None else _C.constant(d, _dtypes.int64)
+                    for i, d in enumerate(shape.as_list())])
+    size = _M.minimum(cur, tgt)
+    dense = _A.slice(dense, _A.zeros_like(size), size)
+    pads = _A.stack([_A.zeros_like(size), tgt - size], axis=1)
+    fill = 0 if default is None else default
+    out = _A.pad(dense, pads, constant_values=fill)
+    return out
+
+
+def _format(rt):
+    """TF's eager text: the nested lists, each item as NumPy prints it."""
+    def fmt(x):
+        if isinstance(x, list):
+            return "[" + ", ".join(fmt(i) for i in x) + "]"
+        return repr(bytes(x)) if isinstance(x, bytes) else str(x)
+
+    scal = [_nested_scalars(x) for x in rt.flat_values.numpy()]
+    for splits in reversed(rt.nested_row_splits):
+        s = splits.numpy()
+        scal = [scal[s[i]:s[i + 1]] for i in range(len(s) - 1)]
+    return fmt(scal)
+
+
+def _nested_scalars(a):
+    # Inner uniform dims print as nested lists of NumPy scalars.
+    if isinstance(a, np.ndarray):
+        return [_nested_scalars(x) for x in a]
+    return a
