@@ -34,7 +34,9 @@ from .function_structures import (  # noqa: F401  (saved_model uses them)
     _ObjectArg, _Packer, _describe, _desc_text, _diff, _flatten_leaves,
     _forget_objects, _in_flat_order, _is_leaf, _is_namedtuple,
     _leaf_names, _leaf_spec, _map_leaves, _pack_outputs, _prepare_outputs,
-    _sorted_keys)
+    _sorted_keys, _expand_composites, _rebuild_composites)
+from .composite_tensor import CompositeTensor, TypeSpec
+from .function_structures import _Components
 
 # TF's top-level names (tfmini/__init__.py star-imports them). Function,
 # ConcreteFunction and FunctionSignatureError stay in this module, as in
@@ -242,6 +244,9 @@ def _type_text(x):
     """A signature entry as TF 2.21 prints its TraceType."""
     if isinstance(x, TensorSpec):
         return repr(x)
+    if isinstance(x, (_Components, CompositeTensor)):
+        return repr(x.rebuild() if isinstance(x, _Components)
+                    else x._type_spec)
     if isinstance(x, Tensor):
         return repr(TensorSpec(x._shape_tuple, x.dtype))
     if isinstance(x, (np.ndarray, np.generic)):
@@ -332,7 +337,7 @@ class _Binder:
         out += [a[p.name] for p in self.kwonly]
         if self.varkw:
             out.append(dict(a.get(self.varkw.name, {})))
-        return out
+        return _expand_composites(out)
 
     def split(self, canonical):
         """canonical -> (args, kwargs) to call the Python function."""
@@ -348,7 +353,7 @@ class _Binder:
             i += 1
         if self.varkw:
             kwargs.update(canonical[i])
-        return args, kwargs
+        return _rebuild_composites((args, kwargs))
 
     def leaf_names(self, canonical):
         names = []
@@ -958,6 +963,8 @@ def _normalize_signature(sig):
     def check(s):
         if isinstance(s, TensorSpec):
             return s
+        if isinstance(s, TypeSpec):            # Note [Composite arguments]
+            return _expand_composites(s)
         if type(s) in (list, tuple):
             return type(s)(check(x) for x in s)
         if type(s) is dict:

@@ -15,6 +15,7 @@ from ..ops import array_ops as _A
 from ..ops import constant_op as _C
 from ..ops import math_ops as _M
 from ..ops import reduce_ops as _R
+from ..ops import segment_ops as _S
 from .._tensor import Tensor
 from .ragged_tensor import RaggedTensor
 
@@ -142,6 +143,25 @@ def _identity(kind, dtype):
     return info.min if kind == "max" else info.max
 
 
+def _segment_reduce(kind, x):
+    """Each row reduced, by the unsorted segment ops: a known number of
+    rows is all they need, so this also runs in a traced graph."""
+    v, ids, n = x.values, x.value_rowids(), x.shape[0]
+    if kind == "sum":
+        return _S.unsorted_segment_sum(v, ids, n)
+    if kind == "max":
+        return _S.unsorted_segment_max(v, ids, n)
+    if kind == "min":
+        return _S.unsorted_segment_min(v, ids, n)
+    # all: no False in the row; any: a True in it (empty rows: True, False)
+    flag = _M.logical_not(v) if kind == "all" else v
+    count = _S.unsorted_segment_sum(_M.cast(flag, _dtypes.int32), ids, n)
+    return _M.equal(count, 0) if kind == "all" else _M.greater(count, 0)
+
+
+_SEGMENT = ("sum", "max", "min", "all", "any")
+
+
 def _reduce_axis(kind, dense_fn, x, axis):
     if isinstance(x, Tensor):
         return dense_fn(x, axis=axis)
@@ -149,6 +169,9 @@ def _reduce_axis(kind, dense_fn, x, axis):
         v = x.values
         return x.with_values(_reduce_axis(kind, dense_fn, v, axis - 1))
     ident = _identity(kind, x.dtype)
+    if axis == 1 and x.ragged_rank == 1 and kind in _SEGMENT and \
+            x.shape[0] is not None:
+        return _segment_reduce(kind, x)
     if x.ragged_rank == 1:
         return dense_fn(x.to_tensor(ident), axis=axis)
     if axis == 1 and x.ragged_rank == 2:

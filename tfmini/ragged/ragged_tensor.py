@@ -305,6 +305,24 @@ class RaggedTensor(CompositeTensor):
     def _to_components(self):
         return [self.flat_values] + list(self.nested_row_splits)
 
+    @classmethod
+    def _from_components(cls, components):
+        if len(components) == 1:
+            return components[0]
+        return cls.from_nested_row_splits(components[0], components[1:],
+                                          validate=False)
+
+    @staticmethod
+    def _spec_from_components(specs):
+        from .ragged_spec import RaggedTensorSpec
+        flat, splits = specs[0], specs[1:]
+        n = splits[0].shape[0] if splits else flat.shape[0]
+        shape = [None if n is None or not splits else n - 1] + \
+            [None] * len(splits) + flat.shape.as_list()[1:]
+        return RaggedTensorSpec(shape, flat.dtype, len(splits),
+                                splits[0].dtype if splits else
+                                _dtypes.int64)
+
     def row_lengths(self, axis=1, name=None):
         if axis != 1:
             if axis < 1 or not isinstance(self._values, RaggedTensor):
@@ -329,9 +347,14 @@ class RaggedTensor(CompositeTensor):
         """The row of each value: for values[i], the row whose splits
         bracket i."""
         s = self._row_splits
-        n = _nvals(self._values, s.dtype)
-        return _I.searchsorted(s[1:], _A.range(n, dtype=s.dtype),
-                               side="right", out_type=s.dtype)
+        iota = _iota(self._values, s.dtype)
+        if _is_eager(s, iota):
+            return _I.searchsorted(s[1:], iota, side="right",
+                                   out_type=s.dtype)
+        # Traced: searchsorted wants static shapes, so count the row
+        # limits <= i directly (nvals x nrows comparisons).
+        return _R.reduce_sum(_M.cast(
+            _M.less_equal(s[None, 1:], iota[:, None]), s.dtype), axis=1)
 
     def with_values(self, new_values):
         return RaggedTensor(new_values, self._row_splits, internal=True)
@@ -374,33 +397,52 @@ class RaggedTensor(CompositeTensor):
     # ---- conversions -----------------------------------------------
     def to_tensor(self, default_value=None, name=None, shape=None):
         """A dense tensor, rows padded with default_value (zero) to the
-        longest; shape (None dims free) pads or truncates each axis."""
+        longest; shape (None dims free) pads or truncates each axis.
+        While tracing, the result's shape must be static: a known number
+        of rows and a width given by `shape`."""
+        shape = None if shape is None else TensorShape(shape)
+        if shape is not None and shape.rank is not None and \
+                shape.rank != self.shape.rank:
+            raise ValueError(f"to_tensor: shape {shape} must have the rank "
+                             f"of the RaggedTensor ({self.shape.rank})")
+        want = shape.as_list() if shape is not None and shape.rank else \
+            [None] * self.shape.rank
         v = self._values
         if isinstance(v, RaggedTensor):
-            v = v.to_tensor(default_value)
+            v = v.to_tensor(default_value, shape=[None] + want[2:])
+        else:
+            v = _fit_inner(v, want[2:], default_value)
         dt = self._row_splits.dtype
         rowids = self.value_rowids()
-        nvals = _A.shape(v, out_type=dt)[0]
-        cols = _A.range(nvals, dtype=dt) - _A.gather(self._row_splits,
-                                                     rowids)
-        lengths = self.row_lengths()
-        width = _R.reduce_max(_A.concat([lengths, _A.zeros([1], dt)], 0))
-        out_shape = _A.concat([_A.stack([self.nrows(dt), width]),
-                               _A.shape(v, out_type=dt)[1:]], 0)
+        cols = _iota(v, dt) - _A.gather(self._row_splits, rowids)
+        nrows, width = want[0], want[1]
+        if nrows is None:
+            nrows = self.shape[0]
+        if width is None and _is_eager(self._row_splits):
+            lengths = self.row_lengths().numpy()
+            width = int(lengths.max()) if len(lengths) else 0
+        inner = v.shape.as_list()[1:]
+        if nrows is None or width is None or None in inner:
+            raise ValueError(
+                f"RaggedTensor.to_tensor while tracing needs a static result "
+                f"shape: the number of rows and the inner dims must be known "
+                f"and the width given (shape=[..., width, ...]); got a "
+                f"RaggedTensor of shape {self.shape} and shape={shape}")
         indices = _A.stack([rowids, cols], axis=1)
-        dense = _A.scatter_nd(indices, v, out_shape)
-        default = None
+        if shape is not None or nrows != self.shape[0]:
+            keep = _M.logical_and(_M.less(cols, _C.constant(width, dt)),
+                                  _M.less(rowids, _C.constant(nrows, dt)))
+            indices = _A.boolean_mask(indices, keep)
+            v = _A.boolean_mask(v, keep)
+        out_shape = [nrows, width] + inner
+        dense = _A.scatter_nd(indices, v, _C.constant(out_shape, dt))
         if default_value is not None:
             default = _to_tensor(default_value, v.dtype)
-            present = _A.scatter_nd(indices, _A.ones([nvals], _dtypes.int32),
-                                    out_shape[:2]) > 0
-            rank = v.shape.rank + 1
-            present = _A.reshape(present, _A.concat(
-                [_A.shape(present, out_type=dt),
-                 _A.ones([rank - 2], dt)], 0))
+            present = _A.scatter_nd(
+                indices, _A.ones_like(indices[:, 0], _dtypes.int32),
+                _C.constant([nrows, width], dt)) > 0
+            present = _A.reshape(present, [nrows, width] + [1] * len(inner))
             dense = _A.where(present, dense, default)
-        if shape is not None:
-            dense = _fit_shape(dense, shape, default, v.dtype)
         return dense
 
     def to_list(self):
@@ -603,23 +645,37 @@ def _index_values(v, key):
     return v[key]
 
 
-def _fit_shape(dense, shape, default, dtype):
-    """dense padded (with default, else zeros) or truncated to shape."""
-    shape = TensorShape(shape)
-    if shape.rank is None:
-        return dense
-    if shape.rank != dense.shape.rank:
-        raise ValueError(f"to_tensor: shape {shape} must have the rank of "
-                         f"the result ({dense.shape.rank})")
-    cur = _A.shape(dense, out_type=_dtypes.int64)
-    tgt = _A.stack([cur[i] if d is None else _C.constant(d, _dtypes.int64)
-                    for i, d in enumerate(shape.as_list())])
-    size = _M.minimum(cur, tgt)
-    dense = _A.slice(dense, _A.zeros_like(size), size)
-    pads = _A.stack([_A.zeros_like(size), tgt - size], axis=1)
-    fill = 0 if default is None else default
-    out = _A.pad(dense, pads, constant_values=fill)
-    return out
+def _fit_inner(v, want, default):
+    """v's dims 1.. padded (with default, else zeros) or truncated to
+    want (None: kept); static sizes, so it also works while tracing."""
+    have = v.shape.as_list()[1:]
+    if not want or all(w is None or w == h for w, h in zip(want, have)):
+        return v
+    if None in have:
+        raise ValueError(f"to_tensor: cannot fit inner dims {have} to "
+                         f"{want} while tracing")
+    idx = (slice(None),) + tuple(slice(0, w) for w in want)
+    v = v[idx]
+    pads = [[0, 0]] + [[0, 0 if w is None else max(w - h, 0)]
+                       for w, h in zip(want, have)]
+    return _A.pad(v, pads, constant_values=0 if default is None
+                  else default)
+
+
+def _iota(values, dt):
+    """0, 1, ..., n - 1 for the n items of values along axis 0. Built
+    from values rather than from a count: a traced graph cannot make a
+    tensor of a computed length."""
+    if isinstance(values, RaggedTensor):
+        ones = _M.cast(_A.ones_like(values._row_splits[1:]), dt)
+    elif not values._symbolic:
+        return _A.range(values.shape[0], dtype=dt)
+    else:
+        z = _A.zeros_like(values, dt)
+        if values.shape.rank > 1:
+            z = _R.reduce_sum(z, axis=list(range(1, values.shape.rank)))
+        ones = z + _C.constant(1, dt)
+    return _R.cumsum(ones) - ones
 
 
 def _format(rt):
