@@ -752,6 +752,8 @@ class Function(_C.FunctionBase):
                     fail(path, spec, repr(x))
                 return {k: match(x[k], spec[k], f"{path}[{k!r}]")
                         for k in spec}
+            if isinstance(spec, int) and x != spec:   # a static dim of a
+                fail(path, spec, repr(x))               # composite's shape
             return x
 
         out = list(canonical)

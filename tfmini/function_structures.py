@@ -38,7 +38,7 @@ class _Components(tuple):
 
     def rebuild(self):
         vt = self.value_type
-        if self and all(isinstance(x, TensorSpec) for x in self):
+        if any(isinstance(x, TensorSpec) for x in self):
             return vt._spec_from_components(list(self))
         return vt._from_components(list(self))
 
@@ -49,12 +49,17 @@ class _Components(tuple):
 _COMPONENT_TYPES = {}
 
 
-def _components_of(x):
-    """x (a composite value or spec) as its _Components."""
-    if isinstance(x, TypeSpec):
-        vt, items = x.value_type, x._component_specs
+def _components_of(x, key=True):
+    """x (a composite value or spec) as its _Components. For a key, a
+    composite may give Python values among them (a SparseTensor its
+    dense shape), which then stay static in the trace."""
+    if key and hasattr(x, "_key_components"):
+        items = x._key_components()
+    elif isinstance(x, TypeSpec):
+        items = x._component_specs
     else:
-        vt, items = type(x), x._to_components()
+        items = x._to_components()
+    vt = x.value_type if isinstance(x, TypeSpec) else type(x)
     t = _COMPONENT_TYPES.get(vt)
     if t is None:
         t = _COMPONENT_TYPES[vt] = type(f"{vt.__name__}Components",
@@ -331,7 +336,7 @@ def _prepare_outputs(value, fname):
             flat.append(x)
             return _LEAF
         if isinstance(x, CompositeTensor):
-            parts = _components_of(x)
+            parts = _components_of(x, key=False)
             return type(parts)(*[conv(v, path) for v in parts])
         t = type(x)
         if t is list:
