@@ -457,13 +457,20 @@ class RaggedTensor(CompositeTensor):
         return [vals[s[i]:s[i + 1]] for i in range(len(s) - 1)]
 
     def numpy(self):
-        """A NumPy object array of the rows (each a NumPy array, or for
-        more ragged dimensions an object array), as TF gives."""
-        out = np.empty(_nrows_eager(self), dtype=object)
-        for i in range(len(out)):
-            row = self._row(i)
-            out[i] = row.numpy()
-        return out
+        """As TF gives it: rows of equal length make one NumPy array;
+        otherwise an object array of the rows."""
+        v = self._values
+        vals = v.numpy()
+        s = self._row_splits.numpy()
+        rows = [vals[s[i]:s[i + 1]] for i in range(len(s) - 1)]
+        if not rows:
+            return np.zeros((0, 0) + vals.shape[1:], vals.dtype)
+        if any(len(r) != len(rows[0]) for r in rows):
+            out = np.empty(len(rows), dtype=object)
+            for i, r in enumerate(rows):
+                out[i] = r
+            return out
+        return np.array(rows)
 
     # ---- repr --------------------------------------------------------
     def __repr__(self):
@@ -678,22 +685,16 @@ def _iota(values, dt):
     return _R.cumsum(ones) - ones
 
 
+def _format_item(x):
+    if isinstance(x, np.ndarray):
+        # array2string prints an empty array as [] whatever its shape.
+        return np.array2string(x, separator=", ") if x.size else \
+            repr(x.tolist())
+    return str(x)
+
+
 def _format(rt):
-    """TF's eager text: the nested lists, each item as NumPy prints it."""
-    def fmt(x):
-        if isinstance(x, list):
-            return "[" + ", ".join(fmt(i) for i in x) + "]"
-        return repr(bytes(x)) if isinstance(x, bytes) else str(x)
-
-    scal = [_nested_scalars(x) for x in rt.flat_values.numpy()]
-    for splits in reversed(rt.nested_row_splits):
-        s = splits.numpy()
-        scal = [scal[s[i]:s[i + 1]] for i in range(len(s) - 1)]
-    return fmt(scal)
-
-
-def _nested_scalars(a):
-    # Inner uniform dims print as nested lists of NumPy scalars.
-    if isinstance(a, np.ndarray):
-        return [_nested_scalars(x) for x in a]
-    return a
+    """TF's eager text: the NumPy value printed with ", " between items,
+    each row (an array) and each scalar formatted the same way."""
+    with np.printoptions(formatter={"all": _format_item}):
+        return _format_item(rt.numpy())
