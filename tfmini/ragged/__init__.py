@@ -37,7 +37,7 @@ def _register():
              "stack": _arr.stack, "gather": _arr.gather,
              "where": _arr.where, "boolean_mask": _arr.boolean_mask,
              "tile": _arr.tile, "size": _math.size,
-             "expand_dims": _arr.expand_dims}
+             "expand_dims": _arr.expand_dims, "reverse": _arr.reverse}
     for name, fn in fixed.items():
         _ct.register([name], R, lambda orig, n, fn=fn: fn)
 

@@ -10,7 +10,8 @@ from ..ops import constant_op as _C
 from ..ops import math_ops as _M
 from ..ops import reduce_ops as _R
 from .._tensor import Tensor
-from .ragged_tensor import RaggedTensor, range_indices
+from .ragged_tensor import (RaggedTensor, _iota, _nvals_static,
+                            range_indices)
 
 
 def convert(x, ragged_rank=1, splits_dtype=_dtypes.int64):
@@ -110,7 +111,9 @@ def _concat1(rts):
         off = s[-1] if off is None else off + s[-1]
     starts = _A.reshape(_A.stack(starts, axis=1), [-1])
     lengths = _A.stack(lengths, axis=1)
-    flat, _ = range_indices(starts, _A.reshape(lengths, [-1]))
+    sizes = [_nvals_static(r.values) for r in rts]
+    total = None if None in sizes else sum(sizes)
+    flat, _ = range_indices(starts, _A.reshape(lengths, [-1]), total)
     splits = _A.concat([_A.zeros([1], lengths.dtype),
                         _R.cumsum(_R.reduce_sum(lengths, axis=1))], 0)
     values = ragged_gather(_concat0([r.values for r in rts]), flat)
@@ -213,3 +216,33 @@ def boolean_mask(data, mask, name=None):
     mask = _C.convert_to_tensor(mask)
     idx = _A.reshape(_A.where(mask), [-1])
     return ragged_gather(data, idx)
+
+
+def reverse(tensor, axis, name=None):
+    """tensor reversed along the given axes (rows for axis 0, each row's
+    items for axis 1, inner axes on the values)."""
+    rt = tensor
+    axes = [int(a) for a in np.asarray(
+        axis.numpy() if isinstance(axis, Tensor) else axis).reshape(-1)]
+    rank = rt.shape.rank
+    for a in sorted({a + rank if a < 0 else a for a in axes}):
+        if a == 0:
+            n = rt.shape[0]
+            if n is None:
+                raise NotImplementedError("tf.reverse over the rows of a "
+                                          "RaggedTensor of unknown length")
+            rt = ragged_gather(rt, _C.constant(
+                np.arange(n - 1, -1, -1, dtype=np.int64)))
+        elif a == 1:
+            s = rt.row_splits
+            v = rt.values
+            ids = rt.value_rowids()
+            src = _A.gather(s, ids) + _A.gather(s[1:], ids) - \
+                _C.constant(1, s.dtype) - _iota(v, s.dtype)
+            rt = rt.with_values(ragged_gather(v, src))
+        else:
+            v = rt.values
+            rt = rt.with_values(reverse(v, [a - 1])
+                                if isinstance(v, RaggedTensor)
+                                else _A.reverse(v, [a - 1]))
+    return rt

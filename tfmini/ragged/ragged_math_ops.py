@@ -17,7 +17,7 @@ from ..ops import math_ops as _M
 from ..ops import reduce_ops as _R
 from ..ops import segment_ops as _S
 from .._tensor import Tensor
-from .ragged_tensor import RaggedTensor
+from .ragged_tensor import RaggedTensor, _iota
 
 BINARY = ["add", "subtract", "multiply", "divide", "truediv", "realdiv",
           "floordiv", "floormod", "mod", "maximum", "minimum", "pow",
@@ -146,7 +146,10 @@ def _identity(kind, dtype):
 def _segment_reduce(kind, x):
     """Each row reduced, by the unsorted segment ops: a known number of
     rows is all they need, so this also runs in a traced graph."""
-    v, ids, n = x.values, x.value_rowids(), x.shape[0]
+    v, n = x.values, x.shape[0]
+    if n is None:
+        return _masked_reduce(kind, x)
+    ids = x.value_rowids()
     if kind == "sum":
         return _S.unsorted_segment_sum(v, ids, n)
     if kind == "max":
@@ -159,6 +162,30 @@ def _segment_reduce(kind, x):
     return _M.equal(count, 0) if kind == "all" else _M.greater(count, 0)
 
 
+def _masked_reduce(kind, x):
+    """Each row reduced when the number of rows is unknown (a traced
+    RaggedTensorSpec([None, None])): the segment ops need it static, so
+    mask a [rows, values] matrix instead (memory rows x values)."""
+    s, v = x.row_splits, x.values
+    dt = s.dtype
+    iota = _iota(v, dt)
+    inside = _M.logical_and(_M.less_equal(s[:-1, None], iota[None, :]),
+                            _M.less(iota[None, :], s[1:, None]))
+    for _ in range(v.shape.rank - 1):
+        inside = _A.expand_dims(inside, -1)
+    if kind in ("all", "any"):
+        v = _M.logical_not(v) if kind == "all" else v
+        hit = _R.reduce_any(_M.logical_and(inside, v[None]), axis=1)
+        return _M.logical_not(hit) if kind == "all" else hit
+    ident = _identity(kind, v.dtype)
+    fill = _A.zeros_like(v[None]) if ident is None else \
+        _A.zeros_like(v[None]) + _C.constant(ident, v.dtype)
+    masked = _A.where(inside, v[None], fill)
+    reduce_fn = {"sum": _R.reduce_sum, "max": _R.reduce_max,
+                 "min": _R.reduce_min}[kind]
+    return reduce_fn(masked, axis=1)
+
+
 _SEGMENT = ("sum", "max", "min", "all", "any")
 
 
@@ -169,8 +196,8 @@ def _reduce_axis(kind, dense_fn, x, axis):
         v = x.values
         return x.with_values(_reduce_axis(kind, dense_fn, v, axis - 1))
     ident = _identity(kind, x.dtype)
-    if axis == 1 and x.ragged_rank == 1 and kind in _SEGMENT and \
-            x.shape[0] is not None:
+    if axis == 1 and x.ragged_rank == 1 and kind in _SEGMENT and (
+            x.shape[0] is not None or x.row_splits._symbolic):
         return _segment_reduce(kind, x)
     if x.ragged_rank == 1:
         return dense_fn(x.to_tensor(ident), axis=axis)

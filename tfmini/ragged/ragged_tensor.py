@@ -45,17 +45,29 @@ def _splits_tensor(x, what):
         _C.constant(np.zeros(0, np.int64))
 
 
-def range_indices(starts, lengths):
+def range_indices(starts, lengths, total=None):
     """For segments [starts[j], starts[j] + lengths[j]): the indices of
     all their elements, in order, and the splits between segments (so
-    gathering by them concatenates the segments)."""
+    gathering by them concatenates the segments). total, the number of
+    indices, must be given as a Python int while tracing (a graph cannot
+    make a tensor of a computed length)."""
     dt = starts.dtype
     splits = _A.concat([_A.zeros([1], dt), _R.cumsum(lengths)], 0)
-    total = splits[-1]
-    rowids = _I.searchsorted(splits[1:], _A.range(total, dtype=dt),
-                             side="right", out_type=dt)
-    idx = (_A.range(total, dtype=dt) - _A.gather(splits, rowids)
-           + _A.gather(starts, rowids))
+    if total is None:
+        if splits._symbolic:
+            raise NotImplementedError(
+                "this RaggedTensor op makes a result whose size depends on "
+                "the row lengths, which a traced tfmini graph cannot do; "
+                "run it eagerly (outside tf.function)")
+        total = splits[-1]
+    iota = _A.range(total, dtype=dt)
+    if splits._symbolic:
+        rowids = _R.reduce_sum(_M.cast(_M.less_equal(
+            splits[None, 1:], iota[:, None]), dt), axis=1)
+    else:
+        rowids = _I.searchsorted(splits[1:], iota, side="right",
+                                 out_type=dt)
+    idx = iota - _A.gather(splits, rowids) + _A.gather(starts, rowids)
     return idx, splits
 
 
@@ -173,6 +185,66 @@ class RaggedTensor(CompositeTensor):
         splits = _I.searchsorted(rowids, _A.range(nrows + 1, dtype=dt),
                                  side="left", out_type=dt)
         return cls.from_row_splits(values, splits, validate=validate)
+
+    @classmethod
+    def from_uniform_row_length(cls, values, uniform_row_length, nrows=None,
+                                validate=True, name=None):
+        """Rows of uniform_row_length values each."""
+        if not isinstance(values, RaggedTensor):
+            values = _to_tensor(values)
+        n = _nvals_static(values)
+        length = int(uniform_row_length)
+        if n is None:
+            raise ValueError("from_uniform_row_length: the number of values "
+                             "must be known")
+        if nrows is None:
+            nrows = n // length if length else 0
+        if length * int(nrows) != n:
+            raise InvalidArgumentError(
+                None, None, f"from_uniform_row_length: {n} values do not "
+                f"make {int(nrows)} rows of {length}")
+        splits = _C.constant(np.arange(int(nrows) + 1, dtype=np.int64)
+                             * length)
+        return cls.from_row_splits(values, splits, validate=False)
+
+    @classmethod
+    def from_sparse(cls, st_input, name=None, row_splits_dtype=_dtypes.int64):
+        """The rows of a 2-D SparseTensor whose entries are left-aligned
+        in row-major order (each row's columns 0, 1, 2, ...)."""
+        ind = st_input.indices
+        if st_input.dense_shape.shape[0] != 2:
+            raise ValueError("from_sparse: the SparseTensor must be 2-D, "
+                             f"got dense_shape {st_input.dense_shape}")
+        if not ind._symbolic:
+            i = ind.numpy()
+            rows = i[:, 0]
+            ok = np.all(np.diff(rows) >= 0)
+            if ok and len(i):
+                starts = np.searchsorted(rows, rows, side="left")
+                ok = np.array_equal(i[:, 1], np.arange(len(i)) - starts)
+            if not ok:
+                raise InvalidArgumentError(
+                    None, None, "from_sparse: SparseTensor is not "
+                    "right-ragged: its entries must be sorted and each row's "
+                    "columns must be 0, 1, 2, ...")
+        return cls.from_value_rowids(
+            st_input.values, _M.cast(ind[:, 0], row_splits_dtype),
+            nrows=_M.cast(st_input.dense_shape[0], row_splits_dtype),
+            validate=False)
+
+    def to_sparse(self, name=None):
+        """A SparseTensor of the values at their (row, column, ...)
+        positions, dense_shape the bounding shape."""
+        from ..sparse import SparseTensor
+        if self.ragged_rank != 1 or self.flat_values.shape.rank != 1:
+            raise NotImplementedError("to_sparse: tfmini converts 2-D "
+                                      "RaggedTensors")
+        rowids = self.value_rowids()
+        cols = _iota(self._values, rowids.dtype) - \
+            _A.gather(self._row_splits, rowids)
+        ind = _M.cast(_A.stack([rowids, cols], axis=1), _dtypes.int64)
+        return SparseTensor(ind, self._values,
+                            _M.cast(self.bounding_shape(), _dtypes.int64))
 
     @classmethod
     def from_nested_row_splits(cls, flat_values, nested_row_splits,
