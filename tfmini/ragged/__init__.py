@@ -7,7 +7,7 @@ from .. import composite_tensor as _ct
 from ..ops import math_ops as _M
 from . import ragged_array_ops as _arr
 from . import ragged_math_ops as _math
-from .map_fn import map_fn
+from .map_fn import map_fn  # noqa: F401  (tf.map_fn)
 from .ragged_factory import (constant, map_flat_values, range,  # noqa: A004
                              row_splits_to_segment_ids,
                              segment_ids_to_row_splits)

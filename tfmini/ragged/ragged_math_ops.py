@@ -7,6 +7,8 @@ repeated per row by value_rowids). A reduction over a ragged axis pads
 the rows with the reduction's identity (0, 1, the dtype's lowest or
 highest) and reduces the dense result, which is what TF gives for empty
 rows (reduce_max of an empty row is the dtype's lowest value)."""
+import re
+
 import numpy as np
 
 from .. import dtypes as _dtypes
@@ -68,8 +70,9 @@ def _to_flat(r, o, op):
         return o
     rank = r.shape.rank
     if o.shape.rank > rank:
-        raise ValueError(f"{op}: cannot broadcast a tensor of shape "
-                         f"{o.shape} to a RaggedTensor of shape {r.shape}")
+        raise InvalidArgumentError(
+            None, None, f"{op}: cannot broadcast a tensor of shape "
+            f"{o.shape} to a RaggedTensor of shape {r.shape}")
     o = _A.reshape(o, [1] * (rank - o.shape.rank) + list(o.shape.as_list()))
     return _spread(r, o, op, r.shape)
 
@@ -77,9 +80,10 @@ def _to_flat(r, o, op):
 def _spread(r, o, op, full):
     """o (of r's rank, size 1 on r's ragged dim 1) repeated per value."""
     if o.shape[1] != 1:
-        raise ValueError(f"{op}: cannot broadcast a tensor of shape "
-                         f"{o.shape} to a RaggedTensor of shape {full}: its "
-                         f"size on a ragged dimension must be 1")
+        raise InvalidArgumentError(
+            None, None, f"{op}: cannot broadcast a tensor of shape "
+            f"{o.shape} to a RaggedTensor of shape {full}: its size on a "
+            f"ragged dimension must be 1")
     o = _A.squeeze(o, [1])
     n0 = o.shape[0]
     if n0 != 1:
@@ -111,7 +115,15 @@ def align(args, op):
     return out + [template]
 
 
+def _op_name(fn, name):
+    """TF's op type for errors (math_ops' docs end "The `AddV2` op")."""
+    m = re.search(r"The `(\w+)` op", getattr(fn, "__doc__", None) or "")
+    return m.group(1) if m else name
+
+
 def binary(fn, name):
+    name = _op_name(fn, name)
+
     def op(x, y, *args, **kwargs):
         a, b, template = align([x, y], name)
         return template.with_flat_values(fn(a, b, *args, **kwargs))

@@ -640,9 +640,7 @@ def _rebuild(pylist, dtype, ragged_rank, splits_dtype):
 def _nvals_static(values):
     if isinstance(values, RaggedTensor):
         n = values._row_splits.shape[0]
-        if n is None or values._row_splits._symbolic:
-            return None
-        return int(values._row_splits.numpy()[-1]) if n else None
+        return None if n is None else n - 1
     return values.shape[0] if values.shape.rank else None
 
 

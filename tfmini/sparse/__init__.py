@@ -8,7 +8,7 @@ from . import sparse_ops as _ops
 from .sparse_ops import (add, concat, eye, from_dense, reduce_sum,  # noqa
                          reorder, reshape, retain, slice,  # noqa: A004
                          sparse_dense_matmul, to_dense, transpose)
-from .sparse_tensor import SparseTensor, SparseTensorSpec
+from .sparse_tensor import SparseTensor, SparseTensorSpec  # noqa: F401
 
 __all__ = ["SparseTensor", "add", "concat", "eye", "from_dense",
            "reduce_sum", "reorder", "reshape", "retain", "slice",
@@ -25,7 +25,4 @@ _ct.register(["divide", "truediv"], SparseTensor,
 SparseTensor.__mul__ = lambda self, other: _ops.mul(self, other)
 SparseTensor.__rmul__ = lambda self, other: _ops.mul(self, other)
 SparseTensor.__truediv__ = lambda self, other: _ops.div(self, other)
-SparseTensor.__add__ = lambda self, other: add(self, other)
-SparseTensor.__radd__ = lambda self, other: add(self, other)
-SparseTensor.__neg__ = lambda self: self.with_values(-self.values)
-SparseTensor.__abs__ = lambda self: self.with_values(abs(self.values))
+# As in TF, no + or unary -: tf.sparse.add and tf.math.negative do those.

@@ -65,20 +65,24 @@ def from_dense(tensor, name=None):
                         _A.shape(t, out_type=_dtypes.int64))
 
 
+def _ints(a):
+    return "[" + ",".join(str(int(x)) for x in a) + "]"
+
+
 def _validate(sp, op):
     ind, shape = _eager(sp, op)
     for i, row in enumerate(ind):
         if np.any(row < 0) or np.any(row >= shape):
             raise InvalidArgumentError(
-                None, None, f"{op}: indices[{i}] = {row.tolist()} is out of "
-                f"bounds: need 0 <= index < {shape.tolist()}")
+                None, None, f"{op}: indices[{i}] = {_ints(row)} is out of "
+                f"bounds: need 0 <= index < {_ints(shape)}")
     lin = _linear(ind, shape)
     bad = np.nonzero(np.diff(lin) <= 0)[0]
     if len(bad):
         i = int(bad[0]) + 1
         what = "repeated" if lin[i] == lin[i - 1] else "out of order"
         raise InvalidArgumentError(
-            None, None, f"{op}: indices[{i}] = {ind[i].tolist()} is {what}. "
+            None, None, f"{op}: indices[{i}] = {_ints(ind[i])} is {what}. "
             f"Many sparse ops require sorted indices. Use "
             f"`tf.sparse.reorder` to create a correctly ordered copy.")
 
@@ -137,10 +141,13 @@ def add(a, b, threshold=0, thresh=None, name=None):
             _C.convert_to_tensor(b, dtype_hint=a.dtype)
     ia, sa = _eager(a, "SparseAdd")
     ib, sb = _eager(b, "SparseAdd")
-    if not np.array_equal(sa, sb):
+    if len(sa) != len(sb) or not np.array_equal(sa, sb):
+        d = next((i for i in range(min(len(sa), len(sb)))
+                  if sa[i] != sb[i]), 0)
         raise InvalidArgumentError(
-            None, None, f"SparseAdd: operands' shapes do not match: "
-            f"{sa.tolist()} vs. {sb.tolist()}")
+            None, None, f"SparseAdd: Operands' shapes do not match: got "
+            f"{sa[d]} and {sb[d]} for dimension {d} (shapes {_ints(sa)} and "
+            f"{_ints(sb)})")
     if a.dtype != b.dtype:
         raise InvalidArgumentError(
             None, None, f"SparseAdd: values of different dtypes "
@@ -182,9 +189,11 @@ def sparse_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False,
         rows, cols, m, k = cols, rows, k, m
     if b.shape[0] is not None and b.shape[0] != k:
         raise InvalidArgumentError(
-            None, None, f"SparseTensorDenseMatMul: cannot multiply A "
-            f"(shape {shape}{', adjoint' if adjoint_a else ''}) by B (shape "
-            f"{b.shape}): inner dimensions {k} and {b.shape[0]} differ")
+            None, None, f"SparseTensorDenseMatMul: Cannot multiply A and B "
+            f"because inner dimension does not match: {k} vs. {b.shape[0]}."
+            f"  Did you forget a transpose?  Dimensions of A: "
+            f"{_ints(shape)}.  Dimensions of B: {_ints(b.shape.as_list())}"
+            f" (adjoint_a={bool(adjoint_a)}, adjoint_b={bool(adjoint_b)})")
     terms = sp_a.values[:, None] * _A.gather(b, cols)
     return _S.unsorted_segment_sum(terms, rows, m)
 
@@ -222,7 +231,8 @@ def reshape(sp_input, shape, name=None):
         raise InvalidArgumentError(
             None, None, f"SparseReshape: Input to reshape is a tensor with "
             f"{total} dense values, but the requested shape has "
-            f"{int(np.prod(new))}")
+            f"{int(np.prod(new))}. input_shape={_ints(old)} "
+            f"output_shape={_ints(new)}")
     lin = _linear(ind, old)
     out = np.stack(np.unravel_index(lin, new), axis=1) if len(lin) else \
         np.zeros((0, len(new)), np.int64)
