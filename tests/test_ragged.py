@@ -542,3 +542,12 @@ def test_ragged_ops_do_not_leak():
         round_()
     gc.collect()
     assert _C.live_counts() == before
+
+
+def test_equality_is_elementwise():
+    a = tf.ragged.constant([[1, 2], [3]])
+    assert (a == tf.ragged.constant([[1, 5], [3]])).to_list() == \
+        [[True, False], [True]]
+    assert (a != 3).to_list() == [[True, True], [False]]
+    with pytest.raises(TypeError):
+        hash(a)

@@ -60,8 +60,10 @@ for _name, _fn in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
                    ("xor", "logical_xor")]:
     setattr(RaggedTensor, f"__{_name}__", _op(_fn))
     setattr(RaggedTensor, f"__r{_name}__", _op(_fn, swap=True))
+# As TF's: == and != compare item by item (hence no hashing).
 for _name, _fn in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
-                   ("ge", "greater_equal")]:
+                   ("ge", "greater_equal"), ("eq", "equal"),
+                   ("ne", "not_equal")]:
     setattr(RaggedTensor, f"__{_name}__", _op(_fn))
 RaggedTensor.__neg__ = lambda self: self.with_flat_values(
     _M.negative(self.flat_values))
