@@ -671,7 +671,7 @@ def _index_inner(rt, key, rest):
     dt = s.dtype
     if key is Ellipsis:
         return rt if not rest else rt.with_values(
-            _index_values(rt._values, (Ellipsis,) + tuple(rest)))
+            rt._values[(Ellipsis,) + tuple(rest)])
     if isinstance(key, Tensor):
         key = int(key)
     lengths = rt.row_lengths()
@@ -713,13 +713,8 @@ def _index_inner(rt, key, rest):
         _A.gather(v, idx)
     out = RaggedTensor.from_row_splits(vals, splits, validate=False)
     if rest:
-        out = out.with_values(_index_values(out._values,
-                                            (slice(None),) + tuple(rest)))
+        out = out.with_values(out._values[(slice(None),) + tuple(rest)])
     return out
-
-
-def _index_values(v, key):
-    return v[key]
 
 
 def _fit_inner(v, want, default):
