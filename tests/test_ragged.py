@@ -551,3 +551,64 @@ def test_equality_is_elementwise():
     assert (a != 3).to_list() == [[True, True], [False]]
     with pytest.raises(TypeError):
         hash(a)
+
+
+DATASET_GUIDE_OUTPUT = """\
+Element 0:
+        colors = [1 2]
+       lengths = 7
+Element 1:
+        colors = [3]
+       lengths = 8
+Element 2:
+        colors = [4 5 6]
+       lengths = 9
+Element 0:
+        colors = <tf.RaggedTensor [[1, 2], [3]]>
+       lengths = [7 8]
+Element 1:
+        colors = <tf.RaggedTensor [[4, 5, 6]]>
+       lengths = [9]
+Element 0:
+        colors = [1 2]
+       lengths = 7
+Element 1:
+        colors = [3]
+       lengths = 8
+Element 2:
+        colors = [4 5 6]
+       lengths = 9
+<tf.RaggedTensor [[0], [0, 1, 2, 3, 4]]>
+<tf.RaggedTensor [[0, 1, 2], [0, 1]]>
+<tf.RaggedTensor [[0, 1, 2, 3, 4, 5, 6, 7]]>
+Element 0:
+   mean_length = 7
+ length_ranges = <tf.RaggedTensor [[0, 1, 2, 3, 4, 5, 6], [0, 1, 2, 3, 4, 5, 6, 7]]>
+Element 1:
+   mean_length = 9
+ length_ranges = <tf.RaggedTensor [[0, 1, 2, 3, 4, 5, 6, 7, 8]]>
+"""
+
+
+def test_dataset_section_of_the_guide(capsys):
+    def print_dictionary_dataset(dataset):
+        for i, element in enumerate(dataset):
+            print("Element {}:".format(i))
+            for (feature_name, feature_value) in element.items():
+                print('{:>14} = {}'.format(feature_name, feature_value))
+    dataset = tf.data.Dataset.from_tensor_slices({
+        'colors': tf.ragged.constant([[1, 2], [3], [4, 5, 6]]),
+        'lengths': tf.constant([7, 8, 9])})
+    print_dictionary_dataset(dataset)
+    batched_dataset = dataset.batch(2)
+    print_dictionary_dataset(batched_dataset)
+    print_dictionary_dataset(batched_dataset.unbatch())
+    non_ragged = tf.data.Dataset.from_tensor_slices([1, 5, 3, 2, 8])
+    for element in non_ragged.map(tf.range).ragged_batch(2):
+        print(element)
+
+    def transform_lengths(features):
+        return {'mean_length': tf.math.reduce_mean(features['lengths']),
+                'length_ranges': tf.ragged.range(features['lengths'])}
+    print_dictionary_dataset(batched_dataset.map(transform_lengths))
+    assert capsys.readouterr().out == DATASET_GUIDE_OUTPUT
