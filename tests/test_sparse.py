@@ -313,3 +313,160 @@ def test_sparse_ops_do_not_leak():
         round_()
     gc.collect()
     assert _C.live_counts() == before
+
+
+SPARSE_GUIDE = """\
+st1 = tf.sparse.SparseTensor(indices=[[0, 3], [2, 4]], values=[10, 20], dense_shape=[3, 10])
+print(st1)
+def pprint_sparse_tensor(st):
+  s = "<SparseTensor shape=%s \\n values={" % (st.dense_shape.numpy().tolist(),)
+  for (index, value) in zip(st.indices, st.values):
+    s += f"\\n  %s: %s" % (index.numpy().tolist(), value.numpy().tolist())
+  return s + "}>"
+print(pprint_sparse_tensor(st1))
+st2 = tf.sparse.from_dense([[1, 0, 0, 8], [0, 0, 0, 0], [0, 0, 3, 0]])
+print(pprint_sparse_tensor(st2))
+st3 = tf.sparse.to_dense(st2)
+print(st3)
+st_a = tf.sparse.SparseTensor(indices=[[0, 2], [3, 4]], values=[31, 2], dense_shape=[4, 10])
+st_b = tf.sparse.SparseTensor(indices=[[0, 2], [3, 0]], values=[56, 38], dense_shape=[4, 10])
+st_sum = tf.sparse.add(st_a, st_b)
+print(pprint_sparse_tensor(st_sum))
+st_c = tf.sparse.SparseTensor(indices=([0, 1], [1, 0], [1, 1]), values=[13, 15, 17], dense_shape=(2,2))
+mb = tf.constant([[4], [6]])
+product = tf.sparse.sparse_dense_matmul(st_c, mb)
+print(product)
+sparse_pattern_A = tf.sparse.SparseTensor(indices = [[2,4], [3,3], [3,4], [4,3], [4,4], [5,4]], values = [1,1,1,1,1,1], dense_shape = [8,5])
+sparse_pattern_B = tf.sparse.SparseTensor(indices = [[0,2], [1,1], [1,3], [2,0], [2,4], [2,5], [3,5], [4,5], [5,0], [5,4], [5,5], [6,1], [6,3], [7,2]], values = [1,1,1,1,1,1,1,1,1,1,1,1,1,1], dense_shape = [8,6])
+sparse_pattern_C = tf.sparse.SparseTensor(indices = [[3,0], [4,0]], values = [1,1], dense_shape = [8,6])
+sparse_patterns_list = [sparse_pattern_A, sparse_pattern_B, sparse_pattern_C]
+sparse_pattern = tf.sparse.concat(axis=1, sp_inputs=sparse_patterns_list)
+print(tf.sparse.to_dense(sparse_pattern))
+sparse_slice_A = tf.sparse.slice(sparse_pattern_A, start = [0,0], size = [8,5])
+sparse_slice_B = tf.sparse.slice(sparse_pattern_B, start = [0,5], size = [8,6])
+sparse_slice_C = tf.sparse.slice(sparse_pattern_C, start = [0,10], size = [8,6])
+print(tf.sparse.to_dense(sparse_slice_A))
+print(tf.sparse.to_dense(sparse_slice_B))
+print(tf.sparse.to_dense(sparse_slice_C))
+st2_plus_5 = tf.sparse.map_values(tf.add, st2, 5)
+print(tf.sparse.to_dense(st2_plus_5))
+st2_plus_5 = tf.sparse.SparseTensor(st2.indices, st2.values + 5, st2.dense_shape)
+print(tf.sparse.to_dense(st2_plus_5))
+dataset = tf.data.Dataset.from_tensor_slices(st_a)
+for element in dataset:
+  print(pprint_sparse_tensor(element))
+batched_dataset = dataset.batch(2)
+for element in batched_dataset:
+  print (pprint_sparse_tensor(element))
+unbatched_dataset = batched_dataset.unbatch()
+for element in unbatched_dataset:
+  print (pprint_sparse_tensor(element))
+@tf.function
+def f(x,y):
+  return tf.sparse.sparse_dense_matmul(x,y)
+a = tf.sparse.SparseTensor(indices=[[0, 3], [2, 4]], values=[15, 25], dense_shape=[3, 10])
+b = tf.sparse.to_dense(tf.sparse.transpose(a))
+c = f(a,b)
+print(c)
+sparse_pattern = tf.sparse.SparseTensor(indices=[[0, 0], [1, 1], [2, 2]], values=[-1., 0., 2.], dense_shape=[3, 3])
+print(tf.sparse.reduce_max(sparse_pattern) if hasattr(tf.sparse, 'reduce_max') else '')
+"""
+
+SPARSE_GUIDE_OUTPUT = """\
+SparseTensor(indices=tf.Tensor(
+[[0 3]
+ [2 4]], shape=(2, 2), dtype=int64), values=tf.Tensor([10 20], shape=(2,), dtype=int32), dense_shape=tf.Tensor([ 3 10], shape=(2,), dtype=int64))
+<SparseTensor shape=[3, 10] 
+ values={
+  [0, 3]: 10
+  [2, 4]: 20}>
+<SparseTensor shape=[3, 4] 
+ values={
+  [0, 0]: 1
+  [0, 3]: 8
+  [2, 2]: 3}>
+tf.Tensor(
+[[1 0 0 8]
+ [0 0 0 0]
+ [0 0 3 0]], shape=(3, 4), dtype=int32)
+<SparseTensor shape=[4, 10] 
+ values={
+  [0, 2]: 87
+  [3, 0]: 38
+  [3, 4]: 2}>
+tf.Tensor(
+[[ 78]
+ [162]], shape=(2, 1), dtype=int32)
+tf.Tensor(
+[[0 0 0 0 0 0 0 1 0 0 0 0 0 0 0 0 0]
+ [0 0 0 0 0 0 1 0 1 0 0 0 0 0 0 0 0]
+ [0 0 0 0 1 1 0 0 0 1 1 0 0 0 0 0 0]
+ [0 0 0 1 1 0 0 0 0 0 1 1 0 0 0 0 0]
+ [0 0 0 1 1 0 0 0 0 0 1 1 0 0 0 0 0]
+ [0 0 0 0 1 1 0 0 0 1 1 0 0 0 0 0 0]
+ [0 0 0 0 0 0 1 0 1 0 0 0 0 0 0 0 0]
+ [0 0 0 0 0 0 0 1 0 0 0 0 0 0 0 0 0]], shape=(8, 17), dtype=int32)
+tf.Tensor(
+[[0 0 0 0 0]
+ [0 0 0 0 0]
+ [0 0 0 0 1]
+ [0 0 0 1 1]
+ [0 0 0 1 1]
+ [0 0 0 0 1]
+ [0 0 0 0 0]
+ [0 0 0 0 0]], shape=(8, 5), dtype=int32)
+tf.Tensor(
+[[0]
+ [0]
+ [1]
+ [1]
+ [1]
+ [1]
+ [0]
+ [0]], shape=(8, 1), dtype=int32)
+tf.Tensor([], shape=(8, 0), dtype=int32)
+tf.Tensor(
+[[ 6  0  0 13]
+ [ 0  0  0  0]
+ [ 0  0  8  0]], shape=(3, 4), dtype=int32)
+tf.Tensor(
+[[ 6  0  0 13]
+ [ 0  0  0  0]
+ [ 0  0  8  0]], shape=(3, 4), dtype=int32)
+<SparseTensor shape=[10] 
+ values={
+  [2]: 31}>
+<SparseTensor shape=[10] 
+ values={}>
+<SparseTensor shape=[10] 
+ values={}>
+<SparseTensor shape=[10] 
+ values={
+  [4]: 2}>
+<SparseTensor shape=[2, 10] 
+ values={
+  [0, 2]: 31}>
+<SparseTensor shape=[2, 10] 
+ values={
+  [1, 4]: 2}>
+<SparseTensor shape=[10] 
+ values={
+  [2]: 31}>
+<SparseTensor shape=[10] 
+ values={}>
+<SparseTensor shape=[10] 
+ values={}>
+<SparseTensor shape=[10] 
+ values={
+  [4]: 2}>
+tf.Tensor(
+[[225   0   0]
+ [  0   0   0]
+ [  0   0 625]], shape=(3, 3), dtype=int32)
+tf.Tensor(2.0, shape=(), dtype=float32)
+"""
+
+
+def test_sparse_guide_prints_as_tensorflow(capsys):
+    exec(SPARSE_GUIDE, {"tf": tf})
+    assert capsys.readouterr().out == SPARSE_GUIDE_OUTPUT

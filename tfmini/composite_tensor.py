@@ -26,6 +26,16 @@ class CompositeTensor:
     def _is_symbolic(self):
         return any(t._symbolic for t in self._to_components())
 
+    # tf.data's view of a batch: its size, one item, a run of items.
+    def _batch_size(self):
+        return self.shape[0]
+
+    def _batch_item(self, i):
+        raise NotImplementedError
+
+    def _batch_slice(self, start, stop):
+        raise NotImplementedError
+
 
 class TypeSpec:
     """Base of the composite specs (tf.RaggedTensorSpec,

@@ -372,7 +372,9 @@ class _Slices(Dataset):
 
     def _elements(self):
         for i in range(self._n):
-            yield _map_structure(lambda a: _to_tensor(a[i]), self._arrays)
+            yield _map_structure(lambda a: _to_tensor(
+                a._batch_item(i) if isinstance(a, _CompositeTensor)
+                else a[i]), self._arrays)
 
     def batch(self, batch_size, drop_remainder=False, **_):
         if batch_size <= 0:
@@ -383,7 +385,10 @@ class _Slices(Dataset):
         def gen():
             for i in range(0, stop, batch_size):
                 yield _map_structure(
-                    lambda a: _to_tensor(a[i:i + batch_size]), arrays)
+                    lambda a: _to_tensor(
+                        a._batch_slice(i, i + batch_size)
+                        if isinstance(a, _CompositeTensor)
+                        else a[i:i + batch_size]), arrays)
         out = Dataset(gen, _batched_len(n, batch_size, drop_remainder))
         out._batched_from = (self, batch_size if drop_remainder else None)
         return out

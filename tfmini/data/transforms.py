@@ -313,18 +313,21 @@ class DatasetOpsMixin:
 
         def gen():
             for e in src:
-                flat = [_np(x) for x in ds._flatten(e)]
-                if any(a.ndim == 0 for a in flat):
+                flat = [x if isinstance(x, ds._CompositeTensor) else _np(x)
+                        for x in ds._flatten(e)]
+                if any(len(a.shape) == 0 for a in flat):
                     raise ValueError("unbatch: every component needs a "
                                      "batch dimension (rank >= 1)")
-                n = len(flat[0])
-                if any(len(a) != n for a in flat):
+                sizes = [a.shape[0] for a in flat]
+                n = sizes[0]
+                if any(s != n for s in sizes):
                     raise ValueError(
                         f"unbatch: components differ in their batch size: "
-                        f"{[len(a) for a in flat]}")
+                        f"{sizes}")
                 for i in range(n):
                     yield ds._nest._pack(
-                        e, [ds._to_tensor(a[i]) for a in flat],
+                        e, [ds._to_tensor(a._batch_item(i) if isinstance(
+                            a, ds._CompositeTensor) else a[i]) for a in flat],
                         ds._nest._DATA_LEAF)
         return _new(gen, None)
 
@@ -427,6 +430,9 @@ def stack_rows(items):
     from ..ops.constant_op import convert_to_tensor
     from ..ragged import RaggedTensor
     from ..ragged.map_fn import _stack_ragged
+    from ..sparse import SparseTensor, sparse_ops
+    if items and all(isinstance(x, SparseTensor) for x in items):
+        return sparse_ops.stack_rows(items)
     items = [x if isinstance(x, (Tensor, RaggedTensor)) else
              convert_to_tensor(x) for x in items]
     dense = [x for x in items if isinstance(x, Tensor)]
@@ -445,11 +451,14 @@ def stack_rows(items):
 def composite_slice_spec(a):
     """The element spec of from_tensor_slices over the composite a."""
     from ..ragged import RaggedTensor, RaggedTensorSpec
+    from ..sparse import SparseTensor, SparseTensorSpec
     if isinstance(a, RaggedTensor):
         return RaggedTensorSpec(a.shape[1:], a.dtype, a.ragged_rank - 1,
                                 a.row_splits.dtype)
-    raise TypeError(f"from_tensor_slices: tfmini slices RaggedTensors, "
-                    f"not {type(a).__name__}")
+    if isinstance(a, SparseTensor):
+        return SparseTensorSpec(a.shape[1:], a.dtype)
+    raise TypeError(f"from_tensor_slices: tfmini slices RaggedTensors and "
+                    f"SparseTensors, not {type(a).__name__}")
 
 
 def _slices_dataset(tensors):

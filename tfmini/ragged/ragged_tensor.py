@@ -554,6 +554,12 @@ class RaggedTensor(CompositeTensor):
     __str__ = __repr__
 
     # ---- indexing ----------------------------------------------------
+    def _batch_item(self, i):
+        return self._row(i)
+
+    def _batch_slice(self, start, stop):
+        return self._rows(slice(start, stop))
+
     def _row(self, i):
         n = _nrows_eager(self) if _is_eager(self._row_splits) else None
         if n is not None and not -n <= i < n:

@@ -5,13 +5,15 @@ Importing this package registers the sparse handlers of the public ops
 is not here: it takes tf.IndexedSlices, which tfmini does not have."""
 from .. import composite_tensor as _ct
 from . import sparse_ops as _ops
-from .sparse_ops import (add, concat, eye, from_dense, reduce_sum,  # noqa
-                         reorder, reshape, retain, slice,  # noqa: A004
+from .sparse_ops import (add, concat, eye, from_dense, map_values,  # noqa
+                         reduce_max, reduce_sum, reorder, reshape,
+                         retain, slice,  # noqa: A004
                          sparse_dense_matmul, to_dense, transpose)
 from .sparse_tensor import SparseTensor, SparseTensorSpec  # noqa: F401
 
 __all__ = ["SparseTensor", "add", "concat", "eye", "from_dense",
-           "reduce_sum", "reorder", "reshape", "retain", "slice",
+           "map_values", "reduce_max", "reduce_sum", "reorder", "reshape",
+           "retain", "slice",
            "sparse_dense_matmul", "to_dense", "transpose"]
 
 matmul = sparse_dense_matmul

@@ -383,3 +383,80 @@ def binary_dispatch(fn):
         raise TypeError("dense / SparseTensor is not defined (the implicit "
                         "zeros would divide); use tf.sparse.to_dense")
     return op
+
+
+def map_values(op, *args, **kwargs):
+    """op applied to the values of the SparseTensor arguments (which must
+    have the same indices); the result has their indices and shape."""
+    sps = [a for a in list(args) + list(kwargs.values())
+           if isinstance(a, SparseTensor)]
+    if not sps:
+        raise ValueError("tf.sparse.map_values: no SparseTensor argument")
+    first = sps[0]
+    for other in sps[1:]:
+        if other.indices is not first.indices and (
+                other.indices.shape != first.indices.shape or not
+                np.array_equal(other.indices.numpy(), first.indices.numpy())):
+            raise InvalidArgumentError(
+                None, None, "tf.sparse.map_values: SparseTensors must have "
+                "the same indices")
+
+    def vals(a):
+        return a.values if isinstance(a, SparseTensor) else a
+    out = op(*[vals(a) for a in args],
+             **{k: vals(v) for k, v in kwargs.items()})
+    return first.with_values(out)
+
+
+def reduce_max(sp_input, axis=None, keepdims=None, output_is_sparse=False,
+               name=None):
+    """The max over the stored values (missing entries do not count, as
+    in TF); over an axis, a position with no stored value gives 0."""
+    _check(sp_input, "SparseReduceMax")
+    if axis is None and not keepdims and not output_is_sparse:
+        return _R.reduce_max(sp_input.values)
+    v = sp_input.values
+    low = np.finfo(v.dtype.as_numpy_dtype).min if v.dtype.is_floating \
+        else np.iinfo(v.dtype.as_numpy_dtype).min
+    dense = _R.reduce_max(to_dense(sp_input, default_value=low,
+                                   validate_indices=False), axis,
+                          bool(keepdims))
+    out = _A.where(_M.equal(dense, low), _A.zeros_like(dense), dense)
+    return from_dense(out) if output_is_sparse else out
+
+
+# ---- rows, for tf.data (from_tensor_slices, batch, unbatch) ----------------
+
+def batch_rows(sp, start, stop=None):
+    """Row start (stop None: rank one less) or rows [start, stop)."""
+    ind, shape = _eager(sp, "SparseSlice")
+    rows = ind[:, 0] if len(ind) else np.zeros(0, np.int64)
+    if stop is None:
+        keep = rows == start
+        new_ind, new_shape = ind[keep][:, 1:], shape[1:]
+    else:
+        stop = min(stop, int(shape[0]))
+        keep = (rows >= start) & (rows < stop)
+        new_ind = ind[keep].copy()
+        new_ind[:, 0] -= start
+        new_shape = np.concatenate([[stop - start], shape[1:]])
+    idx = _C.constant(np.nonzero(keep)[0].astype(np.int64))
+    return SparseTensor(
+        _C.constant(new_ind.reshape(-1, len(new_shape)).astype(np.int64)),
+        _A.gather(sp.values, idx),
+        _C.constant(np.asarray(new_shape, np.int64)))
+
+
+def stack_rows(items):
+    """SparseTensors of one rank as the rows of one (each dim the
+    largest of the items')."""
+    eager = [_eager(s, "SparseStack") for s in items]
+    shape = np.max(np.stack([s for _, s in eager]), axis=0)
+    ind = np.concatenate(
+        [np.concatenate([np.full((len(i), 1), k, np.int64), i], axis=1)
+         for k, (i, _) in enumerate(eager)]) if items else \
+        np.zeros((0, 1), np.int64)
+    return SparseTensor(_C.constant(ind.reshape(-1, len(shape) + 1)),
+                        _A.concat([s.values for s in items], 0),
+                        _C.constant(np.concatenate(
+                            [[len(items)], shape]).astype(np.int64)))

@@ -121,6 +121,14 @@ class SparseTensor(CompositeTensor):
         return SparseTensorSpec([None] * (shape.shape[0] or 0),
                                 specs[1].dtype)
 
+    def _batch_item(self, i):
+        from .sparse_ops import batch_rows
+        return batch_rows(self, i)
+
+    def _batch_slice(self, start, stop):
+        from .sparse_ops import batch_rows
+        return batch_rows(self, start, stop)
+
     # ---- text ------------------------------------------------------
     def __repr__(self):
         return (f"SparseTensor(indices={self._indices!s}, values="
