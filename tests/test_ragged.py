@@ -612,3 +612,234 @@ def test_dataset_section_of_the_guide(capsys):
                 'length_ranges': tf.ragged.range(features['lengths'])}
     print_dictionary_dataset(batched_dataset.map(transform_lengths))
     assert capsys.readouterr().out == DATASET_GUIDE_OUTPUT
+
+
+# The Ragged tensors guide's code cells (those without strings or Keras),
+# run unchanged; the output below is TF 2.21's.
+RAGGED_GUIDE = """\
+digits = tf.ragged.constant([[3, 1, 4, 1], [], [5, 9, 2], [6], []])
+print(tf.add(digits, 3))
+print(tf.reduce_mean(digits, axis=1))
+print(tf.concat([digits, [[5, 3]]], axis=0))
+print(tf.tile(digits, [1, 2]))
+print(tf.map_fn(tf.math.square, digits))
+print(digits[0])
+print(digits[:, :2])
+print(digits[:, -2:])
+print(digits + 3)
+print(digits + tf.ragged.constant([[1, 2, 3, 4], [], [5, 6, 7], [8], []]))
+times_two_plus_one = lambda x: x * 2 + 1
+print(tf.ragged.map_flat_values(times_two_plus_one, digits))
+print(digits.to_list())
+print(digits.numpy())
+print(tf.RaggedTensor.from_value_rowids(
+    values=[3, 1, 4, 1, 5, 9, 2],
+    value_rowids=[0, 0, 0, 0, 2, 2, 3]))
+print(tf.RaggedTensor.from_row_lengths(
+    values=[3, 1, 4, 1, 5, 9, 2],
+    row_lengths=[4, 0, 2, 1]))
+print(tf.RaggedTensor.from_row_splits(
+    values=[3, 1, 4, 1, 5, 9, 2],
+    row_splits=[0, 4, 4, 6, 7]))
+print(tf.ragged.constant([[1.0, 2.0], [3.0]]))
+try:
+  tf.ragged.constant([[[1, 2], [3]], [[4, 5], [6, 7]]], ragged_rank=0)
+except ValueError as exception:
+  print("ValueError")
+rt = tf.RaggedTensor.from_row_splits(
+    values=[[1, 3], [0, 0], [1, 3], [5, 3], [3, 3], [1, 2]],
+    row_splits=[0, 3, 4, 6])
+print(rt)
+print("Shape: {}".format(rt.shape))
+print("Number of partitioned dimensions: {}".format(rt.ragged_rank))
+rt = tf.RaggedTensor.from_uniform_row_length(
+    values=tf.RaggedTensor.from_row_splits(
+        values=[10, 11, 12, 13, 14, 15, 16, 17, 18, 19],
+        row_splits=[0, 3, 5, 9, 10]),
+    uniform_row_length=2)
+print(rt)
+print("Shape: {}".format(rt.shape))
+print("Number of partitioned dimensions: {}".format(rt.ragged_rank))
+x = tf.ragged.constant([[1, 2], [3], [4, 5, 6]])
+y = tf.ragged.constant([[1, 1], [2], [3, 3, 3]])
+print(x + y)
+x = tf.ragged.constant([[1, 2], [3], [4, 5, 6]])
+print(x + 3)
+rt = tf.RaggedTensor.from_row_splits(
+    values=tf.RaggedTensor.from_row_splits(
+        values=[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+        row_splits=[0, 3, 3, 5, 9, 10]),
+    row_splits=[0, 1, 1, 5])
+print(rt[1])
+print(rt[2][1])
+print(rt[1:])
+print(rt[:, -1:])
+x = [[1, 3, -1, -1], [2, -1, -1, -1], [4, 5, 8, 9]]
+print(tf.RaggedTensor.from_tensor(x, padding=-1))
+rt = tf.ragged.constant([[1, 2], [3, 4, 5], [6], [], [7]])
+print("Python list:", rt.to_list())
+print("NumPy array:", rt.numpy())
+print("Values:", rt.values.numpy())
+print("Splits:", rt.row_splits.numpy())
+print("Indexed value:", rt[1].numpy())
+x = tf.ragged.constant([[1, 2], [3]])
+y = 3
+print(x + y)
+x = tf.ragged.constant(
+   [[10, 87, 12],
+    [19, 53],
+    [12, 32]])
+y = [[1000], [2000], [3000]]
+print(x + y)
+x = tf.ragged.constant(
+    [[[1, 2], [3, 4], [5, 6]],
+     [[7, 8]]],
+    ragged_rank=1)
+y = tf.constant([[10]])
+print(x + y)
+x = tf.ragged.constant(
+    [[[1], [2]],
+     [],
+     [[3]],
+     [[4]]],
+    ragged_rank=1)
+y = tf.constant([10, 20, 30])
+print(x + y)
+x = tf.ragged.constant([[1, 2], [3, 4, 5, 6], [7]])
+y = tf.constant([[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]])
+try:
+  x + y
+except tf.errors.InvalidArgumentError as exception:
+  print("InvalidArgumentError")
+x = tf.ragged.constant([[1, 2, 3], [4], [5, 6]])
+y = tf.ragged.constant([[1, 2], [3, 4], [5, 6]])
+try:
+  x + y
+except tf.errors.InvalidArgumentError as exception:
+  print("InvalidArgumentError")
+rt = tf.RaggedTensor.from_row_splits(
+    values=[3, 1, 4, 1, 5, 9, 2],
+    row_splits=[0, 4, 4, 6, 7])
+print(rt)
+rt = tf.RaggedTensor.from_row_splits(
+    values=tf.RaggedTensor.from_row_splits(
+        values=[10, 11, 12, 13, 14, 15, 16, 17, 18, 19],
+        row_splits=[0, 3, 3, 5, 9, 10]),
+    row_splits=[0, 1, 1, 5])
+print(rt)
+print("Shape: {}".format(rt.shape))
+print("Number of partitioned dimensions: {}".format(rt.ragged_rank))
+rt = tf.RaggedTensor.from_nested_row_lengths(
+    flat_values=[10, 11, 12, 13, 14, 15, 16, 17, 18, 19],
+    nested_row_lengths=([1, 0, 4], [3, 0, 2, 4, 1]))
+print(rt)
+rt = tf.RaggedTensor.from_row_splits(
+    values=[[1, 3], [0, 0], [1, 3], [5, 3], [3, 3], [1, 2]],
+    row_splits=[0, 3, 4, 6])
+print(rt)
+print("Shape: {}".format(rt.shape))
+print("Number of partitioned dimensions: {}".format(rt.ragged_rank))
+print("Flat values shape: {}".format(rt.flat_values.shape))
+print("Flat values:\\n{}".format(rt.flat_values))
+@tf.function
+def make_palindrome(x, axis):
+  return tf.concat([x, tf.reverse(x, [axis])], axis)
+print(make_palindrome(tf.constant([[1, 2], [3, 4], [5, 6]]), axis=1))
+print(make_palindrome(tf.ragged.constant([[1, 2], [3], [4, 5, 6]]), axis=1))
+@tf.function(
+    input_signature=[tf.RaggedTensorSpec(shape=[None, None], dtype=tf.int32)])
+def max_and_min(rt):
+  return (tf.math.reduce_max(rt, axis=-1), tf.math.reduce_min(rt, axis=-1))
+max_and_min(tf.ragged.constant([[1, 2], [3], [4, 5, 6]]))
+@tf.function
+def increment(x):
+  return x + 1
+rt = tf.ragged.constant([[1, 2], [3], [4, 5, 6]])
+cf = increment.get_concrete_function(rt)
+print(cf(rt))
+"""
+
+RAGGED_GUIDE_OUTPUT = """\
+<tf.RaggedTensor [[6, 4, 7, 4], [], [8, 12, 5], [9], []]>
+tf.Tensor([2.25              nan 5.33333333 6.                nan], shape=(5,), dtype=float64)
+<tf.RaggedTensor [[3, 1, 4, 1], [], [5, 9, 2], [6], [], [5, 3]]>
+<tf.RaggedTensor [[3, 1, 4, 1, 3, 1, 4, 1], [], [5, 9, 2, 5, 9, 2], [6, 6], []]>
+<tf.RaggedTensor [[9, 1, 16, 1], [], [25, 81, 4], [36], []]>
+tf.Tensor([3 1 4 1], shape=(4,), dtype=int32)
+<tf.RaggedTensor [[3, 1], [], [5, 9], [6], []]>
+<tf.RaggedTensor [[4, 1], [], [9, 2], [6], []]>
+<tf.RaggedTensor [[6, 4, 7, 4], [], [8, 12, 5], [9], []]>
+<tf.RaggedTensor [[4, 3, 7, 5], [], [10, 15, 9], [14], []]>
+<tf.RaggedTensor [[7, 3, 9, 3], [], [11, 19, 5], [13], []]>
+[[3, 1, 4, 1], [], [5, 9, 2], [6], []]
+[array([3, 1, 4, 1], dtype=int32) array([], dtype=int32)
+ array([5, 9, 2], dtype=int32) array([6], dtype=int32)
+ array([], dtype=int32)]
+<tf.RaggedTensor [[3, 1, 4, 1], [], [5, 9], [2]]>
+<tf.RaggedTensor [[3, 1, 4, 1], [], [5, 9], [2]]>
+<tf.RaggedTensor [[3, 1, 4, 1], [], [5, 9], [2]]>
+<tf.RaggedTensor [[1.0, 2.0], [3.0]]>
+ValueError
+<tf.RaggedTensor [[[1, 3],
+  [0, 0],
+  [1, 3]], [[5, 3]], [[3, 3],
+                      [1, 2]]]>
+Shape: (3, None, 2)
+Number of partitioned dimensions: 1
+<tf.RaggedTensor [[[10, 11, 12], [13, 14]],
+ [[15, 16, 17, 18], [19]]]>
+Shape: (2, 2, None)
+Number of partitioned dimensions: 2
+<tf.RaggedTensor [[2, 3], [5], [7, 8, 9]]>
+<tf.RaggedTensor [[4, 5], [6], [7, 8, 9]]>
+<tf.RaggedTensor []>
+tf.Tensor([4 5], shape=(2,), dtype=int32)
+<tf.RaggedTensor [[], [[], [4, 5], [6, 7, 8, 9], [10]]]>
+<tf.RaggedTensor [[[1, 2, 3]], [], [[10]]]>
+<tf.RaggedTensor [[1, 3], [2], [4, 5, 8, 9]]>
+Python list: [[1, 2], [3, 4, 5], [6], [], [7]]
+NumPy array: [array([1, 2], dtype=int32) array([3, 4, 5], dtype=int32)
+ array([6], dtype=int32) array([], dtype=int32) array([7], dtype=int32)]
+Values: [1 2 3 4 5 6 7]
+Splits: [0 2 5 6 6 7]
+Indexed value: [3 4 5]
+<tf.RaggedTensor [[4, 5], [6]]>
+<tf.RaggedTensor [[1010, 1087, 1012], [2019, 2053], [3012, 3032]]>
+<tf.RaggedTensor [[[11, 12],
+  [13, 14],
+  [15, 16]], [[17, 18]]]>
+<tf.RaggedTensor [[[11, 21, 31],
+  [12, 22, 32]], [], [[13, 23, 33]], [[14, 24, 34]]]>
+InvalidArgumentError
+InvalidArgumentError
+<tf.RaggedTensor [[3, 1, 4, 1], [], [5, 9], [2]]>
+<tf.RaggedTensor [[[10, 11, 12]], [], [[], [13, 14], [15, 16, 17, 18], [19]]]>
+Shape: (3, None, None)
+Number of partitioned dimensions: 2
+<tf.RaggedTensor [[[10, 11, 12]], [], [[], [13, 14], [15, 16, 17, 18], [19]]]>
+<tf.RaggedTensor [[[1, 3],
+  [0, 0],
+  [1, 3]], [[5, 3]], [[3, 3],
+                      [1, 2]]]>
+Shape: (3, None, 2)
+Number of partitioned dimensions: 1
+Flat values shape: (6, 2)
+Flat values:
+[[1 3]
+ [0 0]
+ [1 3]
+ [5 3]
+ [3 3]
+ [1 2]]
+tf.Tensor(
+[[1 2 2 1]
+ [3 4 4 3]
+ [5 6 6 5]], shape=(3, 4), dtype=int32)
+<tf.RaggedTensor [[1, 2, 2, 1], [3, 3], [4, 5, 6, 6, 5, 4]]>
+<tf.RaggedTensor [[2, 3], [4], [5, 6, 7]]>
+"""
+
+
+def test_ragged_guide_prints_as_tensorflow(capsys):
+    exec(RAGGED_GUIDE, {"tf": tf})
+    assert capsys.readouterr().out == RAGGED_GUIDE_OUTPUT

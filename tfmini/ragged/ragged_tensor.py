@@ -76,15 +76,20 @@ class RaggedTensor(CompositeTensor):
     lengths). Build one with tf.ragged.constant or the from_* factories;
     the constructor is private, as in TF."""
 
-    __slots__ = ("_values", "_row_splits", "__weakref__")
+    __slots__ = ("_values", "_row_splits", "_uniform_row_length",
+                 "__weakref__")
 
-    def __init__(self, values, row_splits, internal=False):
+    def __init__(self, values, row_splits, internal=False,
+                 uniform_row_length=None):
         if not internal:
             raise ValueError("RaggedTensor constructor is private; please "
                              "use one of the factory methods instead (e.g., "
                              "RaggedTensor.from_row_lengths())")
         self._values = values
         self._row_splits = row_splits
+        # A Python int when every row has that length (from
+        # from_uniform_row_length): .shape shows it instead of None.
+        self._uniform_row_length = uniform_row_length
 
     # ---- factories -------------------------------------------------
     @classmethod
@@ -205,7 +210,9 @@ class RaggedTensor(CompositeTensor):
                 f"make {int(nrows)} rows of {length}")
         splits = _C.constant(np.arange(int(nrows) + 1, dtype=np.int64)
                              * length)
-        return cls.from_row_splits(values, splits, validate=False)
+        out = cls.from_row_splits(values, splits, validate=False)
+        out._uniform_row_length = length
+        return out
 
     @classmethod
     def from_sparse(cls, st_input, name=None, row_splits_dtype=_dtypes.int64):
@@ -361,9 +368,12 @@ class RaggedTensor(CompositeTensor):
     @property
     def shape(self):
         n = self._row_splits.shape[0]
-        inner = self.flat_values.shape
-        return TensorShape([None if n is None else n - 1]
-                           + [None] * self.ragged_rank + inner.as_list()[1:])
+        dims = [None if n is None else n - 1]
+        v = self
+        while isinstance(v, RaggedTensor):
+            dims.append(v._uniform_row_length)
+            v = v._values
+        return TensorShape(dims + v.shape.as_list()[1:])
 
     def get_shape(self):
         return self.shape
@@ -429,7 +439,8 @@ class RaggedTensor(CompositeTensor):
             _M.less_equal(s[None, 1:], iota[:, None]), s.dtype), axis=1)
 
     def with_values(self, new_values):
-        return RaggedTensor(new_values, self._row_splits, internal=True)
+        return RaggedTensor(new_values, self._row_splits, internal=True,
+                            uniform_row_length=self._uniform_row_length)
 
     def with_flat_values(self, new_values):
         if isinstance(self._values, RaggedTensor):
