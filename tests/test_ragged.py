@@ -843,3 +843,21 @@ tf.Tensor(
 def test_ragged_guide_prints_as_tensorflow(capsys):
     exec(RAGGED_GUIDE, {"tf": tf})
     assert capsys.readouterr().out == RAGGED_GUIDE_OUTPUT
+
+
+def test_dispatch_wrappers_arrive_with_the_first_composite():
+    import os
+    import subprocess
+    import sys
+    code = ("import tfmini as tf\n"
+            "assert not hasattr(tf.add, '__wrapped__')\n"
+            "tf.ragged.constant([[1]])\n"
+            "assert tf.add.__wrapped__ is not None and tf.add is tf.math.add\n"
+            "print(tf.add(tf.ragged.constant([[1], [2, 3]]), 1))\n")
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(tf.__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", code], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "<tf.RaggedTensor [[2], [3, 4]]>\n"

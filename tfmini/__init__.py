@@ -39,8 +39,8 @@ from .ragged import RaggedTensor, RaggedTensorSpec, map_fn  # noqa
 from . import sparse  # noqa: E402,F401
 from .sparse import SparseTensor, SparseTensorSpec  # noqa: E402,F401
 from . import composite_tensor as _composite  # noqa: E402
-_composite.install([globals()["math"], nn, __import__("sys").modules[
-    __name__]])
+_composite.set_dispatch_namespaces(
+    [globals()["math"], nn, __import__("sys").modules[__name__]])
 
 __version__ = "0.1.0"
 newaxis = None

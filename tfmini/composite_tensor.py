@@ -75,13 +75,19 @@ def spec_of(x):
 # Note [Composite dispatch]: TF's public ops accept composite arguments
 # (tf.add(ragged, 1), tf.reduce_sum(ragged, axis=1)) through a dispatch
 # table on the op. tfmini's ops are C calls that refuse a non-tensor, so
-# the ops that take composites are wrapped once, at import: the wrapper
-# looks up the type of each leading argument (and of the items of a
+# the ops that take composites are wrapped: the wrapper looks up the type
+# of each of the first three positional arguments (and of the items of a
 # list argument, for concat and stack) in a dict and calls the
-# composite's handler; a dense call pays that lookup and one Python call.
+# composite's handler. A Python wrapper costs a dense eager call about a
+# microsecond, so the wrappers go in only when the first composite value
+# is made (ensure_dispatch, from the composite constructors): a program
+# that never makes one keeps the bare ops. (A function taken from tf
+# before that, `from tfmini import add`, stays bare.)
 
 _HANDLERS = {}        # op name -> {composite class: make_handler}
-_SCAN = 3             # leading positional arguments looked at
+_NAMESPACES = []      # the modules whose ops get wrapped (tfmini's init)
+_SCAN_ITEMS = object()
+dispatch_installed = False
 
 
 def register(names, cls, make_handler):
@@ -92,27 +98,34 @@ def register(names, cls, make_handler):
 
 
 def _wrap(orig, name, makers):
-    table = {cls: make(orig, name) for cls, make in makers.items()}
-    get = table.get
+    kinds = {cls: make(orig, name) for cls, make in makers.items()}
+    kinds[list] = kinds[tuple] = _SCAN_ITEMS
+    get = kinds.get
 
-    def find(a):
-        h = get(type(a))
-        if h is None and type(a) in (list, tuple):
-            for e in a:
-                h = get(type(e))
-                if h is not None:
-                    break
-        return h
+    def scan(items):
+        for e in items:
+            h = get(type(e))
+            if h is not None and h is not _SCAN_ITEMS:
+                return h
+        return None
 
+    # Inlined lookups: this runs on every call of a wrapped op.
     def op(*args, **kwargs):
-        for a in args[:_SCAN]:
-            h = find(a)
+        for a in args[:3]:
+            h = get(type(a))
             if h is not None:
+                if h is _SCAN_ITEMS:
+                    h = scan(a)
+                    if h is None:
+                        continue
                 return h(*args, **kwargs)
-        for a in kwargs.values():
-            h = find(a)
-            if h is not None:
-                return h(*args, **kwargs)
+        if kwargs:
+            for a in kwargs.values():
+                h = get(type(a))
+                if h is _SCAN_ITEMS:
+                    h = scan(a)
+                if h is not None:
+                    return h(*args, **kwargs)
         return orig(*args, **kwargs)
 
     op.__name__ = op.__qualname__ = getattr(orig, "__name__", name)
@@ -121,11 +134,20 @@ def _wrap(orig, name, makers):
     return op
 
 
-def install(namespaces):
-    """Wrap the registered ops in each namespace module (once per
-    distinct function, so tf.add and tf.math.add stay one object)."""
+def set_dispatch_namespaces(modules):
+    _NAMESPACES[:] = modules
+
+
+def ensure_dispatch():
+    """Wrap the registered ops in each namespace module, once (one
+    wrapper per distinct function, so tf.add and tf.math.add stay one
+    object)."""
+    global dispatch_installed
+    if dispatch_installed:
+        return
+    dispatch_installed = True
     done = {}
-    for mod in namespaces:
+    for mod in _NAMESPACES:
         for name, makers in _HANDLERS.items():
             orig = getattr(mod, name, None)
             if orig is None:

@@ -11,6 +11,7 @@ with validate=False."""
 import numpy as np
 
 from .. import dtypes as _dtypes
+from .. import composite_tensor as _ct
 from ..composite_tensor import CompositeTensor
 from ..errors import InvalidArgumentError
 from ..ops import array_ops as _A
@@ -85,6 +86,8 @@ class RaggedTensor(CompositeTensor):
             raise ValueError("RaggedTensor constructor is private; please "
                              "use one of the factory methods instead (e.g., "
                              "RaggedTensor.from_row_lengths())")
+        if not _ct.dispatch_installed:
+            _ct.ensure_dispatch()       # Note [Composite dispatch]
         self._values = values
         self._row_splits = row_splits
         # A Python int when every row has that length (from

@@ -8,6 +8,7 @@ NumPy on eager indices."""
 import numpy as np
 
 from .. import dtypes as _dtypes
+from .. import composite_tensor as _ct
 from ..composite_tensor import CompositeTensor, TypeSpec
 from ..ops import constant_op as _C
 from ..tensor_shape import TensorShape
@@ -36,6 +37,8 @@ class SparseTensor(CompositeTensor):
     __slots__ = ("_indices", "_values", "_dense_shape", "__weakref__")
 
     def __init__(self, indices, values, dense_shape):
+        if not _ct.dispatch_installed:
+            _ct.ensure_dispatch()       # Note [Composite dispatch]
         self._indices = _int64(indices, "indices")
         self._values = values if isinstance(values, Tensor) else \
             _C.convert_to_tensor(values)
