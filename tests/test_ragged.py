@@ -237,6 +237,12 @@ def test_constant_checks_inner_shape():
         tf.ragged.constant([[[1, 2]], [[3, 4]]], inner_shape=(3,))
 
 
+def test_empty_constant_with_dtype():
+    t = tf.ragged.constant([], dtype=tf.int32)
+    assert isinstance(t, tf.Tensor) and t.dtype == tf.int32
+    assert t.shape.as_list() == [0]
+
+
 def test_empty_constant_is_float32():
     r = tf.ragged.constant([[], []])
     assert r.dtype == tf.float32 and r.to_list() == [[], []]
@@ -861,3 +867,49 @@ def test_dispatch_wrappers_arrive_with_the_first_composite():
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout == "<tf.RaggedTensor [[2], [3, 4]]>\n"
+
+
+# ---- randomized: every op against a plain-Python reference -----------------
+
+def _random_rows(rng):
+    return [[int(v) for v in rng.integers(-9, 10, size=rng.integers(0, 5))]
+            for _ in range(rng.integers(1, 6))]
+
+
+def _pad(rows, fill=0):
+    w = max((len(r) for r in rows), default=0)
+    return [r + [fill] * (w - len(r)) for r in rows]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_rows_against_python(seed):
+    rng = np.random.default_rng(seed)
+    rows = _random_rows(rng)
+    r = tf.ragged.constant(rows, dtype=tf.int32)
+    assert r.to_list() == rows
+    assert (r * 3 - 1).to_list() == [[v * 3 - 1 for v in x] for x in rows]
+    assert (r + r).to_list() == [[2 * v for v in x] for x in rows]
+    assert tf.reduce_sum(r, axis=1).numpy().tolist() == [sum(x) for x in rows]
+    assert tf.reduce_max(r, axis=1).numpy().tolist() == [
+        max(x) if x else np.iinfo(np.int32).min for x in rows]
+    assert r.to_tensor(default_value=7).numpy().reshape(
+        len(rows), -1).tolist() == _pad(rows, 7)
+    cols = _pad(rows)
+    if cols[0]:
+        want = [sum(x[j] for x in rows if len(x) > j)
+                for j in range(len(cols[0]))]
+        assert tf.reduce_sum(r, axis=0).numpy().tolist() == want
+    a, b = sorted(int(v) for v in rng.integers(-3, 5, size=2))
+    assert r[:, a:b].to_list() == [x[a:b] for x in rows]
+    assert r[a:b].to_list() == rows[a:b]
+    idx = [int(i) for i in rng.integers(-len(rows), len(rows), size=4)]
+    assert tf.gather(r, idx).to_list() == [rows[i] for i in idx]
+    other = _random_rows(rng)[:len(rows)]
+    other += [[]] * (len(rows) - len(other))
+    o = tf.ragged.constant(other, dtype=tf.int32, ragged_rank=1)
+    assert tf.concat([r, o], axis=0).to_list() == rows + other
+    assert tf.concat([r, o], axis=1).to_list() == [
+        x + y for x, y in zip(rows, other)]
+    assert tf.ragged.boolean_mask(r, r > 0).to_list() == [
+        [v for v in x if v > 0] for x in rows]
+    assert tf.reverse(r, [1]).to_list() == [x[::-1] for x in rows]

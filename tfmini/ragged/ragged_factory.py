@@ -61,6 +61,9 @@ def constant(pylist, dtype=None, ragged_rank=None, inner_shape=None,
                          f"must be less than the nesting depth of pylist "
                          f"({depth})")
     if ragged_rank == 0:
+        if dtype is not None and not scalar_depths:    # nothing to infer
+            return _C.constant(np.asarray(
+                pylist, _dtypes.as_dtype(dtype).as_numpy_dtype))
         return _C.constant(pylist, dtype)
     splits_dt = _dtypes.as_dtype(row_splits_dtype).as_numpy_dtype
     level, nested = list(pylist), []
