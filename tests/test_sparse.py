@@ -470,3 +470,42 @@ tf.Tensor(2.0, shape=(), dtype=float32)
 def test_sparse_guide_prints_as_tensorflow(capsys):
     exec(SPARSE_GUIDE, {"tf": tf})
     assert capsys.readouterr().out == SPARSE_GUIDE_OUTPUT
+
+
+# ---- randomized: every op against NumPy on the dense array -----------------
+
+def _random_sparse(rng, shape):
+    dense = rng.integers(-5, 6, size=shape).astype(np.float32)
+    dense[rng.random(shape) < 0.6] = 0
+    return dense, tf.sparse.from_dense(dense)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_sparse_against_numpy(seed):
+    rng = np.random.default_rng(seed)
+    m, n = (int(v) for v in rng.integers(1, 6, size=2))
+    d, sp = _random_sparse(rng, (m, n))
+    d2, sp2 = _random_sparse(rng, (m, n))
+    np.testing.assert_array_equal(tf.sparse.to_dense(sp).numpy(), d)
+    np.testing.assert_array_equal(
+        tf.sparse.to_dense(tf.sparse.add(sp, sp2)).numpy(), d + d2)
+    b = rng.standard_normal((n, 3)).astype(np.float32)
+    np.testing.assert_allclose(
+        tf.sparse.sparse_dense_matmul(sp, b).numpy(), d @ b, rtol=1e-5,
+        atol=1e-5)
+    np.testing.assert_allclose(tf.sparse.reduce_sum(sp, axis=0).numpy(),
+                               d.sum(0))
+    np.testing.assert_array_equal(
+        tf.sparse.to_dense(tf.sparse.transpose(sp)).numpy(), d.T)
+    np.testing.assert_array_equal(
+        tf.sparse.to_dense(tf.sparse.reshape(sp, [-1])).numpy(),
+        d.reshape(-1))
+    np.testing.assert_array_equal(
+        tf.sparse.to_dense(tf.sparse.concat(1, [sp, sp2])).numpy(),
+        np.concatenate([d, d2], 1))
+    a0, a1 = int(rng.integers(0, m)), int(rng.integers(0, n))
+    np.testing.assert_array_equal(
+        tf.sparse.to_dense(tf.sparse.slice(sp, [a0, a1], [2, 3])).numpy(),
+        d[a0:a0 + 2, a1:a1 + 3])
+    np.testing.assert_array_equal(
+        tf.sparse.to_dense(sp * tf.constant(d2)).numpy(), d * d2)
