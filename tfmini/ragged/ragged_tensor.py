@@ -575,62 +575,18 @@ class RaggedTensor(CompositeTensor):
         return self._rows(slice(start, stop))
 
     def _row(self, i):
-        n = _nrows_eager(self) if _is_eager(self._row_splits) else None
-        if n is not None and not -n <= i < n:
-            raise IndexError(f"RaggedTensor index {i} is out of bounds for "
-                             f"{n} rows (shape {self.shape})")
-        if i < 0:
-            i = (n if n is not None else self.nrows()) + i
-        s = self._row_splits
-        return _slice_values(self._values, s[i], s[i + 1])
+        from .ragged_getitem import row
+        return row(self, i)
 
     def _rows(self, sl):
-        """Rows sl (a step-1 slice) as a RaggedTensor."""
-        if sl.step not in (None, 1):
-            idx = _A.range(*sl.indices(_nrows_eager(self)),
-                           dtype=self._row_splits.dtype)
-            from .ragged_array_ops import ragged_gather
-            return ragged_gather(self, idx)
-        s = self._row_splits
-        nr = _nrows_eager(self) if _is_eager(s) else None
-        if nr is None:
-            raise NotImplementedError("slicing the rows of a traced "
-                                      "RaggedTensor")
-        a, b, _ = sl.indices(nr)
-        b = max(a, b)
-        splits = s[a:b + 1]
-        values = _slice_values(self._values, splits[0], splits[-1])
-        return RaggedTensor(values, splits - splits[0], internal=True)
+        from .ragged_getitem import rows
+        return rows(self, sl)
 
     def __getitem__(self, key):
-        if not isinstance(key, tuple):
-            key = (key,)
-        if not key:
-            return self
-        if key[0] is Ellipsis:
-            if len(key) == 1:
-                return self
-            if len(key) > 1 + len(self.shape) - 1:
-                raise IndexError(f"Too many indices for a RaggedTensor of "
-                                 f"shape {self.shape}")
-            nfree = self.shape.rank - (len(key) - 1)
-            key = (slice(None),) * nfree + key[1:]
-        first, rest = key[0], key[1:]
-        if isinstance(first, Tensor):
-            first = int(first)
-        if isinstance(first, (int, np.integer)):
-            row = self._row(int(first))
-            return row[rest] if rest else row
-        if first is None:
-            raise IndexError("tf.newaxis is not supported on a "
-                             "RaggedTensor")
-        if not isinstance(first, slice):
-            raise TypeError(f"RaggedTensor indices must be integers or "
-                            f"slices, got {type(first).__name__}")
-        rows = self._rows(first) if first != slice(None) else self
-        if not rest:
-            return rows
-        return _index_inner(rows, rest[0], rest[1:])
+        """TF's ragged indexing: rt[i], rt[a:b], rt[:, j], rt[:, a:b],
+        and inner uniform dims (see ragged_getitem.py)."""
+        from .ragged_getitem import getitem
+        return getitem(self, key)
 
     def __iter__(self):
         if self._is_symbolic():
@@ -672,69 +628,6 @@ def _nvals(values, dt):
 
 def _nrows_eager(rt):
     return rt._row_splits.shape[0] - 1
-
-
-def _slice_values(values, a, b):
-    if isinstance(values, RaggedTensor):
-        s = values._row_splits
-        splits = s[a:b + 1]
-        return RaggedTensor(_slice_values(values._values, splits[0],
-                                          splits[-1]),
-                            splits - splits[0], internal=True)
-    return values[a:b]
-
-
-def _index_inner(rt, key, rest):
-    """rt[:, key, *rest]: key applied within each row."""
-    from .ragged_array_ops import ragged_gather
-    s = rt._row_splits
-    dt = s.dtype
-    if key is Ellipsis:
-        return rt if not rest else rt.with_values(
-            rt._values[(Ellipsis,) + tuple(rest)])
-    if isinstance(key, Tensor):
-        key = int(key)
-    lengths = rt.row_lengths()
-    if isinstance(key, (int, np.integer)):
-        key = int(key)
-        if _is_eager(lengths):
-            ln = lengths.numpy()
-            if len(ln) and (np.min(ln) <= key if key >= 0
-                            else np.min(ln) < -key):
-                raise InvalidArgumentError(
-                    None, None, f"slice index {key} of dimension 1 out of "
-                    f"bounds for a RaggedTensor of shape {rt.shape} (its "
-                    f"shortest row has {np.min(ln)} items)")
-        base = s[:-1] if key >= 0 else s[1:]
-        idx = base + _C.constant(key, dt)
-        v = rt._values
-        out = ragged_gather(v, idx) if isinstance(v, RaggedTensor) else \
-            _A.gather(v, idx)
-        return out[(slice(None),) + tuple(rest)] if rest else out
-    if not isinstance(key, slice):
-        raise TypeError(f"RaggedTensor indices must be integers or slices, "
-                        f"got {type(key).__name__}")
-    if key.step not in (None, 1):
-        raise NotImplementedError("tfmini slices a ragged dimension with "
-                                  "step 1 only")
-    zero = _A.zeros_like(lengths)
-
-    def bound(b, default):
-        if b is None:
-            return default
-        b = _C.constant(int(b), dt)
-        return _M.maximum(zero, lengths + b) if int(b) < 0 else \
-            _M.minimum(lengths, zero + b)
-    start = bound(key.start, zero)
-    stop = _M.maximum(bound(key.stop, lengths), start)
-    idx, splits = range_indices(s[:-1] + start, stop - start)
-    v = rt._values
-    vals = ragged_gather(v, idx) if isinstance(v, RaggedTensor) else \
-        _A.gather(v, idx)
-    out = RaggedTensor.from_row_splits(vals, splits, validate=False)
-    if rest:
-        out = out.with_values(out._values[(slice(None),) + tuple(rest)])
-    return out
 
 
 def _fit_inner(v, want, default):
