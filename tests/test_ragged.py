@@ -913,3 +913,16 @@ def test_random_rows_against_python(seed):
     assert tf.ragged.boolean_mask(r, r > 0).to_list() == [
         [v for v in x if v > 0] for x in rows]
     assert tf.reverse(r, [1]).to_list() == [x[::-1] for x in rows]
+
+
+def test_signature_errors_show_the_ragged_spec():
+    spec = tf.RaggedTensorSpec(shape=[None, None], dtype=tf.int32)
+
+    @tf.function(input_signature=[spec])
+    def f(rt):
+        return rt
+    assert f.input_signature == (spec,)
+    with pytest.raises(TypeError, match=r"argument 'rt' must match "
+                       r"RaggedTensorSpec\(TensorShape\(\[None, None\]\), "
+                       r"tf.int32, 1, tf.int64\), got <tf.Tensor"):
+        f(tf.constant([[1]]))

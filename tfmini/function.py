@@ -464,7 +464,10 @@ class Function(_C.FunctionBase):
 
     @property
     def input_signature(self):
-        return self._input_signature
+        # Composite specs are kept as their components (Note [Composite
+        # arguments]); the user sees the specs they gave.
+        sig = self._input_signature
+        return None if sig is None else _rebuild_composites(sig)
 
     def experimental_get_tracing_count(self):
         return self._tracing_count
@@ -711,7 +714,7 @@ class Function(_C.FunctionBase):
             raise FunctionSignatureError(
                 f"Binding inputs to tf.function '{self._name}' failed: "
                 f"argument {path} must match {want}, got {got}. (The "
-                f"input_signature is {list(sig)}.)")
+                f"input_signature is {list(_rebuild_composites(sig))}.)")
 
         def match(x, spec, path):
             if isinstance(spec, TensorSpec):
@@ -740,6 +743,8 @@ class Function(_C.FunctionBase):
                          f"{x.shape}")
                 return x
             t = type(spec)
+            if isinstance(spec, _Components) and type(x) is not t:
+                fail(path, spec.rebuild(), repr(x))
             if t in (list, tuple) or _is_namedtuple(spec):
                 if not isinstance(x, (list, tuple)) or len(x) != len(spec):
                     fail(path, spec, repr(x))
@@ -766,14 +771,14 @@ class Function(_C.FunctionBase):
                 raise FunctionSignatureError(
                     f"Binding inputs to tf.function '{self._name}' failed: "
                     f"argument {params[i].name!r} is not in the "
-                    f"input_signature {list(sig)}")
+                    f"input_signature {list(_rebuild_composites(sig))}")
         k = len(params)
         if self._binder.varargs is not None:
             if out[k]:
                 raise FunctionSignatureError(
                     f"Binding inputs to tf.function '{self._name}' failed: "
                     f"{len(out[k])} extra positional arguments outside the "
-                    f"input_signature {list(sig)}")
+                    f"input_signature {list(_rebuild_composites(sig))}")
         return out, converted[0]
 
     # ---- the trace ----
