@@ -131,6 +131,7 @@ def _wrap(orig, name, makers):
     op.__name__ = op.__qualname__ = getattr(orig, "__name__", name)
     op.__doc__ = orig.__doc__
     op.__wrapped__ = orig
+    op._composite_orig = orig      # what ensure_dispatch unwraps
     return op
 
 
@@ -145,15 +146,18 @@ def ensure_dispatch():
     global dispatch_installed
     if dispatch_installed:
         return
-    dispatch_installed = True
     done = {}
     for mod in _NAMESPACES:
         for name, makers in _HANDLERS.items():
             orig = getattr(mod, name, None)
             if orig is None:
                 continue
-            base = getattr(orig, "__wrapped__", orig)
+            base = getattr(orig, "_composite_orig", orig)
             key = (id(base), name)
             if key not in done:
                 done[key] = _wrap(base, name, makers)
             setattr(mod, name, done[key])
+    # Set last: another thread making a composite meanwhile installs
+    # again (the same wrappers, from the same bare ops) rather than
+    # calling a bare op with a composite.
+    dispatch_installed = True
