@@ -35,6 +35,13 @@ from . import summary  # noqa: E402,F401
 from . import distribute  # noqa: E402,F401
 from . import experimental  # noqa: E402,F401
 from . import test  # noqa: E402,F401
+from . import ragged  # noqa: E402,F401
+from .ragged import RaggedTensor, RaggedTensorSpec, map_fn  # noqa
+from . import sparse  # noqa: E402,F401
+from .sparse import SparseTensor, SparseTensorSpec  # noqa: E402,F401
+from . import composite_tensor as _composite  # noqa: E402
+_composite.set_dispatch_namespaces(
+    [globals()["math"], nn, __import__("sys").modules[__name__]])
 
 __version__ = "0.1.0"
 newaxis = None

@@ -34,7 +34,9 @@ from .function_structures import (  # noqa: F401  (saved_model uses them)
     _ObjectArg, _Packer, _describe, _desc_text, _diff, _flatten_leaves,
     _forget_objects, _in_flat_order, _is_leaf, _is_namedtuple,
     _leaf_names, _leaf_spec, _map_leaves, _pack_outputs, _prepare_outputs,
-    _sorted_keys)
+    _sorted_keys, _expand_composites, _rebuild_composites)
+from .composite_tensor import CompositeTensor, TypeSpec
+from .function_structures import _Components
 
 # TF's top-level names (tfmini/__init__.py star-imports them). Function,
 # ConcreteFunction and FunctionSignatureError stay in this module, as in
@@ -242,6 +244,9 @@ def _type_text(x):
     """A signature entry as TF 2.21 prints its TraceType."""
     if isinstance(x, TensorSpec):
         return repr(x)
+    if isinstance(x, (_Components, CompositeTensor)):
+        return repr(x.rebuild() if isinstance(x, _Components)
+                    else x._type_spec)
     if isinstance(x, Tensor):
         return repr(TensorSpec(x._shape_tuple, x.dtype))
     if isinstance(x, (np.ndarray, np.generic)):
@@ -332,7 +337,7 @@ class _Binder:
         out += [a[p.name] for p in self.kwonly]
         if self.varkw:
             out.append(dict(a.get(self.varkw.name, {})))
-        return out
+        return _expand_composites(out)
 
     def split(self, canonical):
         """canonical -> (args, kwargs) to call the Python function."""
@@ -348,7 +353,7 @@ class _Binder:
             i += 1
         if self.varkw:
             kwargs.update(canonical[i])
-        return args, kwargs
+        return _rebuild_composites((args, kwargs))
 
     def leaf_names(self, canonical):
         names = []
@@ -459,7 +464,10 @@ class Function(_C.FunctionBase):
 
     @property
     def input_signature(self):
-        return self._input_signature
+        # Composite specs are kept as their components (Note [Composite
+        # arguments]); the user sees the specs they gave.
+        sig = self._input_signature
+        return None if sig is None else _rebuild_composites(sig)
 
     def experimental_get_tracing_count(self):
         return self._tracing_count
@@ -706,7 +714,7 @@ class Function(_C.FunctionBase):
             raise FunctionSignatureError(
                 f"Binding inputs to tf.function '{self._name}' failed: "
                 f"argument {path} must match {want}, got {got}. (The "
-                f"input_signature is {list(sig)}.)")
+                f"input_signature is {list(_rebuild_composites(sig))}.)")
 
         def match(x, spec, path):
             if isinstance(spec, TensorSpec):
@@ -735,6 +743,8 @@ class Function(_C.FunctionBase):
                          f"{x.shape}")
                 return x
             t = type(spec)
+            if isinstance(spec, _Components) and type(x) is not t:
+                fail(path, spec.rebuild(), repr(x))
             if t in (list, tuple) or _is_namedtuple(spec):
                 if not isinstance(x, (list, tuple)) or len(x) != len(spec):
                     fail(path, spec, repr(x))
@@ -747,6 +757,8 @@ class Function(_C.FunctionBase):
                     fail(path, spec, repr(x))
                 return {k: match(x[k], spec[k], f"{path}[{k!r}]")
                         for k in spec}
+            if isinstance(spec, int) and x != spec:   # a static dim of a
+                fail(path, spec, repr(x))               # composite's shape
             return x
 
         out = list(canonical)
@@ -759,14 +771,14 @@ class Function(_C.FunctionBase):
                 raise FunctionSignatureError(
                     f"Binding inputs to tf.function '{self._name}' failed: "
                     f"argument {params[i].name!r} is not in the "
-                    f"input_signature {list(sig)}")
+                    f"input_signature {list(_rebuild_composites(sig))}")
         k = len(params)
         if self._binder.varargs is not None:
             if out[k]:
                 raise FunctionSignatureError(
                     f"Binding inputs to tf.function '{self._name}' failed: "
                     f"{len(out[k])} extra positional arguments outside the "
-                    f"input_signature {list(sig)}")
+                    f"input_signature {list(_rebuild_composites(sig))}")
         return out, converted[0]
 
     # ---- the trace ----
@@ -958,6 +970,8 @@ def _normalize_signature(sig):
     def check(s):
         if isinstance(s, TensorSpec):
             return s
+        if isinstance(s, TypeSpec):            # Note [Composite arguments]
+            return _expand_composites(s)
         if type(s) in (list, tuple):
             return type(s)(check(x) for x in s)
         if type(s) is dict:

@@ -10,7 +10,94 @@ on each call (Note [Output order])."""
 import numpy as np
 
 from ._tensor import Tensor
+from .composite_tensor import CompositeTensor, TypeSpec
 from .tensor_spec import TensorSpec
+
+
+# ---- composite tensors ---------------------------------------------------
+# Note [Composite arguments]: a composite argument (tf.RaggedTensor,
+# tf.sparse.SparseTensor) or a composite spec in an input_signature is
+# replaced, as soon as the arguments are bound, by a _Components tuple of
+# its component tensors (or TensorSpecs). Everything downstream (the C
+# key, placeholders, signature checks) then sees plain tensors in a
+# namedtuple-like container, whose type (one per composite class) keeps
+# a ragged argument's key apart from a sparse one's. The Python function
+# receives the composite rebuilt from its placeholders; a composite
+# result is returned as its components and rebuilt when the outputs are
+# packed. The C fast path keys a composite by identity and so misses,
+# and the slow path finds the trace by the components' key.
+
+class _Components(tuple):
+    """A composite's components, of a subclass per composite type."""
+    __slots__ = ()
+    _fields = ()             # what makes the C key walk it as a namedtuple
+    value_type = None
+
+    def __new__(cls, *items):
+        return tuple.__new__(cls, items)
+
+    def rebuild(self):
+        vt = self.value_type
+        if any(isinstance(x, TensorSpec) for x in self):
+            return vt._spec_from_components(list(self))
+        return vt._from_components(list(self))
+
+    def __repr__(self):
+        return f"{type(self).__name__}{tuple(self)!r}"
+
+
+_COMPONENT_TYPES = {}
+
+
+def _components_of(x, key=True):
+    """x (a composite value or spec) as its _Components. For a key, a
+    composite may give Python values among them (a SparseTensor its
+    dense shape), which then stay static in the trace."""
+    if key and hasattr(x, "_key_components"):
+        items = x._key_components()
+    elif isinstance(x, TypeSpec):
+        items = x._component_specs
+    else:
+        items = x._to_components()
+    vt = x.value_type if isinstance(x, TypeSpec) else type(x)
+    t = _COMPONENT_TYPES.get(vt)
+    if t is None:
+        t = _COMPONENT_TYPES[vt] = type(f"{vt.__name__}Components",
+                                        (_Components,),
+                                        {"__slots__": (), "value_type": vt})
+    return t(*items)
+
+
+def _expand_composites(x):
+    """x with each composite replaced by its _Components."""
+    if isinstance(x, (CompositeTensor, TypeSpec)):
+        return _components_of(x)
+    t = type(x)
+    if t is list:
+        return [_expand_composites(v) for v in x]
+    if t is tuple:
+        return tuple(_expand_composites(v) for v in x)
+    if t is dict:
+        return {k: _expand_composites(v) for k, v in x.items()}
+    if _is_namedtuple(x) and not isinstance(x, _Components):
+        return t(*[_expand_composites(v) for v in x])
+    return x
+
+
+def _rebuild_composites(x):
+    """_expand_composites' inverse."""
+    if isinstance(x, _Components):
+        return x.rebuild()
+    t = type(x)
+    if t is list:
+        return [_rebuild_composites(v) for v in x]
+    if t is tuple:
+        return tuple(_rebuild_composites(v) for v in x)
+    if t is dict:
+        return {k: _rebuild_composites(v) for k, v in x.items()}
+    if _is_namedtuple(x):
+        return t(*[_rebuild_composites(v) for v in x])
+    return x
 
 
 # ---- structures ----------------------------------------------------------
@@ -175,6 +262,9 @@ class _Packer:
                 order = s.order or [(k, i) for i, k in enumerate(s)]
                 return "{" + "".join(f"{const(k)}: {vals[i]}, "
                                      for k, i in order) + "}"
+            if isinstance(s, _Components):
+                items = "".join(expr(v, depth + 1) + ", " for v in s)
+                return f"{const(t)}({items}).rebuild()"
             if _is_namedtuple(s):
                 items = "".join(expr(v, depth + 1) + ", " for v in s)
                 return f"{const(t)}({items})"
@@ -209,6 +299,8 @@ def _pack_outputs(structure, flat):
         if t is dict:
             vals = {k: pack(s[k]) for k in _sorted_keys(s)}
             return {k: vals[k] for k in s}
+        if isinstance(s, _Components):
+            return t(*[pack(v) for v in s]).rebuild()
         if _is_namedtuple(s):
             return t(*[pack(v) for v in s])
         return s
@@ -243,6 +335,9 @@ def _prepare_outputs(value, fname):
         if isinstance(x, Tensor):
             flat.append(x)
             return _LEAF
+        if isinstance(x, CompositeTensor):
+            parts = _components_of(x, key=False)
+            return type(parts)(*[conv(v, path) for v in parts])
         t = type(x)
         if t is list:
             return [conv(v, f"{path}[{i}]") for i, v in enumerate(x)]

@@ -8,8 +8,11 @@ NumPy arrays, tensors and variables. Packing keeps each
 container's own type and a mapping's own key order, so flatten and
 pack_sequence_as are inverses.
 
-tfmini has no composite tensors (ragged, sparse), so expand_composites
-changes nothing and is accepted for TF's signatures.
+Composite tensors (tf.RaggedTensor, tf.sparse.SparseTensor) and their
+specs are leaves, unless expand_composites=True: then each stands for its
+component tensors (TF's order: a ragged tensor's flat_values then its
+row_splits; a sparse tensor's indices, values, dense_shape), and packing
+rebuilds it from as many components (tfmini/composite_tensor.py).
 
 This is the one nest of the package: tf.cond, tf.while_loop, the tape,
 tf.data and Keras all walk structures with it. Two callers need other
@@ -135,9 +138,46 @@ def _DATA_LEAF(x):
     return isinstance(x, list)
 
 
+def _expanded(leaves):
+    """leaves with each composite replaced by its components."""
+    from .composite_tensor import CompositeTensor, TypeSpec
+    out = []
+    for x in leaves:
+        if isinstance(x, CompositeTensor):
+            out.extend(_expanded(x._to_components()))
+        elif isinstance(x, TypeSpec):
+            out.extend(_expanded(x._component_specs))
+        else:
+            out.append(x)
+    return out
+
+
+def _composites_packed(structure, flat):
+    """flat (expanded components) regrouped as structure's leaves: one
+    composite rebuilt per composite leaf of structure."""
+    from .composite_tensor import is_composite, spec_of
+    out, i = [], 0
+    for leaf in _flatten(structure):
+        if is_composite(leaf):
+            spec = spec_of(leaf)
+            n = len(_expanded([spec]))
+            out.append(spec._from_components(list(flat[i:i + n])))
+            i += n
+        else:
+            out.append(flat[i] if i < len(flat) else None)
+            i += 1
+    if i != len(flat):
+        raise ValueError(
+            f"Could not pack sequence. Structure had {i} atoms, but "
+            f"flat_sequence had {len(flat)} items.  Structure: "
+            f"{structure}, flat_sequence: {flat}.")
+    return out
+
+
 def flatten(structure, expand_composites=False):
     """The leaves of structure, depth first; a leaf gives [leaf]."""
-    return _flatten_into(structure, [], None)
+    flat = _flatten_into(structure, [], None)
+    return _expanded(flat) if expand_composites else flat
 
 
 def _rebuild(like, children):
@@ -187,6 +227,8 @@ def _map(func, structure, is_leaf=None):
 
 def pack_sequence_as(structure, flat_sequence, expand_composites=False):
     """flat_sequence's items in structure's nesting (flatten's inverse)."""
+    if expand_composites and is_nested(flat_sequence):
+        flat_sequence = _composites_packed(structure, list(flat_sequence))
     if not is_nested(flat_sequence):
         raise TypeError(f"Attempted to pack value:\n  {flat_sequence}\n"
                         f"into a structure, but found incompatible type "
@@ -265,6 +307,21 @@ def _mismatch(a, b, check_types):
     return None
 
 
+def _composite_mismatch(a, b):
+    """None if the composites among a's and b's leaves are alike (same
+    type and ragged_rank), else (exception class, detail)."""
+    from .composite_tensor import is_composite, spec_of
+    for x, y in zip(_flatten(a), _flatten(b)):
+        if is_composite(x) or is_composite(y):
+            sx = spec_of(x) if is_composite(x) else None
+            sy = spec_of(y) if is_composite(y) else None
+            if sx is None or sy is None or type(sx) is not type(sy) or \
+                    len(_expanded([sx])) != len(_expanded([sy])):
+                return TypeError, (f"{_show(x)} and {_show(y)} are not "
+                                   f"compatible composite values")
+    return None
+
+
 class _Dot:
     """A leaf placeholder: the error's outline of a structure shows each
     leaf as a bare dot."""
@@ -283,6 +340,8 @@ def assert_same_structure(nest1, nest2, check_types=True,
     dict keys, or a container where the other has a leaf); TypeError if,
     with check_types, two containers differ in type."""
     r = _mismatch(nest1, nest2, check_types)
+    if r is None and expand_composites:
+        r = _composite_mismatch(nest1, nest2)
     if r is None:
         return
     cls, detail = r
@@ -301,11 +360,19 @@ def map_structure(func, *structure, **kwargs):
     if not structure:
         raise ValueError("Must provide at least one structure")
     check_types = kwargs.pop("check_types", True)
-    kwargs.pop("expand_composites", False)
+    expand = kwargs.pop("expand_composites", False)
     if kwargs:
         bad = ", ".join(kwargs)
         raise ValueError(f"Only valid keyword arguments are `check_types` "
                          f"and `expand_composites`, not: `{bad}`")
+    if expand:
+        for other in structure[1:]:
+            assert_same_structure(structure[0], other, check_types,
+                                  expand_composites=True)
+        flats = [flatten(s, expand_composites=True) for s in structure]
+        return pack_sequence_as(structure[0],
+                                [func(*leaves) for leaves in zip(*flats)],
+                                expand_composites=True)
     if len(structure) == 1:
         return _map(func, structure[0])
     for other in structure[1:]:

@@ -14,7 +14,9 @@ import numpy as np
 
 from .. import nest as _nest
 from .. import trackable as _trackable
-from .transforms import DatasetOpsMixin
+from ..composite_tensor import CompositeTensor as _CompositeTensor
+from .transforms import (DatasetOpsMixin, composite_slice_spec,
+                         stack_rows)
 
 AUTOTUNE = -1
 
@@ -65,6 +67,8 @@ class experimental:  # noqa: N801  (TF's namespace name)
 
 def _to_tensor(x):
     from ..ops.constant_op import constant
+    if isinstance(x, _CompositeTensor):
+        return x
     return constant(x)
 
 
@@ -77,7 +81,7 @@ def _flatten(structure):
 
 
 def _as_numpy(x):
-    if isinstance(x, np.ndarray):
+    if isinstance(x, (np.ndarray, _CompositeTensor)):
         return x
     if hasattr(x, "numpy"):
         return x.numpy()
@@ -104,9 +108,9 @@ class Dataset(DatasetOpsMixin):
         flat = _flatten(arrays)
         if not flat:
             raise ValueError("from_tensor_slices needs at least one tensor")
-        n = len(flat[0]) if flat[0].ndim else None
+        n = flat[0].shape[0] if len(flat[0].shape) else None
         for a in flat:
-            if a.ndim == 0 or len(a) != n:
+            if len(a.shape) == 0 or a.shape[0] != n:
                 raise ValueError(
                     "Dimensions of the components of from_tensor_slices must "
                     f"all have the same size in dim 0; got shapes "
@@ -336,6 +340,7 @@ def _stack(elements):
     for c in columns:
         _no_bytes(c)
     return _nest._pack(elements[0], [
+        stack_rows(c) if isinstance(c[0], _CompositeTensor) else
         _to_tensor(np.stack([_as_numpy(x) for x in c])) for c in columns],
         _nest._DATA_LEAF)
 
@@ -348,7 +353,9 @@ def _slice_spec(arrays):
     from ..tensor_spec import TensorSpec
     try:
         return _map_structure(
-            lambda a: TensorSpec(tuple(a.shape[1:]), dtypes.as_dtype(a.dtype)),
+            lambda a: composite_slice_spec(a) if isinstance(
+                a, _CompositeTensor) else
+            TensorSpec(tuple(a.shape[1:]), dtypes.as_dtype(a.dtype)),
             arrays)
     except (TypeError, ValueError):
         return None
@@ -365,7 +372,9 @@ class _Slices(Dataset):
 
     def _elements(self):
         for i in range(self._n):
-            yield _map_structure(lambda a: _to_tensor(a[i]), self._arrays)
+            yield _map_structure(lambda a: _to_tensor(
+                a._batch_item(i) if isinstance(a, _CompositeTensor)
+                else a[i]), self._arrays)
 
     def batch(self, batch_size, drop_remainder=False, **_):
         if batch_size <= 0:
@@ -376,7 +385,10 @@ class _Slices(Dataset):
         def gen():
             for i in range(0, stop, batch_size):
                 yield _map_structure(
-                    lambda a: _to_tensor(a[i:i + batch_size]), arrays)
+                    lambda a: _to_tensor(
+                        a._batch_slice(i, i + batch_size)
+                        if isinstance(a, _CompositeTensor)
+                        else a[i:i + batch_size]), arrays)
         out = Dataset(gen, _batched_len(n, batch_size, drop_remainder))
         out._batched_from = (self, batch_size if drop_remainder else None)
         return out

@@ -24,6 +24,8 @@ def _spec_of(x):
         return DatasetSpec(x.element_spec)
     if isinstance(x, (bytes, str)):
         return _BytesSpec()
+    if hasattr(x, "_type_spec"):         # a composite tensor
+        return x._type_spec
     return TensorSpec(tuple(x.shape), x.dtype)
 
 
@@ -224,6 +226,30 @@ class DatasetOpsMixin:
     def flat_map(self, map_func, name=None):
         return self.interleave(map_func, cycle_length=1, block_length=1)
 
+    def ragged_batch(self, batch_size, drop_remainder=False,
+                     row_splits_dtype=None, name=None):
+        """Batches of elements whose shapes differ: each component
+        becomes a tf.RaggedTensor (its dims after the first uniform as
+        in TF when every element has the same size there), scalars a
+        dense vector."""
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got "
+                             f"{batch_size}")
+        ds = _ds()
+        src = self
+
+        def gen():
+            buf = []
+            for e in src:
+                buf.append(e)
+                if len(buf) == batch_size:
+                    yield _ragged_stack(buf)
+                    buf = []
+            if buf and not drop_remainder:
+                yield _ragged_stack(buf)
+        return _new(gen, ds._batched_len(self._length, batch_size,
+                                         drop_remainder))
+
     def padded_batch(self, batch_size, padded_shapes=None,
                      padding_values=None, drop_remainder=False, name=None):
         ds = _ds()
@@ -287,18 +313,21 @@ class DatasetOpsMixin:
 
         def gen():
             for e in src:
-                flat = [_np(x) for x in ds._flatten(e)]
-                if any(a.ndim == 0 for a in flat):
+                flat = [x if isinstance(x, ds._CompositeTensor) else _np(x)
+                        for x in ds._flatten(e)]
+                if any(len(a.shape) == 0 for a in flat):
                     raise ValueError("unbatch: every component needs a "
                                      "batch dimension (rank >= 1)")
-                n = len(flat[0])
-                if any(len(a) != n for a in flat):
+                sizes = [a.shape[0] for a in flat]
+                n = sizes[0]
+                if any(s != n for s in sizes):
                     raise ValueError(
                         f"unbatch: components differ in their batch size: "
-                        f"{[len(a) for a in flat]}")
+                        f"{sizes}")
                 for i in range(n):
                     yield ds._nest._pack(
-                        e, [ds._to_tensor(a[i]) for a in flat],
+                        e, [ds._to_tensor(a._batch_item(i) if isinstance(
+                            a, ds._CompositeTensor) else a[i]) for a in flat],
                         ds._nest._DATA_LEAF)
         return _new(gen, None)
 
@@ -382,6 +411,54 @@ class DatasetOpsMixin:
                     return
                 yield e
         return _new(gen, None)
+
+
+def _ragged_stack(elements):
+    """One batch of ragged_batch: the elements' components stacked."""
+    ds = _ds()
+    columns = list(zip(*[ds._flatten(e) for e in elements]))
+    return ds._nest._pack(elements[0], [stack_rows(c) for c in columns],
+                          ds._nest._DATA_LEAF)
+
+
+def stack_rows(items):
+    """items (tensors, ragged tensors, or values convertible to tensors)
+    as the rows of one batch: dense when every item is a scalar, else a
+    RaggedTensor whose first inner dim is ragged and whose further dims
+    stay uniform where all items agree (as TF's ragged_batch)."""
+    from .._tensor import Tensor
+    from ..ops.constant_op import convert_to_tensor
+    from ..ragged import RaggedTensor
+    from ..ragged.map_fn import _stack_ragged
+    from ..sparse import SparseTensor, sparse_ops
+    if items and all(isinstance(x, SparseTensor) for x in items):
+        return sparse_ops.stack_rows(items)
+    items = [x if isinstance(x, (Tensor, RaggedTensor)) else
+             convert_to_tensor(x) for x in items]
+    dense = [x for x in items if isinstance(x, Tensor)]
+    if len(dense) == len(items) and dense and dense[0].shape.rank == 0:
+        from ..ops.array_ops import stack
+        return stack(items)
+    if len(dense) == len(items):
+        inner = {tuple(x.shape.as_list()[1:]) for x in dense}
+        if len(inner) > 1:      # the inner dims differ too: ragged there
+            items = [RaggedTensor.from_tensor(x, ragged_rank=x.shape.rank
+                                              - 1) if x.shape.rank > 1
+                     else x for x in items]
+    return _stack_ragged(items)
+
+
+def composite_slice_spec(a):
+    """The element spec of from_tensor_slices over the composite a."""
+    from ..ragged import RaggedTensor, RaggedTensorSpec
+    from ..sparse import SparseTensor, SparseTensorSpec
+    if isinstance(a, RaggedTensor):
+        return RaggedTensorSpec(a.shape[1:], a.dtype, a.ragged_rank - 1,
+                                a.row_splits.dtype)
+    if isinstance(a, SparseTensor):
+        return SparseTensorSpec(a.shape[1:], a.dtype)
+    raise TypeError(f"from_tensor_slices: tfmini slices RaggedTensors and "
+                    f"SparseTensors, not {type(a).__name__}")
 
 
 def _slices_dataset(tensors):

@@ -1,2 +1,3 @@
-"""tf.experimental: dlpack."""
+"""tf.experimental: dlpack, numpy."""
 from . import dlpack  # noqa: F401
+from . import numpy  # noqa: F401

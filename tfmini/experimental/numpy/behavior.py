@@ -1,0 +1,95 @@
+"""experimental_enable_numpy_behavior: tensors get NumPy's methods, their
+operators NumPy's type promotion, and indexing NumPy's advanced indices
+(evaluated eagerly: NumPy computes which items, tf.gather takes them, so
+gradients flow)."""
+import numpy as np
+
+from ... import _tensor
+from ...ops import array_ops as _A
+from ...ops import constant_op as _C
+from ...ops import math_ops as _M
+
+__all__ = ["experimental_enable_numpy_behavior"]
+
+_installed = {}
+
+
+def _tnp():
+    from ... import experimental
+    return experimental.numpy
+
+
+def _is_basic(key):
+    items = key if isinstance(key, tuple) else (key,)
+    return all(k is None or k is Ellipsis or isinstance(k, (int, slice))
+               or (isinstance(k, _tensor.Tensor) and k.shape.rank == 0
+                   and k.dtype.is_integer)
+               for k in items)
+
+
+def _advanced_getitem(basic):
+    def getitem(self, key):
+        if _is_basic(key):
+            return basic(self, key)
+        if self._symbolic:
+            raise TypeError("NumPy advanced indexing of a traced tensor: "
+                            "use tf.gather or tf.boolean_mask")
+        items = key if isinstance(key, tuple) else (key,)
+        items = tuple(k.numpy() if isinstance(k, _tensor.Tensor) else k
+                      for k in items)
+        shape = self.shape.as_list()
+        positions = np.arange(int(np.prod(shape)),
+                              dtype=np.int64).reshape(shape)[items]
+        flat = _A.gather(_A.reshape(self, [-1]),
+                         _C.constant(positions.reshape(-1)))
+        return _A.reshape(flat, list(positions.shape))
+    return getitem
+
+
+def _methods(tnp):
+    T = _tensor.Tensor
+    ops = {"add": tnp.add, "sub": tnp.subtract, "mul": tnp.multiply,
+           "truediv": tnp.true_divide, "floordiv": tnp.floor_divide,
+           "mod": tnp.mod, "pow": tnp.power, "matmul": tnp.matmul}
+    out = {}
+    for name, fn in ops.items():
+        out[f"__{name}__"] = (lambda f: lambda a, b: f(a, b))(fn)
+        out[f"__r{name}__"] = (lambda f: lambda a, b: f(b, a))(fn)
+    for name, fn in {"lt": tnp.less, "le": tnp.less_equal,
+                     "gt": tnp.greater, "ge": tnp.greater_equal}.items():
+        out[f"__{name}__"] = (lambda f: lambda a, b: f(a, b))(fn)
+    out.update({
+        "reshape": lambda self, *shape, order="C": tnp.reshape(
+            self, shape[0] if len(shape) == 1 else shape),
+        "astype": lambda self, dtype: _M.cast(self, dtype),
+        "ravel": lambda self: tnp.ravel(self),
+        "flatten": lambda self: tnp.ravel(self),
+        "transpose": lambda self, *axes: tnp.transpose(
+            self, axes[0] if len(axes) == 1 else (axes or None)),
+        "T": property(lambda self: tnp.transpose(self)),
+        "size": property(lambda self: tnp.size(self)),
+        "tolist": lambda self: self.numpy().tolist(),
+        "clip": lambda self, lo, hi: tnp.clip(self, lo, hi),
+        "data": property(lambda self: self),
+        "__pos__": lambda self: self,
+        "__getitem__": _advanced_getitem(T.__getitem__),
+    })
+    # TF 2.21 adds these three reductions, and not sum or prod.
+    for name in ("mean", "max", "min"):
+        out[name] = (lambda f: lambda self, *a, **k: f(self, *a, **k))(
+            getattr(tnp, name))
+    return out
+
+
+def experimental_enable_numpy_behavior(prefer_float32=False,
+                                       dtype_conversion_mode="legacy"):
+    """Turn on NumPy behavior for all tensors (for the process)."""
+    tnp = _tnp()
+    tnp._state["prefer_float32"] = bool(prefer_float32)
+    tnp._state["enabled"] = True
+    if _installed:
+        return
+    T = _tensor.Tensor
+    for name, value in _methods(tnp).items():
+        _installed[name] = T.__dict__.get(name)
+        setattr(T, name, value)
