@@ -4,6 +4,7 @@ time, clients that hang up while their predict waits in a batch. Each
 gets a 4xx or is dropped; no worker is held and the server keeps
 answering others and exits cleanly (Server.stop checks its exit code)."""
 import json
+import os
 import socket
 import time
 
@@ -118,5 +119,23 @@ def test_clients_gone_while_batched(server_bin, base):
                                    rtol=1e-5, atol=1e-6)
         time.sleep(0.6)             # the abandoned batch has run
         assert s.get("")[0] == 200
+    finally:
+        s.stop()
+
+
+def test_idle_server_with_polling_off_uses_no_cpu(server_bin, base):
+    """--file_system_poll_wait_seconds=0 (load once, as TF Serving) once
+    left the main loop spinning on a core."""
+    path, _ = base
+    s = Server(server_bin, "mlp", path, "--file_system_poll_wait_seconds=0")
+    try:
+        def cpu_seconds():
+            fields = open(f"/proc/{s.proc.pid}/stat").read().rsplit(
+                ")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf(
+                "SC_CLK_TCK")
+        before = cpu_seconds()
+        time.sleep(1.5)
+        assert cpu_seconds() - before < 0.3
     finally:
         s.stop()

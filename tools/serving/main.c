@@ -363,8 +363,12 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     fprintf(stderr, "tfmini_model_server: serving %d model(s) on %s:%d\n",
             nmodels, cfg.host, cfg.port);
+    /* As TF Serving: a poll wait of 0 or less loads once and never
+     * polls (this loop then only waits for a signal: it used to spin
+     * on a core). */
     while (!stopping) {
-        for (int t = 0; t < cfg.poll_seconds * 10 && !stopping; t++)
+        int wait = cfg.poll_seconds > 0 ? cfg.poll_seconds * 10 : 10;
+        for (int t = 0; t < wait && !stopping; t++)
             usleep(100000);
         if (!stopping && cfg.poll_seconds > 0)
             for (int i = 0; i < nmodels; i++)
