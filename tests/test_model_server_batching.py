@@ -177,3 +177,37 @@ def test_batching_parameters_file(server_bin, base, tmp_path):
                        env=_env())
     assert r.returncode == 2 and "max_batch_size { value: N }" in r.stderr, \
         r.stderr
+
+
+def test_batching_under_asan_has_no_leak_or_error(server_bin, tmp_path):
+    """Merged, split and fallen-back batches, clients that hang up while
+    queued, and the drain at exit, under ASan + UBSan with the leak
+    check."""
+    import socket
+    from test_model_server import assert_sanitizers_quiet, build_asan_server
+    exe, env = build_asan_server(tmp_path)
+    model = _mlp(13)
+    tf.saved_model.save(model, str(tmp_path / "models" / "1"))
+    s = Server(exe, "m", tmp_path / "models", "--enable_batching",
+               "--max_batch_size=4", "--batch_timeout_micros=100000",
+               env=env)
+    try:
+        x = RNG.randn(8, 4).astype(np.float32)
+        bodies = [{"instances": [r]} for r in x.tolist()]
+        bodies += [{"instances": [[1.0, 2.0]]}, {"inputs": x[:3].tolist()}]
+        got = _concurrently(s, bodies)
+        assert [c for c, _, _ in got] == [200] * 8 + [400, 200], got
+        np.testing.assert_allclose([r["predictions"][0] for _, r, _
+                                    in got[:8]], model(x), rtol=1e-5,
+                                   atol=1e-6)
+        body = json.dumps({"instances": x[:1].tolist()}).encode()
+        for _ in range(4):
+            c = socket.create_connection(("127.0.0.1", s.port))
+            c.sendall(b"POST /v1/models/m:predict HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            c.close()
+        time.sleep(0.3)
+        assert s.predict({"instances": x[:2].tolist()})[0] == 200
+    finally:
+        s.stop()
+    assert_sanitizers_quiet(s.output())

@@ -63,6 +63,9 @@ def main():
     p.add_argument("--host", default="127.0.0.1")
     args = p.parse_args()
     fn = tf.saved_model.load(args.model).signatures["serving_default"]
+    # socketserver's listen backlog of 5 would drop connections at 64
+    # clients (SYN retried after 1 s): a deployment would raise it.
+    ThreadingHTTPServer.request_queue_size = 1024
     server = ThreadingHTTPServer((args.host, args.port),
                                  make_handler(args.name, fn))
     server.daemon_threads = True
