@@ -37,6 +37,9 @@ import tfmini as tf  # noqa: E402
 import tfmini.rt  # noqa: E402
 
 SECTION = "## Serving (wrk)"
+FLAGS = {"C": ["--tensorflow_intra_op_parallelism=1"],
+         "C, batching": ["--tensorflow_intra_op_parallelism=1",
+                         "--enable_batching", "--num_batch_threads=1"]}
 
 
 def build_server(out):
@@ -104,9 +107,10 @@ def start(kind, binary, name, base, port):
         cmd = [str(binary), f"--rest_api_port={port}", f"--model_name={name}",
                f"--model_base_path={base}", "--rest_api_host=127.0.0.1",
                "--file_system_poll_wait_seconds=0"]
-        if kind == "C, batching":
-            cmd.append("--enable_batching")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+        cmd += FLAGS[kind]
+    # One OpenMP thread per run, for each: requests already run side by
+    # side, and kernels splitting over every core oversubscribe them.
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=env)
 
@@ -262,7 +266,10 @@ def report(rows, rss, args):
              "28x28x1 conv8-pool-conv16-pool-dense10, both saved with "
              "`model.export`. **vs Python** = requests/s over the "
              "`http.server` baseline's "
-             "(tools/serving/python_baseline.py) at the same connections.",
+             "(tools/serving/python_baseline.py) at the same connections. "
+             "Server flags: C `" + " ".join(FLAGS["C"]) + "`; C, batching `"
+             + " ".join(FLAGS["C, batching"]) + "`; every server runs "
+             "with OMP_NUM_THREADS=1.",
              "", "| model | server | connections | requests/s | p50 | p99 "
              "| vs Python | non-2xx |", "|---|---|---|---|---|---|---|---|"]
     for name, kind, c, r in rows:

@@ -3,6 +3,7 @@
  * join it (same model and signature, same dtypes and per-row shapes),
  * up to max_batch_size rows. */
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -27,6 +28,18 @@ now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void
+set_intra_op_threads(int n)
+{
+    /* Found at run time: the runtime library brings OpenMP, and the
+     * server need not link it (nor fail where the runtime was built
+     * without it). */
+    void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT,
+                                            "omp_set_num_threads");
+    if (set && n > 0)
+        set(n);
 }
 
 void
@@ -235,6 +248,7 @@ static void *
 batch_thread(void *arg)
 {
     batcher *b = arg;
+    set_intra_op_threads(b->opt.intra_op_threads);
     predict_job **jobs = malloc(sizeof *jobs *
                                 (size_t)b->opt.max_batch_size);
     pthread_mutex_lock(&b->lock);

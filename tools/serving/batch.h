@@ -37,6 +37,7 @@ typedef struct batch_options {
     int64_t batch_timeout_micros;
     int num_batch_threads;
     int max_enqueued;               /* requests waiting; more get 503 */
+    int intra_op_threads;           /* per run; 0: OpenMP's default */
 } batch_options;
 
 typedef struct batcher batcher;
@@ -50,6 +51,12 @@ void batcher_free(batcher *b);
  * max_batch_size: the caller runs it with job_run), -1 if the queue is
  * full or stopping (msg says so). */
 int batcher_submit(batcher *b, predict_job *job);
+
+/* Let the runs of the calling thread use n OpenMP threads (n > 0;
+ * OpenMP keeps this per thread). Requests already run side by side on
+ * the worker threads: kernels that also split over every core then
+ * oversubscribe them. */
+void set_intra_op_threads(int n);
 
 /* Run job alone, in the calling thread (fills out, code, msg; does not
  * call wake). */

@@ -24,7 +24,11 @@
  * and, for the same parameters without a file, --max_batch_size=N
  * (default 1000 rows), --batch_timeout_micros=N (default 0: a batch
  * runs as soon as a batch thread is free, holding what queued
- * meanwhile), --num_batch_threads=N (default: the online CPUs). */
+ * meanwhile), --num_batch_threads=N (default: the online CPUs).
+ *   --tensorflow_intra_op_parallelism=N  (TF Serving's) OpenMP threads
+ *                             per run (default 0: OpenMP's default, all
+ *                             cores; with many concurrent requests 1
+ *                             keeps the cores from being oversubscribed) */
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <signal.h>
@@ -53,7 +57,7 @@ typedef struct config {
 } config;
 
 static config cfg = {8501, 0, 1, 0, 64LL << 20, 30000, "0.0.0.0", NULL,
-                     NULL, NULL, NULL, {1000, 0, 0, 1 << 20}};
+                     NULL, NULL, NULL, {1000, 0, 0, 1 << 20, 0}};
 static batcher *the_batcher;
 static served_model *models[MAX_MODELS];
 static int nmodels;
@@ -123,6 +127,11 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
        const char *method, const char *version, const char *upload,
        size_t *upload_size, void **state)
 {
+    static __thread int threads_set;
+    if (!threads_set) {
+        set_intra_op_threads(cfg.batch.intra_op_threads);
+        threads_set = 1;
+    }
     request *req = *state;
     if (!req) {
         /* First call: headers only. A declared length over the limit is
@@ -197,6 +206,11 @@ completed(void *cls, struct MHD_Connection *c, void **state,
          * (the resume came after it), only the reply is dropped. */
         if (req->pending)
             json_decref(rest_finish(req->pending).body);
+        /* The batch thread's wake may still be returning from the
+         * resume that led here: it leaves the lock before req is
+         * freed. */
+        pthread_mutex_lock(&req->lock);
+        pthread_mutex_unlock(&req->lock);
         pthread_mutex_destroy(&req->lock);
         free(req->body);
         free(req);
@@ -256,6 +270,8 @@ parse(int argc, char **argv)
             cfg.batch.batch_timeout_micros = atoll(v);
         else if ((v = flag(a, "num_batch_threads")))
             cfg.batch.num_batch_threads = atoi(v);
+        else if ((v = flag(a, "tensorflow_intra_op_parallelism")))
+            cfg.batch.intra_op_threads = atoi(v);
         else {
             fprintf(stderr, "tfmini_model_server: unknown flag %s\n", a);
             return -1;
@@ -284,7 +300,8 @@ parse(int argc, char **argv)
         cfg.threads < 1 || cfg.max_body < 1 || cfg.timeout_ms < 1 ||
         cfg.batch.max_batch_size < 1 || cfg.batch.num_batch_threads < 1 ||
         cfg.batch.num_batch_threads > 256 ||
-        cfg.batch.batch_timeout_micros < 0) {
+        cfg.batch.batch_timeout_micros < 0 ||
+        cfg.batch.intra_op_threads < 0) {
         fprintf(stderr, "usage: tfmini_model_server --rest_api_port=N "
                 "(--model_name=NAME --model_base_path=DIR | "
                 "--model_config_file=FILE) "
@@ -292,7 +309,8 @@ parse(int argc, char **argv)
                 "[--max_body_bytes=N] [--rest_api_timeout_in_ms=N] "
                 "[--rest_api_num_threads=N] [--enable_batching] "
                 "[--batching_parameters_file=FILE] [--max_batch_size=N] "
-                "[--batch_timeout_micros=N] [--num_batch_threads=N]\n");
+                "[--batch_timeout_micros=N] [--num_batch_threads=N] "
+                "[--tensorflow_intra_op_parallelism=N]\n");
         return -1;
     }
     return 0;
