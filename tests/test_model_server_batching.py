@@ -218,3 +218,41 @@ def test_batching_under_asan_has_no_leak_or_error(server_bin, tmp_path):
     finally:
         s.stop()
     assert_sanitizers_quiet(s.output())
+
+
+def test_full_queue_is_503(server_bin, base, tmp_path):
+    path, model = base
+    params = tmp_path / "batching.config"
+    params.write_text("max_batch_size { value: 2 }\n"
+                      "batch_timeout_micros { value: 2000000 }\n"
+                      "num_batch_threads { value: 1 }\n"
+                      "max_enqueued_batches { value: 1 }\n")
+    s = Server(server_bin, "mlp", path, "--enable_batching",
+               f"--batching_parameters_file={params}")
+    try:
+        x = RNG.randn(1, 4).astype(np.float32)
+        results = {}
+
+        def send(key, body):
+            results[key] = s.predict(body)
+
+        # a waits 2 s for a second row; b (another row shape) cannot join
+        # it and waits behind it: the queue (2 requests) is then full.
+        a = threading.Thread(target=send, args=("a", {"instances":
+                                                      x.tolist()}))
+        b = threading.Thread(target=send, args=("b", {"instances":
+                                                      [[1.0, 2.0]]}))
+        a.start()
+        time.sleep(0.3)
+        b.start()
+        time.sleep(0.3)
+        code, reply = s.predict({"instances": x.tolist()})
+        assert code == 503 and "queue is full" in reply["error"], reply
+        a.join()
+        b.join()
+        assert results["a"][0] == 200, results
+        np.testing.assert_allclose(results["a"][1]["predictions"], model(x),
+                                   rtol=1e-5, atol=1e-6)
+        assert results["b"][0] == 400, results
+    finally:
+        s.stop()

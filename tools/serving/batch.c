@@ -101,9 +101,12 @@ batcher_submit(batcher *b, predict_job *job)
         return 1;
     pthread_mutex_lock(&b->lock);
     if (b->stopping || b->queued >= b->opt.max_enqueued) {
+        if (b->stopping)
+            snprintf(job->msg, sizeof job->msg, "the server is stopping");
+        else
+            snprintf(job->msg, sizeof job->msg, "the batch queue is full "
+                     "(%d requests waiting)", b->opt.max_enqueued);
         pthread_mutex_unlock(&b->lock);
-        snprintf(job->msg, sizeof job->msg, "the batch queue is full (%d "
-                 "requests waiting)", b->opt.max_enqueued);
         return -1;
     }
     job->enqueued_us = now_us();
