@@ -351,15 +351,16 @@ def test_bad_model_config_file_is_a_clear_error(server_bin, tmp_path, text,
     assert r.returncode in (1, 2) and words in r.stderr, r.stderr
 
 
-def test_server_under_asan_has_no_leak_or_error(server_bin, tmp_path):
-    """Bad requests, a swap and a clean exit under ASan + UBSan with the
-    leak check, linked with tests/c's sanitized core."""
+def build_asan_server(out):
+    """The server and runtime under ASan + UBSan, linked with tests/c's
+    sanitized core; its path, and the environment to run it in (the
+    leak check on)."""
     tests_c = ROOT / "tests" / "c"
     r = subprocess.run(["make", "-C", str(tests_c), f"-j{os.cpu_count()}",
                         "build/sanitize/libtfmini.a", "SANITIZE=1"],
                        capture_output=True, text=True, env=_env())
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    exe = tmp_path / "server_asan"
+    exe = out / "server_asan"
     srcs = sorted(str(p) for p in (ROOT / "tools" / "serving").glob("*.c"))
     srcs += sorted(str(p) for p in (ROOT / "csrc" / "rt").glob("*.c"))
     r = subprocess.run(
@@ -371,11 +372,23 @@ def test_server_under_asan_has_no_leak_or_error(server_bin, tmp_path):
          "-lstdc++", "-lm", "-lpthread", "-lmicrohttpd", "-ljansson"],
         capture_output=True, text=True, env=_env())
     assert r.returncode == 0, r.stderr[-3000:]
-    base = tmp_path / "models"
-    tf.saved_model.save(_mlp(9), str(base / "1"))
     env = _env()
     env["ASAN_OPTIONS"] = "detect_leaks=1:halt_on_error=1"
     env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    return exe, env
+
+
+def assert_sanitizers_quiet(out):
+    if "LeakSanitizer has encountered a fatal error" not in out:
+        assert "ERROR" not in out and "runtime error" not in out, out[-4000:]
+
+
+def test_server_under_asan_has_no_leak_or_error(server_bin, tmp_path):
+    """Bad requests, a swap and a clean exit under ASan + UBSan with the
+    leak check, linked with tests/c's sanitized core."""
+    exe, env = build_asan_server(tmp_path)
+    base = tmp_path / "models"
+    tf.saved_model.save(_mlp(9), str(base / "1"))
     s = Server(exe, "m", base, "--max_body_bytes=100000", env=env)
     try:
         rng = random.Random(1)
@@ -397,6 +410,4 @@ def test_server_under_asan_has_no_leak_or_error(server_bin, tmp_path):
         assert s.predict({"inputs": X.tolist()})[0] == 200
     finally:
         s.stop()
-    out = s.output()
-    if "LeakSanitizer has encountered a fatal error" not in out:
-        assert "ERROR" not in out and "runtime error" not in out, out[-4000:]
+    assert_sanitizers_quiet(s.output())

@@ -14,15 +14,32 @@
  *   --max_body_bytes=N        larger request bodies get 413 (64 MiB)
  *   --rest_api_timeout_in_ms  (TF Serving's) a connection idle this
  *                             long is closed (default 30000)
- *   --rest_api_num_threads    (TF Serving's) worker threads (default 4) */
+ *   --rest_api_num_threads    (TF Serving's) worker threads (default:
+ *                             the online CPUs)
+ * Server-side batching (batch.h), TF Serving's flags:
+ *   --enable_batching[=true]  merge concurrent predicts into one run
+ *   --batching_parameters_file=FILE  TF Serving's BatchingParameters
+ *                             (max_batch_size, batch_timeout_micros,
+ *                             num_batch_threads, max_enqueued_batches)
+ * and, for the same parameters without a file, --max_batch_size=N
+ * (default 1000 rows), --batch_timeout_micros=N (default 0: a batch
+ * runs as soon as a batch thread is free, holding what queued
+ * meanwhile), --num_batch_threads=N (default: the online CPUs).
+ *   --tensorflow_intra_op_parallelism=N  (TF Serving's) OpenMP threads
+ *                             per run (default 0: OpenMP's default, all
+ *                             cores; with many concurrent requests 1
+ *                             keeps the cores from being oversubscribed) */
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "config.h"
 #include "rest.h"
 
@@ -33,22 +50,42 @@ typedef enum MHD_Result MHD_RESULT;
 #endif
 
 typedef struct config {
-    int port, threads, poll_seconds;
+    int port, threads, poll_seconds, batching;
     long long max_body, timeout_ms;
-    const char *host, *name, *base_path, *config_file;
+    const char *host, *name, *base_path, *config_file, *batching_file;
+    batch_options batch;
 } config;
 
-static config cfg = {8501, 4, 1, 64LL << 20, 30000, "0.0.0.0", NULL, NULL,
-                     NULL};
+static config cfg = {8501, 0, 1, 0, 64LL << 20, 30000, "0.0.0.0", NULL,
+                     NULL, NULL, NULL, {1000, 0, 0, 1 << 20, 0}};
+static batcher *the_batcher;
 static served_model *models[MAX_MODELS];
 static int nmodels;
 static volatile sig_atomic_t stopping;
 
+/* A request's state across handler calls. With batching, a queued
+ * predict suspends its connection: `lock` orders the suspend before the
+ * batch thread's resume, and `pending` is replied to when the handler
+ * is called again after the resume. */
 typedef struct request {
     char *body;
     size_t len;
     int too_big;
+    struct timespec start;
+    pthread_mutex_t lock;
+    struct MHD_Connection *conn;
+    rest_pending *pending;
 } request;
+
+/* From a batch thread: the queued predict has run. */
+static void
+wake(void *ctx)
+{
+    request *req = ctx;
+    pthread_mutex_lock(&req->lock);
+    MHD_resume_connection(req->conn);
+    pthread_mutex_unlock(&req->lock);
+}
 
 static MHD_RESULT
 send_reply(struct MHD_Connection *c, reply r)
@@ -67,6 +104,15 @@ send_reply(struct MHD_Connection *c, reply r)
     return ok;
 }
 
+static long long
+elapsed_ms(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000LL +
+           (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
 static reply
 too_big(void)
 {
@@ -81,6 +127,11 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
        const char *method, const char *version, const char *upload,
        size_t *upload_size, void **state)
 {
+    static __thread int threads_set;
+    if (!threads_set) {
+        set_intra_op_threads(cfg.batch.intra_op_threads);
+        threads_set = 1;
+    }
     request *req = *state;
     if (!req) {
         /* First call: headers only. A declared length over the limit is
@@ -91,10 +142,26 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
             return send_reply(c, too_big());
         if (!(req = calloc(1, sizeof *req)))
             return MHD_NO;
+        pthread_mutex_init(&req->lock, NULL);
+        req->conn = c;
+        clock_gettime(CLOCK_MONOTONIC, &req->start);
         *state = req;
         return MHD_YES;
     }
     if (*upload_size) {
+        /* MHD's timeout closes a connection that goes quiet; one that
+         * trickles its body (a byte now and then) is cut off here once
+         * the whole request has taken longer than the timeout: with a
+         * 408 where libmicrohttpd can still queue one, else (0.9.75
+         * cannot while a body arrives) by closing the connection. */
+        if (elapsed_ms(&req->start) > cfg.timeout_ms) {
+            *upload_size = 0;
+            char msg[128];
+            snprintf(msg, sizeof msg, "the request body took over %lld ms "
+                     "to arrive (--rest_api_timeout_in_ms)", cfg.timeout_ms);
+            return send_reply(c, (reply){408, json_pack("{s:s}", "error",
+                                                        msg)});
+        }
         if (!req->too_big && req->len + *upload_size <= (size_t)cfg.max_body) {
             char *b = realloc(req->body, req->len + *upload_size + 1);
             if (b) {
@@ -112,10 +179,21 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
         *upload_size = 0;
         return MHD_YES;
     }
+    if (req->pending) {             /* resumed: the batch has run */
+        rest_pending *p = req->pending;
+        req->pending = NULL;
+        return send_reply(c, rest_finish(p));
+    }
     if (req->too_big)
         return send_reply(c, too_big());
-    return send_reply(c, rest_handle(models, nmodels, method, url, req->body,
-                                     req->len));
+    rest_defer defer = {the_batcher, wake, req};
+    pthread_mutex_lock(&req->lock);
+    reply r = rest_handle(models, nmodels, method, url, req->body, req->len,
+                          the_batcher ? &defer : NULL, &req->pending);
+    if (r.status == 0)
+        MHD_suspend_connection(c);
+    pthread_mutex_unlock(&req->lock);
+    return r.status ? send_reply(c, r) : MHD_YES;
 }
 
 static void
@@ -124,6 +202,16 @@ completed(void *cls, struct MHD_Connection *c, void **state,
 {
     request *req = *state;
     if (req) {
+        /* A resumed predict whose client went away: its run is over
+         * (the resume came after it), only the reply is dropped. */
+        if (req->pending)
+            json_decref(rest_finish(req->pending).body);
+        /* The batch thread's wake may still be returning from the
+         * resume that led here: it leaves the lock before req is
+         * freed. */
+        pthread_mutex_lock(&req->lock);
+        pthread_mutex_unlock(&req->lock);
+        pthread_mutex_destroy(&req->lock);
         free(req->body);
         free(req);
         *state = NULL;
@@ -170,6 +258,20 @@ parse(int argc, char **argv)
             cfg.threads = atoi(v);
         else if ((v = flag(a, "model_config_file")))
             cfg.config_file = v;
+        else if (strcmp(a, "--enable_batching") == 0)
+            cfg.batching = 1;
+        else if ((v = flag(a, "enable_batching")))
+            cfg.batching = strcmp(v, "true") == 0 || strcmp(v, "1") == 0;
+        else if ((v = flag(a, "batching_parameters_file")))
+            cfg.batching_file = v;
+        else if ((v = flag(a, "max_batch_size")))
+            cfg.batch.max_batch_size = atoi(v);
+        else if ((v = flag(a, "batch_timeout_micros")))
+            cfg.batch.batch_timeout_micros = atoll(v);
+        else if ((v = flag(a, "num_batch_threads")))
+            cfg.batch.num_batch_threads = atoi(v);
+        else if ((v = flag(a, "tensorflow_intra_op_parallelism")))
+            cfg.batch.intra_op_threads = atoi(v);
         else {
             fprintf(stderr, "tfmini_model_server: unknown flag %s\n", a);
             return -1;
@@ -180,14 +282,35 @@ parse(int argc, char **argv)
                 "--model_base_path or --model_config_file\n");
         return -1;
     }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    ncpu = ncpu < 1 ? 1 : ncpu > 256 ? 256 : ncpu;
+    if (!cfg.threads)
+        cfg.threads = (int)(ncpu < 2 ? 2 : ncpu);
+    if (!cfg.batch.num_batch_threads)
+        cfg.batch.num_batch_threads = (int)ncpu;
+    if (cfg.batching_file) {
+        char err[512];
+        if (batch_options_read(cfg.batching_file, &cfg.batch, err,
+                               sizeof err)) {
+            fprintf(stderr, "tfmini_model_server: %s\n", err);
+            return -1;
+        }
+    }
     if (cfg.port <= 0 || cfg.port > 65535 ||
-        cfg.threads < 1 || cfg.max_body < 1 || cfg.timeout_ms < 1) {
+        cfg.threads < 1 || cfg.max_body < 1 || cfg.timeout_ms < 1 ||
+        cfg.batch.max_batch_size < 1 || cfg.batch.num_batch_threads < 1 ||
+        cfg.batch.num_batch_threads > 256 ||
+        cfg.batch.batch_timeout_micros < 0 ||
+        cfg.batch.intra_op_threads < 0) {
         fprintf(stderr, "usage: tfmini_model_server --rest_api_port=N "
                 "(--model_name=NAME --model_base_path=DIR | "
                 "--model_config_file=FILE) "
                 "[--file_system_poll_wait_seconds=N] [--rest_api_host=ADDR] "
                 "[--max_body_bytes=N] [--rest_api_timeout_in_ms=N] "
-                "[--rest_api_num_threads=N]\n");
+                "[--rest_api_num_threads=N] [--enable_batching] "
+                "[--batching_parameters_file=FILE] [--max_batch_size=N] "
+                "[--batch_timeout_micros=N] [--num_batch_threads=N] "
+                "[--tensorflow_intra_op_parallelism=N]\n");
         return -1;
     }
     return 0;
@@ -234,10 +357,15 @@ main(int argc, char **argv)
                 cfg.host);
         return 2;
     }
+    if (cfg.batching && !(the_batcher = batcher_new(&cfg.batch))) {
+        fprintf(stderr, "tfmini_model_server: cannot start the batch "
+                "threads\n");
+        return 1;
+    }
     unsigned timeout_s = (unsigned)((cfg.timeout_ms + 999) / 1000);
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
-        MHD_USE_ERROR_LOG, (uint16_t)cfg.port, NULL, NULL, handle, NULL,
+        MHD_USE_ERROR_LOG | (the_batcher ? MHD_ALLOW_SUSPEND_RESUME : 0), (uint16_t)cfg.port, NULL, NULL, handle, NULL,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg.threads,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
@@ -253,13 +381,20 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     fprintf(stderr, "tfmini_model_server: serving %d model(s) on %s:%d\n",
             nmodels, cfg.host, cfg.port);
+    /* As TF Serving: a poll wait of 0 or less loads once and never
+     * polls (this loop then only waits for a signal: it used to spin
+     * on a core). */
     while (!stopping) {
-        for (int t = 0; t < cfg.poll_seconds * 10 && !stopping; t++)
+        int wait = cfg.poll_seconds > 0 ? cfg.poll_seconds * 10 : 10;
+        for (int t = 0; t < wait && !stopping; t++)
             usleep(100000);
         if (!stopping && cfg.poll_seconds > 0)
             for (int i = 0; i < nmodels; i++)
                 served_model_poll(models[i]);
     }
+    /* Queued predicts run and resume their connections before the
+     * daemon stops (it must not stop with a connection suspended). */
+    batcher_free(the_batcher);
     MHD_stop_daemon(d);
     return 0;
 }

@@ -127,40 +127,73 @@ find_signature(version *v, const char *key, json_t **sig, int *fn,
     return 0;
 }
 
-#define MAX_IO 64
+/* A predict between parsing and replying: its job (first, so that the
+ * job's wake context finds it) and what the reply needs. */
+struct rest_pending {
+    predict_job job;
+    served_model *s;
+    version *v;             /* held until rest_finish */
+    json_t *out_specs;      /* v's */
+    int instances, rows;
+};
 
-static reply
-predict(version *v, json_t *req)
+static void
+pending_free(rest_pending *p)
 {
-    reply r = {0, NULL};
-    if (!json_is_object(req))
-        return error(400, "the request body must be a JSON object");
+    for (int i = 0; i < MAX_IO; i++) {
+        tfmini_tensor_free(p->job.in[i]);
+        tfmini_tensor_free(p->job.out[i]);
+    }
+    served_model_release(p->s, p->v);
+    free(p);
+}
+
+/* Parse req into p's input tensors; 0, or -1 with *r set. */
+static int
+predict_inputs(rest_pending *p, json_t *req, reply *r)
+{
+    version *v = p->v;
+    if (!json_is_object(req)) {
+        *r = error(400, "the request body must be a JSON object");
+        return -1;
+    }
     json_t *key = json_object_get(req, "signature_name");
-    if (key && !json_is_string(key))
-        return error(400, "signature_name must be a string");
+    if (key && !json_is_string(key)) {
+        *r = error(400, "signature_name must be a string");
+        return -1;
+    }
     json_t *sig;
     int fn;
     if (find_signature(v, key ? json_string_value(key) : "serving_default",
-                       &sig, &fn, &r))
-        return r;
+                       &sig, &fn, r))
+        return -1;
     json_t *instances = json_object_get(req, "instances");
     json_t *inputs = json_object_get(req, "inputs");
-    if (!!instances == !!inputs)
-        return error(400, "the request must have exactly one of "
-                     "\"instances\" (row format) or \"inputs\" (columnar "
-                     "format)");
+    if (!!instances == !!inputs) {
+        *r = error(400, "the request must have exactly one of "
+                   "\"instances\" (row format) or \"inputs\" (columnar "
+                   "format)");
+        return -1;
+    }
     json_t *in_specs = json_object_get(sig, "inputs");
-    json_t *out_specs = json_object_get(sig, "outputs");
+    p->out_specs = json_object_get(sig, "outputs");
     int nin = (int)json_array_size(in_specs);
-    int nout = (int)json_array_size(out_specs);
-    if (nin > MAX_IO || nout > MAX_IO)
-        return error(400, "the signature has too many inputs or outputs");
-    TFM_Tensor *in[MAX_IO] = {0}, *out[MAX_IO] = {0};
-    int rows = 0;
+    int nout = (int)json_array_size(p->out_specs);
+    if (nin > MAX_IO || nout > MAX_IO) {
+        *r = error(400, "the signature has too many inputs or outputs");
+        return -1;
+    }
+    p->job.model = v->model;
+    p->job.fn = fn;
+    p->job.nin = nin;
+    p->job.nout = nout;
+    p->instances = instances != NULL;
     if (instances) {
-        if (!json_is_array(instances) || json_array_size(instances) == 0)
-            return error(400, "\"instances\" must be a non-empty list");
-        rows = (int)json_array_size(instances);
+        if (!json_is_array(instances) || json_array_size(instances) == 0) {
+            *r = error(400, "\"instances\" must be a non-empty list");
+            return -1;
+        }
+        p->rows = (int)json_array_size(instances);
     }
     char err[512];
     for (int i = 0; i < nin; i++) {
@@ -182,42 +215,53 @@ predict(version *v, json_t *req)
                 json_t *x = json_object_get(row, name);
                 if (!json_is_object(row) || !x) {
                     json_decref(value);
-                    r = error(400, "instance %zu has no input \"%s\"", k,
-                              name);
-                    goto done;
+                    *r = error(400, "instance %zu has no input \"%s\"", k,
+                               name);
+                    return -1;
                 }
                 json_array_append(value, x);
             }
         } else if (json_is_object(inputs)) {
             value = json_object_get(inputs, name);
             if (!value) {
-                r = error(400, "\"inputs\" has no input \"%s\"", name);
-                goto done;
+                *r = error(400, "\"inputs\" has no input \"%s\"", name);
+                return -1;
             }
         } else if (nin == 1) {
             value = inputs;
         } else {
-            r = error(400, "\"inputs\" must be an object naming the %d "
-                      "inputs", nin);
-            goto done;
+            *r = error(400, "\"inputs\" must be an object naming the %d "
+                       "inputs", nin);
+            return -1;
         }
-        in[i] = json_to_tensor(value, dt, rows, err, sizeof err);
+        p->job.in[i] = json_to_tensor(value, dt, p->rows, err, sizeof err);
         if (owned)
             json_decref(value);
-        if (!in[i]) {
-            r = error(400, "input \"%s\": %s", name, err);
-            goto done;
+        if (!p->job.in[i]) {
+            *r = error(400, "input \"%s\": %s", name, err);
+            return -1;
         }
     }
-    TFM_Status *st = tfmini_status_new();
-    if (tfmini_model_run(v->model, fn, in, nin, out, nout, st)) {
-        r = error(tfmini_status_code(st) == TFMINI_RESOURCE_EXHAUSTED ? 503
-                  : 400, "%s", tfmini_status_message(st));
-        tfmini_status_free(st);
-        goto done;
-    }
-    tfmini_status_free(st);
-    if (instances) {
+    return 0;
+}
+
+/* The reply to a predict that has run. */
+static reply
+predict_reply(rest_pending *p)
+{
+    predict_job *job = &p->job;
+    int nout = job->nout, rows = p->rows;
+    TFM_Tensor **out = job->out;
+    if (job->code != TFMINI_OK)
+        return error(job->code == TFMINI_RESOURCE_EXHAUSTED ? 503 : 400,
+                     "%s", job->msg);
+    if (p->instances) {
+        for (int j = 0; j < nout; j++)
+            if (tfmini_tensor_rank(out[j]) == 0 ||
+                tfmini_tensor_dim(out[j], 0) != rows)
+                return error(400, "output %d does not have one row per "
+                             "instance: use the columnar format "
+                             "(\"inputs\")", j);
         json_t *preds = json_array();
         for (int k = 0; k < rows; k++) {
             if (nout == 1) {
@@ -227,44 +271,82 @@ predict(version *v, json_t *req)
             json_t *o = json_object();
             for (int j = 0; j < nout; j++)
                 json_object_set_new(o, json_string_value(json_array_get(
-                    json_array_get(out_specs, j), 0)),
+                    json_array_get(p->out_specs, j), 0)),
                     tensor_to_json(out[j], k));
             json_array_append_new(preds, o);
         }
-        for (int j = 0; j < nout; j++)
-            if (tfmini_tensor_rank(out[j]) == 0 ||
-                tfmini_tensor_dim(out[j], 0) != rows) {
-                json_decref(preds);
-                r = error(400, "output %d does not have one row per "
-                          "instance: use the columnar format (\"inputs\")",
-                          j);
-                goto done;
-            }
-        r = (reply){200, json_pack("{s:o}", "predictions", preds)};
-    } else if (nout == 1) {
-        r = (reply){200, json_pack("{s:o}", "outputs",
-                                   tensor_to_json(out[0], -1))};
-    } else {
-        json_t *o = json_object();
-        for (int j = 0; j < nout; j++)
-            json_object_set_new(o, json_string_value(json_array_get(
-                json_array_get(out_specs, j), 0)), tensor_to_json(out[j],
-                                                                  -1));
-        r = (reply){200, json_pack("{s:o}", "outputs", o)};
+        return (reply){200, json_pack("{s:o}", "predictions", preds)};
     }
-done:
-    for (int i = 0; i < MAX_IO; i++) {
-        tfmini_tensor_free(in[i]);
-        tfmini_tensor_free(out[i]);
-    }
+    if (nout == 1)
+        return (reply){200, json_pack("{s:o}", "outputs",
+                                      tensor_to_json(out[0], -1))};
+    json_t *o = json_object();
+    for (int j = 0; j < nout; j++)
+        json_object_set_new(o, json_string_value(json_array_get(
+            json_array_get(p->out_specs, j), 0)), tensor_to_json(out[j], -1));
+    return (reply){200, json_pack("{s:o}", "outputs", o)};
+}
+
+reply
+rest_finish(rest_pending *p)
+{
+    reply r = predict_reply(p);
+    pending_free(p);
     return r;
+}
+
+/* Run (or with a batcher, queue) the predict in body on s's version v,
+ * whose reference it takes over. */
+static reply
+predict(served_model *s, version *v, const char *body, size_t len,
+        const rest_defer *defer, rest_pending **queued)
+{
+    rest_pending *p = calloc(1, sizeof *p);
+    if (!p) {
+        served_model_release(s, v);
+        return error(503, "out of memory");
+    }
+    p->s = s;
+    p->v = v;
+    json_error_t jerr;
+    json_t *req = json_loadb(body ? body : "", len, 0, &jerr);
+    reply r;
+    if (!req) {
+        r = error(400, "JSON Parse error: %s at line %d column %d",
+                  jerr.text, jerr.line, jerr.column);
+        pending_free(p);
+        return r;
+    }
+    int bad = predict_inputs(p, req, &r);
+    json_decref(req);
+    if (bad) {
+        pending_free(p);
+        return r;
+    }
+    if (defer && defer->batcher) {
+        p->job.wake = defer->wake;
+        p->job.ctx = defer->ctx;
+        int how = batcher_submit(defer->batcher, &p->job);
+        if (how == 0) {
+            *queued = p;
+            return (reply){0, NULL};
+        }
+        if (how < 0) {
+            r = error(503, "%s", p->job.msg);
+            pending_free(p);
+            return r;
+        }
+    }
+    job_run(&p->job);
+    return rest_finish(p);
 }
 
 /* ---- routing ---- */
 
 reply
 rest_handle(served_model **models, int nmodels, const char *method,
-            const char *url, const char *body, size_t len)
+            const char *url, const char *body, size_t len,
+            const rest_defer *defer, rest_pending **queued)
 {
     static const char prefix[] = "/v1/models/";
     if (strncmp(url, prefix, sizeof prefix - 1) != 0)
@@ -317,15 +399,7 @@ rest_handle(served_model **models, int nmodels, const char *method,
     } else if (!verb) {
         r = status(v);
     } else {
-        json_error_t jerr;
-        json_t *req = json_loadb(body ? body : "", len, 0, &jerr);
-        if (!req) {
-            r = error(400, "JSON Parse error: %s at line %d column %d",
-                      jerr.text, jerr.line, jerr.column);
-        } else {
-            r = predict(v, req);
-            json_decref(req);
-        }
+        return predict(s, v, body, len, defer, queued);
     }
     if (v)
         served_model_release(s, v);

@@ -1,0 +1,305 @@
+"""tfmini_model_server under wrk, against a Python http.server baseline.
+
+    python3 benchmarks/serving_bench.py [--duration 5] [--rss-requests N]
+                                        [--write-results]
+
+Saves an MLP and a small CNN from Python (model.export), serves each with
+tools/serving's C server (without and with --enable_batching) and with
+tools/serving/python_baseline.py, and drives each with wrk on loopback
+(POST of a one-row {"instances": ...} body) at 1, 8 and 64 connections:
+requests/s and p50/p99 latency, as a markdown table. Then the C server's
+RSS (VmRSS) before and after --rss-requests requests (10^6 by default).
+--write-results puts the table into benchmarks/RESULTS.md's "Serving
+(wrk)" section. Needs wrk, libmicrohttpd-dev and libjansson-dev (Debian)
+and the package built (python3 setup.py build_ext --inplace)."""
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+import tfmini as tf  # noqa: E402
+import tfmini.rt  # noqa: E402
+
+SECTION = "## Serving (wrk)"
+FLAGS = {"C": ["--tensorflow_intra_op_parallelism=1"],
+         "C, batching": ["--tensorflow_intra_op_parallelism=1",
+                         "--enable_batching", "--num_batch_threads=1"]}
+
+
+def build_server(out):
+    r = subprocess.run(["make", "-C", str(ROOT / "tools" / "serving"),
+                        f"BUILD={out}", f"RT_INC={tfmini.rt.get_include()}",
+                        f"RT_LIB={tfmini.rt.get_lib()}",
+                        "RT_LINK=-ltfmini_rt"], capture_output=True,
+                       text=True)
+    if r.returncode:
+        sys.exit(r.stdout + r.stderr)
+    return out / "tfmini_model_server"
+
+
+def save_models(base):
+    """{name: (version folder's parent, one input row)}."""
+    tf.random.set_seed(0)
+    mlp = tf.keras.Sequential([
+        tf.keras.layers.Input((64,)),
+        tf.keras.layers.Dense(256, activation="relu"),
+        tf.keras.layers.Dense(256, activation="relu"),
+        tf.keras.layers.Dense(10)])
+    cnn = tf.keras.Sequential([
+        tf.keras.layers.Input((28, 28, 1)),
+        tf.keras.layers.Conv2D(8, 3, activation="relu"),
+        tf.keras.layers.MaxPooling2D(),
+        tf.keras.layers.Conv2D(16, 3, activation="relu"),
+        tf.keras.layers.MaxPooling2D(),
+        tf.keras.layers.Flatten(),
+        tf.keras.layers.Dense(10)])
+    rng = np.random.RandomState(0)
+    out = {}
+    for name, model, shape in (("mlp", mlp, (64,)),
+                               ("cnn", cnn, (28, 28, 1))):
+        model.export(str(base / name / "1"), verbose=False)
+        row = np.round(rng.rand(*shape), 3).astype(np.float32)
+        out[name] = (base / name, row, model)
+    return out
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_up(proc, url, body):
+    for _ in range(600):
+        if proc.poll() is not None:
+            sys.exit(f"the server exited with {proc.returncode}")
+        try:
+            req = urllib.request.Request(url, data=body)
+            with urllib.request.urlopen(req, timeout=5) as r:
+                return json.loads(r.read())
+        except OSError:
+            time.sleep(0.05)
+    sys.exit(f"{url} did not answer")
+
+
+def start(kind, binary, name, base, port):
+    if kind == "python":
+        cmd = [sys.executable, str(ROOT / "tools" / "serving" /
+                                   "python_baseline.py"), f"--port={port}",
+               f"--name={name}", f"--model={base / '1'}"]
+    else:
+        cmd = [str(binary), f"--rest_api_port={port}", f"--model_name={name}",
+               f"--model_base_path={base}", "--rest_api_host=127.0.0.1",
+               "--file_system_poll_wait_seconds=0"]
+        cmd += FLAGS[kind]
+    # One OpenMP thread per run, for each: requests already run side by
+    # side, and kernels splitting over every core oversubscribe them.
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+
+
+def lua_script(path, body):
+    path.write_text('wrk.method = "POST"\n'
+                    'wrk.headers["Content-Type"] = "application/json"\n'
+                    f'wrk.body = [==[{body.decode()}]==]\n')
+    return path
+
+
+def _secs(text):
+    m = re.match(r"([\d.]+)(us|ms|s|m)", text)
+    scale = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[m.group(2)]
+    return float(m.group(1)) * scale
+
+
+def wrk(url, script, conns, duration, threads):
+    r = subprocess.run(["wrk", f"-t{min(conns, threads)}", f"-c{conns}",
+                        f"-d{duration}", "--latency", "--timeout", "10s",
+                        "-s", str(script), url], capture_output=True,
+                       text=True)
+    out = r.stdout
+    if r.returncode:
+        sys.exit(out + r.stderr)
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    p50 = _secs(re.search(r"\s50%\s+(\S+)", out).group(1))
+    p99 = _secs(re.search(r"\s99%\s+(\S+)", out).group(1))
+    total = int(re.search(r"(\d+) requests in", out).group(1))
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = re.search(r"Socket errors: (.*)", out)
+    return {"rps": rps, "p50": p50, "p99": p99, "requests": total,
+            "non2xx": int(bad.group(1)) if bad else 0,
+            "socket_errors": errors.group(1) if errors else ""}
+
+
+def vm_rss_kib(pid):
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return -1
+
+
+def fmt_ms(t):
+    return f"{t * 1e3:.2f} ms"
+
+
+def machine():
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} logical cores"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--duration", default="5s", help="per wrk run")
+    p.add_argument("--connections", default="1,8,64")
+    p.add_argument("--models", default="mlp,cnn")
+    p.add_argument("--kinds", default="C,C+batching,python",
+                   help="comma-separated: C, C+batching, python")
+    p.add_argument("--wrk-threads", type=int, default=2)
+    p.add_argument("--rss-requests", type=int, default=10**6,
+                   help="0 skips the RSS check")
+    p.add_argument("--write-results", action="store_true")
+    args = p.parse_args()
+    if not shutil.which("wrk"):
+        sys.exit("serving_bench needs wrk: apt-get install wrk")
+    kinds = [k.replace("C+batching", "C, batching")
+             for k in args.kinds.split(",")]
+    conns = [int(c) for c in args.connections.split(",")]
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="serving_bench_"))
+    binary = build_server(tmp / "bin")
+    models = save_models(tmp / "models")
+    rows, check = [], {}
+    for name in args.models.split(","):
+        base, row, model = models[name]
+        body = json.dumps({"instances": [row.tolist()]}).encode()
+        want = model(row[None]).numpy()[0]
+        script = lua_script(tmp / f"{name}.lua", body)
+        for kind in kinds:
+            port = free_port()
+            url = f"http://127.0.0.1:{port}/v1/models/{name}:predict"
+            proc = start(kind, binary, name, base, port)
+            try:
+                got = wait_up(proc, url, body)["predictions"][0]
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+                for c in conns:
+                    res = wrk(url, script, c, args.duration,
+                              args.wrk_threads)
+                    rows.append((name, kind, c, res))
+                    print(f"{name:4s} {kind:12s} c={c:<3d} "
+                          f"{res['rps']:9.0f} req/s  p50 "
+                          f"{fmt_ms(res['p50'])}  p99 {fmt_ms(res['p99'])}"
+                          f"  non-2xx {res['non2xx']}", file=sys.stderr,
+                          flush=True)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+    rss = []
+    if args.rss_requests:
+        name = args.models.split(",")[0]
+        base, row, _ = models[name]
+        body = json.dumps({"instances": [row.tolist()]}).encode()
+        for kind in [k for k in kinds if k != "python"]:
+            port = free_port()
+            url = f"http://127.0.0.1:{port}/v1/models/{name}:predict"
+            proc = start(kind, binary, name, base, port)
+            try:
+                wait_up(proc, url, body)
+                script = lua_script(tmp / "rss.lua", body)
+                wrk(url, script, 8, "2s", 2)     # arenas, pools: warmed
+                before = vm_rss_kib(proc.pid)
+                # wrk stops on time, not on a count: 10 s runs until the
+                # count is reached, RSS sampled after each.
+                done, bad, samples = 0, 0, []
+                while done < args.rss_requests:
+                    res = wrk(url, script, 8, "10s", 2)
+                    done += res["requests"]
+                    bad += res["non2xx"]
+                    samples.append(vm_rss_kib(proc.pid))
+                after = samples[-1]
+                rss.append((name, kind, done, before, after, max(samples),
+                            bad))
+                print(f"RSS {kind}: {before} -> {after} KiB (max "
+                      f"{max(samples)}) over {done} requests",
+                      file=sys.stderr)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+    shutil.rmtree(tmp, ignore_errors=True)
+    text = report(rows, rss, args)
+    print(text)
+    if args.write_results:
+        write_results(text)
+
+
+def report(rows, rss, args):
+    command = "python3 benchmarks/serving_bench.py " + " ".join(
+        a for a in sys.argv[1:] if a != "--write-results")
+    base = {(n, c): r["rps"] for n, k, c, r in rows if k == "python"}
+    lines = [SECTION, "",
+             f"Run: {datetime.date.today()}, on {machine()}; wrk and the "
+             f"server on the same machine (loopback).", "",
+             f"Command: `{command.strip()}`", "",
+             "One-row predict requests (`{\"instances\": [row]}`), "
+             f"{args.duration} per point. MLP 64-256-256-10, CNN "
+             "28x28x1 conv8-pool-conv16-pool-dense10, both saved with "
+             "`model.export`. **vs Python** = requests/s over the "
+             "`http.server` baseline's "
+             "(tools/serving/python_baseline.py) at the same connections. "
+             "Server flags: C `" + " ".join(FLAGS["C"]) + "`; C, batching `"
+             + " ".join(FLAGS["C, batching"]) + "`; every server runs "
+             "with OMP_NUM_THREADS=1.",
+             "", "| model | server | connections | requests/s | p50 | p99 "
+             "| vs Python | non-2xx |", "|---|---|---|---|---|---|---|---|"]
+    for name, kind, c, r in rows:
+        ratio = base.get((name, c))
+        vs = f"**{r['rps'] / ratio:.1f}x**" if ratio and kind != "python" \
+            else "-"
+        lines.append(f"| {name} | {kind} | {c} | {r['rps']:.0f} | "
+                     f"{fmt_ms(r['p50'])} | {fmt_ms(r['p99'])} | {vs} | "
+                     f"{r['non2xx']} |")
+    if rss:
+        lines += ["", "RSS (VmRSS of the C server) after a 2 s warm-up, "
+                  "then after the requests (8 connections), and the most "
+                  "seen in samples every 10 s:",
+                  "", "| model | server | requests | RSS before | RSS after "
+                  "| RSS max | non-2xx |", "|---|---|---|---|---|---|---|"]
+        for name, kind, n, before, after, top, bad in rss:
+            lines.append(f"| {name} | {kind} | {n:,} | {before:,} KiB | "
+                         f"{after:,} KiB | {top:,} KiB | {bad} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_results(text):
+    path = HERE / "RESULTS.md"
+    old = path.read_text()
+    at = old.find(SECTION)
+    if at >= 0:
+        nxt = old.find("\n## ", at + len(SECTION))
+        old = old[:at] + (old[nxt + 1:] if nxt >= 0 else "")
+    path.write_text(old.rstrip("\n") + "\n\n" + text)
+
+
+if __name__ == "__main__":
+    main()

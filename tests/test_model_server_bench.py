@@ -1,0 +1,35 @@
+"""A smoke run of benchmarks/serving_bench.py (wrk against the C server
+and the Python baseline): slow, so only with -m slow."""
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from test_model_server import _have_libraries
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_serving_bench_smoke():
+    if not shutil.which("wrk"):
+        pytest.skip("the serving benchmark needs wrk: apt-get install wrk")
+    if not _have_libraries():
+        pytest.skip("tfmini_model_server needs libmicrohttpd and jansson: "
+                    "apt-get install libmicrohttpd-dev libjansson-dev")
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" /
+                                            "serving_bench.py"),
+                        "--duration=1s", "--connections=2", "--models=mlp",
+                        "--kinds=C,C+batching,python", "--rss-requests=1000"],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    rows = [line for line in r.stdout.splitlines()
+            if line.startswith("| mlp |")]
+    assert len(rows) == 3 + 2, r.stdout       # 3 servers, 2 RSS rows
+    for row in rows[:3]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert float(cells[3]) > 0 and cells[-1] == "0", row
