@@ -149,7 +149,9 @@ def cuda_includes(root):
 def sources():
     found = sorted(glob.glob("csrc/**/*.c", recursive=True)
                    + glob.glob("csrc/**/*.cc", recursive=True))
-    found = [s for s in found if not s.startswith("csrc/tests")]
+    # csrc/mpi/ is its own extension (find_mpi), linked with libmpi.
+    found = [s for s in found if not s.startswith(("csrc/tests",
+                                                   "csrc/mpi/"))]
     # The CUDA backend's C glue needs the toolkit's headers: with CUDA
     # every csrc/kernels/cuda/*.c but the stub, without only the stub.
     cuda_dir = os.path.join("csrc", "kernels", "cuda") + os.sep
@@ -157,6 +159,28 @@ def sources():
     if CUDA_HOME:
         return [s for s in found if s != stub]
     return [s for s in found if not s.startswith(cuda_dir) or s == stub]
+
+
+def find_mpi():
+    """(include dirs, link args) from Open MPI's mpicc wrapper, or None
+    when MPI is absent (tf.distribute.MultiWorkerMirroredStrategy then
+    names libopenmpi-dev)."""
+    if os.environ.get("TFMINI_NO_MPI") == "1":
+        return None
+    mpicc = shutil.which("mpicc")
+    if not mpicc:
+        return None
+    try:
+        comp = subprocess.run([mpicc, "--showme:compile"], text=True,
+                              capture_output=True, check=True).stdout
+        link = subprocess.run([mpicc, "--showme:link"], text=True,
+                              capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    incs = [a[2:] for a in comp.split() if a.startswith("-I")]
+    if not any(os.path.isfile(os.path.join(d, "mpi.h")) for d in incs):
+        return None
+    return incs, link.split()
 
 
 def cu_sources():
@@ -255,7 +279,8 @@ class BuildExt(build_ext):
         if modes.get(target) != mode:
             self.force = True
         super().build_extension(ext)
-        self.build_rt(ext, target)
+        if ext.name == "tfmini._C":
+            self.build_rt(ext, target)
         modes[target] = mode
         os.makedirs(os.path.dirname(stamp), exist_ok=True)
         with open(stamp, "w") as f:
@@ -298,7 +323,7 @@ class BuildExt(build_ext):
         """--inplace: tfmini/rt/ gets the library and header too."""
         super().copy_extensions_to_source()
         build_py = self.get_finalized_command("build_py")
-        for ext in self.extensions:
+        for ext in self.extensions[:1]:
             inplace, regular = self._get_inplace_equivalent(build_py, ext)
             src = os.path.join(os.path.dirname(regular), "rt")
             dst = os.path.join(os.path.dirname(inplace), "rt")
@@ -321,7 +346,8 @@ class BuildExt(build_ext):
         if compiler.compiler_type == "unix":
             compiler.linker_so = ["g++"] + compiler.linker_so[1:]
         for ext in self.extensions:
-            ext.extra_objects = self.compile_cuda()
+            if ext.name == "tfmini._C":
+                ext.extra_objects = self.compile_cuda()
         super().build_extensions()
 
     def compile_cuda(self):
@@ -376,7 +402,18 @@ ext = Extension(
     language="c",
 )
 
+MPI = find_mpi()
+mpi_ext = None if MPI is None else Extension(
+    "tfmini.distribute._mpi",
+    sources=["csrc/mpi/mpi_ext.c"],
+    include_dirs=MPI[0],
+    extra_compile_args=COMMON,
+    extra_link_args=LINK + MPI[1],
+    language="c",
+)
+
 if __name__ == "__main__":
     if MODE == "release":
         check_arch(ARCH)
-    setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})
+    setup(ext_modules=[ext] + ([mpi_ext] if mpi_ext else []),
+          cmdclass={"build_ext": BuildExt})
