@@ -1,10 +1,12 @@
 """tf.distribute: strategies that run a training step on several replicas
 in one process (MirroredStrategy over logical CPU devices, replicas in
 threads; see Note [Replica threads] in replica.py and Note [Shared
-variables] in strategy.py)."""
+variables] in strategy.py) and MultiWorkerMirroredStrategy over MPI (one
+process per worker, Note [Workers are replicas] in multi_worker.py)."""
 from ..variables import VariableAggregation, VariableSynchronization  # noqa
 from .replica import ReplicaContext
-from .strategy import (MirroredStrategy, MultiWorkerMirroredStrategy,  # noqa
+from .multi_worker import MultiWorkerMirroredStrategy  # noqa: F401
+from .strategy import (MirroredStrategy,  # noqa: F401
                        OneDeviceStrategy, Strategy, StrategyExtended,
                        get_cross_replica_context, get_replica_context,
                        get_strategy, has_strategy, in_cross_replica_context)

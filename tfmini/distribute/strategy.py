@@ -282,27 +282,6 @@ class OneDeviceStrategy(Strategy):
         super().__init__([_canonical_cpu(device)])
 
 
-class MultiWorkerMirroredStrategy(Strategy):
-    """Several processes (workers) training in sync. Its transport is MPI,
-    which this build of tfmini lacks."""
-
-    def __init__(self, cluster_resolver=None, communication_options=None):
-        try:
-            import mpi4py  # noqa: F401
-        except ImportError:
-            raise ImportError(
-                "tf.distribute.MultiWorkerMirroredStrategy needs MPI: "
-                "install Open MPI (apt-get install libopenmpi-dev) and "
-                "mpi4py (pip install mpi4py), then rebuild tfmini. "
-                "For replicas in one process use MirroredStrategy over "
-                "logical CPU devices.") from None
-        raise NotImplementedError(
-            "tf.distribute.MultiWorkerMirroredStrategy: this build of "
-            "tfmini has no MPI transport (Open MPI, libopenmpi-dev + "
-            "mpi4py) yet; use MirroredStrategy over logical CPU devices "
-            "for replicas in one process")
-
-
 def get_strategy():
     """The strategy of the current scope or replica, else the default."""
     r = current_replica()
@@ -343,7 +322,7 @@ def get_cross_replica_context():
 
 
 __all__ = ["Strategy", "StrategyExtended", "MirroredStrategy",
-           "OneDeviceStrategy", "MultiWorkerMirroredStrategy",
+           "OneDeviceStrategy",
            "get_strategy", "has_strategy", "get_replica_context",
            "in_cross_replica_context", "get_cross_replica_context",
            "InputContext"]

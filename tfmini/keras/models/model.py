@@ -550,16 +550,23 @@ class Model(Layer):
 
         def call(data):
             if not self.built:
-                # Variables are made once, here, not by every replica.
+                # Variables are made once, here, not by every replica,
+                # under the strategy (a multi-worker one syncs them).
                 from tfmini.distribute.values import _split_batch
                 x = unpack_x_y_sample_weight(data)[0]
                 part = _split_batch(x, strategy.num_replicas_in_sync)
-                self(tf.nest.map_structure(
-                    lambda p: p if p is None else p[0], part),
-                    training=False)
+                with strategy.scope():
+                    self(tf.nest.map_structure(
+                        lambda p: p if p is None else p[0], part),
+                        training=False)
             with strategy.scope():
-                return self._function("distributed_" + kind, run,
+                logs = self._function("distributed_" + kind, run,
                                       data)(data)
+            # Across workers, metrics read every worker's examples.
+            merge = getattr(strategy, "_global_logs", None)
+            if merge is not None and kind != "predict":
+                logs = merge(self)
+            return logs
         return call
 
     def make_train_function(self, force=False):
