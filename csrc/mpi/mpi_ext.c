@@ -164,10 +164,11 @@ static int wait_all(const char *what, MPI_Request *reqs, int n,
     if (timed_out) {
         snprintf(g_broken_why, sizeof g_broken_why,
                  "%s timed out after %g s", what, timeout);
-        PyErr_Format(PyExc_TimeoutError,
-                     "%s timed out after %g s on worker %d of %d: another "
-                     "worker is gone, stuck, or not making the same "
-                     "collective calls", what, timeout, g_rank, g_size);
+        char msg[320];  /* PyErr_Format has no %g */
+        snprintf(msg, sizeof msg, "%s timed out after %g s on worker %d of "
+                 "%d: another worker is gone, stuck, or not making the same "
+                 "collective calls", what, timeout, g_rank, g_size);
+        PyErr_SetString(PyExc_TimeoutError, msg);
         return -1;
     }
     snprintf(g_broken_why, sizeof g_broken_why,

@@ -93,6 +93,8 @@ class Comm:
                 f"one process use MirroredStrategy over logical CPU "
                 f"devices.") from None
         cfg = _tf_config()
+        self.timeout = DEFAULT_TIMEOUT_S
+        self.bucket_bytes = DEFAULT_BUCKET_BYTES
         self.mpi = None
         self.rank, self.size = 0, 1
         if _launched_by_mpirun():
@@ -118,14 +120,12 @@ class Comm:
             if self.size > 1:
                 ids = np.zeros(self.size, np.int64)
                 ids[self.rank] = task_id
-                self.allreduce([ids], "sum", 0)
+                self.allreduce([ids], "sum")
                 if sorted(ids.tolist()) != list(range(self.size)):
                     raise ValueError(f"TF_CONFIG task ids of the workers "
                                      f"(by MPI rank) are {ids.tolist()}: "
                                      f"each must name a different task")
                 self.ranks = [int(r) for r in np.argsort(ids)]
-        self.timeout = DEFAULT_TIMEOUT_S
-        self.bucket_bytes = DEFAULT_BUCKET_BYTES
 
     def allreduce(self, arrays, op, timeout=None, bucket_bytes=None):
         """arrays (contiguous, writable numpy) reduced over all workers in

@@ -648,6 +648,9 @@ class Model(Layer):
         train = self.make_train_function()
         self.stop_training = False
         cbs.on_train_begin()
+        # BackupAndRestore found a backup: go on after its epoch.
+        initial_epoch = max(initial_epoch,
+                            getattr(self, "_keras_resume_epoch", None) or 0)
         epoch_logs = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
