@@ -26,6 +26,7 @@
 
 #include <dlfcn.h>
 #include <mpi.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -114,9 +115,11 @@ static int wait_all(const char *what, MPI_Request *reqs, int n,
         PyErr_NoMemory();
         return -1;
     }
-    double deadline = timeout > 0 ? now_s() + timeout : 0.0;
+    double started = now_s();
+    double deadline = timeout > 0 ? started + timeout : 0.0;
     double next_signals = now_s() + 0.05;
     long sleep_ns = 1000;
+    unsigned spins = 0;
     PyThreadState *ts = PyEval_SaveThread();
     while (left > 0) {
         rc = MPI_Testsome(n, reqs, &outcount, idx, MPI_STATUSES_IGNORE);
@@ -145,11 +148,20 @@ static int wait_all(const char *what, MPI_Request *reqs, int n,
             if (sig < 0)
                 break;
         }
-        /* Back off to 200 us: a step's collectives take milliseconds,
-         * and a busy loop would steal the core a peer computes on. */
+        /* Open MPI advances a non-blocking collective only inside
+         * MPI_Test*, one round per call: poll hot for the first 20 ms,
+         * which covers a step's all-reduce (now and then yielding the
+         * core to a peer that may share it: yielding at every poll gives
+         * the core away for a whole time slice on a loaded machine);
+         * then back off to 100 us sleeps, for a slow or stalled peer. */
+        if (t - started < 0.02) {
+            if ((++spins & 255) == 0)
+                sched_yield();
+            continue;
+        }
         struct timespec d = {0, sleep_ns};
         nanosleep(&d, NULL);
-        if (sleep_ns < 200000)
+        if (sleep_ns < 100000)
             sleep_ns *= 2;
     }
     PyEval_RestoreThread(ts);
