@@ -119,6 +119,7 @@ for eager in (False, True):
     h = model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
     ev = model.evaluate(x, y, batch_size=16, verbose=0)
     tag = "eager" if eager else "traced"
+    out[tag + "_pred"] = model.predict(x, batch_size=16, verbose=0)
     out[tag + "_loss"] = h.history["loss"]
     out[tag + "_mae"] = h.history["mae"]
     out[tag + "_eval"] = ev
@@ -360,7 +361,8 @@ def test_keras_fit_two_workers_equal_one(tmp_path):
     ok(run_script(KERAS_FIT, one, "one")[0])
     ok(run_script(KERAS_FIT, two, "mwms")[0])
     ref, w0, w1 = load(one), load(two, 0), load(two, 1)
-    weights = [k for k in ref if "_w" in k]
+    weights = [k for k in ref if "_w" in k or "_pred" in k]
+    assert w0["traced_pred"].shape == (40, 1)
     # Metrics count every worker's examples (summed over MPI).
     logged = [k for k in ref if k.endswith(("_loss", "_mae", "_eval"))]
     for got in (w0, w1):

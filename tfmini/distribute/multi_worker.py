@@ -232,7 +232,17 @@ class MultiWorkerMirroredStrategy(Strategy):
         from .values import _ValueContext
         return value_fn(_ValueContext(self._comm.task_id, self._comm.size))
 
-    # Keras fit/evaluate: metrics over every worker's examples.
+    def _across_workers(self, model, kind, out):
+        """Keras's distributed step output on this worker -> what every
+        worker sees: predict's outputs gathered in task order (each
+        worker predicted its slice of the batch), fit's and evaluate's
+        metrics over all workers' examples."""
+        import tfmini as tf
+        if kind == "predict":
+            return tf.nest.map_structure(
+                lambda t: collective.gather(self._comm, t, 0), out)
+        return self._global_logs(model)
+
     def _global_logs(self, model):
         """model's metric results over all workers: their state variables
         (sums and counts) summed over the workers for the read, then put

@@ -562,11 +562,10 @@ class Model(Layer):
             with strategy.scope():
                 logs = self._function("distributed_" + kind, run,
                                       data)(data)
-            # Across workers, metrics read every worker's examples.
-            merge = getattr(strategy, "_global_logs", None)
-            if merge is not None and kind != "predict":
-                logs = merge(self)
-            return logs
+            # Across workers: metrics read every worker's examples,
+            # predict gives every worker's outputs.
+            merge = getattr(strategy, "_across_workers", None)
+            return logs if merge is None else merge(self, kind, logs)
         return call
 
     def make_train_function(self, force=False):
