@@ -239,17 +239,17 @@ def main():
 SECTION = """## Distributed
 
 MultiWorkerMirroredStrategy over Open MPI (loopback TCP), one thread per
-process; {date}, {cores} logical cores, load average {load} when the run
-ended (other jobs shared the machine: the 2-process figures carry their
-noise); command: `{cmd}`.
+process; {date}, {cores} logical cores, load average {load} when the
+run ended (other jobs shared the machine: the 2-process figures carry
+their noise); command: `{cmd}`.
 
 Step: a traced custom-loop step (forward, backward, bucketed gradient
 all-reduce, Adam) on the per-worker batch; median of {steps} steps after
-warm-up (the all-reduce share: median of its per-step time). Weak scaling = 1-process step / 2-process step (same per-worker
-batch; 1.00 is perfect); strong scaling = 1-process step at twice the
-batch / (2 x 2-process step). Communication share: time inside MPI's
-all-reduce per step in the 2-process run (it includes waiting for the
-slower worker).
+warm-up. Weak scaling = 1-process step / 2-process step (same
+per-worker batch; 1.00 is perfect); strong scaling = 1-process step at
+twice the batch / (2 x 2-process step). All-reduce share: median time
+per step inside MPI's all-reduce in the 2-process run (it includes
+waiting for the slower worker) / the median step.
 
 | model | batch per worker | 1 process | 1 process, 2x batch | 2 processes | weak scaling | strong scaling | all-reduce share of a step | gradients |
 |---|---|---|---|---|---|---|---|---|
