@@ -149,9 +149,11 @@ def cuda_includes(root):
 def sources():
     found = sorted(glob.glob("csrc/**/*.c", recursive=True)
                    + glob.glob("csrc/**/*.cc", recursive=True))
-    # csrc/mpi/ is its own extension (find_mpi), linked with libmpi.
+    # csrc/mpi/ and csrc/nccl/ are extensions of their own (find_mpi,
+    # find_nccl), linked with libmpi and libnccl.
     found = [s for s in found if not s.startswith(("csrc/tests",
-                                                   "csrc/mpi/"))]
+                                                   "csrc/mpi/",
+                                                   "csrc/nccl/"))]
     # The CUDA backend's C glue needs the toolkit's headers: with CUDA
     # every csrc/kernels/cuda/*.c but the stub, without only the stub.
     cuda_dir = os.path.join("csrc", "kernels", "cuda") + os.sep
@@ -181,6 +183,27 @@ def find_mpi():
     if not any(os.path.isfile(os.path.join(d, "mpi.h")) for d in incs):
         return None
     return incs, link.split()
+
+
+def find_nccl():
+    """(include dirs, link args) for NCCL when the CUDA backend is built
+    and nccl.h and libnccl are found (the CUDA toolkit's or the system's),
+    else None: MirroredStrategy over GPUs then all-reduces without it."""
+    if not CUDA_HOME or os.environ.get("TFMINI_NO_NCCL") == "1":
+        return None
+    incs = CUDA_INCLUDE + ["/usr/local/include", "/usr/include"]
+    inc = next((d for d in incs
+                if os.path.isfile(os.path.join(d, "nccl.h"))), None)
+    libdirs = [os.path.join(CUDA_HOME, "lib64"), "/usr/local/lib",
+               "/usr/lib/x86_64-linux-gnu"]
+    lib = next((d for d in libdirs
+                if os.path.exists(os.path.join(d, "libnccl.so"))), None)
+    if inc is None or lib is None:
+        return None
+    cudart_dir, cudart = cuda_lib(CUDA_HOME, "cudart")
+    return ([inc] + CUDA_INCLUDE + find_dlpack(),
+            ["-L" + lib, "-Wl,-rpath," + lib, "-lnccl", "-L" + cudart_dir,
+             "-Wl,-rpath," + cudart_dir, cudart])
 
 
 def cu_sources():
@@ -412,8 +435,18 @@ mpi_ext = None if MPI is None else Extension(
     language="c",
 )
 
+NCCL = find_nccl()
+nccl_ext = None if NCCL is None else Extension(
+    "tfmini.distribute._nccl",
+    sources=["csrc/nccl/nccl_ext.c"],
+    include_dirs=NCCL[0],
+    extra_compile_args=COMMON,
+    extra_link_args=LINK + NCCL[1],
+    language="c",
+)
+
 if __name__ == "__main__":
     if MODE == "release":
         check_arch(ARCH)
-    setup(ext_modules=[ext] + ([mpi_ext] if mpi_ext else []),
+    setup(ext_modules=[ext] + [e for e in (mpi_ext, nccl_ext) if e],
           cmdclass={"build_ext": BuildExt})

@@ -543,3 +543,24 @@ def test_tf_config_task_index_under_mpirun(tmp_path):
     assert int(t0["rank"]) == 1 and int(t1["rank"]) == 0
     assert int(t0["id"]) == 0 and int(t1["id"]) == 1
     assert float(t0["v"]) == float(t1["v"]) == 10.0
+
+
+def test_nccl_refuses_host_memory():
+    """The NCCL path's checks, which run without a GPU (its all-reduce is
+    tested in tests/gpu/test_gpu_distribute.py)."""
+    from tfmini.distribute import nccl
+    if not nccl.available():
+        pytest.skip("tfmini was built without NCCL (CUDA backend, nccl.h "
+                    "and libnccl)")
+    from tfmini.distribute import _nccl
+    assert nccl.version() >= 20000
+    cap = tf.experimental.dlpack.to_dlpack(tf.ones([3]))
+    out = tf.experimental.dlpack.to_dlpack(tf.zeros([3]))
+    with pytest.raises(ValueError, match="input 0 is not in GPU memory"):
+        _nccl.allreduce([cap], [out], "sum")
+    with pytest.raises(ValueError, match="unknown op"):
+        _nccl.allreduce([cap], [out], "prod")
+    with pytest.raises(ValueError, match="GPU memory"):
+        nccl.all_reduce([tf.ones([3])])
+    with pytest.raises(ValueError, match="different dtypes or shapes"):
+        nccl.all_reduce([tf.ones([3]), tf.ones([2])])
