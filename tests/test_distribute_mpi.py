@@ -383,7 +383,18 @@ def test_guide_custom_loop_in_process_and_under_mpi(tmp_path):
     assert_same(ref, got, [k for k in ref if k != "iterations"], rtol=1e-4,
                 atol=1e-5)
     assert_same(got, load(mpi, 1), list(got))
-    assert os.path.exists(os.path.join(mpi, "checkpoint"))
+    # The workers' last checkpoint (epoch 2, the last) restores into a
+    # model made without any strategy.
+    model = tf.keras.Sequential([
+        tf.keras.layers.Conv2D(4, 3, activation='relu'),
+        tf.keras.layers.MaxPooling2D(), tf.keras.layers.Flatten(),
+        tf.keras.layers.Dense(8, activation='relu'),
+        tf.keras.layers.Dense(3)])
+    model(np.zeros((1, 8, 8, 1), np.float32))
+    tf.train.Checkpoint(model=model).restore(
+        tf.train.latest_checkpoint(mpi)).expect_partial()
+    for i, w in enumerate(model.weights):
+        np.testing.assert_allclose(w.numpy(), got[f"w{i}"], rtol=1e-6)
 
 
 # ---- faults ----------------------------------------------------------------
@@ -510,7 +521,20 @@ with s.scope():
     v = tf.Variable(float(task_id(s)) + 10.0)
 ids = s.run(lambda: tf.distribute.get_replica_context().
             replica_id_in_sync_group)
-save(s, v=v.numpy(), id=int(ids), rank=s._comm.rank)
+seen = []
+
+
+def dataset_fn(ctx):
+    seen.append((ctx.num_input_pipelines, ctx.input_pipeline_id,
+                 ctx.get_per_replica_batch_size(8)))
+    return tf.data.Dataset.range(16).shard(
+        ctx.num_input_pipelines, ctx.input_pipeline_id).batch(
+            ctx.get_per_replica_batch_size(8))
+
+
+firsts = [int(b[0]) for b in s.distribute_datasets_from_function(dataset_fn)]
+save(s, v=v.numpy(), id=int(ids), rank=s._comm.rank, seen=seen[0],
+     firsts=firsts)
 '''
 
 
@@ -543,6 +567,11 @@ def test_tf_config_task_index_under_mpirun(tmp_path):
     assert int(t0["rank"]) == 1 and int(t1["rank"]) == 0
     assert int(t0["id"]) == 0 and int(t1["id"]) == 1
     assert float(t0["v"]) == float(t1["v"]) == 10.0
+    # Each worker is one input pipeline, of 4 examples per step.
+    assert t0["seen"].tolist() == [2, 0, 4] and \
+        t1["seen"].tolist() == [2, 1, 4]
+    assert t0["firsts"].tolist() == [0, 8] and \
+        t1["firsts"].tolist() == [1, 9]
 
 
 def test_nccl_refuses_host_memory():
