@@ -123,7 +123,7 @@ def worker_allreduce(reps):
               flush=True)
 
 
-# ---- driver -------------------------------------------------------------------
+# ---- driver ---------------------------------------------------------------
 
 def _env():
     return dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1",
@@ -193,7 +193,8 @@ def main():
             f"{_fmt_s(one_big['step_s'])} | {_fmt_s(two['step_s'])} | "
             f"{weak:.2f} | {strong:.2f} | "
             f"{100 * two['comm_s'] / two['step_s']:.0f}% "
-            f"({_fmt_s(two['comm_s'])}) | {two['grad_bytes'] / 1024:.0f} KiB |")
+            f"({_fmt_s(two['comm_s'])}) | "
+            f"{two['grad_bytes'] / 1024:.0f} KiB |")
     ar = _run(["--allreduce", "--reps", str(a.reps)], 2)["allreduce"]
     ar_rows = []
     for nbytes, secs in ar:

@@ -236,8 +236,9 @@ save(strategy, losses=losses, iterations=int(optimizer.iterations),
      **{f"w{i}": w.numpy() for i, w in enumerate(model.weights)})
 '''
 
-# A step that never finishes on one worker: task 1 dies (KILL) or stalls
-# (STALL) at step 3; the others must fail with a clear error.
+# A step that never finishes on one worker: at step 3 task 1 dies
+# (FAULT=kill), stalls (stall) or raises (raise); the others must fail
+# with a clear error.
 FAULT = '''
 from tfmini.distribute.experimental import CommunicationOptions
 s = make_strategy(communication_options=CommunicationOptions(
@@ -265,13 +266,15 @@ try:
         if i == 3 and task_id(s) == 1:
             if os.environ["FAULT"] == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
+            if os.environ["FAULT"] == "raise":
+                raise KeyError("a bug on worker 1")
             time.sleep(60)
         step(xb, yb)
     print("FINISHED", task_id(s), flush=True)
 except Exception as e:
     print(f"WORKER-ERROR task {task_id(s)}: {type(e).__name__}: {e}",
           flush=True)
-    sys.exit(3)
+    raise
 '''
 
 BACKUP = '''
@@ -409,6 +412,20 @@ def test_killed_worker_fails_the_others_quickly(tmp_path):
     assert "WORKER-ERROR task 0" in out, out[-3000:]
     assert "stopped by mpirun" in out or "timed out" in out or \
         "failed on worker" in out, out[-3000:]
+
+
+@needs_mpi
+def test_a_worker_that_raises_stops_the_others(tmp_path):
+    """An uncaught exception on one worker: it skips MPI_Finalize (which
+    would wait for the others), so mpirun stops the job."""
+    r, secs = run_script(FAULT, str(tmp_path), "mwms", timeout=120,
+                         env={"FAULT": "raise"})
+    out = r.stdout + r.stderr
+    assert r.returncode != 0
+    assert "WORKER-ERROR task 1: KeyError: 'a bug on worker 1'" in out
+    assert "WORKER-ERROR task 0" in out and "stopped by mpirun" in out, \
+        out[-3000:]
+    assert secs < 60, secs
 
 
 @needs_mpi

@@ -15,6 +15,7 @@ import atexit
 import json
 import os
 import signal
+import sys
 import time
 
 import numpy as np
@@ -100,7 +101,9 @@ class Comm:
         if _launched_by_mpirun():
             self.rank, self.size = _mpi.init()
             self.mpi = _mpi
-            atexit.register(_mpi.finalize)
+            self.failed = False
+            self._watch_for_failure()
+            atexit.register(self._finalize)
             _stop_cleanly_on_sigterm()
         elif cfg is not None and cfg[1] > 1:
             raise RuntimeError(
@@ -126,6 +129,29 @@ class Comm:
                                      f"(by MPI rank) are {ids.tolist()}: "
                                      f"each must name a different task")
                 self.ranks = [int(r) for r in np.argsort(ids)]
+
+    def _watch_for_failure(self):
+        prev = sys.excepthook
+
+        def hook(kind, value, tb):
+            self.failed = True
+            prev(kind, value, tb)
+        sys.excepthook = hook
+
+    def _finalize(self):
+        """At exit. MPI_Finalize waits for every worker, so a worker that
+        dies of an exception skips it: mpirun then sees a worker end
+        without finalizing and stops the job (the others get SIGTERM,
+        _stop_cleanly_on_sigterm) instead of all waiting forever. A
+        worker that exits normally first waits, within the timeout, for
+        the others to reach their exit."""
+        if self.failed or self.mpi.broken():
+            return
+        try:
+            self.mpi.barrier(self.timeout)
+        except BaseException:     # noqa: BLE001 (exiting: skip finalize)
+            return
+        self.mpi.finalize()
 
     def allreduce(self, arrays, op, timeout=None, bucket_bytes=None):
         """arrays (contiguous, writable numpy) reduced over all workers in
