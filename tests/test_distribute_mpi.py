@@ -529,11 +529,33 @@ def test_one_worker_without_mpirun_and_tf_config(monkeypatch):
     assert s.extended.should_checkpoint
     assert float(s.reduce("SUM", s.run(lambda: tf.constant(2.0)),
                           axis=None)) == 2.0
+    other = tf.distribute.cluster_resolver.TFConfigClusterResolver(
+        task_type="worker", task_id=3)
+    with pytest.raises(ValueError, match="worker:3.*worker:0"):
+        tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=other)
     monkeypatch.setattr(collective, "_comm", None)
 
 
+def test_tf_config_cluster_resolver(monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", json.dumps(
+        {"cluster": {"chief": ["a:1"], "worker": ["b:2", "c:3"]},
+         "task": {"type": "worker", "index": 1}, "rpc_layer": "grpc"}))
+    r = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    assert (r.task_type, r.task_id) == ("worker", 1)
+    spec = r.cluster_spec()
+    assert spec.as_dict() == {"chief": ["a:1"], "worker": ["b:2", "c:3"]}
+    assert spec.num_tasks("worker") == 2 and spec.jobs == ["chief", "worker"]
+    assert r.master() == "grpc://c:3"
+    with pytest.raises(ValueError, match="No task 5"):
+        spec.task_address("worker", 5)
+    monkeypatch.setenv("TF_CONFIG", "{not json")
+    with pytest.raises(ValueError, match="TF_CONFIG is not valid JSON"):
+        tf.distribute.cluster_resolver.TFConfigClusterResolver()
+
+
 TF_CONFIG_SCRIPT = '''
-s = make_strategy()
+s = make_strategy(cluster_resolver=tf.distribute.cluster_resolver.
+                  TFConfigClusterResolver())
 with s.scope():
     v = tf.Variable(float(task_id(s)) + 10.0)
 ids = s.run(lambda: tf.distribute.get_replica_context().
@@ -550,45 +572,54 @@ def dataset_fn(ctx):
 
 
 firsts = [int(b[0]) for b in s.distribute_datasets_from_function(dataset_fn)]
-save(s, v=v.numpy(), id=int(ids), rank=s._comm.rank, seen=seen[0],
-     firsts=firsts)
+r = s.cluster_resolver
+np.savez(os.path.join(OUT, f"rank{s._comm.rank}.npz"), v=v.numpy(),
+         id=int(ids), seen=seen[0], firsts=firsts, type=r.task_type,
+         index=r.task_id, chief=s.extended.should_checkpoint)
 '''
 
 
 @needs_mpi
 def test_tf_config_task_index_under_mpirun(tmp_path):
-    """TF_CONFIG's task index, not MPI's rank, is the worker's task id:
-    here rank 0 is worker 1, and rank 1 the chief whose values win."""
+    """TF_CONFIG's task, not MPI's rank, gives the replica id: here rank
+    0 is worker 0 (replica 1), rank 1 the chief (replica 0), whose values
+    win."""
     out = str(tmp_path)
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "script.py")
     with open(path, "w") as f:
         f.write(HEADER + TF_CONFIG_SCRIPT)
 
-    def cfg(i):
-        return json.dumps({"cluster": {"worker": ["h:1", "h:2"]},
-                           "task": {"type": "worker", "index": i}})
+    def cfg(kind):
+        return json.dumps({"cluster": {"chief": ["h:1"], "worker": ["h:2"]},
+                           "task": {"type": kind, "index": 0}})
     env = dict(os.environ, PYTHONPATH=ROOT, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     common = ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include",
               "lo", "--mca", "oob_tcp_if_include", "lo", "--oversubscribe"]
     cmd = [MPIRUN] + common + \
-        ["-np", "1", "-x", "PYTHONPATH", "-x", f"TF_CONFIG={cfg(1)}",
+        ["-np", "1", "-x", "PYTHONPATH", "-x", f"TF_CONFIG={cfg('worker')}",
          sys.executable, path, out, "mwms", ":",
-         "-np", "1", "-x", "PYTHONPATH", "-x", f"TF_CONFIG={cfg(0)}",
+         "-np", "1", "-x", "PYTHONPATH", "-x", f"TF_CONFIG={cfg('chief')}",
          sys.executable, path, out, "mwms"]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True,
                        timeout=120)
     ok(r)
-    t0, t1 = load(out, 0), load(out, 1)
-    assert int(t0["rank"]) == 1 and int(t1["rank"]) == 0
-    assert int(t0["id"]) == 0 and int(t1["id"]) == 1
-    assert float(t0["v"]) == float(t1["v"]) == 10.0
+    with np.load(os.path.join(out, "rank1.npz")) as z:
+        chief = dict(z)
+    with np.load(os.path.join(out, "rank0.npz")) as z:
+        worker = dict(z)
+    assert (str(chief["type"]), int(chief["index"]), int(chief["id"])) == \
+        ("chief", 0, 0) and bool(chief["chief"])
+    assert (str(worker["type"]), int(worker["index"]),
+            int(worker["id"])) == ("worker", 0, 1)
+    assert not bool(worker["chief"])
+    assert float(chief["v"]) == float(worker["v"]) == 10.0
     # Each worker is one input pipeline, of 4 examples per step.
-    assert t0["seen"].tolist() == [2, 0, 4] and \
-        t1["seen"].tolist() == [2, 1, 4]
-    assert t0["firsts"].tolist() == [0, 8] and \
-        t1["firsts"].tolist() == [1, 9]
+    assert chief["seen"].tolist() == [2, 0, 4] and \
+        worker["seen"].tolist() == [2, 1, 4]
+    assert chief["firsts"].tolist() == [0, 8] and \
+        worker["firsts"].tolist() == [1, 9]
 
 
 def test_nccl_refuses_host_memory():

@@ -11,11 +11,11 @@ from .strategy import (MirroredStrategy,  # noqa: F401
                        get_cross_replica_context, get_replica_context,
                        get_strategy, has_strategy, in_cross_replica_context)
 from .values import InputContext, InputOptions, PerReplica, ReduceOp  # noqa
-from . import experimental  # noqa: F401
+from . import cluster_resolver, experimental  # noqa: F401
 
 __all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy",
            "OneDeviceStrategy", "Strategy", "StrategyExtended",
            "ReplicaContext", "InputContext", "InputOptions", "ReduceOp",
            "get_strategy", "has_strategy", "get_replica_context",
            "in_cross_replica_context", "get_cross_replica_context",
-           "experimental"]
+           "experimental", "cluster_resolver"]

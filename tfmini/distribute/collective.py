@@ -79,6 +79,11 @@ def _tf_config():
     return chiefs + index, chiefs + workers
 
 
+def _tf_config_task():
+    task = json.loads(os.environ["TF_CONFIG"]).get("task") or {}
+    return task.get("type", "worker"), int(task.get("index", 0))
+
+
 class Comm:
     """This process's place among the workers: rank (MPI's), task_id
     (TF's: TF_CONFIG's index when given, else the rank), size."""
@@ -112,8 +117,12 @@ class Comm:
                 f"MPI, launch the workers with mpirun -np {cfg[1]} python "
                 f"<script>")
         self.task_id = self.rank
+        # TF_CONFIG's own names for this task (a chief is task 0 of job
+        # "chief"); without TF_CONFIG, worker <rank>.
+        self.task_type, self.task_index = "worker", self.rank
         self.ranks = list(range(self.size))      # rank of each task id
         if cfg is not None:
+            self.task_type, self.task_index = _tf_config_task()
             task_id, n = cfg
             if n != self.size:
                 raise ValueError(

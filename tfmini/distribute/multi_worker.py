@@ -13,6 +13,9 @@ the same all-reduced gradients they stay equal. Datasets: every worker
 reads the same global batches and keeps its slice (experimental_
 distribute_dataset), or builds its own pipeline from an InputContext
 (distribute_datasets_from_function)."""
+import json
+import os
+
 from . import collective
 from .replica import (ReplicaContext, _call_merge, _reduce_op,
                       _writes_hooked, current_replica)
@@ -70,15 +73,22 @@ class _MultiWorkerExtended(StrategyExtended):
 
 
 class _ClusterResolver:
-    """What strategy.cluster_resolver tells a script about its place."""
+    """What strategy.cluster_resolver tells a script about its place:
+    TF_CONFIG's task type and index when given, else worker <rank>."""
 
     def __init__(self, comm):
-        self.task_type = "worker"
-        self.task_id = comm.task_id
-        self._n = comm.size
+        from .cluster_resolver import ClusterSpec
+        self.task_type = comm.task_type
+        self.task_id = comm.task_index
+        self.rpc_layer = None
+        cluster = None
+        if os.environ.get("TF_CONFIG"):
+            cluster = json.loads(os.environ["TF_CONFIG"]).get("cluster")
+        self._spec = ClusterSpec(cluster or {
+            "worker": [f"mpi-rank-{r}" for r in range(comm.size)]})
 
     def cluster_spec(self):
-        return {"worker": [f"mpi-rank-{r}" for r in range(self._n)]}
+        return self._spec
 
     def num_accelerators(self, *args, **kwargs):
         return {}
@@ -93,13 +103,16 @@ class MultiWorkerMirroredStrategy(Strategy):
     def __init__(self, cluster_resolver=None, communication_options=None):
         from .experimental import CommunicationOptions
         self._comm = comm = collective.get()
-        if cluster_resolver is not None and \
-                getattr(cluster_resolver, "task_id", comm.task_id) != \
-                comm.task_id:
-            raise ValueError(
-                f"cluster_resolver's task_id {cluster_resolver.task_id} is "
-                f"not this worker's ({comm.task_id}, from mpirun or "
-                f"TF_CONFIG)")
+        if cluster_resolver is not None:
+            mine = (comm.task_type, comm.task_index)
+            theirs = (getattr(cluster_resolver, "task_type", None),
+                      getattr(cluster_resolver, "task_id", None))
+            if None not in theirs and theirs != mine:
+                raise ValueError(
+                    f"cluster_resolver names task {theirs[0]}:{theirs[1]}, "
+                    f"but this process is {mine[0]}:{mine[1]} (from "
+                    f"TF_CONFIG, else the MPI rank); MPI is the transport "
+                    f"and mpirun starts the tasks")
         opts = communication_options or CommunicationOptions()
         if not isinstance(opts, CommunicationOptions):
             raise ValueError(f"communication_options must be a tf."
