@@ -319,7 +319,10 @@ def run_script(body, out, mode, np_=2, timeout=240, env=None):
         cmd = [MPIRUN, "-np", str(np_), "--oversubscribe",
                "--mca", "btl", "self,tcp",
                "--mca", "btl_tcp_if_include", "lo",
-               "--mca", "oob_tcp_if_include", "lo"] + \
+               "--mca", "oob_tcp_if_include", "lo",
+               # mpirun sends SIGKILL this long after SIGTERM (default 1
+               # s): time for a loaded machine to print the error.
+               "--mca", "odls_base_sigkill_timeout", "10"] + \
             [a for k in ("PYTHONPATH", "OMP_NUM_THREADS", *(env or {}))
              for a in ("-x", k)] + cmd
     t0 = time.time()
