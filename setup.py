@@ -149,7 +149,11 @@ def cuda_includes(root):
 def sources():
     found = sorted(glob.glob("csrc/**/*.c", recursive=True)
                    + glob.glob("csrc/**/*.cc", recursive=True))
-    found = [s for s in found if not s.startswith("csrc/tests")]
+    # csrc/mpi/ and csrc/nccl/ are extensions of their own (find_mpi,
+    # find_nccl), linked with libmpi and libnccl.
+    found = [s for s in found if not s.startswith(("csrc/tests",
+                                                   "csrc/mpi/",
+                                                   "csrc/nccl/"))]
     # The CUDA backend's C glue needs the toolkit's headers: with CUDA
     # every csrc/kernels/cuda/*.c but the stub, without only the stub.
     cuda_dir = os.path.join("csrc", "kernels", "cuda") + os.sep
@@ -157,6 +161,49 @@ def sources():
     if CUDA_HOME:
         return [s for s in found if s != stub]
     return [s for s in found if not s.startswith(cuda_dir) or s == stub]
+
+
+def find_mpi():
+    """(include dirs, link args) from Open MPI's mpicc wrapper, or None
+    when MPI is absent (tf.distribute.MultiWorkerMirroredStrategy then
+    names libopenmpi-dev)."""
+    if os.environ.get("TFMINI_NO_MPI") == "1":
+        return None
+    mpicc = shutil.which("mpicc")
+    if not mpicc:
+        return None
+    try:
+        comp = subprocess.run([mpicc, "--showme:compile"], text=True,
+                              capture_output=True, check=True).stdout
+        link = subprocess.run([mpicc, "--showme:link"], text=True,
+                              capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    incs = [a[2:] for a in comp.split() if a.startswith("-I")]
+    if not any(os.path.isfile(os.path.join(d, "mpi.h")) for d in incs):
+        return None
+    return incs, link.split()
+
+
+def find_nccl():
+    """(include dirs, link args) for NCCL when the CUDA backend is built
+    and nccl.h and libnccl are found (the CUDA toolkit's or the system's),
+    else None: MirroredStrategy over GPUs then all-reduces without it."""
+    if not CUDA_HOME or os.environ.get("TFMINI_NO_NCCL") == "1":
+        return None
+    incs = CUDA_INCLUDE + ["/usr/local/include", "/usr/include"]
+    inc = next((d for d in incs
+                if os.path.isfile(os.path.join(d, "nccl.h"))), None)
+    libdirs = [os.path.join(CUDA_HOME, "lib64"), "/usr/local/lib",
+               "/usr/lib/x86_64-linux-gnu"]
+    lib = next((d for d in libdirs
+                if os.path.exists(os.path.join(d, "libnccl.so"))), None)
+    if inc is None or lib is None:
+        return None
+    cudart_dir, cudart = cuda_lib(CUDA_HOME, "cudart")
+    return ([inc] + CUDA_INCLUDE + find_dlpack(),
+            ["-L" + lib, "-Wl,-rpath," + lib, "-lnccl", "-L" + cudart_dir,
+             "-Wl,-rpath," + cudart_dir, cudart])
 
 
 def cu_sources():
@@ -255,7 +302,8 @@ class BuildExt(build_ext):
         if modes.get(target) != mode:
             self.force = True
         super().build_extension(ext)
-        self.build_rt(ext, target)
+        if ext.name == "tfmini._C":
+            self.build_rt(ext, target)
         modes[target] = mode
         os.makedirs(os.path.dirname(stamp), exist_ok=True)
         with open(stamp, "w") as f:
@@ -298,7 +346,7 @@ class BuildExt(build_ext):
         """--inplace: tfmini/rt/ gets the library and header too."""
         super().copy_extensions_to_source()
         build_py = self.get_finalized_command("build_py")
-        for ext in self.extensions:
+        for ext in self.extensions[:1]:
             inplace, regular = self._get_inplace_equivalent(build_py, ext)
             src = os.path.join(os.path.dirname(regular), "rt")
             dst = os.path.join(os.path.dirname(inplace), "rt")
@@ -322,7 +370,8 @@ class BuildExt(build_ext):
         if compiler.compiler_type == "unix":
             compiler.linker_so = ["g++"] + compiler.linker_so[1:]
         for ext in self.extensions:
-            ext.extra_objects = self.compile_cuda()
+            if ext.name == "tfmini._C":
+                ext.extra_objects = self.compile_cuda()
         super().build_extensions()
 
     def _parallel_compile(self, compiler):
@@ -413,7 +462,28 @@ ext = Extension(
     language="c",
 )
 
+MPI = find_mpi()
+mpi_ext = None if MPI is None else Extension(
+    "tfmini.distribute._mpi",
+    sources=["csrc/mpi/mpi_ext.c"],
+    include_dirs=MPI[0],
+    extra_compile_args=COMMON,
+    extra_link_args=LINK + MPI[1],
+    language="c",
+)
+
+NCCL = find_nccl()
+nccl_ext = None if NCCL is None else Extension(
+    "tfmini.distribute._nccl",
+    sources=["csrc/nccl/nccl_ext.c"],
+    include_dirs=NCCL[0],
+    extra_compile_args=COMMON,
+    extra_link_args=LINK + NCCL[1],
+    language="c",
+)
+
 if __name__ == "__main__":
     if MODE == "release":
         check_arch(ARCH)
-    setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})
+    setup(ext_modules=[ext] + [e for e in (mpi_ext, nccl_ext) if e],
+          cmdclass={"build_ext": BuildExt})

@@ -105,14 +105,6 @@ def test_strategies_and_contexts():
     assert len(set(s.experimental_local_results(names))) == 2
 
 
-def test_multi_worker_names_mpi():
-    with pytest.raises((ImportError, NotImplementedError),
-                       match="Open MPI|libopenmpi"):
-        tf.distribute.MultiWorkerMirroredStrategy(
-            communication_options=tf.distribute.experimental.
-            CommunicationOptions())
-
-
 # ---- run, reduce, all_reduce, merge_call -----------------------------------
 
 def test_reduce_all_reduce_merge_call():

@@ -52,6 +52,15 @@ class DataLossError(OpError):
     checks)."""
 
 
+class DeadlineExceededError(OpError):
+    """An operation (e.g. a collective with a timeout) did not finish in
+    time."""
+
+
+class UnavailableError(OpError):
+    """A peer of a collective is gone (a worker exited)."""
+
+
 class OperatorNotAllowedInGraphError(TypeError):
     """A symbolic tensor used where a Python value is needed."""
 

@@ -23,6 +23,9 @@ _ASSIGN, _ASSIGN_ADD, _ASSIGN_SUB = 0, 1, 2
 # Set by tfmini.distribute: writes from replica threads of a strategy
 # with several replicas combine the replicas' values (its updates.py).
 _replica_write = None
+# Set by MultiWorkerMirroredStrategy: a new variable takes the chief's
+# value on every worker (tfmini/distribute/multi_worker.py).
+_on_create = None
 
 
 class VariableSynchronization(enum.Enum):
@@ -98,6 +101,8 @@ class Variable(_C.VariableBase):
                 initial_value = initial_value._read()
             self._init(initial_value, enum_, bool(trainable),
                        *_shape_arg(shape, validate_shape))
+            if _on_create is not None:
+                _on_create(self)
         self._name = (_name_scope.current_scope() +
                       (name if name is not None else "Variable") + ":0")
         self._constraint = constraint

@@ -179,7 +179,14 @@ class Dataset(DatasetOpsMixin):
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True):
         src = self
         state = {"epoch": 0}
-        base = seed if seed is not None else np.random.SeedSequence().entropy
+        # As TF: with a global seed (tf.random.set_seed) the order is the
+        # same in every run and every process (the workers of a
+        # multi-worker strategy must agree on the global batches).
+        from ..ops.random_ops import _get_seed
+        seeds = None if seed is not None else _get_seed(None)
+        base = seed if seed is not None else \
+            np.random.SeedSequence().entropy if seeds is None else \
+            seeds[0] * 2**31 + seeds[1]
 
         def gen():
             epoch = state["epoch"] if reshuffle_each_iteration else 0

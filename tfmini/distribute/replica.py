@@ -144,13 +144,27 @@ def _reduce_op(op):
     return op
 
 
+def _on_distinct_gpus(xs):
+    devices = [x.device.upper() for x in xs]
+    return all("GPU" in d for d in devices) and \
+        len(set(devices)) == len(devices)
+
+
 def _reduce_values(reduce_op, values):
     """values: one structure per replica -> the structure of their sums
-    (or means), computed with tfmini ops in the calling thread."""
+    (or means), computed with tfmini ops in the calling thread, or with
+    NCCL when they lie on different GPUs."""
     import tfmini as tf
+    from . import nccl
 
     def combine(*xs):
         xs = [tf.convert_to_tensor(x) for x in xs]
+        if len(xs) > 1 and _on_distinct_gpus(xs) and nccl.available():
+            # Every replica's GPU gets the sum; the first one's is kept.
+            total = nccl.all_reduce(xs)[0]
+            if reduce_op == ReduceOp.MEAN:
+                total = total / tf.cast(len(xs), total.dtype)
+            return total
         total = xs[0]
         for x in xs[1:]:
             if x.dtype != total.dtype or \
@@ -240,11 +254,22 @@ def _omp_share(n):
     return max(1, total // n)
 
 
+def _device_of(strategy, i):
+    """A GPU replica runs under its GPU; CPU replicas share the host (the
+    logical CPUs are one memory, Note [Shared variables])."""
+    import contextlib
+    dev = strategy.extended.worker_devices[i]
+    if "GPU" not in dev:
+        return contextlib.nullcontext()
+    import tfmini as tf
+    return tf.device(dev)
+
+
 def run_replicas(strategy, fn, args, kwargs):
     """fn on every replica of strategy; the results regrouped."""
     n = strategy.num_replicas_in_sync
     if n == 1:
-        with ReplicaContext(strategy, 0):
+        with ReplicaContext(strategy, 0), _device_of(strategy, 0):
             return _regroup([fn(*_select(args, 0), **_select(kwargs, 0))])
     tracing = _C.tracing()
     frame = None
@@ -287,7 +312,8 @@ def run_replicas(strategy, fn, args, kwargs):
         try:
             from ..name_scopes import name_scope
             ctx = ReplicaContext(strategy, i, group)
-            with ctx, name_scope(f"{prefix}replica_{i}/" if i else prefix):
+            with ctx, _device_of(strategy, i), \
+                    name_scope(f"{prefix}replica_{i}/" if i else prefix):
                 results[i] = fn(*_select(args, i), **_select(kwargs, i))
                 group.exchange(i, None, None, "the end of fn")
         except BaseException as e:     # noqa: BLE001 (re-raised by run)

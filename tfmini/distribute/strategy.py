@@ -19,6 +19,7 @@ from .values import (DistributedDataset, DistributedDatasetsFromFunction,
                      InputContext, PerReplica, ReduceOp, _concat, _regroup)
 
 _CPU_PREFIX = "/job:localhost/replica:0/task:0/device:CPU:"
+_GPU_PREFIX = "/job:localhost/replica:0/task:0/device:GPU:"
 
 
 class StrategyExtended:
@@ -232,10 +233,17 @@ def _canonical_cpu(spec):
         tail = tail[len("DEVICE:"):]
     kind, _, num = tail.partition(":")
     if kind == "GPU":
-        if config._gpu_count() == 0:
+        count = config._gpu_count()
+        if count == 0:
             raise ValueError(f"Device {spec!r}: no GPU is visible to tfmini")
-        raise NotImplementedError("MirroredStrategy over GPUs is not built "
-                                  "in tfmini yet")
+        try:
+            n = int(num) if num else 0
+        except ValueError:
+            raise ValueError(f"Unknown device specification "
+                             f"{spec!r}") from None
+        if not 0 <= n < count:
+            raise ValueError(f"Device {spec!r}: there are {count} GPUs")
+        return _GPU_PREFIX + str(n)
     if kind != "CPU":
         raise ValueError(f"Unknown device {spec!r} for a strategy")
     try:
@@ -256,7 +264,9 @@ class MirroredStrategy(Strategy):
     per device, each in its own thread (Note [Replica threads]). As in
     TF, without `devices` it takes every GPU, else the CPU (one replica);
     name the logical CPUs to get several:
-    MirroredStrategy(["/cpu:0", "/cpu:1"])."""
+    MirroredStrategy(["/cpu:0", "/cpu:1"]). Over GPUs each replica runs
+    under its GPU, and their values all-reduce with NCCL when tfmini was
+    built with it (nccl.py)."""
 
     def __init__(self, devices=None, cross_device_ops=None):
         from .. import config
@@ -280,27 +290,6 @@ class OneDeviceStrategy(Strategy):
 
     def __init__(self, device):
         super().__init__([_canonical_cpu(device)])
-
-
-class MultiWorkerMirroredStrategy(Strategy):
-    """Several processes (workers) training in sync. Its transport is MPI,
-    which this build of tfmini lacks."""
-
-    def __init__(self, cluster_resolver=None, communication_options=None):
-        try:
-            import mpi4py  # noqa: F401
-        except ImportError:
-            raise ImportError(
-                "tf.distribute.MultiWorkerMirroredStrategy needs MPI: "
-                "install Open MPI (apt-get install libopenmpi-dev) and "
-                "mpi4py (pip install mpi4py), then rebuild tfmini. "
-                "For replicas in one process use MirroredStrategy over "
-                "logical CPU devices.") from None
-        raise NotImplementedError(
-            "tf.distribute.MultiWorkerMirroredStrategy: this build of "
-            "tfmini has no MPI transport (Open MPI, libopenmpi-dev + "
-            "mpi4py) yet; use MirroredStrategy over logical CPU devices "
-            "for replicas in one process")
 
 
 def get_strategy():
@@ -343,7 +332,7 @@ def get_cross_replica_context():
 
 
 __all__ = ["Strategy", "StrategyExtended", "MirroredStrategy",
-           "OneDeviceStrategy", "MultiWorkerMirroredStrategy",
+           "OneDeviceStrategy",
            "get_strategy", "has_strategy", "get_replica_context",
            "in_cross_replica_context", "get_cross_replica_context",
            "InputContext"]

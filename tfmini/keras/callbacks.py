@@ -744,3 +744,81 @@ class TensorBoard(Callback):
         else:
             return
         summary.image(name, w, step=epoch)
+
+
+class BackupAndRestore(Callback):
+    """Back up the model's and optimizer's state at the end of each epoch
+    to backup_dir; a fit that finds a backup there restores it and goes on
+    from the epoch after it (tf.keras.callbacks.BackupAndRestore: a job
+    killed mid-training resumes instead of starting over). Under a
+    multi-worker strategy only the chief writes; every worker restores
+    the same backup. With delete_checkpoint the backup goes when training
+    ends normally."""
+
+    _STATE = "training_state.json"
+
+    def __init__(self, backup_dir, save_freq="epoch", delete_checkpoint=True,
+                 save_before_preemption=False):
+        super().__init__()
+        if not backup_dir:
+            raise ValueError("Empty `backup_dir` argument passed")
+        if save_freq != "epoch":
+            if isinstance(save_freq, int) and save_freq > 0:
+                raise NotImplementedError(
+                    "BackupAndRestore(save_freq=<int>): tfmini backs up "
+                    "at epoch ends only (save_freq='epoch')")
+            raise ValueError(f"Invalid value for argument `save_freq`. "
+                             f"Expected 'epoch' or a positive integer, got "
+                             f"{save_freq!r}")
+        if save_before_preemption:
+            raise NotImplementedError("BackupAndRestore(save_before_"
+                                      "preemption=True) is not supported")
+        self.backup_dir = os.fspath(backup_dir)
+        self.save_freq = save_freq
+        self.delete_checkpoint = delete_checkpoint
+        self._ckpt = None
+
+    def _checkpoint(self):
+        import tfmini as tf
+        if self._ckpt is None:
+            self._ckpt = tf.train.Checkpoint(model=self.model,
+                                             optimizer=self.model.optimizer)
+        return self._ckpt
+
+    def _is_writer(self):
+        s = getattr(self.model, "_distribute_strategy", None)
+        return s is None or s.extended.should_checkpoint
+
+    def on_train_begin(self, logs=None):
+        import json
+        state = os.path.join(self.backup_dir, self._STATE)
+        if not os.path.exists(state):
+            return
+        with open(state) as f:
+            saved = json.load(f)
+        opt = self.model.optimizer
+        if self.model.built and opt is not None and \
+                hasattr(opt, "build"):
+            # Slots made now take their saved values at once.
+            opt.build(self.model.trainable_variables)
+        self._checkpoint().read(os.path.join(self.backup_dir, "ckpt"))
+        self.model._keras_resume_epoch = int(saved["epoch"]) + 1
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not self._is_writer():
+            return
+        import json
+        from tfmini import _C
+        self._checkpoint().write(os.path.join(self.backup_dir, "ckpt"))
+        # Written after the checkpoint: a backup is complete once it says
+        # which epoch it holds.
+        _C.write_file_atomic(os.path.join(self.backup_dir, self._STATE),
+                             json.dumps({"epoch": epoch}).encode(),
+                             "BackupAndRestore")
+
+    def on_train_end(self, logs=None):
+        self.model._keras_resume_epoch = None
+        # Not reached when training fails: the backup stays for the rerun.
+        if self.delete_checkpoint and self._is_writer():
+            import shutil
+            shutil.rmtree(self.backup_dir, ignore_errors=True)

@@ -550,16 +550,22 @@ class Model(Layer):
 
         def call(data):
             if not self.built:
-                # Variables are made once, here, not by every replica.
+                # Variables are made once, here, not by every replica,
+                # under the strategy (a multi-worker one syncs them).
                 from tfmini.distribute.values import _split_batch
                 x = unpack_x_y_sample_weight(data)[0]
                 part = _split_batch(x, strategy.num_replicas_in_sync)
-                self(tf.nest.map_structure(
-                    lambda p: p if p is None else p[0], part),
-                    training=False)
+                with strategy.scope():
+                    self(tf.nest.map_structure(
+                        lambda p: p if p is None else p[0], part),
+                        training=False)
             with strategy.scope():
-                return self._function("distributed_" + kind, run,
+                logs = self._function("distributed_" + kind, run,
                                       data)(data)
+            # Across workers: metrics read every worker's examples,
+            # predict gives every worker's outputs.
+            merge = getattr(strategy, "_across_workers", None)
+            return logs if merge is None else merge(self, kind, logs)
         return call
 
     def make_train_function(self, force=False):
@@ -641,6 +647,9 @@ class Model(Layer):
         train = self.make_train_function()
         self.stop_training = False
         cbs.on_train_begin()
+        # BackupAndRestore found a backup: go on after its epoch.
+        initial_epoch = max(initial_epoch,
+                            getattr(self, "_keras_resume_epoch", None) or 0)
         epoch_logs = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
