@@ -1,0 +1,130 @@
+/* Int8 x int8 -> int32 GEMM: AVX512-VNNI where the compiler and the CPU
+ * have it, plain loops otherwise (and always under emscripten, which has
+ * no x86 intrinsics). Both give the same integers: vpdpbusd adds four
+ * u8*s8 products into an int32 lane without saturating, so nothing is
+ * rounded on either path. */
+#include "qgemm.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && !defined(__EMSCRIPTEN__) &&                   \
+    (defined(__GNUC__) || defined(__clang__))
+#define TFM_QGEMM_X86 1
+#include <immintrin.h>
+#endif
+
+static void
+qgemm_ref(int64_t M, int64_t N, int64_t K, const uint8_t *A, int64_t lda,
+          const int8_t *B, int32_t *C)
+{
+    /* Row of C at a time, k outer: B is read row by row, contiguously. */
+#pragma omp parallel for schedule(static) if (M * N * K > (1 << 20))
+    for (int64_t m = 0; m < M; m++) {
+        int32_t *c = C + m * N;
+        memset(c, 0, (size_t)N * sizeof *c);
+        for (int64_t k = 0; k < K; k++) {
+            int32_t av = A[m * lda + k];
+            const int8_t *b = B + k * N;
+            for (int64_t n = 0; n < N; n++)
+                c[n] += av * b[n];
+        }
+    }
+}
+
+#ifdef TFM_QGEMM_X86
+/* B packed as [ceil(K/4)][N16][4]: the four k values of one column sit
+ * together, as vpdpbusd's second operand wants them; N is padded to a
+ * multiple of 16 and K to a multiple of 4 with zeros, which add nothing.
+ * Packing costs K*N bytes per call: the weights are constants, but a
+ * kernel has no place to keep a packed copy between runs, and at batch
+ * 64 the packing is a small part of the work. */
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
+qgemm_vnni(int64_t M, int64_t N, int64_t K, const uint8_t *A, int64_t lda,
+           const int8_t *B, int32_t *C, int8_t *bp, uint8_t *arows)
+{
+    int64_t K4 = (K + 3) / 4, N16 = (N + 15) / 16 * 16;
+    memset(bp, 0, (size_t)(K4 * N16 * 4));
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t n = 0; n < N; n++)
+            bp[((k / 4) * N16 + n) * 4 + k % 4] = B[k * N + n];
+#pragma omp parallel for schedule(static) if (M * N * K > (1 << 20))
+    for (int64_t m = 0; m < M; m++) {
+        /* A's row, zero-padded to K4*4 so 4-byte loads stay in bounds. */
+        uint8_t *ar = arows + (size_t)m * (size_t)(K4 * 4);
+        memcpy(ar, A + m * lda, (size_t)K);
+        memset(ar + K, 0, (size_t)(K4 * 4 - K));
+        for (int64_t n0 = 0; n0 < N; n0 += 64) {
+            __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(),
+                              _mm512_setzero_si512(), _mm512_setzero_si512()};
+            int nb = (int)((N - n0 + 15) / 16);
+            if (nb > 4)
+                nb = 4;
+            for (int64_t kb = 0; kb < K4; kb++) {
+                int32_t a4;
+                memcpy(&a4, ar + kb * 4, 4);
+                __m512i av = _mm512_set1_epi32(a4);
+                const int8_t *brow = bp + (kb * N16 + n0) * 4;
+                for (int j = 0; j < nb; j++)
+                    acc[j] = _mm512_dpbusd_epi32(
+                        acc[j], av, _mm512_loadu_si512(brow + j * 64));
+            }
+            for (int j = 0; j < nb; j++) {
+                int64_t left = N - n0 - j * 16;
+                __mmask16 mk = left >= 16 ? (__mmask16)0xFFFF
+                                          : (__mmask16)((1u << left) - 1);
+                _mm512_mask_storeu_epi32(C + m * N + n0 + j * 16, mk,
+                                         acc[j]);
+            }
+        }
+    }
+}
+#endif
+
+int
+tfm_qgemm_uses_vnni(void)
+{
+    static _Atomic int cached = -1;
+    int v = atomic_load(&cached);
+    if (v >= 0)
+        return v;
+    v = 0;
+#ifdef TFM_QGEMM_X86
+    __builtin_cpu_init();
+    const char *ref = getenv("TFMINI_QGEMM_REF");
+    v = __builtin_cpu_supports("avx512vnni") &&
+        __builtin_cpu_supports("avx512bw") && !(ref && *ref && *ref != '0');
+#endif
+    atomic_store(&cached, v);
+    return v;
+}
+
+void
+tfm_qgemm_u8s8(int64_t M, int64_t N, int64_t K, const uint8_t *A,
+               int64_t lda, const int8_t *B, int32_t *C)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0) {
+        memset(C, 0, (size_t)(M * N) * sizeof *C);
+        return;
+    }
+#ifdef TFM_QGEMM_X86
+    if (tfm_qgemm_uses_vnni()) {
+        int64_t K4 = (K + 3) / 4, N16 = (N + 15) / 16 * 16;
+        int8_t *bp = malloc((size_t)(K4 * N16 * 4));
+        uint8_t *ar = malloc((size_t)(M * K4 * 4));
+        if (bp && ar) {
+            qgemm_vnni(M, N, K, A, lda, B, C, bp, ar);
+            free(bp);
+            free(ar);
+            return;
+        }
+        /* Out of memory for the packed copies: the loops need none. */
+        free(bp);
+        free(ar);
+    }
+#endif
+    qgemm_ref(M, N, K, A, lda, B, C);
+}
