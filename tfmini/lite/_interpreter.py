@@ -57,7 +57,9 @@ class Interpreter:
         sig = sigs[signature_key]
         self._inputs = _specs(sig["inputs"])
         self._outputs = _specs(sig["outputs"])
-        self._shapes = [list(s) if s is not None else None
+        # Unknown dims are 1 until resize_tensor_input, as in TF Lite.
+        self._shapes = [None if s is None else [1 if d < 0 else d
+                                                for d in s]
                         for _, _, s in self._inputs]
         self._values = [None] * (len(self._inputs) + len(self._outputs))
         self._allocated = False
