@@ -190,7 +190,11 @@ requantize(const tfm_attrs *a, const int32_t *acc, const int32_t *cs,
         for (int64_t n = 0; n < N; n++) {
             int64_t v = (int64_t)acc[m * N + n] - (int64_t)zin * cs[n]
                         + (bias ? bias[n] : 0);
-            int64_t r = llround((double)v * ratio * ws[n]) + zout;
+            /* Scales come from tensors: a NaN or huge one must not
+             * reach llround, whose result out of range is unspecified. */
+            double d = (double)v * ratio * ws[n];
+            d = d != d ? 0 : d > 1e9 ? 1e9 : d < -1e9 ? -1e9 : d;
+            int64_t r = llround(d) + zout;
             y[m * N + n] = (int8_t)clampi(r, lo, hi);
         }
 }
