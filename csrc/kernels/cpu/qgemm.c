@@ -46,37 +46,56 @@ qgemm_vnni(int64_t M, int64_t N, int64_t K, const uint8_t *A, int64_t lda,
 {
     int64_t K4 = (K + 3) / 4, N16 = (N + 15) / 16 * 16;
     memset(bp, 0, (size_t)(K4 * N16 * 4));
-    for (int64_t k = 0; k < K; k++)
+    for (int64_t k = 0; k < K; k++) {
+        int8_t *dst = bp + (k / 4) * N16 * 4 + k % 4;
+        const int8_t *src = B + k * N;
         for (int64_t n = 0; n < N; n++)
-            bp[((k / 4) * N16 + n) * 4 + k % 4] = B[k * N + n];
-#pragma omp parallel for schedule(static) if (M * N * K > (1 << 20))
+            dst[n * 4] = src[n];
+    }
+    /* A's rows, zero-padded to K4*4 so 4-byte loads stay in bounds. */
     for (int64_t m = 0; m < M; m++) {
-        /* A's row, zero-padded to K4*4 so 4-byte loads stay in bounds. */
-        uint8_t *ar = arows + (size_t)m * (size_t)(K4 * 4);
-        memcpy(ar, A + m * lda, (size_t)K);
-        memset(ar + K, 0, (size_t)(K4 * 4 - K));
+        memcpy(arows + m * K4 * 4, A + m * lda, (size_t)K);
+        memset(arows + m * K4 * 4 + K, 0, (size_t)(K4 * 4 - K));
+    }
+    /* Blocks of 4 rows x 64 columns: 16 accumulators, and each 64-byte
+     * load of B feeds four rows. */
+    int64_t mblocks = (M + 3) / 4;
+#pragma omp parallel for schedule(static) if (M * N * K > (1 << 22))
+    for (int64_t mb = 0; mb < mblocks; mb++) {
+        int64_t m0 = mb * 4;
+        int rows = M - m0 < 4 ? (int)(M - m0) : 4;
+        const uint8_t *ar[4];
+        for (int r = 0; r < 4; r++)
+            ar[r] = arows + (m0 + (r < rows ? r : 0)) * K4 * 4;
         for (int64_t n0 = 0; n0 < N; n0 += 64) {
-            __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(),
-                              _mm512_setzero_si512(), _mm512_setzero_si512()};
+            __m512i acc[4][4];
+            for (int r = 0; r < 4; r++)
+                for (int j = 0; j < 4; j++)
+                    acc[r][j] = _mm512_setzero_si512();
             int nb = (int)((N - n0 + 15) / 16);
-            if (nb > 4)
-                nb = 4;
+            nb = nb > 4 ? 4 : nb;
             for (int64_t kb = 0; kb < K4; kb++) {
-                int32_t a4;
-                memcpy(&a4, ar + kb * 4, 4);
-                __m512i av = _mm512_set1_epi32(a4);
                 const int8_t *brow = bp + (kb * N16 + n0) * 4;
+                __m512i b[4];
                 for (int j = 0; j < nb; j++)
-                    acc[j] = _mm512_dpbusd_epi32(
-                        acc[j], av, _mm512_loadu_si512(brow + j * 64));
+                    b[j] = _mm512_loadu_si512(brow + j * 64);
+                for (int r = 0; r < 4; r++) {
+                    int32_t a4;
+                    memcpy(&a4, ar[r] + kb * 4, 4);
+                    __m512i av = _mm512_set1_epi32(a4);
+                    for (int j = 0; j < nb; j++)
+                        acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], av, b[j]);
+                }
             }
-            for (int j = 0; j < nb; j++) {
-                int64_t left = N - n0 - j * 16;
-                __mmask16 mk = left >= 16 ? (__mmask16)0xFFFF
-                                          : (__mmask16)((1u << left) - 1);
-                _mm512_mask_storeu_epi32(C + m * N + n0 + j * 16, mk,
-                                         acc[j]);
-            }
+            for (int r = 0; r < rows; r++)
+                for (int j = 0; j < nb; j++) {
+                    int64_t left = N - n0 - j * 16;
+                    __mmask16 mk = left >= 16
+                                       ? (__mmask16)0xFFFF
+                                       : (__mmask16)((1u << left) - 1);
+                    _mm512_mask_storeu_epi32(C + (m0 + r) * N + n0 + j * 16,
+                                             mk, acc[r][j]);
+                }
         }
     }
 }
@@ -111,7 +130,9 @@ tfm_qgemm_u8s8(int64_t M, int64_t N, int64_t K, const uint8_t *A,
         return;
     }
 #ifdef TFM_QGEMM_X86
-    if (tfm_qgemm_uses_vnni()) {
+    /* Packing B costs about as much as a few rows of products: below
+     * four rows the plain loops (vectorized by the compiler) win. */
+    if (M >= 4 && tfm_qgemm_uses_vnni()) {
         int64_t K4 = (K + 3) / 4, N16 = (N + 15) / 16 * 16;
         int8_t *bp = malloc((size_t)(K4 * N16 * 4));
         uint8_t *ar = malloc((size_t)(M * K4 * 4));

@@ -16,6 +16,17 @@ clampi(int64_t v, int32_t lo, int32_t hi)
     return v < lo ? lo : v > hi ? hi : (int32_t)v;
 }
 
+/* Round half away from zero (TF Lite's rule), in plain arithmetic the
+ * compiler vectorizes (roundf and lroundf are library calls). NaN gives
+ * 0; values past +-1e6 saturate, far outside any int8 range. */
+static inline int32_t
+round_away(float v)
+{
+    v = v > 1e6f ? 1e6f : v;
+    v = v >= -1e6f ? v : (v == v ? -1e6f : 0.0f);
+    return (int32_t)(v + (v >= 0 ? 0.5f : -0.5f));
+}
+
 static tfm_code
 oom(tfm_op op)
 {
@@ -34,11 +45,7 @@ tfm_k_quantize(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     int64_t zp = a->i[1];
     TFM_PAR_FOR(tfm_tensor_numel(in[0]) > TFM_PAR_MIN, i,
                 tfm_tensor_numel(in[0]), {
-        float v = x[i] * inv;
-        /* NaN maps to the zero point: it has no int8 value. */
-        int64_t r = v == v ? (int64_t)fmaxf(fminf(roundf(v), 1e9f), -1e9f)
-                           : 0;
-        q[i] = (int8_t)clampi(r + zp, -128, 127);
+        q[i] = (int8_t)clampi(round_away(x[i] * inv) + zp, -128, 127);
     });
     return TFM_OK;
 }
@@ -138,20 +145,17 @@ tfm_k_hybrid_fc(tfm_op op, tfm_tensor *const *in, int nin,
         const float *xr = x + m * K;
         float lo = 0, hi = 0;
         for (int64_t k = 0; k < K; k++) {
-            lo = fminf(lo, xr[k]);
-            hi = fmaxf(hi, xr[k]);
+            lo = xr[k] < lo ? xr[k] : lo;
+            hi = xr[k] > hi ? xr[k] : hi;
         }
         float s = (hi - lo) / 255.0f;
         if (!(s > 0) || !isfinite(s))
             s = 1.0f;
-        int32_t zp = clampi(lroundf(-lo / s), 0, 255);
+        int32_t zp = clampi(round_away(-lo / s), 0, 255);
         float inv = 1.0f / s;
-        for (int64_t k = 0; k < K; k++) {
-            float v = xr[k] * inv;
-            u[m * K + k] = (uint8_t)clampi(
-                v == v ? lroundf(fmaxf(fminf(v, 1e6f), -1e6f)) + zp : zp,
-                0, 255);
-        }
+        for (int64_t k = 0; k < K; k++)
+            u[m * K + k] = (uint8_t)clampi(round_away(xr[k] * inv) + zp,
+                                           0, 255);
         rs[m] = s;
         rz[m] = zp;
     }
@@ -194,7 +198,7 @@ requantize(const tfm_attrs *a, const int32_t *acc, const int32_t *cs,
              * reach llround, whose result out of range is unspecified. */
             double d = (double)v * ratio * ws[n];
             d = d != d ? 0 : d > 1e9 ? 1e9 : d < -1e9 ? -1e9 : d;
-            int64_t r = llround(d) + zout;
+            int64_t r = (int64_t)(d + (d >= 0 ? 0.5 : -0.5)) + zout;
             y[m * N + n] = (int8_t)clampi(r, lo, hi);
         }
 }
