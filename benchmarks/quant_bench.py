@@ -112,11 +112,11 @@ def _gemm_ms(m, k, n):
                       30)
 
 
-def gemm_table(shapes):
+def gemm_table(shapes, threads):
     rows = ["| M x K x N | float32 matmul | int8 GEMM (VNNI if present) | "
             "int8 GEMM (portable, TFMINI_QGEMM_REF=1) |", "|---|---|---|---|"]
     code = ("import sys; sys.path.insert(0, %r); import quant_bench as q; "
-            "print(q._gemm_ms(%d, %d, %d))")
+            "q._C.set_num_threads(%d); print(q._gemm_ms(%d, %d, %d))")
     for m, k, n in shapes:
         rng = np.random.default_rng(0)
         fa = tf.constant(rng.standard_normal((m, k)).astype(np.float32))
@@ -124,7 +124,7 @@ def gemm_table(shapes):
         f = _median_ms(lambda: tf.matmul(fa, fb), 30)
         q = _gemm_ms(m, k, n)
         r = subprocess.run([sys.executable, "-c",
-                            code % (str(HERE), m, k, n)],
+                            code % (str(HERE), threads, m, k, n)],
                            capture_output=True, text=True,
                            env=dict(os.environ, TFMINI_QGEMM_REF="1"))
         ref = float(r.stdout.strip().splitlines()[-1])
@@ -166,7 +166,8 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         paths, data = _models(tmp)
         models = model_table(paths, data, tmp)
-    gemm = gemm_table([(1, 512, 512), (64, 512, 512), (64, 1024, 1024)])
+    gemm = gemm_table([(1, 512, 512), (64, 512, 512), (64, 1024, 1024)],
+                      a.threads)
     text = (f"Run: {datetime.date.today()}, {_cpu()}, "
             f"{os.cpu_count()} logical cores, {a.threads} OpenMP "
             f"thread(s).\n\nCommand: `python3 benchmarks/quant_bench.py "
