@@ -385,3 +385,37 @@ def test_c_runtime_runs_a_quantized_model(cnn, tmp_path):
                 if line and not line.startswith(("function", "output"))]
         np.testing.assert_allclose(np.array(rows), _predict(content, x),
                                    rtol=1e-5, atol=1e-6)
+
+
+def test_model_server_serves_a_quantized_model(cnn, tmp_path):
+    """tfmini_model_server reads the quantized file as it is."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        import test_model_server as ms
+    finally:
+        sys.path.pop(0)
+    if not ms._have_libraries():
+        pytest.skip(f"tfmini_model_server needs libmicrohttpd and jansson: "
+                    f"apt-get install {ms.PACKAGES}")
+    import tfmini.rt
+    out = tmp_path / "bin"
+    out.mkdir()
+    r = subprocess.run(["make", "-C", str(ROOT / "tools" / "serving"),
+                        f"BUILD={out}", f"RT_INC={tfmini.rt.get_include()}",
+                        f"RT_LIB={tfmini.rt.get_lib()}",
+                        "RT_LINK=-ltfmini_rt"],
+                       capture_output=True, text=True, env=ms._env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    content = _convert(cnn, int8=True)
+    base = tmp_path / "models"
+    (base / "1").mkdir(parents=True)
+    (base / "1" / "saved_model.tfm").write_bytes(content)
+    x = _digits()[2][:3]
+    s = ms.Server(out / "tfmini_model_server", "digits", base)
+    try:
+        status, body = s.predict({"instances": x.tolist()})
+    finally:
+        s.stop()
+    assert status == 200, body
+    np.testing.assert_allclose(np.array(body["predictions"]),
+                               _predict(content, x), rtol=1e-4, atol=1e-5)
