@@ -419,3 +419,40 @@ def test_model_server_serves_a_quantized_model(cnn, tmp_path):
     assert status == 200, body
     np.testing.assert_allclose(np.array(body["predictions"]),
                                _predict(content, x), rtol=1e-4, atol=1e-5)
+
+
+def test_quantized_ops_survive_junk_calls():
+    """Random shapes, dtypes, input counts and attributes (NaN and huge
+    scales, zero points out of range, empty tensors): each call either
+    runs or raises an error naming its op; nothing crashes."""
+    import random
+    rnd = random.Random(0)
+    names = ["Quantize", "Dequantize", "QuantizedMatMulAccum",
+             "HybridFullyConnected", "QuantizedFullyConnected",
+             "QuantizedConv2D"]
+    dtypes = [np.int8, np.float32, np.int32, np.uint8]
+    ints = [0, 1, -1, 2, 3, 127, -128, 300, 2 ** 45]
+    floats = [0.0, 1.0, -1.0, 0.5, 1e30, float("nan"), float("inf")]
+    ran = 0
+    for k in range(1500):
+        op = rnd.choice(names)
+        nin = rnd.choice([1, 2, 3, 4])
+        inputs = []
+        for _ in range(nin):
+            shape = tuple(rnd.choice([0, 1, 2, 3, 5])
+                          for _ in range(rnd.choice([0, 1, 2, 4, 4])))
+            v = np.random.default_rng(k).standard_normal(shape)
+            dt = rnd.choice(dtypes)
+            inputs.append((v * 50).astype(dt) if dt != np.float32 else
+                          (v * rnd.choice([1, 1e30])).astype(dt))
+        kw = dict(ints=tuple(rnd.choice(ints[:5])
+                             for _ in range(rnd.choice([0, 4]))),
+                  i=tuple(rnd.choice(ints) for _ in range(6)),
+                  f=tuple(rnd.choice(floats) for _ in range(4)))
+        try:
+            _call(op, inputs, **kw)
+            ran += 1
+        except (tf.errors.InvalidArgumentError,
+                tf.errors.ResourceExhaustedError) as e:
+            assert op in str(e), (op, str(e))
+    assert ran > 0
