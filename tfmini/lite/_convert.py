@@ -156,8 +156,8 @@ def full_integer(g, variables, representative_dataset, n_inputs):
         return 0
     want = set()
     for k, _, _, _, end in chains:
-        want.add(g["nodes"][k]["in"][0][0])
-        want.add(end)
+        want.add(tuple(g["nodes"][k]["in"][0]))
+        want.add((end, 0))
     lo, hi, seen = {}, {}, 0
     for sample in representative_dataset():
         feeds = _feeds(sample, n_inputs)
@@ -178,8 +178,8 @@ def full_integer(g, variables, representative_dataset, n_inputs):
         first, w, bias, act, end = by_end[k]
         fnode = g["nodes"][first]
         xin = fnode["in"][0]
-        s_in, z_in = activation_params(lo[xin[0]], hi[xin[0]])
-        s_out, z_out = activation_params(lo[end], hi[end])
+        s_in, z_in = activation_params(lo[tuple(xin)], hi[tuple(xin)])
+        s_out, z_out = activation_params(lo[(end, 0)], hi[(end, 0)])
         q, ws = quantize_weights(w)
         base = fnode["name"] + b"/quantized"
         xmeta = g["nodes"][xin[0]]["out"][xin[1]]

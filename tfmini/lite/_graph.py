@@ -85,8 +85,7 @@ def weight_value(node, variables):
 
 def evaluate(g, variables, feeds, want):
     """Runs graph g eagerly on feeds (one array per Placeholder, in node
-    order) and returns {node index: ndarray of output 0} for the nodes in
-    want."""
+    order) and returns {(node, output): ndarray} for the edges in want."""
     from .. import constant
     vals, got, ph = {}, {}, 0
     for k, node in enumerate(g["nodes"]):
@@ -112,6 +111,7 @@ def evaluate(g, variables, feeds, want):
                         f=tuple(a["f"]), dtype=a["dtype"])
             outs = list(r) if isinstance(r, (tuple, list)) else [r]
         vals[k] = outs
-        if k in want:
-            got[k] = np.asarray(outs[0])
+        for o in range(len(outs)):
+            if (k, o) in want:
+                got[(k, o)] = np.asarray(outs[o])
     return got
