@@ -46,11 +46,36 @@ qgemm_vnni(int64_t M, int64_t N, int64_t K, const uint8_t *A, int64_t lda,
 {
     int64_t K4 = (K + 3) / 4, N16 = (N + 15) / 16 * 16;
     memset(bp, 0, (size_t)(K4 * N16 * 4));
-    for (int64_t k = 0; k < K; k++) {
+    /* Four rows of B interleave into k-quads 16 columns at a time (two
+     * rounds of unpacking); the ragged edges go byte by byte. */
+    int64_t kfull = K / 4 * 4, nfull = N / 16 * 16;
+    for (int64_t k = 0; k < kfull; k += 4) {
+        const int8_t *r0 = B + k * N, *r1 = r0 + N, *r2 = r1 + N,
+                     *r3 = r2 + N;
+        int8_t *dst = bp + (k / 4) * N16 * 4;
+        for (int64_t n = 0; n < nfull; n += 16) {
+            __m128i x0 = _mm_loadu_si128((const __m128i *)(r0 + n));
+            __m128i x1 = _mm_loadu_si128((const __m128i *)(r1 + n));
+            __m128i x2 = _mm_loadu_si128((const __m128i *)(r2 + n));
+            __m128i x3 = _mm_loadu_si128((const __m128i *)(r3 + n));
+            __m128i t0 = _mm_unpacklo_epi8(x0, x1);
+            __m128i t1 = _mm_unpackhi_epi8(x0, x1);
+            __m128i t2 = _mm_unpacklo_epi8(x2, x3);
+            __m128i t3 = _mm_unpackhi_epi8(x2, x3);
+            __m128i *d = (__m128i *)(dst + n * 4);
+            _mm_storeu_si128(d, _mm_unpacklo_epi16(t0, t2));
+            _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(t0, t2));
+            _mm_storeu_si128(d + 2, _mm_unpacklo_epi16(t1, t3));
+            _mm_storeu_si128(d + 3, _mm_unpackhi_epi16(t1, t3));
+        }
+        for (int64_t n = nfull; n < N; n++)
+            for (int r = 0; r < 4; r++)
+                dst[n * 4 + r] = B[(k + r) * N + n];
+    }
+    for (int64_t k = kfull; k < K; k++) {
         int8_t *dst = bp + (k / 4) * N16 * 4 + k % 4;
-        const int8_t *src = B + k * N;
         for (int64_t n = 0; n < N; n++)
-            dst[n * 4] = src[n];
+            dst[n * 4] = B[k * N + n];
     }
     /* A's rows, zero-padded to K4*4 so 4-byte loads stay in bounds. */
     for (int64_t m = 0; m < M; m++) {
