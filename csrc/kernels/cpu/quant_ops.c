@@ -175,11 +175,14 @@ done:
 }
 
 /* acc (int32 [M, N], sums of u * w) -> int8 y, with the input's zero
- * point taken out, bias added, requantized and activated. */
+ * point taken out, bias added, requantized and activated. mult is N
+ * floats of scratch. The clamp comes before the rounding, in float, so
+ * the loop has no library calls and vectorizes; a NaN (from a NaN
+ * scale) lands on the low end. */
 static void
 requantize(const tfm_attrs *a, const int32_t *acc, const int32_t *cs,
            const int32_t *bias, const float *ws, int64_t M, int64_t N,
-           int8_t *y)
+           int8_t *y, float *mult)
 {
     int32_t zin = (int32_t)a->i[1] + 128, zout = (int32_t)a->i[2];
     double ratio = a->f[0] / a->f[1];
@@ -187,20 +190,25 @@ requantize(const tfm_attrs *a, const int32_t *acc, const int32_t *cs,
     if (a->i[3] == TFM_QACT_RELU || a->i[3] == TFM_QACT_RELU6)
         lo = zout > lo ? zout : lo;
     if (a->i[3] == TFM_QACT_RELU6) {
-        int64_t six = zout + (int64_t)llround(6.0 / a->f[1]);
-        hi = six < hi ? (int32_t)six : hi;
+        double six = zout + 6.0 / a->f[1];
+        hi = six < hi ? (int32_t)(six + 0.5) : hi;
+        hi = hi < lo ? lo : hi;
     }
-    for (int64_t m = 0; m < M; m++)
+    for (int64_t n = 0; n < N; n++)
+        mult[n] = (float)(ratio * ws[n]);
+    float flo = (float)(lo - zout), fhi = (float)(hi - zout);
+    for (int64_t m = 0; m < M; m++) {
+        const int32_t *ar = acc + m * N;
+        int8_t *yr = y + m * N;
         for (int64_t n = 0; n < N; n++) {
-            int64_t v = (int64_t)acc[m * N + n] - (int64_t)zin * cs[n]
+            int64_t v = (int64_t)ar[n] - (int64_t)zin * cs[n]
                         + (bias ? bias[n] : 0);
-            /* Scales come from tensors: a NaN or huge one must not
-             * reach llround, whose result out of range is unspecified. */
-            double d = (double)v * ratio * ws[n];
-            d = d != d ? 0 : d > 1e9 ? 1e9 : d < -1e9 ? -1e9 : d;
-            int64_t r = (int64_t)(d + (d >= 0 ? 0.5 : -0.5)) + zout;
-            y[m * N + n] = (int8_t)clampi(r, lo, hi);
+            float d = (float)v * mult[n];
+            d = d > fhi ? fhi : d;
+            d = d >= flo ? d : flo;
+            yr[n] = (int8_t)((int32_t)(d + (d >= 0 ? 0.5f : -0.5f)) + zout);
         }
+    }
 }
 
 tfm_code
@@ -216,10 +224,12 @@ tfm_k_quantized_fc(tfm_op op, tfm_tensor *const *in, int nin,
     uint8_t *u = malloc((size_t)(M * K) + 1);
     int32_t *acc = malloc((size_t)(M * N) * sizeof *acc + 1);
     int32_t *cs = malloc((size_t)N * sizeof *cs + 1);
-    if (!u || !acc || !cs) {
+    float *mult = malloc((size_t)N * sizeof *mult + 1);
+    if (!u || !acc || !cs || !mult) {
         free(u);
         free(acc);
         free(cs);
+        free(mult);
         return oom(op);
     }
     for (int64_t i = 0; i < M * K; i++)
@@ -227,10 +237,12 @@ tfm_k_quantized_fc(tfm_op op, tfm_tensor *const *in, int nin,
     col_sums(w, K, N, cs);
     tfm_qgemm_u8s8(M, N, K, u, K, w, acc);
     requantize(a, acc, cs, nin == 4 ? tfm_tensor_data(in[3]) : NULL,
-               tfm_tensor_data(in[2]), M, N, tfm_tensor_data(out[0]));
+               tfm_tensor_data(in[2]), M, N, tfm_tensor_data(out[0]),
+               mult);
     free(u);
     free(acc);
     free(cs);
+    free(mult);
     return TFM_OK;
 }
 
@@ -258,10 +270,12 @@ tfm_k_quantized_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
     uint8_t *u = malloc((size_t)(M * K) + 1);
     int32_t *acc = malloc((size_t)(M * O) * sizeof *acc + 1);
     int32_t *cs = malloc((size_t)O * sizeof *cs + 1);
-    if (!u || !acc || !cs) {
+    float *mult = malloc((size_t)O * sizeof *mult + 1);
+    if (!u || !acc || !cs || !mult) {
         free(u);
         free(acc);
         free(cs);
+        free(mult);
         return oom(op);
     }
     /* im2col in uint8; padding holds the input's zero point, the value
@@ -290,9 +304,10 @@ tfm_k_quantized_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
     col_sums(w, K, O, cs);
     tfm_qgemm_u8s8(M, O, K, u, K, w, acc);
     requantize(a, acc, cs, nin == 4 ? tfm_tensor_data(in[3]) : NULL,
-               tfm_tensor_data(in[2]), M, O, tfm_tensor_data(out[0]));
+               tfm_tensor_data(in[2]), M, O, tfm_tensor_data(out[0]), mult);
     free(u);
     free(acc);
     free(cs);
+    free(mult);
     return TFM_OK;
 }
