@@ -456,3 +456,30 @@ def test_quantized_ops_survive_junk_calls():
                 tf.errors.ResourceExhaustedError) as e:
             assert op in str(e), (op, str(e))
     assert ran > 0
+
+
+def test_control_flow_graphs(tmp_path):
+    """Dynamic range rewrites the top-level graph of a model with a
+    tf.cond in it; full int8 calibration cannot run If and says so."""
+    class M(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(np.random.RandomState(0).randn(
+                64, 32).astype(np.float32))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 64],
+                                                    tf.float32)])
+        def f(self, x):
+            y = tf.matmul(x, self.w)
+            return tf.cond(tf.reduce_sum(y) > 0, lambda: y, lambda: -y)
+    m = M()
+    tf.saved_model.save(m, str(tmp_path), signatures={"serving_default":
+                                                      m.f})
+    x = np.random.RandomState(1).randn(3, 64).astype(np.float32)
+    content = tf.lite.convert(str(tmp_path))
+    assert "HybridFullyConnected" in _ops(content)[0]
+    np.testing.assert_allclose(_predict(content, x), np.asarray(m.f(x)),
+                               rtol=0.05, atol=0.05 * np.abs(
+                                   np.asarray(m.f(x))).max())
+    with pytest.raises(NotImplementedError, match="cannot run 'If'"):
+        tf.lite.convert(str(tmp_path), representative_dataset=lambda: iter(
+            [[x[:1]]]))
