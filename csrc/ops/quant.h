@@ -24,11 +24,6 @@
 #include "../kernels/cpu/qgemm.h"
 #include "op.h"
 
-enum { TFM_QACT_NONE = 0, TFM_QACT_RELU = 1, TFM_QACT_RELU6 = 2 };
-/* The deepest dot product the int32 accumulator holds exactly:
- * K * 255 * 128 plus a bias stays below 2^31. */
-#define TFM_QGEMM_MAX_K 65000
-
 #define TFM_QI(name)                                                      \
     tfm_code name(tfm_op op, const tfm_meta *in, int nin,                 \
                   const tfm_attrs *a, tfm_meta *out, int *nout)

@@ -7,9 +7,15 @@
 
 #include "../../ops/op.h"
 
+/* Fused activations of the quantized ops (attribute i[3]). */
+enum { TFM_QACT_NONE = 0, TFM_QACT_RELU = 1, TFM_QACT_RELU6 = 2 };
+/* The deepest dot product the int32 accumulator holds exactly:
+ * K * 255 * 128 plus a bias stays below 2^31. */
+#define TFM_QGEMM_MAX_K 65000
+
 /* C[m, n] = sum_k A[m, k] * B[k, n], exactly, in int32: A is uint8
  * [M, K] (row stride lda), B int8 [K, N] row-major, C int32 [M, N].
- * Exact while K * 255 * 128 fits in int32 (K < 65793); callers check. */
+ * Exact for K <= TFM_QGEMM_MAX_K; callers check. */
 void tfm_qgemm_u8s8(int64_t M, int64_t N, int64_t K, const uint8_t *A,
                     int64_t lda, const int8_t *B, int32_t *C);
 

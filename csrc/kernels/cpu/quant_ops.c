@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "../../core/status.h"
-#include "../../ops/quant.h"
 #include "conv.h"
 #include "loops.h"
+#include "qgemm.h"
 
 static inline int32_t
 clampi(int64_t v, int32_t lo, int32_t hi)
