@@ -161,6 +161,8 @@ def test_interpreter_api(cnn):
         it.get_tensor(7)
     with pytest.raises(ValueError, match="bad magic"):
         tf.lite.Interpreter(model_content=b"not a model at all")
+    run = it.get_signature_runner()
+    np.testing.assert_allclose(run(inputs=x)["output_0"], got, rtol=1e-6)
     # model_path: the file or its folder
     it2 = tf.lite.Interpreter(model_path=str(cnn))
     assert it2.get_signature_list()["serving_default"]["outputs"] == [

@@ -54,6 +54,7 @@ class Interpreter:
                 f.write(model_content)
             self._loaded = saved_model.load(d)
         self._fn = self._loaded.signatures[signature_key]
+        self._signature_key = signature_key
         sig = sigs[signature_key]
         self._inputs = _specs(sig["inputs"])
         self._outputs = _specs(sig["outputs"])
@@ -97,7 +98,7 @@ class Interpreter:
                              shapes if None not in shapes else None)
 
     def get_signature_list(self):
-        return {"serving_default": {
+        return {self._signature_key: {
             "inputs": [n for n, _, _ in self._inputs],
             "outputs": [n for n, _, _ in self._outputs]}}
 
@@ -169,6 +170,13 @@ class Interpreter:
         return v.copy()
 
     def get_signature_runner(self, signature_key=None):
+        """fn(**inputs) -> {output name: ndarray}, as TF Lite's
+        SignatureRunner is called."""
+        if signature_key not in (None, self._signature_key):
+            raise ValueError(f"tf.lite.Interpreter: this interpreter runs "
+                             f"signature {self._signature_key!r}, not "
+                             f"{signature_key!r}")
+
         def run(**kw):
             out = self._fn(**kw)
             return {k: np.asarray(v) for k, v in out.items()}
