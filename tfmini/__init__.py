@@ -31,6 +31,7 @@ from .debugging import (Assert, assert_equal, assert_greater,  # noqa
                         assert_less, assert_rank)
 from . import keras  # noqa: E402,F401
 from . import saved_model  # noqa: E402,F401
+from . import lite  # noqa: E402,F401
 from . import summary  # noqa: E402,F401
 from . import distribute  # noqa: E402,F401
 from . import experimental  # noqa: E402,F401

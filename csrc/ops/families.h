@@ -6,6 +6,7 @@
 #include "elementwise.h"
 #include "linalg.h"
 #include "nn.h"
+#include "quant.h"
 #include "random.h"
 #include "reduce.h"
 #include "shape.h"

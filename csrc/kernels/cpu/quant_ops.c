@@ -1,0 +1,313 @@
+/* CPU kernels of the quantized ops (ops/ops_quant.def), over the int8
+ * GEMM of qgemm.c. The arithmetic is Note [Quantized arithmetic] in
+ * ops/quant.h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/status.h"
+#include "conv.h"
+#include "loops.h"
+#include "qgemm.h"
+
+static inline int32_t
+clampi(int64_t v, int32_t lo, int32_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : (int32_t)v;
+}
+
+/* Round half away from zero (TF Lite's rule), in plain arithmetic the
+ * compiler vectorizes (roundf and lroundf are library calls). NaN gives
+ * 0; values past +-1e6 saturate, far outside any int8 range. */
+static inline int32_t
+round_away(float v)
+{
+    v = v > 1e6f ? 1e6f : v;
+    v = v >= -1e6f ? v : (v == v ? -1e6f : 0.0f);
+    return (int32_t)(v + (v >= 0 ? 0.5f : -0.5f));
+}
+
+static tfm_code
+oom(tfm_op op)
+{
+    return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: out of memory for "
+                     "its scratch buffers", tfm_ops[op].name);
+}
+
+tfm_code
+tfm_k_quantize(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+               tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    (void)op; (void)nin; (void)nout; (void)ctx;
+    const float *x = tfm_tensor_data(in[0]);
+    int8_t *q = tfm_tensor_data(out[0]);
+    float inv = (float)(1.0 / a->f[0]);
+    int64_t zp = a->i[1];
+    TFM_PAR_FOR(tfm_tensor_numel(in[0]) > TFM_PAR_MIN, i,
+                tfm_tensor_numel(in[0]), {
+        q[i] = (int8_t)clampi(round_away(x[i] * inv) + zp, -128, 127);
+    });
+    return TFM_OK;
+}
+
+tfm_code
+tfm_k_dequantize(tfm_op op, tfm_tensor *const *in, int nin,
+                 const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                 const tfm_kctx *ctx)
+{
+    (void)op; (void)nout; (void)ctx;
+    const int8_t *q = tfm_tensor_data(in[0]);
+    float *y = tfm_tensor_data(out[0]);
+    int64_t n = tfm_tensor_numel(in[0]);
+    if (nin == 1) {
+        float s = (float)a->f[0];
+        int32_t zp = (int32_t)a->i[1];
+        TFM_PAR_FOR(n > TFM_PAR_MIN, i, n, { y[i] = (q[i] - zp) * s; });
+        return TFM_OK;
+    }
+    const float *s = tfm_tensor_data(in[1]);
+    int64_t c = in[1]->shape.dims[0];
+    if (c > 0)
+        TFM_PAR_FOR(n > TFM_PAR_MIN, i, n, { y[i] = q[i] * s[i % c]; });
+    return TFM_OK;
+}
+
+/* sum over k of w[k, n]: the correction for the activations' zero point
+ * (sum (u - zp) w = sum u w - zp sum w). */
+static void
+col_sums(const int8_t *w, int64_t K, int64_t N, int32_t *cs)
+{
+    memset(cs, 0, (size_t)N * sizeof *cs);
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t n = 0; n < N; n++)
+            cs[n] += w[k * N + n];
+}
+
+tfm_code
+tfm_k_qmatmul_accum(tfm_op op, tfm_tensor *const *in, int nin,
+                    const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                    const tfm_kctx *ctx)
+{
+    (void)nin; (void)nout; (void)ctx;
+    int64_t M = in[0]->shape.dims[0], K = in[0]->shape.dims[1];
+    int64_t N = in[1]->shape.dims[1];
+    const int8_t *x = tfm_tensor_data(in[0]), *w = tfm_tensor_data(in[1]);
+    int32_t *c = tfm_tensor_data(out[0]);
+    uint8_t *u = malloc((size_t)(M * K) + 1);
+    int32_t *cs = malloc((size_t)N * sizeof *cs + 1);
+    if (!u || !cs) {
+        free(u);
+        free(cs);
+        return oom(op);
+    }
+    for (int64_t i = 0; i < M * K; i++)
+        u[i] = (uint8_t)(x[i] + 128);
+    col_sums(w, K, N, cs);
+    tfm_qgemm_u8s8(M, N, K, u, K, w, c);
+    int32_t zp = (int32_t)a->i[1] + 128;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++)
+            c[m * N + n] -= zp * cs[n];
+    free(u);
+    free(cs);
+    return TFM_OK;
+}
+
+tfm_code
+tfm_k_hybrid_fc(tfm_op op, tfm_tensor *const *in, int nin,
+                const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                const tfm_kctx *ctx)
+{
+    (void)nin; (void)a; (void)nout; (void)ctx;
+    int64_t K = in[1]->shape.dims[0], N = in[1]->shape.dims[1];
+    int64_t M = K > 0 ? tfm_tensor_numel(in[0]) / K : 0;
+    const float *x = tfm_tensor_data(in[0]), *ws = tfm_tensor_data(in[2]);
+    const int8_t *w = tfm_tensor_data(in[1]);
+    float *y = tfm_tensor_data(out[0]);
+    if (K == 0) {
+        memset(y, 0, (size_t)(tfm_tensor_numel(out[0])) * sizeof *y);
+        return TFM_OK;
+    }
+    uint8_t *u = malloc((size_t)(M * K) + 1);
+    int32_t *acc = malloc((size_t)(M * N) * sizeof *acc + 1);
+    int32_t *cs = malloc((size_t)N * sizeof *cs + 1);
+    float *rs = malloc((size_t)M * sizeof *rs + 1);
+    int32_t *rz = malloc((size_t)M * sizeof *rz + 1);
+    tfm_code rc = TFM_OK;
+    if (!u || !acc || !cs || !rs || !rz) {
+        rc = oom(op);
+        goto done;
+    }
+    /* Each row its own asymmetric uint8 range, holding 0 (TF Lite's
+     * asymmetric_quantize_inputs): one large row does not flatten the
+     * others. */
+    for (int64_t m = 0; m < M; m++) {
+        const float *xr = x + m * K;
+        float lo = 0, hi = 0;
+        for (int64_t k = 0; k < K; k++) {
+            lo = xr[k] < lo ? xr[k] : lo;
+            hi = xr[k] > hi ? xr[k] : hi;
+        }
+        float s = (hi - lo) / 255.0f;
+        if (!(s > 0) || !isfinite(s))
+            s = 1.0f;
+        int32_t zp = clampi(round_away(-lo / s), 0, 255);
+        float inv = 1.0f / s;
+        for (int64_t k = 0; k < K; k++)
+            u[m * K + k] = (uint8_t)clampi(round_away(xr[k] * inv) + zp,
+                                           0, 255);
+        rs[m] = s;
+        rz[m] = zp;
+    }
+    col_sums(w, K, N, cs);
+    tfm_qgemm_u8s8(M, N, K, u, K, w, acc);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++)
+            y[m * N + n] = (float)(acc[m * N + n] - rz[m] * cs[n])
+                           * rs[m] * ws[n];
+done:
+    free(u);
+    free(acc);
+    free(cs);
+    free(rs);
+    free(rz);
+    return rc;
+}
+
+/* acc (int32 [M, N], sums of u * w) -> int8 y, with the input's zero
+ * point taken out, bias added, requantized and activated. mult is N
+ * floats of scratch. The clamp comes before the rounding, in float, so
+ * the loop has no library calls and vectorizes; a NaN (from a NaN
+ * scale) lands on the low end. */
+static void
+requantize(const tfm_attrs *a, const int32_t *acc, const int32_t *cs,
+           const int32_t *bias, const float *ws, int64_t M, int64_t N,
+           int8_t *y, float *mult)
+{
+    int32_t zin = (int32_t)a->i[1] + 128, zout = (int32_t)a->i[2];
+    double ratio = a->f[0] / a->f[1];
+    int32_t lo = -128, hi = 127;
+    if (a->i[3] == TFM_QACT_RELU || a->i[3] == TFM_QACT_RELU6)
+        lo = zout > lo ? zout : lo;
+    if (a->i[3] == TFM_QACT_RELU6) {
+        double six = zout + 6.0 / a->f[1];
+        hi = six < hi ? (int32_t)(six + 0.5) : hi;
+        hi = hi < lo ? lo : hi;
+    }
+    for (int64_t n = 0; n < N; n++)
+        mult[n] = (float)(ratio * ws[n]);
+    float flo = (float)(lo - zout), fhi = (float)(hi - zout);
+    for (int64_t m = 0; m < M; m++) {
+        const int32_t *ar = acc + m * N;
+        int8_t *yr = y + m * N;
+        for (int64_t n = 0; n < N; n++) {
+            int64_t v = (int64_t)ar[n] - (int64_t)zin * cs[n]
+                        + (bias ? bias[n] : 0);
+            float d = (float)v * mult[n];
+            d = d > fhi ? fhi : d;
+            d = d >= flo ? d : flo;
+            yr[n] = (int8_t)((int32_t)(d + (d >= 0 ? 0.5f : -0.5f)) + zout);
+        }
+    }
+}
+
+tfm_code
+tfm_k_quantized_fc(tfm_op op, tfm_tensor *const *in, int nin,
+                   const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                   const tfm_kctx *ctx)
+{
+    (void)nout; (void)ctx;
+    int64_t K = in[1]->shape.dims[0], N = in[1]->shape.dims[1];
+    int64_t M = K > 0 ? tfm_tensor_numel(in[0]) / K
+                      : tfm_tensor_numel(out[0]) / (N > 0 ? N : 1);
+    const int8_t *x = tfm_tensor_data(in[0]), *w = tfm_tensor_data(in[1]);
+    uint8_t *u = malloc((size_t)(M * K) + 1);
+    int32_t *acc = malloc((size_t)(M * N) * sizeof *acc + 1);
+    int32_t *cs = malloc((size_t)N * sizeof *cs + 1);
+    float *mult = malloc((size_t)N * sizeof *mult + 1);
+    if (!u || !acc || !cs || !mult) {
+        free(u);
+        free(acc);
+        free(cs);
+        free(mult);
+        return oom(op);
+    }
+    for (int64_t i = 0; i < M * K; i++)
+        u[i] = (uint8_t)(x[i] + 128);
+    col_sums(w, K, N, cs);
+    tfm_qgemm_u8s8(M, N, K, u, K, w, acc);
+    requantize(a, acc, cs, nin == 4 ? tfm_tensor_data(in[3]) : NULL,
+               tfm_tensor_data(in[2]), M, N, tfm_tensor_data(out[0]),
+               mult);
+    free(u);
+    free(acc);
+    free(cs);
+    free(mult);
+    return TFM_OK;
+}
+
+tfm_code
+tfm_k_quantized_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
+                       const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                       const tfm_kctx *ctx)
+{
+    (void)nout; (void)ctx;
+    const int64_t *xd = in[0]->shape.dims, *wd = in[1]->shape.dims;
+    const int64_t *yd = out[0]->shape.dims;
+    int64_t B = xd[0], H = xd[1], W = xd[2], C = xd[3];
+    int64_t KH = wd[0], KW = wd[1], O = wd[3];
+    int64_t OH = yd[1], OW = yd[2];
+    int64_t sh = a->ints[TFM_CONV_STRIDE_H], sw = a->ints[TFM_CONV_STRIDE_W];
+    int64_t dh = a->ints[TFM_CONV_WIN_H], dw = a->ints[TFM_CONV_WIN_W];
+    int mode = (int)a->i[0];
+    int64_t oh, ow, pt, pl;
+    tfm_conv_dim(H, KH, sh, dh, mode, a->ints[TFM_CONV_PADS],
+                 a->ints[TFM_CONV_PADS + 1], &oh, &pt);
+    tfm_conv_dim(W, KW, sw, dw, mode, a->ints[TFM_CONV_PADS + 2],
+                 a->ints[TFM_CONV_PADS + 3], &ow, &pl);
+    int64_t K = KH * KW * C, M = B * OH * OW;
+    const int8_t *x = tfm_tensor_data(in[0]), *w = tfm_tensor_data(in[1]);
+    uint8_t *u = malloc((size_t)(M * K) + 1);
+    int32_t *acc = malloc((size_t)(M * O) * sizeof *acc + 1);
+    int32_t *cs = malloc((size_t)O * sizeof *cs + 1);
+    float *mult = malloc((size_t)O * sizeof *mult + 1);
+    if (!u || !acc || !cs || !mult) {
+        free(u);
+        free(acc);
+        free(cs);
+        free(mult);
+        return oom(op);
+    }
+    /* im2col in uint8; padding holds the input's zero point, the value
+     * that stands for 0.0, as Conv2D pads with zeros. The columns run
+     * (kh, kw, c), the order of the filter's rows. */
+    uint8_t pad = (uint8_t)(a->i[1] + 128);
+    TFM_PAR_FOR(M * K > TFM_PAR_MIN, r, M, {
+        int64_t b = r / (OH * OW), p = r % (OH * OW);
+        int64_t oy = p / OW, ox = p % OW;
+        uint8_t *row = u + r * K;
+        for (int64_t i = 0; i < KH; i++) {
+            int64_t iy = oy * sh + i * dh - pt;
+            for (int64_t j = 0; j < KW; j++) {
+                int64_t ix = ox * sw + j * dw - pl;
+                uint8_t *dst = row + (i * KW + j) * C;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) {
+                    memset(dst, pad, (size_t)C);
+                    continue;
+                }
+                const int8_t *src = x + ((b * H + iy) * W + ix) * C;
+                for (int64_t c = 0; c < C; c++)
+                    dst[c] = (uint8_t)(src[c] + 128);
+            }
+        }
+    });
+    col_sums(w, K, O, cs);
+    tfm_qgemm_u8s8(M, O, K, u, K, w, acc);
+    requantize(a, acc, cs, nin == 4 ? tfm_tensor_data(in[3]) : NULL,
+               tfm_tensor_data(in[2]), M, O, tfm_tensor_data(out[0]), mult);
+    free(u);
+    free(acc);
+    free(cs);
+    free(mult);
+    return TFM_OK;
+}
