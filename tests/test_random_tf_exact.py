@@ -75,6 +75,14 @@ def cases(tf):
     tf.random.set_seed(None)
     put("op_only", tf.random.uniform([2], seed=3))
     put("op_only_b", tf.random.uniform([2], seed=3))
+    tf.random.set_seed(4)
+    put("shuffle_a", tf.random.shuffle(tf.range(10), seed=3))
+    put("shuffle_b", tf.random.shuffle(tf.range(10), seed=3))
+    put("shuffle_2d", tf.random.shuffle(tf.reshape(tf.range(12), [6, 2]),
+                                        seed=3))
+    put("shuffle_one_row", tf.random.shuffle(tf.constant([[1, 2]]), seed=3))
+    put("uniform_after_shuffle", tf.random.uniform([2], seed=3))
+    tf.random.set_seed(None)
     ki = tf.keras.initializers
     put("k_glorot_uniform", ki.GlorotUniform(seed=1)((3, 4)))
     put("k_glorot_normal", ki.GlorotNormal(seed=2)((3, 4)))

@@ -130,9 +130,10 @@ def _numel(ints):
     return n
 
 
-def _seed_attrs(op_seed, op, dtype, ints):
+def _seed_attrs(op_seed, op, dtype, ints, blocks=None):
     """i-attrs (key, counter hi, counter lo, instance) for one stateful
-    call of op drawing a `dtype` tensor of shape `ints`."""
+    call of op drawing a `dtype` tensor of shape `ints` (which uses
+    `blocks` Philox blocks; TF reserves 256 per output)."""
     seeds = _get_seed(op_seed)
     if seeds is None:
         key = _state.entropy.getrandbits(64)
@@ -142,7 +143,9 @@ def _seed_attrs(op_seed, op, dtype, ints):
         key, hi = seeds
         k = (op, dtype._enum, key, hi)
         lo = _state.counters.get(k, 0)
-        _state.counters[k] = lo + _numel(ints) * _BLOCKS_PER_OUTPUT
+        if blocks is None:
+            blocks = _numel(ints) * _BLOCKS_PER_OUTPUT
+        _state.counters[k] = lo + blocks
     instance = next(_state.instances) if _tracing() else 0
     return _attrs_of(key, hi, lo, instance)
 
@@ -302,8 +305,11 @@ def shuffle(value, seed=None, name=None):
     value = convert_to_tensor(value)
     dims = value._shape_tuple
     rows = dims[0] if dims and dims[0] is not None else 1
+    # TF reserves rows - 1 words, in whole blocks, for a shuffle.
+    blocks = (rows + 2) // 4 if rows > 1 else 0
     return _C.call(_SHUFFLE, (value,),
-                   i=_seed_attrs(seed, _SHUFFLE, value.dtype, [rows]))
+                   i=_seed_attrs(seed, _SHUFFLE, value.dtype, [rows],
+                                 blocks))
 
 
 def categorical(logits, num_samples, dtype=None, seed=None, name=None):

@@ -119,8 +119,10 @@ typedef struct stream {
  * ReserveRandomOutputs), whatever the distribution uses. */
 #define BLOCKS_PER_OUTPUT 256
 
+/* The stream of one call; a graph run r starts r * blocks_per_run
+ * blocks further. */
 static tfm_code
-stream_of(const tfm_attrs *a, int64_t n, stream *s)
+stream_of(const tfm_attrs *a, uint64_t blocks_per_run, stream *s)
 {
     uint64_t run = 0;
     if (a->i[3] > 0) {
@@ -131,8 +133,7 @@ stream_of(const tfm_attrs *a, int64_t n, stream *s)
     s->key = (uint64_t)a->i[0];
     s->ctr.hi = (uint64_t)a->i[1];
     s->ctr.lo = (uint64_t)a->i[2];
-    s->ctr = tfm_philox_ctr_add(s->ctr,
-                                run * (uint64_t)n * BLOCKS_PER_OUTPUT);
+    s->ctr = tfm_philox_ctr_add(s->ctr, run * blocks_per_run);
     return TFM_OK;
 }
 
@@ -208,7 +209,7 @@ tfm_k_random_normal(tfm_op op, tfm_tensor *const *in, int nin,
     (void)op; (void)in; (void)nin; (void)nout;
     int64_t n = tfm_tensor_numel(out[0]);
     stream s;
-    tfm_code rc = stream_of(a, n, &s);
+    tfm_code rc = stream_of(a, (uint64_t)n * BLOCKS_PER_OUTPUT, &s);
     if (rc)
         return rc;
     if (out[0]->dtype == TFM_FLOAT32) {
@@ -313,7 +314,7 @@ tfm_k_truncated_normal(tfm_op op, tfm_tensor *const *in, int nin,
     (void)op; (void)in; (void)nin; (void)nout;
     int64_t n = tfm_tensor_numel(out[0]);
     stream s;
-    tfm_code rc = stream_of(a, n, &s);
+    tfm_code rc = stream_of(a, (uint64_t)n * BLOCKS_PER_OUTPUT, &s);
     if (rc)
         return rc;
     if (out[0]->dtype == TFM_FLOAT32) {
@@ -348,7 +349,7 @@ tfm_k_random_uniform(tfm_op op, tfm_tensor *const *in, int nin,
     (void)op; (void)in; (void)nin; (void)nout;
     int64_t n = tfm_tensor_numel(out[0]);
     stream s;
-    tfm_code rc = stream_of(a, n, &s);
+    tfm_code rc = stream_of(a, (uint64_t)n * BLOCKS_PER_OUTPUT, &s);
     if (rc)
         return rc;
     if (out[0]->dtype == TFM_FLOAT32) {
@@ -384,7 +385,7 @@ tfm_k_random_uniform_int(tfm_op op, tfm_tensor *const *in, int nin,
     (void)op; (void)in; (void)nin; (void)nout;
     int64_t n = tfm_tensor_numel(out[0]);
     stream s;
-    tfm_code rc = stream_of(a, n, &s);
+    tfm_code rc = stream_of(a, (uint64_t)n * BLOCKS_PER_OUTPUT, &s);
     if (rc)
         return rc;
     int full = a->f[0] != 0.0;
@@ -411,8 +412,8 @@ tfm_k_random_uniform_int(tfm_op op, tfm_tensor *const *in, int nin,
 
 /* ---- shuffle ----------------------------------------------------------- */
 
-/* Fisher-Yates over the rows (serial: each swap depends on the last),
- * then the rows are copied in parallel. */
+/* Fisher-Yates over the rows as TF draws it, then the rows are copied in
+ * parallel. */
 tfm_code
 tfm_k_random_shuffle(tfm_op op, tfm_tensor *const *in, int nin,
                      const tfm_attrs *a, tfm_tensor *const *out, int nout,
@@ -428,7 +429,8 @@ tfm_k_random_shuffle(tfm_op op, tfm_tensor *const *in, int nin,
     }
     int64_t rows = x->shape.dims[0];
     stream s;
-    tfm_code rc = stream_of(a, rows, &s);
+    /* As TF: rows - 1 words, reserved in whole blocks. */
+    tfm_code rc = stream_of(a, ((uint64_t)rows + 2) / 4, &s);
     if (rc)
         return rc;
     size_t row_bytes = nbytes / (size_t)rows;
@@ -439,16 +441,15 @@ tfm_k_random_shuffle(tfm_op op, tfm_tensor *const *in, int nin,
                          (long long)rows);
     for (int64_t i = 0; i < rows; i++)
         perm[i] = i;
-    uint32_t w[4];
-    for (int64_t i = rows - 1; i > 0; i--) {
-        /* Two 64-bit draws per block; draw k of row i is block k / 2. */
-        int64_t k = rows - 1 - i;
-        if ((k & 1) == 0)
-            tfm_philox(s.key, tfm_philox_ctr_add(s.ctr, (uint64_t)(k / 2)),
-                       w);
-        int h = (int)(k & 1) * 2;
-        uint64_t r = ((uint64_t)w[h] << 32) | w[h + 1];
-        int64_t j = (int64_t)(r % (uint64_t)(i + 1));
+    /* TF's RandomShuffle: row i swaps with i + (word % (rows - i)), one
+     * word each, in order (serial: each swap depends on the last). */
+    word_reader r = {s.key, s.ctr, {0}, 4};
+    for (int64_t i = 0; i < rows - 1; i++) {
+        uint64_t left = (uint64_t)(rows - i);
+        uint64_t w = next_word(&r);
+        if (left > UINT32_MAX)    /* beyond TF's 32-bit draws */
+            w = (w << 32) | next_word(&r);
+        int64_t j = i + (int64_t)(w % left);
         int64_t t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;
