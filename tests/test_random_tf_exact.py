@@ -191,6 +191,45 @@ def test_graph_runs_continue_the_stream():
         np.testing.assert_array_equal(e, g)
 
 
+def test_tf_function_seeds_as_tf():
+    # set_seed's documented examples, with TF 2.21's values: each traced
+    # op is a kernel of its own (foo: (A1, A1), (A2, A2)), and without op
+    # seeds a graph numbers its ops 0, 1, ... (bar's second op is seed 1,
+    # so it draws foo's A1).
+    tf = tfmini
+    tf.random.set_seed(1234)
+
+    @tf.function
+    def foo():
+        a = tf.random.uniform([1], seed=1)
+        b = tf.random.uniform([1], seed=1)
+        return a, b
+
+    @tf.function
+    def bar():
+        a = tf.random.uniform([1])
+        b = tf.random.uniform([1])
+        return a, b
+
+    @tf.function
+    def baz():
+        return tf.random.normal([3]), tf.random.uniform([2], seed=5)
+
+    def run(f):
+        return np.concatenate([x.numpy() for x in f()]).tolist()
+
+    try:
+        assert run(foo) == [0.16898059844970703, 0.16898059844970703]
+        assert run(foo) == [0.7539083957672119, 0.7539083957672119]
+        assert run(bar) == [0.13047122955322266, 0.16898059844970703]
+        assert run(bar) == [0.6087815761566162, 0.7539083957672119]
+        assert run(baz) == [-0.30200204253196716, 1.9954948425292969,
+                            -1.4346612691879272, 0.5191683769226074,
+                            0.2586510181427002]
+    finally:
+        tf.random.set_seed(None)
+
+
 def test_bad_seed_and_alg():
     with pytest.raises(ValueError, match="shape \\[2\\]"):
         tfmini.random.stateless_normal([2], seed=[1, 2, 3])

@@ -13,7 +13,9 @@ kernels turn words into numbers):
     (offset, op seed); like TF's kernel cache, each (op, dtype, seed, op
     seed) keeps its offset, which moves 256 blocks per output drawn, so
     two calls with the same seeds differ and set_seed (which resets the
-    offsets) replays them;
+    offsets) replays them; an op traced into a tf.function is a kernel
+    of its own, starting at offset 0 and moving on with each run, and a
+    graph numbers the op seeds it picks 0, 1, 2, ... (TF's rule);
   - stateless_*: the seed pair scrambled by one Philox block (TF's
     GenerateKey), no state;
   - tf.random.Generator: its state [counter lo, counter hi, key] (TF's
@@ -61,6 +63,7 @@ class _SeedState:
         self.counters = {}
         self.entropy = _pyrandom.Random(os.urandom(16))
         self.instances = itertools.count(1)
+        self.graph_seeds = {}
 
 
 _state = _SeedState()
@@ -104,7 +107,8 @@ def _get_seed(op_seed):
         op_seed = _to_int(op_seed, "seed")
     if _state.global_seed is not None:
         if op_seed is None:
-            op_seed = _state.op_seeds.randint(0, _MAXINT32)
+            op_seed = _graph_op_seed() if _tracing() else \
+                _state.op_seeds.randint(0, _MAXINT32)
         seeds = (_truncate_seed(_state.global_seed), _truncate_seed(op_seed))
     elif op_seed is not None:
         seeds = (_DEFAULT_GRAPH_SEED, _truncate_seed(op_seed))
@@ -113,6 +117,21 @@ def _get_seed(op_seed):
     if seeds == (0, 0):
         seeds = (0, _MAXINT32)   # (0, 0) means "random" to TF's kernels
     return seeds
+
+
+def _graph_op_seed():
+    """TF's op seed in a graph: 0, 1, 2, ... per graph (a retrace is a
+    new graph), so every tf.function draws the same sequence."""
+    from ..trace_frames import _frames
+    frames = _frames()
+    frame = frames[-1] if frames else None
+    entry = _state.graph_seeds.get(id(frame))
+    if entry is None or entry[0] is not frame:
+        if len(_state.graph_seeds) > 64:    # traces long done
+            _state.graph_seeds.clear()
+        entry = _state.graph_seeds[id(frame)] = [frame, 0]
+    entry[1] += 1
+    return entry[1] - 1
 
 
 def _tracing():
@@ -138,6 +157,11 @@ def _seed_attrs(op_seed, op, dtype, ints, blocks=None):
     if seeds is None:
         key = _state.entropy.getrandbits(64)
         hi = _state.entropy.getrandbits(64)
+        lo = 0
+    elif _tracing():
+        # A graph's op is a kernel of its own, as in TF: it starts at the
+        # stream's beginning and each run moves on (counted in C).
+        key, hi = seeds
         lo = 0
     else:
         key, hi = seeds

@@ -27,8 +27,9 @@
  * numbers, as TF's stateful kernels do: such ops carry an instance id in
  * i[3], and this file counts the runs of each instance in a small table
  * (the only state here; never shrinks, one entry per traced random op).
- * Run r starts r * 256 * n blocks further, where a TF kernel's own
- * generator would be after r runs. */
+ * Run r starts r times one run's reservation further (256 blocks per
+ * output; a shuffle's words), where a TF kernel's own generator would be
+ * after r runs. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
