@@ -94,6 +94,19 @@ def cases(tf):
     put("k_lecun_normal", ki.LecunNormal(seed=7)((3, 3)))
     put("k_variance_untrunc", ki.VarianceScaling(scale=2.0, mode="fan_avg", distribution="untruncated_normal", seed=8)((2, 3)))
     put("k_glorot_big_seed", ki.GlorotUniform(seed=3000000000)((2, 2)))
+    f16 = tf.float16
+    put("f16_uniform", tf.random.stateless_uniform([6], [1, 2], dtype=f16))
+    put("f16_uniform_range", tf.random.stateless_uniform(
+        [6], [1, 2], minval=-3.0, maxval=0.7, dtype=f16))
+    put("f16_normal", tf.random.stateless_normal(
+        [6], [1, 2], mean=0.3, stddev=2.5, dtype=f16))
+    put("f16_trunc", tf.random.stateless_truncated_normal(
+        [6], [1, 2], mean=-1.0, stddev=0.1, dtype=f16))
+    put("f16_gen_normal", tf.random.Generator.from_seed(5).normal(
+        [5], dtype=f16))
+    tf.random.set_seed(9)
+    put("f16_global_uniform", tf.random.uniform([5], dtype=f16, seed=2))
+    tf.random.set_seed(None)
     return out
 
 

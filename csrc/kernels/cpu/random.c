@@ -35,9 +35,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/dtype.h"
 #include "loops.h"
 #include "philox.h"
 #include "random.h"
+
+/* float16 as TF computes it (Eigen's half): each op in float32, rounded
+ * to half after each one. */
+static inline float
+h(float x)
+{
+    return tfm_half_to_float(tfm_float_to_half(x));
+}
+
+/* z * sd + mean, rounded as TF's half ops round: two stores. */
+static inline uint16_t
+affine_h(float z, float sd, float mean)
+{
+    return tfm_float_to_half(h(h(z) * sd) + mean);
+}
 
 /* splitmix64's finalizer: spreads instance ids over the table. */
 static inline uint64_t
@@ -213,7 +229,20 @@ tfm_k_random_normal(tfm_op op, tfm_tensor *const *in, int nin,
     tfm_code rc = stream_of(a, (uint64_t)n * BLOCKS_PER_OUTPUT, &s);
     if (rc)
         return rc;
-    if (out[0]->dtype == TFM_FLOAT32) {
+    if (out[0]->dtype == TFM_FLOAT16) {
+        /* TF: float32 Box-Muller, each draw rounded to half. */
+        uint16_t *o = tfm_tensor_data(out[0]);
+        float mean = h((float)a->f[0]), sd = h((float)a->f[1]);
+        FOR_CHUNKS(n, 4, s, {
+            for (int64_t k = 0; k < len; k += 2) {
+                float z0, z1;
+                tfm_box_muller_f(w[k], w[k + 1], &z0, &z1);
+                o[e0 + k] = affine_h(z0, sd, mean);
+                if (k + 1 < len)
+                    o[e0 + k + 1] = affine_h(z1, sd, mean);
+            }
+        });
+    } else if (out[0]->dtype == TFM_FLOAT32) {
         float *o = tfm_tensor_data(out[0]);
         /* As TF: the standard sample, times stddev, plus mean, in the
          * output's dtype. */
@@ -318,7 +347,16 @@ tfm_k_truncated_normal(tfm_op op, tfm_tensor *const *in, int nin,
     tfm_code rc = stream_of(a, (uint64_t)n * BLOCKS_PER_OUTPUT, &s);
     if (rc)
         return rc;
-    if (out[0]->dtype == TFM_FLOAT32) {
+    if (out[0]->dtype == TFM_FLOAT16) {
+        uint16_t *o = tfm_tensor_data(out[0]);
+        float mean = h((float)a->f[0]), sd = h((float)a->f[1]);
+        TFM_PAR_FOR(n >= TFM_PAR_MIN / 8, g, (n + 3) / 4,
+            float z[4];
+            truncated_group_f(&s, g, z);
+            for (int64_t k = 0; k < 4 && 4 * g + k < n; k++)
+                o[4 * g + k] = affine_h(z[k], sd, mean);
+        );
+    } else if (out[0]->dtype == TFM_FLOAT32) {
         float *o = tfm_tensor_data(out[0]);
         float mean = (float)a->f[0], sd = (float)a->f[1];
         TFM_PAR_FOR(n >= TFM_PAR_MIN / 8, g, (n + 3) / 4,
@@ -353,7 +391,18 @@ tfm_k_random_uniform(tfm_op op, tfm_tensor *const *in, int nin,
     tfm_code rc = stream_of(a, (uint64_t)n * BLOCKS_PER_OUTPUT, &s);
     if (rc)
         return rc;
-    if (out[0]->dtype == TFM_FLOAT32) {
+    if (out[0]->dtype == TFM_FLOAT16) {
+        /* TF's Uint16ToHalf: ten bits of each word, k / 1024 exactly;
+         * then u * (maxval - minval) + minval in half. */
+        uint16_t *o = tfm_tensor_data(out[0]);
+        float lo = h((float)a->f[0]), span = h(h((float)a->f[1]) - lo);
+        FOR_CHUNKS(n, 4, s, {
+            for (int64_t k = 0; k < len; k++) {
+                float u = (float)(w[k] & 0x3ffu) * 0x1.0p-10f;
+                o[e0 + k] = tfm_float_to_half(h(u * span) + lo);
+            }
+        });
+    } else if (out[0]->dtype == TFM_FLOAT32) {
         float *o = tfm_tensor_data(out[0]);
         /* As TF: u * (maxval - minval) + minval, all in float32. */
         float lo = (float)a->f[0], span = (float)a->f[1] - lo;
