@@ -107,6 +107,11 @@ def cases(tf):
     tf.random.set_seed(9)
     put("f16_global_uniform", tf.random.uniform([5], dtype=f16, seed=2))
     tf.random.set_seed(None)
+    rx = tf.random.experimental
+    put("split", rx.stateless_split([1, 2], num=3))
+    put("split64", rx.stateless_split(tf.constant([1, 2], tf.int64)))
+    put("fold_in", rx.stateless_fold_in([1, 2], 7))
+    put("state", rx.create_rng_state(2**64 + 5, alg="philox"))
     return out
 
 

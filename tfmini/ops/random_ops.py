@@ -40,7 +40,8 @@ _NAMESPACES = {"random": [
     "set_seed", "normal", "uniform", "truncated_normal", "shuffle",
     "categorical",
     "stateless_normal", "stateless_uniform", "stateless_truncated_normal",
-    "Generator", "get_global_generator", "set_global_generator"]}
+    "Generator", "get_global_generator", "set_global_generator",
+    "Algorithm"]}
 
 _NORMAL = ID["RandomStandardNormal"]
 _UNIFORM = ID["RandomUniform"]
@@ -622,3 +623,59 @@ def get_global_generator():
 def set_global_generator(generator):
     global _global_generator
     _global_generator = generator
+
+
+# ---- tf.random.experimental and tf.random.Algorithm ----------------------
+
+class Algorithm:
+    """TF's RNG algorithm ids (tfmini implements Philox, TF's CPU
+    choice for AUTO_SELECT)."""
+    PHILOX = 1
+    THREEFRY = 2
+    AUTO_SELECT = 3
+
+
+def _seed_dtype(seed):
+    from .constant_op import convert_to_tensor
+    seed = convert_to_tensor(seed)
+    if seed.dtype not in (_dtypes.int32, _dtypes.int64):
+        raise ValueError(f"seed must be an int32 or int64 tensor, got "
+                         f"{seed.dtype.name}")
+    return seed
+
+
+def stateless_split(seed, num=2, alg="auto_select"):
+    """num new seeds from seed, as TF: a [num, 2] full-range draw of the
+    seed's dtype."""
+    seed = _seed_dtype(seed)
+    return stateless_uniform([num, 2], seed, minval=None, maxval=None,
+                             dtype=seed.dtype, alg=alg)
+
+
+def stateless_fold_in(seed, data, alg="auto_select"):
+    """A new seed from seed and an integer: TF's [draw from seed, data]."""
+    from .array_ops import stack
+    from .constant_op import convert_to_tensor
+    data = convert_to_tensor(data)
+    seed1 = stateless_uniform([], _seed_dtype(seed), minval=None,
+                              maxval=None, dtype=data.dtype, alg=alg)
+    return stack([seed1, data])
+
+
+def create_rng_state(seed, alg):
+    """TF's Philox state (three int64 words) for an integer seed, as a
+    NumPy array."""
+    _check_alg(alg)
+    return np.array([_signed64(w) for w in _state_from_seed(seed)],
+                    np.int64)
+
+
+class experimental:  # noqa: N801  (TF's namespace)
+    """tf.random.experimental."""
+    Algorithm = Algorithm
+    Generator = Generator
+    create_rng_state = staticmethod(create_rng_state)
+    get_global_generator = staticmethod(get_global_generator)
+    set_global_generator = staticmethod(set_global_generator)
+    stateless_split = staticmethod(stateless_split)
+    stateless_fold_in = staticmethod(stateless_fold_in)
