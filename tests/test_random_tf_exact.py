@@ -248,6 +248,25 @@ def test_tf_function_seeds_as_tf():
         tf.random.set_seed(None)
 
 
+def test_generator_in_tf_function_shares_its_stream():
+    # The op reads the generator's state when it runs and the graph moves
+    # it on: graph runs and eager draws interleave as in TF 2.21.
+    g = tfmini.random.Generator.from_seed(1)
+
+    @tfmini.function
+    def foo():
+        return g.normal([2])
+
+    out = [foo(), foo(), g.normal([2]), foo(), g.uniform([1])]
+    assert [x.numpy().tolist() for x in out] == [
+        [0.4384227395057678, -0.5343984365463257],
+        [1.6307176351547241, 0.007847783155739307],
+        [-0.7925308346748352, 0.37646856904029846],
+        [-0.44956639409065247, 1.6220768690109253],
+        [0.5771974325180054]]
+    assert g.state.numpy().tolist() == [2305, 0, 0]
+
+
 def test_bad_seed_and_alg():
     with pytest.raises(ValueError, match="shape \\[2\\]"):
         tfmini.random.stateless_normal([2], seed=[1, 2, 3])
@@ -256,6 +275,14 @@ def test_bad_seed_and_alg():
     with pytest.raises(tfmini.errors.InvalidArgumentError,
                        match="minval < maxval"):
         tfmini.random.uniform([2], 5, 5, dtype=tfmini.int32, seed=1)
+    # The sampling ops' optional input is an int64 [3] Philox state.
+    from tfmini import _C
+    from tfmini._opids import ID
+    with pytest.raises(tfmini.errors.InvalidArgumentError,
+                       match=r"int64 \[3\] Philox state.*float32 \[2\]"):
+        _C.call(ID["RandomUniform"], (tfmini.constant([1.0, 2.0]),),
+                ints=[2], i=[0, 0, 0, 0], f=(0.0, 1.0),
+                dtype=tfmini.float32._enum)
 
 
 def test_against_installed_tensorflow():

@@ -250,14 +250,16 @@ def _affine(x, scale, shift):
 def _sample(op, shape, dtype, attrs_fn, loc, scale):
     """A float sample with f = (loc, scale) folded into the kernel when
     both are Python numbers, else applied with ops afterwards.
-    attrs_fn(op, dtype, ints) gives the i-attrs."""
+    attrs_fn(op, dtype, ints) gives the i-attrs and the inputs (none, or
+    a Philox state read when the op runs)."""
     ints = _shape_list(shape)
-    iattrs = attrs_fn(op, dtype, ints)
+    iattrs, inputs = attrs_fn(op, dtype, ints)
     if _is_number(loc) and _is_number(scale):
-        return _C.call(op, (), ints=ints, i=iattrs,
+        return _C.call(op, inputs, ints=ints, i=iattrs,
                        f=(float(loc), float(scale)), dtype=dtype._enum)
     base = (0.0, 1.0)
-    x = _C.call(op, (), ints=ints, i=iattrs, f=base, dtype=dtype._enum)
+    x = _C.call(op, inputs, ints=ints, i=iattrs, f=base,
+                dtype=dtype._enum)
     return _affine(x, scale, loc)
 
 
@@ -277,7 +279,8 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32,
 
 
 def _stateful(op_seed):
-    return lambda op, dtype, ints: _seed_attrs(op_seed, op, dtype, ints)
+    return lambda op, dtype, ints: (_seed_attrs(op_seed, op, dtype, ints),
+                                    ())
 
 
 def _uniform(shape, minval, maxval, dtype, attrs_fn, fn, full=False):
@@ -295,19 +298,19 @@ def _uniform(shape, minval, maxval, dtype, attrs_fn, fn, full=False):
         else:
             lo = _to_int(minval, "minval")
             hi = _to_int(maxval, "maxval")
-        return _C.call(_UNIFORM_INT, (), ints=ints,
-                       i=attrs_fn(_UNIFORM_INT, d, ints) + [lo, hi],
+        iattrs, inputs = attrs_fn(_UNIFORM_INT, d, ints)
+        return _C.call(_UNIFORM_INT, inputs, ints=ints, i=iattrs + [lo, hi],
                        f=(1.0 if full else 0.0, 0.0), dtype=d._enum)
     if not d.is_floating:
         raise ValueError(f"tf.random.{fn}: dtype must be a float or "
                          f"int32/int64, got {d.name}")
     if maxval is None:
         maxval = 1.0
-    iattrs = attrs_fn(_UNIFORM, d, ints)
+    iattrs, inputs = attrs_fn(_UNIFORM, d, ints)
     if _is_number(minval) and _is_number(maxval):
-        return _C.call(_UNIFORM, (), ints=ints, i=iattrs,
+        return _C.call(_UNIFORM, inputs, ints=ints, i=iattrs,
                        f=(float(minval), float(maxval)), dtype=d._enum)
-    x = _C.call(_UNIFORM, (), ints=ints, i=iattrs,
+    x = _C.call(_UNIFORM, inputs, ints=ints, i=iattrs,
                 f=(0.0, 1.0), dtype=d._enum)
     from .math_ops import subtract
     from .constant_op import convert_to_tensor
@@ -415,7 +418,7 @@ def _stateless(seed, alg="auto_select"):
                                   f"Philox (TF's CPU choice), not {alg!r}")
     key, hi = _stateless_key(seed)
     # No run counting: a graph replays the same numbers too.
-    return lambda op, dtype, ints: _attrs_of(key, hi, 0)
+    return lambda op, dtype, ints: (_attrs_of(key, hi, 0), ())
 
 
 def stateless_normal(shape, seed, mean=0.0, stddev=1.0,
@@ -572,10 +575,20 @@ class Generator(_Trackable):
         self._words = [ctr & _INT64_MASK, ctr >> 64, key]
 
     def _attrs(self, op, dtype, ints):
+        n = _numel(ints)
+        if _tracing():
+            # In a graph the op reads the state when it runs and the
+            # graph moves it on, as TF's stateful ops do: eager draws and
+            # graph runs then share one stream.
+            from .constant_op import constant
+            state = self._state_var.read_value()
+            self._state_var.assign_add(
+                constant([n * _BLOCKS_PER_OUTPUT, 0, 0], _dtypes.int64),
+                read_value=False)
+            return [0, 0, 0, 0], (state,)
         lo, hi, key = self._words
-        self._advance(_numel(ints))
-        instance = next(_state.instances) if _tracing() else 0
-        return _attrs_of(key, hi, lo, instance)
+        self._advance(n)
+        return _attrs_of(key, hi, lo), ()
 
     def normal(self, shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32,
                name=None):

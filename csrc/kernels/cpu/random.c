@@ -136,11 +136,20 @@ typedef struct stream {
  * ReserveRandomOutputs), whatever the distribution uses. */
 #define BLOCKS_PER_OUTPUT 256
 
-/* The stream of one call; a graph run r starts r * blocks_per_run
- * blocks further. */
+/* The stream of one call: from the state input when there is one, else
+ * from the attrs, a graph run r starting r * blocks_per_run blocks
+ * further. */
 static tfm_code
-stream_of(const tfm_attrs *a, uint64_t blocks_per_run, stream *s)
+stream_of(const tfm_attrs *a, tfm_tensor *const *in, int nin,
+          uint64_t blocks_per_run, stream *s)
 {
+    if (nin == 1) {
+        const int64_t *st = tfm_tensor_data(in[0]);
+        s->ctr.lo = (uint64_t)st[0];
+        s->ctr.hi = (uint64_t)st[1];
+        s->key = (uint64_t)st[2];
+        return TFM_OK;
+    }
     uint64_t run = 0;
     if (a->i[3] > 0) {
         tfm_code rc = next_run(a->i[3], &run);
@@ -223,10 +232,11 @@ tfm_k_random_normal(tfm_op op, tfm_tensor *const *in, int nin,
                     const tfm_attrs *a, tfm_tensor *const *out, int nout,
                     const tfm_kctx *ctx)
 {
-    (void)op; (void)in; (void)nin; (void)nout;
+    (void)op; (void)nout;
     int64_t n = tfm_tensor_numel(out[0]);
     stream s;
-    tfm_code rc = stream_of(a, (uint64_t)n * BLOCKS_PER_OUTPUT, &s);
+    tfm_code rc = stream_of(a, in, nin, (uint64_t)n * BLOCKS_PER_OUTPUT,
+                            &s);
     if (rc)
         return rc;
     if (out[0]->dtype == TFM_FLOAT16) {
@@ -341,10 +351,11 @@ tfm_k_truncated_normal(tfm_op op, tfm_tensor *const *in, int nin,
                        const tfm_attrs *a, tfm_tensor *const *out, int nout,
                        const tfm_kctx *ctx)
 {
-    (void)op; (void)in; (void)nin; (void)nout;
+    (void)op; (void)nout;
     int64_t n = tfm_tensor_numel(out[0]);
     stream s;
-    tfm_code rc = stream_of(a, (uint64_t)n * BLOCKS_PER_OUTPUT, &s);
+    tfm_code rc = stream_of(a, in, nin, (uint64_t)n * BLOCKS_PER_OUTPUT,
+                            &s);
     if (rc)
         return rc;
     if (out[0]->dtype == TFM_FLOAT16) {
@@ -385,10 +396,11 @@ tfm_k_random_uniform(tfm_op op, tfm_tensor *const *in, int nin,
                      const tfm_attrs *a, tfm_tensor *const *out, int nout,
                      const tfm_kctx *ctx)
 {
-    (void)op; (void)in; (void)nin; (void)nout;
+    (void)op; (void)nout;
     int64_t n = tfm_tensor_numel(out[0]);
     stream s;
-    tfm_code rc = stream_of(a, (uint64_t)n * BLOCKS_PER_OUTPUT, &s);
+    tfm_code rc = stream_of(a, in, nin, (uint64_t)n * BLOCKS_PER_OUTPUT,
+                            &s);
     if (rc)
         return rc;
     if (out[0]->dtype == TFM_FLOAT16) {
@@ -432,10 +444,11 @@ tfm_k_random_uniform_int(tfm_op op, tfm_tensor *const *in, int nin,
                          const tfm_attrs *a, tfm_tensor *const *out,
                          int nout, const tfm_kctx *ctx)
 {
-    (void)op; (void)in; (void)nin; (void)nout;
+    (void)op; (void)nout;
     int64_t n = tfm_tensor_numel(out[0]);
     stream s;
-    tfm_code rc = stream_of(a, (uint64_t)n * BLOCKS_PER_OUTPUT, &s);
+    tfm_code rc = stream_of(a, in, nin, (uint64_t)n * BLOCKS_PER_OUTPUT,
+                            &s);
     if (rc)
         return rc;
     int full = a->f[0] != 0.0;
@@ -480,7 +493,7 @@ tfm_k_random_shuffle(tfm_op op, tfm_tensor *const *in, int nin,
     int64_t rows = x->shape.dims[0];
     stream s;
     /* As TF: rows - 1 words, reserved in whole blocks. */
-    tfm_code rc = stream_of(a, ((uint64_t)rows + 2) / 4, &s);
+    tfm_code rc = stream_of(a, in, 0, ((uint64_t)rows + 2) / 4, &s);
     if (rc)
         return rc;
     size_t row_bytes = nbytes / (size_t)rows;
