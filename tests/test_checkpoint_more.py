@@ -301,3 +301,19 @@ def test_checkpoint_manager_keeps_the_newest(tmp_path):
     assert again.checkpoints == manager.checkpoints
     with pytest.raises(ValueError):
         tf.train.CheckpointManager(ck, str(tmp_path), max_to_keep=0)
+
+
+def test_files_without_object_graph_still_restore(tmp_path):
+    # Checkpoints written before the object graph was stored restore by
+    # the paths their keys spell.
+    from tfmini.keras.saving import weights_format
+    m = _module()
+    path = tf.train.Checkpoint(m=m).write(str(tmp_path / "old"))
+    records = [r for r in weights_format.read(path + ".index")
+               if r[0] != "_CHECKPOINTABLE_OBJECT_GRAPH"]
+    weights_format.write(path + ".index", records, overwrite=True)
+    m2 = tf.Module()
+    m2.v = tf.Variable(0.0)
+    m2.vs = [tf.Variable(0.0)]
+    tf.train.Checkpoint(m=m2).read(path).assert_consumed()
+    assert float(m2.v) == 1.0 and float(m2.vs[0]) == 2.0
