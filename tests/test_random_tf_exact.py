@@ -38,25 +38,37 @@ def cases(tf):
     put("gen_full_int", g.uniform_full_int([3], dtype=tf.int64))
     put("gen_full_int32", g.uniform_full_int([3], dtype=tf.int32))
     put("gen_state_end", g.state)
-    put("gen_big_seed", tf.random.Generator.from_seed(2**70 + 12345).normal([3]))
+    put("gen_big_seed",
+        tf.random.Generator.from_seed(2**70 + 12345).normal([3]))
     put("gen_make_seeds", tf.random.Generator.from_seed(7).make_seeds(2))
     put("gen_split", tf.random.Generator.from_seed(7).split(2)[1].normal([3]))
     big = tf.random.Generator.from_seed(3).normal([1000]).numpy()
     put("gen_normal_1000_sel", big[[0, 255, 256, 257, 511, 998, 999]])
     put("gen_normal_1000_sum", np.float64(big.astype(np.float64).sum()))
     put("sl_normal_2x3", tf.random.stateless_normal([2, 3], seed=[1, 2]))
-    put("sl_normal_f64", tf.random.stateless_normal([3], seed=[1, 2], dtype=tf.float64))
+    sl = tf.random
+    put("sl_normal_f64",
+        sl.stateless_normal([3], seed=[1, 2], dtype=tf.float64))
     put("sl_uniform", tf.random.stateless_uniform([5], seed=[3, 4]))
-    put("sl_uniform_range", tf.random.stateless_uniform([5], seed=[3, 4], minval=1.5, maxval=2.5))
-    put("sl_uniform_f64", tf.random.stateless_uniform([3], seed=[3, 4], dtype=tf.float64))
-    put("sl_uniform_int", tf.random.stateless_uniform([6], seed=[3, 4], minval=-3, maxval=7, dtype=tf.int32))
-    put("sl_uniform_int64", tf.random.stateless_uniform([3], seed=[3, 4], minval=0, maxval=2**40, dtype=tf.int64))
-    put("sl_full_int", tf.random.stateless_uniform([3], seed=[3, 4], minval=None, maxval=None, dtype=tf.int32))
+    put("sl_uniform_range",
+        sl.stateless_uniform([5], seed=[3, 4], minval=1.5, maxval=2.5))
+    put("sl_uniform_f64",
+        sl.stateless_uniform([3], seed=[3, 4], dtype=tf.float64))
+    put("sl_uniform_int", sl.stateless_uniform(
+        [6], seed=[3, 4], minval=-3, maxval=7, dtype=tf.int32))
+    put("sl_uniform_int64", sl.stateless_uniform(
+        [3], seed=[3, 4], minval=0, maxval=2**40, dtype=tf.int64))
+    put("sl_full_int", sl.stateless_uniform(
+        [3], seed=[3, 4], minval=None, maxval=None, dtype=tf.int32))
     put("sl_trunc", tf.random.stateless_truncated_normal([9], seed=[5, 6]))
-    put("sl_trunc_f64", tf.random.stateless_truncated_normal([5], seed=[5, 6], dtype=tf.float64))
-    put("sl_neg_seed", tf.random.stateless_normal([3], seed=tf.constant([-1, -7], tf.int32)))
-    put("sl_big_seed", tf.random.stateless_normal([3], seed=tf.constant([2**40 + 3, -2**50], tf.int64)))
-    put("sl_normal_ms", tf.random.stateless_normal([3], seed=[1, 2], mean=2.0, stddev=0.5))
+    put("sl_trunc_f64", sl.stateless_truncated_normal(
+        [5], seed=[5, 6], dtype=tf.float64))
+    put("sl_neg_seed", sl.stateless_normal(
+        [3], seed=tf.constant([-1, -7], tf.int32)))
+    put("sl_big_seed", sl.stateless_normal(
+        [3], seed=tf.constant([2**40 + 3, -2**50], tf.int64)))
+    put("sl_normal_ms",
+        sl.stateless_normal([3], seed=[1, 2], mean=2.0, stddev=0.5))
     tf.random.set_seed(5)
     put("gs_uniform_a", tf.random.uniform([3], seed=7))
     put("gs_uniform_b", tf.random.uniform([3], seed=7))
@@ -66,7 +78,8 @@ def cases(tf):
     put("gs_normal_op7", tf.random.normal([2], seed=7))
     put("gs_uniform_f64", tf.random.uniform([2], seed=7, dtype=tf.float64))
     put("gs_uniform_range", tf.random.uniform([4], -3.0, 5.0, seed=8))
-    put("gs_uniform_int", tf.random.uniform([4], 0, 100, dtype=tf.int32, seed=8))
+    put("gs_uniform_int",
+        tf.random.uniform([4], 0, 100, dtype=tf.int32, seed=8))
     put("gs_normal_ms", tf.random.normal([3], mean=1.0, stddev=3.0, seed=9))
     tf.random.set_seed(5)
     put("gs_replay", tf.random.uniform([3], seed=7))
@@ -92,7 +105,9 @@ def cases(tf):
     put("k_random_uniform", ki.RandomUniform(seed=5)((5,)))
     put("k_trunc_normal", ki.TruncatedNormal(seed=6)((5,)))
     put("k_lecun_normal", ki.LecunNormal(seed=7)((3, 3)))
-    put("k_variance_untrunc", ki.VarianceScaling(scale=2.0, mode="fan_avg", distribution="untruncated_normal", seed=8)((2, 3)))
+    put("k_variance_untrunc", ki.VarianceScaling(
+        scale=2.0, mode="fan_avg", distribution="untruncated_normal",
+        seed=8)((2, 3)))
     put("k_glorot_big_seed", ki.GlorotUniform(seed=3000000000)((2, 2)))
     f16 = tf.float16
     put("f16_uniform", tf.random.stateless_uniform([6], [1, 2], dtype=f16))
