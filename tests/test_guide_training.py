@@ -171,6 +171,7 @@ def test_checkpoint_write_list_and_deferred_restore(tmp_path):
     assert path == str(tmp_path / "ck")
     # TF 2.21's keys and shapes (TF also lists its object graph entry).
     assert tf.train.list_variables(path) == [
+        ("_CHECKPOINTABLE_OBJECT_GRAPH", []),
         ("net/extra/0/.ATTRIBUTES/VARIABLE_VALUE", []),
         ("net/extra/1/k/.ATTRIBUTES/VARIABLE_VALUE", [2]),
         ("net/first/b/.ATTRIBUTES/VARIABLE_VALUE", [3]),

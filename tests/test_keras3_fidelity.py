@@ -380,7 +380,7 @@ def test_weight_paths_follow_the_model_that_builds_them():
 def test_keras_variable_writes_return_the_new_value():
     v = keras.Variable(np.array([1.0, 2.0], "float32"), name="v")
     out = v.assign_sub([1.0, 1.0])
-    assert type(out) is tf.Tensor and out.numpy().tolist() == [0.0, 1.0]
+    assert isinstance(out, tf.Tensor) and out.numpy().tolist() == [0.0, 1.0]
     assert v.assign_add([2.0, 2.0]).numpy().tolist() == [2.0, 3.0]
     assert v.assign([5.0, 5.0], read_value=False) is None
     assert v.numpy().tolist() == [5.0, 5.0]

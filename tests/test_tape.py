@@ -169,12 +169,29 @@ def test_unconnected_gradients():
     assert val(t.gradient(y, v, unconnected_gradients="zero")) == [0.0] * 3
 
 
-def test_variable_target_is_value_error():
-    v = tf.Variable(1.0)
+def test_variable_target_as_tf_2_21():
+    # TF 2.21 takes a variable target as its handle: d v / d v is ones
+    # (watched or not), nothing else is connected to it. Values checked
+    # against TF 2.21.
+    x = tf.Variable(2.0)
     with tf.GradientTape() as t:
-        _ = v * 2.0
-    with pytest.raises(ValueError, match="variable targets"):
-        t.gradient(v, v)
+        _ = x * 1
+    assert float(t.gradient(x, x)) == 1.0
+    with tf.GradientTape(persistent=True,
+                         watch_accessed_variables=False) as t:
+        z = x + 0
+    assert float(t.gradient(x, x)) == 1.0
+    assert t.gradient(x, z) is None
+    v = tf.Variable([1.0, 2.0])
+    with tf.GradientTape(persistent=True) as t:
+        y = v * 2
+    gv, gx = t.gradient(v, [v, x])
+    assert val(gv) == [1.0, 1.0] and gx is None
+    assert val(t.gradient([v, y], v)) == [3.0, 3.0]
+    assert float(t.gradient(x, x, output_gradients=c(3.0))) == 3.0
+    assert float(t.gradient(v, x, unconnected_gradients="zero")) == 0.0
+    # The UnreadVariable that assign returns is the same handle.
+    assert val(t.gradient(v.assign([5.0, 5.0]), v)) == [1.0, 1.0]
 
 
 def test_repeated_sources_and_source_is_target():

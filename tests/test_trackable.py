@@ -30,10 +30,14 @@ def test_checkpoint_rejects_an_untrackable_object():
         tf.train.Checkpoint(x=object())
 
 
-def test_checkpoint_of_an_iterator_says_it_cannot(tmp_path):
+def test_checkpoint_of_an_iterator_keeps_its_position(tmp_path):
+    # (tests/test_checkpoint_more.py has the rest.)
     it = iter(tf.data.Dataset.from_tensor_slices(np.arange(3)))
-    with pytest.raises(NotImplementedError, match="iterator's position"):
-        tf.train.Checkpoint(it=it).write(str(tmp_path / "ck"))
+    next(it)
+    path = tf.train.Checkpoint(it=it).write(str(tmp_path / "ck"))
+    it2 = iter(tf.data.Dataset.from_tensor_slices(np.arange(3)))
+    tf.train.Checkpoint(it=it2).read(path).assert_consumed()
+    assert [int(x) for x in it2] == [1, 2]
 
 
 def test_module_attribute_set_after_restore_gets_its_value(tmp_path):
@@ -75,10 +79,12 @@ def test_checkpoint_and_module_walk_without_keras():
             [3.0, 3.0, 4.0], net.variables
         keys = [k for k, _ in ck.Checkpoint(net=net)._records()]
         assert keys == [
+            "_CHECKPOINTABLE_OBJECT_GRAPH",
             "net/parts/a/u/.ATTRIBUTES/VARIABLE_VALUE",
             "net/parts/b/0/.ATTRIBUTES/VARIABLE_VALUE",
             "net/w/.ATTRIBUTES/VARIABLE_VALUE"], keys
-        records = ck.Checkpoint(net=net)._records()
+        records = [r for r in ck.Checkpoint(net=net)._records()
+                   if r[0] != ck.GRAPH_KEY]
         fresh = Net()
         fresh.w.assign([0.0, 0.0])
         tree = {tuple(k[:-len(ck._SUFFIX)].split("/")): (k, v)

@@ -215,4 +215,20 @@ class Reference:
         return f"<Reference wrapping {self._obj!r}>"
 
 
-_C._set_tensor_class(Tensor)
+class EagerTensor(Tensor):
+    """A concrete tensor, as TF names its class: type(t).__name__ is
+    'EagerTensor' in eager code and isinstance(t, tf.Tensor) holds."""
+
+    __slots__ = ()
+
+
+class SymbolicTensor(Tensor):
+    """A tensor of a graph being traced (TF's SymbolicTensor)."""
+
+    __slots__ = ()
+
+
+# What `type(x) is Tensor` meant before the split: a plain tensor.
+PLAIN_TENSOR_TYPES = (EagerTensor, SymbolicTensor)
+
+_C._set_tensor_class(EagerTensor, SymbolicTensor)

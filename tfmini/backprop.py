@@ -59,6 +59,24 @@ def _to_tensor(x, dtype=None):
     return convert_to_tensor(x, dtype=dtype)
 
 
+def _add_variable_targets(flat, sources, var_targets, zero):
+    """Adds to each source's gradient what the variable targets that are
+    that same variable give it, then applies unconnected='zero'."""
+    import tfmini
+    out = list(flat)
+    for i, s in enumerate(sources):
+        for v, g in var_targets:
+            if not (_is_variable(s) and s._id == v._id):
+                continue
+            d = _dtypes.from_enum(v._dtype_enum)
+            part = tfmini.ones(v._value_shape, d) if g is None \
+                else _to_tensor(g, d)
+            out[i] = part if out[i] is None else out[i] + part
+        if out[i] is None and zero:
+            out[i] = _zeros_like(_to_tensor(s))
+    return out
+
+
 def _zeros_like(t):
     from . import ops as _ops  # noqa: F401
     import tfmini
@@ -222,29 +240,41 @@ class GradientTape:
         zeros with unconnected_gradients='zero'."""
         mode = _unconnected(unconnected_gradients)
         self._check_usable()
-        flat_targets = []
-        for t in _nest.flatten(target):
-            if _is_variable(t):
-                raise ValueError("GradientTape.gradient is not supported "
-                                 "for variable targets.")
-            flat_targets.append(t if isinstance(t, Tensor)
-                                else _to_tensor(t))
+        all_targets = _nest.flatten(target)
         flat_sources = self._sources(sources)
         if output_gradients is not None:
             flat_og = _nest.flatten(output_gradients)
-            if len(flat_og) != len(flat_targets):
+            if len(flat_og) != len(all_targets):
                 raise ValueError(f"output_gradients has {len(flat_og)} "
-                                 f"entries for {len(flat_targets)} targets")
-            output_gradients = [
-                None if g is None else _to_tensor(g, t.dtype)
-                for g, t in zip(flat_og, flat_targets)]
+                                 f"entries for {len(all_targets)} targets")
+        else:
+            flat_og = [None] * len(all_targets)
+        # A variable target is its own handle, as in TF: its gradient
+        # reaches only a source that is the same variable (as ones, or
+        # its output gradient), watched or not; no op connects it to
+        # anything else. See docs/GRADIENTS_VARIABLE_TARGETS.md.
+        flat_targets, tensor_og, var_targets = [], [], []
+        for t, g in zip(all_targets, flat_og):
+            if _is_variable(t):
+                var_targets.append((t, g))
+                continue
+            t = t if isinstance(t, Tensor) else _to_tensor(t)
+            flat_targets.append(t)
+            tensor_og.append(None if g is None else _to_tensor(g, t.dtype))
+        zero = mode is UnconnectedGradients.ZERO
         try:
-            flat = self._tape.gradient(flat_targets, flat_sources,
-                                       output_gradients,
-                                       mode is UnconnectedGradients.ZERO,
-                                       not self._persistent)
+            if flat_targets:
+                flat = self._tape.gradient(
+                    flat_targets, flat_sources,
+                    None if output_gradients is None else tensor_og,
+                    zero and not var_targets, not self._persistent)
+            else:
+                flat = [None] * len(flat_sources)
         finally:
             self._done()
+        if var_targets:
+            flat = _add_variable_targets(flat, flat_sources, var_targets,
+                                         zero)
         return _nest._pack(sources, flat)
 
     def jacobian(self, target, sources,

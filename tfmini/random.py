@@ -2,3 +2,5 @@
 from .ops import namespace as _namespace
 
 globals().update(_namespace("random"))
+
+from .ops.random_ops import experimental  # noqa: E402,F401

@@ -59,6 +59,12 @@ class Variable(_C.VariableBase):
     # NumPy defers to our reflected operators: ndarray + Variable.
     __array_priority__ = 100
 
+    def __new__(cls, *args, **kwargs):
+        # As TF: tf.Variable(...) makes a ResourceVariable, a subclass.
+        if cls is Variable:
+            cls = ResourceVariable
+        return super().__new__(cls)
+
     def __init__(self, initial_value=None, trainable=None,
                  validate_shape=True, caching_device=None, name=None,
                  variable_def=None, dtype=None, import_scope=None,
@@ -158,28 +164,25 @@ class Variable(_C.VariableBase):
         return a if dtype is None else a.astype(dtype, copy=False)
 
     # ---- writing ----------------------------------------------------
+    def _write(self, value, mode, read_value):
+        if _replica_write is None or \
+                not _replica_write(self, value, mode):
+            self._assign(value, mode)
+        return _UnreadVariable(self) if read_value else None
+
     def assign(self, value, use_locking=None, name=None, read_value=True):
         """Write value (same dtype and shape) into the variable. With
-        read_value, returns the variable, whose reads see the new value
-        (TF returns an equivalent variable-like object)."""
-        if _replica_write is None or \
-                not _replica_write(self, value, _ASSIGN):
-            self._assign(value, _ASSIGN)
-        return self if read_value else None
+        read_value, returns TF's UnreadVariable: the same variable under
+        another face, whose reads see the value at the time of reading."""
+        return self._write(value, _ASSIGN, read_value)
 
     def assign_add(self, delta, use_locking=None, name=None,
                    read_value=True):
-        if _replica_write is None or \
-                not _replica_write(self, delta, _ASSIGN_ADD):
-            self._assign(delta, _ASSIGN_ADD)
-        return self if read_value else None
+        return self._write(delta, _ASSIGN_ADD, read_value)
 
     def assign_sub(self, delta, use_locking=None, name=None,
                    read_value=True):
-        if _replica_write is None or \
-                not _replica_write(self, delta, _ASSIGN_SUB):
-            self._assign(delta, _ASSIGN_SUB)
-        return self if read_value else None
+        return self._write(delta, _ASSIGN_SUB, read_value)
 
     # Sparse updates: the functional tf.tensor_scatter_nd_* of the value,
     # assigned back (so they trace, and tapes see an assign).
@@ -322,6 +325,36 @@ def _no_inplace(op, use):
                        f"supported. Use `{use}` to modify the variable, or "
                        f"`out = variable {op} value` if you need to get a "
                        "new output Tensor.")
+
+
+class ResourceVariable(Variable):
+    """What tf.Variable(...) makes, as TF names it."""
+
+
+class _UnreadVariable(Variable):
+    """What assign returns (TF's _UnreadVariable): the written variable
+    under a second face named 'UnreadVariable'. It shares the variable's
+    value; writes go through the variable itself."""
+
+    def __init__(self, parent):
+        self._alias(parent)
+        self._parent = parent
+
+    @property
+    def name(self):
+        return "UnreadVariable"
+
+    def __getattr__(self, attr):
+        # Python-side state (constraint, aggregation, ...) is the parent's.
+        if attr == "_parent":
+            raise AttributeError(attr)
+        return getattr(self._parent, attr)
+
+    def _write(self, value, mode, read_value):
+        return self._parent._write(value, mode, read_value)
+
+    def __reduce__(self):
+        return self._parent.__reduce__()
 
 
 def _rebuild(value, trainable, name):

@@ -17,11 +17,32 @@ shape_from_attrs(tfm_op op, const tfm_attrs *a, tfm_shape *s)
     return TFM_OK;
 }
 
+/* The sampling ops' optional input: a Philox state read at run time
+ * (see ops_random.def). */
+static tfm_code
+check_state(tfm_op op, const tfm_meta *in, int nin)
+{
+    if (nin == 0)
+        return TFM_OK;
+    if (nin == 1 && in[0].dtype == TFM_INT64 && in[0].shape.ndim == 1 &&
+        (in[0].shape.dims[0] == 3 || in[0].shape.dims[0] < 0))
+        return TFM_OK;
+    char shape[64] = "";
+    if (nin)
+        tfm_shape_str(&in[0].shape, shape, sizeof shape);
+    return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: takes no input or one "
+                     "int64 [3] Philox state, got %d inputs%s%s %s",
+                     tfm_ops[op].name, nin, nin ? ", the first " : "",
+                     nin ? tfm_dtype_name(in[0].dtype) : "", shape);
+}
+
 tfm_code
 tfm_infer_random(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
                  tfm_meta *out, int *nout)
 {
-    (void)in; (void)nin;
+    tfm_code rc = check_state(op, in, nin);
+    if (rc)
+        return rc;
     if (!tfm_dtype_is_float(a->dtype))
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: dtype must be a "
                          "float type (float16, float32, float64), got %s",
@@ -35,7 +56,9 @@ tfm_code
 tfm_infer_random_int(tfm_op op, const tfm_meta *in, int nin,
                      const tfm_attrs *a, tfm_meta *out, int *nout)
 {
-    (void)in; (void)nin;
+    tfm_code rc = check_state(op, in, nin);
+    if (rc)
+        return rc;
     if (a->dtype != TFM_INT32 && a->dtype != TFM_INT64)
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: dtype must be int32 "
                          "or int64, got %s", tfm_ops[op].name,

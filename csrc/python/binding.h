@@ -20,7 +20,8 @@ typedef struct {
 /* Set once at import: single-interpreter module, so plain globals keep
  * the hot paths free of module-state lookups. */
 extern PyTypeObject *tfm_py_tensor_base;   /* _C.TensorBase */
-extern PyTypeObject *tfm_py_tensor_class;  /* tfmini.Tensor */
+extern PyTypeObject *tfm_py_tensor_class;  /* tfmini EagerTensor */
+extern PyTypeObject *tfm_py_symbolic_class; /* tfmini SymbolicTensor */
 extern PyTypeObject *tfm_py_variable_base; /* _C.VariableBase, or NULL */
 
 static inline int

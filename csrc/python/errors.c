@@ -2,7 +2,10 @@
  * exception classes and registers them here at import. */
 #include "binding.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "../ops/op.h"
 
 static PyObject *error_types[TFM_CODE_COUNT];
 
@@ -19,6 +22,30 @@ tfm_py_error_type(tfm_code code)
     }
 }
 
+/* TF's eager errors end with " [Op:<TfName>]". Op errors here start
+ * "<TfName>: " (the convention of every infer rule and kernel), so the
+ * name is read back from there: one place, whatever raised. */
+static const char *
+with_op_suffix(const char *m, char *buf, size_t size)
+{
+    /* The broadcast error of csrc/core names the op after a prefix. */
+    static const char bcast[] = "Incompatible shapes for ";
+    const char *start = m;
+    if (strncmp(m, bcast, sizeof bcast - 1) == 0)
+        start = m + sizeof bcast - 1;
+    char name[64];
+    size_t n = strcspn(start, ": ");
+    if (n == 0 || n >= sizeof name || start[n] != ':' ||
+        start[n + 1] != ' ')
+        return m;
+    memcpy(name, start, n);
+    name[n] = '\0';
+    if (tfm_op_lookup(name) < 0 || strstr(m, " [Op:"))
+        return m;
+    int len = snprintf(buf, size, "%s [Op:%s]", m, name);
+    return len > 0 && (size_t)len < size ? buf : m;
+}
+
 PyObject *
 tfm_py_raise(void)
 {
@@ -33,6 +60,8 @@ tfm_py_raise(void)
      * character of a name (which may come from a file): never let that
      * turn the error into a UnicodeDecodeError. */
     const char *m = tfm_error_message();
+    char buf[2048];
+    m = with_op_suffix(m, buf, sizeof buf);
     PyObject *msg = PyUnicode_DecodeUTF8(m, (Py_ssize_t)strlen(m),
                                          "replace");
     if (msg) {

@@ -19,28 +19,42 @@ relock(void *token)
     PyEval_RestoreThread((PyThreadState *)token);
 }
 
-/* _set_tensor_class(cls): the Python subclass every tensor is made as. */
-static PyObject *
-py_set_tensor_class(PyObject *self, PyObject *cls)
+/* _set_tensor_class(eager_cls, symbolic_cls): the Python subclasses
+ * tensors are made as (concrete values, traced ones). */
+static int
+check_tensor_class(PyObject *cls)
 {
-    (void)self;
     if (!PyType_Check(cls) ||
         !PyType_IsSubtype((PyTypeObject *)cls, tfm_py_tensor_base)) {
         PyErr_SetString(PyExc_TypeError, "expected a TensorBase subclass");
-        return NULL;
+        return -1;
     }
     if (((PyTypeObject *)cls)->tp_basicsize != sizeof(PyTfmTensor)) {
         PyErr_SetString(PyExc_TypeError, "the tensor class must declare "
                         "__slots__ = ()");
-        return NULL;
+        return -1;
     }
-    Py_INCREF(cls);
-    Py_XSETREF(tfm_py_tensor_class, (PyTypeObject *)cls);
+    return 0;
+}
+
+static PyObject *
+py_set_tensor_class(PyObject *self, PyObject *args)
+{
+    PyObject *eager, *symbolic;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO", &eager, &symbolic))
+        return NULL;
+    if (check_tensor_class(eager) || check_tensor_class(symbolic))
+        return NULL;
+    Py_INCREF(eager);
+    Py_XSETREF(tfm_py_tensor_class, (PyTypeObject *)eager);
+    Py_INCREF(symbolic);
+    Py_XSETREF(tfm_py_symbolic_class, (PyTypeObject *)symbolic);
     Py_RETURN_NONE;
 }
 
 static PyMethodDef module_methods[] = {
-    {"_set_tensor_class", py_set_tensor_class, METH_O, NULL},
+    {"_set_tensor_class", py_set_tensor_class, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -7,14 +7,20 @@
 
 PyTypeObject *tfm_py_tensor_base;
 PyTypeObject *tfm_py_tensor_class;
+PyTypeObject *tfm_py_symbolic_class;
 
 PyObject *
 tfm_py_wrap(tfm_tensor *t)
 {
     if (!t)
         return tfm_py_raise();
-    PyTypeObject *tp = tfm_py_tensor_class ? tfm_py_tensor_class
-                                           : tfm_py_tensor_base;
+    /* As TF: a value is an EagerTensor, a traced one a SymbolicTensor,
+     * both subclasses of tf.Tensor. */
+    PyTypeObject *tp = tfm_tensor_is_symbolic(t) && tfm_py_symbolic_class
+                           ? tfm_py_symbolic_class
+                           : tfm_py_tensor_class;
+    if (!tp)
+        tp = tfm_py_tensor_base;
     PyTfmTensor *o = (PyTfmTensor *)tp->tp_alloc(tp, 0);
     if (!o) {
         tfm_tensor_decref(t);

@@ -42,7 +42,8 @@ tfm_py_variable_adopt(PyObject *o, tfm_variable *v)
     }
     tfm_variable_incref(v);
     if (self->v) {
-        self->v->owner = NULL;
+        if (self->v->owner == o)
+            self->v->owner = NULL;
         tfm_variable_decref(self->v);
     }
     v->owner = o;
@@ -84,7 +85,8 @@ variable_dealloc(PyTfmVariable *self)
     if (self->weakrefs)
         PyObject_ClearWeakRefs((PyObject *)self);
     if (self->v) {
-        self->v->owner = NULL;
+        if (self->v->owner == self)
+            self->v->owner = NULL;
         tfm_variable_decref(self->v);
     }
     tp->tp_free(self);
@@ -169,10 +171,34 @@ variable_init(PyTfmVariable *self, PyObject *args)
         }
     }
     if (self->v) {
-        self->v->owner = NULL;
+        if (self->v->owner == self)
+            self->v->owner = NULL;
         tfm_variable_decref(self->v);
     }
     v->owner = self;
+    self->v = v;
+    Py_RETURN_NONE;
+}
+
+/* _alias(var): make self a second Python face of var's variable (TF's
+ * UnreadVariable, what assign returns). var stays the owner: tapes and
+ * watched_variables name it, never the alias. */
+static PyObject *
+variable_alias(PyTfmVariable *self, PyObject *var)
+{
+    if (!PyObject_TypeCheck(var, tfm_py_variable_base)) {
+        PyErr_SetString(PyExc_TypeError, "expected a tf.Variable");
+        return NULL;
+    }
+    tfm_variable *v = tfm_py_variable_get(var);
+    if (!v)
+        return NULL;
+    tfm_variable_incref(v);
+    if (self->v) {
+        if (self->v->owner == self)
+            self->v->owner = NULL;
+        tfm_variable_decref(self->v);
+    }
     self->v = v;
     Py_RETURN_NONE;
 }
@@ -367,6 +393,7 @@ richcompare(PyObject *a, PyObject *b, int cmp)
 static PyMethodDef variable_methods[] = {
     {"_init", (PyCFunction)variable_init, METH_VARARGS,
      "_init(value, dtype, trainable[, shape])"},
+    {"_alias", (PyCFunction)variable_alias, METH_O, NULL},
     {"_read", (PyCFunction)variable_read, METH_NOARGS,
      "the current value as a Tensor (a read the tapes see)"},
     {"_assign", (PyCFunction)variable_assign, METH_VARARGS,

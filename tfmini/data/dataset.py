@@ -29,17 +29,38 @@ class _Iterator(_trackable.Trackable):
     Iterating a dataset inside the function (`for x in ds`) unrolls the
     loop at trace time instead."""
 
-    __slots__ = ("_it", "_traced")
+    __slots__ = ("_it", "_traced", "_dataset", "_count")
 
-    def _trackable_children(self):
-        raise NotImplementedError(
-            "tfmini's tf.train.Checkpoint cannot save or restore a tf.data "
-            "iterator's position; leave the iterator out of the checkpoint")
-
-    def __init__(self, it):
+    def __init__(self, it, dataset=None):
         from .. import _C
         self._it = it
         self._traced = _C.tracing()
+        self._dataset = dataset
+        self._count = 0
+
+    # Checkpoints (TF's _serialize_to_tensors protocol, see
+    # tfmini/train/checkpoint.py): the position is the number of elements
+    # read; restoring starts the dataset again and skips that many, which
+    # gives TF's next element for the deterministic pipelines tfmini
+    # builds (shuffles draw from seeds; see tf.data's own caveat about
+    # unseeded ones).
+    def _trackable_children(self):
+        return []
+
+    def _serialize_to_tensors(self):
+        if self._dataset is None:
+            raise NotImplementedError(
+                "this tf.data iterator cannot be checkpointed: it was not "
+                "made by iter(dataset)")
+        return {"ITERATOR_STATE": np.array([self._count], np.int64)}
+
+    def _restore_from_tensors(self, tensors):
+        count = int(np.asarray(tensors["ITERATOR_STATE"]).reshape(-1)[0])
+        it = self._dataset._make_iter()
+        for _ in itertools.islice(it, count):
+            pass
+        self._it = it
+        self._count = count
 
     def __iter__(self):
         return self
@@ -55,7 +76,9 @@ class _Iterator(_trackable.Trackable):
                     "Iterate the dataset inside the function (for x in "
                     "dataset), or call next() outside and pass the element "
                     "in.")
-        return next(self._it)
+        value = next(self._it)
+        self._count += 1
+        return value
 
     def get_next(self):
         return self.__next__()
@@ -132,7 +155,7 @@ class Dataset(DatasetOpsMixin):
 
     # ---- iteration --------------------------------------------------
     def __iter__(self):
-        return _Iterator(self._make_iter())
+        return _Iterator(self._make_iter(), self)
 
     def as_numpy_iterator(self):
         return (_map_structure(lambda t: t.numpy(), e) for e in self)

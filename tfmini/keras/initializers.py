@@ -1,7 +1,9 @@
 """keras.initializers: how a new weight is filled.
 
 An initializer is called as init(shape, dtype) and returns a tensor.
-Random ones draw from tf.random with the initializer's seed (None: a
+Random ones seeded with an int draw as Keras 3 on TF does, so their
+values are TF's: the stateless ops with seed [seed mod (2^31 - 2), 0]
+(keras' draw_seed and _cast_seed). Unseeded ones draw from tf.random (a
 fresh draw each call, reproducible under tf.random.set_seed)."""
 import math
 
@@ -14,6 +16,36 @@ from . import backend
 
 def _dtype(dtype):
     return tf.as_dtype(dtype or backend.floatx())
+
+
+def _seeded(seed):
+    """The stateless seed Keras 3 gives an int seed, or None."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return [int(seed) % (2**31 - 2), 0]
+    return None
+
+
+def _normal(shape, mean, stddev, dtype, seed):
+    s = _seeded(seed)
+    if s is not None:
+        return tf.random.stateless_normal(shape, s, mean, stddev, dtype)
+    return tf.random.normal(shape, mean, stddev, dtype=dtype, seed=seed)
+
+
+def _truncated_normal(shape, mean, stddev, dtype, seed):
+    s = _seeded(seed)
+    if s is not None:
+        return tf.random.stateless_truncated_normal(shape, s, mean, stddev,
+                                                    dtype)
+    return tf.random.truncated_normal(shape, mean, stddev, dtype=dtype,
+                                      seed=seed)
+
+
+def _uniform(shape, minval, maxval, dtype, seed):
+    s = _seeded(seed)
+    if s is not None:
+        return tf.random.stateless_uniform(shape, s, minval, maxval, dtype)
+    return tf.random.uniform(shape, minval, maxval, dtype=dtype, seed=seed)
 
 
 def _fans(shape):
@@ -72,8 +104,8 @@ class RandomNormal(Initializer):
         self.mean, self.stddev, self.seed = mean, stddev, seed
 
     def __call__(self, shape, dtype=None, **kwargs):
-        return tf.random.normal(shape, self.mean, self.stddev,
-                                dtype=_dtype(dtype), seed=self.seed)
+        return _normal(shape, self.mean, self.stddev, _dtype(dtype),
+                       self.seed)
 
     def get_config(self):
         return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
@@ -84,8 +116,8 @@ class RandomUniform(Initializer):
         self.minval, self.maxval, self.seed = minval, maxval, seed
 
     def __call__(self, shape, dtype=None, **kwargs):
-        return tf.random.uniform(shape, self.minval, self.maxval,
-                                 dtype=_dtype(dtype), seed=self.seed)
+        return _uniform(shape, self.minval, self.maxval, _dtype(dtype),
+                        self.seed)
 
     def get_config(self):
         return {"minval": self.minval, "maxval": self.maxval,
@@ -97,9 +129,8 @@ class TruncatedNormal(Initializer):
         self.mean, self.stddev, self.seed = mean, stddev, seed
 
     def __call__(self, shape, dtype=None, **kwargs):
-        return tf.random.truncated_normal(shape, self.mean, self.stddev,
-                                          dtype=_dtype(dtype),
-                                          seed=self.seed)
+        return _truncated_normal(shape, self.mean, self.stddev,
+                                 _dtype(dtype), self.seed)
 
     def get_config(self):
         return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
@@ -135,14 +166,11 @@ class VarianceScaling(Initializer):
         dt = _dtype(dtype)
         if self.distribution == "truncated_normal":
             stddev = math.sqrt(variance) / 0.87962566103423978
-            return tf.random.truncated_normal(shape, 0.0, stddev, dtype=dt,
-                                              seed=self.seed)
+            return _truncated_normal(shape, 0.0, stddev, dt, self.seed)
         if self.distribution == "untruncated_normal":
-            return tf.random.normal(shape, 0.0, math.sqrt(variance),
-                                    dtype=dt, seed=self.seed)
+            return _normal(shape, 0.0, math.sqrt(variance), dt, self.seed)
         limit = math.sqrt(3.0 * variance)
-        return tf.random.uniform(shape, -limit, limit, dtype=dt,
-                                 seed=self.seed)
+        return _uniform(shape, -limit, limit, dt, self.seed)
 
     def get_config(self):
         return {"scale": self.scale, "mode": self.mode,
@@ -168,7 +196,7 @@ class Orthogonal(Initializer):
         rows = int(np.prod(shape[:-1]))
         cols = shape[-1]
         flat = (max(rows, cols), min(rows, cols))
-        a = tf.random.normal(flat, dtype=tf.float32, seed=self.seed).numpy()
+        a = _normal(flat, 0.0, 1.0, tf.float32, self.seed).numpy()
         q, r = np.linalg.qr(a.astype(np.float64))
         q = q * np.sign(np.diag(r))
         if rows < cols:

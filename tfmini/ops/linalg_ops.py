@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _C
 from .._opids import ID
-from .._tensor import Tensor
+from .._tensor import PLAIN_TENSOR_TYPES as _PLAIN, Tensor
 from .constant_op import convert_to_tensor
 
 __all__ = ["matmul", "tensordot", "einsum"]
@@ -26,7 +26,7 @@ _TRISOLVE = ID["MatrixTriangularSolve"]
 def _as_tensor(x, hint=None):
     """x as a tensor; Python values take dtype `hint` where they fit (as
     TF's dtype_hint), NumPy arrays and tensors keep their own dtype."""
-    if type(x) is Tensor:
+    if type(x) in _PLAIN:
         return x
     if hint is None or isinstance(x, (np.ndarray, np.generic)):
         return convert_to_tensor(x)

@@ -9,7 +9,7 @@ import numpy as np
 from .. import _C
 from .. import dtypes as _dtypes
 from .._opids import ID
-from .._tensor import Tensor
+from .._tensor import PLAIN_TENSOR_TYPES as _PLAIN, Tensor
 
 __all__ = [
     # arithmetic
@@ -112,7 +112,7 @@ def truediv(x, y, name=None):
     """x / y with Python 3 semantics: integers are cast to floats first
     (8 and 16 bit to float32, 32 and 64 bit to float64). x and y must
     have the same dtype (TypeError otherwise)."""
-    if (type(x) is Tensor and type(y) is Tensor and
+    if (type(x) in _PLAIN and type(y) in _PLAIN and
             x._dtype_enum == y._dtype_enum and x._dtype_enum in _FLOATS):
         return _C.binary(_DIV, x, y)
     x = _as_tensor(x)

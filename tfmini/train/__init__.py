@@ -1,6 +1,8 @@
 """tf.train: checkpoints of variables (see checkpoint.py)."""
 from .checkpoint import (Checkpoint, CheckpointLoadStatus,  # noqa: F401
-                         latest_checkpoint, list_variables, load_variable)
+                         CheckpointReader, latest_checkpoint,
+                         list_variables, load_checkpoint, load_variable)
+from .checkpoint_management import CheckpointManager  # noqa: F401
 
 _EXAMPLE_NAMES = ("BytesList", "Example", "Feature", "FeatureList",
                   "FeatureLists", "Features", "FloatList", "Int64List",

@@ -15,16 +15,32 @@ knows no Keras class:
   indexing optimizer.variables (Keras 3's keys);
 - Keras metrics: their variables by short name.
 
+Objects are named as TF names them: breadth first from the checkpoint,
+so an object reachable by several paths is saved once, under its
+shortest (the first found). Objects with other state than variables
+give it through TF's protocol, `_serialize_to_tensors()` ->
+{attribute: array} and `_restore_from_tensors({attribute: array})`,
+saved as `<path>/.ATTRIBUTES/<attribute>` (a tf.data iterator's
+ITERATOR_STATE).
+
 The file is `<prefix>.index`, in the checksummed format of Keras weights
 files (keras/saving/weights_format.py), not TF's TensorBundle: tfmini
-reads its own checkpoints, not TensorFlow's (and TF's object-graph entry,
-`_CHECKPOINTABLE_OBJECT_GRAPH`, is not written).
+reads its own checkpoints, not TensorFlow's. Beside the values it holds
+TF's object graph, `_CHECKPOINTABLE_OBJECT_GRAPH` (a serialized
+TrackableObjectGraph when tensorboard's copy of TF's protos is
+installed, else the same graph as JSON): every path to every object, so
+restore() assigns a value to each object at any of its paths (two paths
+that now hold two objects both get it).
 
 Restoring matches by path, so values whose variables do not exist yet (a
 layer that makes its weights on its first call, an optimizer's slots
-before its first step) wait on the object that will hold them, and are
-assigned when that attribute is set or that slot made."""
+before its first step, items appended later to a list) wait on the
+object that will hold them, and are assigned when that attribute is set,
+that slot made or that list item appended."""
+import collections
+import json
 import os
+import weakref
 
 import numpy as np
 
@@ -32,8 +48,11 @@ from .. import errors
 from .. import trackable as _trackable
 from ..variables import Variable
 
+_ATTRS = ".ATTRIBUTES"
 _SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 _INDEX = ".index"
+GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+_JSON_MARK = b"tfmini-object-graph-json\n"
 _escape = _trackable.escape
 _is_trackable = _trackable.is_trackable
 
@@ -43,16 +62,129 @@ def _children(obj):
     return obj._trackable_children()
 
 
-def _collect(obj, prefix, records, seen):
-    for path, child in _children(obj):
-        if id(child) in seen:
-            continue
-        seen.add(id(child))
-        full = prefix + path
-        if isinstance(child, Variable):
-            records.append(("/".join(full) + _SUFFIX, child.numpy()))
-        else:
-            _collect(child, full, records, seen)
+def _grouped(pairs):
+    """[(path, child)] as {first piece: [(rest, child)]}, in order."""
+    groups = collections.OrderedDict()
+    for path, child in pairs:
+        groups.setdefault(path[0], []).append((path[1:], child))
+    return groups
+
+
+def _walk(root, extra=()):
+    """Names every object reachable from root breadth first, as TF's
+    ObjectGraphView does. Returns (records, nodes): records [(key,
+    array)], nodes TF's TrackableObjectGraph as dicts {"children":
+    [(name, node id)], "attributes": [(name, full name, key)]}, node 0
+    the root. Lists and dicts on a path are nodes of their own (TF's
+    ListWrapper and _DictWrapper), so they count in the depth."""
+    records, nodes = [], [{"children": [], "attributes": []}]
+    node_of = {id(root): 0}
+    keep = [root]           # ids stay unique while the walk runs
+    queue = collections.deque([(0, (), root, None)])
+
+    def new_node():
+        nodes.append({"children": [], "attributes": []})
+        return len(nodes) - 1
+
+    while queue:
+        idx, prefix, obj, pairs = queue.popleft()
+        if pairs is None:       # a trackable object, not a container
+            if isinstance(obj, Variable):
+                key = "/".join(prefix) + _SUFFIX
+                records.append((key, obj.numpy()))
+                nodes[idx]["attributes"].append(
+                    ("VARIABLE_VALUE", _full_name(obj), key))
+                continue
+            serialize = getattr(obj, "_serialize_to_tensors", None)
+            if serialize is not None:
+                for attr, value in serialize().items():
+                    key = "/".join(prefix + (_ATTRS, attr))
+                    records.append((key, np.asarray(value)))
+                    nodes[idx]["attributes"].append((attr, "", key))
+            pairs = list(_children(obj))
+            if obj is root:
+                pairs += list(extra)
+        for piece, group in _grouped(pairs).items():
+            full = prefix + (piece,)
+            direct = [c for rest, c in group if not rest]
+            if direct:
+                child = direct[0]
+                if id(child) in node_of:
+                    nodes[idx]["children"].append((piece, node_of[id(child)]))
+                    continue
+                cidx = new_node()
+                node_of[id(child)] = cidx
+                keep.append(child)
+                nodes[idx]["children"].append((piece, cidx))
+                queue.append((cidx, full, child, None))
+            else:
+                cidx = new_node()
+                nodes[idx]["children"].append((piece, cidx))
+                queue.append((cidx, full, None, group))
+    return records, nodes
+
+
+def _full_name(var):
+    name = var.name
+    return name[:-2] if name.endswith(":0") else name
+
+
+def _encode_graph(nodes):
+    """TF's TrackableObjectGraph bytes, or JSON when TF's protos (from
+    tensorboard) are not installed."""
+    try:
+        from tensorboard.compat.proto import trackable_object_graph_pb2
+    except ImportError:
+        return _JSON_MARK + json.dumps(nodes).encode("utf-8")
+    g = trackable_object_graph_pb2.TrackableObjectGraph()
+    for n in nodes:
+        pn = g.nodes.add()
+        for name, node_id in n["children"]:
+            ref = pn.children.add()
+            ref.node_id = node_id
+            ref.local_name = name
+        for name, full, key in n["attributes"]:
+            a = pn.attributes.add()
+            a.name, a.full_name, a.checkpoint_key = name, full, key
+    return g.SerializeToString()
+
+
+def _decode_graph(data):
+    """The nodes _encode_graph wrote (None when the bytes are neither)."""
+    if data.startswith(_JSON_MARK):
+        try:
+            return json.loads(data[len(_JSON_MARK):].decode("utf-8"))
+        except ValueError:
+            return None
+    try:
+        from tensorboard.compat.proto import trackable_object_graph_pb2
+        g = trackable_object_graph_pb2.TrackableObjectGraph()
+        g.ParseFromString(data)
+    except Exception:  # noqa: BLE001 (no protobuf, or not a graph)
+        return None
+    return [{"children": [(c.local_name, c.node_id) for c in n.children],
+             "attributes": [(a.name, a.full_name, a.checkpoint_key)
+                            for a in n.attributes]} for n in g.nodes]
+
+
+def _paths_to_nodes(nodes, limit=100000):
+    """{node id: [path tuples from the root]}: every path, not only the
+    one each object was named by."""
+    out = collections.defaultdict(list)
+    stack = [(0, (), frozenset([0]))]
+    count = 0
+    while stack:
+        idx, path, on_path = stack.pop()
+        out[idx].append(path)
+        count += 1
+        if count > limit:
+            raise ValueError("checkpoint object graph has too many paths")
+        if not 0 <= idx < len(nodes):
+            raise ValueError(f"checkpoint object graph: bad node {idx}")
+        for name, child in nodes[idx]["children"]:
+            if child not in on_path:
+                stack.append((child, path + (name,), on_path | {child}))
+    return out
 
 
 def _assign(var, value, key):
@@ -68,7 +200,8 @@ def _assign(var, value, key):
 
 def _restore(obj, tree, status):
     """Assign the values in tree ({path tuple: (key, array)}) to obj's
-    variables; keep the rest pending on obj for attributes set later."""
+    variables and to the attributes of its _restore_from_tensors; keep
+    the rest pending on obj for attributes set later."""
     children = _children(obj)
     matched = set()
     for path, child in children:
@@ -84,6 +217,14 @@ def _restore(obj, tree, status):
         if sub:
             matched.update(path + k for k in sub)
             _restore(child, sub, status)
+    own = {k: v for k, v in tree.items()
+           if len(k) == 2 and k[0] == _ATTRS}
+    restore = getattr(obj, "_restore_from_tensors", None)
+    if own and restore is not None:
+        restore({k[1]: v[1] for k, v in own.items()})
+        for k, (key, _) in own.items():
+            status._consumed(key)
+            matched.add(k)
     rest = {k: v for k, v in tree.items() if k not in matched}
     if rest and obj._defers_restore:
         pending = obj.__dict__.get(_trackable.PENDING)
@@ -92,8 +233,58 @@ def _restore(obj, tree, status):
             object.__setattr__(obj, _trackable.PENDING, pending)
         for k, v in rest.items():
             pending.setdefault(k[0], {})[k[1:]] = (v, status)
+            _track_list(obj, k[0])
         return {}
     return rest
+
+
+class _TrackedList(list):
+    """A list attribute with values waiting for items it does not hold
+    yet (TF's ListWrapper): each change restores what now has a place."""
+
+    def __repr__(self):
+        return f"ListWrapper({list.__repr__(self)})"
+
+    def __init__(self, items=(), owner=None, name=None):
+        super().__init__(items)
+        self._owner = None if owner is None else weakref.ref(owner)
+        self._name = name
+
+    def _changed(self):
+        owner = self._owner() if self._owner is not None else None
+        if owner is not None and owner.__dict__.get(_trackable.PENDING):
+            owner._restore_deferred(self._name, self)
+
+    def append(self, x):
+        super().append(x)
+        self._changed()
+
+    def extend(self, xs):
+        super().extend(xs)
+        self._changed()
+
+    def insert(self, i, x):
+        super().insert(i, x)
+        self._changed()
+
+    def __setitem__(self, i, x):
+        super().__setitem__(i, x)
+        self._changed()
+
+    def __iadd__(self, xs):
+        super().__iadd__(xs)
+        self._changed()
+        return self
+
+
+def _track_list(obj, piece):
+    """Wraps the plain list attribute named by key piece in a
+    _TrackedList, so that items appended later are restored."""
+    attrs = getattr(obj, "__dict__", {})
+    for name, value in attrs.items():
+        if _escape(name) == piece and type(value) is list:
+            object.__setattr__(obj, name, _TrackedList(value, obj, name))
+            return
 
 
 def restore_deferred(obj, name, value):
@@ -103,6 +294,10 @@ def restore_deferred(obj, name, value):
     entries = pending.pop(_escape(name), None)
     if not entries:
         return
+    if type(value) is list:
+        # Items appended later restore then (TF's ListWrapper).
+        value = _TrackedList(value, obj, name)
+        object.__setattr__(obj, name, value)
     by_status = {}
     for rest, (kv, status) in entries.items():
         by_status.setdefault(id(status), (status, {}))[1][rest] = kv
@@ -171,7 +366,7 @@ class CheckpointLoadStatus:
         return None
 
 
-class Checkpoint(_trackable.Trackable):
+class Checkpoint(_trackable.AutoTrackable):
     """Groups objects (modules, layers, models, optimizers, variables)
     to write and read their variables together."""
 
@@ -203,11 +398,12 @@ class Checkpoint(_trackable.Trackable):
         return self._tfmini_save_counter
 
     def _records(self):
-        records = []
-        _collect(self, (), records, set())
+        extra = []
         if self._tfmini_save_counter is not None:
-            records.append(("save_counter" + _SUFFIX,
-                            self._tfmini_save_counter.numpy()))
+            extra.append((("save_counter",), self._tfmini_save_counter))
+        records, nodes = _walk(self, extra)
+        graph = np.frombuffer(_encode_graph(nodes), np.uint8)
+        records.append((GRAPH_KEY, graph))
         return sorted(records, key=lambda r: r[0])
 
     def write(self, file_prefix, options=None):
@@ -241,17 +437,16 @@ class Checkpoint(_trackable.Trackable):
         """Assign the values stored at save_path; returns a
         CheckpointLoadStatus."""
         records = _read_records(os.fspath(save_path))
-        status = CheckpointLoadStatus(k for k, _ in records)
+        status = CheckpointLoadStatus(k for k, _ in records
+                                      if k != GRAPH_KEY)
+        values = dict(records)
         tree = {}
-        for key, value in records:
-            if not key.endswith(_SUFFIX):
-                continue
-            path = tuple(key[:-len(_SUFFIX)].split("/"))
+        for path, key in _value_paths(records):
             if path == ("save_counter",):
-                _assign(self.save_counter, value, key)
+                _assign(self.save_counter, values[key], key)
                 status._consumed(key)
                 continue
-            tree[path] = (key, value)
+            tree[path] = (key, values[key])
         _restore(self, tree, status)
         return status
 
@@ -260,6 +455,38 @@ class Checkpoint(_trackable.Trackable):
         if save_path is None:
             return CheckpointLoadStatus(())
         return self.read(save_path, options)
+
+
+def _key_path(key):
+    """A checkpoint key's object path: the variable's, or for another
+    attribute the object's path + ('.ATTRIBUTES', name)."""
+    if key.endswith(_SUFFIX):
+        return tuple(key[:-len(_SUFFIX)].split("/"))
+    pieces = tuple(key.split("/"))
+    if len(pieces) >= 2 and pieces[-2] == _ATTRS:
+        return pieces
+    return None
+
+
+def _value_paths(records):
+    """[(path, key)] for every value, at every path to its object when
+    the file has an object graph, else at the path its key spells."""
+    graph = dict(records).get(GRAPH_KEY)
+    nodes = None if graph is None else _decode_graph(
+        np.asarray(graph, np.uint8).tobytes())
+    if nodes is None:
+        return [(p, k) for k, _ in records
+                if k != GRAPH_KEY and (p := _key_path(k)) is not None]
+    keys = {k for k, _ in records}
+    out = []
+    for idx, paths in _paths_to_nodes(nodes).items():
+        for name, _, key in nodes[idx]["attributes"]:
+            if key not in keys:
+                continue
+            for path in paths:
+                out.append((path if name == "VARIABLE_VALUE"
+                            else path + (_ATTRS, name), key))
+    return out
 
 
 def _resolve(ckpt_dir_or_file):
@@ -273,22 +500,57 @@ def _resolve(ckpt_dir_or_file):
     return path
 
 
+class CheckpointReader:
+    """tf.train.load_checkpoint's reader: the values of one checkpoint
+    by key. The object graph reads as TF's: one bytes scalar."""
+
+    def __init__(self, path):
+        self._path = path
+        self._values = dict(_read_records(path))
+
+    @staticmethod
+    def _value(key, value):
+        if key == GRAPH_KEY:
+            return np.asarray(value, np.uint8).tobytes()
+        return value
+
+    def get_tensor(self, tensor_str):
+        name = tensor_str[:-2] if tensor_str.endswith(":0") else tensor_str
+        if name not in self._values:
+            raise errors.NotFoundError(
+                None, None, f"Key {name} not found in checkpoint")
+        return self._value(name, self._values[name])
+
+    def has_tensor(self, tensor_str):
+        return tensor_str in self._values
+
+    def get_variable_to_shape_map(self):
+        return {k: [] if k == GRAPH_KEY else list(np.shape(v))
+                for k, v in self._values.items()}
+
+    def get_variable_to_dtype_map(self):
+        from .. import dtypes
+        return {k: dtypes.string if k == GRAPH_KEY and
+                hasattr(dtypes, "string") else dtypes.as_dtype(v.dtype)
+                for k, v in self._values.items()}
+
+
+def load_checkpoint(ckpt_dir_or_file):
+    """A CheckpointReader for a checkpoint file, or a folder's latest."""
+    return CheckpointReader(_resolve(ckpt_dir_or_file))
+
+
 def list_variables(ckpt_dir_or_file):
-    """[(key, shape as a list)] of the values in a checkpoint, sorted."""
-    records = _read_records(_resolve(ckpt_dir_or_file))
-    return sorted((k, list(np.shape(v))) for k, v in records)
+    """[(key, shape as a list)] of the values in a checkpoint, sorted
+    (the object graph is a scalar, as in TF)."""
+    shapes = load_checkpoint(ckpt_dir_or_file).get_variable_to_shape_map()
+    return sorted(shapes.items())
 
 
 def load_variable(ckpt_dir_or_file, name):
-    """The stored value of key `name`, as a NumPy array."""
-    records = _read_records(_resolve(ckpt_dir_or_file))
-    if name.endswith(":0"):
-        name = name[:-2]
-    for key, value in records:
-        if key == name:
-            return value
-    raise errors.NotFoundError(None, None,
-                               f"Key {name} not found in checkpoint")
+    """The stored value of key `name`, as a NumPy array (bytes for the
+    object graph)."""
+    return load_checkpoint(ckpt_dir_or_file).get_tensor(name)
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):

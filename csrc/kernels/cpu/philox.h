@@ -1,71 +1,110 @@
 /* Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1,
- * 2, 3", SC'11): a counter-based generator. Block b of a stream is a pure
- * function of (key, counter = b), so a tensor of any size is filled in
- * parallel and gives the same numbers on any number of threads. */
+ * 2, 3", SC'11): a counter-based generator, and the conversions of its
+ * words into floats that TensorFlow's CPU kernels use, so that a seed
+ * gives TF's numbers bit for bit (see Note [Random streams] in random.c).
+ * Block b of a stream is a pure function of (key, counter + b), so a
+ * tensor of any size is filled in parallel with the same result on any
+ * number of threads. */
 #ifndef TFM_KERNELS_PHILOX_H
 #define TFM_KERNELS_PHILOX_H
 
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
-typedef struct tfm_philox_key {
-    uint32_t k[2];
-} tfm_philox_key;
+#define TFM_PHILOX_M0 0xD2511F53u
+#define TFM_PHILOX_M1 0xCD9E8D57u
+#define TFM_PHILOX_W0 0x9E3779B9u
+#define TFM_PHILOX_W1 0xBB67AE85u
 
-static inline void
-tfm_philox_round(uint32_t c[4], const uint32_t k[2])
+/* A 128-bit counter as two 64-bit halves: words 0,1 are lo, 2,3 hi. */
+typedef struct tfm_philox_ctr {
+    uint64_t lo, hi;
+} tfm_philox_ctr;
+
+static inline tfm_philox_ctr
+tfm_philox_ctr_add(tfm_philox_ctr c, uint64_t n)
 {
-    uint64_t p0 = (uint64_t)0xD2511F53u * c[0];
-    uint64_t p1 = (uint64_t)0xCD9E8D57u * c[2];
-    uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
-    uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
-    uint32_t r0 = hi1 ^ c[1] ^ k[0];
-    uint32_t r2 = hi0 ^ c[3] ^ k[1];
-    c[0] = r0;
-    c[1] = lo1;
-    c[2] = r2;
-    c[3] = lo0;
+    uint64_t lo = c.lo + n;
+    tfm_philox_ctr r = {lo, c.hi + (lo < c.lo)};
+    return r;
 }
 
-/* Four random 32-bit words for counter (block, stream). */
+/* The four words of block `c` under `key` (words 0,1 = key lo, hi). */
 static inline void
-tfm_philox(tfm_philox_key key, uint64_t block, uint64_t stream,
-           uint32_t out[4])
+tfm_philox(uint64_t key, tfm_philox_ctr ctr, uint32_t out[4])
 {
-    uint32_t c[4] = {(uint32_t)block, (uint32_t)(block >> 32),
-                     (uint32_t)stream, (uint32_t)(stream >> 32)};
-    uint32_t k[2] = {key.k[0], key.k[1]};
+    uint32_t c0 = (uint32_t)ctr.lo, c1 = (uint32_t)(ctr.lo >> 32),
+             c2 = (uint32_t)ctr.hi, c3 = (uint32_t)(ctr.hi >> 32);
+    uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
     for (int r = 0; r < 10; r++) {
-        tfm_philox_round(c, k);
-        k[0] += 0x9E3779B9u;
-        k[1] += 0xBB67AE85u;
+        uint64_t p0 = (uint64_t)TFM_PHILOX_M0 * c0;
+        uint64_t p1 = (uint64_t)TFM_PHILOX_M1 * c2;
+        uint32_t r0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
+        uint32_t r2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c0 = r0;
+        c1 = (uint32_t)p1;
+        c2 = r2;
+        c3 = (uint32_t)p0;
+        k0 += TFM_PHILOX_W0;
+        k1 += TFM_PHILOX_W1;
     }
-    out[0] = c[0];
-    out[1] = c[1];
-    out[2] = c[2];
-    out[3] = c[3];
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
 }
 
-/* splitmix64's finalizer: a bijective 64-bit mix, to derive streams. */
-static inline uint64_t
-tfm_mix64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
-/* [0, 1) with 24 / 53 random bits. */
+/* [0, 1) from the low 23 bits: the float in [1, 2) with those mantissa
+ * bits, minus one (TF's Uint32ToFloat). */
 static inline float
-tfm_u01f(uint32_t x)
+tfm_u32_to_float(uint32_t x)
 {
-    return (float)(x >> 8) * 0x1.0p-24f;
+    uint32_t bits = (127u << 23) | (x & 0x7fffffu);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f - 1.0f;
 }
 
+/* [0, 1) from 52 bits: 20 of x0 above the 32 of x1 (TF's
+ * Uint64ToDouble). */
 static inline double
-tfm_u01d(uint32_t hi, uint32_t lo)
+tfm_u64_to_double(uint32_t x0, uint32_t x1)
 {
-    return (double)((((uint64_t)hi << 32) | lo) >> 11) * 0x1.0p-53;
+    uint64_t bits = (1023ull << 52) |
+                    ((uint64_t)(x0 & 0xfffffu) << 32) | x1;
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d - 1.0;
+}
+
+/* Box-Muller, computed as TF computes it: float logf/sqrtf/sincosf, the
+ * angle rounded from a double product, u1 floored at 1e-7. Scalar libm
+ * on purpose: vector versions differ in the last bits. */
+static inline void
+tfm_box_muller_f(uint32_t x0, uint32_t x1, float *f0, float *f1)
+{
+    float u1 = tfm_u32_to_float(x0);
+    if (u1 < 1.0e-7f)
+        u1 = 1.0e-7f;
+    float v1 = (float)(2.0 * M_PI * (double)tfm_u32_to_float(x1));
+    float u2 = sqrtf(-2.0f * logf(u1));
+    sincosf(v1, f0, f1);
+    *f0 *= u2;
+    *f1 *= u2;
+}
+
+static inline void
+tfm_box_muller_d(const uint32_t x[4], double *d0, double *d1)
+{
+    double u1 = tfm_u64_to_double(x[0], x[1]);
+    if (u1 < 1.0e-7)
+        u1 = 1.0e-7;
+    double v1 = 2.0 * M_PI * tfm_u64_to_double(x[2], x[3]);
+    double u2 = sqrt(-2.0 * log(u1));
+    sincos(v1, d0, d1);
+    *d0 *= u2;
+    *d1 *= u2;
 }
 
 #endif

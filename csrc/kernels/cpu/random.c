@@ -1,33 +1,69 @@
-/* Random kernels on the CPU, all over Philox4x32-10 (philox.h).
+/* Random kernels on the CPU: TensorFlow's numbers, bit for bit.
  *
  * Note [Random streams]
  * ~~~~~~~~~~~~~~~~~~~~~
- * A call's numbers are a pure function of its attrs: the Philox key is
- * the seed (i[0]), and the 64-bit stream half of the counter mixes seed2
- * (i[1]) with the call counter (i[2]) that the Python layer advances per
- * (seed, seed2) pair, so repeated eager calls with one seed differ, and
- * tf.random.set_seed (which resets the counters) replays them. Element e
- * comes from block e / k of the stream (k values per 4-word block), so
- * blocks are filled in parallel with the same result on any thread
- * count.
+ * Every sampling op is Philox4x32-10 (philox.h) under a 64-bit key from
+ * a 128-bit counter, with the attrs (ops_random.def):
+ *   i[0] = key, i[1] = counter's high 64 bits, i[2] = its low 64 bits,
+ *   i[3] = instance (graph mode, below).
+ * The Python layer derives them as TF does (tfmini/ops/random_ops.py):
+ * the stateful ops take key = seed, counter = (offset, seed2), where the
+ * offset of a (op, dtype, seed, seed2) kernel grows by 256 per output
+ * drawn, as TF's GuardedPhiloxRandom reserves; the stateless ops scramble
+ * their seed into key and counter (TF's GenerateKey); tf.random.Generator
+ * keeps (counter, key) as its state. From there the words become numbers
+ * as TF's FillPhiloxRandom does:
+ *   - uniform float32, int32, normal float32: output e from word e (one
+ *     block makes four; normals in Box-Muller pairs of words);
+ *   - float64, int64: output e from words 2e, 2e+1 (a float64 normal
+ *     pair takes one whole block);
+ *   - truncated normal: outputs in groups of 4 (float32) or 2 (float64),
+ *     group g reading blocks from counter + g * 256 (or 128) one word at
+ *     a time until its group is full of draws with |z| < 2.
+ * Each element is a scalar function of its words, so the chunks below
+ * run in parallel with the same result on any number of threads.
  *
  * A traced op has fixed attrs, but each run of the graph must draw new
  * numbers, as TF's stateful kernels do: such ops carry an instance id in
  * i[3], and this file counts the runs of each instance in a small table
- * (the only state here; never shrinks, one entry per traced random op)
- * and mixes the run number into the stream. */
+ * (the only state here; never shrinks, one entry per traced random op).
+ * Run r starts r times one run's reservation further (256 blocks per
+ * output; a shuffle's words), where a TF kernel's own generator would be
+ * after r runs. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/dtype.h"
 #include "loops.h"
 #include "philox.h"
 #include "random.h"
 
-/* libmvec's log/sin/cos: the Box-Muller loops below run 16 or 8 lanes
- * per call. */
-#include "mvec.h"
+/* float16 as TF computes it (Eigen's half): each op in float32, rounded
+ * to half after each one. */
+static inline float
+h(float x)
+{
+    return tfm_half_to_float(tfm_float_to_half(x));
+}
+
+/* z * sd + mean, rounded as TF's half ops round: two stores. */
+static inline uint16_t
+affine_h(float z, float sd, float mean)
+{
+    return tfm_float_to_half(h(h(z) * sd) + mean);
+}
+
+/* splitmix64's finalizer: spreads instance ids over the table. */
+static inline uint64_t
+mix64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
 
 /* ---- per-instance run counts (graph mode) ---------------------------- */
 
@@ -62,7 +98,7 @@ next_run(int64_t instance, uint64_t *run)
                 for (size_t i = 0; i < runs_cap; i++) {
                     if (!runs_table[i].instance)
                         continue;
-                    size_t h = tfm_mix64((uint64_t)runs_table[i].instance)
+                    size_t h = mix64((uint64_t)runs_table[i].instance)
                                & (cap - 1);
                     while (t[h].instance)
                         h = (h + 1) & (cap - 1);
@@ -74,7 +110,7 @@ next_run(int64_t instance, uint64_t *run)
             }
         }
         if (!rc) {
-            size_t h = tfm_mix64((uint64_t)instance) & (runs_cap - 1);
+            size_t h = mix64((uint64_t)instance) & (runs_cap - 1);
             while (runs_table[h].instance &&
                    runs_table[h].instance != instance)
                 h = (h + 1) & (runs_cap - 1);
@@ -92,35 +128,45 @@ next_run(int64_t instance, uint64_t *run)
 }
 
 typedef struct stream {
-    tfm_philox_key key;
-    uint64_t id;
+    uint64_t key;
+    tfm_philox_ctr ctr;
 } stream;
 
+/* TF reserves 256 blocks per output drawn (GuardedPhiloxRandom's
+ * ReserveRandomOutputs), whatever the distribution uses. */
+#define BLOCKS_PER_OUTPUT 256
+
+/* The stream of one call: from the state input when there is one, else
+ * from the attrs, a graph run r starting r * blocks_per_run blocks
+ * further. */
 static tfm_code
-stream_of(const tfm_attrs *a, stream *s)
+stream_of(const tfm_attrs *a, tfm_tensor *const *in, int nin,
+          uint64_t blocks_per_run, stream *s)
 {
-    uint64_t seed = (uint64_t)a->i[0];
+    if (nin == 1) {
+        const int64_t *st = tfm_tensor_data(in[0]);
+        s->ctr.lo = (uint64_t)st[0];
+        s->ctr.hi = (uint64_t)st[1];
+        s->key = (uint64_t)st[2];
+        return TFM_OK;
+    }
     uint64_t run = 0;
     if (a->i[3] > 0) {
         tfm_code rc = next_run(a->i[3], &run);
         if (rc)
             return rc;
     }
-    s->key.k[0] = (uint32_t)seed;
-    s->key.k[1] = (uint32_t)(seed >> 32);
-    /* The instance id itself stays out of the stream: the first run of
-     * a traced op draws what the same call would draw eagerly, and a
-     * retrace after tf.random.set_seed replays it, as in TF. */
-    s->id = tfm_mix64((uint64_t)a->i[1] ^
-                      tfm_mix64((uint64_t)a->i[2] ^ tfm_mix64(run)));
+    s->key = (uint64_t)a->i[0];
+    s->ctr.hi = (uint64_t)a->i[1];
+    s->ctr.lo = (uint64_t)a->i[2];
+    s->ctr = tfm_philox_ctr_add(s->ctr, run * blocks_per_run);
     return TFM_OK;
 }
 
 /* ---- chunks of blocks, vectorized --------------------------------------- */
 
 /* Blocks per chunk: the chunk's Philox words are made 64 blocks at a time
- * in structure-of-arrays form, so the 10 rounds run as vector multiplies,
- * and then turned into numbers by plain (vector) loops. */
+ * in structure-of-arrays form, so the 10 rounds run as vector multiplies. */
 #define CHUNK_BLOCKS 64
 
 static void
@@ -129,20 +175,21 @@ philox_words(const stream *s, uint64_t b0, uint32_t *restrict w)
     const int nb = CHUNK_BLOCKS;
     uint32_t c0[CHUNK_BLOCKS], c1[CHUNK_BLOCKS], c2[CHUNK_BLOCKS],
              c3[CHUNK_BLOCKS];
-    uint32_t k0 = s->key.k[0], k1 = s->key.k[1];
+    uint32_t k0 = (uint32_t)s->key, k1 = (uint32_t)(s->key >> 32);
     #pragma omp simd
     for (int k = 0; k < nb; k++) {
-        uint64_t b = b0 + (uint64_t)k;
-        c0[k] = (uint32_t)b;
-        c1[k] = (uint32_t)(b >> 32);
-        c2[k] = (uint32_t)s->id;
-        c3[k] = (uint32_t)(s->id >> 32);
+        uint64_t lo = s->ctr.lo + b0 + (uint64_t)k;
+        uint64_t hi = s->ctr.hi + (lo < s->ctr.lo);
+        c0[k] = (uint32_t)lo;
+        c1[k] = (uint32_t)(lo >> 32);
+        c2[k] = (uint32_t)hi;
+        c3[k] = (uint32_t)(hi >> 32);
     }
-    for (int r = 0; r < 10; r++) {     /* tfm_philox_round, lane-wise */
+    for (int r = 0; r < 10; r++) {     /* tfm_philox's round, lane-wise */
         #pragma omp simd
         for (int k = 0; k < nb; k++) {
-            uint64_t p0 = (uint64_t)0xD2511F53u * c0[k];
-            uint64_t p1 = (uint64_t)0xCD9E8D57u * c2[k];
+            uint64_t p0 = (uint64_t)TFM_PHILOX_M0 * c0[k];
+            uint64_t p1 = (uint64_t)TFM_PHILOX_M1 * c2[k];
             uint32_t r0 = (uint32_t)(p1 >> 32) ^ c1[k] ^ k0;
             uint32_t r2 = (uint32_t)(p0 >> 32) ^ c3[k] ^ k1;
             c0[k] = r0;
@@ -150,8 +197,8 @@ philox_words(const stream *s, uint64_t b0, uint32_t *restrict w)
             c2[k] = r2;
             c3[k] = (uint32_t)p0;
         }
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
+        k0 += TFM_PHILOX_W0;
+        k1 += TFM_PHILOX_W1;
     }
     for (int k = 0; k < nb; k++) {
         w[4 * k] = c0[k];
@@ -164,14 +211,11 @@ philox_words(const stream *s, uint64_t b0, uint32_t *restrict w)
 /* Runs the body for each chunk of the n outputs, PER outputs per block,
  * in parallel when n is big. The body (the variadic part) sees `w`, the
  * chunk's words (4 per block, block-major), `e0`, its first output, and
- * `len`, its number of outputs. A chunk always makes all its words, and
- * the transforms below run over all of them, whatever len: with libm
- * calls, a vector lane and a scalar tail differ in the last bits, and
- * output e must not depend on how many outputs were asked for. */
+ * `len`, its number of outputs. */
 #define FOR_CHUNKS(n, PER, s, ...)                                           \
     do {                                                                     \
         int64_t per_chunk_ = (int64_t)CHUNK_BLOCKS * (PER);                  \
-        TFM_PAR_FOR((n) >= TFM_PAR_MIN, c_,                                  \
+        TFM_PAR_FOR((n) >= TFM_PAR_MIN / 4, c_,                              \
                     ((n) + per_chunk_ - 1) / per_chunk_,                     \
             uint32_t w[4 * CHUNK_BLOCKS];                                    \
             int64_t e0 = c_ * per_chunk_;                                    \
@@ -181,89 +225,124 @@ philox_words(const stream *s, uint64_t b0, uint32_t *restrict w)
         );                                                                   \
     } while (0)
 
-static const double TWO_PI = 6.283185307179586;
-/* r sin(t) as r cos(t - pi/2): GCC fuses sin(t) and cos(t) into a scalar
- * sincos call, which has no vector version; sin(t) = cos(t - pi/2) keeps
- * both in libmvec (and the pair stays independent normals). */
-static const double HALF_PI = 1.5707963267948966;
-#define HALF_PI_F 1.5707964f
-
 /* ---- normal ------------------------------------------------------------ */
-
-/* Box-Muller on (0, 1] x [0, 1): outputs 2i and 2i+1 of a chunk come
- * from words 2i and 2i+1 (float32), or from block i (float64). */
-static inline void
-box_muller_d(const uint32_t w[4], double *z0, double *z1)
-{
-    double u1 = tfm_u01d(w[0], w[1]) + 0x1.0p-53;
-    double u2 = tfm_u01d(w[2], w[3]);
-    double r = sqrt(-2.0 * log(u1));
-    double t = TWO_PI * u2;
-    *z0 = r * cos(t);
-    *z1 = r * cos(t - HALF_PI);
-}
 
 tfm_code
 tfm_k_random_normal(tfm_op op, tfm_tensor *const *in, int nin,
                     const tfm_attrs *a, tfm_tensor *const *out, int nout,
                     const tfm_kctx *ctx)
 {
-    (void)op; (void)in; (void)nin; (void)nout;
+    (void)op; (void)nout;
+    int64_t n = tfm_tensor_numel(out[0]);
     stream s;
-    tfm_code rc = stream_of(a, &s);
+    tfm_code rc = stream_of(a, in, nin, (uint64_t)n * BLOCKS_PER_OUTPUT,
+                            &s);
     if (rc)
         return rc;
-    int64_t n = tfm_tensor_numel(out[0]);
-    if (out[0]->dtype == TFM_FLOAT32) {
+    if (out[0]->dtype == TFM_FLOAT16) {
+        /* TF: float32 Box-Muller, each draw rounded to half. */
+        uint16_t *o = tfm_tensor_data(out[0]);
+        float mean = h((float)a->f[0]), sd = h((float)a->f[1]);
+        FOR_CHUNKS(n, 4, s, {
+            for (int64_t k = 0; k < len; k += 2) {
+                float z0, z1;
+                tfm_box_muller_f(w[k], w[k + 1], &z0, &z1);
+                o[e0 + k] = affine_h(z0, sd, mean);
+                if (k + 1 < len)
+                    o[e0 + k + 1] = affine_h(z1, sd, mean);
+            }
+        });
+    } else if (out[0]->dtype == TFM_FLOAT32) {
         float *o = tfm_tensor_data(out[0]);
+        /* As TF: the standard sample, times stddev, plus mean, in the
+         * output's dtype. */
         float mean = (float)a->f[0], sd = (float)a->f[1];
         FOR_CHUNKS(n, 4, s, {
-            float z[4 * CHUNK_BLOCKS];
-            _Pragma("omp simd")
-            for (int i = 0; i < 2 * CHUNK_BLOCKS; i++) {
-                float u1 = ((float)(w[2 * i] >> 8) + 1.0f) * 0x1.0p-24f;
-                float u2 = tfm_u01f(w[2 * i + 1]);
-                float r = sqrtf(-2.0f * logf(u1));
-                float t = (float)TWO_PI * u2;
-                z[2 * i] = r * cosf(t);
-                z[2 * i + 1] = r * cosf(t - HALF_PI_F);
+            for (int64_t k = 0; k < len; k += 2) {
+                float z0, z1;
+                tfm_box_muller_f(w[k], w[k + 1], &z0, &z1);
+                o[e0 + k] = z0 * sd + mean;
+                if (k + 1 < len)
+                    o[e0 + k + 1] = z1 * sd + mean;
             }
-            _Pragma("omp simd")
-            for (int64_t k = 0; k < len; k++)
-                o[e0 + k] = mean + sd * z[k];
         });
     } else {
         double *o = tfm_tensor_data(out[0]);
         double mean = a->f[0], sd = a->f[1];
         FOR_CHUNKS(n, 2, s, {
-            double z[2 * CHUNK_BLOCKS];
-            _Pragma("omp simd")
-            for (int i = 0; i < CHUNK_BLOCKS; i++)
-                box_muller_d(w + 4 * i, &z[2 * i], &z[2 * i + 1]);
-            _Pragma("omp simd")
-            for (int64_t k = 0; k < len; k++)
-                o[e0 + k] = mean + sd * z[k];
+            for (int64_t k = 0; k < len; k += 2) {
+                double z0, z1;
+                tfm_box_muller_d(w + 2 * k, &z0, &z1);
+                o[e0 + k] = z0 * sd + mean;
+                if (k + 1 < len)
+                    o[e0 + k + 1] = z1 * sd + mean;
+            }
         });
     }
     return TFM_OK;
 }
 
-/* Element e of a truncated normal tries blocks (attempt << 48 | e) of the
- * stream until one of the block's two draws lies within 2 stddevs (each
- * attempt fails with probability 0.2%), so elements stay independent of
- * each other and of the thread count. */
-static inline double
-truncated_draw(const stream *s, int64_t e)
+/* TF's SingleSampleAdapter: the words of consecutive blocks, one at a
+ * time. */
+typedef struct word_reader {
+    uint64_t key;
+    tfm_philox_ctr ctr;
+    uint32_t w[4];
+    int used;
+} word_reader;
+
+static inline uint32_t
+next_word(word_reader *r)
 {
-    for (uint64_t t = 0;; t++) {
-        uint32_t w[4];
-        double z0, z1;
-        tfm_philox(s->key, (t << 48) | (uint64_t)e, s->id, w);
-        box_muller_d(w, &z0, &z1);
-        if (fabs(z0) <= 2.0)
-            return z0;
-        if (fabs(z1) <= 2.0)
-            return z1;
+    if (r->used == 4) {
+        tfm_philox(r->key, r->ctr, r->w);
+        r->ctr = tfm_philox_ctr_add(r->ctr, 1);
+        r->used = 0;
+    }
+    return r->w[r->used++];
+}
+
+/* Group g of a float32 truncated normal: four draws with |z| < 2. */
+static void
+truncated_group_f(const stream *s, int64_t g, float z[4])
+{
+    word_reader r = {s->key, tfm_philox_ctr_add(s->ctr, (uint64_t)g * 256),
+                     {0}, 4};
+    int got = 0;
+    for (;;) {
+        uint32_t x0 = next_word(&r), x1 = next_word(&r);
+        float f[2];
+        tfm_box_muller_f(x0, x1, &f[0], &f[1]);
+        for (int i = 0; i < 2; i++) {
+            if (fabsf(f[i]) < 2.0f) {
+                z[got++] = f[i];
+                if (got == 4)
+                    return;
+            }
+        }
+    }
+}
+
+/* Group g of a float64 truncated normal: two draws, 128 blocks apart. */
+static void
+truncated_group_d(const stream *s, int64_t g, double z[2])
+{
+    word_reader r = {s->key, tfm_philox_ctr_add(s->ctr, (uint64_t)g * 128),
+                     {0}, 4};
+    int got = 0;
+    for (;;) {
+        uint32_t x[4];
+        for (int i = 0; i < 4; i++)
+            x[i] = next_word(&r);
+        double d[2];
+        tfm_box_muller_d(x, &d[0], &d[1]);
+        for (int i = 0; i < 2; i++) {
+            if (fabs(d[i]) < 2.0) {
+                z[got++] = d[i];
+                if (got == 2)
+                    return;
+            }
+        }
     }
 }
 
@@ -272,22 +351,39 @@ tfm_k_truncated_normal(tfm_op op, tfm_tensor *const *in, int nin,
                        const tfm_attrs *a, tfm_tensor *const *out, int nout,
                        const tfm_kctx *ctx)
 {
-    (void)op; (void)in; (void)nin; (void)nout;
+    (void)op; (void)nout;
+    int64_t n = tfm_tensor_numel(out[0]);
     stream s;
-    tfm_code rc = stream_of(a, &s);
+    tfm_code rc = stream_of(a, in, nin, (uint64_t)n * BLOCKS_PER_OUTPUT,
+                            &s);
     if (rc)
         return rc;
-    int64_t n = tfm_tensor_numel(out[0]);
-    double mean = a->f[0], sd = a->f[1];
-    if (out[0]->dtype == TFM_FLOAT32) {
+    if (out[0]->dtype == TFM_FLOAT16) {
+        uint16_t *o = tfm_tensor_data(out[0]);
+        float mean = h((float)a->f[0]), sd = h((float)a->f[1]);
+        TFM_PAR_FOR(n >= TFM_PAR_MIN / 8, g, (n + 3) / 4,
+            float z[4];
+            truncated_group_f(&s, g, z);
+            for (int64_t k = 0; k < 4 && 4 * g + k < n; k++)
+                o[4 * g + k] = affine_h(z[k], sd, mean);
+        );
+    } else if (out[0]->dtype == TFM_FLOAT32) {
         float *o = tfm_tensor_data(out[0]);
-        TFM_PAR_FOR(n >= TFM_PAR_MIN / 8, e, n,
-            o[e] = (float)(mean + sd * truncated_draw(&s, e));
+        float mean = (float)a->f[0], sd = (float)a->f[1];
+        TFM_PAR_FOR(n >= TFM_PAR_MIN / 8, g, (n + 3) / 4,
+            float z[4];
+            truncated_group_f(&s, g, z);
+            for (int64_t k = 0; k < 4 && 4 * g + k < n; k++)
+                o[4 * g + k] = z[k] * sd + mean;
         );
     } else {
         double *o = tfm_tensor_data(out[0]);
-        TFM_PAR_FOR(n >= TFM_PAR_MIN / 8, e, n,
-            o[e] = mean + sd * truncated_draw(&s, e);
+        double mean = a->f[0], sd = a->f[1];
+        TFM_PAR_FOR(n >= TFM_PAR_MIN / 8, g, (n + 1) / 2,
+            double z[2];
+            truncated_group_d(&s, g, z);
+            for (int64_t k = 0; k < 2 && 2 * g + k < n; k++)
+                o[2 * g + k] = z[k] * sd + mean;
         );
     }
     return TFM_OK;
@@ -300,19 +396,32 @@ tfm_k_random_uniform(tfm_op op, tfm_tensor *const *in, int nin,
                      const tfm_attrs *a, tfm_tensor *const *out, int nout,
                      const tfm_kctx *ctx)
 {
-    (void)op; (void)in; (void)nin; (void)nout;
+    (void)op; (void)nout;
+    int64_t n = tfm_tensor_numel(out[0]);
     stream s;
-    tfm_code rc = stream_of(a, &s);
+    tfm_code rc = stream_of(a, in, nin, (uint64_t)n * BLOCKS_PER_OUTPUT,
+                            &s);
     if (rc)
         return rc;
-    int64_t n = tfm_tensor_numel(out[0]);
-    if (out[0]->dtype == TFM_FLOAT32) {
+    if (out[0]->dtype == TFM_FLOAT16) {
+        /* TF's Uint16ToHalf: ten bits of each word, k / 1024 exactly;
+         * then u * (maxval - minval) + minval in half. */
+        uint16_t *o = tfm_tensor_data(out[0]);
+        float lo = h((float)a->f[0]), span = h(h((float)a->f[1]) - lo);
+        FOR_CHUNKS(n, 4, s, {
+            for (int64_t k = 0; k < len; k++) {
+                float u = (float)(w[k] & 0x3ffu) * 0x1.0p-10f;
+                o[e0 + k] = tfm_float_to_half(h(u * span) + lo);
+            }
+        });
+    } else if (out[0]->dtype == TFM_FLOAT32) {
         float *o = tfm_tensor_data(out[0]);
-        float lo = (float)a->f[0], span = (float)(a->f[1] - a->f[0]);
+        /* As TF: u * (maxval - minval) + minval, all in float32. */
+        float lo = (float)a->f[0], span = (float)a->f[1] - lo;
         FOR_CHUNKS(n, 4, s, {
             _Pragma("omp simd")
             for (int64_t k = 0; k < len; k++)
-                o[e0 + k] = lo + span * tfm_u01f(w[k]);
+                o[e0 + k] = tfm_u32_to_float(w[k]) * span + lo;
         });
     } else {
         double *o = tfm_tensor_data(out[0]);
@@ -320,41 +429,44 @@ tfm_k_random_uniform(tfm_op op, tfm_tensor *const *in, int nin,
         FOR_CHUNKS(n, 2, s, {
             _Pragma("omp simd")
             for (int64_t k = 0; k < len; k++)
-                o[e0 + k] = lo + span * tfm_u01d(w[2 * k], w[2 * k + 1]);
+                o[e0 + k] = tfm_u64_to_double(w[2 * k], w[2 * k + 1]) *
+                            span + lo;
         });
     }
     return TFM_OK;
 }
 
-/* Integers in [lo, hi) as lo + (random % span): the bias of the modulo
- * is below span / 2^32 (int32) or span / 2^64 (int64), as in TF. */
+/* Integers in [lo, hi) as lo + (random % span), as TF (the modulo's bias
+ * is below span / 2^32 or span / 2^64); f[0] != 0 asks for the raw words,
+ * the dtype's whole range (TF's UniformFullIntDistribution). */
 tfm_code
 tfm_k_random_uniform_int(tfm_op op, tfm_tensor *const *in, int nin,
                          const tfm_attrs *a, tfm_tensor *const *out,
                          int nout, const tfm_kctx *ctx)
 {
-    (void)op; (void)in; (void)nin; (void)nout;
+    (void)op; (void)nout;
+    int64_t n = tfm_tensor_numel(out[0]);
     stream s;
-    tfm_code rc = stream_of(a, &s);
+    tfm_code rc = stream_of(a, in, nin, (uint64_t)n * BLOCKS_PER_OUTPUT,
+                            &s);
     if (rc)
         return rc;
-    int64_t n = tfm_tensor_numel(out[0]);
-    uint64_t span = (uint64_t)a->i[5] - (uint64_t)a->i[4];
+    int full = a->f[0] != 0.0;
+    uint64_t span = full ? 0 : (uint64_t)a->i[5] - (uint64_t)a->i[4];
     if (out[0]->dtype == TFM_INT32) {
         int32_t *o = tfm_tensor_data(out[0]);
-        /* sp == 0: the full 2^32 range of int32. */
-        uint32_t lo = (uint32_t)a->i[4], sp = (uint32_t)span;
+        uint32_t lo = full ? 0 : (uint32_t)a->i[4], sp = (uint32_t)span;
         FOR_CHUNKS(n, 4, s, {
             for (int64_t k = 0; k < len; k++)
                 o[e0 + k] = (int32_t)(lo + (sp ? w[k] % sp : w[k]));
         });
     } else {
         int64_t *o = tfm_tensor_data(out[0]);
-        uint64_t lo = (uint64_t)a->i[4];
+        uint64_t lo = full ? 0 : (uint64_t)a->i[4];
         FOR_CHUNKS(n, 2, s, {
             for (int64_t k = 0; k < len; k++) {
-                uint64_t r = ((uint64_t)w[2 * k] << 32) | w[2 * k + 1];
-                o[e0 + k] = (int64_t)(lo + r % span);
+                uint64_t r = w[2 * k] | ((uint64_t)w[2 * k + 1] << 32);
+                o[e0 + k] = (int64_t)(lo + (span ? r % span : r));
             }
         });
     }
@@ -363,8 +475,8 @@ tfm_k_random_uniform_int(tfm_op op, tfm_tensor *const *in, int nin,
 
 /* ---- shuffle ----------------------------------------------------------- */
 
-/* Fisher-Yates over the rows (serial: each swap depends on the last),
- * then the rows are copied in parallel. */
+/* Fisher-Yates over the rows as TF draws it, then the rows are copied in
+ * parallel. */
 tfm_code
 tfm_k_random_shuffle(tfm_op op, tfm_tensor *const *in, int nin,
                      const tfm_attrs *a, tfm_tensor *const *out, int nout,
@@ -378,11 +490,12 @@ tfm_k_random_shuffle(tfm_op op, tfm_tensor *const *in, int nin,
             memcpy(tfm_tensor_data(out[0]), tfm_tensor_data(x), nbytes);
         return TFM_OK;
     }
+    int64_t rows = x->shape.dims[0];
     stream s;
-    tfm_code rc = stream_of(a, &s);
+    /* As TF: rows - 1 words, reserved in whole blocks. */
+    tfm_code rc = stream_of(a, in, 0, ((uint64_t)rows + 2) / 4, &s);
     if (rc)
         return rc;
-    int64_t rows = x->shape.dims[0];
     size_t row_bytes = nbytes / (size_t)rows;
     int64_t *perm = malloc((size_t)rows * sizeof *perm);
     if (!perm)
@@ -391,15 +504,15 @@ tfm_k_random_shuffle(tfm_op op, tfm_tensor *const *in, int nin,
                          (long long)rows);
     for (int64_t i = 0; i < rows; i++)
         perm[i] = i;
-    uint32_t w[4];
-    for (int64_t i = rows - 1; i > 0; i--) {
-        /* Two 64-bit draws per block; draw k of row i is block k / 2. */
-        int64_t k = rows - 1 - i;
-        if ((k & 1) == 0)
-            tfm_philox(s.key, (uint64_t)(k / 2), s.id, w);
-        int h = (int)(k & 1) * 2;
-        uint64_t r = ((uint64_t)w[h] << 32) | w[h + 1];
-        int64_t j = (int64_t)(r % (uint64_t)(i + 1));
+    /* TF's RandomShuffle: row i swaps with i + (word % (rows - i)), one
+     * word each, in order (serial: each swap depends on the last). */
+    word_reader r = {s.key, s.ctr, {0}, 4};
+    for (int64_t i = 0; i < rows - 1; i++) {
+        uint64_t left = (uint64_t)(rows - i);
+        uint64_t w = next_word(&r);
+        if (left > UINT32_MAX)    /* beyond TF's 32-bit draws */
+            w = (w << 32) | next_word(&r);
+        int64_t j = i + (int64_t)(w % left);
         int64_t t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;

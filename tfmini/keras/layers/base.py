@@ -27,6 +27,7 @@ import numpy as np
 
 import tfmini as tf
 from tfmini import trackable as _tracking
+from tfmini._tensor import PLAIN_TENSOR_TYPES as _PLAIN_TENSORS
 
 from .. import backend, constraints, initializers, regularizers
 from ..mixed_precision import policy as _policy
@@ -639,7 +640,7 @@ class Layer(_tracking.Trackable):
         else:
             raise TypeError(f"{type(self).__name__}.__call__() missing its "
                             f"`inputs` argument")
-        if type(inputs) is tf.Tensor:
+        if type(inputs) in _PLAIN_TENSORS:
             # The common case, kept short: a tensor, cast only when it is
             # a float of another precision (Keras' autocast).
             if self._keras_autocast and \
