@@ -316,14 +316,14 @@ def test_hostile_meta_is_data_loss(tmp_path):
 
 # ---- hostile files: each a crash (or worse) before the reader checked it --
 # The files are real models' files, edited field by field through the
-# format codec of saved_model_codec.py and given a fresh checksum: the CRC
-# only catches accidents.
+# codec of tfmini/saved_model/file_format.py and given a fresh checksum:
+# the CRC only catches accidents.
 
 import copy
 import json
 import threading
 
-import saved_model_codec as codec
+from tfmini.saved_model import file_format as codec
 import saved_model_fuzz as fuzz
 
 
@@ -356,7 +356,7 @@ def _edit_meta(model, fn):
 def _write(model, d):
     os.makedirs(d, exist_ok=True)
     with open(_file(d), "wb") as f:
-        f.write(codec.encode(model))
+        f.write(codec.encode(model, wrap=True))
     return str(d)
 
 
