@@ -3,10 +3,11 @@ tests/test_saved_model.py, which runs it in a subprocess so that a crash
 fails a test instead of killing pytest).
 
 Valid files written by small real models are decoded into their fields
-(saved_model_codec.py), mutated as an attacker who knows the format would (counts, dims, dtype codes, op names
-swapped for other ops, extreme attribute ints, node references,
-sub-graph maps, payloads, the JSON meta), re-encoded with a fresh CRC,
-then loaded and every function called. Each case must load and run or
+(tfmini/saved_model/file_format.py), mutated as an attacker who knows
+the format would (counts, dims, dtype codes, op names swapped for other
+ops, extreme attribute ints, node references, sub-graph maps, payloads,
+the JSON meta), re-encoded with a fresh CRC, then loaded and every
+function called. Each case must load and run or
 raise a tfmini error; a crash or hang while loading fails.
 
     python3 tests/saved_model_fuzz.py SEED COUNT MARKS
@@ -28,9 +29,11 @@ import sys
 import tempfile
 import zlib
 
-from saved_model_codec import NO_SHARE, decode, encode, pay_fits
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from tfmini.saved_model.file_format import (  # noqa: E402
+    NO_SHARE, decode, encode, pay_fits)
 
 # ---- models whose files are mutated -----------------------------------------
 
@@ -464,12 +467,13 @@ def mutate(rng, model, ops):
         else:
             # Unstructured: one byte of the encoded body, then decode
             # again where that still parses.
-            b = bytearray(encode(model))
+            b = bytearray(encode(model, wrap=True))
             at = rng.randrange(12, len(b) - 4)
             b[at] = rng.randrange(256)
             try:
                 model.clear()
-                model.update(decode(bytes(b[:-4]) + b"\0\0\0\0"))
+                model.update(decode(bytes(b[:-4]) + b"\0\0\0\0",
+                                    check=False))
             except Exception:
                 model["raw"] = bytes(b[:-4])
             done.append(f"byte {at}")
@@ -482,7 +486,7 @@ def model_bytes(model):
     if "raw" in model:
         b = model["raw"]
         return b + struct.pack("<I", zlib.crc32(b))
-    return encode(model)
+    return encode(model, wrap=True)
 
 
 # ---- calling what was loaded ------------------------------------------------

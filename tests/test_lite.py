@@ -13,7 +13,7 @@ import pytest
 
 import tfmini as tf
 from tfmini import _C
-from tfmini.lite import _format as F
+from tfmini.saved_model import file_format as F
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OPS = {row[0]: k for k, row in enumerate(_C.op_table())}
@@ -90,7 +90,7 @@ def _ops(content):
     model = F.decode(content)
     g = [s[2] for t, s in model["sections"] if t == b"FUNC" and s[2]][0]
     nvars = [len(s) for t, s in model["sections"] if t == b"VARS"]
-    return [n["op"] for n in g["nodes"]], (nvars[0] if nvars else 0)
+    return [n["op"].decode() for n in g["nodes"]], (nvars[0] if nvars else 0)
 
 
 # ---- the converter and the interpreter ----------------------------------

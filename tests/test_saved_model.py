@@ -316,14 +316,14 @@ def test_hostile_meta_is_data_loss(tmp_path):
 
 # ---- hostile files: each a crash (or worse) before the reader checked it --
 # The files are real models' files, edited field by field through the
-# format codec of saved_model_codec.py and given a fresh checksum: the CRC
-# only catches accidents.
+# codec of tfmini/saved_model/file_format.py and given a fresh checksum:
+# the CRC only catches accidents.
 
 import copy
 import json
 import threading
 
-import saved_model_codec as codec
+from tfmini.saved_model import file_format as codec
 import saved_model_fuzz as fuzz
 
 
@@ -356,7 +356,7 @@ def _edit_meta(model, fn):
 def _write(model, d):
     os.makedirs(d, exist_ok=True)
     with open(_file(d), "wb") as f:
-        f.write(codec.encode(model))
+        f.write(codec.encode(model, wrap=True))
     return str(d)
 
 
@@ -370,6 +370,35 @@ def _neg(src, meta):
 def test_codec_round_trips_real_files(models):
     for m in models.values():
         assert codec.decode(codec.encode(m)) == m
+
+
+def test_codec_strict_by_default_and_lenient_for_fuzzing(models):
+    m = copy.deepcopy(models["dense"])
+    g = _graph(m, "pick")
+    data = codec.encode(m)
+    with pytest.raises(codec.FormatError, match="CRC mismatch"):
+        codec.decode(data[:-4] + b"\0\0\0\0")
+    assert codec.decode(data[:-4] + b"\0\0\0\0", check=False) == m
+    with pytest.raises(codec.FormatError, match="bad magic"):
+        codec.decode(b"x" + data[1:])
+    # The converter must not write a field it cannot hold, nor a str op
+    # name (op names are bytes, as stored); the fuzzer wraps on purpose.
+    n = g["nodes"][0]
+    dtype = n["out"][0][0]
+    n["out"][0][0] = 256
+    with pytest.raises(codec.FormatError, match="does not fit"):
+        codec.encode(m)
+    wrapped = _graph(codec.decode(codec.encode(m, wrap=True)), "pick")
+    assert wrapped["nodes"][0]["out"][0][0] == 0      # 256 mod 2**8
+    n["out"][0][0] = dtype
+    op, n["op"] = n["op"], n["op"].decode()
+    with pytest.raises(codec.FormatError, match="bytes, got str"):
+        codec.encode(m)
+    n["op"], n["kind"], n["pay"] = op, codec.K_VAR, b"junk"
+    with pytest.raises(codec.FormatError, match="does not fit payload kind"):
+        codec.encode(m)
+    back = codec.decode(codec.encode(m, wrap=True))
+    assert _graph(back, "pick")["nodes"][0]["pay"] == 0
 
 
 def test_print_or_assert_outputs_are_corrupt(models, tmp_path):

@@ -13,12 +13,12 @@ import json
 
 import numpy as np
 
-from . import _format as F
+from ..saved_model import file_format as F
 from . import _graph as G
 
 MIN_ELEMENTS = 1024     # TF Lite's dynamic-range default threshold
-_FC = "BatchMatMulV2"
-_CONV = "Conv2D"
+_FC = b"BatchMatMulV2"
+_CONV = b"Conv2D"
 
 
 def quantize_weights(w):
@@ -101,10 +101,10 @@ def dynamic_range(g, variables):
         ws = em.add(G.const_node(base + b"/scale", s))
         x = em.ref(node["in"][0])
         if node["op"] == _FC:
-            new = G.op_node("HybridFullyConnected", node["name"],
+            new = G.op_node(b"HybridFullyConnected", node["name"],
                             [x, [wq, 0], [ws, 0]], node["out"][0])
         else:
-            deq = em.add(G.op_node("Dequantize", base + b"/dequantize",
+            deq = em.add(G.op_node(b"Dequantize", base + b"/dequantize",
                                    [[wq, 0], [ws, 0]], [7, list(q.shape)]))
             new = dict(node)
             new["in"] = [x, [deq, 0]]
@@ -132,7 +132,7 @@ def _chains(g, variables):
         c = hit[1].shape[-1]
         nxt = users.get(end, [])
         if uses[end] == 1 and len(nxt) == 1 and \
-                g["nodes"][nxt[0]]["op"] in ("AddV2", "BiasAdd"):
+                g["nodes"][nxt[0]]["op"] in (b"AddV2", b"BiasAdd"):
             add = g["nodes"][nxt[0]]
             other = [e for e in add["in"] if e[0] != end]
             if len(other) == 1:
@@ -141,8 +141,8 @@ def _chains(g, variables):
                     end, bias = nxt[0], b
         nxt = users.get(end, [])
         if uses[end] == 1 and len(nxt) == 1 and \
-                g["nodes"][nxt[0]]["op"] in ("Relu", "Relu6"):
-            act = 1 if g["nodes"][nxt[0]]["op"] == "Relu" else 2
+                g["nodes"][nxt[0]]["op"] in (b"Relu", b"Relu6"):
+            act = 1 if g["nodes"][nxt[0]]["op"] == b"Relu" else 2
             end = nxt[0]
         out.append((k, hit[1], bias, act, end))
     return out
@@ -183,7 +183,7 @@ def full_integer(g, variables, representative_dataset, n_inputs):
         q, ws = quantize_weights(w)
         base = fnode["name"] + b"/quantized"
         xmeta = g["nodes"][xin[0]]["out"][xin[1]]
-        qx = em.add(G.op_node("Quantize", base + b"/input", [em.ref(xin)],
+        qx = em.add(G.op_node(b"Quantize", base + b"/input", [em.ref(xin)],
                               [1, list(xmeta[1])],
                               F.new_attrs(i=[0, z_in], f=[s_in])))
         ins = [[qx, 0], [em.add(G.const_node(base + b"/weights", q)), 0],
@@ -197,11 +197,11 @@ def full_integer(g, variables, representative_dataset, n_inputs):
         qa["i"] = [fnode["attrs"]["i"][0], z_in, z_out, act, 0, 0]
         qa["f"] = [s_in, s_out, 0.0, 0.0]
         qa["dtype"] = 0
-        op = "QuantizedFullyConnected" if fnode["op"] == _FC else \
-            "QuantizedConv2D"
+        op = b"QuantizedFullyConnected" if fnode["op"] == _FC else \
+            b"QuantizedConv2D"
         qy = em.add(G.op_node(op, base, ins, [1, shape], qa))
         em.remap[k] = em.add(G.op_node(
-            "Dequantize", node["name"], [[qy, 0]], [7, shape],
+            b"Dequantize", node["name"], [[qy, 0]], [7, shape],
             F.new_attrs(i=[0, z_out], f=[s_out])))
     em.finish()
     return len(chains)

@@ -1,21 +1,22 @@
-"""Graph editing over decoded saved-model graphs (_format): node
+"""Graph editing over decoded saved-model graphs (file_format): node
 construction, consumers, dead-node removal, and an eager evaluator that
 runs a graph node by node through the op table (the converter's
 calibration needs every intermediate value)."""
 import numpy as np
 
 from .. import _C
-from . import _format as F
+from ..saved_model import file_format as F
 
 _TABLE = _C.op_table()
-OP_IDS = {row[0]: k for k, row in enumerate(_TABLE)}
+# Keyed by bytes: op names in decoded graphs are bytes, as stored.
+OP_IDS = {row[0].encode(): k for k, row in enumerate(_TABLE)}
 _STATEFUL, _SOURCE = 1 << 3, 1 << 7
 
 
 def const_node(name, value):
     value = np.ascontiguousarray(value)
     code = F.CODES[value.dtype]
-    return {"op": "Const", "name": name, "site": b"", "in": [], "ctrl": [],
+    return {"op": b"Const", "name": name, "site": b"", "in": [], "ctrl": [],
             "attrs": F.new_attrs(ints=value.shape, dtype=code),
             "out": [[code, list(value.shape)]], "kind": F.K_CONST,
             "pay": F.tensor_of(value)}
@@ -76,7 +77,7 @@ def weight_value(node, variables):
     None (anything computed)."""
     if node["kind"] == F.K_CONST:
         v = F.tensor_value(node["pay"])
-    elif node["kind"] == F.K_VAR and node["op"] == "ReadVariableOp":
+    elif node["kind"] == F.K_VAR and node["op"] == b"ReadVariableOp":
         v = F.tensor_value(variables[node["pay"]]["value"])
     else:
         return None
@@ -90,7 +91,7 @@ def evaluate(g, variables, feeds, want):
     vals, got, ph = {}, {}, 0
     for k, node in enumerate(g["nodes"]):
         op = node["op"]
-        if op == "Placeholder":
+        if op == b"Placeholder":
             outs = [constant(feeds[ph])]
             ph += 1
         elif node["kind"] == F.K_CONST:
@@ -102,7 +103,8 @@ def evaluate(g, variables, feeds, want):
             if op not in OP_IDS or _TABLE[OP_IDS[op]][3] & (1 << 6):
                 raise NotImplementedError(
                     f"tf.lite: calibration runs the graph op by op and "
-                    f"cannot run {op!r} (node {node['name'].decode()!r}); "
+                    f"cannot run {op.decode(errors='replace')!r} (node "
+                    f"{node['name'].decode(errors='replace')!r}); "
                     f"full-integer quantization supports graphs without "
                     f"control flow or stateful ops")
             a = node["attrs"]

@@ -7,7 +7,7 @@ import tempfile
 
 import numpy as np
 
-from . import _format as F
+from ..saved_model import file_format as F
 
 _NP = {"float32": np.float32, "float64": np.float64, "int8": np.int8,
        "uint8": np.uint8, "int16": np.int16, "int32": np.int32,

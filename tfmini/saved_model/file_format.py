@@ -1,7 +1,17 @@
 """The saved-model file (Note [Saved model file] in
-csrc/graph/saved_model.h) as Python dicts and lists, read and written
-field by field: the converter rewrites graphs and variables in it. The
-C reader still checks everything when the result is loaded."""
+csrc/graph/saved_model.h) as Python dicts and lists: decode() a file's
+bytes into its fields, encode() them back with a fresh CRC. The int8
+converter (tfmini/lite/) rewrites graphs and variables through it; tests
+edit files field by field through it as an attacker would
+(tests/saved_model_fuzz.py). The C reader still checks everything when
+a result is loaded, so this codec checks only what it needs to parse.
+
+Every string field (op, node, graph and function names, sites, texts) is
+bytes, as stored: an op name an attacker wrote need not be UTF-8, and a
+decode/encode round trip is exact. A model is {"version", "sections"},
+each section [tag, body]: VARS a list of variable dicts, FUNC
+[name, share, graph or None], any other tag (META's JSON included) its
+raw bytes."""
 import struct
 import zlib
 
@@ -22,8 +32,8 @@ class FormatError(ValueError):
 
 
 class _Reader:
-    def __init__(self, b):
-        self.b, self.p = b, 0
+    def __init__(self, b, check):
+        self.b, self.p, self.check = b, 0, check
 
     def take(self, n):
         v = self.b[self.p:self.p + n]
@@ -69,8 +79,7 @@ class _Reader:
         return {"name": name, "nodes": nodes, "outs": outs}
 
     def node(self):
-        n = {"op": self.str().decode(), "name": self.str(),
-             "site": self.str()}
+        n = {"op": self.str(), "name": self.str(), "site": self.str()}
         n["in"] = [[self.u32(), self.u32()] for _ in range(self.u32())]
         n["ctrl"] = [self.u32() for _ in range(self.u32())]
         n["attrs"] = self.attrs()
@@ -87,19 +96,21 @@ class _Reader:
             for _ in range(2):
                 m = [self.u32() for _ in range(self.u32())]
                 n["pay"].append([m, self.graph()])
-        elif kind != K_NONE:
+        elif kind != K_NONE and self.check:
             raise FormatError(f"unknown payload kind {kind}")
         return n
 
 
-def decode(b):
-    """bytes of a saved_model.tfm -> {"version", "sections": [[tag, x]]}."""
+def decode(b, check=True):
+    """bytes of a saved_model.tfm -> {"version", "sections": [[tag, x]]}.
+    check=False skips the CRC and reads an unknown payload kind as no
+    payload: for tests that re-read bytes they damaged on purpose."""
     b = bytes(b)
     if len(b) < 16 or b[:8] != MAGIC:
         raise FormatError("not a tfmini saved model (bad magic)")
-    if struct.unpack("<I", b[-4:])[0] != zlib.crc32(b[:-4]):
+    if check and struct.unpack("<I", b[-4:])[0] != zlib.crc32(b[:-4]):
         raise FormatError("saved model file is corrupt (CRC mismatch)")
-    r = _Reader(b[:-4])
+    r = _Reader(b[:-4], check)
     r.p = 8
     model = {"version": r.u32(), "sections": []}
     while r.p < len(r.b):
@@ -117,31 +128,73 @@ def decode(b):
             name, share = r.str(), r.u32()
             sec = [name, share, r.graph() if share == NO_SHARE else None]
         else:
-            sec = r.take(end - r.p)
+            sec = r.take(n)
         if r.p != end:
             raise FormatError(f"section {tag!r} has the wrong length")
         model["sections"].append([tag, sec])
     return model
 
 
+def pay_fits(kind, pay):
+    """Whether pay has the form of payload kind (fuzz mutations change
+    kinds without changing payloads)."""
+    if kind == K_CONST:
+        return isinstance(pay, list) and len(pay) == 2 and \
+            isinstance(pay[1], bytes)
+    if kind == K_VAR:
+        return isinstance(pay, int)
+    if kind == K_TEXTS:
+        return isinstance(pay, list) and all(isinstance(x, bytes)
+                                             for x in pay)
+    if kind == K_GRAPHS:
+        return isinstance(pay, list) and len(pay) == 2 and all(
+            isinstance(x, list) and len(x) == 2 and isinstance(x[1], dict)
+            for x in pay)
+    return True
+
+
+def _placeholder(kind):
+    """The smallest payload of a kind, for wrap mode's misfit payloads."""
+    return {K_CONST: [[7, []], b"\0" * 4], K_VAR: 0, K_TEXTS: [],
+            K_GRAPHS: [[[], {"name": b"g", "nodes": [], "outs": []}]] * 2
+            }[kind]
+
+
 class _Writer:
-    def __init__(self):
-        self.parts = []
+    def __init__(self, wrap):
+        self.parts, self.wrap = [], wrap
 
     def raw(self, b):
         self.parts.append(bytes(b))
 
+    def _int(self, form, v):
+        if self.wrap:
+            # Fuzzing writes out-of-range counts and dims on purpose: the
+            # file holds them modulo the field's width.
+            v &= (1 << (8 * struct.calcsize(form))) - 1
+            form = form.upper()
+        try:
+            self.raw(struct.pack(form, v))
+        except struct.error:
+            raise FormatError(f"{v!r} does not fit a {form!r} field of "
+                              f"the saved model file") from None
+
     def u8(self, v):
-        self.raw([v])
+        self._int("<B", v)
 
     def u32(self, v):
-        self.raw(struct.pack("<I", v))
+        self._int("<I", v)
 
     def i64(self, v):
-        self.raw(struct.pack("<q", v))
+        self._int("<q", v)
+
+    def f64(self, v):
+        self.raw(struct.pack("<d", v))
 
     def str(self, s):
-        s = s.encode() if isinstance(s, str) else s
+        if not isinstance(s, (bytes, bytearray)):
+            raise FormatError(f"string fields of the saved model file are "
+                              f"bytes, got {type(s).__name__} {s!r}")
         self.u32(len(s))
         self.raw(s)
 
@@ -158,6 +211,16 @@ class _Writer:
         self.meta(t[0])
         self.i64(len(t[1]))
         self.raw(t[1])
+
+    def attrs(self, a):
+        self.u32(len(a["ints"]))
+        for v in a["ints"]:
+            self.i64(v)
+        for v in a["i"]:
+            self.i64(v)
+        for v in a["f"]:
+            self.f64(v)
+        self.u8(a["dtype"])
 
     def graph(self, g):
         self.str(g["name"])
@@ -180,20 +243,22 @@ class _Writer:
         self.u32(len(n["ctrl"]))
         for c in n["ctrl"]:
             self.u32(c)
-        a = n["attrs"]
-        self.u32(len(a["ints"]))
-        for v in a["ints"]:
-            self.i64(v)
-        for v in a["i"]:
-            self.i64(v)
-        for v in a["f"]:
-            self.raw(struct.pack("<d", v))
-        self.u8(a["dtype"])
+        self.attrs(n["attrs"])
         self.u32(len(n["out"]))
         for m in n["out"]:
             self.meta(m)
         kind, pay = n["kind"], n.get("pay")
         self.u8(kind)
+        if kind in (K_CONST, K_VAR, K_TEXTS, K_GRAPHS) and \
+                not pay_fits(kind, pay):
+            if not self.wrap:
+                raise FormatError(f"node {n['name']!r}: payload {pay!r:.60}"
+                                  f" does not fit payload kind {kind}")
+            pay = _placeholder(kind)
+        elif kind not in (K_NONE, K_CONST, K_VAR, K_TEXTS, K_GRAPHS) and \
+                not self.wrap:
+            raise FormatError(f"node {n['name']!r}: unknown payload kind "
+                              f"{kind}")
         if kind == K_CONST:
             self.tensor(pay)
         elif kind == K_VAR:
@@ -213,12 +278,16 @@ class _Writer:
         return b"".join(self.parts)
 
 
-def encode(model):
-    w = _Writer()
+def encode(model, wrap=False):
+    """The model dict -> file bytes with a fresh CRC. Out-of-range
+    integers and payloads unfit for their kind raise FormatError; with
+    wrap=True (fuzzing) integers are written modulo their field's width
+    and a misfit payload becomes the smallest one of its kind."""
+    w = _Writer(wrap)
     w.raw(MAGIC)
     w.u32(model["version"])
     for tag, sec in model["sections"]:
-        body = _Writer()
+        body = _Writer(wrap)
         if tag == b"VARS":
             body.u32(len(sec))
             for v in sec:
