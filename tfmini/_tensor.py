@@ -23,7 +23,9 @@ def _numpy_text(t, is_repr):
     repr NumPy's repr, except that a scalar shows as the Python value
     (repr(a.item()): numpy=6.0, not numpy=np.float32(6.0))."""
     a = t.numpy()
-    if is_repr:
+    if isinstance(a, bytes):            # a string scalar: TF's b'...'
+        text = repr(a)
+    elif is_repr:
         text = repr(a.item()) if np.ndim(a) == 0 else repr(a)
     else:
         text = str(a)

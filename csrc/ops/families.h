@@ -10,5 +10,6 @@
 #include "reduce.h"
 #include "shape.h"
 #include "state.h"
+#include "string_ops.h"
 
 #endif
