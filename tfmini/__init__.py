@@ -24,7 +24,7 @@ from .function import *  # noqa: E402,F401,F403
 from .name_scopes import name_scope  # noqa: E402,F401
 from .module import Module  # noqa: E402,F401
 from . import math, nn, linalg, random, data, autograph  # noqa: E402,F401
-from . import io, image, types  # noqa: E402,F401
+from . import io, image, strings, types  # noqa: E402,F401
 from .ops.script_ops import numpy_function, py_function  # noqa: E402,F401
 from . import train  # noqa: E402,F401
 from . import debugging, nest  # noqa: E402,F401

@@ -186,7 +186,7 @@ tfm_infer_as_string(tfm_op op, const tfm_meta *in, int nin,
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: cannot select "
                          "both scientific and shortest notation",
                          tfm_ops[op].name);
-    if (a->i[0] > 100 || a->i[3] > 1000)
+    if (a->i[0] < -1 || a->i[0] > 100 || a->i[3] < -1 || a->i[3] > 1000)
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: precision %lld or "
                          "width %lld is too large", tfm_ops[op].name,
                          (long long)a->i[0], (long long)a->i[3]);
@@ -334,6 +334,21 @@ tfm_infer_decode_raw(tfm_op op, const tfm_meta *in, int nin,
     tfm_shape s = in[0].shape;
     s.dims[s.ndim++] = a->i[5] >= 0 ? a->i[5] : -1;
     return one(a->dtype, &s, out, nout);
+}
+
+tfm_code
+tfm_infer_string_format(tfm_op op, const tfm_meta *in, int nin,
+                        const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)a;
+    if (nin < 2)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s needs a template "
+                         "and a placeholder", tfm_ops[op].name);
+    tfm_code rc = want_scalar(op, &in[0], "template");
+    if (!rc)
+        rc = want_scalar(op, &in[1], "placeholder");
+    tfm_shape s = {0};
+    return rc ? rc : one(TFM_STRING, &s, out, nout);
 }
 
 int

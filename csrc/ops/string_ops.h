@@ -20,7 +20,14 @@ TFM_STRING_INFER(tfm_infer_string_split)
 TFM_STRING_INFER(tfm_infer_unicode_decode)
 TFM_STRING_INFER(tfm_infer_unicode_encode)
 TFM_STRING_INFER(tfm_infer_decode_raw)
+TFM_STRING_INFER(tfm_infer_string_format)
 #undef TFM_STRING_INFER
+
+/* StringFormat's kernel (string_format.c): it formats with tf.print's
+ * formatter (state.c), so it lives beside it in the ops layer. */
+tfm_code tfm_k_string_format(tfm_op op, tfm_tensor *const *in, int nin,
+                             const tfm_attrs *a, tfm_tensor *const *out,
+                             int nout, const tfm_kctx *ctx);
 
 /* Whether op may see or make string tensors: the string family, Equal
  * and NotEqual, the copy ops (their kernels move elements by size,

@@ -140,6 +140,22 @@ strings_from_py(PyObject *o, int from_list)
         }
         return NULL;
     }
+    if (from_list) {
+        /* An object array stops at ragged nesting (its items are then
+         * lists): the depth of the first leaf must be the rank. */
+        int depth = 0;
+        for (PyObject *p = o; PyList_Check(p) || PyTuple_Check(p); depth++) {
+            if (Py_SIZE(p) == 0)
+                break;
+            p = PyList_Check(p) ? PyList_GET_ITEM(p, 0)
+                                : PyTuple_GET_ITEM(p, 0);
+        }
+        if (depth > PyArray_NDIM(src)) {
+            PyErr_SetString(PyExc_ValueError, "Can't convert "
+                            "non-rectangular Python sequence to Tensor.");
+            goto done;
+        }
+    }
     if (PyArray_NDIM(src) > TFM_MAX_DIMS) {
         PyErr_Format(PyExc_ValueError, "tensors have at most %d dims, got "
                      "%d", TFM_MAX_DIMS, PyArray_NDIM(src));
@@ -396,6 +412,8 @@ from_array(PyObject *o, int dtype, int source, int how)
     if (strings || dtype == TFM_STRING) {
         if (!strings || (dtype >= 0 && dtype != TFM_STRING))
             return raise_convert(o, dtype);
+        if (source == FROM_LIST && has_non_string_leaf(o))
+            return raise_mixed();
         return strings_from_py(o, source == FROM_LIST);
     }
     PyObject *src = PyArray_FromAny(o, NULL, 0, 0, 0, NULL);
