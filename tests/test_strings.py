@@ -97,6 +97,11 @@ def test_numeric_ops_refuse_strings_by_name():
         tf.reduce_sum(t)
 
 
+def test_tf_print_shows_strings(capfd):
+    tf.print(tf.constant(["a", "b\n"]), tf.constant("bare"))
+    assert '["a" "b\\n"] bare' in capfd.readouterr().err
+
+
 def test_print_and_format():
     assert tf.strings.format("tensor: {}, suffix",
                              tf.range(5)).numpy() == \
@@ -227,6 +232,46 @@ def test_split_and_bytes_split():
     assert tf.strings.bytes_split("hello").numpy().tolist() == [
         b"h", b"e", b"l", b"l", b"o"]
     assert rows(tf.strings.bytes_split(["ab", ""])) == [[b"a", b"b"], []]
+
+
+class _FakeRagged:
+    """Just what string_ops asks of tf.RaggedTensor (from_row_splits,
+    values, row_splits, flat_values), for builds without tfmini/ragged."""
+
+    def __init__(self, values, row_splits):
+        self.values, self.row_splits = values, row_splits
+        self.flat_values = getattr(values, "flat_values", values)
+
+    @classmethod
+    def from_row_splits(cls, values, row_splits, name=None, validate=True):
+        return cls(values, row_splits)
+
+    def to_list(self):
+        inner = (self.values.to_list() if isinstance(self.values, _FakeRagged)
+                 else self.values.numpy().tolist())
+        s = self.row_splits.numpy().tolist()
+        return [inner[a:b] for a, b in zip(s, s[1:])]
+
+
+def test_ragged_results_nest_as_tf(monkeypatch):
+    if not RAGGED:
+        monkeypatch.setattr(tf, "RaggedTensor", _FakeRagged, raising=False)
+    got = tf.strings.split(tf.constant([["a b", "c"], ["", "d e f"]]))
+    assert got.to_list() == [[[b"a", b"b"], [b"c"]], [[], [b"d", b"e",
+                                                        b"f"]]]
+    chars = tf.strings.unicode_decode(["hé", "", "😊"], "UTF-8")
+    assert chars.to_list() == [[104, 233], [], [128522]]
+    assert tf.strings.unicode_encode(chars, "UTF-8").numpy().tolist() == [
+        "hé".encode(), b"", "😊".encode()]
+
+
+def test_without_ragged_a_pair(monkeypatch):
+    monkeypatch.delattr(tf, "RaggedTensor", raising=False)
+    values, splits = tf.strings.split(["a b", "c"])
+    assert values.numpy().tolist() == [b"a", b"b", b"c"]
+    assert splits.numpy().tolist() == [0, 2, 3]
+    with pytest.raises(NotImplementedError, match="RaggedTensor"):
+        tf.strings.split([["a"]])
 
 
 # ---- the Unicode strings guide -------------------------------------------

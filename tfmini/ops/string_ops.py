@@ -105,8 +105,9 @@ def _ragged_result(x, run):
     rt = _ragged_class()
     if rt is None:
         raise NotImplementedError(
-            "a ragged result of rank > 2 needs tf.RaggedTensor; call "
-            "_ragged_or_pair on a 1-D input instead")
+            f"a rank-{len(dims)} input gives a ragged tensor of rank "
+            f"{len(dims) + 1}, which needs tf.RaggedTensor (not in this "
+            f"build); split a 1-D input to get (values, row_splits)")
     out = rt.from_row_splits(values, splits, validate=False)
     rows = int(np.prod(dims))
     for d in reversed(dims[1:]):
