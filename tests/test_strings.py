@@ -287,6 +287,30 @@ def test_unicode_guide_decode_encode():
     assert back.numpy() == text_utf8.numpy()
 
 
+def test_unicode_guide_encodings_and_offsets():
+    text_utf8 = tf.constant("语言处理")
+    text_utf16be = tf.constant("语言处理".encode("UTF-16-BE"))
+    got = tf.strings.unicode_transcode(text_utf8, input_encoding="UTF8",
+                                       output_encoding="UTF-16-BE")
+    assert got.numpy() == text_utf16be.numpy()
+    assert got.numpy() == b"\x8b\xed\x8a\x00Y\x04t\x06"
+    chars = tf.strings.unicode_decode(text_utf16be, "UTF-16-BE")
+    assert chars.numpy().tolist() == [35821, 35328, 22788, 29702]
+    emoji = "😊x"
+    for enc in ("UTF-16-BE", "UTF-32-BE"):
+        b = tf.strings.unicode_encode([ord(c) for c in emoji], enc)
+        assert b.numpy() == emoji.encode(enc)
+        assert tf.strings.unicode_decode(b, enc).numpy().tolist() == [
+            ord(c) for c in emoji]
+    codepoints, offsets = tf.strings.unicode_decode_with_offsets(
+        "🎈🎉🎊", "UTF-8")
+    assert codepoints.numpy().tolist() == [127880, 127881, 127882]
+    assert offsets.numpy().tolist() == [0, 4, 8]
+    assert offsets.dtype == tf.int64
+    with pytest.raises(NotImplementedError, match="UTF-16-BE"):
+        tf.strings.unicode_decode("a", "latin-1")
+
+
 def test_unicode_guide_batch():
     batch_utf8 = [s.encode("UTF-8") for s in
                   ["hÃllo", "What is the weather tomorrow", "Göödnight",
@@ -319,7 +343,7 @@ def test_unicode_split_and_errors():
     with pytest.raises(tf.errors.InvalidArgumentError, match="UnicodeDecode"):
         tf.strings.unicode_decode(bad, "UTF-8", errors="strict")
     with pytest.raises(NotImplementedError, match="UTF-8"):
-        tf.strings.unicode_decode("a", "UTF-16-BE")
+        tf.strings.unicode_split("a", "UTF-16-BE")
     with pytest.raises(tf.errors.InvalidArgumentError, match="strict"):
         tf.strings.unicode_encode([0x110000], "UTF-8", errors="strict")
     assert tf.strings.unicode_encode([0x110000], "UTF-8").numpy() == \

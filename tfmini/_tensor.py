@@ -112,7 +112,8 @@ class Tensor(_C.TensorBase):
             raise ValueError("A tf.Tensor cannot be viewed as a NumPy array "
                              "without a copy (tensors are immutable); use "
                              "np.asarray(t) or memoryview(t)")
-        a = np.asarray(self.numpy())        # rank 0: numpy() is a scalar
+        a = self.numpy()                    # rank 0: numpy() is a scalar
+        a = np.asarray(a, dtype=object if isinstance(a, bytes) else None)
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __bool__(self):

@@ -283,7 +283,17 @@ tfm_infer_unicode_decode(tfm_op op, const tfm_meta *in, int nin,
     if (!rc && (a->i[0] < 0 || a->i[0] > 2))
         rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: errors must be "
                        "'replace', 'ignore' or 'strict'", tfm_ops[op].name);
-    return rc ? rc : ragged(&in[0], a, TFM_INT32, 1, out, nout);
+    if (!rc && (a->i[3] < 0 || a->i[3] > 2))
+        rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: the encoding must "
+                       "be UTF-8, UTF-16-BE or UTF-32-BE", tfm_ops[op].name);
+    if (!rc)
+        rc = ragged(&in[0], a, TFM_INT32, 1, out, nout);
+    if (!rc && op == TFM_OP_UNICODE_DECODE_WITH_OFFSETS) {
+        out[2].dtype = TFM_INT64;
+        out[2].shape = out[1].shape;
+        *nout = 3;
+    }
+    return rc;
 }
 
 tfm_code
@@ -308,6 +318,9 @@ tfm_infer_unicode_encode(tfm_op op, const tfm_meta *in, int nin,
     if (!rc && (a->i[0] < 0 || a->i[0] > 2))
         rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: errors must be "
                        "'replace', 'ignore' or 'strict'", tfm_ops[op].name);
+    if (!rc && (a->i[3] < 0 || a->i[3] > 2))
+        rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: the encoding must "
+                       "be UTF-8, UTF-16-BE or UTF-32-BE", tfm_ops[op].name);
     if (rc)
         return rc;
     tfm_shape s = {1, {in[1].shape.dims[0] < 0 ? -1

@@ -20,7 +20,8 @@ _NAMESPACES = {
                 "regex_replace", "regex_full_match", "to_number",
                 "as_string", "format", "reduce_join", "to_hash_bucket_fast",
                 "split", "bytes_split", "unicode_decode", "unicode_encode",
-                "unicode_split"],
+                "unicode_split", "unicode_decode_with_offsets",
+                "unicode_transcode"],
 }
 
 _UNITS = {"BYTE": 0, "UTF8_CHAR": 1}
@@ -62,11 +63,23 @@ def _errors_mode(errors, op):
     return _ERRORS[errors]
 
 
-def _utf8(encoding, op):
-    if str(encoding).upper().replace("-", "") != "UTF8":
+_ENCODINGS = {"UTF8": 0, "UTF16BE": 1, "UTF32BE": 2}
+
+
+def _encoding(encoding, op):
+    """TF's encoding name -> the ops' code (i[3])."""
+    key = str(encoding).upper().replace("-", "").replace("_", "")
+    if key not in _ENCODINGS:
         raise NotImplementedError(
-            f"{op}: tfmini decodes and encodes UTF-8 only, got "
-            f"{encoding!r}")
+            f"{op}: tfmini supports the encodings UTF-8, UTF-16-BE and "
+            f"UTF-32-BE, got {encoding!r}")
+    return _ENCODINGS[key]
+
+
+def _utf8(encoding, op):
+    if _encoding(encoding, op) != 0:
+        raise NotImplementedError(
+            f"{op}: tfmini splits UTF-8 only, got {encoding!r}")
 
 
 def _is_ragged(x):
@@ -302,20 +315,49 @@ def unicode_decode(input, input_encoding, errors="replace",
                    replacement_char=65533, replace_control_characters=False,
                    name=None):
     """Each string's code points (int32)."""
-    _utf8(input_encoding, "unicode_decode")
+    enc = _encoding(input_encoding, "unicode_decode")
     x = _s(input, "unicode_decode")
     i = [_errors_mode(errors, "unicode_decode"), int(replacement_char),
-         int(bool(replace_control_characters))]
+         int(bool(replace_control_characters)), enc]
     return _ragged_result(x, lambda f: _values_and_row_splits(
         "UnicodeDecode", f, None, i))
+
+
+def unicode_decode_with_offsets(input, input_encoding, errors="replace",
+                                replacement_char=65533,
+                                replace_control_characters=False,
+                                name=None):
+    """unicode_decode, and where each character starts (its byte offset
+    in its string), both shaped alike."""
+    enc = _encoding(input_encoding, "unicode_decode_with_offsets")
+    x = _s(input, "unicode_decode_with_offsets")
+    i = [_errors_mode(errors, "unicode_decode_with_offsets"),
+         int(replacement_char), int(bool(replace_control_characters)), enc,
+         0, -1]
+    offsets = []
+
+    def run(f):
+        splits, values, starts = _C.call(
+            _op("UnicodeDecodeWithOffsets"), (f,), None, i)
+        offsets.append((starts, splits))
+        return values, splits
+
+    chars = _ragged_result(x, run)
+    starts, splits = offsets[0]
+    dims = x._shape_tuple
+    if len(dims) == 0:
+        return chars, starts
+    if len(dims) == 1:
+        return chars, _ragged_or_pair(starts, splits)
+    return chars, _ragged_result(x, lambda f: (starts, splits))
 
 
 def unicode_encode(input, output_encoding, errors="replace",
                    replacement_char=65533, name=None):
     """Code points (int32) encoded as UTF-8: the last dim (ragged or not)
     becomes one string."""
-    _utf8(output_encoding, "unicode_encode")
-    i = [_errors_mode(errors, "unicode_encode"), int(replacement_char)]
+    i = [_errors_mode(errors, "unicode_encode"), int(replacement_char), 0,
+         _encoding(output_encoding, "unicode_encode")]
     from .array_ops import reshape
     if _is_ragged(input):
         values = _t(input.values)
@@ -345,3 +387,27 @@ def unicode_encode(input, output_encoding, errors="replace",
                 if dims[-1] else np.zeros(n + 1, np.int64))
     out = _C.call(_op("UnicodeEncode"), (reshape(x, [-1]), splits), None, i)
     return reshape(out, list(dims[:-1]))
+
+
+def unicode_transcode(input, input_encoding, output_encoding,
+                      errors="replace", replacement_char=65533,
+                      replace_control_characters=False, name=None):
+    """Each string re-encoded: decoded from input_encoding, encoded in
+    output_encoding."""
+    from .array_ops import reshape
+    x = _s(input, "unicode_transcode")
+    dims = x._shape_tuple
+    if any(d is None for d in dims):
+        raise ValueError(f"unicode_transcode: tfmini needs a static shape, "
+                         f"got {dims}")
+    flat = reshape(x, [-1])
+    values, splits = _values_and_row_splits(
+        "UnicodeDecode", flat, None,
+        [_errors_mode(errors, "unicode_transcode"), int(replacement_char),
+         int(bool(replace_control_characters)),
+         _encoding(input_encoding, "unicode_transcode")])
+    out = _C.call(_op("UnicodeEncode"), (values, splits), None,
+                  [_errors_mode(errors, "unicode_transcode"),
+                   int(replacement_char), 0,
+                   _encoding(output_encoding, "unicode_transcode")])
+    return reshape(out, list(dims))

@@ -63,6 +63,64 @@ tfm_utf8_encode(int32_t c, char *b)
     return 4;
 }
 
+/* One character in encoding enc (0 UTF-8, 1 UTF-16-BE, 2 UTF-32-BE):
+ * its code point, or -1 for a bad or truncated one; *len its bytes. */
+static int32_t
+decode_char(const unsigned char *s, int64_t n, int enc, int *len)
+{
+    if (enc == 0)
+        return tfm_utf8_decode(s, n, len);
+    int unit = enc == 1 ? 2 : 4;
+    if (n < unit) {
+        *len = (int)n;
+        return -1;
+    }
+    *len = unit;
+    if (enc == 2) {
+        uint32_t c = (uint32_t)s[0] << 24 | (uint32_t)s[1] << 16 |
+                     (uint32_t)s[2] << 8 | s[3];
+        return c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) ? -1
+                                                            : (int32_t)c;
+    }
+    int32_t u = s[0] << 8 | s[1];
+    if (u >= 0xDC00 && u <= 0xDFFF)
+        return -1;                      /* a lone low surrogate */
+    if (u < 0xD800 || u > 0xDBFF)
+        return u;
+    if (n < 4)
+        return -1;
+    int32_t lo = s[2] << 8 | s[3];
+    if (lo < 0xDC00 || lo > 0xDFFF)
+        return -1;
+    *len = 4;
+    return 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+}
+
+/* c in encoding enc into b (at most 4 bytes): the byte count, 0 when c
+ * is no code point. */
+static int
+encode_char(int32_t c, int enc, char *b)
+{
+    if (enc == 0)
+        return tfm_utf8_encode(c, b);
+    if (c < 0 || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return 0;
+    if (enc == 2) {
+        for (int k = 0; k < 4; k++)
+            b[k] = (char)((uint32_t)c >> (24 - 8 * k));
+        return 4;
+    }
+    if (c < 0x10000) {
+        b[0] = (char)(c >> 8), b[1] = (char)c;
+        return 2;
+    }
+    int32_t v = c - 0x10000;
+    int32_t hi = 0xD800 + (v >> 10), lo = 0xDC00 + (v & 0x3FF);
+    b[0] = (char)(hi >> 8), b[1] = (char)hi, b[2] = (char)(lo >> 8),
+    b[3] = (char)lo;
+    return 4;
+}
+
 static int
 is_space(unsigned char c)
 {
@@ -134,12 +192,15 @@ char_count(const char *s, int64_t n, int utf8)
 /* Code points of s under errors mode e (0 replace, 1 ignore, 2 strict);
  * into out when given; -1 for a bad sequence under strict. */
 static int64_t
-decode_one(const char *s, int64_t n, const tfm_attrs *a, int32_t *out)
+decode_one(const char *s, int64_t n, const tfm_attrs *a, int32_t *out,
+           int64_t *starts)
 {
     int64_t k = 0;
     for (int64_t i = 0; i < n;) {
         int l;
-        int32_t c = tfm_utf8_decode((const unsigned char *)s + i, n - i, &l);
+        int32_t c = decode_char((const unsigned char *)s + i, n - i,
+                                (int)a->i[3], &l);
+        int64_t at = i;
         i += l;
         if (c < 0) {
             if (a->i[0] == 2)
@@ -152,6 +213,8 @@ decode_one(const char *s, int64_t n, const tfm_attrs *a, int32_t *out)
         }
         if (out)
             out[k] = c;
+        if (starts)
+            starts[k] = at;
         k++;
     }
     return k;
@@ -170,7 +233,8 @@ tfm_string_presize(tfm_op op, tfm_tensor *const *in, int nin,
                    const tfm_attrs *a, tfm_attrs *sized)
 {
     if (op != TFM_OP_STRING_SPLIT && op != TFM_OP_STRING_CHAR_SPLIT &&
-        op != TFM_OP_UNICODE_DECODE && op != TFM_OP_DECODE_RAW)
+        op != TFM_OP_UNICODE_DECODE && op != TFM_OP_DECODE_RAW &&
+        op != TFM_OP_UNICODE_DECODE_WITH_OFFSETS)
         return 0;
     if (a->i[5] >= 0 || nin < 1 || tfm_tensor_is_symbolic(in[0]) ||
         in[0]->dtype != TFM_STRING || in[0]->device != TFM_CPU)
@@ -207,7 +271,7 @@ tfm_string_presize(tfm_op op, tfm_tensor *const *in, int nin,
         } else if (op == TFM_OP_STRING_CHAR_SPLIT) {
             k = char_count(s, len, a->i[0] != 0);
         } else {
-            k = decode_one(s, len, a, NULL);
+            k = decode_one(s, len, a, NULL, NULL);
             if (k < 0) {
                 strict_error(op, i);
                 return -1;
@@ -307,22 +371,23 @@ tfm_k_unicode_decode(tfm_op op, tfm_tensor *const *in, int nin,
                      const tfm_attrs *a, tfm_tensor *const *out, int nout,
                      const tfm_kctx *ctx)
 {
-    (void)nin; (void)nout; (void)ctx;
+    (void)nin; (void)ctx;
     tfm_str *const *x = tfm_tensor_strs(in[0]);
     int64_t n = tfm_tensor_numel(in[0]), cap = out[1]->shape.dims[0];
     int64_t *splits = tfm_tensor_data(out[0]);
     int32_t *v = tfm_tensor_data(out[1]);
+    int64_t *starts = nout > 2 ? tfm_tensor_data(out[2]) : NULL;
     int64_t total = 0;
     splits[0] = 0;
     for (int64_t i = 0; i < n; i++) {
         const char *s = tfm_str_data(x[i]);
         int64_t len = tfm_str_len(x[i]);
-        int64_t k = decode_one(s, len, a, NULL);
+        int64_t k = decode_one(s, len, a, NULL, NULL);
         if (k < 0)
             return strict_error(op, i);
         if (total + k > cap)
             return check_total(op, out[1], total + k);
-        decode_one(s, len, a, v + total);
+        decode_one(s, len, a, v + total, starts ? starts + total : NULL);
         total += k;
         splits[i + 1] = total;
     }
@@ -350,12 +415,13 @@ tfm_k_unicode_encode(tfm_op op, tfm_tensor *const *in, int nin,
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: input_splits must "
                          "start at 0", tfm_ops[op].name);
     char rep[4];
-    int replen = tfm_utf8_encode((int32_t)a->i[1], rep);
+    int enc = (int)a->i[3];
+    int replen = encode_char((int32_t)a->i[1], enc, rep);
     for (int64_t i = 0; i < n; i++) {
         int64_t bytes = 0;
         char b[4];
         for (int64_t k = sp[i]; k < sp[i + 1]; k++) {
-            int l = tfm_utf8_encode(v[k], b);
+            int l = encode_char(v[k], enc, b);
             if (!l && a->i[0] == 2)
                 return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: code point "
                                  "%d is not valid Unicode "
@@ -367,7 +433,7 @@ tfm_k_unicode_encode(tfm_op op, tfm_tensor *const *in, int nin,
             return tfm_error_code();
         char *p = o[i]->data;
         for (int64_t k = sp[i]; k < sp[i + 1]; k++) {
-            int l = tfm_utf8_encode(v[k], p);
+            int l = encode_char(v[k], enc, p);
             if (!l && a->i[0] == 0) {
                 memcpy(p, rep, (size_t)replen);
                 l = replen;
