@@ -88,13 +88,15 @@ def test_equality_and_copies():
 
 def test_numeric_ops_refuse_strings_by_name():
     t = tf.constant(["a"])
-    with pytest.raises(tf.errors.NotFoundError, match="Cast.*string"):
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="Cast: no kernel for dtype string"):
         tf.cast(t, tf.float32)
-    with pytest.raises((tf.errors.NotFoundError,
-                        tf.errors.InvalidArgumentError, TypeError)):
+    with pytest.raises((tf.errors.InvalidArgumentError, TypeError)):
         t + t
-    with pytest.raises(tf.errors.NotFoundError, match="string"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Sum.*string"):
         tf.reduce_sum(t)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Abs.*string"):
+        tf.abs("abc")
 
 
 def test_tf_print_shows_strings(capfd):
@@ -415,6 +417,36 @@ def test_tf_function_constants_and_placeholders():
         return tf.strings.to_number(x) * 2.0
 
     assert number(tf.constant("1.25")).numpy() == 2.5
+
+
+def test_control_flow_carries_strings():
+    @tf.function
+    def pick(flag, a, b):
+        return tf.cond(flag, lambda: tf.strings.upper(a), lambda: b)
+
+    assert pick(tf.constant(True), tf.constant("x"),
+                tf.constant("y")).numpy() == b"X"
+    assert pick(tf.constant(False), tf.constant("x"),
+                tf.constant("y")).numpy() == b"y"
+
+    @tf.function
+    def repeat(s, n):
+        i = tf.constant(0)
+        out = tf.constant("")
+        while i < n:
+            out = tf.strings.join([out, s])
+            i += 1
+        return out
+
+    assert repeat(tf.constant("ab"), tf.constant(3)).numpy() == b"ababab"
+
+
+def test_string_variables():
+    v = tf.Variable("abc")
+    assert v.dtype == tf.string and v.numpy() == b"abc"
+    v.assign("xyz")
+    assert v.numpy() == b"xyz"
+    assert tf.strings.length(v).numpy() == 3
 
 
 def test_tf_data_map():

@@ -54,9 +54,11 @@ tfm_op_infer(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
         for (int k = 0; k < *nout; k++)
             str |= out[k].dtype == TFM_STRING;
         if (str)
-            return tfm_error(TFM_ERR_NOT_FOUND, "%s: no kernel for dtype "
-                             "string (could not find a kernel for op %s "
-                             "with T=DT_STRING)", tfm_ops[op].name,
+            /* InvalidArgumentError, as for every other dtype an op
+             * lacks (TF's eager says NotFoundError: no kernel). */
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: no kernel for "
+                             "dtype string (string tensors go through "
+                             "tf.strings, ==, != and the copy ops)",
                              tfm_ops[op].name);
     }
     for (int k = 0; k < *nout; k++) {

@@ -32,8 +32,8 @@ tfm_code tfm_k_string_format(tfm_op op, tfm_tensor *const *in, int nin,
 /* Whether op may see or make string tensors: the string family, Equal
  * and NotEqual, the copy ops (their kernels move elements by size,
  * which Note [String elements] makes sound for strings) and the graph's
- * own nodes. Every other op refuses strings in tfm_op_infer, so no
- * kernel ever reads a string slot as a number. */
+ * own nodes. Every other op refuses strings in tfm_op_infer
+ * (InvalidArgumentError), so no kernel reads a string slot as a number. */
 int tfm_op_takes_strings(tfm_op op);
 
 #endif
