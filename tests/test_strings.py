@@ -229,6 +229,7 @@ def test_split_and_bytes_split():
     assert rows(tf.strings.split(["a,,b", ""], sep=",")) == [
         [b"a", b"", b"b"], [b""]]
     assert rows(tf.strings.split(["a b c"], maxsplit=1)) == [[b"a", b"b c"]]
+    assert tf.strings.split("a  b", sep="").numpy().tolist() == [b"a", b"b"]
     assert rows(tf.strings.split(["  lead trail  "])) == [[b"lead",
                                                            b"trail"]]
     assert tf.strings.bytes_split("hello").numpy().tolist() == [

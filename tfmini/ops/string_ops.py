@@ -113,14 +113,14 @@ def _ragged_result(x, run):
     if any(d is None for d in dims):
         raise ValueError("tfmini splits inputs of rank > 1 only with a "
                          f"static shape, got {dims}")
-    from .array_ops import reshape
-    values, splits = run(reshape(x, [-1]))
     rt = _ragged_class()
     if rt is None:
         raise NotImplementedError(
             f"a rank-{len(dims)} input gives a ragged tensor of rank "
             f"{len(dims) + 1}, which needs tf.RaggedTensor (not in this "
             f"build); split a 1-D input to get (values, row_splits)")
+    from .array_ops import reshape
+    values, splits = run(reshape(x, [-1]))
     out = rt.from_row_splits(values, splits, validate=False)
     rows = int(np.prod(dims))
     for d in reversed(dims[1:]):
@@ -283,11 +283,8 @@ def split(input, sep=None, maxsplit=-1, name=None):
     """Python's str.split on each string: sep None splits on runs of
     whitespace; a ragged result (dense for a scalar input)."""
     x = _s(input, "split")
+    # As TF's kernel: an empty sep is whitespace splitting too.
     s = _s(b"" if sep is None else sep, "split")
-    if sep is not None and builtins.len(s.numpy() if not s._symbolic
-                                        else b"x") == 0:
-        raise ValueError("split: sep must not be empty (use None to split "
-                         "on whitespace)")
     return _ragged_result(x, lambda f: _values_and_row_splits(
         "StringSplitV2", f, s, [int(maxsplit)]))
 
