@@ -117,6 +117,35 @@ def test_print_and_format():
         tf.strings.format("{} {}", tf.constant(1))
 
 
+def test_tensor_guide_string_cells():
+    # The "String tensors" cells of TF's tensor guide, printed output.
+    scalar_string_tensor = tf.constant("Gray wolf")
+    tensor_of_strings = tf.constant(["Gray wolf", "Quick brown fox",
+                                     "Lazy dog"])
+    assert str(tensor_of_strings) == (
+        "tf.Tensor([b'Gray wolf' b'Quick brown fox' b'Lazy dog'], "
+        "shape=(3,), dtype=string)")
+    assert repr(tf.constant("🥳👍")) == (
+        "<tf.Tensor: shape=(), dtype=string, "
+        "numpy=b'\\xf0\\x9f\\xa5\\xb3\\xf0\\x9f\\x91\\x8d'>")
+    assert str(tf.strings.split(scalar_string_tensor, sep=" ")) == \
+        "tf.Tensor([b'Gray' b'wolf'], shape=(2,), dtype=string)"
+    assert rows(tf.strings.split(tensor_of_strings)) == [
+        [b"Gray", b"wolf"], [b"Quick", b"brown", b"fox"], [b"Lazy", b"dog"]]
+    text = tf.constant("1 10 100")
+    assert str(tf.strings.to_number(tf.strings.split(text, " "))) == \
+        "tf.Tensor([  1.  10. 100.], shape=(3,), dtype=float32)"
+    assert str(tf.strings.bytes_split(tf.constant("Duck"))) == \
+        "tf.Tensor([b'D' b'u' b'c' b'k'], shape=(4,), dtype=string)"
+    assert str(tf.io.decode_raw(tf.constant("Duck"), tf.uint8)) == \
+        "tf.Tensor([ 68 117  99 107], shape=(4,), dtype=uint8)"
+    unicode_bytes = tf.constant("アヒル 🦆")
+    assert str(tf.strings.unicode_decode(unicode_bytes, "UTF-8")) == (
+        "tf.Tensor([ 12450  12498  12523     32 129414], shape=(5,), "
+        "dtype=int32)")
+    assert len(tf.strings.unicode_split(unicode_bytes, "UTF-8")) == 5
+
+
 # ---- tf.strings ----------------------------------------------------------
 
 def test_length_bytes_and_utf8_chars():
