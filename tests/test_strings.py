@@ -250,6 +250,18 @@ def test_to_hash_bucket_fast_matches_tf():
     assert got.numpy().tolist() == [1, 0, 1, 1, 2]
 
 
+def test_fingerprint64_equals_farmhash_at_every_length():
+    farmhash = pytest.importorskip(
+        "farmhash", reason="pip install pyfarmhash: FarmHash's reference")
+    rng = np.random.default_rng(0)
+    strs = [bytes(rng.integers(0, 256, n).astype(np.uint8))
+            for n in list(range(200)) + [1000, 4097]]
+    nb = 2 ** 63 - 1
+    got = tf.strings.to_hash_bucket_fast(
+        tf.constant(np.array(strs, dtype=object)), nb).numpy().tolist()
+    assert got == [farmhash.fingerprint64(x) % nb for x in strs]
+
+
 def test_split_and_bytes_split():
     assert tf.strings.split("hello world").numpy().tolist() == [b"hello",
                                                                 b"world"]
