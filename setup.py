@@ -217,6 +217,28 @@ def headers():
                   + glob.glob("csrc/**/*.def", recursive=True))
 
 
+def find_pcre2():
+    """PCRE2 (Debian: libpcre2-dev) for tf.strings.regex_*: compile flags
+    and link flags, or none (the two regex ops then raise an error naming
+    the package)."""
+    try:
+        r = subprocess.run(["pkg-config", "--cflags", "--libs", "libpcre2-8"],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            flags = r.stdout.split()
+            return (["-DTFM_HAVE_PCRE2"]
+                    + [f for f in flags if not f.startswith(("-l", "-L"))],
+                    [f for f in flags if f.startswith(("-l", "-L"))])
+    except OSError:
+        pass
+    for d in ("/usr/include", "/usr/local/include"):
+        if os.path.isfile(os.path.join(d, "pcre2.h")):
+            return ["-DTFM_HAVE_PCRE2"], ["-lpcre2-8"]
+    return [], []
+
+
+PCRE2_CFLAGS, PCRE2_LINK = find_pcre2()
+
 SANITIZE = os.environ.get("TFMINI_SANITIZE") == "1"
 TSAN = os.environ.get("TFMINI_SANITIZE") == "thread"
 DEBUG = os.environ.get("TFMINI_DEBUG") == "1"
@@ -269,7 +291,7 @@ NVCC_FLAGS = NVCC_ARCH + ["-O3", "-std=c++17", "-Xcompiler", "-fPIC",
                           "-Icsrc", "-DTFMINI_WITH_CUDA"] + [
                               "-I" + d for d in CUDA_INCLUDE[1:]]
 LINK = ["-fopenmp"] + (["-fsanitize=address,undefined"] if SANITIZE else
-                       ["-fsanitize=thread"] if TSAN else [])
+                       ["-fsanitize=thread"] if TSAN else []) + PCRE2_LINK
 
 
 class BuildExt(build_ext):
@@ -457,7 +479,7 @@ ext = Extension(
     depends=headers() + cu_sources(),
     include_dirs=([numpy.get_include(), find_eigen(), "csrc"] + find_dlpack()
                   + CUDA_INCLUDE),
-    extra_compile_args=COMMON + CUDA_DEFINES,
+    extra_compile_args=COMMON + CUDA_DEFINES + PCRE2_CFLAGS,
     extra_link_args=LINK + CUDA_LINK,
     language="c",
 )

@@ -108,7 +108,7 @@ def test_list_of_tensors_and_numpy_scalars():
     assert t.dtype is tf.int16
 
 
-@pytest.mark.parametrize("bad", ["abc", None, {"a": 1}, object(), 1 + 2j,
+@pytest.mark.parametrize("bad", [None, {"a": 1}, object(), 1 + 2j,
                                  [1, "a"]])
 def test_unsupported_values(bad):
     with pytest.raises((ValueError, TypeError)):
@@ -155,7 +155,7 @@ def test_tensor_does_not_alias_the_array():
 
 
 @pytest.mark.parametrize("bad", [np.array([1 + 2j]), np.array([1], np.uint64),
-                                 np.array(["a"]), np.array([None])])
+                                 np.array([None])])
 def test_unsupported_numpy_dtypes_are_type_errors(bad):
     with pytest.raises(TypeError):
         tf.constant(bad)

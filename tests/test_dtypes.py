@@ -59,10 +59,13 @@ def test_aliases_and_python_types():
     assert tf.as_dtype(bool) is tf.bool
     assert tf.dtypes.float32 is tf.float32
     assert tf.dtypes.DType is tf.DType
+    # TF maps str, bytes, object and NumPy's object/bytes/str to string.
+    for name in ("string", str, bytes, object, np.object_, np.bytes_):
+        assert tf.as_dtype(name) is tf.string
 
 
-@pytest.mark.parametrize("bad", ["complex64", "string", np.complex64,
-                                 np.uint64, object, [1, 2], 3.5])
+@pytest.mark.parametrize("bad", ["complex64", np.complex64,
+                                 np.uint64, [1, 2], 3.5])
 def test_unknown_types_are_type_errors(bad):
     with pytest.raises(TypeError):
         tf.as_dtype(bad)

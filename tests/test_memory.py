@@ -64,6 +64,14 @@ def mixed_ops():
                      ("strided_slice", lambda: float(b[1]))]:
         if _optional(name):
             ops.append(fn)
+    if _optional("strings"):                   # tf.string's elements
+        s = tf.constant(["alpha beta", "γάμμα", ""])
+        ops += [lambda: tf.constant(["x", b"yz"]), lambda: s.numpy(),
+                lambda: tf.strings.upper(s), lambda: tf.gather(s, [2, 0]),
+                lambda: tf.strings.join([s, "!"], "-"),
+                lambda: tf.strings.split(s[0]),
+                lambda: tf.strings.unicode_decode(s[1], "UTF-8"),
+                lambda: s == "γάμμα", lambda: repr(s)]
     return ops
 
 
@@ -88,7 +96,13 @@ def failing_ops():
         (tf.errors.ResourceExhaustedError,
          lambda: tf.constant(np.broadcast_to(np.float32(0), (2**20, 2**21)))),
         (TypeError, lambda: hash(a)),
-    ]
+    ] + ([
+        (tf.errors.InvalidArgumentError,
+         lambda: tf.strings.substr(tf.constant(["ab", "c"]), 5, 1)),
+        (tf.errors.InvalidArgumentError,
+         lambda: tf.strings.to_number(tf.constant(["1", "x"]))),
+        (ValueError, lambda: tf.constant(["a", 1])),
+    ] if _optional("strings") else [])
 
 
 def test_100k_mixed_ops_keep_memory_flat():

@@ -5,7 +5,8 @@
 from . import _C  # noqa: F401  (the C core; fails loudly if not built)
 from . import dtypes
 from .dtypes import (DType, as_dtype, bool, double, float16, float32,  # noqa
-                     float64, half, int8, int16, int32, int64, uint8)
+                     float64, half, int8, int16, int32, int64, string,
+                     uint8)
 from . import errors
 from .tensor_shape import TensorShape
 from ._tensor import Tensor
@@ -23,7 +24,7 @@ from .function import *  # noqa: E402,F401,F403
 from .name_scopes import name_scope  # noqa: E402,F401
 from .module import Module  # noqa: E402,F401
 from . import math, nn, linalg, random, data, autograph  # noqa: E402,F401
-from . import io, image, types  # noqa: E402,F401
+from . import io, image, strings, types  # noqa: E402,F401
 from .ops.script_ops import numpy_function, py_function  # noqa: E402,F401
 from . import train  # noqa: E402,F401
 from . import debugging, nest  # noqa: E402,F401

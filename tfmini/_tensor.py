@@ -23,7 +23,9 @@ def _numpy_text(t, is_repr):
     repr NumPy's repr, except that a scalar shows as the Python value
     (repr(a.item()): numpy=6.0, not numpy=np.float32(6.0))."""
     a = t.numpy()
-    if is_repr:
+    if isinstance(a, bytes):            # a string scalar: TF's b'...'
+        text = repr(a)
+    elif is_repr:
         text = repr(a.item()) if np.ndim(a) == 0 else repr(a)
     else:
         text = str(a)
@@ -110,7 +112,8 @@ class Tensor(_C.TensorBase):
             raise ValueError("A tf.Tensor cannot be viewed as a NumPy array "
                              "without a copy (tensors are immutable); use "
                              "np.asarray(t) or memoryview(t)")
-        a = np.asarray(self.numpy())        # rank 0: numpy() is a scalar
+        a = self.numpy()                    # rank 0: numpy() is a scalar
+        a = np.asarray(a, dtype=object if isinstance(a, bytes) else None)
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __bool__(self):

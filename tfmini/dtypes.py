@@ -5,7 +5,7 @@ import numpy as np
 
 # The core's enum order (csrc/core/dtype.h).
 _NAMES = ["bool", "int8", "uint8", "int16", "int32", "int64",
-          "float16", "float32", "float64"]
+          "float16", "float32", "float64", "string"]
 
 
 class DType:
@@ -16,7 +16,8 @@ class DType:
     def __init__(self, enum, name):
         self._enum = enum
         self._name = name
-        self._np = np.dtype(name).type
+        # tf.string's NumPy type is object (its elements are bytes).
+        self._np = np.object_ if name == "string" else np.dtype(name).type
 
     @property
     def name(self):
@@ -69,6 +70,8 @@ class DType:
 
     @property
     def min(self):
+        if self._name == "string":
+            raise TypeError(f"Cannot find minimum value of {self}.")
         if self.is_floating:
             return np.finfo(self._np).min   # a NumPy scalar, as TF
         if self.is_bool:
@@ -77,6 +80,8 @@ class DType:
 
     @property
     def max(self):
+        if self._name == "string":
+            raise TypeError(f"Cannot find maximum value of {self}.")
         if self.is_floating:
             return np.finfo(self._np).max
         if self.is_bool:
@@ -125,6 +130,7 @@ int64 = _BY_NAME["int64"]
 float16 = half = _BY_NAME["float16"]
 float32 = _BY_NAME["float32"]
 float64 = double = _BY_NAME["float64"]
+string = _BY_NAME["string"]
 
 
 def as_dtype(value):
@@ -141,8 +147,12 @@ def as_dtype(value):
         return int32
     if value is builtins.bool:
         return _BY_NAME["bool"]
+    if value in (str, bytes):
+        return string
     try:
         name = np.dtype(value).name
+        if np.dtype(value).kind in "OSU":
+            return string
     except (TypeError, ValueError):
         raise TypeError(
             f"Cannot convert value {value!r} to a tfmini DType.") from None

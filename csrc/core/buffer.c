@@ -1,6 +1,7 @@
 #include "buffer.h"
 
 #include "device.h"
+#include "tstring.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,7 @@ tfm_buffer_new(size_t nbytes, int device)
     b->refcount = 1;
     b->nbytes = nbytes;
     b->device = device;
+    b->strings = 0;
     b->release = NULL;
     b->release_ctx = NULL;
     live_count++;
@@ -205,6 +207,7 @@ tfm_buffer_wrap(void *data, size_t nbytes, int device,
     }
     b->refcount = 1;
     b->inline_data = 0;
+    b->strings = 0;
     b->data = data;
     b->nbytes = nbytes;
     b->device = device;
@@ -224,6 +227,9 @@ tfm_buffer_decref(tfm_buffer *b)
         return;
     live_count--;
     live_bytes -= (int64_t)b->nbytes;
+    if (b->strings)
+        tfm_strs_release((tfm_str **)b->data,
+                         (int64_t)(b->nbytes / sizeof(tfm_str *)));
     if (b->release) {
         b->release(b->release_ctx);
     } else if (!b->inline_data) {

@@ -22,6 +22,9 @@ typedef struct tfm_buffer {
     size_t nbytes;
     int device;            /* index in the device table; 0 = CPU */
     int inline_data;       /* data follows the header in one block */
+    /* Holds string elements: one reference to each, dropped on free
+     * (Note [String elements] in tstring.h). */
+    int strings;
     /* External memory (e.g. a NumPy array we borrow): release() drops it. */
     void (*release)(void *ctx);
     void *release_ctx;

@@ -1,5 +1,6 @@
 /* The device table (Note [Device seam] in device.h). */
 #include "device.h"
+#include "tstring.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,9 +166,24 @@ tfm_tensor_copy_into(tfm_tensor *dst, const tfm_tensor *src)
     if (!dd)
         return no_device(dst->device);
     if (sd->index == 0 && dd->index == 0) {
+        if (src->dtype == TFM_STRING) {
+            /* Note [String elements]: dst's slots own references. */
+            int64_t k = tfm_tensor_numel(src);
+            tfm_str **d = tfm_tensor_strs(dst);
+            tfm_str *const *s = tfm_tensor_strs(src);
+            for (int64_t i = 0; i < k; i++)
+                tfm_str_incref(s[i]);
+            tfm_strs_release(d, k);
+            memmove(to, from, n);
+            return TFM_OK;
+        }
         memmove(to, from, n);
         return TFM_OK;
     }
+    if (src->dtype == TFM_STRING)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "string tensors live in "
+                         "host memory only: no copy to or from device %d",
+                         sd->index ? sd->index : dd->index);
     if (sd->index == 0)
         return dd->copy_from_host(dd, to, from, n);
     if (dd->index == 0)

@@ -6,6 +6,7 @@ const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {
     [TFM_BOOL] = 1,    [TFM_INT8] = 1,    [TFM_UINT8] = 1,
     [TFM_INT16] = 2,   [TFM_INT32] = 4,   [TFM_INT64] = 8,
     [TFM_FLOAT16] = 2, [TFM_FLOAT32] = 4, [TFM_FLOAT64] = 8,
+    [TFM_STRING] = sizeof(void *),
 };
 
 const char *const tfm_dtype_names[TFM_DTYPE_COUNT] = {
@@ -13,7 +14,7 @@ const char *const tfm_dtype_names[TFM_DTYPE_COUNT] = {
     [TFM_UINT8] = "uint8",     [TFM_INT16] = "int16",
     [TFM_INT32] = "int32",     [TFM_INT64] = "int64",
     [TFM_FLOAT16] = "float16", [TFM_FLOAT32] = "float32",
-    [TFM_FLOAT64] = "float64",
+    [TFM_FLOAT64] = "float64", [TFM_STRING] = "string",
 };
 
 tfm_dtype

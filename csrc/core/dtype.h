@@ -17,6 +17,7 @@ typedef enum tfm_dtype {
     TFM_FLOAT16,
     TFM_FLOAT32,
     TFM_FLOAT64,
+    TFM_STRING,         /* Note [String elements] in tstring.h */
     TFM_DTYPE_COUNT
 } tfm_dtype;
 
@@ -45,6 +46,12 @@ static inline bool
 tfm_dtype_is_int(tfm_dtype d)
 {
     return d >= TFM_INT8 && d <= TFM_INT64;
+}
+
+static inline bool
+tfm_dtype_is_string(tfm_dtype d)
+{
+    return d == TFM_STRING;
 }
 
 static inline bool

@@ -62,6 +62,11 @@ tfm_tensor_new(tfm_dtype dtype, const tfm_shape *shape, int device)
             "addresses");
         return NULL;
     }
+    if (dtype == TFM_STRING && device != TFM_CPU) {
+        tfm_error(TFM_ERR_INVALID_ARGUMENT, "string tensors live in host "
+                  "memory only (as TF's); device %d asked for", device);
+        return NULL;
+    }
     tfm_buffer *b = tfm_buffer_new((size_t)n * esz, device);
     if (!b) {
         if (tfm_error_code() == TFM_ERR_RESOURCE_EXHAUSTED) {
@@ -80,6 +85,11 @@ tfm_tensor_new(tfm_dtype dtype, const tfm_shape *shape, int device)
     if (!t) {
         tfm_buffer_decref(b);
         return NULL;
+    }
+    if (dtype == TFM_STRING) {
+        /* Note [String elements]: every slot a valid b"". */
+        memset(b->data, 0, b->nbytes);
+        b->strings = 1;
     }
     t->dtype = dtype;
     t->shape = *shape;

@@ -22,7 +22,10 @@ direct_work(const tfm_graph *g, const tfm_node *n)
     for (int i = 0; i < n->nin + n->nout; i++) {
         const tfm_meta *m = i < n->nin ? meta_of(g, n->in[i])
                                        : &n->out[i - n->nin];
-        if (!tfm_shape_is_known(&m->shape) ||
+        /* Strings go through the dispatcher, which settles their
+         * references, and never into the arena (Note [String
+         * elements]). */
+        if (!tfm_shape_is_known(&m->shape) || m->dtype == TFM_STRING ||
             (m->dtype == TFM_FLOAT16 && !f16_ok))
             return -1;
         work += tfm_shape_numel(&m->shape);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/tstring.h"
 #include "../runtime/graph_impl.h"
 
 /* Longest string a file may hold (names, sites, print texts). */
@@ -204,6 +205,52 @@ get_meta(rbuf *r, tfm_meta *m, int known, const char *what)
     get_shape(r, &m->shape, known, what);
 }
 
+/* A string tensor's elements: numel times (u64 length, bytes), nbytes
+ * in all (see put_tensor). */
+static tfm_tensor *
+get_strings(rbuf *r, const tfm_meta *m, uint64_t numel, uint64_t nbytes,
+            const char *what)
+{
+    uint64_t left = (uint64_t)(r->n - r->pos);
+    if (numel > left / 8 || nbytes > left || nbytes < numel * 8) {
+        bad(r, "%s holds %lld bytes, not what its shape needs", what,
+            (long long)nbytes);
+        return NULL;
+    }
+    size_t end = r->pos + (size_t)nbytes;
+    tfm_tensor *t = tfm_tensor_new(TFM_STRING, &m->shape, 0);
+    if (!t) {
+        r->failed = 1;
+        return NULL;
+    }
+    tfm_str **v = tfm_tensor_strs(t);
+    for (uint64_t i = 0; i < numel && !r->failed; i++) {
+        uint64_t len = (uint64_t)get_i64(r, what);
+        if (r->failed)
+            break;
+        if (len > end - r->pos) {
+            bad(r, "%s: a string of %llu bytes runs past its tensor", what,
+                (unsigned long long)len);
+            break;
+        }
+        if (!(v[i] = tfm_str_new((const char *)r->p + r->pos,
+                                 (int64_t)len))) {
+            r->failed = 1;
+            break;
+        }
+        tfm_str_incref(v[i]);
+        r->pos += (size_t)len;
+    }
+    if (!r->failed && r->pos != end)
+        bad(r, "%s: %zu bytes left over after its strings", what,
+            end - r->pos);
+    if (r->failed) {
+        tfm_tensor_decref(t);
+        return NULL;
+    }
+    return t;
+}
+
 static tfm_tensor *
 get_tensor(rbuf *r, const char *what)
 {
@@ -224,6 +271,8 @@ get_tensor(rbuf *r, const char *what)
         }
         numel *= dim;
     }
+    if (m.dtype == TFM_STRING)
+        return get_strings(r, &m, numel, nbytes, what);
     size_t esize = tfm_dtype_size(m.dtype);
     if (numel > left / (esize ? esize : 1) || nbytes != numel * esize) {
         bad(r, "%s holds %lld bytes, not what its shape needs", what,

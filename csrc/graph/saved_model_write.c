@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/tstring.h"
 #include "../runtime/graph_impl.h"
 
 typedef struct wbuf {
@@ -105,6 +106,21 @@ put_tensor(wbuf *w, const tfm_tensor *t, const char *what)
                          what);
     tfm_meta m = {t->dtype, t->shape};
     put_meta(w, &m);
+    if (t->dtype == TFM_STRING) {
+        /* Each element as u64 length + bytes (Note [String elements]:
+         * the slots hold pointers, never written). */
+        int64_t n = tfm_tensor_numel(t);
+        tfm_str *const *v = tfm_tensor_strs(t);
+        uint64_t total = 0;
+        for (int64_t i = 0; i < n; i++)
+            total += 8 + (uint64_t)tfm_str_len(v[i]);
+        put_u64(w, total);
+        for (int64_t i = 0; i < n; i++) {
+            put_u64(w, (uint64_t)tfm_str_len(v[i]));
+            put(w, tfm_str_data(v[i]), (size_t)tfm_str_len(v[i]));
+        }
+        return TFM_OK;
+    }
     put_u64(w, (uint64_t)tfm_tensor_nbytes(t));
     put(w, tfm_tensor_data(t), tfm_tensor_nbytes(t));
     return TFM_OK;

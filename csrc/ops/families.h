@@ -11,5 +11,6 @@
 #include "reduce.h"
 #include "shape.h"
 #include "state.h"
+#include "string_ops.h"
 
 #endif

@@ -46,6 +46,21 @@ tfm_op_infer(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
     tfm_code rc = tfm_ops[op].infer(op, in, nin, a, out, nout);
     if (rc)
         return rc;
+    if (!tfm_op_takes_strings(op)) {
+        /* Note [String elements]: only listed kernels know strings. */
+        int str = 0;
+        for (int i = 0; i < nin; i++)
+            str |= in[i].dtype == TFM_STRING;
+        for (int k = 0; k < *nout; k++)
+            str |= out[k].dtype == TFM_STRING;
+        if (str)
+            /* InvalidArgumentError, as for every other dtype an op
+             * lacks (TF's eager says NotFoundError: no kernel). */
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: no kernel for "
+                             "dtype string (string tensors go through "
+                             "tf.strings, ==, != and the copy ops)",
+                             tfm_ops[op].name);
+    }
     for (int k = 0; k < *nout; k++) {
         const tfm_shape *s = &out[k].shape;
         int64_t n = 1, bytes;

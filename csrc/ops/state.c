@@ -1,5 +1,7 @@
 #include "state.h"
 
+#include "../core/tstring.h"
+
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -117,12 +119,51 @@ put_float(sbuf *b, double v, int is_double)
     puts_(b, s);
 }
 
+/* A string element as TF's PrintV2 shows it: quoted, with absl's
+ * Utf8SafeCEscape (bytes >= 0x80 kept, so UTF-8 text stays readable);
+ * a scalar string prints bare (as TF's tf.print and format show it). */
+static void
+put_string(sbuf *b, const tfm_tensor *t, int64_t i)
+{
+    const tfm_str *x = tfm_tensor_strs(t)[i];
+    const char *p = tfm_str_data(x);
+    int64_t n = tfm_str_len(x);
+    if (t->shape.ndim == 0) {
+        put(b, p, (size_t)n);
+        return;
+    }
+    puts_(b, "\"");
+    for (int64_t k = 0; k < n; k++) {
+        unsigned char c = (unsigned char)p[k];
+        char e[8];
+        switch (c) {
+        case '\n': puts_(b, "\\n"); break;
+        case '\r': puts_(b, "\\r"); break;
+        case '\t': puts_(b, "\\t"); break;
+        case '"': puts_(b, "\\\""); break;
+        case '\'': puts_(b, "\\'"); break;
+        case '\\': puts_(b, "\\\\"); break;
+        default:
+            if (c < 0x20 || c == 0x7f) {
+                snprintf(e, sizeof e, "\\%03o", c);
+                puts_(b, e);
+            } else {
+                put(b, (const char *)p + k, 1);
+            }
+        }
+    }
+    puts_(b, "\"");
+}
+
 static void
 put_element(sbuf *b, const tfm_tensor *t, int64_t i)
 {
     const void *p = tfm_tensor_data(t);
     char s[32];
     switch (t->dtype) {
+    case TFM_STRING:
+        put_string(b, t, i);
+        return;
     case TFM_BOOL:
         puts_(b, ((const uint8_t *)p)[i] ? "1" : "0");
         return;

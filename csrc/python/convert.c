@@ -5,6 +5,7 @@
 #include "binding.h"
 
 #include "../kernels/cuda/cuda.h"
+#include "../core/tstring.h"
 #include "../runtime/device_fake.h"
 
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
@@ -75,6 +76,121 @@ tfm_tensor_wrap_host(PyObject *arr, const tfm_tensor *t)
     return h;
 }
 
+/* A string tensor as TF gives it: an object array of bytes. */
+static PyObject *
+strings_to_numpy(tfm_tensor *t, npy_intp *dims)
+{
+    PyObject *arr = PyArray_SimpleNew(t->shape.ndim, dims, NPY_OBJECT);
+    if (!arr)
+        return NULL;
+    PyObject **o = PyArray_DATA((PyArrayObject *)arr);
+    tfm_str *const *v = tfm_tensor_strs(t);
+    int64_t n = tfm_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        PyObject *b = PyBytes_FromStringAndSize(
+            tfm_str_data(v[i]), (Py_ssize_t)tfm_str_len(v[i]));
+        if (!b) {
+            Py_DECREF(arr);
+            return NULL;
+        }
+        Py_XSETREF(o[i], b);
+    }
+    return arr;
+}
+
+/* One Python str (as UTF-8, as TF encodes it) or bytes -> a new string
+ * (refcount 0); NULL with a Python error set. */
+static tfm_str *
+str_from_py(PyObject *x, PyObject *whole)
+{
+    const char *p;
+    Py_ssize_t n;
+    if (PyBytes_Check(x)) {
+        p = PyBytes_AS_STRING(x);
+        n = PyBytes_GET_SIZE(x);
+    } else if (PyUnicode_Check(x)) {
+        if (!(p = PyUnicode_AsUTF8AndSize(x, &n)))
+            return NULL;
+    } else {
+        PyErr_Format(PyExc_TypeError, "Failed to convert elements of %R to "
+                     "Tensor: %R is not a str or bytes (a string tensor "
+                     "holds only strings)", whole, x);
+        return NULL;
+    }
+    tfm_str *s = tfm_str_new(p, n);
+    if (!s)
+        tfm_py_raise();
+    return s;
+}
+
+/* Nested lists or an array of str/bytes (NumPy 'U', 'S' or object)
+ * -> string tensor. NumPy checks the nesting is rectangular. */
+static tfm_tensor *
+strings_from_py(PyObject *o, int from_list)
+{
+    tfm_tensor *t = NULL;
+    PyArray_Descr *obj = PyArray_DescrFromType(NPY_OBJECT);
+    PyArrayObject *src = (PyArrayObject *)PyArray_FromAny(
+        o, obj, 0, 0, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_FORCECAST, NULL);
+    if (!src) {
+        if (from_list && PyErr_ExceptionMatches(PyExc_ValueError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "Can't convert "
+                            "non-rectangular Python sequence to Tensor.");
+        }
+        return NULL;
+    }
+    if (from_list) {
+        /* An object array stops at ragged nesting (its items are then
+         * lists): the depth of the first leaf must be the rank. */
+        int depth = 0;
+        for (PyObject *p = o; PyList_Check(p) || PyTuple_Check(p); depth++) {
+            if (Py_SIZE(p) == 0)
+                break;
+            p = PyList_Check(p) ? PyList_GET_ITEM(p, 0)
+                                : PyTuple_GET_ITEM(p, 0);
+        }
+        if (depth > PyArray_NDIM(src)) {
+            PyErr_SetString(PyExc_ValueError, "Can't convert "
+                            "non-rectangular Python sequence to Tensor.");
+            goto done;
+        }
+    }
+    if (PyArray_NDIM(src) > TFM_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "tensors have at most %d dims, got "
+                     "%d", TFM_MAX_DIMS, PyArray_NDIM(src));
+        goto done;
+    }
+    tfm_shape s;
+    s.ndim = PyArray_NDIM(src);
+    for (int i = 0; i < s.ndim; i++)
+        s.dims[i] = PyArray_DIM(src, i);
+    if (!(t = tfm_tensor_new(TFM_STRING, &s, TFM_CPU))) {
+        tfm_py_raise();
+        goto done;
+    }
+    PyObject **items = PyArray_DATA(src);
+    tfm_str **v = tfm_tensor_strs(t);
+    int64_t n = tfm_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        if (!(v[i] = str_from_py(items[i], o))) {
+            tfm_tensor_decref(t);   /* owns the ones before: adopted */
+            t = NULL;
+            goto done;
+        }
+        tfm_str_incref(v[i]);
+    }
+done:
+    Py_DECREF(src);
+    return t;
+}
+
+static int
+is_string_leaf(PyObject *o)
+{
+    return PyUnicode_Check(o) || PyBytes_Check(o);
+}
+
 PyObject *
 tfm_py_to_numpy(tfm_tensor *t)
 {
@@ -91,6 +207,8 @@ tfm_py_to_numpy(tfm_tensor *t)
     npy_intp dims[TFM_MAX_DIMS];
     for (int i = 0; i < t->shape.ndim; i++)
         dims[i] = (npy_intp)t->shape.dims[i];
+    if (t->dtype == TFM_STRING)
+        return strings_to_numpy(t, dims);
     PyObject *arr = PyArray_SimpleNew(t->shape.ndim, dims,
                                       numpy_typenum(t->dtype));
     if (!arr)
@@ -283,6 +401,21 @@ from_array(PyObject *o, int dtype, int source, int how)
 {
     PyArrayObject *arr = NULL;
     tfm_tensor *t = NULL;
+    /* Strings: a list whose first leaf is one, or a NumPy array of
+     * strings or objects. */
+    int strings = source == FROM_LIST ? is_string_leaf(first_leaf(o))
+                : PyArray_Check(o)
+                    ? strchr("USO", PyArray_DESCR((PyArrayObject *)o)->kind)
+                          != NULL
+                    : PyArray_IsScalar(o, String) ||
+                      PyArray_IsScalar(o, Unicode);
+    if (strings || dtype == TFM_STRING) {
+        if (!strings || (dtype >= 0 && dtype != TFM_STRING))
+            return raise_convert(o, dtype);
+        if (source == FROM_LIST && has_non_string_leaf(o))
+            return raise_mixed();
+        return strings_from_py(o, source == FROM_LIST);
+    }
     PyObject *src = PyArray_FromAny(o, NULL, 0, 0, 0, NULL);
     if (!src) {
         if (PyErr_ExceptionMatches(PyExc_ValueError) && source == FROM_LIST) {
@@ -411,6 +544,11 @@ to_tensor(PyObject *o, int dtype, int how)
     }
     if (tfm_py_variable_base && PyObject_TypeCheck(o, tfm_py_variable_base))
         return tfm_py_variable_read(o);
+    if (PyUnicode_Check(o) || PyBytes_Check(o))
+        return from_array(o, dtype, FROM_LIST, how);
+    if (dtype == TFM_STRING &&
+        (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o)))
+        return raise_convert(o, dtype);
     if (PyBool_Check(o))
         return from_python_bool(o, dtype);
     if (PyLong_CheckExact(o))
@@ -443,6 +581,7 @@ tfm_tensor *
 tfm_py_to_tensor_operand(PyObject *o, int dtype)
 {
     if (tfm_py_is_tensor(o) || PyBool_Check(o) || PyLong_Check(o) ||
+        PyUnicode_Check(o) || PyBytes_Check(o) ||
         PyFloat_Check(o) || PyList_Check(o) || PyTuple_Check(o) ||
         PyArray_Check(o) || PyArray_IsScalar(o, Generic) ||
         (tfm_py_variable_base &&

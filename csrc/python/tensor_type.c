@@ -332,6 +332,13 @@ tensor_getbuffer(PyTfmTensor *self, Py_buffer *view, int flags)
                         "expose a buffer");
         return -1;
     }
+    if (!formats[t->dtype]) {
+        /* A string tensor's slots are the core's pointers (Note [String
+         * elements]): numpy() gives its bytes. */
+        PyErr_Format(PyExc_BufferError, "a %s tensor exposes no buffer; "
+                     "use .numpy()", tfm_dtype_name(t->dtype));
+        return -1;
+    }
     int nd = t->shape.ndim;
     Py_ssize_t *dims = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (nd + 1));
     if (!dims) {

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/tstring.h"
+#include "../kernels/cpu/string_kernels.h"
 #include "tape.h"
 #include "trace.h"
 
@@ -50,11 +52,15 @@ call_kernel(tfm_kernel_fn k, tfm_op op, tfm_tensor *const *in, int nin,
             const tfm_attrs *a, tfm_tensor *const *out, int nout,
             const tfm_kctx *ctx)
 {
-    if (!unlock_hook || work_size(in, nin, out, nout) < UNLOCK_MIN_ELEMENTS)
-        return k(op, in, nin, a, out, nout, ctx);
-    void *token = unlock_hook();
-    tfm_code rc = k(op, in, nin, a, out, nout, ctx);
-    relock_hook(token);
+    tfm_code rc;
+    if (!unlock_hook || work_size(in, nin, out, nout) < UNLOCK_MIN_ELEMENTS) {
+        rc = k(op, in, nin, a, out, nout, ctx);
+    } else {
+        void *token = unlock_hook();
+        rc = k(op, in, nin, a, out, nout, ctx);
+        relock_hook(token);
+    }
+    tfm_strings_settle(out, nout, rc);
     return rc;
 }
 
@@ -228,11 +234,19 @@ tfm_run_kernel_on(tfm_op op, int device, tfm_tensor *const *in, int nin,
                   const tfm_attrs *a, tfm_tensor **out, int *nout)
 {
     tfm_meta meta[TFM_MAX_OUTPUTS];
-    tfm_attrs none;
+    tfm_attrs none, sized;
     if (!a) {
         tfm_attrs_init(&none);
         a = &none;
     }
+    /* Outputs sized by the data (string splits): counted first. */
+    int presized = tfm_string_presize(op, in, nin, a, &sized);
+    if (presized < 0) {
+        *nout = 0;
+        return tfm_error_code();
+    }
+    if (presized)
+        a = &sized;
     tfm_code rc = tfm_infer(op, in, nin, a, meta, nout);
     if (rc) {
         *nout = 0;

@@ -258,6 +258,8 @@ TEST(cast_every_pair)
     int64_t d[1] = {3};
     for (int from = 0; from < TFM_DTYPE_COUNT; from++)
         for (int to = 0; to < TFM_DTYPE_COUNT; to++) {
+            if (from == TFM_STRING || to == TFM_STRING)
+                continue;       /* TF casts no strings */
             tfm_tensor *x = filled((tfm_dtype)from, 1, d, 0);  /* 0 1 2 */
             if (from == TFM_BOOL)
                 tfm_tensor_set_f64(x, 2, 1);

@@ -13,7 +13,7 @@ TEST(sizes_and_names)
         {TFM_UINT8, 1, "uint8"},     {TFM_INT16, 2, "int16"},
         {TFM_INT32, 4, "int32"},     {TFM_INT64, 8, "int64"},
         {TFM_FLOAT16, 2, "float16"}, {TFM_FLOAT32, 4, "float32"},
-        {TFM_FLOAT64, 8, "float64"},
+        {TFM_FLOAT64, 8, "float64"}, {TFM_STRING, sizeof(void *), "string"},
     };
     CHECK_EQ_INT(sizeof want / sizeof want[0], TFM_DTYPE_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

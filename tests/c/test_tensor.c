@@ -2,6 +2,7 @@
  * dtype, symbolic tensors, and huge shapes that must fail cleanly. */
 #include "check.h"
 #include "core/tensor.h"
+#include "core/tstring.h"
 
 static tfm_shape
 S2(int64_t a, int64_t b)
@@ -73,6 +74,8 @@ TEST(get_set_every_dtype)
 {
     tfm_shape s = tfm_shape_make(1, (int64_t[]){3});
     for (int d = 0; d < TFM_DTYPE_COUNT; d++) {
+        if (d == TFM_STRING)
+            continue;       /* no numbers: see string_elements_are_owned */
         tfm_tensor *t = tfm_tensor_new((tfm_dtype)d, &s, TFM_CPU);
         CHECK(t != NULL);
         tfm_tensor_set_f64(t, 0, 0);
@@ -172,7 +175,42 @@ TEST(many_tensors_recycle)
     CHECK_EQ_INT(tfm_buffer_live_count(), b0);
 }
 
-RUN_TESTS(T(new_and_live_counts), T(ids_are_unique_across_reuse),
+/* Note [String elements]: a string buffer owns one reference per slot;
+ * copies take their own; a failed kernel's outputs free only the
+ * strings it made. */
+TEST(string_elements_are_owned)
+{
+    tfm_shape s = tfm_shape_make(1, (int64_t[]){2});
+    tfm_tensor *a = tfm_tensor_new(TFM_STRING, &s, TFM_CPU);
+    CHECK(a && tfm_tensor_strs(a)[0] == NULL && tfm_tensor_strs(a)[1] == NULL);
+    tfm_str *ab = tfm_str_new("ab", 2);
+    tfm_tensor_strs(a)[0] = ab;
+    tfm_tensor_adopt_strings(a);
+    CHECK(ab->refcount == 1 && tfm_str_len(ab) == 2);
+    CHECK(tfm_str_len(tfm_tensor_strs(a)[1]) == 0);
+    tfm_tensor *b = tfm_tensor_new(TFM_STRING, &s, TFM_CPU);
+    CHECK(tfm_tensor_copy_into(b, a) == TFM_OK);
+    CHECK(ab->refcount == 2);
+    /* A failed kernel wrote a borrowed and a new string into out. */
+    tfm_tensor *out = tfm_tensor_new(TFM_STRING, &s, TFM_CPU);
+    tfm_tensor_strs(out)[0] = ab;
+    tfm_tensor_strs(out)[1] = tfm_str_new("new", 3);
+    tfm_strings_settle(&out, 1, TFM_ERR_INVALID_ARGUMENT);
+    CHECK(tfm_tensor_strs(out)[0] == NULL && tfm_tensor_strs(out)[1] == NULL);
+    CHECK(ab->refcount == 2);
+    /* A kernel that succeeded: out takes its references. */
+    tfm_tensor_strs(out)[0] = ab;
+    tfm_strings_settle(&out, 1, TFM_OK);
+    CHECK(ab->refcount == 3);
+    tfm_tensor_decref(out);
+    tfm_tensor_decref(b);
+    CHECK(ab->refcount == 1);
+    tfm_tensor_decref(a);
+    CHECK(tfm_tensor_new(TFM_STRING, &s, 1) == NULL);  /* host only */
+    tfm_error_clear();
+}
+
+RUN_TESTS(T(new_and_live_counts), T(string_elements_are_owned), T(ids_are_unique_across_reuse),
           T(view_shares_buffer), T(get_set_every_dtype), T(empty_tensor),
           T(huge_shapes_are_resource_exhausted), T(bad_requests),
           T(symbolic), T(many_tensors_recycle))

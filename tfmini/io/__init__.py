@@ -11,6 +11,7 @@ from .parsing import (FixedLenFeature, FixedLenSequenceFeature,  # noqa
                       decode_raw, parse_example, parse_single_example)
 from .tfrecord import (TFRecordCompressionType, TFRecordOptions,  # noqa
                        TFRecordWriter)
+from .tensor_proto import parse_tensor, serialize_tensor  # noqa: F401
 
 
 def _no_string_in_graph(what):

@@ -82,6 +82,10 @@ def _as_bytes(serialized):
         return bytes(serialized)
     if isinstance(serialized, np.bytes_):
         return bytes(serialized)
+    if (getattr(serialized, "dtype", None) == _dtypes.string
+            and not getattr(serialized, "_symbolic", True)
+            and serialized.shape.rank == 0):
+        return serialized.numpy()       # an eager scalar string tensor
     if hasattr(serialized, "SerializeToString"):
         raise TypeError("parse_single_example takes the serialized bytes "
                         "(example.SerializeToString()), not the proto")
@@ -215,17 +219,7 @@ def parse_example(serialized, features, example_names=None, name=None):
 
 def decode_raw(input_bytes, out_type, little_endian=True, fixed_length=None,
                name=None):
-    """The bytes as a 1-D tensor of out_type. tfmini takes one bytes
-    object (TF: a string tensor of any shape)."""
-    from ..ops.constant_op import constant
-    data = _as_bytes(input_bytes)
-    dt = _dtypes.as_dtype(out_type)
-    npdt = np.dtype(dt.as_numpy_dtype).newbyteorder(
-        "<" if little_endian else ">")
-    if fixed_length is not None:
-        data = data[:int(fixed_length)].ljust(int(fixed_length), b"\0")
-    if len(data) % npdt.itemsize:
-        raise _errors.InvalidArgumentError(
-            None, None, f"DecodeRaw: input size {len(data)} is not a "
-            f"multiple of {npdt.itemsize} ({dt.name})")
-    return constant(np.frombuffer(data, npdt).astype(dt.as_numpy_dtype))
+    """Each string's bytes as numbers of out_type (the DecodeRaw op of
+    tfmini/ops/string_ops.py)."""
+    from ..ops.string_ops import decode_raw as _decode_raw
+    return _decode_raw(input_bytes, out_type, little_endian, fixed_length)

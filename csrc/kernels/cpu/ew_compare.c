@@ -4,6 +4,7 @@
 #include "elementwise.h"
 
 #include "int_loops.h"
+#include "string_kernels.h"
 
 typedef void (*binary_fn)(const void *, const void *, void *,
                           const tfm_bcast *);
@@ -65,7 +66,6 @@ tfm_code
 tfm_k_compare(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
               tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
-    (void)nin; (void)a; (void)nout;
     static const binary_fn eq[TFM_DTYPE_COUNT] = COMPARE_TABLE(eq);
     static const binary_fn ne[TFM_DTYPE_COUNT] = COMPARE_TABLE(ne);
     static const binary_fn lt[TFM_DTYPE_COUNT] = COMPARE_TABLE(lt);
@@ -73,6 +73,8 @@ tfm_k_compare(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     static const binary_fn gt[TFM_DTYPE_COUNT] = COMPARE_TABLE(gt);
     static const binary_fn ge[TFM_DTYPE_COUNT] = COMPARE_TABLE(ge);
     tfm_dtype d = in[0]->dtype;
+    if (d == TFM_STRING)
+        return tfm_k_string_compare(op, in, nin, a, out, nout, ctx);
     binary_fn f = NULL;
     switch (op) {
     case TFM_OP_EQUAL: f = eq[d]; break;

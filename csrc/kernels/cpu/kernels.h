@@ -9,5 +9,6 @@
 #include "random.h"
 #include "reduce.h"
 #include "shape.h"
+#include "string_kernels.h"
 
 #endif
