@@ -149,11 +149,11 @@ def cuda_includes(root):
 def sources():
     found = sorted(glob.glob("csrc/**/*.c", recursive=True)
                    + glob.glob("csrc/**/*.cc", recursive=True))
-    # csrc/mpi/ and csrc/nccl/ are extensions of their own (find_mpi,
+    # csrc/python/mpi/ and nccl/ are extensions of their own (find_mpi,
     # find_nccl), linked with libmpi and libnccl.
     found = [s for s in found if not s.startswith(("csrc/tests",
-                                                   "csrc/mpi/",
-                                                   "csrc/nccl/"))]
+                                                   "csrc/python/mpi/",
+                                                   "csrc/python/nccl/"))]
     # The CUDA backend's C glue needs the toolkit's headers: with CUDA
     # every csrc/kernels/cuda/*.c but the stub, without only the stub.
     cuda_dir = os.path.join("csrc", "kernels", "cuda") + os.sep
@@ -487,7 +487,7 @@ ext = Extension(
 MPI = find_mpi()
 mpi_ext = None if MPI is None else Extension(
     "tfmini.distribute._mpi",
-    sources=["csrc/mpi/mpi_ext.c"],
+    sources=["csrc/python/mpi/mpi_ext.c"],
     include_dirs=MPI[0],
     extra_compile_args=COMMON,
     extra_link_args=LINK + MPI[1],
@@ -497,7 +497,7 @@ mpi_ext = None if MPI is None else Extension(
 NCCL = find_nccl()
 nccl_ext = None if NCCL is None else Extension(
     "tfmini.distribute._nccl",
-    sources=["csrc/nccl/nccl_ext.c"],
+    sources=["csrc/python/nccl/nccl_ext.c"],
     include_dirs=NCCL[0],
     extra_compile_args=COMMON,
     extra_link_args=LINK + NCCL[1],

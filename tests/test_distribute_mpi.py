@@ -627,20 +627,34 @@ def test_tf_config_task_index_under_mpirun(tmp_path):
 
 def test_nccl_refuses_host_memory():
     """The NCCL path's checks, which run without a GPU (its all-reduce is
-    tested in tests/gpu/test_gpu_distribute.py)."""
-    from tfmini.distribute import nccl
-    if not nccl.available():
+    tested in tests/gpu/test_gpu_distribute.py). In a process of its own:
+    loading libnccl here would pin the toolkit's NCCL for the rest of the
+    suite, and a CUDA PyTorch imported later needs its own newer one."""
+    script = textwrap.dedent("""
+        import sys
+        import pytest
+        import tfmini as tf
+        from tfmini.distribute import nccl
+        if not nccl.available():
+            print("SKIP"); sys.exit(0)
+        from tfmini.distribute import _nccl
+        assert nccl.version() >= 20000
+        cap = tf.experimental.dlpack.to_dlpack(tf.ones([3]))
+        out = tf.experimental.dlpack.to_dlpack(tf.zeros([3]))
+        with pytest.raises(ValueError, match="input 0 is not in GPU memory"):
+            _nccl.allreduce([cap], [out], "sum")
+        with pytest.raises(ValueError, match="unknown op"):
+            _nccl.allreduce([cap], [out], "prod")
+        with pytest.raises(ValueError, match="GPU memory"):
+            nccl.all_reduce([tf.ones([3])])
+        with pytest.raises(ValueError, match="different dtypes or shapes"):
+            nccl.all_reduce([tf.ones([3]), tf.ones([2])])
+        print("OK")
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    if r.stdout.strip().endswith("SKIP"):
         pytest.skip("tfmini was built without NCCL (CUDA backend, nccl.h "
                     "and libnccl)")
-    from tfmini.distribute import _nccl
-    assert nccl.version() >= 20000
-    cap = tf.experimental.dlpack.to_dlpack(tf.ones([3]))
-    out = tf.experimental.dlpack.to_dlpack(tf.zeros([3]))
-    with pytest.raises(ValueError, match="input 0 is not in GPU memory"):
-        _nccl.allreduce([cap], [out], "sum")
-    with pytest.raises(ValueError, match="unknown op"):
-        _nccl.allreduce([cap], [out], "prod")
-    with pytest.raises(ValueError, match="GPU memory"):
-        nccl.all_reduce([tf.ones([3])])
-    with pytest.raises(ValueError, match="different dtypes or shapes"):
-        nccl.all_reduce([tf.ones([3]), tf.ones([2])])
+    assert r.stdout.strip().endswith("OK"), r.stdout + r.stderr

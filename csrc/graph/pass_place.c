@@ -23,6 +23,22 @@
 
 #include "../runtime/dispatch.h"
 
+/* String tensors live in host memory (Note [String elements] in
+ * core/tstring.h): a node that reads or makes one runs on the CPU
+ * whatever its scope, as TF's host-memory string kernels do. */
+static int
+touches_strings(const tfm_graph *g, const tfm_node *nd)
+{
+    for (int j = 0; j < nd->nout; j++)
+        if (nd->out[j].dtype == TFM_STRING)
+            return 1;
+    for (int i = 0; i < nd->nin; i++)
+        if (tfm_graph_node(g, nd->in[i].node)->out[nd->in[i].out].dtype ==
+            TFM_STRING)
+            return 1;
+    return 0;
+}
+
 static int
 is_kernel_node(const tfm_node *n)
 {
@@ -90,7 +106,8 @@ tfm_pass_place(tfm_graph *g)
             continue;
         }
         int want = nd->device < 0 ? tfm_default_device : nd->device;
-        int dev = want > 0 ? tfm_place_op(nd->op, want) : 0;
+        int dev = want > 0 && !touches_strings(g, nd)
+                      ? tfm_place_op(nd->op, want) : 0;
         tfm_ref in[TFM_MAX_INPUTS];
         for (int i = 0; i < nd->nin; i++) {
             in[i] = tfm_rw_ref(&rw, nd->in[i]);

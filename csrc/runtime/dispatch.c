@@ -266,8 +266,15 @@ tfm_run_kernel_on(tfm_op op, int device, tfm_tensor *const *in, int nin,
     if (device != TFM_CPU) {
         if (!tfm_device_get(device))
             return no_device(op, device);
-        /* Soft placement: no kernel there runs it on the CPU. */
+        /* Soft placement: no kernel there runs it on the CPU; so does
+         * any op on strings, which live in host memory (as in TF). */
         device = tfm_place_op(op, device);
+        for (int i = 0; i < nin && device != TFM_CPU; i++)
+            if (in[i]->dtype == TFM_STRING)
+                device = TFM_CPU;
+        for (int j = 0; j < *nout && device != TFM_CPU; j++)
+            if (meta[j].dtype == TFM_STRING)
+                device = TFM_CPU;
     }
     tfm_kernel_fn k = tfm_kernel_for(op, device);
     if (!k)

@@ -1,5 +1,5 @@
 """The workers of a MultiWorkerMirroredStrategy and their collectives over
-MPI (the C extension tfmini.distribute._mpi, csrc/mpi/mpi_ext.c).
+MPI (the C extension tfmini.distribute._mpi, csrc/python/mpi/mpi_ext.c).
 
 Note [One communicator]: MPI is initialized once per process, by the first
 MultiWorkerMirroredStrategy, and finalized at exit; every strategy of the
@@ -208,7 +208,7 @@ def _stop_cleanly_on_sigterm():
     """mpirun answers a worker's death by sending the others SIGTERM (and
     SIGKILL a moment later): say why, as an exception, instead of dying
     without a word (the C wait runs Python's signal handlers, Note
-    [Collectives with a deadline] in csrc/mpi/mpi_ext.c)."""
+    [Collectives with a deadline] in csrc/python/mpi/mpi_ext.c)."""
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
 

@@ -1,5 +1,5 @@
 """NCCL all-reduce between the GPUs of one process, for MirroredStrategy
-over GPUs (the C extension tfmini.distribute._nccl, csrc/nccl/nccl_ext.c,
+over GPUs (the C extension tfmini.distribute._nccl, csrc/python/nccl/nccl_ext.c,
 built with the CUDA backend when NCCL is found)."""
 
 
