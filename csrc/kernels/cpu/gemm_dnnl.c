@@ -1,0 +1,79 @@
+/* float32 GEMM through oneDNN's dnnl_sgemm when the build found oneDNN.
+ *
+ * Why oneDNN (benchmarks/GEMM_CHOICE.md): measured side by side with
+ * Eigen, OpenBLAS, NumPy and JAX, its JIT-generated kernels won the
+ * small MLP/attention shapes and matched the best at the big squares,
+ * and it threads with the OpenMP runtime tfmini already uses (a pthreads
+ * BLAS would run its own pool beside ours, and two pools on the same
+ * cores spin against each other). dnnl_sgemm rather than the matmul
+ * primitive: it takes each call's shape directly, with no primitive to
+ * create and cache per shape, and its cost per call is the same.
+ *
+ * Inside a parallel region (MatMul's per-batch loop) oneDNN runs on the
+ * calling thread, so nesting needs no care here. */
+#include "gemm_dnnl.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "linalg.h"
+
+#ifdef TFMINI_WITH_DNNL
+#include <dnnl.h>
+
+/* 0: not yet read, 1: oneDNN, 2: Eigen (TFMINI_GEMM=eigen). */
+static atomic_int backend;
+
+static int
+use_dnnl(void)
+{
+    int b = atomic_load_explicit(&backend, memory_order_relaxed);
+    if (b == 0) {
+        const char *e = getenv("TFMINI_GEMM");
+        b = e && strcmp(e, "eigen") == 0 ? 2 : 1;
+        atomic_store_explicit(&backend, b, memory_order_relaxed);
+    }
+    return b == 1;
+}
+
+void
+tfm_gemm_f32_best(int64_t m, int64_t n, int64_t k, const float *a, int ta,
+                  const float *b, int tb, float *c)
+{
+    /* k == 0 is a zero fill, which Eigen's path already does; oneDNN's
+     * leading dimensions must also be >= 1. */
+    if (k > 0 && use_dnnl()) {
+        dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k,
+                                     1.0f, a, ta ? m : k, b, tb ? k : n,
+                                     0.0f, c, n);
+        if (s == dnnl_success)
+            return;
+        /* Sizes were checked by the caller; an unexpected refusal
+         * still gets a correct product. */
+    }
+    tfm_gemm_f32(m, n, k, a, ta, b, tb, c);
+}
+
+const char *
+tfm_gemm_backend(void)
+{
+    return use_dnnl() ? "dnnl" : "eigen";
+}
+
+#else
+
+void
+tfm_gemm_f32_best(int64_t m, int64_t n, int64_t k, const float *a, int ta,
+                  const float *b, int tb, float *c)
+{
+    tfm_gemm_f32(m, n, k, a, ta, b, tb, c);
+}
+
+const char *
+tfm_gemm_backend(void)
+{
+    return "eigen";
+}
+
+#endif
