@@ -62,3 +62,22 @@ def test_whole_slice_is_not_copied():
         array_ops._C.call = saved
     # x[i]: no StridedSlice; x[i, 1:]: one (it does cut).
     assert calls.count(array_ops._STRIDED_SLICE) == 1
+
+
+def test_small_fused_nodes_with_broadcast_inputs():
+    """Fused nodes smaller than one block run as one block of their own
+    size on the calling thread; periodic (bias-like) inputs tile into
+    it."""
+    rng = np.random.default_rng(3)
+
+    @tf.function
+    def f(x, b, s):
+        return tf.tanh(x * 2.0 + b) * s - tf.exp(-x)
+
+    for shape in [(1, 1), (3, 5), (7, 48), (13, 130), (40, 1000)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        b = rng.standard_normal(shape[-1:]).astype(np.float32)
+        s = np.float32(0.5)
+        want = np.tanh(x * 2 + b) * s - np.exp(-x)
+        np.testing.assert_allclose(f(x, b, s).numpy(), want, rtol=1e-5,
+                                   atol=1e-6)
