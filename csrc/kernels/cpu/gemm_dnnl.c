@@ -13,6 +13,9 @@
  * calling thread, so nesting needs no care here. */
 #include "gemm_dnnl.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,13 @@
 
 #ifdef TFMINI_WITH_DNNL
 #include <dnnl.h>
+
+/* Products below this many multiply-adds run on the calling thread, as
+ * in the Eigen shim (kParallelWork, measured there: a split of 128x32x32
+ * gains nothing). oneDNN would split them over every OpenMP thread; in
+ * a loop body that is a fork and a join per step, and on a busy
+ * machine each join waits for a descheduled thread. */
+#define SERIAL_WORK (128 * 64 * 64)
 
 /* 0: not yet read, 1: oneDNN, 2: Eigen (TFMINI_GEMM=eigen). */
 static atomic_int backend;
@@ -44,9 +54,20 @@ tfm_gemm_f32_best(int64_t m, int64_t n, int64_t k, const float *a, int ta,
     /* k == 0 is a zero fill, which Eigen's path already does; oneDNN's
      * leading dimensions must also be >= 1. */
     if (k > 0 && use_dnnl()) {
+#ifdef _OPENMP
+        /* oneDNN sizes its team from this thread's nthreads setting. */
+        int small = m * n * k < SERIAL_WORK && !omp_in_parallel();
+        int saved = small ? omp_get_max_threads() : 0;
+        if (small)
+            omp_set_num_threads(1);
+#endif
         dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k,
                                      1.0f, a, ta ? m : k, b, tb ? k : n,
                                      0.0f, c, n);
+#ifdef _OPENMP
+        if (small)
+            omp_set_num_threads(saved);
+#endif
         if (s == dnnl_success)
             return;
         /* Sizes were checked by the caller; an unexpected refusal
