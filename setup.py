@@ -246,10 +246,14 @@ CUDA_DEFINES = ["-DTFMINI_WITH_CUDA"] if CUDA_HOME else []
 DNNL = find_dnnl()
 DNNL_DEFINES = ["-DTFMINI_WITH_DNNL"] if DNNL else []
 DNNL_INCLUDE = [DNNL[0]] if DNNL and DNNL[0] != "/usr/include" else []
-DNNL_LINK = (["-L" + DNNL[1], "-Wl,-rpath," + DNNL[1], "-ldnnl"]
-             if DNNL else [])
+# The system's own library folders need no -L or rpath.
+_SYSTEM_LIB = DNNL and (DNNL[1] in ("/usr/lib", "/usr/lib64") or
+                       os.path.dirname(DNNL[1]) == "/usr/lib")
+DNNL_LINK = ([] if not DNNL else ["-ldnnl"] if _SYSTEM_LIB else
+             ["-L" + DNNL[1], "-Wl,-rpath," + DNNL[1], "-ldnnl"])
 print("tfmini: float32 GEMM through " + (
-    f"oneDNN ({DNNL[1]})" if DNNL else
+    f"oneDNN ({DNNL[1]})" if DNNL else "Eigen (TFMINI_DNNL=0)"
+    if os.environ.get("TFMINI_DNNL") == "0" else
     "Eigen (oneDNN not found: apt-get install libdnnl-dev for the "
     "faster one)"))
 CUDA_INCLUDE = cuda_includes(CUDA_HOME) if CUDA_HOME else []
