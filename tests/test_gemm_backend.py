@@ -82,3 +82,36 @@ def test_backend_switch_keeps_results():
 
 def test_backend_is_known():
     assert backend() in ("dnnl", "eigen")
+
+
+def test_conv_products_agree_across_backends():
+    """Conv2D and its two gradients run their im2col products through
+    oneDNN when built with it; TFMINI_GEMM=eigen keeps the own tile.
+    Both agree (and TF's geometry is the conv tests' business)."""
+    code = (
+        "import numpy as np, tfmini as tf\n"
+        "r = np.random.default_rng(0)\n"
+        "x = tf.constant(r.standard_normal((2, 9, 11, 5), np.float32))\n"
+        "w = tf.constant(r.standard_normal((3, 3, 5, 7), np.float32))\n"
+        "out = []\n"
+        "for s, p, d in [(1, 'SAME', 1), (2, 'VALID', 1), (1, 'SAME', 2)]:\n"
+        "    with tf.GradientTape(persistent=True) as t:\n"
+        "        t.watch([x, w])\n"
+        "        y = tf.nn.conv2d(x, w, s, p, dilations=d)\n"
+        "        loss = tf.reduce_sum(y * y)\n"
+        "    gx, gw = t.gradient(loss, [x, w])\n"
+        "    out += [y.numpy(), gx.numpy(), gw.numpy()]\n"
+        "np.savez(__import__('sys').argv[1], *out)\n")
+    import tempfile
+    res = {}
+    with tempfile.TemporaryDirectory() as d:
+        for mode in ("eigen", "default"):
+            env = dict(os.environ, TFMINI_GEMM=mode)
+            path = os.path.join(d, mode + ".npz")
+            subprocess.run([sys.executable, "-c", code, path], env=env,
+                           check=True, capture_output=True, text=True)
+            with np.load(path) as f:
+                res[mode] = [f[k] for k in sorted(f.files,
+                                                  key=lambda s: int(s[4:]))]
+    for a, b in zip(res["eigen"], res["default"]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-3)

@@ -76,6 +76,30 @@ tfm_gemm_f32_best(int64_t m, int64_t n, int64_t k, const float *a, int ta,
     tfm_gemm_f32(m, n, k, a, ta, b, tb, c);
 }
 
+int
+tfm_gemm_f32_conv(int trans_a, int64_t M, int64_t N, int64_t K,
+                  const float *A, int64_t lda, const float *B, int64_t ldb,
+                  float *C, int64_t ldc, int accumulate)
+{
+    if (M <= 0 || N <= 0 || K <= 0 || !use_dnnl())
+        return 0;
+#ifdef _OPENMP
+    /* The conv kernels split the work themselves: one thread here. */
+    int outer = !omp_in_parallel();
+    int saved = outer ? omp_get_max_threads() : 0;
+    if (outer)
+        omp_set_num_threads(1);
+#endif
+    dnnl_status_t s = dnnl_sgemm(trans_a ? 'T' : 'N', 'N', M, N, K, 1.0f, A,
+                                 lda, B, ldb, accumulate ? 1.0f : 0.0f, C,
+                                 ldc);
+#ifdef _OPENMP
+    if (outer)
+        omp_set_num_threads(saved);
+#endif
+    return s == dnnl_success;
+}
+
 const char *
 tfm_gemm_backend(void)
 {
@@ -89,6 +113,14 @@ tfm_gemm_f32_best(int64_t m, int64_t n, int64_t k, const float *a, int ta,
                   const float *b, int tb, float *c)
 {
     tfm_gemm_f32(m, n, k, a, ta, b, tb, c);
+}
+
+int
+tfm_gemm_f32_conv(int trans_a, int64_t M, int64_t N, int64_t K,
+                  const float *A, int64_t lda, const float *B, int64_t ldb,
+                  float *C, int64_t ldc, int accumulate)
+{
+    return 0;
 }
 
 const char *

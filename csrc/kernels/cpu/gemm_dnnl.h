@@ -9,6 +9,14 @@
 void tfm_gemm_f32_best(int64_t m, int64_t n, int64_t k, const float *a,
                        int ta, const float *b, int tb, float *c);
 
+/* The im2col convolutions' product (tfm_conv_gemm_f32's contract, conv.h:
+ * C[M,N] (+)= op(A) @ B with row strides) through oneDNN on the calling
+ * thread. Returns 1 when it ran, 0 when the caller must (no oneDNN, or
+ * TFMINI_GEMM=eigen). */
+int tfm_gemm_f32_conv(int trans_a, int64_t M, int64_t N, int64_t K,
+                      const float *A, int64_t lda, const float *B,
+                      int64_t ldb, float *C, int64_t ldc, int accumulate);
+
 /* The backend tfm_gemm_f32_best uses in this process: "dnnl" or "eigen".
  * TFMINI_GEMM=eigen in the environment (read once) keeps Eigen even in
  * a build with oneDNN, to compare the two or to rule one out. */
