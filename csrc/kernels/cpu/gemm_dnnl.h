@@ -18,8 +18,9 @@ int tfm_gemm_f32_conv(int trans_a, int64_t M, int64_t N, int64_t K,
                       int64_t ldb, float *C, int64_t ldc, int accumulate);
 
 /* The backend tfm_gemm_f32_best uses in this process: "dnnl" or "eigen".
- * TFMINI_GEMM=eigen in the environment (read once) keeps Eigen even in
- * a build with oneDNN, to compare the two or to rule one out. */
+ * TFMINI_GEMM=eigen in the environment (read once) keeps Eigen (and the
+ * convolutions' own product) even in a build with oneDNN, to compare
+ * the two or to rule one out. */
 const char *tfm_gemm_backend(void);
 
 #endif
