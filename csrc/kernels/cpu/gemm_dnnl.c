@@ -25,12 +25,15 @@
 #ifdef TFMINI_WITH_DNNL
 #include <dnnl.h>
 
-/* Products below this many multiply-adds run on the calling thread, as
- * in the Eigen shim (kParallelWork, measured there: a split of 128x32x32
- * gains nothing). oneDNN would split them over every OpenMP thread; in
- * a loop body that is a fork and a join per step, and on a busy
- * machine each join waits for a descheduled thread. */
-#define SERIAL_WORK (128 * 64 * 64)
+/* Products below this many multiply-adds (about 10 us on one core) run
+ * on the calling thread. oneDNN would split any product over every
+ * OpenMP thread; in a loop body that is a fork and a join per step,
+ * which on a quiet machine costs 1-2 us but on a busy one waits for a
+ * descheduled thread's time slice (the RNN row's 32x128x128 step
+ * product: 8 ms per iteration with the other core taken, 10 us
+ * serial). Twice the Eigen shim's kParallelWork: only products whose
+ * split saves several microseconds take that risk. */
+#define SERIAL_WORK (128 * 128 * 64)
 
 /* 0: not yet read, 1: oneDNN, 2: Eigen (TFMINI_GEMM=eigen). */
 static atomic_int backend;
@@ -56,7 +59,7 @@ tfm_gemm_f32_best(int64_t m, int64_t n, int64_t k, const float *a, int ta,
     if (k > 0 && use_dnnl()) {
 #ifdef _OPENMP
         /* oneDNN sizes its team from this thread's nthreads setting. */
-        int small = m * n * k < SERIAL_WORK && !omp_in_parallel();
+        int small = m * n * k <= SERIAL_WORK && !omp_in_parallel();
         int saved = small ? omp_get_max_threads() : 0;
         if (small)
             omp_set_num_threads(1);
