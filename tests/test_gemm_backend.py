@@ -115,3 +115,25 @@ def test_conv_products_agree_across_backends():
                                                   key=lambda s: int(s[4:]))]
     for a, b in zip(res["eigen"], res["default"]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-3)
+
+
+def test_dynamic_openmp_teams_keep_products_right():
+    """OMP_DYNAMIC=true lets libgomp shrink a team by the load average;
+    oneDNN partitions for the team it asked for, so the shim turns
+    dynamic teams off around its calls (NaNs otherwise)."""
+    code = ("import numpy as np, tfmini as tf\n"
+            "r = np.random.default_rng(0)\n"
+            "a = r.random((256, 512), dtype=np.float32)\n"
+            "b = r.random((512, 300), dtype=np.float32)\n"
+            "x = r.random((4, 16, 16, 8), dtype=np.float32)\n"
+            "w = r.random((3, 3, 8, 16), dtype=np.float32)\n"
+            "print(np.abs(tf.matmul(a, b).numpy() - a @ b).max())\n"
+            "y = tf.nn.conv2d(x, w, 1, 'SAME').numpy()\n"
+            "y0 = tf.nn.conv2d(x.astype(np.float64), w.astype(np.float64),"
+            " 1, 'SAME').numpy()\n"
+            "print(np.abs(y - y0).max())\n")
+    env = dict(os.environ, OMP_DYNAMIC="true")
+    r = subprocess.run([sys.executable, "-c", code], env=env,
+                       capture_output=True, text=True, check=True)
+    errs = [float(v) for v in r.stdout.split()]
+    assert all(e < 1e-2 for e in errs), errs

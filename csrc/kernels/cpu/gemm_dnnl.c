@@ -35,6 +35,42 @@
  * split saves several microseconds take that risk. */
 #define SERIAL_WORK (128 * 128 * 64)
 
+/* The OpenMP settings a oneDNN call runs under, and their restore.
+ * oneDNN partitions a product for the team size it asks for and does
+ * not support OMP_DYNAMIC=true: a team the runtime shrinks leaves parts
+ * of the product unwritten (measured: NaNs in a 256x512x300 product).
+ * So dynamic teams are off for the call, and serial calls ask for one
+ * thread. Both settings belong to the calling thread: cheap to set. */
+typedef struct team { int threads, dynamic; } team;
+
+static void
+team_begin(team *t, int serial)
+{
+#ifdef _OPENMP
+    t->threads = serial ? omp_get_max_threads() : 0;
+    t->dynamic = omp_get_dynamic();
+    if (serial)
+        omp_set_num_threads(1);
+    if (t->dynamic)
+        omp_set_dynamic(0);
+#else
+    (void)t; (void)serial;
+#endif
+}
+
+static void
+team_end(const team *t)
+{
+#ifdef _OPENMP
+    if (t->threads)
+        omp_set_num_threads(t->threads);
+    if (t->dynamic)
+        omp_set_dynamic(1);
+#else
+    (void)t;
+#endif
+}
+
 /* 0: not yet read, 1: oneDNN, 2: Eigen (TFMINI_GEMM=eigen). */
 static atomic_int backend;
 
@@ -57,20 +93,16 @@ tfm_gemm_f32_best(int64_t m, int64_t n, int64_t k, const float *a, int ta,
     /* k == 0 is a zero fill, which Eigen's path already does; oneDNN's
      * leading dimensions must also be >= 1. */
     if (k > 0 && use_dnnl()) {
+        team t;
 #ifdef _OPENMP
-        /* oneDNN sizes its team from this thread's nthreads setting. */
-        int small = m * n * k <= SERIAL_WORK && !omp_in_parallel();
-        int saved = small ? omp_get_max_threads() : 0;
-        if (small)
-            omp_set_num_threads(1);
+        team_begin(&t, m * n * k <= SERIAL_WORK && !omp_in_parallel());
+#else
+        team_begin(&t, 0);
 #endif
         dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k,
                                      1.0f, a, ta ? m : k, b, tb ? k : n,
                                      0.0f, c, n);
-#ifdef _OPENMP
-        if (small)
-            omp_set_num_threads(saved);
-#endif
+        team_end(&t);
         if (s == dnnl_success)
             return;
         /* Sizes were checked by the caller; an unexpected refusal
@@ -86,20 +118,17 @@ tfm_gemm_f32_conv(int trans_a, int64_t M, int64_t N, int64_t K,
 {
     if (M <= 0 || N <= 0 || K <= 0 || !use_dnnl())
         return 0;
-#ifdef _OPENMP
     /* The conv kernels split the work themselves: one thread here. */
-    int outer = !omp_in_parallel();
-    int saved = outer ? omp_get_max_threads() : 0;
-    if (outer)
-        omp_set_num_threads(1);
+    team t;
+#ifdef _OPENMP
+    team_begin(&t, !omp_in_parallel());
+#else
+    team_begin(&t, 0);
 #endif
     dnnl_status_t s = dnnl_sgemm(trans_a ? 'T' : 'N', 'N', M, N, K, 1.0f, A,
                                  lda, B, ldb, accumulate ? 1.0f : 0.0f, C,
                                  ldc);
-#ifdef _OPENMP
-    if (outer)
-        omp_set_num_threads(saved);
-#endif
+    team_end(&t);
     return s == dnnl_success;
 }
 
