@@ -11,6 +11,10 @@ OpenMP for big kernels. Environment switches:
   EIGEN3_INCLUDE_DIR  where Eigen's headers are, if not in a standard place
                       (else third_party/eigen3, which tools/vendor_eigen.sh
                       fills, for machines without Eigen)
+  TFMINI_DNNL=0|1     build without / with oneDNN's float32 GEMM (Debian
+                      libdnnl-dev); unset: with it when its header and
+                      library are found (DNNL_ROOT, else the system's).
+                      Without it MatMul uses Eigen's GEMM.
   TFMINI_CUDA=0|1     build without / with the CUDA backend; unset: with it
                       when a toolkit is found (CUDA_HOME, /usr/local/cuda,
                       nvcc on PATH). 1 without a toolkit fails.
@@ -48,6 +52,33 @@ def find_eigen():
     sys.exit("tfmini needs Eigen 3 to build: install Debian's libeigen3-dev "
              "(apt-get install libeigen3-dev) or set EIGEN3_INCLUDE_DIR to "
              "the folder that holds Eigen/Core.")
+
+
+def find_dnnl(env=None):
+    """(include dir, library dir) of oneDNN, or None: the optional GEMM
+    backend (gemm_dnnl.c). DNNL_ROOT first, then the system's folders
+    (Debian's libdnnl-dev puts dnnl.h in /usr/include)."""
+    env = os.environ if env is None else env
+    if env.get("TFMINI_DNNL") == "0":
+        return None
+    roots = [env["DNNL_ROOT"]] if env.get("DNNL_ROOT") else ["/usr",
+                                                           "/usr/local"]
+    arch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True,
+                          text=True).stdout.strip() if shutil.which(
+                              "gcc") else ""
+    for root in roots:
+        inc = os.path.join(root, "include")
+        if not os.path.isfile(os.path.join(inc, "dnnl.h")):
+            continue
+        for sub in ("lib", "lib64", os.path.join("lib", arch)):
+            lib = os.path.join(root, sub)
+            if glob.glob(os.path.join(lib, "libdnnl.so*")):
+                return inc, lib
+    if env.get("TFMINI_DNNL") == "1":
+        sys.exit("TFMINI_DNNL=1 but oneDNN is not found: install Debian's "
+                 "libdnnl-dev or set DNNL_ROOT to the folder holding "
+                 "include/dnnl.h and lib/libdnnl.so")
+    return None
 
 
 def find_cuda(env=None):
@@ -281,6 +312,19 @@ else:
 C_FLAGS = ["-std=c11", "-D_GNU_SOURCE"]
 CXX_FLAGS = ["-std=c++17", "-DEIGEN_NO_DEBUG"]
 CUDA_DEFINES = ["-DTFMINI_WITH_CUDA"] if CUDA_HOME else []
+DNNL = find_dnnl()
+DNNL_DEFINES = ["-DTFMINI_WITH_DNNL"] if DNNL else []
+DNNL_INCLUDE = [DNNL[0]] if DNNL and DNNL[0] != "/usr/include" else []
+# The system's own library folders need no -L or rpath.
+_SYSTEM_LIB = DNNL and (DNNL[1] in ("/usr/lib", "/usr/lib64") or
+                       os.path.dirname(DNNL[1]) == "/usr/lib")
+DNNL_LINK = ([] if not DNNL else ["-ldnnl"] if _SYSTEM_LIB else
+             ["-L" + DNNL[1], "-Wl,-rpath," + DNNL[1], "-ldnnl"])
+print("tfmini: float32 GEMM through " + (
+    f"oneDNN ({DNNL[1]})" if DNNL else "Eigen (TFMINI_DNNL=0)"
+    if os.environ.get("TFMINI_DNNL") == "0" else
+    "Eigen (oneDNN not found: apt-get install libdnnl-dev for the "
+    "faster one)"))
 CUDA_INCLUDE = cuda_includes(CUDA_HOME) if CUDA_HOME else []
 CUDA_LINK = []
 if CUDA_HOME:
@@ -320,7 +364,8 @@ class BuildExt(build_ext):
                 modes = json.load(f)
         except (OSError, ValueError):
             modes = {}
-        mode = MODE + ("+cuda" if CUDA_HOME else "")
+        mode = (MODE + ("+cuda" if CUDA_HOME else "")
+                + ("+dnnl" if DNNL else ""))
         if modes.get(target) != mode:
             self.force = True
         super().build_extension(ext)
@@ -361,7 +406,7 @@ class BuildExt(build_ext):
         # With CUDA, the backend's nvcc objects and libraries come along.
         cuda_objs = list(ext.extra_objects or [])
         subprocess.run(["g++", "-shared", "-o", lib] + objs + cuda_objs
-                       + LINK + CUDA_LINK + strip + ["-lm", "-lpthread"],
+                       + LINK + CUDA_LINK + DNNL_LINK + strip + ["-lm", "-lpthread"],
                        check=True)
 
     def copy_extensions_to_source(self):
@@ -478,9 +523,9 @@ ext = Extension(
     sources=sources(),
     depends=headers() + cu_sources(),
     include_dirs=([numpy.get_include(), find_eigen(), "csrc"] + find_dlpack()
-                  + CUDA_INCLUDE),
-    extra_compile_args=COMMON + CUDA_DEFINES + PCRE2_CFLAGS,
-    extra_link_args=LINK + CUDA_LINK,
+                  + CUDA_INCLUDE + DNNL_INCLUDE),
+    extra_compile_args=COMMON + CUDA_DEFINES + PCRE2_CFLAGS + DNNL_DEFINES,
+    extra_link_args=LINK + CUDA_LINK + DNNL_LINK,
     language="c",
 )
 

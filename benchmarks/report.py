@@ -5,9 +5,9 @@
                                                  --benchmark-json run
 
 Ratio = NumPy's median time / the other's median time, from one run on
-one machine: above 1 is faster than NumPy. One run is three pytest
-processes, one after the other: tfmini's rows, NumPy's, then
-TensorFlow's and PyTorch's, so that no framework's idle threads slow
+one machine: above 1 is faster than NumPy. One run is four pytest
+processes, one after the other: tfmini's rows, NumPy's, TensorFlow's
+and PyTorch's, then JAX's, so that no framework's idle threads slow
 another's."""
 import argparse
 import datetime
@@ -21,11 +21,12 @@ import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
-ORDER = ["tfmini", "numpy", "tensorflow", "torch"]
+ORDER = ["tfmini", "numpy", "tensorflow", "jax", "torch"]
 # One pytest process per framework (pytest -k expressions over the impl
-# ids): tfmini's rows, NumPy's, then TensorFlow's and PyTorch's.
-PROCESSES = ["not (numpy or tensorflow or torch)", "numpy",
-             "tensorflow or torch"]
+# ids): tfmini's rows, NumPy's, TensorFlow's and PyTorch's, then JAX's
+# (XLA's thread pool spins like the others).
+PROCESSES = ["not (numpy or tensorflow or torch or jax)", "numpy",
+             "tensorflow or torch", "jax"]
 
 
 def run(json_path, extra):
@@ -66,16 +67,21 @@ def table(data):
     for b in data["benchmarks"]:
         groups.setdefault(b["group"], {})[b["params"]["impl"]] = b
     head = ["benchmark", "implementation", "median (throughput)",
-            "NumPy / it"]
+            "NumPy / it", "best peer / it"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name in sorted(groups, key=_group_order):
         g = groups[name]
         ref = g.get("numpy")
+        peers = [b["stats"]["median"] for i, b in g.items()
+                 if not i.startswith("tfmini")]
         for impl in sorted(g, key=_impl_order):
             b = g[impl]
             ratio = "-" if ref is None or impl == "numpy" else \
                 f"**{ref['stats']['median'] / b['stats']['median']:.2f}**"
-            rows.append(f"| {name} | {impl} | {_cell(b, None)} | {ratio} |")
+            best = "-" if not peers or not impl.startswith("tfmini") else \
+                f"**{min(peers) / b['stats']['median']:.2f}**"
+            rows.append(f"| {name} | {impl} | {_cell(b, None)} | {ratio} "
+                        f"| {best} |")
     return "\n".join(rows)
 
 
@@ -164,7 +170,9 @@ Command: `{command.strip()}`
 
 Median time per call; **ratio** = NumPy's median / the other's (above 1:
 faster than NumPy), throughput in GB/s (memory traffic) or GFLOP/s. One
-run on one machine: compare ratios within this table only.
+run on one machine: compare ratios within this table only. **best peer / it**
+(tfmini's rows): the fastest other framework's median over tfmini's,
+above 1 when tfmini is the fastest.
 
 {table(data)}
 """

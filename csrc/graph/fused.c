@@ -311,6 +311,29 @@ block_size(int nbuf)
     return b & ~(int64_t)63;
 }
 
+/* A node below the parallel size, block after block on this thread:
+ * no parallel region and, when the scratch fits, no allocation. In a
+ * loop body these nodes run once per iteration, where a parallel region
+ * (even one its if() keeps serial: libgomp still wakes its futexes) and
+ * a malloc/free of its 8-100 KiB scratch cost more than its arithmetic. */
+static __attribute__((noinline)) tfm_code
+run_small(const run_ctx *c, size_t scratch)
+{
+    _Alignas(64) char stack[64 * 1024];
+    char *mem = scratch <= sizeof stack ? stack
+                : aligned_alloc(64, (scratch + 63) & ~(size_t)63);
+    if (!mem)
+        return TFM_ERR_INTERNAL;
+    int failed = 0;
+    for (int64_t start = 0; start < c->n && !failed; start += c->block) {
+        int64_t len = c->n - start < c->block ? c->n - start : c->block;
+        failed = run_block(c, start, len, mem) != 0;
+    }
+    if (mem != stack)
+        free(mem);
+    return failed ? TFM_ERR_INTERNAL : TFM_OK;
+}
+
 static tfm_code
 run_blocks(void *ctx)
 {
@@ -320,9 +343,11 @@ run_blocks(void *ctx)
     int64_t nblocks = (n + bs - 1) / bs;
     size_t scratch = (size_t)bs * 8 * (size_t)(c->p->nreg + c->ngather);
     int failed = 0;
+    if (nblocks <= 1 || n < TFM_PAR_MIN)
+        return run_small(c, scratch);
     /* Parallel over blocks; the kernels inside see fewer than
      * TFM_PAR_MIN elements and stay serial. */
-    #pragma omp parallel if(nblocks > 1 && n >= TFM_PAR_MIN)
+    #pragma omp parallel
     {
         char *mem = aligned_alloc(64, (scratch + 63) & ~(size_t)63);
         int bad = mem == NULL;
@@ -437,6 +462,10 @@ plan_inputs(run_ctx *c)
     for (int k = 0; k < p->nin; k++)
         nbroad += c->in[k].kind == IN_GATHER;
     int64_t bs = block_size(p->nreg + nbroad);
+    /* A small node is one block no bigger than itself: its scratch then
+     * fits run_small's stack buffer. */
+    if (c->n < bs)
+        bs = (c->n + 63) & ~(int64_t)63;
     for (int k = 0; k < p->nin; k++)
         if (c->in[k].kind == IN_GATHER && c->in[k].period > 0 &&
             c->in[k].period <= bs) {

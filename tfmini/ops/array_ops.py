@@ -573,11 +573,29 @@ def _getitem(tensor, key, _force_dynamic=False):
     if not isinstance(key, (list, tuple)):
         key = (key,)
     ints, masks, gathers = _slice_spec(key, _force_dynamic)
-    out = _C.call(_STRIDED_SLICE, (tensor,), ints, masks)
+    if gathers and _whole(ints, masks, len(key)):
+        # x[i] with a symbolic i: the StridedSlice would copy all of x
+        # only for the gather to take one row (per loop iteration).
+        out = _tensor(tensor)
+    else:
+        out = _C.call(_STRIDED_SLICE, (tensor,), ints, masks)
     if gathers:
         out = _gather_dynamic(tensor, key, out, gathers, masks[2], masks[3],
                               masks[4])
     return out
+
+
+def _whole(ints, masks, n):
+    """Whether a StridedSlice spec of n entries takes all of its input:
+    every entry a full unit-stride slice or an ellipsis, none shrunk or
+    new."""
+    bmask, emask, ellipsis, newaxis, shrink = masks
+    if newaxis or shrink:
+        return False
+    full = bmask & emask
+    return builtins.all(((ellipsis >> k) & 1) or
+                        (((full >> k) & 1) and ints[2 * n + k] == 1)
+                        for k in builtins.range(n))
 
 
 def _slice_spec(key, force_dynamic=False):

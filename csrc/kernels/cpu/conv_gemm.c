@@ -13,6 +13,7 @@
  * changes how the tile reads its MR values of A. Ragged edges are
  * copied into zero-padded panels and run through the same tile. */
 #include "conv.h"
+#include "gemm_dnnl.h"
 
 #include <string.h>
 
@@ -144,8 +145,26 @@ tfm_conv_gemm_##SUF(int trans_a, int64_t M, int64_t N, int64_t K,            \
     }                                                                        \
 }
 
-GEMM_IMPL(f32, float)
+typedef vec_f32 vec_f32_own;
+void tfm_conv_gemm_f32_own(int trans_a, int64_t M, int64_t N, int64_t K,
+                           const float *A, int64_t lda, const float *B,
+                           int64_t ldb, float *C, int64_t ldc,
+                           int accumulate);
+GEMM_IMPL(f32_own, float)
 GEMM_IMPL(f64, double)
+
+/* float32 through oneDNN when the build has it (its JIT kernels beat
+ * this tile on the conv shapes: GEMM_CHOICE.md), else the tile above. */
+void
+tfm_conv_gemm_f32(int trans_a, int64_t M, int64_t N, int64_t K,
+                  const float *A, int64_t lda, const float *B, int64_t ldb,
+                  float *C, int64_t ldc, int accumulate)
+{
+    if (!tfm_gemm_f32_conv(trans_a, M, N, K, A, lda, B, ldb, C, ldc,
+                           accumulate))
+        tfm_conv_gemm_f32_own(trans_a, M, N, K, A, lda, B, ldb, C, ldc,
+                              accumulate);
+}
 
 void
 tfm_conv_geom_make(tfm_conv_geom *g, const tfm_shape *x, int64_t kh,

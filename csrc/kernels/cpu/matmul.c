@@ -1,9 +1,11 @@
-/* BatchMatMulV2 on the CPU: float32/float64 through Eigen's GEMM
- * (gemm_eigen.cc), integers through a plain loop that wraps around on
- * overflow like TF's. Batch dims broadcast: each output matrix finds its
+/* BatchMatMulV2 on the CPU: float32 through oneDNN when built with it
+ * (gemm_dnnl.c), else like float64 through Eigen's GEMM (gemm_eigen.cc);
+ * integers through a plain loop that wraps around on overflow like
+ * TF's. Batch dims broadcast: each output matrix finds its
  * two input matrices through broadcast strides counted in matrices. */
 #include <string.h>
 
+#include "gemm_dnnl.h"
 #include "linalg.h"
 #include "loops.h"
 
@@ -66,7 +68,7 @@ static void
 gemm_f32(int64_t m, int64_t n, int64_t k, const void *a, int ta,
          const void *b, int tb, void *c)
 {
-    tfm_gemm_f32(m, n, k, a, ta, b, tb, c);
+    tfm_gemm_f32_best(m, n, k, a, ta, b, tb, c);
 }
 
 static void

@@ -31,8 +31,7 @@ position_str(const tfm_shape *s, int nd, int64_t flat, char *buf, size_t n)
  * (elements), where src_off is computed on the fly by OFFSET(k). */
 #define GATHER_ROWS(OFFSET)                                                 \
     do {                                                                    \
-        _Pragma("omp parallel for if(rows * len >= TFM_PAR_MIN)")           \
-        for (int64_t k = 0; k < rows; k++) {                                \
+        TFM_PAR_FOR(rows * len >= TFM_PAR_MIN, k, rows,                     \
             int64_t so_ = (OFFSET);                                         \
             if (len == 1) {                                                 \
                 switch (esz) {                                              \
@@ -47,7 +46,7 @@ position_str(const tfm_shape *s, int nd, int64_t flat, char *buf, size_t n)
             } else {                                                        \
                 memcpy(o + k * len * e, s + so_ * e, (size_t)(len * e));    \
             }                                                               \
-        }                                                                   \
+        );                                                                  \
     } while (0)
 
 tfm_code

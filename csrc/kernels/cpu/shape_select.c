@@ -7,17 +7,21 @@
     do {                                                                    \
         const T *x = px, *y = py;                                           \
         T *o = po;                                                          \
-        _Pragma("omp parallel for simd if(n >= TFM_PAR_MIN)")               \
-        for (int64_t k = 0; k < n; k++)                                     \
-            o[k] = pc[k] ? x[k] : y[k];                                     \
+        if (n >= TFM_PAR_MIN) {                                             \
+            _Pragma("omp parallel for simd")                                \
+            for (int64_t k = 0; k < n; k++)                                 \
+                o[k] = pc[k] ? x[k] : y[k];                                 \
+        } else {                                                            \
+            for (int64_t k = 0; k < n; k++)                                 \
+                o[k] = pc[k] ? x[k] : y[k];                                 \
+        }                                                                   \
     } while (0)
 
 #define SELECT_ROWS(T)                                                      \
     do {                                                                    \
         const T *x = px, *y = py;                                           \
         T *o = po;                                                          \
-        _Pragma("omp parallel for if(n >= TFM_PAR_MIN)")                    \
-        for (int64_t r = 0; r < rows; r++) {                                \
+        TFM_PAR_FOR(n >= TFM_PAR_MIN, r, rows,                              \
             int64_t oc = 0, ox = 0, oy = 0, q = r;                          \
             for (int d = nd - 2; d >= 0; d--) {                             \
                 int64_t i = q % os->dims[d];                                \
@@ -29,7 +33,7 @@
             T *orow = o + r * len;                                          \
             for (int64_t j = 0; j < len; j++)                               \
                 orow[j] = pc[oc + j * lc] ? x[ox + j * lx] : y[oy + j * ly];\
-        }                                                                   \
+        );                                                                  \
     } while (0)
 
 #define BY_SIZE(MACRO)                                                      \

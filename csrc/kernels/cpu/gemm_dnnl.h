@@ -1,0 +1,26 @@
+/* The float32 GEMM that MatMul calls: oneDNN's when the build found it
+ * (TFMINI_WITH_DNNL), else Eigen's. */
+#ifndef TFM_KERNELS_CPU_GEMM_DNNL_H
+#define TFM_KERNELS_CPU_GEMM_DNNL_H
+
+#include <stdint.h>
+
+/* c[m, n] = op(a) @ op(b), row-major, as tfm_gemm_f32 (linalg.h). */
+void tfm_gemm_f32_best(int64_t m, int64_t n, int64_t k, const float *a,
+                       int ta, const float *b, int tb, float *c);
+
+/* The im2col convolutions' product (tfm_conv_gemm_f32's contract, conv.h:
+ * C[M,N] (+)= op(A) @ B with row strides) through oneDNN on the calling
+ * thread. Returns 1 when it ran, 0 when the caller must (no oneDNN, or
+ * TFMINI_GEMM=eigen). */
+int tfm_gemm_f32_conv(int trans_a, int64_t M, int64_t N, int64_t K,
+                      const float *A, int64_t lda, const float *B,
+                      int64_t ldb, float *C, int64_t ldc, int accumulate);
+
+/* The backend tfm_gemm_f32_best uses in this process: "dnnl" or "eigen".
+ * TFMINI_GEMM=eigen in the environment (read once) keeps Eigen (and the
+ * convolutions' own product) even in a build with oneDNN, to compare
+ * the two or to rule one out. */
+const char *tfm_gemm_backend(void);
+
+#endif
