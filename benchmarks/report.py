@@ -176,8 +176,21 @@ above 1 when tfmini is the fastest.
 
 {table(data)}
 """
-    pathlib.Path(args.out).write_text(text)
+    out = pathlib.Path(args.out)
+    out.write_text(text + kept_sections(out))
     print(text)
+
+
+def kept_sections(path):
+    """The '## ' sections other scripts wrote into RESULTS.md (GPU,
+    serving, distributed, quantization figures, each with its own
+    command): this table replaces only what comes before them."""
+    try:
+        old = path.read_text()
+    except OSError:
+        return ""
+    at = old.find("\n## ")
+    return old[at:] if at >= 0 else ""
 
 
 if __name__ == "__main__":
