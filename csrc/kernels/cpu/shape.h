@@ -63,6 +63,28 @@ void tfm_fill_bytes(void *dst, const void *elem, int64_t n, size_t esz);
 /* Row-major element strides of s. */
 void tfm_row_strides(const tfm_shape *s, int64_t *strides);
 
+/* The product of dims[from..to). */
+static inline int64_t
+tfm_dims_prod(const int64_t *dims, int from, int to)
+{
+    int64_t n = 1;
+    for (int d = from; d < to; d++)
+        n *= dims[d];
+    return n;
+}
+
+/* ConcatV2 and Pack as rows: the output's dims before the axis (i[0],
+ * negative from the end) are *outer rows of *row elements, each the
+ * inputs' rows one after another. The CPU and GPU kernels share it. */
+static inline void
+tfm_concat_rows(const tfm_shape *os, int64_t axis, int64_t *outer,
+                int64_t *row)
+{
+    int ax = (int)(axis < 0 ? axis + os->ndim : axis);
+    *outer = tfm_dims_prod(os->dims, 0, ax);
+    *row = tfm_dims_prod(os->dims, ax, os->ndim);
+}
+
 /* Element i of an integer tensor's data, as int64. */
 static inline int64_t
 tfm_index_at(const void *p, tfm_dtype d, int64_t i)

@@ -328,15 +328,6 @@ tfm_k_transpose(tfm_op op, tfm_tensor *const *in, int nin,
     return TFM_OK;
 }
 
-static int64_t
-prod(const int64_t *dims, int from, int to)
-{
-    int64_t n = 1;
-    for (int d = from; d < to; d++)
-        n *= dims[d];
-    return n;
-}
-
 /* ConcatV2 and Pack: each output row (the dims before the axis) is the
  * inputs' rows one after another. */
 tfm_code
@@ -344,10 +335,8 @@ tfm_k_concat(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
              tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     const tfm_shape *os = &out[0]->shape;
-    int64_t axis = a->i[0];
-    int ax = (int)(axis < 0 ? axis + os->ndim : axis);
-    int64_t outer = prod(os->dims, 0, ax);
-    int64_t row = prod(os->dims, ax, os->ndim);
+    int64_t outer, row;
+    tfm_concat_rows(os, a->i[0], &outer, &row);
     size_t esz = esize(out[0]);
     char *o = tfm_tensor_data(out[0]);
     int64_t off = 0;
@@ -371,8 +360,8 @@ tfm_k_split(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     const tfm_shape *x = &in[0]->shape;
     int64_t axis = a->i[0];
     int ax = (int)(axis < 0 ? axis + x->ndim : axis);
-    int64_t outer = prod(x->dims, 0, ax);
-    int64_t row = prod(x->dims, ax, x->ndim);
+    int64_t outer = tfm_dims_prod(x->dims, 0, ax);
+    int64_t row = tfm_dims_prod(x->dims, ax, x->ndim);
     size_t esz = esize(in[0]);
     const char *s = tfm_tensor_data(in[0]);
     int64_t off = 0;

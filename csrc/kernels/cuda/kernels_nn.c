@@ -3,6 +3,7 @@
  * on the GPU, other dtypes on host copies. */
 #include "internal.h"
 
+#include "../cpu/shape.h"
 #include "launch.h"
 
 static int
@@ -11,17 +12,21 @@ is_float(tfm_dtype d)
     return d == TFM_FLOAT32 || d == TFM_FLOAT64;
 }
 
-/* x's shape as [outer, dims[axis], inner]. */
-static void
-split_at(const tfm_shape *s, int axis, int64_t *outer, int64_t *n,
-         int64_t *inner)
+/* x's shape as [outer, dims[axis], inner], the axis i[0] (negative
+ * from the end) checked against x's rank. */
+static tfm_code
+split_at_axis(tfm_op op, const tfm_tensor *x, const tfm_attrs *a,
+              int64_t *outer, int64_t *n, int64_t *inner)
 {
-    *outer = *inner = 1;
+    const tfm_shape *s = &x->shape;
+    int axis;
+    tfm_code rc = tfm_shape_axis(tfm_ops[op].name, a->i[0], s->ndim, &axis);
+    if (rc)
+        return rc;
     *n = s->dims[axis];
-    for (int d = 0; d < axis; d++)
-        *outer *= s->dims[d];
-    for (int d = axis + 1; d < s->ndim; d++)
-        *inner *= s->dims[d];
+    *outer = tfm_dims_prod(s->dims, 0, axis);
+    *inner = tfm_dims_prod(s->dims, axis + 1, s->ndim);
+    return TFM_OK;
 }
 
 static tfm_code
@@ -31,13 +36,10 @@ k_softmax(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     tfm_dtype d = in[0]->dtype;
     if (!is_float(d) || out[0]->dtype != d)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
-    int axis;
-    tfm_code rc = tfm_shape_axis(tfm_ops[op].name, a->i[0],
-                                 in[0]->shape.ndim, &axis);
+    int64_t outer, n, inner;
+    tfm_code rc = split_at_axis(op, in[0], a, &outer, &n, &inner);
     if (rc)
         return rc;
-    int64_t outer, n, inner;
-    split_at(&in[0]->shape, axis, &outer, &n, &inner);
     tfm_gpu *g = tfm_cu_gpu(ctx);
     return tfm_cu_launched(op, tfm_cu_softmax(
         d == TFM_FLOAT64, op == TFM_OP_LOG_SOFTMAX, tfm_tensor_data(in[0]),
@@ -68,13 +70,10 @@ k_xent(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     tfm_dtype d = in[0]->dtype;
     if (!is_float(d) || in[1]->dtype != d)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
-    int axis;
-    tfm_code rc = tfm_shape_axis(tfm_ops[op].name, a->i[0],
-                                 in[0]->shape.ndim, &axis);
+    int64_t outer, n, inner;
+    tfm_code rc = split_at_axis(op, in[0], a, &outer, &n, &inner);
     if (rc)
         return rc;
-    int64_t outer, n, inner;
-    split_at(&in[0]->shape, axis, &outer, &n, &inner);
     tfm_gpu *g = tfm_cu_gpu(ctx);
     return tfm_cu_launched(op, tfm_cu_xent(
         d == TFM_FLOAT64, tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),

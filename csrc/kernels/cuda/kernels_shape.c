@@ -6,15 +6,6 @@
 #include "../cpu/shape.h"
 #include "launch.h"
 
-static int64_t
-prod(const int64_t *dims, int from, int to)
-{
-    int64_t n = 1;
-    for (int d = from; d < to; d++)
-        n *= dims[d];
-    return n;
-}
-
 static tfm_code
 k_transpose(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
             tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
@@ -51,8 +42,8 @@ k_gather(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     int rc = tfm_cu_gather((int)tfm_dtype_size(in[0]->dtype), id == TFM_INT64,
                            tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
                            tfm_tensor_data(out[0]),
-                           prod(ps->dims, 0, axis), ps->dims[axis],
-                           prod(ps->dims, axis + 1, ps->ndim),
+                           tfm_dims_prod(ps->dims, 0, axis), ps->dims[axis],
+                           tfm_dims_prod(ps->dims, axis + 1, ps->ndim),
                            tfm_tensor_numel(in[1]), g->stream);
     if (rc < 0)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
@@ -65,11 +56,8 @@ static tfm_code
 k_concat(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
          tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
-    const tfm_shape *os = &out[0]->shape;
-    int64_t axis = a->i[0];
-    int ax = (int)(axis < 0 ? axis + os->ndim : axis);
-    int64_t outer = prod(os->dims, 0, ax);
-    int64_t row = prod(os->dims, ax, os->ndim);
+    int64_t outer, row;
+    tfm_concat_rows(&out[0]->shape, a->i[0], &outer, &row);
     size_t es = tfm_dtype_size(out[0]->dtype);
     if (outer == 0 || row == 0)
         return TFM_OK;

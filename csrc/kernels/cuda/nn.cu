@@ -18,54 +18,51 @@ const int THREADS = 256;
 __device__ inline float ex(float x) { return expf(x); }
 __device__ inline double ex(double x) { return exp(x); }
 
-// Block-wide max and sum (every thread gets the result).
-template <typename T>
+struct Max {
+    template <typename T>
+    __device__ T operator()(T a, T b) const { return b > a ? b : a; }
+};
+struct Add {
+    template <typename T>
+    __device__ T operator()(T a, T b) const { return a + b; }
+};
+
+// Block-wide reduction of v by op, from `none` (every thread gets the
+// result): across each warp by shuffles, then across the warps' firsts.
+template <typename T, typename Op>
 __device__ T
-block_max(T v)
+block_reduce(T v, T none, Op op)
 {
     __shared__ T sh[32];
-    for (int o = 16; o > 0; o >>= 1) {
-        T w = __shfl_down_sync(0xffffffffu, v, o);
-        v = w > v ? w : v;
-    }
+    __shared__ T res;
+    for (int o = 16; o > 0; o >>= 1)
+        v = op(v, __shfl_down_sync(0xffffffffu, v, o));
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     __syncthreads();
     if (lane == 0)
         sh[warp] = v;
     __syncthreads();
     int nw = (blockDim.x + 31) >> 5;
-    v = lane < nw ? sh[lane] : (T)-INFINITY;
-    for (int o = 16; o > 0; o >>= 1) {
-        T w = __shfl_down_sync(0xffffffffu, v, o);
-        v = w > v ? w : v;
-    }
-    __shared__ T res;
+    v = lane < nw ? sh[lane] : none;
+    for (int o = 16; o > 0; o >>= 1)
+        v = op(v, __shfl_down_sync(0xffffffffu, v, o));
     if (threadIdx.x == 0)
         res = v;
     __syncthreads();
     return res;
 }
 
+template <typename T>
+__device__ T
+block_max(T v)
+{
+    return block_reduce(v, (T)-INFINITY, Max());
+}
+
 __device__ double
 block_sum(double v)
 {
-    __shared__ double sh[32];
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, o);
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    __syncthreads();
-    if (lane == 0)
-        sh[warp] = v;
-    __syncthreads();
-    int nw = (blockDim.x + 31) >> 5;
-    v = lane < nw ? sh[lane] : 0.0;
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, o);
-    __shared__ double res;
-    if (threadIdx.x == 0)
-        res = v;
-    __syncthreads();
-    return res;
+    return block_reduce(v, 0.0, Add());
 }
 
 __device__ inline int64_t
