@@ -56,3 +56,26 @@ def module(impl):
     if impl == "numpy":
         return np
     return importlib.import_module(impl)
+
+
+def keras_models(keras):
+    """The MLP and CNN every Keras benchmark trains, built with `keras`
+    (tfmini's or TensorFlow's): {"mlp": builder, "cnn": builder}."""
+    L = keras.layers
+
+    def mlp():
+        return keras.Sequential([keras.Input((784,)),
+                                 L.Dense(128, activation="relu"),
+                                 L.Dense(10)])
+
+    def cnn():
+        return keras.Sequential([
+            keras.Input((8, 8, 1)),
+            L.Conv2D(16, 3, padding="same", activation="relu"),
+            L.MaxPooling2D(),
+            L.Conv2D(32, 3, padding="same", activation="relu"),
+            L.MaxPooling2D(),
+            L.Flatten(),
+            L.Dense(64, activation="relu"),
+            L.Dense(10)])
+    return {"mlp": mlp, "cnn": cnn}

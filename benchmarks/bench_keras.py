@@ -17,17 +17,11 @@ import time
 import numpy as np
 import pytest
 
+from _common import _importable, keras_models
+
 MLP_SAMPLES = 2048
 CNN_SAMPLES = 1024
 BATCH = 32
-
-
-def _importable(name):
-    try:
-        importlib.import_module(name)
-        return True
-    except Exception:
-        return False
 
 
 def mnist_like(n, seed=0):
@@ -46,31 +40,10 @@ def digits_like(n, seed=0):
 
 # ---- one epoch of fit, per framework ----------------------------------------
 
-def _keras_models(keras):
-    L = keras.layers
-
-    def mlp():
-        return keras.Sequential([keras.Input((784,)),
-                                 L.Dense(128, activation="relu"),
-                                 L.Dense(10)])
-
-    def cnn():
-        return keras.Sequential([
-            keras.Input((8, 8, 1)),
-            L.Conv2D(16, 3, padding="same", activation="relu"),
-            L.MaxPooling2D(),
-            L.Conv2D(32, 3, padding="same", activation="relu"),
-            L.MaxPooling2D(),
-            L.Flatten(),
-            L.Dense(64, activation="relu"),
-            L.Dense(10)])
-    return {"mlp": mlp, "cnn": cnn}
-
-
 def keras_epoch(module, kind, run_eagerly):
     """A function running one epoch of fit (tfmini.keras or tf.keras)."""
     keras = module.keras
-    model = _keras_models(keras)[kind]()
+    model = keras_models(keras)[kind]()
     model.compile(optimizer=keras.optimizers.Adam(1e-3),
                   loss=keras.losses.SparseCategoricalCrossentropy(
                       from_logits=True), run_eagerly=run_eagerly)
@@ -157,7 +130,7 @@ def mixed_epoch(policy):
     keras = tfmini.keras
     keras.mixed_precision.set_global_policy(policy)
     try:
-        model = _keras_models(keras)["mlp"]()
+        model = keras_models(keras)["mlp"]()
     finally:
         keras.mixed_precision.set_global_policy(None)
     model.compile(optimizer=keras.optimizers.Adam(1e-3),

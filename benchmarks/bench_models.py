@@ -17,18 +17,11 @@ layers, JAX as jax.jit (lax.scan for loops), PyTorch eager and, as
 Every train step is plain SGD on a softmax cross-entropy (the same math
 in every framework), so that the frameworks, not the optimizers, are
 compared. Never a pass/fail on speed: these only measure."""
-import importlib
 
 import numpy as np
 import pytest
 
-
-def _importable(name):
-    try:
-        importlib.import_module(name)
-        return True
-    except Exception:
-        return False
+from _common import _importable
 
 
 HAVE = {"tfmini": True, "tensorflow": _importable("tensorflow"),

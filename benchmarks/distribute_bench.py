@@ -23,6 +23,8 @@ import time
 
 import numpy as np
 
+from _common import keras_models
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 MPI_ARGS = ["--oversubscribe", "--mca", "btl", "self,tcp",
@@ -35,23 +37,6 @@ NETWORKS = [("10 Gb/s Ethernet", 1.25e9, 25e-6),
 
 
 # ---- worker side (under mpirun, or alone) -----------------------------------
-
-def _model(tf, kind):
-    L = tf.keras.layers
-    if kind == "mlp":
-        return tf.keras.Sequential([tf.keras.Input((784,)),
-                                    L.Dense(128, activation="relu"),
-                                    L.Dense(10)])
-    return tf.keras.Sequential([
-        tf.keras.Input((8, 8, 1)),
-        L.Conv2D(16, 3, padding="same", activation="relu"),
-        L.MaxPooling2D(),
-        L.Conv2D(32, 3, padding="same", activation="relu"),
-        L.MaxPooling2D(),
-        L.Flatten(),
-        L.Dense(64, activation="relu"),
-        L.Dense(10)])
-
 
 def worker_train(kind, batch, steps):
     """Time `steps` traced training steps (after warm-up) on this worker's
@@ -66,7 +51,7 @@ def worker_train(kind, batch, steps):
     y = tf.constant(rng.integers(0, 10, batch).astype(np.int32))
     global_batch = batch * s.num_replicas_in_sync
     with s.scope():
-        model = _model(tf, kind)
+        model = keras_models(tf.keras)[kind]()
         opt = tf.keras.optimizers.Adam(1e-3)
         loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="none")

@@ -106,13 +106,9 @@ def tfmini_candidate(threads):
     return make
 
 
-def eigen_candidate(threads):
-    import tfmini
-    f = ctypes.CDLL(tfmini._C.__file__).tfm_gemm_f32
-    i64, p = ctypes.c_int64, ctypes.c_void_p
-    f.argtypes = [i64, i64, i64, p, ctypes.c_int, p, ctypes.c_int, p]
-    f.restype = None
-
+def _per_matrix(call):
+    """make(a, b, c) for a C GEMM taking raw pointers: call(m, n, k, pa,
+    pb, pc) once per matrix of the batch (row-major float32)."""
     def make(a, b, c):
         nb, m, k = a.shape
         n = b.shape[2]
@@ -121,9 +117,19 @@ def eigen_candidate(threads):
 
         def run():
             for i in range(nb):
-                f(m, n, k, pa + i * sa, 0, pb + i * sb, 0, pc + i * sc)
+                call(m, n, k, pa + i * sa, pb + i * sb, pc + i * sc)
         return run
     return make
+
+
+def eigen_candidate(threads):
+    import tfmini
+    f = ctypes.CDLL(tfmini._C.__file__).tfm_gemm_f32
+    i64, p = ctypes.c_int64, ctypes.c_void_p
+    f.argtypes = [i64, i64, i64, p, ctypes.c_int, p, ctypes.c_int, p]
+    f.restype = None
+    return _per_matrix(lambda m, n, k, pa, pb, pc:
+                       f(m, n, k, pa, 0, pb, 0, pc))
 
 
 def _load(*names):
@@ -142,19 +148,8 @@ def dnnl_sgemm_candidate(threads):
     f.argtypes = [ctypes.c_char, ctypes.c_char, i64, i64, i64, fl, p, i64,
                   p, i64, fl, p, i64]
     f.restype = ctypes.c_int
-
-    def make(a, b, c):
-        nb, m, k = a.shape
-        n = b.shape[2]
-        pa, pb, pc = (x.ctypes.data for x in (a, b, c))
-        sa, sb, sc = m * k * 4, k * n * 4, m * n * 4
-
-        def run():
-            for i in range(nb):
-                f(b"N", b"N", m, n, k, 1.0, pa + i * sa, k, pb + i * sb, n,
-                  0.0, pc + i * sc, n)
-        return run
-    return make
+    return _per_matrix(lambda m, n, k, pa, pb, pc:
+                       f(b"N", b"N", m, n, k, 1.0, pa, k, pb, n, 0.0, pc, n))
 
 
 def dnnl_matmul_candidate(threads):
@@ -219,18 +214,10 @@ def openblas_candidate(threads):
     f.argtypes = [i, i, i, i, i, i, fl, p, i, p, i, fl, p, i]
     f.restype = None
 
-    def make(a, b, c):
-        nb, m, k = a.shape
-        n = b.shape[2]
-        pa, pb, pc = (x.ctypes.data for x in (a, b, c))
-        sa, sb, sc = m * k * 4, k * n * 4, m * n * 4
-
-        def run():
-            for j in range(nb):  # 101 row-major, 111 no transpose
-                f(101, 111, 111, m, n, k, 1.0, pa + j * sa, k, pb + j * sb,
-                  n, 0.0, pc + j * sc, n)
-        return run
-    return make
+    # 101 row-major, 111 no transpose
+    return _per_matrix(lambda m, n, k, pa, pb, pc:
+                       f(101, 111, 111, m, n, k, 1.0, pa, k, pb, n, 0.0, pc,
+                         n))
 
 
 def numpy_candidate(threads):

@@ -13,12 +13,9 @@ On a machine shared with other jobs, run it with OMP_NUM_THREADS=1:
 with every core's team, each join waits for threads the other jobs
 have descheduled (the Transformer example at load 3.5 on 2 cores: 84 s
 with both threads, 5 s with one)."""
-import argparse
-import time
-
-import numpy as np
-
 import tfmini as tf
+
+import _train
 
 keras = tf.keras
 L = keras.layers
@@ -51,23 +48,9 @@ def train(eager=False, epochs=15, seed=0, verbose=0):
     keras.utils.set_random_seed(seed)
     (x, y), (xt, yt) = keras.datasets.digits.load_data()
     x, xt = x[..., None], xt[..., None]
-    model = build_model()
-    model.compile(optimizer=keras.optimizers.Adam(3e-3),
-                  loss=keras.losses.SparseCategoricalCrossentropy(
-                      from_logits=True),
-                  metrics=["accuracy"], run_eagerly=eager)
-    t = time.perf_counter()
-    model.fit(x, y, batch_size=32, epochs=epochs, verbose=verbose)
-    seconds = time.perf_counter() - t
-    _, acc = model.evaluate(xt, yt, verbose=0)
-    return float(acc), seconds
+    return _train.fit_and_score(build_model(), (x, y), (xt, yt), 3e-3,
+                                32, epochs, eager, verbose)
 
 
 if __name__ == "__main__":
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--eager", action="store_true")
-    p.add_argument("--epochs", type=int, default=15)
-    a = p.parse_args()
-    acc, s = train(a.eager, a.epochs, verbose=2)
-    print(f"test accuracy {acc:.3f} (target {TARGET}) in {s:.1f} s "
-          f"({'eager' if a.eager else 'traced'})")
+    _train.main(__doc__, train, 15, TARGET)

@@ -10,6 +10,8 @@ import pytest
 
 import tfmini as tf
 
+from _guide_loop import run_guide
+
 CPU = tf.config.list_physical_devices("CPU")[0]
 
 
@@ -320,113 +322,18 @@ def test_keras_fit_replica_equivalence(n, run_eagerly):
 # ---- the TF tutorial's loop (Custom training with tf.distribute.Strategy)
 
 def test_tutorial_custom_training_loop(tmp_path):
-    rng = np.random.default_rng(3)
-    train_images = rng.normal(size=(48, 8, 8, 1)).astype(np.float32)
-    train_labels = rng.integers(0, 3, size=(48,)).astype(np.int64)
-    test_images, test_labels = train_images[:16], train_labels[:16]
-
-    strategy = mirrored(2)
-    BUFFER_SIZE = len(train_images)
-    BATCH_SIZE_PER_REPLICA = 8
-    GLOBAL_BATCH_SIZE = BATCH_SIZE_PER_REPLICA * \
-        strategy.num_replicas_in_sync
-    EPOCHS = 3
-    train_dataset = tf.data.Dataset.from_tensor_slices(
-        (train_images, train_labels)).shuffle(BUFFER_SIZE).batch(
-            GLOBAL_BATCH_SIZE)
-    test_dataset = tf.data.Dataset.from_tensor_slices(
-        (test_images, test_labels)).batch(GLOBAL_BATCH_SIZE)
-    train_dist_dataset = strategy.experimental_distribute_dataset(
-        train_dataset)
-    test_dist_dataset = strategy.experimental_distribute_dataset(
-        test_dataset)
-
-    def create_model():
-        regularizer = tf.keras.regularizers.L2(1e-5)
-        return tf.keras.Sequential([
-            tf.keras.layers.Conv2D(4, 3, activation='relu',
-                                   kernel_regularizer=regularizer),
-            tf.keras.layers.MaxPooling2D(),
-            tf.keras.layers.Flatten(),
-            tf.keras.layers.Dense(8, activation='relu',
-                                  kernel_regularizer=regularizer),
-            tf.keras.layers.Dense(3, kernel_regularizer=regularizer)])
-
-    checkpoint_prefix = os.path.join(str(tmp_path), "ckpt")
-    with strategy.scope():
-        loss_object = tf.keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction=tf.keras.losses.Reduction.NONE)
-
-        def compute_loss(labels, predictions, model_losses):
-            per_example_loss = loss_object(labels, predictions)
-            loss = tf.nn.compute_average_loss(per_example_loss)
-            if model_losses:
-                loss += tf.nn.scale_regularization_loss(
-                    tf.add_n(model_losses))
-            return loss
-        test_loss = tf.keras.metrics.Mean(name='test_loss')
-        train_accuracy = tf.keras.metrics.SparseCategoricalAccuracy(
-            name='train_accuracy')
-        test_accuracy = tf.keras.metrics.SparseCategoricalAccuracy(
-            name='test_accuracy')
-    with strategy.scope():
-        model = create_model()
-        optimizer = tf.keras.optimizers.Adam(learning_rate=0.01)
-        checkpoint = tf.train.Checkpoint(optimizer=optimizer, model=model)
-
-    def train_step(inputs):
-        images, labels = inputs
-        with tf.GradientTape() as tape:
-            predictions = model(images, training=True)
-            loss = compute_loss(labels, predictions, model.losses)
-        gradients = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
-        train_accuracy.update_state(labels, predictions)
-        return loss
-
-    def test_step(inputs):
-        images, labels = inputs
-        predictions = model(images, training=False)
-        t_loss = loss_object(labels, predictions)
-        test_loss.update_state(t_loss)
-        test_accuracy.update_state(labels, predictions)
-
-    @tf.function
-    def distributed_train_step(dataset_inputs):
-        per_replica_losses = strategy.run(train_step,
-                                          args=(dataset_inputs,))
-        return strategy.reduce(tf.distribute.ReduceOp.SUM,
-                               per_replica_losses, axis=None)
-
-    @tf.function
-    def distributed_test_step(dataset_inputs):
-        return strategy.run(test_step, args=(dataset_inputs,))
-
-    losses = []
-    for epoch in range(EPOCHS):
-        total_loss = 0.0
-        num_batches = 0
-        for x in train_dist_dataset:
-            total_loss += distributed_train_step(x)
-            num_batches += 1
-        train_loss = total_loss / num_batches
-        for x in test_dist_dataset:
-            distributed_test_step(x)
-        if epoch % 2 == 0:
-            checkpoint.save(checkpoint_prefix)
-        losses.append(float(train_loss))
+    def on_epoch(train_accuracy, test_loss, test_accuracy):
         assert 0.0 <= float(train_accuracy.result()) <= 1.0
         # 16 test examples over 2 replicas: every one counted once.
         assert float(test_accuracy.count) == 16
         assert float(test_loss.count) == 16
-        test_loss.reset_state()
-        train_accuracy.reset_state()
-        test_accuracy.reset_state()
-    assert int(optimizer.iterations) == EPOCHS * 3
+    losses, model, optimizer, train_step = run_guide(
+        mirrored(2), tmp_path, on_epoch)
+    assert int(optimizer.iterations) == 3 * 3
     # Built inside the replicas' first trace, once: not once per replica.
     assert len(model.weights) == 6
     assert losses[-1] < losses[0]
-    assert distributed_train_step.experimental_get_tracing_count() <= 2
+    assert train_step.experimental_get_tracing_count() <= 2
 
 
 # ---- checkpoints across strategies -----------------------------------------

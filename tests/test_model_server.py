@@ -115,11 +115,18 @@ def _mlp(seed):
                                 tf.keras.layers.Dense(3)])
 
 
+def exported_mlp(tmp_path_factory, tag, seed):
+    """(models base dir, model): _mlp(seed) exported as version 1 under a
+    fresh temp dir named tag."""
+    base = tmp_path_factory.mktemp(tag) / "models"
+    model = _mlp(seed)
+    model.export(str(base / "1"), verbose=False)     # Keras 3's way
+    return base, model
+
+
 @pytest.fixture(scope="module")
 def mlp_server(server_bin, tmp_path_factory):
-    base = tmp_path_factory.mktemp("mlp") / "models"
-    model = _mlp(5)
-    model.export(str(base / "1"), verbose=False)     # Keras 3's way
+    base, model = exported_mlp(tmp_path_factory, "mlp", 5)
     s = Server(server_bin, "mlp", base, "--max_body_bytes=200000",
                "--rest_api_timeout_in_ms=1000")
     s.model, s.base = model, base

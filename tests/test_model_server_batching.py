@@ -11,17 +11,15 @@ import numpy as np
 import pytest
 
 import tfmini as tf
-from test_model_server import Server, _mlp, server_bin  # noqa: F401
+from test_model_server import (Server, _mlp, exported_mlp,  # noqa: F401
+                               server_bin)
 
 RNG = np.random.RandomState(3)
 
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    base = tmp_path_factory.mktemp("batching") / "models"
-    model = _mlp(11)
-    model.export(str(base / "1"), verbose=False)
-    return base, model
+    return exported_mlp(tmp_path_factory, "batching", 11)
 
 
 def _concurrently(server, bodies):

@@ -11,17 +11,15 @@ import time
 import numpy as np
 import pytest
 
-from test_model_server import Server, _mlp, server_bin  # noqa: F401
+from test_model_server import (Server, exported_mlp,  # noqa: F401
+                               server_bin)
 
 X = np.random.RandomState(4).randn(2, 4).astype(np.float32)
 
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    base = tmp_path_factory.mktemp("limits") / "models"
-    model = _mlp(12)
-    model.export(str(base / "1"), verbose=False)
-    return base, model
+    return exported_mlp(tmp_path_factory, "limits", 12)
 
 
 def _connect(server):

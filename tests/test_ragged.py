@@ -2,13 +2,13 @@
 (the table below is what TensorFlow 2.21 prints for each expression),
 errors, gradients by finite differences, tf.function, tf.data, tf.nest
 and memory."""
-import gc
 
 import numpy as np
 import pytest
 
 import tfmini as tf
-from tfmini import _C
+
+from _leaks import assert_no_leak
 
 TF_REPRS = [
     ('tf.add(digits, 3)',
@@ -540,14 +540,7 @@ def test_ragged_ops_do_not_leak():
             y = tf.reduce_sum(tf.RaggedTensor.from_row_lengths(
                 v, [2, 1]).to_tensor() ** 2)
         tape.gradient(y, v)
-    for _ in range(3):
-        round_()
-    gc.collect()
-    before = _C.live_counts()
-    for _ in range(50):
-        round_()
-    gc.collect()
-    assert _C.live_counts() == before
+    assert_no_leak(round_)
 
 
 def test_equality_is_elementwise():

@@ -2,13 +2,13 @@
 text (the table below is what TensorFlow 2.21 prints for each
 expression), errors, gradients by finite differences for
 sparse_dense_matmul and to_dense, tf.function, tf.nest and memory."""
-import gc
 
 import numpy as np
 import pytest
 
 import tfmini as tf
-from tfmini import _C
+
+from _leaks import assert_no_leak
 
 TF_REPRS = [
     ('st1',
@@ -305,14 +305,7 @@ def test_sparse_ops_do_not_leak():
                 tf.sparse.SparseTensor(C["indices"], v, C["dense_shape"]),
                 tf.ones([3, 2])))
         tape.gradient(y, v)
-    for _ in range(3):
-        round_()
-    gc.collect()
-    before = _C.live_counts()
-    for _ in range(50):
-        round_()
-    gc.collect()
-    assert _C.live_counts() == before
+    assert_no_leak(round_)
 
 
 SPARSE_GUIDE = """\

@@ -1,13 +1,13 @@
 """tf.string and tf.strings: values, reprs and errors against TF's
 documented examples (the "Unicode strings" guide, the API docs), and
 strings through tf.function, tf.data and saved models."""
-import gc
 
 import numpy as np
 import pytest
 
 import tfmini as tf
-from tfmini import _C
+
+from _leaks import assert_no_leak
 
 RAGGED = getattr(tf, "RaggedTensor", None) is not None
 
@@ -534,9 +534,4 @@ def test_string_tensors_do_not_leak():
                 tf.strings.substr(t, 100, 1)
             except tf.errors.InvalidArgumentError:
                 pass
-    work()
-    gc.collect()
-    before = _C.live_counts()
-    work()
-    gc.collect()
-    assert _C.live_counts() == before
+    assert_no_leak(work, warmup=1, rounds=1)

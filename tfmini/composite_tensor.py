@@ -44,6 +44,15 @@ class TypeSpec:
 
     __slots__ = ()
 
+    # Both subclasses set _shape (a TensorShape) and _dtype.
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def dtype(self):
+        return self._dtype
+
     @property
     def _component_specs(self):
         raise NotImplementedError

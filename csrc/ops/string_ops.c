@@ -2,14 +2,17 @@
  * inputs and attributes. */
 #include "string_ops.h"
 
+#define NAME (tfm_ops[op].name)
+#define BAD(...) tfm_error(TFM_ERR_INVALID_ARGUMENT, __VA_ARGS__)
+
 static tfm_code
 want(tfm_op op, const tfm_meta *m, tfm_dtype d, const char *what)
 {
     if (m->dtype == d)
         return TFM_OK;
-    return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %s must be a %s "
-                     "tensor, got %s", tfm_ops[op].name, what,
-                     tfm_dtype_name(d), tfm_dtype_name(m->dtype));
+    return BAD("%s: %s must be a %s "
+               "tensor, got %s", NAME, what,
+               tfm_dtype_name(d), tfm_dtype_name(m->dtype));
 }
 
 static tfm_code
@@ -18,9 +21,9 @@ want_scalar(tfm_op op, const tfm_meta *m, const char *what)
     char s[160];
     tfm_code rc = want(op, m, TFM_STRING, what);
     if (!rc && m->shape.ndim != 0)
-        rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %s must be a scalar, "
-                       "got shape %s", tfm_ops[op].name, what,
-                       tfm_shape_str(&m->shape, s, sizeof s));
+        rc = BAD("%s: %s must be a scalar, "
+                 "got shape %s", NAME, what,
+                 tfm_shape_str(&m->shape, s, sizeof s));
     return rc;
 }
 
@@ -30,10 +33,32 @@ want_rank01(tfm_op op, const tfm_meta *m)
     char s[160];
     if (m->shape.ndim <= 1)
         return TFM_OK;
-    return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: input must be 0-D or "
-                     "1-D (a rank-%d input is split row by row in "
-                     "Python), got shape %s", tfm_ops[op].name,
-                     m->shape.ndim, tfm_shape_str(&m->shape, s, sizeof s));
+    return BAD("%s: input must be 0-D or "
+               "1-D (a rank-%d input is split row by row in "
+               "Python), got shape %s", NAME,
+               m->shape.ndim, tfm_shape_str(&m->shape, s, sizeof s));
+}
+
+/* unit: BYTE or UTF8_CHAR (string_length, substr). */
+static tfm_code
+want_unit(tfm_op op, int64_t unit)
+{
+    if (unit < 0 || unit > 1)
+        return BAD("%s: unit must be BYTE or UTF8_CHAR", NAME);
+    return TFM_OK;
+}
+
+/* errors (i[0]) and encoding (i[3]) of unicode_decode and _encode. */
+static tfm_code
+want_unicode_attrs(tfm_op op, const tfm_attrs *a)
+{
+    if (a->i[0] < 0 || a->i[0] > 2)
+        return BAD("%s: errors must be 'replace', 'ignore' or 'strict'",
+                   NAME);
+    if (a->i[3] < 0 || a->i[3] > 2)
+        return BAD("%s: the encoding must be UTF-8, UTF-16-BE or "
+                   "UTF-32-BE", NAME);
+    return TFM_OK;
 }
 
 static tfm_code
@@ -51,9 +76,8 @@ tfm_infer_string_length(tfm_op op, const tfm_meta *in, int nin,
 {
     (void)nin;
     tfm_code rc = want(op, &in[0], TFM_STRING, "input");
-    if (!rc && (a->i[0] < 0 || a->i[0] > 1))
-        rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: unit must be BYTE "
-                       "or UTF8_CHAR", tfm_ops[op].name);
+    if (!rc)
+        rc = want_unit(op, a->i[0]);
     return rc ? rc : one(TFM_INT32, &in[0].shape, out, nout);
 }
 
@@ -72,8 +96,8 @@ tfm_infer_string_join(tfm_op op, const tfm_meta *in, int nin,
 {
     (void)a;
     if (nin < 1)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s needs a separator",
-                         tfm_ops[op].name);
+        return BAD("%s needs a separator",
+                   NAME);
     tfm_code rc = want_scalar(op, &in[0], "separator");
     if (rc)
         return rc;
@@ -99,11 +123,11 @@ tfm_infer_string_join(tfm_op op, const tfm_meta *in, int nin,
         }
         if (!ok) {
             char p[160], q[160];
-            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: inputs must be "
-                             "scalars or of one shape, got %s and %s",
-                             tfm_ops[op].name,
-                             tfm_shape_str(&s, p, sizeof p),
-                             tfm_shape_str(&in[i].shape, q, sizeof q));
+            return BAD("%s: inputs must be "
+                       "scalars or of one shape, got %s and %s",
+                       NAME,
+                       tfm_shape_str(&s, p, sizeof p),
+                       tfm_shape_str(&in[i].shape, q, sizeof q));
         }
     }
     return one(TFM_STRING, &s, out, nout);
@@ -119,17 +143,16 @@ tfm_infer_substr(tfm_op op, const tfm_meta *in, int nin,
         return rc;
     if ((in[1].dtype != TFM_INT32 && in[1].dtype != TFM_INT64) ||
         in[2].dtype != in[1].dtype)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: pos and len must "
-                         "be int32 or int64 of one dtype, got %s and %s",
-                         tfm_ops[op].name, tfm_dtype_name(in[1].dtype),
-                         tfm_dtype_name(in[2].dtype));
-    if (a->i[0] < 0 || a->i[0] > 1)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: unit must be BYTE "
-                         "or UTF8_CHAR", tfm_ops[op].name);
+        return BAD("%s: pos and len must "
+                   "be int32 or int64 of one dtype, got %s and %s",
+                   NAME, tfm_dtype_name(in[1].dtype),
+                   tfm_dtype_name(in[2].dtype));
+    if ((rc = want_unit(op, a->i[0])))
+        return rc;
     tfm_shape s;
-    if ((rc = tfm_shape_broadcast(tfm_ops[op].name, &in[0].shape,
+    if ((rc = tfm_shape_broadcast(NAME, &in[0].shape,
                                   &in[1].shape, &s)) ||
-        (rc = tfm_shape_broadcast(tfm_ops[op].name, &s, &in[2].shape, &s)))
+        (rc = tfm_shape_broadcast(NAME, &s, &in[2].shape, &s)))
         return rc;
     return one(TFM_STRING, &s, out, nout);
 }
@@ -160,9 +183,9 @@ tfm_infer_string_to_number(tfm_op op, const tfm_meta *in, int nin,
         return rc;
     if (a->dtype != TFM_FLOAT32 && a->dtype != TFM_FLOAT64 &&
         a->dtype != TFM_INT32 && a->dtype != TFM_INT64)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: out_type must be "
-                         "float32, float64, int32 or int64, got %s",
-                         tfm_ops[op].name, tfm_dtype_name(a->dtype));
+        return BAD("%s: out_type must be "
+                   "float32, float64, int32 or int64, got %s",
+                   NAME, tfm_dtype_name(a->dtype));
     return one(a->dtype, &in[0].shape, out, nout);
 }
 
@@ -175,21 +198,21 @@ tfm_infer_as_string(tfm_op op, const tfm_meta *in, int nin,
     if (d == TFM_STRING)
         return one(TFM_STRING, &in[0].shape, out, nout);
     if (!tfm_dtype_is_int(d) && !tfm_dtype_is_float(d) && d != TFM_BOOL)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: no kernel for "
-                         "dtype %s", tfm_ops[op].name, tfm_dtype_name(d));
+        return BAD("%s: no kernel for "
+                   "dtype %s", NAME, tfm_dtype_name(d));
     int is_float = tfm_dtype_is_float(d);
     if (!is_float && (a->i[0] >= 0 || a->i[1] || a->i[2]))
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: precision, "
-                         "scientific and shortest apply to floats only, "
-                         "not %s", tfm_ops[op].name, tfm_dtype_name(d));
+        return BAD("%s: precision, "
+                   "scientific and shortest apply to floats only, "
+                   "not %s", NAME, tfm_dtype_name(d));
     if (a->i[1] && a->i[2])
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: cannot select "
-                         "both scientific and shortest notation",
-                         tfm_ops[op].name);
+        return BAD("%s: cannot select "
+                   "both scientific and shortest notation",
+                   NAME);
     if (a->i[0] < -1 || a->i[0] > 100 || a->i[3] < -1 || a->i[3] > 1000)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: precision %lld or "
-                         "width %lld is too large", tfm_ops[op].name,
-                         (long long)a->i[0], (long long)a->i[3]);
+        return BAD("%s: precision %lld or "
+                   "width %lld is too large", NAME,
+                   (long long)a->i[0], (long long)a->i[3]);
     return one(TFM_STRING, &in[0].shape, out, nout);
 }
 
@@ -208,9 +231,9 @@ tfm_infer_reduce_join(tfm_op op, const tfm_meta *in, int nin,
     for (int k = 0; k < a->n_ints; k++) {
         int64_t ax = a->ints[k];
         if (ax < 0 || ax >= r || drop[ax])
-            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: axis %lld is "
-                             "repeated or out of range for a rank-%d input",
-                             tfm_ops[op].name, (long long)ax, r);
+            return BAD("%s: axis %lld is "
+                       "repeated or out of range for a rank-%d input",
+                       NAME, (long long)ax, r);
         drop[ax] = 1;
     }
     if (a->i[1])
@@ -237,9 +260,9 @@ tfm_infer_string_hash(tfm_op op, const tfm_meta *in, int nin,
     if (rc)
         return rc;
     if (a->i[0] < 1)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: num_buckets must "
-                         "be >= 1, got %lld", tfm_ops[op].name,
-                         (long long)a->i[0]);
+        return BAD("%s: num_buckets must "
+                   "be >= 1, got %lld", NAME,
+                   (long long)a->i[0]);
     return one(TFM_INT64, &in[0].shape, out, nout);
 }
 
@@ -280,12 +303,8 @@ tfm_infer_unicode_decode(tfm_op op, const tfm_meta *in, int nin,
     tfm_code rc = want(op, &in[0], TFM_STRING, "input");
     if (!rc)
         rc = want_rank01(op, &in[0]);
-    if (!rc && (a->i[0] < 0 || a->i[0] > 2))
-        rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: errors must be "
-                       "'replace', 'ignore' or 'strict'", tfm_ops[op].name);
-    if (!rc && (a->i[3] < 0 || a->i[3] > 2))
-        rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: the encoding must "
-                       "be UTF-8, UTF-16-BE or UTF-32-BE", tfm_ops[op].name);
+    if (!rc)
+        rc = want_unicode_attrs(op, a);
     if (!rc)
         rc = ragged(&in[0], a, TFM_INT32, 1, out, nout);
     if (!rc && op == TFM_OP_UNICODE_DECODE_WITH_OFFSETS) {
@@ -306,21 +325,17 @@ tfm_infer_unicode_encode(tfm_op op, const tfm_meta *in, int nin,
         rc = want(op, &in[1], TFM_INT64, "input_splits");
     if (!rc && (in[0].shape.ndim != 1 || in[1].shape.ndim != 1)) {
         char p[160], q[160];
-        rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: input_values and "
-                       "input_splits must be 1-D, got %s and %s",
-                       tfm_ops[op].name,
-                       tfm_shape_str(&in[0].shape, p, sizeof p),
-                       tfm_shape_str(&in[1].shape, q, sizeof q));
+        rc = BAD("%s: input_values and "
+                 "input_splits must be 1-D, got %s and %s",
+                 NAME,
+                 tfm_shape_str(&in[0].shape, p, sizeof p),
+                 tfm_shape_str(&in[1].shape, q, sizeof q));
     }
     if (!rc && in[1].shape.dims[0] == 0)
-        rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: input_splits must "
-                       "have at least one element", tfm_ops[op].name);
-    if (!rc && (a->i[0] < 0 || a->i[0] > 2))
-        rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: errors must be "
-                       "'replace', 'ignore' or 'strict'", tfm_ops[op].name);
-    if (!rc && (a->i[3] < 0 || a->i[3] > 2))
-        rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: the encoding must "
-                       "be UTF-8, UTF-16-BE or UTF-32-BE", tfm_ops[op].name);
+        rc = BAD("%s: input_splits must "
+                 "have at least one element", NAME);
+    if (!rc)
+        rc = want_unicode_attrs(op, a);
     if (rc)
         return rc;
     tfm_shape s = {1, {in[1].shape.dims[0] < 0 ? -1
@@ -337,13 +352,13 @@ tfm_infer_decode_raw(tfm_op op, const tfm_meta *in, int nin,
     if (rc)
         return rc;
     if (a->dtype == TFM_STRING || (unsigned)a->dtype >= TFM_DTYPE_COUNT)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: out_type must be "
-                         "numeric, got %s", tfm_ops[op].name,
-                         tfm_dtype_name(a->dtype));
+        return BAD("%s: out_type must be "
+                   "numeric, got %s", NAME,
+                   tfm_dtype_name(a->dtype));
     if (in[0].shape.ndim >= TFM_MAX_DIMS)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: input of rank %d "
-                         "leaves no room for the decoded dim",
-                         tfm_ops[op].name, in[0].shape.ndim);
+        return BAD("%s: input of rank %d "
+                   "leaves no room for the decoded dim",
+                   NAME, in[0].shape.ndim);
     tfm_shape s = in[0].shape;
     s.dims[s.ndim++] = a->i[5] >= 0 ? a->i[5] : -1;
     return one(a->dtype, &s, out, nout);
@@ -355,8 +370,8 @@ tfm_infer_string_format(tfm_op op, const tfm_meta *in, int nin,
 {
     (void)a;
     if (nin < 2)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s needs a template "
-                         "and a placeholder", tfm_ops[op].name);
+        return BAD("%s needs a template "
+                   "and a placeholder", NAME);
     tfm_code rc = want_scalar(op, &in[0], "template");
     if (!rc)
         rc = want_scalar(op, &in[1], "placeholder");

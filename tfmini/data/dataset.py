@@ -183,19 +183,8 @@ class Dataset(DatasetOpsMixin):
     def batch(self, batch_size, drop_remainder=False, **_):
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
-        src = self
-
-        def gen():
-            buf = []
-            for e in src:
-                buf.append(e)
-                if len(buf) == batch_size:
-                    yield _stack(buf)
-                    buf = []
-            if buf and not drop_remainder:
-                yield _stack(buf)
-        out = Dataset(gen, _batched_len(self._length, batch_size,
-                                        drop_remainder))
+        out = Dataset(_batches(self, batch_size, drop_remainder, _stack),
+                      _batched_len(self._length, batch_size, drop_remainder))
         out._batched_from = (self, batch_size if drop_remainder else None)
         return out
 
@@ -348,6 +337,21 @@ def _flatten_shapes(shapes, like):
     dims = dims() if dims else list(np.atleast_1d(shapes)) \
         if not isinstance(shapes, (list, tuple)) else list(shapes)
     return [[None if d is None or int(d) < 0 else int(d) for d in dims]]
+
+
+def _batches(src, batch_size, drop_remainder, stack):
+    """The generator function of batch, ragged_batch and padded_batch:
+    stack(list of elements) for each batch_size elements of src."""
+    def gen():
+        buf = []
+        for e in src:
+            buf.append(e)
+            if len(buf) == batch_size:
+                yield stack(buf)
+                buf = []
+        if buf and not drop_remainder:
+            yield stack(buf)
+    return gen
 
 
 def _batched_len(n, size, drop):

@@ -236,19 +236,10 @@ class DatasetOpsMixin:
             raise ValueError(f"batch_size must be positive, got "
                              f"{batch_size}")
         ds = _ds()
-        src = self
-
-        def gen():
-            buf = []
-            for e in src:
-                buf.append(e)
-                if len(buf) == batch_size:
-                    yield _ragged_stack(buf)
-                    buf = []
-            if buf and not drop_remainder:
-                yield _ragged_stack(buf)
-        return _new(gen, ds._batched_len(self._length, batch_size,
-                                         drop_remainder))
+        return _new(ds._batches(self, batch_size, drop_remainder,
+                                _ragged_stack),
+                    ds._batched_len(self._length, batch_size,
+                                    drop_remainder))
 
     def padded_batch(self, batch_size, padded_shapes=None,
                      padding_values=None, drop_remainder=False, name=None):
@@ -291,17 +282,9 @@ class DatasetOpsMixin:
                     [_pad_to(c, full, v, f"component {j}") for c in col])))
             return ds._nest._pack(first, out, ds._nest._DATA_LEAF)
 
-        def gen():
-            buf = []
-            for e in src:
-                buf.append(e)
-                if len(buf) == batch_size:
-                    yield stack(buf)
-                    buf = []
-            if buf and not drop_remainder:
-                yield stack(buf)
-        out = _new(gen, ds._batched_len(self._length, batch_size,
-                                        drop_remainder))
+        out = _new(ds._batches(src, batch_size, drop_remainder, stack),
+                   ds._batched_len(self._length, batch_size,
+                                   drop_remainder))
         if padded_shapes is None:
             out._batched_from = (self, batch_size if drop_remainder
                                  else None)

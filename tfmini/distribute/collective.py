@@ -12,6 +12,7 @@ worker must run the same collectives in the same order, so each node
 takes the previous collective's output of the same trace as an extra
 input: the graph's own dependencies then fix their order."""
 import atexit
+import contextlib
 import json
 import os
 import signal
@@ -82,6 +83,21 @@ def _tf_config():
 def _tf_config_task():
     task = json.loads(os.environ["TF_CONFIG"]).get("task") or {}
     return task.get("type", "worker"), int(task.get("index", 0))
+
+
+@contextlib.contextmanager
+def _as_tf_errors():
+    """The MPI binding's timeout and lost-peer errors as TF's."""
+    try:
+        yield
+    except TimeoutError as e:
+        from ..errors import DeadlineExceededError
+        raise DeadlineExceededError(
+            None, None, f"MultiWorkerMirroredStrategy: {e}") from None
+    except ConnectionError as e:
+        from ..errors import UnavailableError
+        raise UnavailableError(
+            None, None, f"MultiWorkerMirroredStrategy: {e}") from None
 
 
 class Comm:
@@ -168,17 +184,9 @@ class Comm:
         if self.mpi is None or not arrays:
             return
         t0 = time.perf_counter()
-        try:
+        with _as_tf_errors():
             self.mpi.allreduce(arrays, op, bucket_bytes or self.bucket_bytes,
                                self.timeout if timeout is None else timeout)
-        except TimeoutError as e:
-            from ..errors import DeadlineExceededError
-            raise DeadlineExceededError(
-                None, None, f"MultiWorkerMirroredStrategy: {e}") from None
-        except ConnectionError as e:
-            from ..errors import UnavailableError
-            raise UnavailableError(
-                None, None, f"MultiWorkerMirroredStrategy: {e}") from None
         stats.seconds += time.perf_counter() - t0
         stats.calls += 1
         stats.bytes += sum(a.nbytes for a in arrays)
@@ -187,17 +195,9 @@ class Comm:
         """The chief's (task 0's) arrays copied into every worker's."""
         if self.mpi is None or not arrays:
             return
-        try:
+        with _as_tf_errors():
             self.mpi.bcast(arrays, self.ranks[0],
                            self.timeout if timeout is None else timeout)
-        except TimeoutError as e:
-            from ..errors import DeadlineExceededError
-            raise DeadlineExceededError(
-                None, None, f"MultiWorkerMirroredStrategy: {e}") from None
-        except ConnectionError as e:
-            from ..errors import UnavailableError
-            raise UnavailableError(
-                None, None, f"MultiWorkerMirroredStrategy: {e}") from None
 
     def barrier(self, timeout=None):
         if self.mpi is not None:

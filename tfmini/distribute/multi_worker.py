@@ -18,8 +18,9 @@ import os
 
 from . import collective
 from .replica import (ReplicaContext, _call_merge, _reduce_op,
-                      _writes_hooked, current_replica)
-from .strategy import Strategy, StrategyExtended, _check_replica_counts
+                      _writes_hooked)
+from .strategy import (Strategy, StrategyExtended, _check_replica_counts,
+                       _check_run_call)
 from .values import InputContext, PerReplica, ReduceOp, _split_sizes
 
 
@@ -153,14 +154,7 @@ class MultiWorkerMirroredStrategy(Strategy):
         argument with one component per worker (or one in all) gives
         this worker's."""
         from .values import _select
-        r = current_replica()
-        if r is not None and r._group is not None:
-            raise RuntimeError("strategy.run cannot be called inside "
-                               "strategy.run (a replica context)")
-        if not isinstance(args, (list, tuple)):
-            raise ValueError(f"strategy.run: `args` must be a list or "
-                             f"tuple of arguments, got "
-                             f"{type(args).__name__} (write args=(x,))")
+        _check_run_call(args)
         kwargs = dict(kwargs or {})
         args, kwargs = self._own_parts((tuple(args), kwargs))
         _check_replica_counts((args, kwargs), 1)

@@ -113,14 +113,7 @@ class Strategy:
         """fn(*args, **kwargs) on every replica; PerReplica arguments give
         each replica its component. Values that differ between replicas
         come back as PerReplica."""
-        r = current_replica()
-        if r is not None and r._group is not None:
-            raise RuntimeError("strategy.run cannot be called inside "
-                               "strategy.run (a replica context)")
-        if not isinstance(args, (list, tuple)):
-            raise ValueError(f"strategy.run: `args` must be a list or "
-                             f"tuple of arguments, got "
-                             f"{type(args).__name__} (write args=(x,))")
+        _check_run_call(args)
         _check_replica_counts((args, kwargs), self.num_replicas_in_sync)
         with self.scope():
             return run_replicas(self, fn, tuple(args), dict(kwargs or {}))
@@ -188,6 +181,18 @@ class Strategy:
         from .values import _ValueContext
         n = self.num_replicas_in_sync
         return _regroup([value_fn(_ValueContext(i, n)) for i in range(n)])
+
+
+def _check_run_call(args):
+    """strategy.run's own checks, shared by every strategy's run."""
+    r = current_replica()
+    if r is not None and r._group is not None:
+        raise RuntimeError("strategy.run cannot be called inside "
+                           "strategy.run (a replica context)")
+    if not isinstance(args, (list, tuple)):
+        raise ValueError(f"strategy.run: `args` must be a list or "
+                         f"tuple of arguments, got "
+                         f"{type(args).__name__} (write args=(x,))")
 
 
 def _check_replica_counts(x, n):

@@ -40,14 +40,6 @@ class RaggedTensorSpec(TypeSpec):
         self._ragged_rank = int(ragged_rank)
 
     @property
-    def shape(self):
-        return self._shape
-
-    @property
-    def dtype(self):
-        return self._dtype
-
-    @property
     def ragged_rank(self):
         return self._ragged_rank
 

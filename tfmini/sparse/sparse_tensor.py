@@ -163,14 +163,6 @@ class SparseTensorSpec(TypeSpec):
         self._dtype = _dtypes.as_dtype(dtype)
 
     @property
-    def shape(self):
-        return self._shape
-
-    @property
-    def dtype(self):
-        return self._dtype
-
-    @property
     def value_type(self):
         return SparseTensor
 

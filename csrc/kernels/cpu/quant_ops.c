@@ -211,6 +211,53 @@ requantize(const tfm_attrs *a, const int32_t *acc, const int32_t *cs,
     }
 }
 
+/* The scratch of one quantized GEMM: x shifted to uint8 [M,K], the
+ * int32 accumulators [M,N], the filter's column sums and the per-
+ * channel multipliers [N]. */
+typedef struct {
+    uint8_t *u;
+    int32_t *acc, *cs;
+    float *mult;
+} qscratch;
+
+static void
+qscratch_free(qscratch *q)
+{
+    free(q->u);
+    free(q->acc);
+    free(q->cs);
+    free(q->mult);
+}
+
+static int
+qscratch_alloc(qscratch *q, int64_t M, int64_t N, int64_t K)
+{
+    q->u = malloc((size_t)(M * K) + 1);
+    q->acc = malloc((size_t)(M * N) * sizeof *q->acc + 1);
+    q->cs = malloc((size_t)N * sizeof *q->cs + 1);
+    q->mult = malloc((size_t)N * sizeof *q->mult + 1);
+    if (q->u && q->acc && q->cs && q->mult)
+        return 1;
+    qscratch_free(q);
+    return 0;
+}
+
+/* q->u filled: multiply by the int8 filter w [K,N], requantize into
+ * out[0] with the scales (in[2]) and the optional bias (in[3]). */
+static tfm_code
+qgemm_finish(qscratch *q, const int8_t *w, int64_t M, int64_t N, int64_t K,
+             tfm_tensor *const *in, int nin, const tfm_attrs *a,
+             tfm_tensor *const *out)
+{
+    col_sums(w, K, N, q->cs);
+    tfm_qgemm_u8s8(M, N, K, q->u, K, w, q->acc);
+    requantize(a, q->acc, q->cs, nin == 4 ? tfm_tensor_data(in[3]) : NULL,
+               tfm_tensor_data(in[2]), M, N, tfm_tensor_data(out[0]),
+               q->mult);
+    qscratch_free(q);
+    return TFM_OK;
+}
+
 tfm_code
 tfm_k_quantized_fc(tfm_op op, tfm_tensor *const *in, int nin,
                    const tfm_attrs *a, tfm_tensor *const *out, int nout,
@@ -221,29 +268,12 @@ tfm_k_quantized_fc(tfm_op op, tfm_tensor *const *in, int nin,
     int64_t M = K > 0 ? tfm_tensor_numel(in[0]) / K
                       : tfm_tensor_numel(out[0]) / (N > 0 ? N : 1);
     const int8_t *x = tfm_tensor_data(in[0]), *w = tfm_tensor_data(in[1]);
-    uint8_t *u = malloc((size_t)(M * K) + 1);
-    int32_t *acc = malloc((size_t)(M * N) * sizeof *acc + 1);
-    int32_t *cs = malloc((size_t)N * sizeof *cs + 1);
-    float *mult = malloc((size_t)N * sizeof *mult + 1);
-    if (!u || !acc || !cs || !mult) {
-        free(u);
-        free(acc);
-        free(cs);
-        free(mult);
+    qscratch q;
+    if (!qscratch_alloc(&q, M, N, K))
         return oom(op);
-    }
     for (int64_t i = 0; i < M * K; i++)
-        u[i] = (uint8_t)(x[i] + 128);
-    col_sums(w, K, N, cs);
-    tfm_qgemm_u8s8(M, N, K, u, K, w, acc);
-    requantize(a, acc, cs, nin == 4 ? tfm_tensor_data(in[3]) : NULL,
-               tfm_tensor_data(in[2]), M, N, tfm_tensor_data(out[0]),
-               mult);
-    free(u);
-    free(acc);
-    free(cs);
-    free(mult);
-    return TFM_OK;
+        q.u[i] = (uint8_t)(x[i] + 128);
+    return qgemm_finish(&q, w, M, N, K, in, nin, a, out);
 }
 
 tfm_code
@@ -267,17 +297,10 @@ tfm_k_quantized_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
                  a->ints[TFM_CONV_PADS + 3], &ow, &pl);
     int64_t K = KH * KW * C, M = B * OH * OW;
     const int8_t *x = tfm_tensor_data(in[0]), *w = tfm_tensor_data(in[1]);
-    uint8_t *u = malloc((size_t)(M * K) + 1);
-    int32_t *acc = malloc((size_t)(M * O) * sizeof *acc + 1);
-    int32_t *cs = malloc((size_t)O * sizeof *cs + 1);
-    float *mult = malloc((size_t)O * sizeof *mult + 1);
-    if (!u || !acc || !cs || !mult) {
-        free(u);
-        free(acc);
-        free(cs);
-        free(mult);
+    qscratch q;
+    if (!qscratch_alloc(&q, M, O, K))
         return oom(op);
-    }
+    uint8_t *u = q.u;
     /* im2col in uint8; padding holds the input's zero point, the value
      * that stands for 0.0, as Conv2D pads with zeros. The columns run
      * (kh, kw, c), the order of the filter's rows. */
@@ -301,13 +324,5 @@ tfm_k_quantized_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
             }
         }
     });
-    col_sums(w, K, O, cs);
-    tfm_qgemm_u8s8(M, O, K, u, K, w, acc);
-    requantize(a, acc, cs, nin == 4 ? tfm_tensor_data(in[3]) : NULL,
-               tfm_tensor_data(in[2]), M, O, tfm_tensor_data(out[0]), mult);
-    free(u);
-    free(acc);
-    free(cs);
-    free(mult);
-    return TFM_OK;
+    return qgemm_finish(&q, w, M, O, K, in, nin, a, out);
 }

@@ -295,42 +295,98 @@ check_total(tfm_op op, const tfm_tensor *values, int64_t total)
     return TFM_OK;
 }
 
+/* One input row's pieces, written from index `at` of the values; when
+ * more than `room` would not fit, nothing is written and *k says how
+ * many the row needs. */
+typedef tfm_code (*row_fn)(tfm_op op, const char *s, int64_t len,
+                           int64_t i, int64_t at, int64_t room,
+                           const tfm_attrs *a, tfm_tensor *const *in,
+                           tfm_tensor *const *out, int64_t *k);
+
+/* The frame of the three splitting kernels: each row's pieces appended
+ * to out[vi], row i's end in splits (out[1 - vi]) [i + 1]. */
+static tfm_code
+split_rows(tfm_op op, row_fn fn, int vi, const tfm_attrs *a,
+           tfm_tensor *const *in, tfm_tensor *const *out)
+{
+    tfm_str *const *x = tfm_tensor_strs(in[0]);
+    int64_t n = tfm_tensor_numel(in[0]), cap = out[vi]->shape.dims[0];
+    int64_t *splits = tfm_tensor_data(out[1 - vi]);
+    int64_t total = 0;
+    splits[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = 0;
+        tfm_code rc = fn(op, tfm_str_data(x[i]), tfm_str_len(x[i]), i, total,
+                         cap - total, a, in, out, &k);
+        if (rc)
+            return rc;
+        if (total + k > cap)
+            return check_total(op, out[vi], total + k);
+        total += k;
+        splits[i + 1] = total;
+    }
+    return check_total(op, out[vi], total);
+}
+
+static tfm_code
+split_row(tfm_op op, const char *s, int64_t len, int64_t i, int64_t at,
+          int64_t room, const tfm_attrs *a, tfm_tensor *const *in,
+          tfm_tensor *const *out, int64_t *k)
+{
+    (void)i;
+    const tfm_str *sep = tfm_tensor_strs(in[1])[0];
+    tfm_str **v = tfm_tensor_strs(out[0]) + at;
+    *k = split_one(s, len, tfm_str_data(sep), tfm_str_len(sep), a->i[0],
+                   NULL, NULL);
+    if (*k > room)
+        return TFM_OK;
+    int64_t *off = malloc(sizeof(int64_t) * 2 * ((size_t)*k + 1));
+    if (!off)
+        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: OOM",
+                         tfm_ops[op].name);
+    split_one(s, len, tfm_str_data(sep), tfm_str_len(sep), a->i[0], off,
+              off + *k + 1);
+    for (int64_t j = 0; j < *k; j++)
+        if (!(v[j] = tfm_str_new(s + off[j], off[*k + 1 + j]))) {
+            free(off);
+            return tfm_error_code();
+        }
+    free(off);
+    return TFM_OK;
+}
+
 tfm_code
 tfm_k_string_split(tfm_op op, tfm_tensor *const *in, int nin,
                    const tfm_attrs *a, tfm_tensor *const *out, int nout,
                    const tfm_kctx *ctx)
 {
     (void)nin; (void)nout; (void)ctx;
-    tfm_str *const *x = tfm_tensor_strs(in[0]);
-    const tfm_str *sep = tfm_tensor_strs(in[1])[0];
-    int64_t n = tfm_tensor_numel(in[0]), cap = out[0]->shape.dims[0];
-    int64_t *splits = tfm_tensor_data(out[1]);
-    tfm_str **v = tfm_tensor_strs(out[0]);
-    int64_t total = 0;
-    splits[0] = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const char *s = tfm_str_data(x[i]);
-        int64_t len = tfm_str_len(x[i]);
-        int64_t k = split_one(s, len, tfm_str_data(sep), tfm_str_len(sep),
-                              a->i[0], NULL, NULL);
-        if (total + k > cap)
-            return check_total(op, out[0], total + k);
-        int64_t *off = malloc(sizeof(int64_t) * 2 * ((size_t)k + 1));
-        if (!off)
-            return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: OOM",
-                             tfm_ops[op].name);
-        split_one(s, len, tfm_str_data(sep), tfm_str_len(sep), a->i[0],
-                  off, off + k + 1);
-        for (int64_t j = 0; j < k; j++)
-            if (!(v[total + j] = tfm_str_new(s + off[j], off[k + 1 + j]))) {
-                free(off);
-                return tfm_error_code();
-            }
-        free(off);
-        total += k;
-        splits[i + 1] = total;
+    return split_rows(op, split_row, 0, a, in, out);
+}
+
+static tfm_code
+char_split_row(tfm_op op, const char *s, int64_t len, int64_t i,
+               int64_t at, int64_t room, const tfm_attrs *a,
+               tfm_tensor *const *in, tfm_tensor *const *out, int64_t *k)
+{
+    (void)op; (void)i; (void)in;
+    static const char fffd[] = "\xEF\xBF\xBD";
+    tfm_str **v = tfm_tensor_strs(out[0]) + at;
+    for (int64_t p = 0; p < len; (*k)++) {
+        int l = 1;
+        int32_t c = a->i[0] ? tfm_utf8_decode((const unsigned char *)s + p,
+                                              len - p, &l)
+                            : 0;
+        if (*k >= room) {
+            (*k)++;             /* over: the frame reports it */
+            return TFM_OK;
+        }
+        v[*k] = c < 0 ? tfm_str_new(fffd, 3) : tfm_str_new(s + p, l);
+        if (!v[*k])
+            return tfm_error_code();
+        p += l;
     }
-    return check_total(op, out[0], total);
+    return TFM_OK;
 }
 
 tfm_code
@@ -339,31 +395,23 @@ tfm_k_string_char_split(tfm_op op, tfm_tensor *const *in, int nin,
                         const tfm_kctx *ctx)
 {
     (void)nin; (void)nout; (void)ctx;
-    static const char fffd[] = "\xEF\xBF\xBD";
-    tfm_str *const *x = tfm_tensor_strs(in[0]);
-    int64_t n = tfm_tensor_numel(in[0]), cap = out[0]->shape.dims[0];
-    int64_t *splits = tfm_tensor_data(out[1]);
-    tfm_str **v = tfm_tensor_strs(out[0]);
-    int64_t total = 0;
-    splits[0] = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const char *s = tfm_str_data(x[i]);
-        int64_t len = tfm_str_len(x[i]);
-        for (int64_t p = 0; p < len;) {
-            int l = 1;
-            int32_t c = a->i[0] ? tfm_utf8_decode((const unsigned char *)s +
-                                                  p, len - p, &l)
-                                : 0;
-            if (total >= cap)
-                return check_total(op, out[0], total + 1);
-            v[total] = c < 0 ? tfm_str_new(fffd, 3) : tfm_str_new(s + p, l);
-            if (!v[total++])
-                return tfm_error_code();
-            p += l;
-        }
-        splits[i + 1] = total;
-    }
-    return check_total(op, out[0], total);
+    return split_rows(op, char_split_row, 0, a, in, out);
+}
+
+static tfm_code
+decode_row(tfm_op op, const char *s, int64_t len, int64_t i, int64_t at,
+           int64_t room, const tfm_attrs *a, tfm_tensor *const *in,
+           tfm_tensor *const *out, int64_t *k)
+{
+    (void)in;
+    int32_t *v = tfm_tensor_data(out[1]);
+    int64_t *starts = out[2] ? tfm_tensor_data(out[2]) : NULL;
+    *k = decode_one(s, len, a, NULL, NULL);
+    if (*k < 0)
+        return strict_error(op, i);
+    if (*k <= room)
+        decode_one(s, len, a, v + at, starts ? starts + at : NULL);
+    return TFM_OK;
 }
 
 tfm_code
@@ -372,26 +420,9 @@ tfm_k_unicode_decode(tfm_op op, tfm_tensor *const *in, int nin,
                      const tfm_kctx *ctx)
 {
     (void)nin; (void)ctx;
-    tfm_str *const *x = tfm_tensor_strs(in[0]);
-    int64_t n = tfm_tensor_numel(in[0]), cap = out[1]->shape.dims[0];
-    int64_t *splits = tfm_tensor_data(out[0]);
-    int32_t *v = tfm_tensor_data(out[1]);
-    int64_t *starts = nout > 2 ? tfm_tensor_data(out[2]) : NULL;
-    int64_t total = 0;
-    splits[0] = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const char *s = tfm_str_data(x[i]);
-        int64_t len = tfm_str_len(x[i]);
-        int64_t k = decode_one(s, len, a, NULL, NULL);
-        if (k < 0)
-            return strict_error(op, i);
-        if (total + k > cap)
-            return check_total(op, out[1], total + k);
-        decode_one(s, len, a, v + total, starts ? starts + total : NULL);
-        total += k;
-        splits[i + 1] = total;
-    }
-    return check_total(op, out[1], total);
+    /* decode_row sees out[2] only when the op has it. */
+    tfm_tensor *outs[3] = {out[0], out[1], nout > 2 ? out[2] : NULL};
+    return split_rows(op, decode_row, 1, a, in, outs);
 }
 
 tfm_code
