@@ -8,7 +8,7 @@ import pytest
 
 import tfmini as tf
 from tfmini import _C
-from specs import SPECS
+from specs import case_id, device_cases, outputs
 
 FAKE = "/device:FAKE:0"
 FAKE_NAME = "/job:localhost/replica:0/task:0/device:FAKE:0"
@@ -28,9 +28,6 @@ def stats():
     return _C._fake_device_stats(True)
 
 
-def outputs(r):
-    return list(r) if isinstance(r, (tuple, list)) else [r]
-
 
 def same_bits(got, want):
     g, w = np.asarray(got), np.asarray(want)
@@ -42,21 +39,6 @@ def same_bits(got, want):
 
 
 # ---- every OpSpec row, eager and traced, against the CPU ----
-
-def _cases(all_rows):
-    cases = []
-    for spec in SPECS:
-        combos = [(s, d) for s in spec.shapes for d in spec.dtypes]
-        for shapes, dtype in (combos if all_rows else combos[:1]):
-            cases.append((spec, shapes, dtype))
-    return cases
-
-
-def _id(case):
-    spec, shapes, dtype = case
-    return f"{spec.name}-{dtype}-" + "x".join(
-        "(" + ",".join(map(str, s)) + ")" for s in shapes)
-
 
 def _check_row(case):
     spec, shapes, dtype = case
@@ -85,17 +67,16 @@ def _check_row(case):
         same_bits(g.numpy(), w)
 
 
-FAST = _cases(False)
-SLOW = [c for c in _cases(True) if c not in FAST]
+FAST, SLOW = device_cases()
 
 
-@pytest.mark.parametrize("case", FAST, ids=[_id(c) for c in FAST])
+@pytest.mark.parametrize("case", FAST, ids=[case_id(c) for c in FAST])
 def test_every_op_on_fake_device_matches_cpu(case):
     _check_row(case)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", SLOW, ids=[_id(c) for c in SLOW])
+@pytest.mark.parametrize("case", SLOW, ids=[case_id(c) for c in SLOW])
 def test_every_row_on_fake_device_matches_cpu(case):
     _check_row(case)
 

@@ -5,14 +5,11 @@ import numpy as np
 import pytest
 
 import tfmini as tf
-from specs import SPECS
+from specs import case_id, device_cases, outputs
 
 GPU = "/GPU:0"
 GPU_NAME = "/job:localhost/replica:0/task:0/device:GPU:0"
 
-
-def outputs(r):
-    return list(r) if isinstance(r, (tuple, list)) else [r]
 
 
 def close(got, want, spec, dtype):
@@ -30,21 +27,6 @@ def close(got, want, spec, dtype):
                                    equal_nan=True, err_msg=spec.name)
     else:
         np.testing.assert_array_equal(g, w, err_msg=spec.name)
-
-
-def _cases(all_rows):
-    cases = []
-    for spec in SPECS:
-        combos = [(s, d) for s in spec.shapes for d in spec.dtypes]
-        for shapes, dtype in (combos if all_rows else combos[:1]):
-            cases.append((spec, shapes, dtype))
-    return cases
-
-
-def _id(case):
-    spec, shapes, dtype = case
-    return f"{spec.name}-{dtype}-" + "x".join(
-        "(" + ",".join(map(str, s)) + ")" for s in shapes)
 
 
 def _check_row(case):
@@ -67,17 +49,16 @@ def _check_row(case):
         close(g.numpy(), w, spec, dtype)
 
 
-FAST = _cases(False)
-SLOW = [c for c in _cases(True) if c not in FAST]
+FAST, SLOW = device_cases()
 
 
-@pytest.mark.parametrize("case", FAST, ids=[_id(c) for c in FAST])
+@pytest.mark.parametrize("case", FAST, ids=[case_id(c) for c in FAST])
 def test_every_op_on_gpu_matches_cpu(case):
     _check_row(case)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", SLOW, ids=[_id(c) for c in SLOW])
+@pytest.mark.parametrize("case", SLOW, ids=[case_id(c) for c in SLOW])
 def test_every_row_on_gpu_matches_cpu(case):
     _check_row(case)
 
