@@ -7,6 +7,8 @@ const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {
     [TFM_INT16] = 2,   [TFM_INT32] = 4,   [TFM_INT64] = 8,
     [TFM_FLOAT16] = 2, [TFM_FLOAT32] = 4, [TFM_FLOAT64] = 8,
     [TFM_STRING] = sizeof(void *),
+    [TFM_BFLOAT16] = 2, [TFM_UINT16] = 2, [TFM_UINT32] = 4, [TFM_UINT64] = 8,
+    [TFM_COMPLEX64] = 8, [TFM_COMPLEX128] = 16,
 };
 
 const char *const tfm_dtype_names[TFM_DTYPE_COUNT] = {
@@ -15,6 +17,9 @@ const char *const tfm_dtype_names[TFM_DTYPE_COUNT] = {
     [TFM_INT32] = "int32",     [TFM_INT64] = "int64",
     [TFM_FLOAT16] = "float16", [TFM_FLOAT32] = "float32",
     [TFM_FLOAT64] = "float64", [TFM_STRING] = "string",
+    [TFM_BFLOAT16] = "bfloat16", [TFM_UINT16] = "uint16",
+    [TFM_UINT32] = "uint32",   [TFM_UINT64] = "uint64",
+    [TFM_COMPLEX64] = "complex64", [TFM_COMPLEX128] = "complex128",
 };
 
 tfm_dtype

@@ -18,6 +18,12 @@ typedef enum tfm_dtype {
     TFM_FLOAT32,
     TFM_FLOAT64,
     TFM_STRING,         /* Note [String elements] in tstring.h */
+    TFM_BFLOAT16,       /* the top 16 bits of a float32, in a uint16_t */
+    TFM_UINT16,
+    TFM_UINT32,
+    TFM_UINT64,
+    TFM_COMPLEX64,      /* two float32, real then imaginary (C's float complex) */
+    TFM_COMPLEX128,     /* two float64 */
     TFM_DTYPE_COUNT
 } tfm_dtype;
 
@@ -39,13 +45,15 @@ tfm_dtype_name(tfm_dtype d)
 static inline bool
 tfm_dtype_is_float(tfm_dtype d)
 {
-    return d == TFM_FLOAT16 || d == TFM_FLOAT32 || d == TFM_FLOAT64;
+    return d == TFM_FLOAT16 || d == TFM_FLOAT32 || d == TFM_FLOAT64
+        || d == TFM_BFLOAT16;
 }
 
 static inline bool
 tfm_dtype_is_int(tfm_dtype d)
 {
-    return d >= TFM_INT8 && d <= TFM_INT64;
+    return (d >= TFM_INT8 && d <= TFM_INT64)
+        || (d >= TFM_UINT16 && d <= TFM_UINT64);
 }
 
 static inline bool
@@ -57,7 +65,13 @@ tfm_dtype_is_string(tfm_dtype d)
 static inline bool
 tfm_dtype_is_unsigned(tfm_dtype d)
 {
-    return d == TFM_UINT8;
+    return d == TFM_UINT8 || (d >= TFM_UINT16 && d <= TFM_UINT64);
+}
+
+static inline bool
+tfm_dtype_is_complex(tfm_dtype d)
+{
+    return d == TFM_COMPLEX64 || d == TFM_COMPLEX128;
 }
 
 /* Result type of true division (`/`): TF's truediv casts int8/int16/uint8

@@ -14,7 +14,9 @@
 _Static_assert((int)TFMINI_FLOAT64 == (int)TFM_FLOAT64 &&
                (int)TFMINI_BOOL == (int)TFM_BOOL &&
                (int)TFMINI_FLOAT16 == (int)TFM_FLOAT16 &&
-               TFM_DTYPE_COUNT == 10, "TFM_DataType drifted from tfm_dtype");
+               (int)TFMINI_BFLOAT16 == (int)TFM_BFLOAT16 &&
+               (int)TFMINI_COMPLEX128 == (int)TFM_COMPLEX128 &&
+               TFM_DTYPE_COUNT == 16, "TFM_DataType drifted from tfm_dtype");
 /* TFM_STRING (9) is not in the public enum yet: its elements are the
  * core's pointers (Note [String elements]), not bytes a caller passes. */
 _Static_assert((int)TFMINI_DATA_LOSS == (int)TFM_ERR_DATA_LOSS &&

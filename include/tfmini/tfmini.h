@@ -86,7 +86,14 @@ typedef enum TFM_DataType {
     TFMINI_INT64 = 5,
     TFMINI_FLOAT16 = 6,    /* IEEE half, as uint16_t bits */
     TFMINI_FLOAT32 = 7,
-    TFMINI_FLOAT64 = 8
+    TFMINI_FLOAT64 = 8,
+    /* 9 is the core's string type, not yet in this API. */
+    TFMINI_BFLOAT16 = 10,  /* the top 16 bits of a float32, as uint16_t */
+    TFMINI_UINT16 = 11,
+    TFMINI_UINT32 = 12,
+    TFMINI_UINT64 = 13,
+    TFMINI_COMPLEX64 = 14, /* float pairs: real, imaginary */
+    TFMINI_COMPLEX128 = 15 /* double pairs */
 } TFM_DataType;
 
 /* Error codes: TensorFlow's error classes. */
