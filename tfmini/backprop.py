@@ -21,6 +21,10 @@ __all__ = ["GradientTape", "stop_gradient", "custom_gradient",
 
 _logger = logging.getLogger("tfmini")
 _warned = set()
+# Set by tfmini.distribute (Note [Overlapped gradient all-reduce] in
+# distribute/overlap.py): _gradient_hook(flat_sources) -> None, or an
+# on_ready(j, grad) callable with finish(flat).
+_gradient_hook = None
 
 
 def _warn_once(key, msg, *args):
@@ -264,10 +268,14 @@ class GradientTape:
         zero = mode is UnconnectedGradients.ZERO
         try:
             if flat_targets:
+                ready = _gradient_hook(flat_sources) \
+                    if _gradient_hook is not None else None
                 flat = self._tape.gradient(
                     flat_targets, flat_sources,
                     None if output_gradients is None else tensor_og,
-                    zero and not var_targets, not self._persistent)
+                    zero and not var_targets, not self._persistent, ready)
+                if ready is not None:
+                    ready.finish(flat)
             else:
                 flat = [None] * len(flat_sources)
         finally:

@@ -285,17 +285,40 @@ tape_watch(PyTfmTape *self, PyObject *x)
 /* gradient(targets, sources, output_gradients, zeros, consume) -> list
  * targets: list of Tensors; sources: list of Tensors/Variables;
  * output_gradients: None or a list of Tensor/None, one per target. */
+/* gradient()'s on_ready callable (Note [Gradient ready hook] in
+ * runtime/tape.h): called as on_ready(j, grad). */
+static tfm_code
+ready_call(void *fn, int j, tfm_tensor *g)
+{
+    tfm_tensor_incref(g);
+    PyObject *t = tfm_py_wrap(g);
+    PyObject *r = t ? PyObject_CallFunction((PyObject *)fn, "iO", j, t)
+                    : NULL;
+    Py_XDECREF(t);
+    if (!r)       /* the Python exception stays set: raise_core keeps it */
+        return tfm_error(TFM_ERR_RUNTIME, "gradient(): on_ready raised");
+    Py_DECREF(r);
+    return TFM_OK;
+}
+
 static PyObject *
 tape_gradient(PyTfmTape *self, PyObject *args)
 {
-    PyObject *targets, *sources, *ograds, *result = NULL;
+    PyObject *targets, *sources, *ograds, *result = NULL, *on_ready = NULL;
     PyObject *tseq = NULL, *sseq = NULL, *gseq = NULL;
     int zeros, consume;
     tfm_tensor **tt = NULL, **st = NULL, **gt = NULL, **res = NULL;
     Py_ssize_t nt = 0, ns = 0, ng = 0;
-    if (!PyArg_ParseTuple(args, "OOOpp", &targets, &sources, &ograds,
-                          &zeros, &consume))
+    if (!PyArg_ParseTuple(args, "OOOpp|O", &targets, &sources, &ograds,
+                          &zeros, &consume, &on_ready))
         return NULL;
+    if (on_ready == Py_None)
+        on_ready = NULL;
+    if (on_ready && !PyCallable_Check(on_ready)) {
+        PyErr_SetString(PyExc_TypeError, "gradient(): on_ready must be "
+                        "callable or None");
+        return NULL;
+    }
     tseq = PySequence_Fast(targets, "targets must be a sequence");
     sseq = tseq ? PySequence_Fast(sources, "sources must be a sequence")
                 : NULL;
@@ -345,8 +368,9 @@ tape_gradient(PyTfmTape *self, PyObject *args)
                 goto fail;
         }
     }
-    if (tfm_tape_gradient(self->tape, tt, (int)nt, gt, st, (int)ns, zeros,
-                          consume, res)) {
+    if (tfm_tape_gradient_hooked(self->tape, tt, (int)nt, gt, st, (int)ns,
+                                 zeros, consume, res,
+                                 on_ready ? ready_call : NULL, on_ready)) {
         raise_core();
         goto fail;
     }

@@ -865,15 +865,79 @@ check_seed(const tfm_tensor *target, const tfm_tensor *seed, int k)
     return TFM_OK;
 }
 
+/* For Note [Gradient ready hook]: when each source's gradient is done. */
+typedef struct {
+    int64_t at;        /* the earliest record reading the source */
+    int j;
+} ready_at;
+
+static int
+later_first(const void *a, const void *b)
+{
+    int64_t x = ((const ready_at *)a)->at, y = ((const ready_at *)b)->at;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The sources read by a relevant record, sorted by the backward step
+ * after which their gradient is complete (latest record first). */
+static ready_at *
+ready_order(const tfm_tape *t, int64_t n, const unsigned char *relevant,
+            const idmap *srcs, tfm_tensor *const *sources, int nsources,
+            int *count)
+{
+    ready_at *order = malloc(sizeof *order * (size_t)(nsources + 1));
+    if (!order) {
+        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM in gradient()");
+        return NULL;
+    }
+    for (int j = 0; j < nsources; j++)
+        order[j] = (ready_at){-1, j};
+    for (int64_t i = 0; i < n; i++) {
+        const record *r = t->recs[i];
+        if (!r || !relevant[i])
+            continue;
+        for (int k = 0; k < r->nin; k++) {
+            uint64_t id = r->t[k]->id;
+            if (!idmap_find(srcs, id))
+                continue;
+            for (int j = 0; j < nsources; j++)
+                if (order[j].at < 0 && sources[j]->id == id)
+                    order[j].at = i;
+        }
+    }
+    int m = 0;
+    for (int j = 0; j < nsources; j++)
+        if (order[j].at >= 0)
+            order[m++] = order[j];
+    qsort(order, (size_t)m, sizeof *order, later_first);
+    *count = m;
+    return order;
+}
+
 tfm_code
 tfm_tape_gradient(tfm_tape *t, tfm_tensor *const *targets, int ntargets,
                   tfm_tensor *const *out_grads, tfm_tensor *const *sources,
                   int nsources, int zeros_for_unconnected, int consume,
                   tfm_tensor **result)
 {
+    return tfm_tape_gradient_hooked(t, targets, ntargets, out_grads, sources,
+                                    nsources, zeros_for_unconnected,
+                                    consume, result, NULL, NULL);
+}
+
+tfm_code
+tfm_tape_gradient_hooked(tfm_tape *t, tfm_tensor *const *targets,
+                         int ntargets, tfm_tensor *const *out_grads,
+                         tfm_tensor *const *sources, int nsources,
+                         int zeros_for_unconnected, int consume,
+                         tfm_tensor **result, tfm_grad_ready_fn ready,
+                         void *arg)
+{
     idmap reach = {0}, srcs = {0};
     grads gs = {0};
     unsigned char *relevant = NULL;
+    ready_at *order = NULL;
+    int nready = 0, next_ready = 0;
     tfm_code rc = TFM_OK;
     /* Ops recorded while we run (this tape recording its own gradient)
      * are not part of this walk. */
@@ -943,12 +1007,28 @@ tfm_tape_gradient(tfm_tape *t, tfm_tensor *const *targets, int ntargets,
             goto done;
     }
 
+    if (ready) {
+        order = ready_order(t, n, relevant, &srcs, sources, nsources,
+                            &nready);
+        if (!order) {
+            rc = tfm_error_code();
+            goto done;
+        }
+    }
+
     /* Backward, in reverse order of execution. */
     for (int64_t i = n - 1; i >= 0 && gs.n; i--) {
         record *r = t->recs[i];
         if (r && relevant[i]) {
             rc = backprop_record(r, &gs, &reach, &srcs);
             if (rc)
+                goto done;
+        }
+        for (; next_ready < nready && order[next_ready].at == i;
+             next_ready++) {
+            int j = order[next_ready].j;
+            tfm_tensor **slot = grads_slot(&gs, sources[j]->id, 0);
+            if (slot && *slot && (rc = ready(arg, j, *slot)) != TFM_OK)
                 goto done;
         }
         if (consume && r) {
@@ -985,5 +1065,6 @@ done:
     idmap_free(&reach);
     idmap_free(&srcs);
     free(relevant);
+    free(order);
     return rc;
 }

@@ -91,6 +91,27 @@ tfm_code tfm_tape_gradient(tfm_tape *tape, tfm_tensor *const *targets,
                            int zeros_for_unconnected, int consume,
                            tfm_tensor **result);
 
+/* Note [Gradient ready hook]: data-parallel training wants each source's
+ * gradient as soon as it is complete, to start its all-reduce while the
+ * backward pass goes on (tfmini/distribute/overlap.py). A source's
+ * gradient is complete once the walk has passed the earliest recorded op
+ * that reads it: no op before that one can add to it. This form of
+ * tfm_tape_gradient calls ready(arg, j, grad) (grad borrowed, alive until
+ * the call returns) for each source j whose gradient is complete before
+ * the walk ends, in the order they complete; sources never read by a
+ * recorded op are not reported (the caller has them in result). A
+ * nonzero return from ready stops the walk with that code. NULL ready is
+ * tfm_tape_gradient, at no extra cost. */
+typedef tfm_code (*tfm_grad_ready_fn)(void *arg, int source,
+                                      tfm_tensor *grad);
+tfm_code tfm_tape_gradient_hooked(tfm_tape *tape,
+                                  tfm_tensor *const *targets, int ntargets,
+                                  tfm_tensor *const *out_grads,
+                                  tfm_tensor *const *sources, int nsources,
+                                  int zeros_for_unconnected, int consume,
+                                  tfm_tensor **result,
+                                  tfm_grad_ready_fn ready, void *arg);
+
 /* ---- custom gradients (tf.custom_gradient) ----
  * A record whose gradient is a function of the binding's. Each record
  * holds one reference to ctx (retain on record, release on free), so a

@@ -125,7 +125,13 @@ class MultiWorkerMirroredStrategy(Strategy):
                           f"device:CPU:0"])
         self._extended = _MultiWorkerExtended(self, self._extended._devices)
         self._resolver = _ClusterResolver(comm)
+        # Note [Overlapped gradient all-reduce] (overlap.py); False gives
+        # the all-at-once all-reduce after the backward pass.
+        self._overlap = True
         _install_variable_hook()
+        if comm.size > 1:
+            from . import overlap
+            overlap.install()
 
     @property
     def num_replicas_in_sync(self):
@@ -136,16 +142,32 @@ class MultiWorkerMirroredStrategy(Strategy):
         return self._resolver
 
     # ---- collectives ----------------------------------------------------
+    def _overlap_backend(self):
+        from . import overlap
+        if self._comm.mpi is None or self._comm.size == 1:
+            return None
+        return overlap.MpiBackend(self._comm, self._timeout)
+
     def _all_reduce(self, reduce_op, value, options=None):
         import tfmini as tf
+        from . import overlap
         timeout = getattr(options, "timeout_seconds", None) or self._timeout
         flat = tf.nest.flatten(value)
         if not flat:
             return value
-        out = collective.allreduce(
-            self._comm, flat, "sum",
-            self._comm.size if reduce_op == ReduceOp.MEAN else 0,
-            timeout, self._bucket_bytes)
+        mean_over = self._comm.size if reduce_op == ReduceOp.MEAN else 0
+        sums, rest = overlap.take(flat)
+        out = [None] * len(flat)
+        for i, a in enumerate(sums):
+            if a is not None:
+                t = tf.constant(a, dtype=flat[i].dtype)
+                out[i] = t / tf.cast(mean_over, t.dtype) if mean_over else t
+        if rest:
+            fresh = collective.allreduce(
+                self._comm, [flat[i] for i in rest], "sum", mean_over,
+                timeout, self._bucket_bytes)
+            for i, t in zip(rest, fresh):
+                out[i] = t
         return tf.nest.pack_sequence_as(value, out)
 
     # ---- running ----------------------------------------------------------

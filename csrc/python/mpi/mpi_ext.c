@@ -359,6 +359,246 @@ done:
     Py_RETURN_NONE;
 }
 
+/* Note [Started all-reduces]: iallreduce(arrays, op) packs arrays (one
+ * dtype) into one buffer, starts its MPI_Iallreduce and returns at once a
+ * Pending, so that the backward pass can go on while it travels
+ * (tfmini/distribute/overlap.py). Open MPI moves a non-blocking collective
+ * on only inside MPI calls, so the caller polls test() between backward
+ * steps; wait(pendings, timeout) finishes them with the deadline of Note
+ * [Collectives with a deadline]. A Pending holds its arrays' buffers until
+ * the result is unpacked into them; one dropped while MPI still owns its
+ * memory leaks it rather than let MPI write into freed memory. */
+typedef struct {
+    PyObject_HEAD
+    int n;
+    Py_buffer *bufs;
+    char *packed;              /* NULL: one array reduced in place */
+    MPI_Request req;
+    int state;   /* 0 in flight, 1 done, -1 never started, -2 failed in
+                  * flight (MPI may still write: its memory is leaked) */
+} Pending;
+
+static void pending_finish(Pending *p)
+{
+    if (p->packed) {
+        Py_ssize_t off = 0;
+        for (int i = 0; i < p->n; i++) {
+            memcpy(p->bufs[i].buf, p->packed + off, (size_t)p->bufs[i].len);
+            off += p->bufs[i].len;
+        }
+    }
+    p->state = 1;
+}
+
+static void pending_release(Pending *p)
+{
+    for (int i = 0; i < p->n; i++)
+        PyBuffer_Release(&p->bufs[i]);
+    free(p->bufs);
+    free(p->packed);
+    p->bufs = NULL;
+    p->packed = NULL;
+    p->n = 0;
+}
+
+static void pending_dealloc(Pending *p)
+{
+    if (p->state == 1 || p->state == -1)
+        pending_release(p);
+    Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+static PyObject *pending_test(Pending *p, PyObject *unused)
+{
+    if (p->state == 0) {
+        int flag = 0;
+        if (check_ready("all-reduce") < 0)
+            return NULL;
+        int rc = MPI_Test(&p->req, &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            p->state = -2;
+            return mpi_error("MPI_Test", rc);
+        }
+        if (!flag)
+            Py_RETURN_FALSE;
+        pending_finish(p);
+        pending_release(p);
+    }
+    if (p->state < 0) {
+        PyErr_SetString(PyExc_ConnectionError,
+                        "all-reduce: this bucket's collective failed");
+        return NULL;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef pending_methods[] = {
+    {"test", (PyCFunction)pending_test, METH_NOARGS,
+     "Progress the all-reduce; True once its result is in the arrays."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject PendingType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tfmini.distribute._mpi.Pending",
+    .tp_basicsize = sizeof(Pending),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A started all-reduce (iallreduce).",
+    .tp_dealloc = (destructor)pending_dealloc,
+    .tp_methods = pending_methods,
+};
+
+/* iallreduce(arrays, op) -> Pending (Note [Started all-reduces]). */
+static PyObject *py_iallreduce(PyObject *self, PyObject *args)
+{
+    PyObject *list;
+    const char *opname;
+    MPI_Op op;
+    MPI_Datatype t0 = MPI_DATATYPE_NULL;
+    if (!PyArg_ParseTuple(args, "O!s", &PyList_Type, &list, &opname))
+        return NULL;
+    if (check_ready("all-reduce") < 0)
+        return NULL;
+    if (mpi_op(opname, &op) < 0) {
+        PyErr_Format(PyExc_ValueError, "all-reduce: unknown op '%s'",
+                     opname);
+        return NULL;
+    }
+    int n = (int)PyList_GET_SIZE(list);
+    if (n == 0) {
+        PyErr_SetString(PyExc_ValueError, "iallreduce: no arrays");
+        return NULL;
+    }
+    Pending *p = PyObject_New(Pending, &PendingType);
+    if (!p)
+        return NULL;
+    p->n = 0;
+    p->packed = NULL;
+    p->state = -1;
+    p->bufs = calloc((size_t)n, sizeof(Py_buffer));
+    if (!p->bufs) {
+        Py_DECREF(p);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t bytes = 0, itemsize = 1;
+    for (; p->n < n; p->n++) {
+        Py_buffer *b = &p->bufs[p->n];
+        MPI_Datatype t;
+        if (PyObject_GetBuffer(PyList_GET_ITEM(list, p->n), b,
+                               PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS |
+                               PyBUF_FORMAT) < 0) {
+            Py_DECREF(p);
+            return NULL;
+        }
+        if (mpi_type(b, &t) < 0 || (p->n && t != t0)) {
+            PyErr_Format(PyExc_TypeError, "iallreduce: array %d has format "
+                         "'%s'; float32, float64, int32 or int64 expected, "
+                         "one dtype per call", p->n, b->format);
+            p->n++;
+            Py_DECREF(p);
+            return NULL;
+        }
+        t0 = t;
+        itemsize = b->itemsize;
+        bytes += b->len;
+    }
+    if (bytes / itemsize > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "iallreduce: more than 2**31 "
+                        "elements");
+        Py_DECREF(p);
+        return NULL;
+    }
+    void *buf = p->bufs[0].buf;
+    if (n > 1) {
+        p->packed = malloc((size_t)(bytes ? bytes : 1));
+        if (!p->packed) {
+            Py_DECREF(p);
+            return PyErr_NoMemory();
+        }
+        Py_ssize_t off = 0;
+        for (int i = 0; i < n; i++) {
+            memcpy(p->packed + off, p->bufs[i].buf, (size_t)p->bufs[i].len);
+            off += p->bufs[i].len;
+        }
+        buf = p->packed;
+    }
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)(bytes / itemsize), t0,
+                            op, MPI_COMM_WORLD, &p->req);
+    if (rc != MPI_SUCCESS) {
+        Py_DECREF(p);
+        return mpi_error("MPI_Iallreduce", rc);
+    }
+    p->state = 0;
+    int flag;     /* a first push, while the caller computes */
+    MPI_Test(&p->req, &flag, MPI_STATUS_IGNORE);
+    if (flag) {
+        pending_finish(p);
+        pending_release(p);
+    }
+    return (PyObject *)p;
+}
+
+typedef struct {
+    Pending **ps;
+} wait_arg;
+
+static void finish_pending(int index, void *a)
+{
+    pending_finish(((wait_arg *)a)->ps[index]);
+}
+
+/* wait(pendings, timeout): every Pending's result in its arrays. */
+static PyObject *py_wait(PyObject *self, PyObject *args)
+{
+    PyObject *list;
+    double timeout;
+    if (!PyArg_ParseTuple(args, "O!d", &PyList_Type, &list, &timeout))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    Pending **ps = calloc((size_t)(n ? n : 1), sizeof *ps);
+    MPI_Request *reqs = calloc((size_t)(n ? n : 1), sizeof *reqs);
+    int m = 0, ok = 0;
+    if (!ps || !reqs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyList_GET_ITEM(list, i);
+        if (!PyObject_TypeCheck(o, &PendingType)) {
+            PyErr_SetString(PyExc_TypeError, "wait: a list of Pending "
+                            "(from iallreduce) expected");
+            goto done;
+        }
+        Pending *p = (Pending *)o;
+        if (p->state < 0) {
+            PyErr_SetString(PyExc_ConnectionError, "all-reduce: a bucket's "
+                            "collective failed");
+            goto done;
+        }
+        if (p->state == 0) {
+            ps[m] = p;
+            reqs[m++] = p->req;
+        }
+    }
+    if (m && check_ready("all-reduce") < 0)
+        goto done;
+    wait_arg wa = {ps};
+    if (wait_all("all-reduce", reqs, m, timeout, finish_pending, &wa) < 0) {
+        for (int i = 0; i < m; i++)
+            if (ps[i]->state == 0)
+                ps[i]->state = -2;
+        goto done;
+    }
+    for (int i = 0; i < m; i++)
+        pending_release(ps[i]);
+    ok = 1;
+done:
+    free(ps);
+    free(reqs);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* bcast(arrays, root, timeout): root's arrays copied into every
  * worker's, in place. */
 static PyObject *py_bcast(PyObject *self, PyObject *args)
@@ -455,6 +695,10 @@ static PyMethodDef methods[] = {
     {"init", py_init, METH_NOARGS, "MPI_Init_thread; (rank, size)."},
     {"allreduce", py_allreduce, METH_VARARGS,
      "allreduce(arrays, op, bucket_bytes, timeout): in place, bucketed."},
+    {"iallreduce", py_iallreduce, METH_VARARGS,
+     "iallreduce(arrays, op) -> Pending: started, not waited for."},
+    {"wait", py_wait, METH_VARARGS,
+     "wait(pendings, timeout): results unpacked into their arrays."},
     {"bcast", py_bcast, METH_VARARGS,
      "bcast(arrays, root, timeout): in place."},
     {"barrier", py_barrier, METH_VARARGS, "barrier(timeout)."},
@@ -472,5 +716,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mpi",
 
 PyMODINIT_FUNC PyInit__mpi(void)
 {
+    if (PyType_Ready(&PendingType) < 0)
+        return NULL;
     return PyModule_Create(&module);
 }
