@@ -310,6 +310,69 @@ def test_guide_custom_loop_in_process_and_under_mpi(tmp_path):
         np.testing.assert_allclose(w.numpy(), got[f"w{i}"], rtol=1e-6)
 
 
+# ---- the gradient all-reduce overlapped with the backward pass ------------
+
+# An eager custom loop (the overlap needs eager gradients) over a deeper
+# MLP with small buckets, so that several start during the backward pass.
+OVERLAP = """
+from tfmini.distribute import overlap
+s = make_strategy(communication_options=tf.distribute.experimental.
+                  CommunicationOptions(bytes_per_pack=2048))
+s._overlap = os.environ.get("OVERLAP", "1") == "1"
+x, y = data(32)
+with s.scope():
+    tf.keras.utils.set_random_seed(1 + task_id(s))
+    model = tf.keras.Sequential(
+        [tf.keras.layers.Dense(24, activation="tanh", input_shape=(5,))] +
+        [tf.keras.layers.Dense(24, activation="tanh") for _ in range(4)] +
+        [tf.keras.layers.Dense(1)])
+    opt = tf.keras.optimizers.SGD(0.05, momentum=0.9)
+
+
+def step(xb, yb):
+    with tf.GradientTape() as tape:
+        per_example = tf.reduce_sum((model(xb, training=True) - yb) ** 2,
+                                    axis=1)
+        loss = tf.nn.compute_average_loss(per_example, global_batch_size=16)
+    grads = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
+ds = s.experimental_distribute_dataset(
+    tf.data.Dataset.from_tensor_slices((x, y)).batch(16))
+overlap.stats.reset()
+losses = [float(s.reduce("SUM", s.run(step, args=b), axis=None))
+          for _ in range(3) for b in ds]
+st = overlap.stats
+save(s, losses=losses, passes=st.backward_passes, buckets=st.buckets,
+     early=st.buckets_started_in_backward, reused=st.reused,
+     **{f"w{i}": w.numpy() for i, w in enumerate(model.weights)})
+"""
+
+
+@needs_mpi
+def test_overlapped_all_reduce_two_workers_equal_one(tmp_path):
+    one, on, off = (str(tmp_path / d) for d in ("one", "on", "off"))
+    ok(run_script(OVERLAP, one, "one")[0])
+    ok(run_script(OVERLAP, on, "mwms")[0])
+    ok(run_script(OVERLAP, off, "mwms", env={"OVERLAP": "0"})[0])
+    ref = load(one)
+    weights = [k for k in ref if k.startswith("w") or k == "losses"]
+    for d in (on, off):
+        for task in (0, 1):
+            assert_same(ref, load(d, task), weights)
+    got = load(on)
+    n_vars = 12
+    assert int(got["passes"]) == 6
+    # Every gradient's sum came from an overlapped bucket, and most
+    # buckets started before the backward pass ended.
+    assert int(got["reused"]) == 6 * n_vars
+    assert int(got["buckets"]) >= 6 * 3
+    assert int(got["early"]) >= int(got["buckets"]) - 6
+    assert int(load(off)["buckets"]) == 0 and int(ref["buckets"]) == 0
+
+
 # ---- faults ----------------------------------------------------------------
 
 @needs_mpi
@@ -403,10 +466,81 @@ def test_backup_and_restore_in_process(tmp_path):
     ref.fit(x, y, batch_size=8, epochs=4, verbose=0, shuffle=False)
     for a, b in zip(ref.weights, m.weights):
         np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-6)
-    with pytest.raises(NotImplementedError, match="epoch"):
-        tf.keras.callbacks.BackupAndRestore(backup, save_freq=10)
+    for bad in (0, -3, "batch", True):
+        with pytest.raises(ValueError, match="save_freq"):
+            tf.keras.callbacks.BackupAndRestore(backup, save_freq=bad)
     with pytest.raises(ValueError, match="backup_dir"):
         tf.keras.callbacks.BackupAndRestore("")
+
+
+def test_backup_and_restore_mid_epoch(tmp_path):
+    """save_freq=3 batches: a fit stopped in epoch 1 before its batch 5
+    resumes at batch 3 (after the last backup, at batch 2) and ends with
+    an uninterrupted run's weights and optimizer state."""
+    x = np.random.default_rng(1).normal(size=(32, 3)).astype(np.float32)
+    y = x @ np.array([[1.0], [-2.0], [0.5]], np.float32)
+    backup = str(tmp_path / "b")
+
+    def model():
+        tf.keras.utils.set_random_seed(4)
+        m = tf.keras.Sequential([
+            tf.keras.layers.Dense(4, activation="tanh", input_shape=(3,)),
+            tf.keras.layers.Dense(1)])
+        m.compile(tf.keras.optimizers.Adam(0.05), "mse")
+        return m
+
+    class Seen(tf.keras.callbacks.Callback):
+        def __init__(self, stop_at=None):
+            super().__init__()
+            self.stop_at, self.batches = stop_at, []
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = epoch
+
+        def on_train_batch_begin(self, batch, logs=None):
+            if (self.epoch, batch) == self.stop_at:
+                raise RuntimeError("preempted")
+            self.batches.append((self.epoch, batch))
+
+    def fit(m, *cbs):
+        return m.fit(x, y, batch_size=4, epochs=3, verbose=0, shuffle=False,
+                     callbacks=list(cbs))
+    m = model()
+    with pytest.raises(RuntimeError, match="preempted"):
+        fit(m, tf.keras.callbacks.BackupAndRestore(backup, save_freq=3),
+            Seen(stop_at=(1, 5)))
+    with open(os.path.join(backup, "training_state.json")) as f:
+        assert json.load(f) == {"epoch": 1, "batch": 2}
+    m, seen = model(), Seen()
+    h = fit(m, tf.keras.callbacks.BackupAndRestore(
+        backup, save_freq=3, delete_checkpoint=False), seen)
+    assert seen.batches == [(1, b) for b in range(3, 8)] + \
+        [(2, b) for b in range(8)]
+    assert len(h.history["loss"]) == 2
+    with open(os.path.join(backup, "training_state.json")) as f:
+        assert json.load(f) == {"epoch": 2}       # kept, the last epoch
+    ref = model()
+    fit(ref)
+    assert int(m.optimizer.iterations) == int(ref.optimizer.iterations) == 24
+    for a, b in zip(ref.weights + ref.optimizer.variables,
+                    m.weights + m.optimizer.variables):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-6,
+                                   atol=1e-7)
+    # A backup taken after an epoch's last batch resumes at the next one.
+    shutil.rmtree(backup)
+    m = model()
+    with pytest.raises(RuntimeError, match="preempted"):
+        fit(m, tf.keras.callbacks.BackupAndRestore(backup, save_freq=8),
+            Seen(stop_at=(2, 0)))
+    with open(os.path.join(backup, "training_state.json")) as f:
+        assert json.load(f) == {"epoch": 1}
+    m, seen = model(), Seen()
+    fit(m, tf.keras.callbacks.BackupAndRestore(backup, save_freq=8), seen)
+    assert seen.batches == [(2, b) for b in range(8)]
+    assert not os.path.exists(backup)
+    for a, b in zip(ref.weights, m.weights):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-6,
+                                   atol=1e-7)
 
 
 def test_without_mpi_the_error_names_the_package(monkeypatch):

@@ -146,7 +146,9 @@ class MultiWorkerMirroredStrategy(Strategy):
         from . import overlap
         if self._comm.mpi is None or self._comm.size == 1:
             return None
-        return overlap.MpiBackend(self._comm, self._timeout)
+        return overlap.MpiBackend(self._comm, self._comm.timeout
+                                  if self._timeout is None
+                                  else self._timeout)
 
     def _all_reduce(self, reduce_op, value, options=None):
         import tfmini as tf

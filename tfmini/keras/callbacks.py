@@ -747,13 +747,23 @@ class TensorBoard(Callback):
 
 
 class BackupAndRestore(Callback):
-    """Back up the model's and optimizer's state at the end of each epoch
-    to backup_dir; a fit that finds a backup there restores it and goes on
-    from the epoch after it (tf.keras.callbacks.BackupAndRestore: a job
-    killed mid-training resumes instead of starting over). Under a
-    multi-worker strategy only the chief writes; every worker restores
-    the same backup. With delete_checkpoint the backup goes when training
-    ends normally."""
+    """Back up the model's and optimizer's state to backup_dir at the end
+    of each epoch (save_freq="epoch") or every save_freq batches (an int);
+    a fit that finds a backup there restores it and goes on from where it
+    was taken: the epoch after it, or mid-epoch the batch after it
+    (tf.keras.callbacks.BackupAndRestore: a job killed mid-training
+    resumes instead of starting over). Under a multi-worker strategy only
+    the chief writes; every worker restores the same backup. With
+    delete_checkpoint the backup goes when training ends normally.
+
+    Note [Mid-epoch resume]: a batch backup records (epoch, batch); the
+    resumed fit runs that epoch again from batch + 1, reading and dropping
+    the batches before it, so with the same data order (shuffle=False, or
+    a deterministic dataset) its weights end as an uninterrupted run's.
+    The epoch's metrics then count only the batches run after the resume.
+    With an int save_freq the epoch end is backed up too, so that a job
+    stopped between an epoch's last batch and the next epoch resumes at
+    the next epoch."""
 
     _STATE = "training_state.json"
 
@@ -762,11 +772,9 @@ class BackupAndRestore(Callback):
         super().__init__()
         if not backup_dir:
             raise ValueError("Empty `backup_dir` argument passed")
-        if save_freq != "epoch":
-            if isinstance(save_freq, int) and save_freq > 0:
-                raise NotImplementedError(
-                    "BackupAndRestore(save_freq=<int>): tfmini backs up "
-                    "at epoch ends only (save_freq='epoch')")
+        if save_freq != "epoch" and not (
+                isinstance(save_freq, int) and
+                not isinstance(save_freq, bool) and save_freq > 0):
             raise ValueError(f"Invalid value for argument `save_freq`. "
                              f"Expected 'epoch' or a positive integer, got "
                              f"{save_freq!r}")
@@ -777,6 +785,7 @@ class BackupAndRestore(Callback):
         self.save_freq = save_freq
         self.delete_checkpoint = delete_checkpoint
         self._ckpt = None
+        self._since_save = 0
 
     def _checkpoint(self):
         import tfmini as tf
@@ -791,6 +800,7 @@ class BackupAndRestore(Callback):
 
     def on_train_begin(self, logs=None):
         import json
+        self._since_save = 0
         state = os.path.join(self.backup_dir, self._STATE)
         if not os.path.exists(state):
             return
@@ -802,22 +812,42 @@ class BackupAndRestore(Callback):
             # Slots made now take their saved values at once.
             opt.build(self.model.trainable_variables)
         self._checkpoint().read(os.path.join(self.backup_dir, "ckpt"))
-        self.model._keras_resume_epoch = int(saved["epoch"]) + 1
+        if "batch" in saved:       # Note [Mid-epoch resume]
+            self.model._keras_resume_epoch = int(saved["epoch"])
+            self.model._keras_resume_step = int(saved["batch"]) + 1
+        else:
+            self.model._keras_resume_epoch = int(saved["epoch"]) + 1
+            self.model._keras_resume_step = 0
 
-    def on_epoch_end(self, epoch, logs=None):
+    def _save(self, state):
         if not self._is_writer():
             return
         import json
         from tfmini import _C
         self._checkpoint().write(os.path.join(self.backup_dir, "ckpt"))
         # Written after the checkpoint: a backup is complete once it says
-        # which epoch it holds.
+        # where it was taken.
         _C.write_file_atomic(os.path.join(self.backup_dir, self._STATE),
-                             json.dumps({"epoch": epoch}).encode(),
-                             "BackupAndRestore")
+                             json.dumps(state).encode(), "BackupAndRestore")
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.save_freq == "epoch":
+            return
+        self._since_save += 1
+        if self._since_save >= self.save_freq:
+            self._since_save = 0
+            self._save({"epoch": self._epoch, "batch": int(batch)})
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = int(epoch)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._since_save = 0
+        self._save({"epoch": int(epoch)})
 
     def on_train_end(self, logs=None):
         self.model._keras_resume_epoch = None
+        self.model._keras_resume_step = None
         # Not reached when training fails: the backup stays for the rerun.
         if self.delete_checkpoint and self._is_writer():
             import shutil

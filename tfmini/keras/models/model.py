@@ -648,19 +648,27 @@ class Model(Layer):
         self.stop_training = False
         cbs.on_train_begin()
         # BackupAndRestore found a backup: go on after its epoch.
-        initial_epoch = max(initial_epoch,
-                            getattr(self, "_keras_resume_epoch", None) or 0)
+        resume = getattr(self, "_keras_resume_epoch", None) or 0
+        # A mid-epoch backup: that epoch goes on after its batch.
+        skip = (getattr(self, "_keras_resume_step", None) or 0) \
+            if resume >= initial_epoch else 0
+        initial_epoch = max(initial_epoch, resume)
         epoch_logs = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
             cbs.on_epoch_begin(epoch)
             logs = None
             for step, batch in enumerate(data.epoch()):
+                if step < skip:
+                    continue
                 cbs.on_train_batch_begin(step)
                 logs = train(batch)
                 cbs.on_train_batch_end(step, _sorted(logs))
                 if self.stop_training:
                     break
+            if logs is None and skip:
+                logs = {}         # resumed after the epoch's last batch
+            skip = 0
             if logs is None:
                 raise ValueError("Unexpected result of `train_function` "
                                  "(Empty logs). This could be due to "
