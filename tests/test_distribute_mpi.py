@@ -373,6 +373,80 @@ def test_overlapped_all_reduce_two_workers_equal_one(tmp_path):
     assert int(load(off)["buckets"]) == 0 and int(ref["buckets"]) == 0
 
 
+# ---- metric.result() over every worker's examples ---------------------------
+
+# Each worker updates the metrics with its own slice of every batch;
+# result(), read outside strategy.run, must count all workers' examples.
+METRICS = """
+s = make_strategy()
+x, y = data(40)
+labels = (x[:, 0] > 0).astype(np.int64)
+logits = np.stack([-x[:, 0], x[:, 0] + 0.3 * x[:, 1]], axis=1)
+out = {}
+for traced in (False, True):
+    with s.scope():
+        acc = tf.keras.metrics.SparseCategoricalAccuracy()
+        mean = tf.keras.metrics.Mean()
+        auc = tf.keras.metrics.AUC(num_thresholds=20)
+
+    def step(lb, lg, xb):
+        acc.update_state(lb, lg)
+        mean.update_state(xb[:, 2])
+        auc.update_state(lb, tf.nn.softmax(lg)[:, 1])
+        # In the replica: this worker's own state.
+        return acc.count
+
+    def dist_step(batch):
+        return s.run(step, args=batch)
+    if traced:
+        dist_step = tf.function(dist_step)
+    ds = s.experimental_distribute_dataset(
+        tf.data.Dataset.from_tensor_slices((labels, logits, x)).batch(8))
+    tag = "traced" if traced else "eager"
+    per_epoch = []
+    for epoch in range(2):
+        local_counts = [float(tf.reduce_sum(tf.convert_to_tensor(c)))
+                        for c in tf.nest.flatten(
+                            [s.experimental_local_results(dist_step(b))
+                             for b in ds])]
+        # Read twice: the second read must not count anything twice.
+        per_epoch.append([float(m.result()) for m in (acc, mean, auc)] +
+                         [float(m.result()) for m in (acc, mean, auc)])
+        out[f"{tag}_local_count{epoch}"] = local_counts[-1]
+    out[tag] = per_epoch
+    acc.reset_state()
+    out[tag + "_reset"] = float(acc.result())
+save(s, **out)
+"""
+
+
+def test_metric_result_in_a_custom_loop_over_workers(tmp_path):
+    """MirroredStrategy (2 logical CPUs) in process, and 2 workers under
+    mpirun when Open MPI is there: every replica's examples counted, as
+    one process on all the data counts them."""
+    one, mirrored = str(tmp_path / "one"), str(tmp_path / "mirrored")
+    ok(run_script(METRICS, one, "one")[0])
+    ok(run_script(METRICS, mirrored, "mirrored")[0])
+    ref = load(one)
+    keys = ["eager", "traced", "eager_reset", "traced_reset"]
+    assert_same(ref, load(mirrored), keys)
+    r = np.array(ref["eager"])
+    np.testing.assert_allclose(r[:, :3], r[:, 3:])     # reads are pure
+    assert 0.5 < r[0, 0] < 1.0 and float(ref["eager_reset"]) == 0.0
+    if MPIRUN is None or not HAVE_MPI:
+        pytest.skip("the mpirun half needs Open MPI (apt-get install "
+                    "libopenmpi-dev openmpi-bin, then rebuild tfmini)")
+    mpi = str(tmp_path / "mpi")
+    ok(run_script(METRICS, mpi, "mwms")[0])
+    for task in (0, 1):
+        got = load(mpi, task)
+        assert_same(ref, got, keys)
+        # Inside strategy.run each worker saw only its own examples:
+        # epoch 1's count is its half of 80.
+        assert float(got["eager_local_count1"]) == 40.0
+    assert float(ref["eager_local_count1"]) == 80.0
+
+
 # ---- faults ----------------------------------------------------------------
 
 @needs_mpi

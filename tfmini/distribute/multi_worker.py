@@ -15,6 +15,7 @@ distribute_dataset), or builds its own pipeline from an InputContext
 (distribute_datasets_from_function)."""
 import json
 import os
+import threading
 
 from . import collective
 from .replica import (ReplicaContext, _call_merge, _reduce_op,
@@ -132,6 +133,7 @@ class MultiWorkerMirroredStrategy(Strategy):
         if comm.size > 1:
             from . import overlap
             overlap.install()
+            _install_metric_hook()
 
     @property
     def num_replicas_in_sync(self):
@@ -275,28 +277,11 @@ class MultiWorkerMirroredStrategy(Strategy):
         return self._global_logs(model)
 
     def _global_logs(self, model):
-        """model's metric results over all workers: their state variables
-        (sums and counts) summed over the workers for the read, then put
-        back, so each worker keeps accumulating its own."""
-        import numpy as np
-        import tfmini as tf
-        from ..variables import _ASSIGN
+        """model's metric results over all workers (Note [Metrics read
+        across workers]), in one all-reduce for all of them."""
         metrics = list(model.metrics)
-        variables = [v for m in metrics for v in m.variables]
-        if self._comm.size == 1 or not variables:
-            return {m.name: m.result() for m in metrics}
-        local = [np.array(v.numpy(), order="C", copy=True)
-                 for v in variables]
-        summed = [a.copy() for a in local]
-        self._comm.allreduce(summed, "sum", self._timeout)
-        try:
-            for v, a in zip(variables, summed):
-                v._assign(tf.constant(a, dtype=v.dtype), _ASSIGN)
-            return {m.name: tf.constant(np.asarray(m.result()))
-                    for m in metrics}
-        finally:
-            for v, a in zip(variables, local):
-                v._assign(tf.constant(a, dtype=v.dtype), _ASSIGN)
+        return _read_summed(self, metrics,
+                            lambda: {m.name: m.result() for m in metrics})
 
 
 class _WorkerDataset:
@@ -334,13 +319,75 @@ class _WorkerDataset:
 
 def _on_variable_created(var):
     """tf.Variable's creation hook: under a multi-worker strategy, the
-    new variable takes the chief's value (Note [Workers are replicas])."""
+    new variable takes the chief's value (Note [Workers are replicas])
+    and remembers its strategy (for reads across workers)."""
     from .strategy import get_strategy
     s = get_strategy()
     if isinstance(s, MultiWorkerMirroredStrategy) and s._comm.size > 1:
         collective.broadcast_variable(s._comm, var)
+        var._worker_strategy = s
 
 
 def _install_variable_hook():
     from .. import variables
     variables._on_create = _on_variable_created
+
+
+# Note [Metrics read across workers]: TF makes a Keras metric's variables
+# SUM-aggregated ON_READ, so that metric.result() read outside a replica
+# (a custom loop's epoch summary, Keras's logs) sums every replica's state.
+# Here each worker holds its own state: result() of a metric made under a
+# multi-worker strategy sums the state variables over the workers (one
+# all-reduce), computes the result from the sums, and puts the local
+# values back, so each worker keeps accumulating its own examples and a
+# later read does not count them twice. Inside strategy.run (a replica
+# context) and inside a trace, result() reads the local state, as a
+# replica's read of a sync-on-read variable does in TF. Every worker must
+# read the same metrics in the same order (it is a collective).
+_summing = threading.local()
+
+
+def _read_summed(strategy, metrics, fn):
+    import numpy as np
+    import tfmini as tf
+    from ..variables import _ASSIGN
+    variables = [v for m in metrics for v in m.variables]
+    if strategy._comm.size == 1 or not variables or \
+            getattr(_summing, "depth", 0):
+        return fn()
+    local = [np.array(v.numpy(), order="C", copy=True) for v in variables]
+    summed = [a.copy() for a in local]
+    strategy._comm.allreduce(summed, "sum", strategy._timeout)
+    _summing.depth = 1
+    try:
+        for v, a in zip(variables, summed):
+            v._assign(tf.constant(a, dtype=v.dtype), _ASSIGN)
+        # A snapshot: the variables take their local values back below.
+        return tf.nest.map_structure(
+            lambda t: tf.constant(np.array(t)), fn())
+    finally:
+        _summing.depth = 0
+        for v, a in zip(variables, local):
+            v._assign(tf.constant(a, dtype=v.dtype), _ASSIGN)
+
+
+def _metric_read(metric, fn):
+    """keras.metrics' _read_hook (Note [Metrics read across workers])."""
+    from .. import _C
+    from .replica import current_replica
+    if getattr(_summing, "depth", 0) or _C.tracing() or \
+            current_replica() is not None:
+        return fn()
+    strategy = None
+    for v in metric.variables:
+        strategy = getattr(v, "_worker_strategy", None)
+        if strategy is not None:
+            break
+    if strategy is None:
+        return fn()
+    return _read_summed(strategy, [metric], fn)
+
+
+def _install_metric_hook():
+    from ..keras import metrics
+    metrics._read_hook = _metric_read

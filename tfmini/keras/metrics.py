@@ -12,11 +12,36 @@ from . import backend, losses as losses_mod
 from .variables import KerasVariable
 
 
+# Set by tfmini.distribute while a MultiWorkerMirroredStrategy has
+# several workers: _read_hook(metric, result_fn) gives result_fn's value
+# over every worker's state. As in TF, a metric's variables are SUM-
+# aggregated and synchronized ON_READ: read outside a replica they sum
+# the replicas' (Note [Metrics read across workers] in
+# distribute/multi_worker.py).
+_read_hook = None
+
+
+def _reads_across_workers(fn):
+    def result(self):
+        if _read_hook is None:
+            return fn(self)
+        return _read_hook(self, lambda: fn(self))
+    result.__name__, result.__doc__ = fn.__name__, fn.__doc__
+    result._keras_synced_read = True
+    return result
+
+
 class Metric(_tracking.Trackable):
     """Base class: subclasses create state with add_variable in
     __init__ and implement update_state and result."""
 
     _keras_is_metric = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        fn = cls.__dict__.get("result")
+        if fn is not None and not getattr(fn, "_keras_synced_read", False):
+            cls.result = _reads_across_workers(fn)
 
     def _trackable_children(self):
         """Its variables, by short name (the trackable protocol)."""
@@ -38,7 +63,8 @@ class Metric(_tracking.Trackable):
         dt = tf.as_dtype(getattr(dtype, "name", dtype) or self._dtype)
         with backend.init_scope():
             v = KerasVariable(tf.zeros(shape, dt), path=f"{self.name}/{name}",
-                              trainable=False)
+                              trainable=False, aggregation="sum",
+                              synchronization="on_read")
         self._variables.append(v)
         return v
 
