@@ -39,6 +39,10 @@ class Stats:
         # Buckets whose all-reduce started while the tape was still
         # walking (before the earliest layers' gradients existed).
         self.buckets_started_in_backward = 0
+        # Summed over backward passes: how long before the walk ended its
+        # first bucket started (the window in which the backward pass can
+        # hide communication).
+        self.lead_seconds = 0.0
         self.reused = 0           # gradients whose sum came from a bucket
         self.wait_seconds = 0.0   # blocked waiting for buckets
 
@@ -95,6 +99,7 @@ class Session:
         self.open = []            # source indices of the filling bucket
         self.open_bytes = 0
         self.walking = True
+        self.started_at = []      # perf_counter() of buckets started walking
 
     def __call__(self, j, grad):
         self._add(j, grad)
@@ -106,7 +111,9 @@ class Session:
         dtype = grad.dtype.as_numpy_dtype
         if dtype not in _FLOATS:
             return                # reduced afresh by the caller's all-reduce
-        a = np.array(grad.numpy(), dtype=dtype, order="C", copy=True)
+        # numpy() is already a fresh array of the tensor's own: MPI may
+        # write the sum into it.
+        a = np.ascontiguousarray(grad.numpy())
         if self.open and self.arrays[self.open[0]].dtype != a.dtype:
             self._start()
         self.arrays[j] = a
@@ -126,11 +133,15 @@ class Session:
         stats.buckets += 1
         if self.walking:
             stats.buckets_started_in_backward += 1
+            self.started_at.append(time.perf_counter())
         self.open, self.open_bytes = [], 0
 
     def finish(self, flat):
         """After the walk: flat is what tape.gradient returns."""
         self.walking = False
+        end = time.perf_counter()
+        if self.started_at:
+            stats.lead_seconds += end - self.started_at[0]
         stats.backward_passes += 1
         for j, g in enumerate(flat):
             if g is not None:
