@@ -32,3 +32,4 @@ from .merging import (Average, Dot, Maximum, Minimum,  # noqa: F401
 from .preprocessing import (CategoryEncoding,  # noqa: F401
                             Normalization, Rescaling)
 from .index_lookup import IntegerLookup, StringLookup  # noqa: F401
+from .hashing import Hashing  # noqa: F401
