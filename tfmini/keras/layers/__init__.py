@@ -33,3 +33,4 @@ from .preprocessing import (CategoryEncoding,  # noqa: F401
                             Normalization, Rescaling)
 from .index_lookup import IntegerLookup, StringLookup  # noqa: F401
 from .hashing import Hashing  # noqa: F401
+from .text_vectorization import TextVectorization  # noqa: F401

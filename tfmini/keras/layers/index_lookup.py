@@ -278,7 +278,7 @@ class IndexLookup(Layer):
 
     def _require_vocab(self):
         if self._vocab is None:
-            who = type(self).__name__
+            who = getattr(self, "_owner", type(self).__name__)
             if self.output_mode == "tf_idf":
                 raise RuntimeError(
                     f"When using `output_mode=tf_idf` and "
