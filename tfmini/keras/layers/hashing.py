@@ -6,13 +6,12 @@ one by keyed SipHash (tf.strings.to_hash_bucket_strong); a mask_value
 takes bucket 0 and the rest share the other num_bins - 1."""
 import tfmini as tf
 
-from .base import Layer
-from .index_lookup import encode_ids
+from .index_lookup import TakesAnyInput, encode_ids
 
 _MODES = ("int", "one_hot", "multi_hot", "count")
 
 
-class Hashing(Layer):
+class Hashing(TakesAnyInput):
     """Hashes strings or integers into num_bins bins (output_mode 'int'),
     or encodes the bins as one_hot / multi_hot / count vectors."""
 

@@ -120,7 +120,19 @@ def encode_ids(idx, depth, mode, idf=None):
     return counts
 
 
-class IndexLookup(Layer):
+class TakesAnyInput(Layer):
+    """A layer of strings or integers: its first call records no input
+    shape, since a Sequential model would then rebuild its input as a
+    float placeholder; the model instead builds on its first real
+    call, as Keras 3 does for these layers."""
+
+    def _keras_maybe_build(self, inputs):
+        known = self._keras_batch_input_shape
+        super()._keras_maybe_build(inputs)
+        self._keras_batch_input_shape = known
+
+
+class IndexLookup(TakesAnyInput):
     """The common part of StringLookup and IntegerLookup; a subclass
     gives its token type through the _token/_keys/_oov_bucket hooks."""
 
@@ -362,7 +374,7 @@ class IndexLookup(Layer):
         if self.num_oov_indices > 1:
             oov = self._oov_bucket(x) + oov_start
         else:
-            oov = tf.fill(tf.shape(keys), tf.constant(oov_start, tf.int64))
+            oov = tf.zeros_like(keys) + oov_start
         if v:
             table = tf.constant(sk)
             pos = tf.zeros_like(keys)
@@ -411,8 +423,9 @@ class IndexLookup(Layer):
         ok = tf.logical_and(ids >= 0, ids < len(full))
         out = tf.gather(self._const(full), tf.where(ok, ids,
                                                     tf.zeros_like(ids)))
-        return tf.where(ok, out, tf.fill(tf.shape(ids), self._const(
-            [self.oov_token])[0]))
+        # where() broadcasts the scalar: no shape-dependent fill, so
+        # this traces with unknown dims too.
+        return tf.where(ok, out, self._const([self.oov_token])[0])
 
     def _map_values(self, fn, inputs):
         if hasattr(inputs, "flat_values"):

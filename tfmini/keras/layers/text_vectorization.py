@@ -14,8 +14,7 @@ import numpy as np
 
 import tfmini as tf
 
-from .base import Layer
-from .index_lookup import StringLookup, iter_batches
+from .index_lookup import StringLookup, TakesAnyInput, iter_batches
 
 _MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
 _STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation")
@@ -41,7 +40,7 @@ def _ngrams(tokens, widths):
     return parts[0] if len(parts) == 1 else tf.concat(parts, axis=1)
 
 
-class TextVectorization(Layer):
+class TextVectorization(TakesAnyInput):
     """Maps text to integer sequences (output_mode='int') or to
     per-text vectors over the vocabulary."""
 
