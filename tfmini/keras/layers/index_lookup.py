@@ -357,6 +357,10 @@ class IndexLookup(TakesAnyInput):
         tokens = sorted(counts, key=rank, reverse=True)
         if self.max_tokens is not None:
             tokens = tokens[:max(self.max_tokens - self._token_start(), 0)]
+        # Keras hands adapted tokens back as NumPy scalars (np.str_,
+        # np.int64), so get_vocabulary() prints as TF's does.
+        tokens = [np.str_(t) if isinstance(t, str) else np.int64(t)
+                  for t in tokens]
         idf = None
         if self.output_mode == "tf_idf":
             idf = np.asarray([math.log(1 + n_docs / (1 + docs[t]))
@@ -484,7 +488,9 @@ class IndexLookup(TakesAnyInput):
             oov_token=self.oov_token, mask_token=self.mask_token,
             output_mode=self.output_mode, sparse=False,
             pad_to_max_tokens=self.pad_to_max_tokens, idf_weights=idf,
-            vocabulary=None if self._vocab is None else list(self._vocab),
+            vocabulary=(None if self._vocab is None else
+                        [str(t) if isinstance(t, str) else int(t)
+                         for t in self._vocab]),
             vocabulary_size=(None if self._vocab is None
                              else self.vocabulary_size()))
         return config

@@ -1,0 +1,496 @@
+"""Keras preprocessing on strings (Hashing, StringLookup, IntegerLookup,
+TextVectorization) and tf.strings.to_hash_bucket{,_strong}, against
+TF 2.21 (tf.keras = Keras 3).
+
+reference(tf) runs every case with the module it is given. The values
+in tests/data/keras_text_tf_2_21.json are what TF 2.21 returned for it;
+regenerate them with `python tests/test_keras_preprocessing_text.py
+OUT.json` where tensorflow is installed. The tests run the same cases
+with tfmini and compare (no TF needed)."""
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+_DATA = os.path.join(os.path.dirname(__file__), "data",
+                     "keras_text_tf_2_21.json")
+_GUIDE = os.path.join(os.path.dirname(__file__), "data",
+                      "keras_text_guide_tf_2_21.txt")
+
+
+def _plain(x, tf_ragged):
+    """Nested lists of Python values (strings decoded) from a result."""
+    if isinstance(x, tf_ragged):
+        return {"ragged": _plain(x.to_list(), tf_ragged)}
+    if hasattr(x, "numpy"):
+        x = x.numpy()
+    if isinstance(x, np.ndarray):
+        x = x.tolist()
+    if isinstance(x, (list, tuple)):
+        return [_plain(v, tf_ragged) for v in x]
+    if isinstance(x, bytes):
+        return x.decode("utf-8")
+    if isinstance(x, np.str_):
+        return str(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    return x
+
+
+def reference(tf):
+    """Every case's result, keyed by name (the JSON's layout)."""
+    L = tf.keras.layers
+    out = {}
+
+    def val(x):
+        return _plain(x, tf.RaggedTensor)
+
+    L = tf.keras.layers
+    WORDS = ["", "a", "hello", "world", "The quick brown fox", "x"*7, "y"*8, "z"*9,
+             "0123456789abcdef", "é漢字", "a"*63, "b"*64, "c"*65, "d"*200]
+    out["words"] = WORDS
+    out["hash_fast_1000"] = val(tf.strings.to_hash_bucket_fast(WORDS, 1000))
+    out["hash_1000"] = val(tf.strings.to_hash_bucket(WORDS, 1000))
+    out["hash_big"] = val(tf.strings.to_hash_bucket(WORDS, 2**63 - 1))
+    out["strong_1000_k12"] = val(tf.strings.to_hash_bucket_strong(WORDS, 1000, [1, 2]))
+    out["strong_big"] = val(tf.strings.to_hash_bucket_strong(WORDS, 2**63 - 1, [123456789, 987654321]))
+    out["strong_big_neg_key"] = val(tf.strings.to_hash_bucket_strong(WORDS, 2**63 - 1, [-5, 7]))
+
+    # Hashing layer: [name, kwargs, input] cases.
+    H = [
+        ("plain", dict(num_bins=3), [["A"], ["B"], ["C"], ["D"], ["E"]]),
+        ("mask", dict(num_bins=3, mask_value=""), [["A"], ["B"], [""], ["C"], ["D"]]),
+        ("salt_int", dict(num_bins=3, salt=133), [["A"], ["B"], ["C"], ["D"], ["E"]]),
+        ("salt_pair", dict(num_bins=3, salt=[133, 137]), [["A"], ["B"], ["C"], ["D"], ["E"]]),
+        ("ints", dict(num_bins=3), [[1], [2], [3], [-4], [5]]),
+        ("ints_salt", dict(num_bins=3, salt=5), [[1], [2], [3], [-4], [5]]),
+        ("int_mask", dict(num_bins=5, mask_value=0), [[0, 1, 2, 3, 4, 5, 6]]),
+        ("multi_hot", dict(num_bins=4, output_mode="multi_hot"), [["A", "B"], ["C", "D"]]),
+        ("count", dict(num_bins=4, output_mode="count"), [["A", "A"], ["C", "D"]]),
+        ("one_hot", dict(num_bins=4, output_mode="one_hot"), ["A", "B", "C"]),
+        ("count_1d", dict(num_bins=8, output_mode="count"), [1, 2, 3, 3]),
+        ("words_100", dict(num_bins=100), WORDS),
+        ("words_100_salt", dict(num_bins=100, salt=[2**40 + 3, -17]), WORDS),
+    ]
+    out["hashing"] = [[n, kw, x, val(L.Hashing(**kw)(tf.constant(x)))] for n, kw, x in H]
+
+    # StringLookup
+    V = ["a", "b", "c", "d"]
+    data = [["a", "c", "d"], ["d", "z", "b"]]
+    S = [
+        ("int", dict(vocabulary=V), data),
+        ("oov2", dict(vocabulary=V, num_oov_indices=2), data),
+        ("oov3", dict(vocabulary=V, num_oov_indices=3), ["q", "r", "s", "t", "u", "a"]),
+        ("mask", dict(vocabulary=V, mask_token=""), [["a", "", "d"], ["z", "b", ""]]),
+        ("one_hot", dict(vocabulary=V, output_mode="one_hot"), ["a", "b", "z"]),
+        ("multi_hot", dict(vocabulary=V, output_mode="multi_hot"), data),
+        ("count", dict(vocabulary=V, output_mode="count"), [["a", "a", "z"]]),
+        ("tf_idf", dict(vocabulary=V, output_mode="tf_idf", idf_weights=[0.25, 0.75, 0.6, 0.4]), data),
+        ("pad", dict(vocabulary=V, output_mode="multi_hot", pad_to_max_tokens=True, max_tokens=8), data),
+        ("mask_multi_hot", dict(vocabulary=["a", "b"], mask_token="", output_mode="multi_hot"), [["a", "", "z"]]),
+        ("mask_one_hot", dict(vocabulary=["a", "b"], mask_token="", output_mode="one_hot"), ["a", "", "z"]),
+    ]
+    out["string_lookup"] = [[n, kw, x, val(L.StringLookup(**kw)(tf.constant(x)))] for n, kw, x in S]
+    out["string_lookup_invert"] = val(L.StringLookup(vocabulary=V, invert=True)(tf.constant([[1, 3, 4], [4, 0, 2], [5, -1, 0]])))
+    A = [
+        ("counts", dict(), ["a", "b", "b", "c", "c", "c", "d", "d", "d", "e", "e", "e"]),
+        ("max_tokens", dict(max_tokens=3), ["x", "y", "y", "z", "z", "z", "w", "w", "w"]),
+        ("unicode", dict(), ["é", "z", "a", "Z"]),
+        ("mask", dict(mask_token="", num_oov_indices=2), ["", "", "q", "r", "r"]),
+    ]
+    res = []
+    for n, kw, x in A:
+        l = L.StringLookup(**kw); l.adapt(tf.constant(x)); res.append([n, kw, x, val(l.get_vocabulary())])
+    out["string_adapt"] = res
+    l = L.StringLookup(output_mode="tf_idf", max_tokens=3)
+    docs = [["a", "b"], ["a", "c"], ["a", "a"], ["d", "d"]]
+    l.adapt(tf.constant(docs))
+    out["string_adapt_idf"] = [docs, val(l.get_vocabulary()), val(l.idf_weights), val(l(tf.constant([["a", "d", "q"]])))]
+    il = L.IntegerLookup(); il.adapt([5, 5, 3, 3, 7, 9, 9, 9])
+    out["int_adapt"] = val(il.get_vocabulary())
+    out["int_oov2"] = val(L.IntegerLookup(vocabulary=[12, 36, 1138, 42], num_oov_indices=2)(tf.constant([[12, 1138, 42], [42, 1000, 36], [-7, 13, 1001]])))
+
+    # TextVectorization
+    TEXTS = ["The Brain is wider than the sky", "For put them side by side!",
+             "The one the other will contain", "With ease, and You beside."]
+    out["texts"] = TEXTS
+    T = [
+        ("default", dict(), TEXTS, TEXTS + ["the sky is blue"]),
+        ("max6_len4", dict(max_tokens=6, output_sequence_length=4), TEXTS, TEXTS),
+        ("len10", dict(output_sequence_length=10), TEXTS, TEXTS[:1]),
+        ("bigrams", dict(ngrams=2), ["a b c", "a b d"], ["a b c d"]),
+        ("ngrams_1_3", dict(ngrams=(1, 3), max_tokens=20), ["a b c", "a b d"], ["a b c d", "b"]),
+        ("multi_hot", dict(output_mode="multi_hot"), TEXTS, TEXTS[:2]),
+        ("count", dict(output_mode="count", max_tokens=8), TEXTS, TEXTS[:2]),
+        ("tf_idf", dict(output_mode="tf_idf", max_tokens=8), TEXTS, TEXTS[:2]),
+        ("pad_multi_hot", dict(output_mode="multi_hot", max_tokens=10, pad_to_max_tokens=True), ["a b", "c"], ["a c q"]),
+        ("character", dict(split="character"), ["abca", "bb"], ["abz"]),
+        ("no_standardize", dict(standardize=None), ["Ab ab, AB"], ["ab, AB x"]),
+        ("lower", dict(standardize="lower"), ["Ab ab, AB"], ["ab, AB x"]),
+        ("strip_punctuation", dict(standardize="strip_punctuation"), ["Ab ab, AB!"], ["ab AB"]),
+        ("punctuation", dict(), ["ÉA éa", "Don't stop-me now... [ok] \\ back`q"], ["dont éa"]),
+        ("ragged", dict(ragged=True), TEXTS, TEXTS[:2]),
+        ("ties", dict(max_tokens=5), ["b a a c c c d d d d"], ["a b c d"]),
+    ]
+    res = []
+    for n, kw, fit, x in T:
+        tv = L.TextVectorization(**kw); tv.adapt(fit)
+        res.append([n, kw, fit, x, val(tv.get_vocabulary()), val(tv(x))])
+    out["text_vectorization"] = res
+    tv = L.TextVectorization(output_mode="tf_idf", vocabulary=["a", "b", "c"], idf_weights=[0.5, 0.25, 0.125])
+    out["tv_given_idf"] = val(tv(["a b b z z z"]))
+    tv = L.TextVectorization(vocabulary=["a b", "b c d"], ngrams=3)
+    out["tv_given_ngrams"] = val(tv(["a b c d", "a"]))
+    tv = L.TextVectorization(split=None); tv.adapt(["a b", "c"])
+    out["tv_no_split"] = [val(tv.get_vocabulary()), val(tv(tf.constant([["a b"], ["c"]])))]
+    tv = L.TextVectorization(vocabulary=["a", "b"])
+    out["tv_scalar"] = val(tv("a b c"))
+    return out
+
+
+def guide_cells(tf, layers):
+    """Cells of TF's "Working with preprocessing layers" guide that use
+    these layers (the hashing one on seeded data); they print."""
+    data = [
+        "ξεῖνος, ἦ τοι μὲν ὄνειροι ἀμήχανοι ἀκριτόμυθοι",
+        "γίγνοντ᾽, οὐδέ τι πάντα τελείεται ἀνθρώποισι.",
+        "δοιαὶ γάρ τε πύλαι ἀμενηνῶν εἰσὶν ὀνείρων:",
+        "αἱ μὲν γὰρ κεράεσσι τετεύχαται, αἱ δ᾽ ἐλέφαντι:",
+        "τῶν οἳ μέν κ᾽ ἔλθωσι διὰ πριστοῦ ἐλέφαντος,",
+        "οἵ ῥ᾽ ἐλεφαίρονται, ἔπε᾽ ἀκράαντα φέροντες:",
+        "οἱ δ᾽ ἐκ ξεστῶν κεράων ἔλθωσι θύραζε,",
+        "οἵ ῥ᾽ ἔτυμα κραίνουσι, βροτῶν ὅτε κέν τις ἴδηται.",
+    ]
+    layer = layers.TextVectorization()
+    layer.adapt(data)
+    vectorized_text = layer(data)
+    print(vectorized_text)
+    vocab = ["a", "b", "c", "d"]
+    data = tf.constant([["a", "c", "d"], ["d", "z", "b"]])
+    layer = layers.StringLookup(vocabulary=vocab)
+    vectorized_data = layer(data)
+    print(vectorized_data)
+    data = tf.constant([["a"], ["b"], ["c"], ["b"], ["c"], ["a"]])
+    lookup = layers.StringLookup(output_mode="one_hot")
+    lookup.adapt(data)
+    test_data = tf.constant([["a"], ["b"], ["c"], ["d"], ["e"], [""]])
+    encoded_data = lookup(test_data)
+    print(encoded_data)
+    vocab = ["a", "b", "c", "d"]
+    data = tf.constant([["a", "c", "d"], ["d", "z", "b"]])
+    layer = layers.StringLookup(vocabulary=vocab, invert=True)
+    i_layer = layers.StringLookup(vocabulary=vocab)
+    print(layer(i_layer(data)))
+    adapt_data = tf.constant([
+        "The Brain is wider than the Sky",
+        "For put them side by side",
+        "The one the other will contain",
+        "With ease and You beside",
+    ])
+    text_vectorizer = layers.TextVectorization(output_mode="multi_hot")
+    text_vectorizer.adapt(adapt_data)
+    print("Encoded text:\n", text_vectorizer(["The Brain is deeper than the sea"]).numpy())
+    text_vectorizer = layers.TextVectorization(output_mode="tf_idf")
+    text_vectorizer.adapt(adapt_data)
+    print("Encoded text:\n", text_vectorizer(["The Brain is deeper than the sea"]).numpy())
+    text_vectorizer = layers.TextVectorization(output_mode="int")
+    text_vectorizer.adapt(adapt_data)
+    print("Encoded text:\n", text_vectorizer(["The Brain is deeper than the sea"]).numpy())
+    text_vectorizer = layers.TextVectorization(output_mode="multi_hot", ngrams=2)
+    text_vectorizer.adapt(adapt_data)
+    print("Encoded text:\n", text_vectorizer(["The Brain is deeper than the sea"]).numpy())
+    data = np.random.default_rng(0).integers(0, 100000, size=(10000, 1))
+    hasher = layers.Hashing(num_bins=64, salt=1337)
+    encoder = layers.CategoryEncoding(num_tokens=64, output_mode="multi_hot")
+    encoded_data = encoder(hasher(data))
+    print(encoded_data.shape)
+    print(hasher(data[:6]).numpy().ravel().tolist())
+
+
+def _write(path):
+    import tensorflow
+    with open(path, "w", encoding="utf-8") as f:
+        ref = reference(tensorflow)
+        f.write("{\n" + ",\n".join(
+            f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}"
+            for k, v in ref.items()) + "\n}\n")
+    import contextlib
+    import io
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        guide_cells(tensorflow, tensorflow.keras.layers)
+    with open(_GUIDE, "w", encoding="utf-8") as f:
+        f.write(text.getvalue())
+
+
+if __name__ == "__main__":      # before tfmini's import: runs under TF
+    _write(sys.argv[1])     # the guide's output goes to _GUIDE
+    sys.exit(0)
+
+
+# ---- against TF's values ----------------------------------------------
+
+with open(_DATA, encoding="utf-8") as _f:
+    _REF = json.load(_f)
+
+
+def _close(got, want, where):
+    """Equal, floats to float32 rounding."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and got.keys() == want.keys(), where
+        for k in want:
+            _close(got[k], want[k], f"{where}.{k}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), \
+            f"{where}: {got!r} != {want!r}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            _close(g, w, f"{where}[{i}]")
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-6, abs=1e-6), where
+    else:
+        assert got == want, f"{where}: {got!r} != {want!r}"
+
+
+@pytest.fixture(scope="module")
+def mine():
+    import tfmini
+    # Through JSON, as the reference was: tuples become lists.
+    return json.loads(json.dumps(reference(tfmini), ensure_ascii=False))
+
+
+@pytest.mark.parametrize("key", sorted(_REF))
+def test_equals_tf(mine, key):
+    _close(mine[key], _REF[key], key)
+
+
+# ---- behaviour beyond the table ---------------------------------------
+
+import tfmini as tf  # noqa: E402
+
+L = tf.keras.layers
+
+
+def test_to_hash_bucket_strong_errors_and_trace():
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="Key must have 2 elements"):
+        tf.strings.to_hash_bucket_strong(["a"], 10, [1])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="num_buckets must be >= 1"):
+        tf.strings.to_hash_bucket_strong(["a"], 0, [1, 2])
+    with pytest.raises(TypeError, match="string"):
+        tf.strings.to_hash_bucket(tf.constant([1, 2]), 10)
+    words = tf.constant([["a", "bc"], ["", "é"]])
+
+    @tf.function
+    def f(x):
+        return (tf.strings.to_hash_bucket_strong(x, 97, [3, 4]),
+                tf.strings.to_hash_bucket(x, 97))
+    s, h = f(words)
+    np.testing.assert_array_equal(
+        s.numpy(), tf.strings.to_hash_bucket_strong(words, 97, [3, 4]))
+    np.testing.assert_array_equal(h.numpy(),
+                                  tf.strings.to_hash_bucket(words, 97))
+    assert s.dtype == tf.int64 and s.shape == (2, 2)
+
+
+def test_hashing_errors_config_and_trace():
+    with pytest.raises(ValueError, match="output_mode"):
+        L.Hashing(3, output_mode="bad")
+    with pytest.raises(ValueError, match="num_bins"):
+        L.Hashing(0)
+    with pytest.raises(ValueError, match="salt"):
+        L.Hashing(3, salt=[1, 2, 3])
+    layer = L.Hashing(7, salt=11, mask_value="m")
+    config = layer.get_config()
+    assert config["salt"] == [11, 11] and config["num_bins"] == 7
+    again = L.Hashing.from_config(config)
+    x = tf.constant([["m", "a"], ["b", "m"]])
+    np.testing.assert_array_equal(again(x).numpy(), layer(x).numpy())
+    assert layer(x).numpy()[0, 0] == 0
+    traced = tf.function(lambda t: layer(t))
+    np.testing.assert_array_equal(traced(x).numpy(), layer(x).numpy())
+    r = layer(tf.ragged.constant([["a", "b", "m"], []]))
+    assert isinstance(r, tf.RaggedTensor) and r.to_list()[1] == []
+
+
+def test_string_lookup_errors():
+    with pytest.raises(ValueError, match="output_mode"):
+        L.StringLookup(output_mode="bad")
+    with pytest.raises(ValueError, match="no vocabulary yet"):
+        L.StringLookup()(tf.constant(["a"]))
+    with pytest.raises(RuntimeError, match="vocabulary before calling"):
+        L.StringLookup(output_mode="tf_idf")(tf.constant(["a"]))
+    with pytest.raises(ValueError, match="repeated term"):
+        L.StringLookup(vocabulary=["a", "a"])
+    with pytest.raises(ValueError, match="reserved mask token"):
+        L.StringLookup(vocabulary=["a", ""], mask_token="")
+    with pytest.raises(ValueError, match="maximum vocab size"):
+        L.StringLookup(vocabulary=["a", "b", "c"], max_tokens=3)
+    with pytest.raises(ValueError, match="same length"):
+        L.StringLookup(vocabulary=["a", "b"], output_mode="tf_idf",
+                       idf_weights=[1.0])
+    with pytest.raises(ValueError, match="must be `'int'`"):
+        L.StringLookup(vocabulary=["a"], invert=True, output_mode="count")
+    with pytest.raises(TypeError, match="string inputs.*int32"):
+        L.StringLookup(vocabulary=["a"])(tf.constant([1]))
+    strict = L.StringLookup(vocabulary=["a", "b"], num_oov_indices=0)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="OOV"):
+        strict(tf.constant(["a", "q"]))
+
+    @tf.function
+    def traced(x):
+        return strict(x)
+    np.testing.assert_array_equal(traced(tf.constant(["b", "a"])).numpy(),
+                                  [1, 0])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="OOV"):
+        traced(tf.constant(["a", "zz"]))
+
+
+def test_string_lookup_invert_roundtrip_and_config():
+    layer = L.StringLookup(max_tokens=6, mask_token="")
+    layer.adapt(tf.constant([["x", "y", "y"], ["z", "z", "z"], ["", "", "w"]]))
+    assert layer.get_vocabulary() == ["", "[UNK]", "z", "y", "x", "w"]
+    assert layer.vocabulary_size() == 6
+    words = tf.constant([["w", "", "q"], ["z", "y", "x"]])
+    ids = layer(words)
+    inv = L.StringLookup(vocabulary=layer.get_vocabulary(), mask_token="",
+                         invert=True)
+    assert inv(ids).numpy().tolist() == [[b"w", b"", b"[UNK]"],
+                                         [b"z", b"y", b"x"]]
+    again = L.StringLookup.from_config(layer.get_config())
+    np.testing.assert_array_equal(again(words).numpy(), ids.numpy())
+    assert again.get_vocabulary() == layer.get_vocabulary()
+    mask = layer.compute_mask(words)
+    assert mask.numpy().tolist() == [[True, False, True], [True] * 3]
+
+
+def test_string_lookup_collision_proof():
+    # The lookup searches 63-bit hash keys and then compares the
+    # strings: words outside the vocabulary never take a vocabulary
+    # index, however many there are.
+    vocab = [f"w{i}" for i in range(300)]
+    layer = L.StringLookup(vocabulary=vocab)
+    probe = vocab[::7] + [f"v{i}" for i in range(100)]
+    got = layer(tf.constant(probe)).numpy()
+    want = [vocab.index(w) + 1 if w in vocab else 0 for w in probe]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_integer_lookup_shared_base():
+    layer = L.IntegerLookup(vocabulary=[12, 36, 1138, 42], mask_token=0,
+                            output_mode="count")
+    got = layer(tf.constant([[12, 0, 7, 12], [42, 42, 36, 0]])).numpy()
+    # Indices: 0 mask (dropped), 1 OOV, 2.. the vocabulary.
+    np.testing.assert_array_equal(got, [[1, 2, 0, 0, 0], [0, 0, 1, 0, 2]])
+    with pytest.raises(TypeError, match="integer inputs"):
+        L.IntegerLookup(vocabulary=[1])(tf.constant([1.5]))
+
+
+def test_text_vectorization_errors():
+    with pytest.raises(ValueError, match="output_mode"):
+        L.TextVectorization(output_mode="bad")
+    with pytest.raises(ValueError, match="split"):
+        L.TextVectorization(split="bad")
+    with pytest.raises(ValueError, match="standardize"):
+        L.TextVectorization(standardize="upper")
+    with pytest.raises(ValueError, match="output_sequence_length"):
+        L.TextVectorization(output_mode="multi_hot", output_sequence_length=3)
+    with pytest.raises(ValueError, match="ragged"):
+        L.TextVectorization(ragged=True, output_mode="count")
+    with pytest.raises(ValueError, match="TextVectorization has no vocab"):
+        L.TextVectorization()(["a"])
+    with pytest.raises(RuntimeError, match="vocabulary before calling"):
+        L.TextVectorization(output_mode="tf_idf")(["a"])
+    with pytest.raises(TypeError, match="string inputs"):
+        L.TextVectorization(vocabulary=["a"])(tf.constant([1.0]))
+
+
+def test_text_vectorization_dataset_function_and_callables():
+    texts = ["Red fish, blue fish.", "One fish two fish", "red RED red"]
+    ds = tf.data.Dataset.from_tensor_slices(texts).batch(2)
+    layer = L.TextVectorization(output_sequence_length=5)
+    layer.adapt(ds)
+    # red and fish both 4 times: the larger token first, as Keras.
+    assert layer.get_vocabulary()[:4] == ["", "[UNK]", "red", "fish"]
+    eager = layer(texts).numpy()
+    mapped = np.concatenate([b.numpy() for b in ds.map(layer)])
+    np.testing.assert_array_equal(mapped, eager)
+    traced = tf.function(lambda t: layer(t))
+    np.testing.assert_array_equal(traced(tf.constant(texts)).numpy(), eager)
+    assert eager.shape == (3, 5)
+    # adapt from an array, and callables for standardize and split.
+    custom = L.TextVectorization(
+        standardize=lambda x: tf.strings.upper(x),
+        split=lambda x: tf.strings.split(x, "-"))
+    custom.adapt(np.array(["a-b-b", "c-b"]))
+    assert custom.get_vocabulary() == ["", "[UNK]", "B", "C", "A"]
+    np.testing.assert_array_equal(custom(["b-a-q"]).numpy(), [[2, 4, 1]])
+
+
+def _synthetic_reviews(n, seed=0):
+    rng = np.random.default_rng(seed)
+    good, bad = ["good", "great", "superb"], ["bad", "awful", "dull"]
+    filler = ["the", "movie", "was", "a", "plot", "and"]
+    labels = rng.integers(0, 2, n)
+    texts = []
+    for y in labels:
+        words = list(rng.choice(filler, 4)) + list(
+            rng.choice(good if y else bad, 2))
+        rng.shuffle(words)
+        texts.append(" ".join(words).capitalize() + "!")
+    return texts, labels.astype(np.float32)
+
+
+def test_basic_text_classification_flow(tmp_path):
+    """TF's "basic text classification" tutorial on synthetic reviews:
+    vectorize in tf.data's map, train, then export a model that takes
+    raw strings; a functional model with the layer saves and loads."""
+    keras = tf.keras
+    texts, labels = _synthetic_reviews(160)
+    raw = tf.data.Dataset.from_tensor_slices((texts, labels)).batch(32)
+    vec = L.TextVectorization(max_tokens=30, output_sequence_length=8)
+    vec.adapt(raw.map(lambda x, y: x))
+
+    def vectorize_text(text, label):
+        return vec(tf.expand_dims(text, -1)), label
+    model = keras.Sequential([L.Embedding(31, 8),
+                              L.GlobalAveragePooling1D(), L.Dense(1)])
+    model.compile(loss=keras.losses.BinaryCrossentropy(from_logits=True),
+                  optimizer=keras.optimizers.Adam(0.05),
+                  metrics=["accuracy"])
+    hist = model.fit(raw.map(vectorize_text), epochs=8, verbose=0)
+    assert hist.history["accuracy"][-1] > 0.95
+    export = keras.Sequential([vec, model, L.Activation("sigmoid")])
+    export.compile(loss=keras.losses.BinaryCrossentropy(),
+                   optimizer="adam", metrics=["accuracy"])
+    loss, acc = export.evaluate(raw, verbose=0)
+    assert acc > 0.95
+    p = export.predict(tf.constant(["Great superb movie",
+                                    "awful dull plot"]), verbose=0)
+    assert p[0, 0] > 0.5 > p[1, 0]
+
+    inp = keras.Input(shape=(1,), dtype="string")
+    x = vec(inp)
+    x = L.Embedding(31, 4)(x)
+    out = L.Dense(1)(L.GlobalAveragePooling1D()(x))
+    fm = keras.Model(inp, out)
+    probe = tf.constant([["good movie"], ["dull plot and"]])
+    path = str(tmp_path / "text.keras")
+    fm.save(path)
+    loaded = keras.models.load_model(path)
+    np.testing.assert_allclose(loaded.predict(probe, verbose=0),
+                               fm.predict(probe, verbose=0), rtol=1e-6)
+    assert loaded.layers[1].get_vocabulary() == vec.get_vocabulary()
+
+
+def test_preprocessing_guide_cells(capsys):
+    """The guide's cells print exactly what TF 2.21 printed."""
+    guide_cells(tf, L)
+    with open(_GUIDE, encoding="utf-8") as f:
+        want = f.read()
+    got = capsys.readouterr().out
+    assert got.splitlines() == want.splitlines()
