@@ -49,104 +49,153 @@ def reference(tf):
     def val(x):
         return _plain(x, tf.RaggedTensor)
 
-    L = tf.keras.layers
-    WORDS = ["", "a", "hello", "world", "The quick brown fox", "x"*7, "y"*8, "z"*9,
-             "0123456789abcdef", "é漢字", "a"*63, "b"*64, "c"*65, "d"*200]
-    out["words"] = WORDS
-    out["hash_fast_1000"] = val(tf.strings.to_hash_bucket_fast(WORDS, 1000))
-    out["hash_1000"] = val(tf.strings.to_hash_bucket(WORDS, 1000))
-    out["hash_big"] = val(tf.strings.to_hash_bucket(WORDS, 2**63 - 1))
-    out["strong_1000_k12"] = val(tf.strings.to_hash_bucket_strong(WORDS, 1000, [1, 2]))
-    out["strong_big"] = val(tf.strings.to_hash_bucket_strong(WORDS, 2**63 - 1, [123456789, 987654321]))
-    out["strong_big_neg_key"] = val(tf.strings.to_hash_bucket_strong(WORDS, 2**63 - 1, [-5, 7]))
+    S = tf.strings
+    big = 2 ** 63 - 1
+    words = ["", "a", "hello", "world", "The quick brown fox", "x" * 7,
+             "y" * 8, "z" * 9, "0123456789abcdef", "é漢字", "a" * 63,
+             "b" * 64, "c" * 65, "d" * 200]
+    out["words"] = words
+    out["hash_fast_1000"] = val(S.to_hash_bucket_fast(words, 1000))
+    out["hash_1000"] = val(S.to_hash_bucket(words, 1000))
+    out["hash_big"] = val(S.to_hash_bucket(words, big))
+    out["strong_1000_k12"] = val(S.to_hash_bucket_strong(words, 1000,
+                                                         [1, 2]))
+    out["strong_big"] = val(S.to_hash_bucket_strong(
+        words, big, [123456789, 987654321]))
+    out["strong_big_neg_key"] = val(S.to_hash_bucket_strong(words, big,
+                                                            [-5, 7]))
 
-    # Hashing layer: [name, kwargs, input] cases.
-    H = [
-        ("plain", dict(num_bins=3), [["A"], ["B"], ["C"], ["D"], ["E"]]),
-        ("mask", dict(num_bins=3, mask_value=""), [["A"], ["B"], [""], ["C"], ["D"]]),
-        ("salt_int", dict(num_bins=3, salt=133), [["A"], ["B"], ["C"], ["D"], ["E"]]),
-        ("salt_pair", dict(num_bins=3, salt=[133, 137]), [["A"], ["B"], ["C"], ["D"], ["E"]]),
-        ("ints", dict(num_bins=3), [[1], [2], [3], [-4], [5]]),
-        ("ints_salt", dict(num_bins=3, salt=5), [[1], [2], [3], [-4], [5]]),
-        ("int_mask", dict(num_bins=5, mask_value=0), [[0, 1, 2, 3, 4, 5, 6]]),
-        ("multi_hot", dict(num_bins=4, output_mode="multi_hot"), [["A", "B"], ["C", "D"]]),
-        ("count", dict(num_bins=4, output_mode="count"), [["A", "A"], ["C", "D"]]),
-        ("one_hot", dict(num_bins=4, output_mode="one_hot"), ["A", "B", "C"]),
+    # Hashing: (name, kwargs, input).
+    abcde = [["A"], ["B"], ["C"], ["D"], ["E"]]
+    ints = [[1], [2], [3], [-4], [5]]
+    cases = [
+        ("plain", dict(num_bins=3), abcde),
+        ("mask", dict(num_bins=3, mask_value=""),
+         [["A"], ["B"], [""], ["C"], ["D"]]),
+        ("salt_int", dict(num_bins=3, salt=133), abcde),
+        ("salt_pair", dict(num_bins=3, salt=[133, 137]), abcde),
+        ("ints", dict(num_bins=3), ints),
+        ("ints_salt", dict(num_bins=3, salt=5), ints),
+        ("int_mask", dict(num_bins=5, mask_value=0),
+         [[0, 1, 2, 3, 4, 5, 6]]),
+        ("multi_hot", dict(num_bins=4, output_mode="multi_hot"),
+         [["A", "B"], ["C", "D"]]),
+        ("count", dict(num_bins=4, output_mode="count"),
+         [["A", "A"], ["C", "D"]]),
+        ("one_hot", dict(num_bins=4, output_mode="one_hot"),
+         ["A", "B", "C"]),
         ("count_1d", dict(num_bins=8, output_mode="count"), [1, 2, 3, 3]),
-        ("words_100", dict(num_bins=100), WORDS),
-        ("words_100_salt", dict(num_bins=100, salt=[2**40 + 3, -17]), WORDS),
+        ("words_100", dict(num_bins=100), words),
+        ("words_100_salt", dict(num_bins=100, salt=[2 ** 40 + 3, -17]),
+         words),
     ]
-    out["hashing"] = [[n, kw, x, val(L.Hashing(**kw)(tf.constant(x)))] for n, kw, x in H]
+    out["hashing"] = [[n, kw, x, val(L.Hashing(**kw)(tf.constant(x)))]
+                      for n, kw, x in cases]
 
-    # StringLookup
-    V = ["a", "b", "c", "d"]
+    # StringLookup with a given vocabulary.
+    v = ["a", "b", "c", "d"]
     data = [["a", "c", "d"], ["d", "z", "b"]]
-    S = [
-        ("int", dict(vocabulary=V), data),
-        ("oov2", dict(vocabulary=V, num_oov_indices=2), data),
-        ("oov3", dict(vocabulary=V, num_oov_indices=3), ["q", "r", "s", "t", "u", "a"]),
-        ("mask", dict(vocabulary=V, mask_token=""), [["a", "", "d"], ["z", "b", ""]]),
-        ("one_hot", dict(vocabulary=V, output_mode="one_hot"), ["a", "b", "z"]),
-        ("multi_hot", dict(vocabulary=V, output_mode="multi_hot"), data),
-        ("count", dict(vocabulary=V, output_mode="count"), [["a", "a", "z"]]),
-        ("tf_idf", dict(vocabulary=V, output_mode="tf_idf", idf_weights=[0.25, 0.75, 0.6, 0.4]), data),
-        ("pad", dict(vocabulary=V, output_mode="multi_hot", pad_to_max_tokens=True, max_tokens=8), data),
-        ("mask_multi_hot", dict(vocabulary=["a", "b"], mask_token="", output_mode="multi_hot"), [["a", "", "z"]]),
-        ("mask_one_hot", dict(vocabulary=["a", "b"], mask_token="", output_mode="one_hot"), ["a", "", "z"]),
+    cases = [
+        ("int", dict(vocabulary=v), data),
+        ("oov2", dict(vocabulary=v, num_oov_indices=2), data),
+        ("oov3", dict(vocabulary=v, num_oov_indices=3),
+         ["q", "r", "s", "t", "u", "a"]),
+        ("mask", dict(vocabulary=v, mask_token=""),
+         [["a", "", "d"], ["z", "b", ""]]),
+        ("one_hot", dict(vocabulary=v, output_mode="one_hot"),
+         ["a", "b", "z"]),
+        ("multi_hot", dict(vocabulary=v, output_mode="multi_hot"), data),
+        ("count", dict(vocabulary=v, output_mode="count"),
+         [["a", "a", "z"]]),
+        ("tf_idf", dict(vocabulary=v, output_mode="tf_idf",
+                        idf_weights=[0.25, 0.75, 0.6, 0.4]), data),
+        ("pad", dict(vocabulary=v, output_mode="multi_hot",
+                     pad_to_max_tokens=True, max_tokens=8), data),
+        ("mask_multi_hot", dict(vocabulary=["a", "b"], mask_token="",
+                                output_mode="multi_hot"), [["a", "", "z"]]),
+        ("mask_one_hot", dict(vocabulary=["a", "b"], mask_token="",
+                              output_mode="one_hot"), ["a", "", "z"]),
     ]
-    out["string_lookup"] = [[n, kw, x, val(L.StringLookup(**kw)(tf.constant(x)))] for n, kw, x in S]
-    out["string_lookup_invert"] = val(L.StringLookup(vocabulary=V, invert=True)(tf.constant([[1, 3, 4], [4, 0, 2], [5, -1, 0]])))
-    A = [
-        ("counts", dict(), ["a", "b", "b", "c", "c", "c", "d", "d", "d", "e", "e", "e"]),
-        ("max_tokens", dict(max_tokens=3), ["x", "y", "y", "z", "z", "z", "w", "w", "w"]),
+    out["string_lookup"] = [
+        [n, kw, x, val(L.StringLookup(**kw)(tf.constant(x)))]
+        for n, kw, x in cases]
+    out["string_lookup_invert"] = val(L.StringLookup(
+        vocabulary=v, invert=True)(tf.constant([[1, 3, 4], [4, 0, 2],
+                                                [5, -1, 0]])))
+
+    # adapt: frequency order, ties, max_tokens, idf.
+    cases = [
+        ("counts", dict(), list("abbcccdddeee")),
+        ("max_tokens", dict(max_tokens=3), list("xyyzzzwww")),
         ("unicode", dict(), ["é", "z", "a", "Z"]),
-        ("mask", dict(mask_token="", num_oov_indices=2), ["", "", "q", "r", "r"]),
+        ("mask", dict(mask_token="", num_oov_indices=2),
+         ["", "", "q", "r", "r"]),
     ]
     res = []
-    for n, kw, x in A:
-        l = L.StringLookup(**kw); l.adapt(tf.constant(x)); res.append([n, kw, x, val(l.get_vocabulary())])
+    for n, kw, x in cases:
+        layer = L.StringLookup(**kw)
+        layer.adapt(tf.constant(x))
+        res.append([n, kw, x, val(layer.get_vocabulary())])
     out["string_adapt"] = res
-    l = L.StringLookup(output_mode="tf_idf", max_tokens=3)
+    layer = L.StringLookup(output_mode="tf_idf", max_tokens=3)
     docs = [["a", "b"], ["a", "c"], ["a", "a"], ["d", "d"]]
-    l.adapt(tf.constant(docs))
-    out["string_adapt_idf"] = [docs, val(l.get_vocabulary()), val(l.idf_weights), val(l(tf.constant([["a", "d", "q"]])))]
-    il = L.IntegerLookup(); il.adapt([5, 5, 3, 3, 7, 9, 9, 9])
-    out["int_adapt"] = val(il.get_vocabulary())
-    out["int_oov2"] = val(L.IntegerLookup(vocabulary=[12, 36, 1138, 42], num_oov_indices=2)(tf.constant([[12, 1138, 42], [42, 1000, 36], [-7, 13, 1001]])))
+    layer.adapt(tf.constant(docs))
+    out["string_adapt_idf"] = [
+        docs, val(layer.get_vocabulary()), val(layer.idf_weights),
+        val(layer(tf.constant([["a", "d", "q"]])))]
+    layer = L.IntegerLookup()
+    layer.adapt([5, 5, 3, 3, 7, 9, 9, 9])
+    out["int_adapt"] = val(layer.get_vocabulary())
+    layer = L.IntegerLookup(vocabulary=[12, 36, 1138, 42], num_oov_indices=2)
+    out["int_oov2"] = val(layer(tf.constant(
+        [[12, 1138, 42], [42, 1000, 36], [-7, 13, 1001]])))
 
-    # TextVectorization
-    TEXTS = ["The Brain is wider than the sky", "For put them side by side!",
+    # TextVectorization: (name, kwargs, adapt data, input).
+    texts = ["The Brain is wider than the sky", "For put them side by side!",
              "The one the other will contain", "With ease, and You beside."]
-    out["texts"] = TEXTS
-    T = [
-        ("default", dict(), TEXTS, TEXTS + ["the sky is blue"]),
-        ("max6_len4", dict(max_tokens=6, output_sequence_length=4), TEXTS, TEXTS),
-        ("len10", dict(output_sequence_length=10), TEXTS, TEXTS[:1]),
+    out["texts"] = texts
+    abab = ["Ab ab, AB"]
+    cases = [
+        ("default", dict(), texts, texts + ["the sky is blue"]),
+        ("max6_len4", dict(max_tokens=6, output_sequence_length=4), texts,
+         texts),
+        ("len10", dict(output_sequence_length=10), texts, texts[:1]),
         ("bigrams", dict(ngrams=2), ["a b c", "a b d"], ["a b c d"]),
-        ("ngrams_1_3", dict(ngrams=(1, 3), max_tokens=20), ["a b c", "a b d"], ["a b c d", "b"]),
-        ("multi_hot", dict(output_mode="multi_hot"), TEXTS, TEXTS[:2]),
-        ("count", dict(output_mode="count", max_tokens=8), TEXTS, TEXTS[:2]),
-        ("tf_idf", dict(output_mode="tf_idf", max_tokens=8), TEXTS, TEXTS[:2]),
-        ("pad_multi_hot", dict(output_mode="multi_hot", max_tokens=10, pad_to_max_tokens=True), ["a b", "c"], ["a c q"]),
+        ("ngrams_1_3", dict(ngrams=(1, 3), max_tokens=20),
+         ["a b c", "a b d"], ["a b c d", "b"]),
+        ("multi_hot", dict(output_mode="multi_hot"), texts, texts[:2]),
+        ("count", dict(output_mode="count", max_tokens=8), texts,
+         texts[:2]),
+        ("tf_idf", dict(output_mode="tf_idf", max_tokens=8), texts,
+         texts[:2]),
+        ("pad_multi_hot", dict(output_mode="multi_hot", max_tokens=10,
+                               pad_to_max_tokens=True), ["a b", "c"],
+         ["a c q"]),
         ("character", dict(split="character"), ["abca", "bb"], ["abz"]),
-        ("no_standardize", dict(standardize=None), ["Ab ab, AB"], ["ab, AB x"]),
-        ("lower", dict(standardize="lower"), ["Ab ab, AB"], ["ab, AB x"]),
-        ("strip_punctuation", dict(standardize="strip_punctuation"), ["Ab ab, AB!"], ["ab AB"]),
-        ("punctuation", dict(), ["ÉA éa", "Don't stop-me now... [ok] \\ back`q"], ["dont éa"]),
-        ("ragged", dict(ragged=True), TEXTS, TEXTS[:2]),
+        ("no_standardize", dict(standardize=None), abab, ["ab, AB x"]),
+        ("lower", dict(standardize="lower"), abab, ["ab, AB x"]),
+        ("strip_punctuation", dict(standardize="strip_punctuation"),
+         ["Ab ab, AB!"], ["ab AB"]),
+        ("punctuation", dict(),
+         ["ÉA éa", "Don't stop-me now... [ok] \\ back`q"], ["dont éa"]),
+        ("ragged", dict(ragged=True), texts, texts[:2]),
         ("ties", dict(max_tokens=5), ["b a a c c c d d d d"], ["a b c d"]),
     ]
     res = []
-    for n, kw, fit, x in T:
-        tv = L.TextVectorization(**kw); tv.adapt(fit)
+    for n, kw, fit, x in cases:
+        tv = L.TextVectorization(**kw)
+        tv.adapt(fit)
         res.append([n, kw, fit, x, val(tv.get_vocabulary()), val(tv(x))])
     out["text_vectorization"] = res
-    tv = L.TextVectorization(output_mode="tf_idf", vocabulary=["a", "b", "c"], idf_weights=[0.5, 0.25, 0.125])
+    tv = L.TextVectorization(output_mode="tf_idf", vocabulary=["a", "b", "c"],
+                             idf_weights=[0.5, 0.25, 0.125])
     out["tv_given_idf"] = val(tv(["a b b z z z"]))
     tv = L.TextVectorization(vocabulary=["a b", "b c d"], ngrams=3)
     out["tv_given_ngrams"] = val(tv(["a b c d", "a"]))
-    tv = L.TextVectorization(split=None); tv.adapt(["a b", "c"])
-    out["tv_no_split"] = [val(tv.get_vocabulary()), val(tv(tf.constant([["a b"], ["c"]])))]
+    tv = L.TextVectorization(split=None)
+    tv.adapt(["a b", "c"])
+    out["tv_no_split"] = [val(tv.get_vocabulary()),
+                          val(tv(tf.constant([["a b"], ["c"]])))]
     tv = L.TextVectorization(vocabulary=["a", "b"])
     out["tv_scalar"] = val(tv("a b c"))
     return out
@@ -167,47 +216,32 @@ def guide_cells(tf, layers):
     ]
     layer = layers.TextVectorization()
     layer.adapt(data)
-    vectorized_text = layer(data)
-    print(vectorized_text)
+    print(layer(data))
     vocab = ["a", "b", "c", "d"]
     data = tf.constant([["a", "c", "d"], ["d", "z", "b"]])
-    layer = layers.StringLookup(vocabulary=vocab)
-    vectorized_data = layer(data)
-    print(vectorized_data)
-    data = tf.constant([["a"], ["b"], ["c"], ["b"], ["c"], ["a"]])
+    print(layers.StringLookup(vocabulary=vocab)(data))
     lookup = layers.StringLookup(output_mode="one_hot")
-    lookup.adapt(data)
-    test_data = tf.constant([["a"], ["b"], ["c"], ["d"], ["e"], [""]])
-    encoded_data = lookup(test_data)
-    print(encoded_data)
-    vocab = ["a", "b", "c", "d"]
-    data = tf.constant([["a", "c", "d"], ["d", "z", "b"]])
-    layer = layers.StringLookup(vocabulary=vocab, invert=True)
-    i_layer = layers.StringLookup(vocabulary=vocab)
-    print(layer(i_layer(data)))
+    lookup.adapt(tf.constant([["a"], ["b"], ["c"], ["b"], ["c"], ["a"]]))
+    print(lookup(tf.constant([["a"], ["b"], ["c"], ["d"], ["e"], [""]])))
+    inverse = layers.StringLookup(vocabulary=vocab, invert=True)
+    print(inverse(layers.StringLookup(vocabulary=vocab)(data)))
     adapt_data = tf.constant([
         "The Brain is wider than the Sky",
         "For put them side by side",
         "The one the other will contain",
         "With ease and You beside",
     ])
-    text_vectorizer = layers.TextVectorization(output_mode="multi_hot")
-    text_vectorizer.adapt(adapt_data)
-    print("Encoded text:\n", text_vectorizer(["The Brain is deeper than the sea"]).numpy())
-    text_vectorizer = layers.TextVectorization(output_mode="tf_idf")
-    text_vectorizer.adapt(adapt_data)
-    print("Encoded text:\n", text_vectorizer(["The Brain is deeper than the sea"]).numpy())
-    text_vectorizer = layers.TextVectorization(output_mode="int")
-    text_vectorizer.adapt(adapt_data)
-    print("Encoded text:\n", text_vectorizer(["The Brain is deeper than the sea"]).numpy())
-    text_vectorizer = layers.TextVectorization(output_mode="multi_hot", ngrams=2)
-    text_vectorizer.adapt(adapt_data)
-    print("Encoded text:\n", text_vectorizer(["The Brain is deeper than the sea"]).numpy())
+    for kw in (dict(output_mode="multi_hot"), dict(output_mode="tf_idf"),
+               dict(output_mode="int"),
+               dict(output_mode="multi_hot", ngrams=2)):
+        text_vectorizer = layers.TextVectorization(**kw)
+        text_vectorizer.adapt(adapt_data)
+        print("Encoded text:\n", text_vectorizer(
+            ["The Brain is deeper than the sea"]).numpy())
     data = np.random.default_rng(0).integers(0, 100000, size=(10000, 1))
     hasher = layers.Hashing(num_bins=64, salt=1337)
     encoder = layers.CategoryEncoding(num_tokens=64, output_mode="multi_hot")
-    encoded_data = encoder(hasher(data))
-    print(encoded_data.shape)
+    print(encoder(hasher(data)).shape)
     print(hasher(data[:6]).numpy().ravel().tolist())
 
 

@@ -293,7 +293,7 @@ class IndexLookup(TakesAnyInput):
             who = getattr(self, "_owner", type(self).__name__)
             if self.output_mode == "tf_idf":
                 raise RuntimeError(
-                    f"When using `output_mode=tf_idf` and "
+                    f"{who}: When using `output_mode=tf_idf` and "
                     f"`pad_to_max_tokens=False`, you must set the layer's "
                     f"vocabulary before calling it. Either pass a "
                     f"`vocabulary` argument to the layer, or call `adapt` "
