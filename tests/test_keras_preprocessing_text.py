@@ -528,3 +528,46 @@ def test_preprocessing_guide_cells(capsys):
         want = f.read()
     got = capsys.readouterr().out
     assert got.splitlines() == want.splitlines()
+
+
+def _same(a, b):
+    def plain(x):
+        return x.to_list() if hasattr(x, "to_list") else x.numpy().tolist()
+    assert plain(a) == plain(b)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(), dict(output_sequence_length=4), dict(output_mode="multi_hot"),
+    dict(output_mode="tf_idf"), dict(ngrams=2), dict(ngrams=(1, 3)),
+    dict(ragged=True), dict(split="character", output_mode="count"),
+    dict(split=None, output_sequence_length=2)])
+def test_text_vectorization_traced_unknown_batch(kw):
+    """Traced with an unknown batch (a [None] signature) and mapped over
+    a dataset, every mode gives the eager values."""
+    texts = ["Red fish, blue fish.", "One fish two fish", "red RED red", ""]
+    layer = L.TextVectorization(**kw)
+    layer.adapt(texts)
+    f = tf.function(lambda s: layer(s),
+                    input_signature=[tf.TensorSpec([None], tf.string)])
+    ds = tf.data.Dataset.from_tensor_slices(texts).batch(2)
+    for part, mapped in zip((texts[:2], texts[2:]), ds.map(layer)):
+        eager = layer(part)
+        _same(f(tf.constant(part)), eager)
+        _same(mapped, eager)
+
+
+@pytest.mark.parametrize("mode", ["int", "multi_hot", "count", "one_hot"])
+def test_lookup_and_hashing_traced_unknown_shape(mode):
+    x = tf.constant([["a", "b"], ["b", "zz"]])
+    spec = [tf.TensorSpec([None, None], tf.string)]
+    for layer in (L.StringLookup(vocabulary=["a", "b"], output_mode=mode),
+                  L.Hashing(5, output_mode=mode)):
+        if mode == "one_hot":
+            x1 = tf.reshape(x, [-1])
+            f = tf.function(lambda s: layer(s),
+                            input_signature=[tf.TensorSpec([None],
+                                                           tf.string)])
+            _same(f(x1), layer(x1))
+            continue
+        f = tf.function(lambda s: layer(s), input_signature=spec)
+        _same(f(x), layer(x))

@@ -24,6 +24,7 @@ import numpy as np
 
 import tfmini as tf
 
+from .. import backend
 from .base import Layer
 
 _MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
@@ -71,12 +72,46 @@ def _flatten(rows):
     return out
 
 
+def positions(values):
+    """0, 1, ..., len(values) - 1 as int64, also when the length is
+    unknown while tracing (where tfmini's tf.range needs a known
+    limit)."""
+    if values.dtype == tf.string:
+        values = tf.strings.length(values)
+    return tf.cumsum(tf.ones_like(values, dtype=tf.int64)) - 1
+
+
+def pad_rows(r, pad=0):
+    """A RaggedTensor [n, None] of ints as [n, longest row], padded with
+    pad. The width is data: the columns come from the longest row's own
+    positions (a boolean_mask, whose size may stay unknown), so this
+    also traces when n and the width are unknown."""
+    rows, starts = r.value_rowids(), r.row_splits[:-1]
+    lens = r.row_lengths()
+    local = positions(rows) - tf.gather(starts, rows)
+    cols = tf.boolean_mask(local, tf.equal(rows, tf.argmax(lens)))
+    at = tf.expand_dims(starts, 1) + tf.expand_dims(cols, 0)
+    ok = tf.expand_dims(cols, 0) < tf.expand_dims(lens, 1)
+    got = tf.gather(r.flat_values, tf.where(ok, at, tf.zeros_like(at)))
+    return tf.where(ok, got, tf.zeros_like(got) + pad)
+
+
+def _static(x):
+    """Whether x's sizes are known (eager, or traced with known dims)."""
+    if hasattr(x, "flat_values"):
+        return (not _is_symbolic(x.flat_values)
+                or None not in x.flat_values._shape_tuple
+                + x.row_splits._shape_tuple)
+    return not _is_symbolic(x) or None not in x._shape_tuple
+
+
 def encode_ids(idx, depth, mode, idf=None):
     """Indices in [0, depth) (negative: dropped) as one_hot rows or as
     per-sample multi_hot / count / tf_idf vectors. idx is dense (the
     last axis holds a sample's values; rank <= 2) or a RaggedTensor
-    (each row a sample). Counting scatters into [samples, depth], so the
-    memory is that of the result, whatever the number of values."""
+    (each row a sample). With known sizes counting scatters into
+    [samples, depth] (memory of the result); traced with unknown sizes
+    it sums one-hot rows ([samples, values, depth] at once)."""
     out_dtype = tf.float32 if mode == "tf_idf" else tf.int64
     if mode == "one_hot":
         if hasattr(idx, "flat_values"):
@@ -86,22 +121,36 @@ def encode_ids(idx, depth, mode, idf=None):
         if shape and shape[-1] == 1:
             idx = tf.squeeze(idx, -1)
         return tf.one_hot(idx, depth, dtype=out_dtype)
+    ragged = hasattr(idx, "flat_values")
+    if not ragged and len(idx._shape_tuple) > 2:
+        raise ValueError(f"output_mode={mode!r} takes inputs of rank <= 2, "
+                         f"got shape {idx._shape_tuple}")
+    if _static(idx):
+        counts = _scatter_counts(idx, depth)
+    else:
+        dense = pad_rows(idx, -1) if ragged else idx
+        counts = tf.reduce_sum(tf.one_hot(tf.cast(dense, tf.int64), depth,
+                                          dtype=tf.float32), axis=-2)
+    if mode == "multi_hot":
+        counts = tf.minimum(counts, 1.0)
+    elif mode == "tf_idf":
+        counts = counts * tf.constant(np.asarray(idf, np.float32))
+    return tf.cast(counts, out_dtype)
+
+
+def _scatter_counts(idx, depth):
     if hasattr(idx, "flat_values"):
         flat, rows, n = idx.flat_values, idx.value_rowids(), idx.nrows()
-        lead = tf.reshape(n, [1])
+        lead = True
     else:
-        shape = idx._shape_tuple
-        if len(shape) > 2:
-            raise ValueError(f"output_mode={mode!r} takes inputs of rank "
-                             f"<= 2, got shape {shape}")
-        if len(shape) < 2:
+        lead = len(idx._shape_tuple) == 2
+        if not lead:
             idx = tf.reshape(idx, [1, -1])
         dims = tf.shape(idx, out_type=tf.int64)
         n = dims[0]
         rows = tf.reshape(tf.broadcast_to(
             tf.expand_dims(tf.range(n), -1), dims), [-1])
         flat = tf.reshape(idx, [-1])
-        lead = tf.reshape(n, [1]) if len(shape) == 2 else None
     flat = tf.cast(flat, tf.int64)
     keep = tf.logical_and(flat >= 0, flat < depth)
     # Dropped values (the mask) go to one extra slot that is cut off.
@@ -110,14 +159,7 @@ def encode_ids(idx, depth, mode, idf=None):
     ones = tf.ones_like(flat, dtype=tf.float32)
     counts = tf.math.unsorted_segment_sum(ones, cell, n * (depth + 1))
     counts = tf.reshape(counts, [-1, depth + 1])[:, :depth]
-    if mode == "multi_hot":
-        counts = tf.minimum(counts, 1.0)
-    elif mode == "tf_idf":
-        counts = counts * tf.constant(np.asarray(idf, np.float32))
-    counts = tf.cast(counts, out_dtype)
-    if lead is None:
-        counts = tf.reshape(counts, [depth])
-    return counts
+    return counts if lead else tf.reshape(counts, [depth])
 
 
 class TakesAnyInput(Layer):
@@ -186,6 +228,7 @@ class IndexLookup(TakesAnyInput):
         self._vocab = None          # tokens, without the special ones
         self._idf = None            # per index of the encoded output
         self._table = None
+        self._cached = None
         if vocabulary is not None:
             self.set_vocabulary(vocabulary, idf_weights)
         elif idf_weights is not None:
@@ -276,6 +319,7 @@ class IndexLookup(TakesAnyInput):
                              f"another entry; tfmini cannot look them up")
         self._table = (sk, order.astype(np.int64),
                        [self._vocab[i] for i in order])
+        self._cached = None
         if idf is None:
             self._idf = None
         else:
@@ -287,6 +331,19 @@ class IndexLookup(TakesAnyInput):
             if len(self._idf) < depth:
                 self._idf = np.concatenate(
                     [self._idf, np.zeros(depth - len(self._idf))])
+
+    def _tensors(self):
+        """The sorted keys, their vocabulary positions and (strings) the
+        sorted tokens as tensors, made once per vocabulary and outside
+        any trace: building a 20k-string constant per call would cost
+        more than the lookup."""
+        if self._cached is None:
+            sk, order, tokens = self._table
+            with backend.init_scope():
+                self._cached = (tf.constant(sk), tf.constant(order),
+                                self._const(tokens) if self._strings
+                                else None)
+        return self._cached
 
     def _require_vocab(self):
         if self._vocab is None:
@@ -370,8 +427,8 @@ class IndexLookup(TakesAnyInput):
     # ---- the lookup --------------------------------------------------
     def _lookup(self, x):
         """Indices (int64) of x's values; x dense or flat."""
-        sk, order, sorted_tokens = self._table
-        v = len(sk)
+        table, order, sorted_tokens = self._tensors()
+        v = len(self._table[0])
         keys = self._keys(x)
         start = self._token_start()
         oov_start = start - self.num_oov_indices
@@ -380,7 +437,6 @@ class IndexLookup(TakesAnyInput):
         else:
             oov = tf.zeros_like(keys) + oov_start
         if v:
-            table = tf.constant(sk)
             pos = tf.zeros_like(keys)
             step = 1 << (v.bit_length() - 1)
             while step:         # pos ends as the count of keys below
@@ -394,9 +450,8 @@ class IndexLookup(TakesAnyInput):
                                    tf.equal(tf.gather(table, at), keys))
             if self._strings:
                 found = tf.logical_and(found, tf.equal(
-                    tf.gather(self._const(sorted_tokens), at), x))
-            idx = tf.where(found, tf.gather(tf.constant(order), at) + start,
-                           oov)
+                    tf.gather(sorted_tokens, at), x))
+            idx = tf.where(found, tf.gather(order, at) + start, oov)
         else:
             found = tf.zeros_like(keys, dtype=tf.bool)
             idx = oov

@@ -14,7 +14,8 @@ import numpy as np
 
 import tfmini as tf
 
-from .index_lookup import StringLookup, TakesAnyInput, iter_batches
+from .index_lookup import (StringLookup, TakesAnyInput, iter_batches,
+                           pad_rows, positions)
 
 _MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
 _STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation")
@@ -27,17 +28,25 @@ def _ngrams(tokens, widths):
     """Per row, the n-grams of each width in turn, pieces joined by a
     space (tf.strings.ngrams with separator ' ', no padding)."""
     values, splits = tokens.flat_values, tokens.row_splits
-    total = tf.shape(values, out_type=tf.int64)[0]
-    pos = tf.range(total)
-    row_end = tf.gather(splits[1:], tokens.value_rowids())
-    parts = []
+    pos = positions(values)
+    # value_rowids of an int view: tfmini's zero-filled iota has no
+    # string kernel when traced with unknown sizes.
+    rows = tokens.with_flat_values(tf.strings.length(values)).value_rowids()
+    row_end = tf.gather(splits[1:], rows)
+    grams, owners, total = [], [], 0
     for n in widths:
-        starts = tf.boolean_mask(pos, pos + (n - 1) < row_end)
+        ok = pos + (n - 1) < row_end
+        starts = tf.boolean_mask(pos, ok)
         pieces = [tf.gather(values, starts + k) for k in range(n)]
-        joined = pieces[0] if n == 1 else tf.strings.join(pieces, " ")
-        lengths = tf.maximum(splits[1:] - splits[:-1] - (n - 1), 0)
-        parts.append(tf.RaggedTensor.from_row_lengths(joined, lengths))
-    return parts[0] if len(parts) == 1 else tf.concat(parts, axis=1)
+        grams.append(pieces[0] if n == 1 else tf.strings.join(pieces, " "))
+        owners.append(tf.boolean_mask(rows, ok))
+        total = total + tf.maximum(splits[1:] - splits[:-1] - (n - 1), 0)
+    # Each row: its 1-grams, then its 2-grams, ...: a stable sort of
+    # the width-ordered pieces by row (a ragged concat along rows does
+    # not trace with unknown sizes).
+    order = tf.argsort(tf.concat(owners, 0), stable=True)
+    return tf.RaggedTensor.from_row_lengths(
+        tf.gather(tf.concat(grams, 0), order), total)
 
 
 class TextVectorization(TakesAnyInput):
@@ -212,9 +221,8 @@ class TextVectorization(TakesAnyInput):
         if self.ragged:
             return out
         if hasattr(out, "flat_values"):
-            n = self.output_sequence_length
-            out = out.to_tensor(shape=[None, n] if n is not None else None)
-        elif self.output_sequence_length is not None:
+            out = pad_rows(out)
+        if self.output_sequence_length is not None:
             out = self._fit_length(out, self.output_sequence_length)
         if scalar:
             out = tf.reshape(out, [-1])
@@ -222,11 +230,11 @@ class TextVectorization(TakesAnyInput):
 
     @staticmethod
     def _fit_length(x, n):
-        """x [batch, 1] (split=None: one token a text) to n columns."""
-        if n <= 1:
-            return x[:, :n]
-        return tf.concat([x, tf.zeros_like(x[:, :1]) * tf.ones(
-            [1, n - 1], x.dtype)], axis=1)
+        """x [batch, width] cut or 0-padded to n columns; the zeros are
+        built by broadcasting, which traces with unknown dims."""
+        pad = tf.zeros_like(tf.reduce_sum(x, axis=1, keepdims=True)) + \
+            tf.zeros([1, n], x.dtype)       # [batch, n], width 0 too
+        return tf.concat([x, pad], axis=1)[:, :n]
 
     def compute_output_shape(self, input_shape):
         batch = tuple(input_shape)[:1] or (None,)
