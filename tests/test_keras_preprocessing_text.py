@@ -571,3 +571,12 @@ def test_lookup_and_hashing_traced_unknown_shape(mode):
             continue
         f = tf.function(lambda s: layer(s), input_signature=spec)
         _same(f(x), layer(x))
+
+
+def test_row_ids_matches_value_rowids():
+    from tfmini.keras.layers.index_lookup import row_ids
+    for rows in ([[1, 2], [], [3], [], [4, 5, 6]], [[]], [[1]],
+                 [[], [], [7, 8]], [[1, 2, 3]] * 5 + [[]] * 3 + [[4]]):
+        r = tf.ragged.constant(rows, dtype=tf.int64)
+        assert row_ids(r).numpy().tolist() == \
+            r.value_rowids().numpy().tolist(), rows

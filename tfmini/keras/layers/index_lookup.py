@@ -81,12 +81,37 @@ def positions(values):
     return tf.cumsum(tf.ones_like(values, dtype=tf.int64)) - 1
 
 
+def row_ids(r):
+    """r.value_rowids() by a binary search of each value's position in
+    the row ends: O(values * log rows) where tfmini's searchsorted
+    compares every value with every row. Needs the row count known (it
+    is eagerly); otherwise it is value_rowids of an int view (whose
+    zero fill has no string kernel when traced)."""
+    rows = r.row_splits._shape_tuple[0]
+    if rows is None:
+        if r.flat_values.dtype == tf.string:
+            r = r.with_flat_values(tf.strings.length(r.flat_values))
+        return r.value_rowids()
+    rows -= 1
+    pos = positions(r.flat_values)
+    ends = r.row_splits[1:]
+    below = tf.zeros_like(pos)      # rows ending at or before pos
+    step = 1 << max(rows.bit_length() - 1, 0) if rows else 0
+    while step:
+        cand = below + step
+        probe = tf.gather(ends, tf.minimum(cand, rows) - 1)
+        below = tf.where(tf.logical_and(cand <= rows, probe <= pos),
+                         cand, below)
+        step >>= 1
+    return below
+
+
 def pad_rows(r, pad=0):
     """A RaggedTensor [n, None] of ints as [n, longest row], padded with
     pad. The width is data: the columns come from the longest row's own
     positions (a boolean_mask, whose size may stay unknown), so this
     also traces when n and the width are unknown."""
-    rows, starts = r.value_rowids(), r.row_splits[:-1]
+    rows, starts = row_ids(r), r.row_splits[:-1]
     lens = r.row_lengths()
     local = positions(rows) - tf.gather(starts, rows)
     cols = tf.boolean_mask(local, tf.equal(rows, tf.argmax(lens)))
@@ -140,7 +165,7 @@ def encode_ids(idx, depth, mode, idf=None):
 
 def _scatter_counts(idx, depth):
     if hasattr(idx, "flat_values"):
-        flat, rows, n = idx.flat_values, idx.value_rowids(), idx.nrows()
+        flat, rows, n = idx.flat_values, row_ids(idx), idx.nrows()
         lead = True
     else:
         lead = len(idx._shape_tuple) == 2

@@ -15,7 +15,7 @@ import numpy as np
 import tfmini as tf
 
 from .index_lookup import (StringLookup, TakesAnyInput, iter_batches,
-                           pad_rows, positions)
+                           pad_rows, positions, row_ids)
 
 _MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
 _STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation")
@@ -29,9 +29,7 @@ def _ngrams(tokens, widths):
     space (tf.strings.ngrams with separator ' ', no padding)."""
     values, splits = tokens.flat_values, tokens.row_splits
     pos = positions(values)
-    # value_rowids of an int view: tfmini's zero-filled iota has no
-    # string kernel when traced with unknown sizes.
-    rows = tokens.with_flat_values(tf.strings.length(values)).value_rowids()
+    rows = row_ids(tokens)
     row_end = tf.gather(splits[1:], rows)
     grams, owners, total = [], [], 0
     for n in widths:
