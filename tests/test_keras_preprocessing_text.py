@@ -24,6 +24,10 @@ def _plain(x, tf_ragged):
     """Nested lists of Python values (strings decoded) from a result."""
     if isinstance(x, tf_ragged):
         return {"ragged": _plain(x.to_list(), tf_ragged)}
+    if hasattr(x, "dense_shape"):                   # a SparseTensor
+        return {"indices": _plain(x.indices, tf_ragged),
+                "values": _plain(x.values, tf_ragged),
+                "dense_shape": _plain(x.dense_shape, tf_ragged)}
     if hasattr(x, "numpy"):
         x = x.numpy()
     if isinstance(x, np.ndarray):
@@ -198,6 +202,16 @@ def reference(tf):
                           val(tv(tf.constant([["a b"], ["c"]])))]
     tv = L.TextVectorization(vocabulary=["a", "b"])
     out["tv_scalar"] = val(tv("a b c"))
+    ab = tf.constant([["a", "z"], ["b", "b"]])
+    out["sparse"] = [
+        val(L.StringLookup(vocabulary=["a", "b"], output_mode="multi_hot",
+                           sparse=True)(ab)),
+        val(L.StringLookup(vocabulary=["a", "b"], output_mode="one_hot",
+                           sparse=True)(tf.constant(["a", "z"]))),
+        val(L.Hashing(4, output_mode="count", sparse=True)(ab)),
+        val(L.TextVectorization(vocabulary=["a", "b"], output_mode="count",
+                                sparse=True)(tf.constant(["a z b b"]))),
+    ]
     return out
 
 
@@ -424,6 +438,18 @@ def test_integer_lookup_shared_base():
         L.IntegerLookup(vocabulary=[1])(tf.constant([1.5]))
 
 
+def test_sparse_needs_an_encoding():
+    with pytest.raises(ValueError, match="`sparse` may only be true"):
+        L.StringLookup(vocabulary=["a"], sparse=True)
+    with pytest.raises(ValueError, match="`sparse` may only be true"):
+        L.Hashing(3, sparse=True)
+    layer = L.StringLookup(vocabulary=["a", "b"], output_mode="count",
+                           sparse=True)
+    traced = tf.function(lambda s: layer(s))
+    x = tf.constant([["a", "a", "q"]])
+    assert tf.sparse.to_dense(traced(x)).numpy().tolist() == [[1, 2, 0]]
+
+
 def test_text_vectorization_errors():
     with pytest.raises(ValueError, match="output_mode"):
         L.TextVectorization(output_mode="bad")
@@ -557,7 +583,7 @@ def test_text_vectorization_traced_unknown_batch(kw):
 
 
 @pytest.mark.parametrize("mode", ["int", "multi_hot", "count", "one_hot"])
-def test_lookup_and_hashing_traced_unknown_shape(mode):
+def test_lookup_and_hashing_traced(mode):
     x = tf.constant([["a", "b"], ["b", "zz"]])
     spec = [tf.TensorSpec([None, None], tf.string)]
     for layer in (L.StringLookup(vocabulary=["a", "b"], output_mode=mode),
@@ -571,6 +597,7 @@ def test_lookup_and_hashing_traced_unknown_shape(mode):
             continue
         f = tf.function(lambda s: layer(s), input_signature=spec)
         _same(f(x), layer(x))
+        _same(tf.function(lambda s: layer(s))(x), layer(x))   # known
 
 
 def test_row_ids_matches_value_rowids():

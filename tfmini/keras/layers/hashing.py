@@ -27,9 +27,11 @@ class Hashing(TakesAnyInput):
             raise ValueError(f"Invalid value for argument `output_mode`. "
                              f"Expected one of {_MODES}. Received: "
                              f"output_mode={output_mode}")
-        if sparse:
-            raise ValueError("tfmini's Hashing has no sparse output "
-                             "(sparse=True); use the dense output")
+        if sparse and output_mode == "int":
+            raise ValueError(f"`sparse` may only be true if `output_mode` "
+                             f"is `\"one_hot\"`, `\"multi_hot\"`, or "
+                             f"`\"count\"`. Received: sparse=True and "
+                             f"output_mode={output_mode}")
         if salt is not None:
             if isinstance(salt, int) and not isinstance(salt, bool):
                 salt = [salt, salt]
@@ -43,7 +45,7 @@ class Hashing(TakesAnyInput):
         self.mask_value = mask_value
         self.salt = salt
         self.output_mode = output_mode
-        self.sparse = False
+        self.sparse = bool(sparse)
         self._keras_autocast = False
 
     def _hash(self, x):
@@ -77,8 +79,9 @@ class Hashing(TakesAnyInput):
             out = self._hash(inputs)
         if self.output_mode == "int":
             return out
-        enc = encode_ids(out, self.num_bins, self.output_mode)
-        return tf.cast(enc, tf.float32)
+        enc = tf.cast(encode_ids(out, self.num_bins, self.output_mode),
+                      tf.float32)
+        return tf.sparse.from_dense(enc) if self.sparse else enc
 
     def compute_output_shape(self, input_shape):
         shape = tuple(input_shape)
@@ -93,5 +96,5 @@ class Hashing(TakesAnyInput):
         config.pop("dtype", None)
         config.update(num_bins=self.num_bins, salt=self.salt,
                       mask_value=self.mask_value,
-                      output_mode=self.output_mode, sparse=False)
+                      output_mode=self.output_mode, sparse=self.sparse)
         return config

@@ -164,17 +164,19 @@ def encode_ids(idx, depth, mode, idf=None):
 
 
 def _scatter_counts(idx, depth):
+    """Counts by one scatter; idx's sizes are known (_static), so they
+    are Python ints here and the shapes stay static when traced."""
     if hasattr(idx, "flat_values"):
-        flat, rows, n = idx.flat_values, row_ids(idx), idx.nrows()
+        flat, rows = idx.flat_values, row_ids(idx)
+        n = idx.row_splits._shape_tuple[0]
+        n = idx.nrows() if n is None else n - 1
         lead = True
     else:
         lead = len(idx._shape_tuple) == 2
         if not lead:
             idx = tf.reshape(idx, [1, -1])
-        dims = tf.shape(idx, out_type=tf.int64)
-        n = dims[0]
-        rows = tf.reshape(tf.broadcast_to(
-            tf.expand_dims(tf.range(n), -1), dims), [-1])
+        n, width = idx._shape_tuple
+        rows = tf.constant(np.repeat(np.arange(n, dtype=np.int64), width))
         flat = tf.reshape(idx, [-1])
     flat = tf.cast(flat, tf.int64)
     keep = tf.logical_and(flat >= 0, flat < depth)
@@ -236,9 +238,11 @@ class IndexLookup(TakesAnyInput):
                              f"`output_mode` is `'tf_idf'`. Received: "
                              f"idf_weights={idf_weights} and "
                              f"output_mode={output_mode}")
-        if sparse:
-            raise ValueError(f"tfmini's {who} has no sparse output "
-                             f"(sparse=True); use the dense output")
+        if sparse and output_mode == "int":
+            raise ValueError(f"`sparse` may only be true if `output_mode` "
+                             f"is `'one_hot'`, `'multi_hot'`, `'count'` or "
+                             f"`'tf_idf'`. Received: sparse=True and "
+                             f"output_mode={output_mode}")
         self.max_tokens = max_tokens
         self.num_oov_indices = int(num_oov_indices)
         self.mask_token = (None if mask_token is None
@@ -246,7 +250,7 @@ class IndexLookup(TakesAnyInput):
         self.oov_token = self._token(oov_token)
         self.invert = bool(invert)
         self.output_mode = output_mode
-        self.sparse = False
+        self.sparse = bool(sparse)
         self.pad_to_max_tokens = bool(pad_to_max_tokens)
         self._keras_autocast = False
         self.supports_masking = output_mode == "int"
@@ -531,7 +535,8 @@ class IndexLookup(TakesAnyInput):
             return idx
         if self.mask_token is not None:
             idx = self._map_values(lambda i: i - 1, idx)
-        return encode_ids(idx, self._depth(), self.output_mode, self._idf)
+        out = encode_ids(idx, self._depth(), self.output_mode, self._idf)
+        return tf.sparse.from_dense(out) if self.sparse else out
 
     def _prepare(self, x):
         return x
@@ -566,7 +571,7 @@ class IndexLookup(TakesAnyInput):
             invert=self.invert, max_tokens=self.max_tokens,
             num_oov_indices=self.num_oov_indices,
             oov_token=self.oov_token, mask_token=self.mask_token,
-            output_mode=self.output_mode, sparse=False,
+            output_mode=self.output_mode, sparse=self.sparse,
             pad_to_max_tokens=self.pad_to_max_tokens, idf_weights=idf,
             vocabulary=(None if self._vocab is None else
                         [str(t) if isinstance(t, str) else int(t)

@@ -101,9 +101,6 @@ class TextVectorization(TakesAnyInput):
                              f"ragged is True. Received: "
                              f"output_sequence_length="
                              f"{output_sequence_length}")
-        if sparse:
-            raise ValueError("tfmini's TextVectorization has no sparse "
-                             "output (sparse=True); use the dense output")
         self.max_tokens = max_tokens
         self.standardize = standardize
         self.split = split
@@ -113,7 +110,7 @@ class TextVectorization(TakesAnyInput):
         self.output_sequence_length = output_sequence_length
         self.pad_to_max_tokens = bool(pad_to_max_tokens)
         self.ragged = bool(ragged)
-        self.sparse = False
+        self.sparse = bool(sparse)
         self.encoding = encoding
         self._keras_autocast = False
         self._lookup_layer = StringLookup(
@@ -121,7 +118,7 @@ class TextVectorization(TakesAnyInput):
             mask_token="" if output_mode == "int" else None,
             vocabulary=vocabulary, idf_weights=idf_weights,
             output_mode=output_mode, pad_to_max_tokens=pad_to_max_tokens,
-            encoding=encoding, name=f"{self.name}_lookup")
+            sparse=sparse, encoding=encoding, name=f"{self.name}_lookup")
         self._lookup_layer._owner = who     # errors name the layer used
 
     # ---- text to tokens ------------------------------------------------
@@ -215,7 +212,9 @@ class TextVectorization(TakesAnyInput):
         tokens, scalar = self._tokens(inputs)
         out = self._lookup_layer.call(tokens)
         if self.output_mode != "int":
-            return tf.reshape(out, [-1]) if scalar else out
+            if scalar and not self.sparse:
+                out = tf.reshape(out, [-1])
+            return out
         if self.ragged:
             return out
         if hasattr(out, "flat_values"):
@@ -257,7 +256,7 @@ class TextVectorization(TakesAnyInput):
             max_tokens=self.max_tokens, standardize=standardize,
             split=split, ngrams=self.ngrams, output_mode=self.output_mode,
             output_sequence_length=self.output_sequence_length,
-            pad_to_max_tokens=self.pad_to_max_tokens, sparse=False,
+            pad_to_max_tokens=self.pad_to_max_tokens, sparse=self.sparse,
             ragged=self.ragged, vocabulary=lookup["vocabulary"],
             idf_weights=lookup["idf_weights"], encoding=self.encoding,
             vocabulary_size=lookup["vocabulary_size"])
