@@ -416,6 +416,16 @@ def test_string_lookup_invert_roundtrip_and_config():
     assert mask.numpy().tolist() == [[True, False, True], [True] * 3]
 
 
+def test_string_lookup_vocabulary_file(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("a\nb\nc\n", encoding="utf-8")
+    layer = L.StringLookup(vocabulary=str(path))
+    assert layer.get_vocabulary() == ["[UNK]", "a", "b", "c"]
+    assert layer(tf.constant(["c", "q"])).numpy().tolist() == [3, 0]
+    with pytest.raises(ValueError, match="does not exist"):
+        L.StringLookup(vocabulary=str(tmp_path / "none.txt"))
+
+
 def test_string_lookup_collision_proof():
     # The lookup searches 63-bit hash keys and then compares the
     # strings: words outside the vocabulary never take a vocabulary

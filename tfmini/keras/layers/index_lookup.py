@@ -19,6 +19,7 @@ host): the vocabulary is ordered by count, ties by the larger token
 first (what Keras' np.lexsort(...)[::-1] gives)."""
 import collections
 import math
+import os
 
 import numpy as np
 
@@ -600,6 +601,18 @@ class StringLookup(IndexLookup):
         super().__init__(max_tokens, num_oov_indices, mask_token, oov_token,
                          vocabulary, idf_weights, invert, output_mode,
                          sparse, pad_to_max_tokens, name=name, **kwargs)
+
+    def set_vocabulary(self, vocabulary, idf_weights=None):
+        if isinstance(vocabulary, (str, os.PathLike)):
+            # A text file, one token a line, as Keras reads it.
+            path = os.fspath(vocabulary)
+            if not os.path.isfile(path):
+                raise ValueError(f"StringLookup: vocabulary file {path!r} "
+                                 f"does not exist")
+            with open(path, encoding="utf-8") as f:
+                vocabulary = [np.str_(line.rstrip("\n").rstrip("\r"))
+                              for line in f]
+        super().set_vocabulary(vocabulary, idf_weights)
 
     def _token(self, t):
         if isinstance(t, (bytes, np.bytes_)):
