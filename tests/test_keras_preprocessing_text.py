@@ -617,3 +617,25 @@ def test_row_ids_matches_value_rowids():
         r = tf.ragged.constant(rows, dtype=tf.int64)
         assert row_ids(r).numpy().tolist() == \
             r.value_rowids().numpy().tolist(), rows
+
+
+def test_saved_model_serves_raw_strings(tmp_path):
+    """A model from raw text to a score saves as a SavedModel whose
+    serving signature takes strings (StringToHashBucketFast and the
+    vocabulary constants travel in the graph); multi_hot int64 feeds a
+    Dense as in Keras."""
+    keras = tf.keras
+    vec = L.TextVectorization(max_tokens=20, output_sequence_length=4)
+    vec.adapt(["a b c", "b c d"])
+    inp = keras.Input(shape=(1,), dtype="string")
+    x = L.Embedding(21, 2)(vec(inp))
+    hot = L.StringLookup(vocabulary=["a", "b"], output_mode="multi_hot")
+    out = L.Dense(1)(L.GlobalAveragePooling1D()(x))
+    model = keras.Model(inp, out)
+    tf.saved_model.save(model, str(tmp_path))
+    serve = tf.saved_model.load(str(tmp_path)).signatures["serving_default"]
+    x = tf.constant([["a b"], ["d q z"]])
+    np.testing.assert_allclose(serve(inputs=x)["output_0"].numpy(),
+                               model(x).numpy(), rtol=1e-6)
+    dense = keras.Sequential([hot, L.Dense(2)])
+    assert dense(tf.constant([["a", "b"], ["q", "a"]])).shape == (2, 2)
