@@ -492,6 +492,10 @@ def test_text_vectorization_dataset_function_and_callables():
     traced = tf.function(lambda t: layer(t))
     np.testing.assert_array_equal(traced(tf.constant(texts)).numpy(), eager)
     assert eager.shape == (3, 5)
+    first = L.TextVectorization()
+    first.adapt(ds, steps=1)        # the first batch only
+    # fish 4 times, red once there; over all batches red ties fish.
+    assert first.get_vocabulary()[2:4] == ["fish", "two"]
     # adapt from an array, and callables for standardize and split.
     custom = L.TextVectorization(
         standardize=lambda x: tf.strings.upper(x),

@@ -36,14 +36,17 @@ def _is_symbolic(x):
     return getattr(x, "_symbolic", False) or not hasattr(x, "numpy")
 
 
-def iter_batches(data):
+def iter_batches(data, steps=None):
     """numpy arrays from a list, an array, a tensor or an iterable of
-    batches (a tf.data.Dataset of x or of (x, y) pairs)."""
+    batches (a tf.data.Dataset of x or of (x, y) pairs; steps: at most
+    that many batches, as Keras' adapt)."""
     if isinstance(data, (list, tuple, np.ndarray)) or hasattr(data,
                                                               "numpy"):
         yield _as_numpy(data)
         return
-    for b in data:
+    for k, b in enumerate(data):
+        if steps is not None and k >= steps:
+            return
         if isinstance(b, tuple):
             b = b[0]            # (x, y) pairs: adapt on x, as Keras
         yield _as_numpy(b)
@@ -419,7 +422,7 @@ class IndexLookup(TakesAnyInput):
         counts = collections.Counter()
         docs = collections.Counter()
         n_docs = 0
-        for batch in iter_batches(data):
+        for batch in iter_batches(data, steps):
             rows = self._adapt_rows(batch)
             for row in rows:
                 row = [self._token(t) for t in row]

@@ -171,7 +171,7 @@ class TextVectorization(TakesAnyInput):
             data = [data]
 
         def docs():
-            for batch in iter_batches(data):
+            for batch in iter_batches(data, steps):
                 batch = np.asarray(batch, dtype=object).reshape(-1)
                 if not len(batch):
                     continue
