@@ -19,6 +19,7 @@ _NAMESPACES = {
     "strings": ["length", "join", "substr", "upper", "lower", "strip",
                 "regex_replace", "regex_full_match", "to_number",
                 "as_string", "format", "reduce_join", "to_hash_bucket_fast",
+                "to_hash_bucket_strong", "to_hash_bucket",
                 "split", "bytes_split", "unicode_decode", "unicode_encode",
                 "unicode_split", "unicode_decode_with_offsets",
                 "unicode_transcode"],
@@ -249,6 +250,28 @@ def to_hash_bucket_fast(input, num_buckets, name=None):
     """Fingerprint64(input) % num_buckets (TF's FarmHash fingerprint)."""
     return _C.call(_op("StringToHashBucketFast"),
                    (_s(input, "to_hash_bucket_fast"),), None,
+                   [int(num_buckets)])
+
+
+def to_hash_bucket_strong(input, num_buckets, key, name=None):
+    """SipHash-2-4(input) % num_buckets under key, a list of two ints
+    (keep it secret and bucket collisions cannot be aimed at)."""
+    from ..errors import InvalidArgumentError
+    key = [int(k) for k in key]
+    if builtins.len(key) != 2:
+        raise InvalidArgumentError(None, None,
+            f"StringToHashBucketStrong: Key must have 2 elements, got "
+            f"{builtins.len(key)}")
+    return _C.call(_op("StringToHashBucketStrong"),
+                   (_s(input, "to_hash_bucket_strong"),), None,
+                   [int(num_buckets), key[0], key[1]])
+
+
+def to_hash_bucket(string_tensor, num_buckets, name=None):
+    """TF's older Hash64(string) % num_buckets (prefer
+    to_hash_bucket_fast, or _strong with a secret key)."""
+    return _C.call(_op("StringToHashBucket"),
+                   (_s(string_tensor, "to_hash_bucket"),), None,
                    [int(num_buckets)])
 
 

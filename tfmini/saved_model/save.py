@@ -216,7 +216,11 @@ def _keras_call(model, path):
         raise NotImplementedError(
             "tf.saved_model.save: tfmini saves Keras models of one input "
             "only")
-    spec = TensorSpec((None,) + tuple(shape)[1:], "float32", name="inputs")
+    try:        # a functional model knows its input's dtype (strings...)
+        dtype = model.inputs[0].dtype
+    except (AttributeError, IndexError, TypeError):
+        dtype = "float32"
+    spec = TensorSpec((None,) + tuple(shape)[1:], dtype, name="inputs")
 
     def serve(inputs):
         return model(inputs)

@@ -25,6 +25,9 @@ TFM_STRING_KERNEL(tfm_k_string_to_number);
 TFM_STRING_KERNEL(tfm_k_as_string);
 TFM_STRING_KERNEL(tfm_k_string_hash);
 TFM_STRING_KERNEL(tfm_k_decode_raw);
+/* string_hash.c */
+TFM_STRING_KERNEL(tfm_k_string_hash_strong);
+TFM_STRING_KERNEL(tfm_k_string_hash_legacy);
 /* string_regex.c */
 TFM_STRING_KERNEL(tfm_k_regex);
 /* string_split.c */

@@ -29,5 +29,8 @@ from .reshaping import (Cropping2D, Permute, RepeatVector,  # noqa: F401
 from .merging import (Average, Dot, Maximum, Minimum,  # noqa: F401
                       Multiply, Subtract, average, dot, maximum, minimum,
                       multiply, subtract)
-from .preprocessing import (CategoryEncoding, IntegerLookup,  # noqa: F401
+from .preprocessing import (CategoryEncoding,  # noqa: F401
                             Normalization, Rescaling)
+from .index_lookup import IntegerLookup, StringLookup  # noqa: F401
+from .hashing import Hashing  # noqa: F401
+from .text_vectorization import TextVectorization  # noqa: F401

@@ -51,6 +51,10 @@ class Dense(Layer):
         self.built = True
 
     def call(self, inputs):
+        if inputs.dtype.is_integer or inputs.dtype == tf.bool:
+            # Keras 3's matmul promotes, so int64 multi_hot/count
+            # encodings (StringLookup, Hashing) feed a Dense directly.
+            inputs = tf.cast(inputs, self.kernel.dtype)
         rank = len(inputs._shape_tuple)
         if rank == 2:
             y = tf.matmul(inputs, self.kernel)

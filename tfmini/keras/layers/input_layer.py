@@ -53,6 +53,8 @@ class KerasTensor:
     def _example(self):
         """A zero tensor of this shape with unknown dims set to 1."""
         dims = [1 if d is None else int(d) for d in self.shape]
+        if tf.as_dtype(self.dtype) == tf.string:     # no zero string
+            return tf.fill(dims, b"")
         return tf.zeros(dims, dtype=self.dtype)
 
     # Arithmetic on symbolic tensors is not recorded: say so clearly.
