@@ -99,6 +99,9 @@ tfm_k_cast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         memcpy(dst, src, (size_t)n * tfm_dtype_size(from));
         return TFM_OK;
     }
+    if (!casts[from][to])       /* a dtype pair without a loop yet */
+        return tfm_error(TFM_ERR_UNIMPLEMENTED, "Cast: no kernel from %s "
+                         "to %s", tfm_dtype_name(from), tfm_dtype_name(to));
     casts[from][to](src, dst, n);
     return TFM_OK;
 }
