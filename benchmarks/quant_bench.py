@@ -2,6 +2,7 @@
 and speed of the float, dynamic-range and full-int8 forms.
 
     python3 benchmarks/quant_bench.py [--threads 1] [--write-results]
+    python3 benchmarks/quant_bench.py --speed-only   (no training)
 
 Trains the digits CNN of examples/web/make_model.py and an MLP
 (8x8 -> 512 relu -> 10) on tf.keras.datasets.digits, saves them, converts
@@ -133,6 +134,40 @@ def gemm_table(shapes, threads):
     return "\n".join(rows)
 
 
+def speed_table(tmp):
+    """Float vs quantized forms, speed only (untrained weights: the time
+    does not depend on their values): the digits MLP's shape and one
+    1024x1024 Dense layer, at batch 1 and 64, median of 300/100 calls."""
+    rng = np.random.default_rng(0)
+    shapes = {"mlp 64-512-10": [64, 512, 10], "dense 1024x1024": [1024, 1024]}
+    rows = ["| model | form | batch 1 | vs float | batch 64 | vs float |",
+            "|---|---|---|---|---|---|"]
+    for name, sizes in shapes.items():
+        tf.random.set_seed(0)
+        layers = [tf.keras.layers.Input((sizes[0],))]
+        layers += [tf.keras.layers.Dense(u, activation="relu")
+                   for u in sizes[1:-1]]
+        layers.append(tf.keras.layers.Dense(sizes[-1]))
+        m = tf.keras.Sequential(layers)
+        x = rng.standard_normal((1000, sizes[0])).astype(np.float32)
+        path = os.path.join(tmp, name.split()[0])
+        tf.saved_model.save(m, path)
+        base = None
+        for form, content in _variants(path, x):
+            d = os.path.join(tmp, f"{name.split()[0]}_{form[:3]}")
+            os.makedirs(d, exist_ok=True)
+            pathlib.Path(d, "saved_model.tfm").write_bytes(content)
+            fn = tf.saved_model.load(d).signatures["serving_default"]
+            key = next(iter(fn.structured_input_signature[1]))
+            b1 = _median_ms(lambda: fn(**{key: x[:1]}), 300)
+            b64 = _median_ms(lambda: fn(**{key: x[:64]}), 100)
+            base = base or (b1, b64)
+            rows.append(f"| {name} | {form} | {b1:.3f} ms | "
+                        f"{base[0] / b1:.2f}x | {b64:.3f} ms | "
+                        f"{base[1] / b64:.2f}x |")
+    return "\n".join(rows)
+
+
 def _cpu():
     try:
         for line in open("/proc/cpuinfo"):
@@ -161,8 +196,16 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--write-results", action="store_true")
+    p.add_argument("--speed-only", action="store_true",
+                   help="only the float-vs-quantized speed table (no "
+                   "training; prints, never writes RESULTS.md)")
     a = p.parse_args(argv)
     _C.set_num_threads(a.threads)
+    if a.speed_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            print(f"{_cpu()}, {a.threads} OpenMP thread(s)\n")
+            print(speed_table(tmp))
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         paths, data = _models(tmp)
         models = model_table(paths, data, tmp)

@@ -485,3 +485,76 @@ def test_control_flow_graphs(tmp_path):
     with pytest.raises(NotImplementedError, match="cannot run 'If'"):
         tf.lite.convert(str(tmp_path), representative_dataset=lambda: iter(
             [[x[:1]]]))
+
+
+def _packed_cases():
+    """QuantizedMatMulAccum against numpy where the packed weights are
+    kept between calls (Note [Packed weights] in qgemm.c): the same
+    weights twice (the second call reads the kept packing), more weight
+    matrices than the cache holds, and a variable's weights changed in
+    place between calls."""
+    rng = np.random.default_rng(5)
+
+    def check(a, b, zp=3):
+        got = _call("QuantizedMatMulAccum", (a, b), i=(0, zp))
+        want = (a.astype(np.int64) - zp) @ np.asarray(b).astype(np.int64)
+        assert np.array_equal(got, want), (a.shape, np.shape(b))
+
+    for m, k, n in [(1, 64, 256), (1, 100, 70), (3, 1024, 1024),
+                    (4, 7, 65), (9, 130, 129)]:
+        b = tf.constant(rng.integers(-128, 128, (k, n)).astype(np.int8))
+        for rows in (m, 1, m + 5):
+            a = rng.integers(-128, 128, (rows, k)).astype(np.int8)
+            check(a, b)
+            check(a, b)
+    a = rng.integers(-128, 128, (2, 40)).astype(np.int8)
+    for _ in range(150):            # past the cache's 64 entries
+        check(a, rng.integers(-128, 128, (40, 24)).astype(np.int8))
+    w = tf.Variable(rng.integers(-128, 128, (40, 24)).astype(np.int8))
+    for _ in range(4):
+        check(a, w.value())
+        w.assign(rng.integers(-128, 128, (40, 24)).astype(np.int8))
+    return "ok"
+
+
+def test_packed_weights_give_the_unpacked_results():
+    assert _packed_cases() == "ok"
+    code = ("import sys; sys.path.insert(0, %r); import test_lite; "
+            "print(test_lite._packed_cases())" % str(ROOT / "tests"))
+    env = dict(os.environ, TFMINI_QGEMM_REF="1")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr
+
+
+def test_quantized_model_same_with_packed_and_portable_gemm(mlp, tmp_path):
+    """A converted model run twice (packed once, then reused) gives
+    bit-identical outputs to the portable loops, which never pack."""
+    path, x = str(mlp), _digits()[0]
+    out = {}
+    for form in ("dynamic", "int8"):
+        c = tf.lite.TFLiteConverter.from_saved_model(path)
+        c.optimizations = [tf.lite.Optimize.DEFAULT]
+        if form == "int8":
+            c.representative_dataset = lambda: ([x[i:i + 1]]
+                                                for i in range(0, 200, 10))
+        d = tmp_path / form
+        d.mkdir()
+        (d / "saved_model.tfm").write_bytes(c.convert())
+        run = ("import sys, numpy as np; sys.path.insert(0, %r); "
+               "import tfmini as tf; x = np.load(%r); "
+               "f = tf.saved_model.load(%r).signatures['serving_default']; "
+               "a = [np.asarray(f(inputs=x[:n])['output_0']) "
+               "for n in (1, 1, 33, 33)]; np.save(%r, np.concatenate("
+               "[v.reshape(-1) for v in a]))")
+        np.save(tmp_path / "x.npy", x[:64])
+        for ref in ("0", "1"):
+            dst = tmp_path / f"{form}_{ref}.npy"
+            r = subprocess.run(
+                [sys.executable, "-c", run % (str(ROOT), str(tmp_path /
+                 "x.npy"), str(d), str(dst))], capture_output=True,
+                text=True, env=dict(os.environ, TFMINI_QGEMM_REF=ref),
+                timeout=300)
+            assert r.returncode == 0, r.stderr
+            out[form, ref] = np.load(dst)
+        assert np.array_equal(out[form, "0"], out[form, "1"]), form

@@ -41,6 +41,7 @@
 
 #include "batch.h"
 #include "config.h"
+#include "jsonw.h"
 #include "rest.h"
 
 #if MHD_VERSION < 0x00097002
@@ -90,14 +91,31 @@ wake(void *ctx)
 static MHD_RESULT
 send_reply(struct MHD_Connection *c, reply r)
 {
-    char *text = json_dumps(r.body, JSON_COMPACT | JSON_REAL_PRECISION(9));
-    json_decref(r.body);
-    if (!text) {
-        text = strdup("{\"error\": \"out of memory\"}");
-        r.status = 500;
+    struct MHD_Response *resp;
+    if (!r.body) {
+        /* Text in this thread's reply buffer, which the next request
+         * reuses: libmicrohttpd sends later, from its copy. */
+        resp = MHD_create_response_from_buffer(r.len, (void *)r.text,
+                                               MHD_RESPMEM_MUST_COPY);
+    } else {
+        /* json_dumps allocates with jansson's functions (jsonw.h's,
+         * which free() cannot take): libmicrohttpd sends its copy. */
+        static const char oom[] = "{\"error\": \"out of memory\"}";
+        char *text = json_dumps(r.body, JSON_COMPACT |
+                                JSON_REAL_PRECISION(9));
+        json_decref(r.body);
+        if (!text)
+            r.status = 500;
+        resp = MHD_create_response_from_buffer(
+            text ? strlen(text) : sizeof oom - 1, text ? text : (char *)oom,
+            MHD_RESPMEM_MUST_COPY);
+        json_free_t jfree;
+        json_get_alloc_funcs(NULL, &jfree);
+        if (text)
+            jfree(text);
     }
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!resp)
+        return MHD_NO;
     MHD_add_response_header(resp, "Content-Type", "application/json");
     MHD_RESULT ok = MHD_queue_response(c, r.status, resp);
     MHD_destroy_response(resp);
@@ -119,7 +137,7 @@ too_big(void)
     char msg[128];
     snprintf(msg, sizeof msg, "the request body is over %lld bytes "
              "(--max_body_bytes)", cfg.max_body);
-    return (reply){413, json_pack("{s:s}", "error", msg)};
+    return (reply){413, json_pack("{s:s}", "error", msg), NULL, 0};
 }
 
 static MHD_RESULT
@@ -160,7 +178,7 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
             snprintf(msg, sizeof msg, "the request body took over %lld ms "
                      "to arrive (--rest_api_timeout_in_ms)", cfg.timeout_ms);
             return send_reply(c, (reply){408, json_pack("{s:s}", "error",
-                                                        msg)});
+                                                        msg), NULL, 0});
         }
         if (!req->too_big && req->len + *upload_size <= (size_t)cfg.max_body) {
             char *b = realloc(req->body, req->len + *upload_size + 1);
@@ -321,6 +339,7 @@ main(int argc, char **argv)
 {
     if (parse(argc, argv))
         return 2;
+    jarena_install();
     char err[512];
     static model_entry entries[MAX_MODELS];
     int n = 1;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "jsonw.h"
 #include "rest.h"
 
 static reply
@@ -21,7 +22,12 @@ error(unsigned status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    return (reply){status, json_pack("{s:s}", "error", buf)};
+    /* Made on the heap even while a request tree is being read: the
+     * reply outlives the arena. */
+    int held = jarena_pause();
+    json_t *body = json_pack("{s:s}", "error", buf);
+    jarena_resume(held);
+    return (reply){status, body, NULL, 0};
 }
 
 /* ---- metadata ---- */
@@ -87,7 +93,7 @@ metadata(const char *name, version *v)
     return (reply){200, json_pack(
         "{s:{s:s,s:s,s:s},s:{s:{s:o}}}", "model_spec", "name", name,
         "signature_name", "", "version", ver, "metadata", "signature_def",
-        "signature_def", defs)};
+        "signature_def", defs), NULL, 0};
 }
 
 static reply
@@ -98,7 +104,7 @@ status(version *v)
     return (reply){200, json_pack(
         "{s:[{s:s,s:s,s:{s:s,s:s}}]}", "model_version_status", "version",
         ver, "state", "AVAILABLE", "status", "error_code", "OK",
-        "error_message", "")};
+        "error_message", ""), NULL, 0};
 }
 
 /* ---- predict ---- */
@@ -245,6 +251,14 @@ predict_inputs(rest_pending *p, json_t *req, reply *r)
     return 0;
 }
 
+static const char *
+output_name(rest_pending *p, int j)
+{
+    const char *n = json_string_value(json_array_get(
+        json_array_get(p->out_specs, j), 0));
+    return n ? n : "";
+}
+
 /* The reply to a predict that has run. */
 static reply
 predict_reply(rest_pending *p)
@@ -255,36 +269,53 @@ predict_reply(rest_pending *p)
     if (job->code != TFMINI_OK)
         return error(job->code == TFMINI_RESOURCE_EXHAUSTED ? 503 : 400,
                      "%s", job->msg);
-    if (p->instances) {
+    if (p->instances)
         for (int j = 0; j < nout; j++)
             if (tfmini_tensor_rank(out[j]) == 0 ||
                 tfmini_tensor_dim(out[j], 0) != rows)
                 return error(400, "output %d does not have one row per "
                              "instance: use the columnar format "
                              "(\"inputs\")", j);
-        json_t *preds = json_array();
+    /* Written as text (jsonw.h): no tree, no allocation per number. */
+    jbuf *b = jb_thread();
+    if (p->instances) {
+        jb_str(b, "{\"predictions\":[");
         for (int k = 0; k < rows; k++) {
+            if (k)
+                jb_put(b, ",", 1);
             if (nout == 1) {
-                json_array_append_new(preds, tensor_to_json(out[0], k));
+                jb_tensor(b, out[0], k);
                 continue;
             }
-            json_t *o = json_object();
-            for (int j = 0; j < nout; j++)
-                json_object_set_new(o, json_string_value(json_array_get(
-                    json_array_get(p->out_specs, j), 0)),
-                    tensor_to_json(out[j], k));
-            json_array_append_new(preds, o);
+            jb_put(b, "{", 1);
+            for (int j = 0; j < nout; j++) {
+                if (j)
+                    jb_put(b, ",", 1);
+                jb_quoted(b, output_name(p, j));
+                jb_put(b, ":", 1);
+                jb_tensor(b, out[j], k);
+            }
+            jb_put(b, "}", 1);
         }
-        return (reply){200, json_pack("{s:o}", "predictions", preds)};
+        jb_str(b, "]}");
+    } else if (nout == 1) {
+        jb_str(b, "{\"outputs\":");
+        jb_tensor(b, out[0], -1);
+        jb_str(b, "}");
+    } else {
+        jb_str(b, "{\"outputs\":{");
+        for (int j = 0; j < nout; j++) {
+            if (j)
+                jb_put(b, ",", 1);
+            jb_quoted(b, output_name(p, j));
+            jb_put(b, ":", 1);
+            jb_tensor(b, out[j], -1);
+        }
+        jb_str(b, "}}");
     }
-    if (nout == 1)
-        return (reply){200, json_pack("{s:o}", "outputs",
-                                      tensor_to_json(out[0], -1))};
-    json_t *o = json_object();
-    for (int j = 0; j < nout; j++)
-        json_object_set_new(o, json_string_value(json_array_get(
-            json_array_get(p->out_specs, j), 0)), tensor_to_json(out[j], -1));
-    return (reply){200, json_pack("{s:o}", "outputs", o)};
+    if (b->failed)
+        return error(503, "out of memory for the reply");
+    return (reply){200, NULL, b->p, b->len};
 }
 
 reply
@@ -309,9 +340,14 @@ predict(served_model *s, version *v, const char *body, size_t len,
     p->s = s;
     p->v = v;
     json_error_t jerr;
+    /* The request tree lives in this thread's arena (jsonw.h): it is
+     * read into tensors and dropped before jarena_end, and any reply
+     * tree is made after. */
+    jarena_begin();
     json_t *req = json_loadb(body ? body : "", len, 0, &jerr);
     reply r;
     if (!req) {
+        jarena_end();
         r = error(400, "JSON Parse error: %s at line %d column %d",
                   jerr.text, jerr.line, jerr.column);
         pending_free(p);
@@ -319,6 +355,7 @@ predict(served_model *s, version *v, const char *body, size_t len,
     }
     int bad = predict_inputs(p, req, &r);
     json_decref(req);
+    jarena_end();
     if (bad) {
         pending_free(p);
         return r;
@@ -329,7 +366,7 @@ predict(served_model *s, version *v, const char *body, size_t len,
         int how = batcher_submit(defer->batcher, &p->job);
         if (how == 0) {
             *queued = p;
-            return (reply){0, NULL};
+            return (reply){0, NULL, NULL, 0};
         }
         if (how < 0) {
             r = error(503, "%s", p->job.msg);

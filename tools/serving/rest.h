@@ -7,10 +7,14 @@
 #include "batch.h"
 #include "models.h"
 
-/* A reply: HTTP status and a JSON body (a new reference). */
+/* A reply: HTTP status and a JSON body, either a tree (a new reference)
+ * or, with body NULL, `len` bytes of JSON text at `text` (the calling
+ * thread's reply buffer, jb_thread: good until its next reply). */
 typedef struct reply {
     unsigned status;
     json_t *body;
+    const char *text;
+    size_t len;
 } reply;
 
 /* With server-side batching: where predicts are queued, and what to

@@ -19,6 +19,14 @@ enum { TFM_QACT_NONE = 0, TFM_QACT_RELU = 1, TFM_QACT_RELU6 = 2 };
 void tfm_qgemm_u8s8(int64_t M, int64_t N, int64_t K, const uint8_t *A,
                     int64_t lda, const int8_t *B, int32_t *C);
 
+/* The same, and cs[n] = sum_k B[k, n] (when cs is not NULL). With
+ * VNNI, B's packed form and column sums are kept between calls for as
+ * long as B's bytes stay the same (Note [Packed weights] in qgemm.c):
+ * the callers pass constant weights as B. */
+void tfm_qgemm_u8s8_sums(int64_t M, int64_t N, int64_t K, const uint8_t *A,
+                         int64_t lda, const int8_t *B, int32_t *C,
+                         int32_t *cs);
+
 /* Which path tfm_qgemm_u8s8 takes: 1 AVX512-VNNI, 0 the portable loops.
  * VNNI needs the compiler to know it and the CPU to have it; the
  * environment variable TFMINI_QGEMM_REF=1 (read once) forces the

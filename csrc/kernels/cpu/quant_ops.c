@@ -72,17 +72,6 @@ tfm_k_dequantize(tfm_op op, tfm_tensor *const *in, int nin,
     return TFM_OK;
 }
 
-/* sum over k of w[k, n]: the correction for the activations' zero point
- * (sum (u - zp) w = sum u w - zp sum w). */
-static void
-col_sums(const int8_t *w, int64_t K, int64_t N, int32_t *cs)
-{
-    memset(cs, 0, (size_t)N * sizeof *cs);
-    for (int64_t k = 0; k < K; k++)
-        for (int64_t n = 0; n < N; n++)
-            cs[n] += w[k * N + n];
-}
-
 tfm_code
 tfm_k_qmatmul_accum(tfm_op op, tfm_tensor *const *in, int nin,
                     const tfm_attrs *a, tfm_tensor *const *out, int nout,
@@ -102,8 +91,7 @@ tfm_k_qmatmul_accum(tfm_op op, tfm_tensor *const *in, int nin,
     }
     for (int64_t i = 0; i < M * K; i++)
         u[i] = (uint8_t)(x[i] + 128);
-    col_sums(w, K, N, cs);
-    tfm_qgemm_u8s8(M, N, K, u, K, w, c);
+    tfm_qgemm_u8s8_sums(M, N, K, u, K, w, c, cs);
     int32_t zp = (int32_t)a->i[1] + 128;
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++)
@@ -159,8 +147,7 @@ tfm_k_hybrid_fc(tfm_op op, tfm_tensor *const *in, int nin,
         rs[m] = s;
         rz[m] = zp;
     }
-    col_sums(w, K, N, cs);
-    tfm_qgemm_u8s8(M, N, K, u, K, w, acc);
+    tfm_qgemm_u8s8_sums(M, N, K, u, K, w, acc, cs);
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++)
             y[m * N + n] = (float)(acc[m * N + n] - rz[m] * cs[n])
@@ -249,8 +236,7 @@ qgemm_finish(qscratch *q, const int8_t *w, int64_t M, int64_t N, int64_t K,
              tfm_tensor *const *in, int nin, const tfm_attrs *a,
              tfm_tensor *const *out)
 {
-    col_sums(w, K, N, q->cs);
-    tfm_qgemm_u8s8(M, N, K, q->u, K, w, q->acc);
+    tfm_qgemm_u8s8_sums(M, N, K, q->u, K, w, q->acc, q->cs);
     requantize(a, q->acc, q->cs, nin == 4 ? tfm_tensor_data(in[3]) : NULL,
                tfm_tensor_data(in[2]), M, N, tfm_tensor_data(out[0]),
                q->mult);
