@@ -85,6 +85,7 @@ binary(PyObject *a, PyObject *b, tfm_op op, int how)
     switch (how) {
     case TRUEDIV:
         if (!tfm_dtype_is_float(in[0]->dtype) &&
+            !tfm_dtype_is_complex(in[0]->dtype) &&
             in[0]->dtype == in[1]->dtype) {
             tfm_dtype to = tfm_dtype_truediv(in[0]->dtype);
             for (int i = 0; i < 2; i++) {
@@ -321,6 +322,7 @@ tensor_getbuffer(PyTfmTensor *self, Py_buffer *view, int flags)
         [TFM_BOOL] = "?", [TFM_INT8] = "b", [TFM_UINT8] = "B",
         [TFM_INT16] = "h", [TFM_INT32] = "i", [TFM_INT64] = "q",
         [TFM_FLOAT16] = "e", [TFM_FLOAT32] = "f", [TFM_FLOAT64] = "d",
+        [TFM_COMPLEX64] = "Zf", [TFM_COMPLEX128] = "Zd",
     };
     tfm_tensor *t = self->t;
     if (flags & PyBUF_WRITABLE) {
