@@ -153,7 +153,14 @@ nb_pow(PyObject *a, PyObject *b, PyObject *mod)
 }
 
 static PyObject *nb_neg(PyObject *a) { return unary(a, TFM_OP_NEG); }
-static PyObject *nb_abs(PyObject *a) { return unary(a, TFM_OP_ABS); }
+/* abs() of a complex tensor is its modulus (TF's ComplexAbs). */
+static PyObject *
+nb_abs(PyObject *a)
+{
+    tfm_dtype d = ((PyTfmTensor *)a)->t->dtype;
+    return unary(a, tfm_dtype_is_complex(d) ? TFM_OP_COMPLEX_ABS
+                                            : TFM_OP_ABS);
+}
 static PyObject *nb_invert(PyObject *a) { return unary(a, TFM_OP_INVERT); }
 
 /* == and != as TF's Tensor.__eq__: elementwise, except that operands
