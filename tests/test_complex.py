@@ -493,3 +493,33 @@ def test_saved_model_roundtrip(tmp_path):
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
     np.testing.assert_array_equal(back.w.numpy(), m.w.numpy())
+
+
+def test_cumsum_cumprod():
+    x = rand_c((3, 4), np.complex64, 12)
+    close(tf.math.cumsum(x, axis=1).numpy(), np.cumsum(x, axis=1),
+          np.complex64)
+    close(tf.math.cumprod(x, axis=0).numpy(), np.cumprod(x, axis=0),
+          np.complex64)
+    g = grads(lambda a: tf.math.real(tf.reduce_sum(tf.math.cumprod(a))), X)[0]
+    # d/da0 of a0 + a0*a1 = 1 + a1; d/da1 = a0; TF passes back the conj.
+    np.testing.assert_allclose(g, np.conj([1 + X[1], X[0]]), rtol=1e-12)
+
+
+def test_complex_gradients_leave_no_tensors_behind():
+    x, y = tf.constant(X), tf.constant(Y)
+
+    def step():
+        with tf.GradientTape() as t:
+            t.watch([x, y])
+            loss = (tf.reduce_sum(tf.abs(tf.pow(x, y) * tf.exp(x) / y)) +
+                    tf.math.real(tf.reduce_prod(x)) +
+                    tf.reduce_sum(tf.math.angle(
+                        tf.complex(tf.math.real(x), tf.math.imag(y)))))
+        return t.gradient(loss, [x, y])
+
+    step()
+    before = tf._C.live_counts()
+    for _ in range(20):
+        step()
+    assert tf._C.live_counts() == before
