@@ -523,3 +523,15 @@ def test_complex_gradients_leave_no_tensors_behind():
     for _ in range(20):
         step()
     assert tf._C.live_counts() == before
+
+
+def test_norm_of_complex_as_tf():
+    z = tf.constant([1 + 2j, 3 - 1j], tf.complex64)
+    n = tf.norm(z)
+    assert n.dtype == tf.complex64
+    np.testing.assert_allclose(n.numpy(), 3.872983455657959, rtol=1e-6)
+    n1 = tf.norm(z, ord=1)
+    assert n1.dtype == tf.float32
+    np.testing.assert_allclose(n1.numpy(), 5.398345947265625, rtol=1e-6)
+    fro = tf.norm(tf.reshape(z, [1, 2]), ord="fro", axis=[0, 1])
+    np.testing.assert_allclose(fro.numpy(), 3.872983455657959, rtol=1e-6)
