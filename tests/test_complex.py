@@ -293,7 +293,8 @@ def test_matmul(dt, m, k, n):
 
 
 def test_batch_matmul_and_adjoint():
-    a, b = rand_c((2, 3, 4), np.complex128, 8), rand_c((4, 2), np.complex128, 9)
+    a = rand_c((2, 3, 4), np.complex128, 8)
+    b = rand_c((4, 2), np.complex128, 9)
     np.testing.assert_allclose(tf.matmul(a, b).numpy(), a @ b, rtol=1e-12)
     adj = tf.linalg.adjoint(a)
     np.testing.assert_array_equal(adj.numpy(), np.conj(a.transpose(0, 2, 1)))

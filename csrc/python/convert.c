@@ -499,7 +499,8 @@ from_array(PyObject *o, int dtype, int source, int how)
             PyErr_Format(PyExc_TypeError, "Cannot convert a NumPy array of "
                          "dtype %R to a tensor: tfmini supports bool, int8, "
                          "uint8, int16, int32, int64, float16, float32, "
-                         "float64, complex64 and complex128", (PyObject *)descr);
+                         "float64, complex64 and complex128",
+                         (PyObject *)descr);
         goto done;
     }
     if (PyArray_NDIM((PyArrayObject *)src) > TFM_MAX_DIMS) {

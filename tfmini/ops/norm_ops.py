@@ -57,12 +57,15 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):
     any p > 0 for vectors; 'euclidean'/'fro', 1, inf for matrices (2,
     the largest singular value, needs an SVD tfmini does not have)."""
     x = _as_tensor(tensor)
-    absf, sq = _abs, None
+    absf = _abs
     if x.dtype.is_complex:
         # As TF: the euclidean norm sqrt(sum(x * conj(x))) keeps the
         # complex dtype (imaginary part 0); the others sum |x| (real).
         from .complex_ops import abs as absf, conj
-        sq = x * conj(x)
+
+    def squares():
+        return x * conj(x) if x.dtype.is_complex else x * x
+
     axis = _norm_axis(axis)
     is_matrix = isinstance(axis, tuple)
     if is_matrix:
@@ -76,7 +79,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):
         rank = len(x._shape_tuple)
         rows, cols = (a % rank if rank else a for a in axis)
         if ord in ("euclidean", "fro"):
-            out = sqrt(reduce_sum(x * x if sq is None else sq, axis=list(axis), keepdims=True))
+            out = sqrt(reduce_sum(squares(), axis=list(axis), keepdims=True))
         elif ord == 1:
             out = reduce_max(reduce_sum(absf(x), axis=rows, keepdims=True),
                              axis=cols, keepdims=True)
@@ -91,7 +94,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):
     else:
         red = axis if axis is not None else None
         if ord == "euclidean":
-            out = sqrt(reduce_sum(x * x if sq is None else sq, axis=red, keepdims=True))
+            out = sqrt(reduce_sum(squares(), axis=red, keepdims=True))
         elif ord == 1:
             out = reduce_sum(absf(x), axis=red, keepdims=True)
         elif ord == math.inf:
