@@ -536,3 +536,11 @@ def test_norm_of_complex_as_tf():
     np.testing.assert_allclose(n1.numpy(), 5.398345947265625, rtol=1e-6)
     fro = tf.norm(tf.reshape(z, [1, 2]), ord="fro", axis=[0, 1])
     np.testing.assert_allclose(fro.numpy(), 3.872983455657959, rtol=1e-6)
+
+
+def test_cast_to_real_warns_as_tf(caplog):
+    z = tf.constant([1 + 2j], tf.complex64)
+    with caplog.at_level("WARNING", logger="tfmini"):
+        assert tf.cast(z, tf.float32).numpy()[0] == 1
+    assert "discard the imaginary part" in caplog.text
+    assert "complex64 to an incompatible dtype float32" in caplog.text
