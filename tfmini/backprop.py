@@ -45,7 +45,10 @@ def _is_variable(x):
 
 
 def _is_float(x):
-    return _dtypes.from_enum(x._dtype_enum).is_floating
+    """A dtype gradients flow through: floating or complex (TF's
+    trainable dtypes)."""
+    d = _dtypes.from_enum(x._dtype_enum)
+    return d.is_floating or d.is_complex
 
 
 def _unconnected(value):

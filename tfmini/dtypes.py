@@ -6,6 +6,9 @@ import numpy as np
 # The core's enum order (csrc/core/dtype.h).
 _NAMES = ["bool", "int8", "uint8", "int16", "int32", "int64",
           "float16", "float32", "float64", "string"]
+# complex64/128 are the enum's 14 and 15; the slots before them belong to
+# the other new dtypes (padded with None until they are filled).
+_NAMES += [None] * (14 - len(_NAMES)) + ["complex64", "complex128"]
 
 
 class DType:
@@ -57,11 +60,16 @@ class DType:
 
     @property
     def real_dtype(self):
+        """complex64 -> float32, complex128 -> float64; others: self."""
+        if self._name == "complex64":
+            return float32
+        if self._name == "complex128":
+            return float64
         return self
 
     @property
     def is_complex(self):
-        return False
+        return self._name.startswith("complex")
 
     @property
     def as_datatype_enum(self):
@@ -70,6 +78,9 @@ class DType:
 
     @property
     def min(self):
+        if self.is_complex:
+            raise TypeError(f"Cannot find minimum value of {self} with "
+                            f"type {self}.")
         if self._name == "string":
             raise TypeError(f"Cannot find minimum value of {self}.")
         if self.is_floating:
@@ -80,6 +91,9 @@ class DType:
 
     @property
     def max(self):
+        if self.is_complex:
+            raise TypeError(f"Cannot find maximum value of {self} with "
+                            f"type {self}.")
         if self._name == "string":
             raise TypeError(f"Cannot find maximum value of {self}.")
         if self.is_floating:
@@ -115,8 +129,8 @@ class DType:
         return as_dtype, (self._name,)
 
 
-_BY_ENUM = [DType(i, n) for i, n in enumerate(_NAMES)]
-_BY_NAME = {d.name: d for d in _BY_ENUM}
+_BY_ENUM = [DType(i, n) if n else None for i, n in enumerate(_NAMES)]
+_BY_NAME = {d.name: d for d in _BY_ENUM if d}
 _BY_NAME["half"] = _BY_NAME["float16"]
 _BY_NAME["float"] = _BY_NAME["float32"]
 _BY_NAME["double"] = _BY_NAME["float64"]
@@ -131,6 +145,8 @@ float16 = half = _BY_NAME["float16"]
 float32 = _BY_NAME["float32"]
 float64 = double = _BY_NAME["float64"]
 string = _BY_NAME["string"]
+complex64 = _BY_NAME["complex64"]
+complex128 = _BY_NAME["complex128"]
 
 
 def as_dtype(value):
@@ -145,6 +161,8 @@ def as_dtype(value):
         return float32
     if value is int:
         return int32
+    if value is complex:
+        return complex128
     if value is builtins.bool:
         return _BY_NAME["bool"]
     if value in (str, bytes):

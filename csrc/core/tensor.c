@@ -169,6 +169,9 @@ tfm_tensor_get_f64(const tfm_tensor *t, int64_t i)
     case TFM_FLOAT16: return tfm_half_to_float(((const uint16_t *)p)[i]);
     case TFM_FLOAT32: return ((const float *)p)[i];
     case TFM_FLOAT64: return ((const double *)p)[i];
+    /* complex: the real part (what a cast to float keeps) */
+    case TFM_COMPLEX64: return ((const float *)p)[2 * i];
+    case TFM_COMPLEX128: return ((const double *)p)[2 * i];
     default: return 0;
     }
 }
@@ -187,6 +190,14 @@ tfm_tensor_set_f64(tfm_tensor *t, int64_t i, double v)
     case TFM_FLOAT16: ((uint16_t *)p)[i] = tfm_float_to_half((float)v); break;
     case TFM_FLOAT32: ((float *)p)[i] = (float)v; break;
     case TFM_FLOAT64: ((double *)p)[i] = v; break;
+    case TFM_COMPLEX64:
+        ((float *)p)[2 * i] = (float)v;
+        ((float *)p)[2 * i + 1] = 0;
+        break;
+    case TFM_COMPLEX128:
+        ((double *)p)[2 * i] = v;
+        ((double *)p)[2 * i + 1] = 0;
+        break;
     default: break;
     }
 }

@@ -1,5 +1,7 @@
 #include "elementwise.h"
 
+#include "complex.h"
+
 static tfm_code
 same_dtype(tfm_op op, const tfm_meta *in, int nin)
 {
@@ -34,6 +36,15 @@ bad_dtype(tfm_op op, tfm_dtype d, const char *want)
                      "%s", tfm_ops[op].name, want, tfm_dtype_name(d));
 }
 
+/* Complex inputs go only to the ops with complex kernels (complex.c). */
+static tfm_code
+complex_ok(tfm_op op, tfm_dtype d)
+{
+    if (tfm_dtype_is_complex(d) && !tfm_op_takes_complex(op))
+        return bad_dtype(op, d, "real (not complex)");
+    return TFM_OK;
+}
+
 /* Equal dtypes, and not bool. */
 static tfm_code
 same_numeric(tfm_op op, const tfm_meta *in, int nin)
@@ -41,6 +52,8 @@ same_numeric(tfm_op op, const tfm_meta *in, int nin)
     tfm_code rc = same_dtype(op, in, nin);
     if (!rc && in[0].dtype == TFM_BOOL)
         rc = bad_dtype(op, in[0].dtype, "numeric");
+    if (!rc)
+        rc = complex_ok(op, in[0].dtype);
     return rc;
 }
 
@@ -105,7 +118,8 @@ tfm_infer_binary_float(tfm_op op, const tfm_meta *in, int nin,
     tfm_code rc = same_dtype(op, in, nin);
     if (rc)
         return rc;
-    if (!tfm_dtype_is_float(in[0].dtype))
+    if (!tfm_dtype_is_float(in[0].dtype) &&
+        !(tfm_dtype_is_complex(in[0].dtype) && tfm_op_takes_complex(op)))
         return not_float(op, in[0].dtype);
     return elementwise(op, in, nin, in[0].dtype, out, nout);
 }
@@ -121,6 +135,8 @@ tfm_infer_compare(tfm_op op, const tfm_meta *in, int nin,
     if (in[0].dtype == TFM_BOOL && op != TFM_OP_EQUAL &&
         op != TFM_OP_NOT_EQUAL)
         return bad_dtype(op, in[0].dtype, "numeric");
+    if ((rc = complex_ok(op, in[0].dtype)))
+        return rc;
     return elementwise(op, in, nin, TFM_BOOL, out, nout);
 }
 
@@ -155,6 +171,9 @@ tfm_infer_unary(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
     (void)a;
     if (in[0].dtype == TFM_BOOL)
         return bad_dtype(op, in[0].dtype, "numeric");
+    tfm_code rc = complex_ok(op, in[0].dtype);
+    if (rc)
+        return rc;
     return elementwise(op, in, nin, in[0].dtype, out, nout);
 }
 
@@ -163,7 +182,8 @@ tfm_infer_unary_float(tfm_op op, const tfm_meta *in, int nin,
                       const tfm_attrs *a, tfm_meta *out, int *nout)
 {
     (void)a;
-    if (!tfm_dtype_is_float(in[0].dtype))
+    if (!tfm_dtype_is_float(in[0].dtype) &&
+        !(tfm_dtype_is_complex(in[0].dtype) && tfm_op_takes_complex(op)))
         return not_float(op, in[0].dtype);
     return elementwise(op, in, nin, in[0].dtype, out, nout);
 }

@@ -2,6 +2,7 @@
 #ifndef TFM_OPS_FAMILIES_H
 #define TFM_OPS_FAMILIES_H
 
+#include "complex.h"
 #include "conv.h"
 #include "elementwise.h"
 #include "linalg.h"

@@ -409,11 +409,18 @@ RULE(gelu)
     return unary_done(s, gin, mul(s, g, d));
 }
 
-/* Only float -> float casts carry a gradient (as in TF). */
+/* Only casts between floats and complex numbers carry a gradient (as in
+ * TF); complex -> float passes back a real gradient, float <- complex
+ * keeps its real part. */
+static inline bool
+cast_diff(tfm_dtype d)
+{
+    return tfm_dtype_is_float(d) || tfm_dtype_is_complex(d);
+}
+
 TFM_GRAD(tfm_grad_rule_cast)
 {
-    if (!tfm_dtype_is_float(c->in[0]->dtype) ||
-        !tfm_dtype_is_float(c->out[0]->dtype))
+    if (!cast_diff(c->in[0]->dtype) || !cast_diff(c->out[0]->dtype))
         return TFM_OK;
     gin[0] = tfm_grad_cast(c->call, g[0], c->in[0]->dtype);
     return tfm_grad_finish(gin, 1, 1);

@@ -89,6 +89,9 @@ tfm_infer_reduce(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
             return bad_dtype(op, d, "floating-point");
     } else if (d == TFM_BOOL) {
         return bad_dtype(op, d, "numeric");
+    } else if (tfm_dtype_is_complex(d) && op != TFM_OP_SUM &&
+               op != TFM_OP_MEAN && op != TFM_OP_PROD) {
+        return bad_dtype(op, d, "real (not complex)");
     }
     bool red[TFM_MAX_DIMS];
     tfm_code rc = tfm_reduce_axes(op, &in[0].shape, a, red);

@@ -37,6 +37,8 @@ dtype_from_numpy(PyArray_Descr *d)
     if (kind == 'f')
         return size == 2 ? TFM_FLOAT16 : size == 4 ? TFM_FLOAT32
              : size == 8 ? TFM_FLOAT64 : -1;
+    if (kind == 'c')
+        return size == 8 ? TFM_COMPLEX64 : size == 16 ? TFM_COMPLEX128 : -1;
     return -1;
 }
 
@@ -52,6 +54,8 @@ numpy_typenum(tfm_dtype d)
     case TFM_INT64: return NPY_INT64;
     case TFM_FLOAT16: return NPY_FLOAT16;
     case TFM_FLOAT32: return NPY_FLOAT32;
+    case TFM_COMPLEX64: return NPY_COMPLEX64;
+    case TFM_COMPLEX128: return NPY_COMPLEX128;
     default: return NPY_FLOAT64;
     }
 }
@@ -291,9 +295,34 @@ from_python_float(PyObject *o, int dtype)
         return NULL;
     if (dtype < 0)
         dtype = TFM_FLOAT32;
-    if (!tfm_dtype_is_float(dtype))
+    if (!tfm_dtype_is_float(dtype) && !tfm_dtype_is_complex(dtype))
         return raise_convert(o, dtype);
     return scalar((tfm_dtype)dtype, v);
+}
+
+/* A Python complex is complex128 unless a complex dtype is asked for (TF
+ * never drops an imaginary part on conversion). */
+static tfm_tensor *
+from_python_complex(PyObject *o, int dtype)
+{
+    Py_complex v = PyComplex_AsCComplex(o);
+    if (v.real == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (dtype < 0)
+        dtype = TFM_COMPLEX128;
+    if (!tfm_dtype_is_complex(dtype))
+        return raise_convert(o, dtype);
+    tfm_tensor *t = scalar((tfm_dtype)dtype, 0);
+    if (t && dtype == TFM_COMPLEX64) {
+        float *p = tfm_tensor_data(t);
+        p[0] = (float)v.real;
+        p[1] = (float)v.imag;
+    } else if (t) {
+        double *p = tfm_tensor_data(t);
+        p[0] = v.real;
+        p[1] = v.imag;
+    }
+    return t;
 }
 
 static tfm_tensor *
@@ -317,6 +346,9 @@ compatible(int have, int want)
         return tfm_dtype_is_int(have);
     if (tfm_dtype_is_float(want))
         return tfm_dtype_is_int(have) || tfm_dtype_is_float(have);
+    if (tfm_dtype_is_complex(want))
+        return tfm_dtype_is_int(have) || tfm_dtype_is_float(have) ||
+               tfm_dtype_is_complex(have);
     return 0;
 }
 
@@ -452,6 +484,12 @@ from_array(PyObject *o, int dtype, int source, int how)
         raise_mixed();
         goto done;
     }
+    /* [1, 2j] too: a leading real number does not absorb complex ones. */
+    if (source == FROM_LIST && dtype < 0 && tfm_dtype_is_complex(have) &&
+        !PyComplex_Check(first_leaf(o))) {
+        raise_mixed();
+        goto done;
+    }
     if (have < 0) {
         if (source == FROM_LIST && (descr->kind == 'u' || descr->kind == 'O'))
             PyErr_Format(PyExc_ValueError, "Can't convert Python sequence "
@@ -460,8 +498,9 @@ from_array(PyObject *o, int dtype, int source, int how)
         else
             PyErr_Format(PyExc_TypeError, "Cannot convert a NumPy array of "
                          "dtype %R to a tensor: tfmini supports bool, int8, "
-                         "uint8, int16, int32, int64, float16, float32 and "
-                         "float64", (PyObject *)descr);
+                         "uint8, int16, int32, int64, float16, float32, "
+                         "float64, complex64 and complex128",
+                         (PyObject *)descr);
         goto done;
     }
     if (PyArray_NDIM((PyArrayObject *)src) > TFM_MAX_DIMS) {
@@ -547,7 +586,8 @@ to_tensor(PyObject *o, int dtype, int how)
     if (PyUnicode_Check(o) || PyBytes_Check(o))
         return from_array(o, dtype, FROM_LIST, how);
     if (dtype == TFM_STRING &&
-        (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o)))
+        (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) ||
+         PyComplex_Check(o)))
         return raise_convert(o, dtype);
     if (PyBool_Check(o))
         return from_python_bool(o, dtype);
@@ -555,12 +595,16 @@ to_tensor(PyObject *o, int dtype, int how)
         return from_python_int(o, dtype);
     if (PyFloat_CheckExact(o))
         return from_python_float(o, dtype);
+    if (PyComplex_CheckExact(o))
+        return from_python_complex(o, dtype);
     if (PyArray_Check(o) || PyArray_IsScalar(o, Generic))
         return from_array(o, dtype, FROM_ARRAY, how);
     if (PyLong_Check(o))
         return from_python_int(o, dtype);
     if (PyFloat_Check(o))
         return from_python_float(o, dtype);
+    if (PyComplex_Check(o))
+        return from_python_complex(o, dtype);
     if (PyList_Check(o) || PyTuple_Check(o))
         return from_array(o, dtype, FROM_LIST, how);
     if (PyObject_HasAttrString(o, "__array__"))
@@ -582,8 +626,8 @@ tfm_py_to_tensor_operand(PyObject *o, int dtype)
 {
     if (tfm_py_is_tensor(o) || PyBool_Check(o) || PyLong_Check(o) ||
         PyUnicode_Check(o) || PyBytes_Check(o) ||
-        PyFloat_Check(o) || PyList_Check(o) || PyTuple_Check(o) ||
-        PyArray_Check(o) || PyArray_IsScalar(o, Generic) ||
+        PyFloat_Check(o) || PyComplex_Check(o) || PyList_Check(o) ||
+        PyTuple_Check(o) || PyArray_Check(o) || PyArray_IsScalar(o, Generic) ||
         (tfm_py_variable_base &&
          PyObject_TypeCheck(o, tfm_py_variable_base)))
         return to_tensor(o, dtype, AS_HINT);

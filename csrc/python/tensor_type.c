@@ -85,6 +85,7 @@ binary(PyObject *a, PyObject *b, tfm_op op, int how)
     switch (how) {
     case TRUEDIV:
         if (!tfm_dtype_is_float(in[0]->dtype) &&
+            !tfm_dtype_is_complex(in[0]->dtype) &&
             in[0]->dtype == in[1]->dtype) {
             tfm_dtype to = tfm_dtype_truediv(in[0]->dtype);
             for (int i = 0; i < 2; i++) {
@@ -152,7 +153,14 @@ nb_pow(PyObject *a, PyObject *b, PyObject *mod)
 }
 
 static PyObject *nb_neg(PyObject *a) { return unary(a, TFM_OP_NEG); }
-static PyObject *nb_abs(PyObject *a) { return unary(a, TFM_OP_ABS); }
+/* abs() of a complex tensor is its modulus (TF's ComplexAbs). */
+static PyObject *
+nb_abs(PyObject *a)
+{
+    tfm_dtype d = ((PyTfmTensor *)a)->t->dtype;
+    return unary(a, tfm_dtype_is_complex(d) ? TFM_OP_COMPLEX_ABS
+                                            : TFM_OP_ABS);
+}
 static PyObject *nb_invert(PyObject *a) { return unary(a, TFM_OP_INVERT); }
 
 /* == and != as TF's Tensor.__eq__: elementwise, except that operands
@@ -321,6 +329,7 @@ tensor_getbuffer(PyTfmTensor *self, Py_buffer *view, int flags)
         [TFM_BOOL] = "?", [TFM_INT8] = "b", [TFM_UINT8] = "B",
         [TFM_INT16] = "h", [TFM_INT32] = "i", [TFM_INT64] = "q",
         [TFM_FLOAT16] = "e", [TFM_FLOAT32] = "f", [TFM_FLOAT64] = "d",
+        [TFM_COMPLEX64] = "Zf", [TFM_COMPLEX128] = "Zd",
     };
     tfm_tensor *t = self->t;
     if (flags & PyBUF_WRITABLE) {

@@ -5,10 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ops/grad_complex.h"
 #include "../ops/grad_util.h"
 #include "../ops/grads.h"
 #include "dispatch.h"
 #include "variable.h"
+
+/* The dtypes gradients flow through: floats, and complex numbers (TF's
+ * trainable dtypes). */
+static inline bool
+differentiable(tfm_dtype d)
+{
+    return tfm_dtype_is_float(d) || tfm_dtype_is_complex(d);
+}
 
 _Thread_local int tfm_tape_active_count;
 
@@ -468,7 +477,7 @@ tape_wants(const tfm_tape *t, tfm_tensor *const *in, int nin)
     if (t->flags & TFM_TAPE_VARIABLES_ONLY)
         return 0;
     for (int k = 0; k < nin; k++)
-        if (tfm_dtype_is_float(in[k]->dtype) && idmap_find(&t->ids,
+        if (differentiable(in[k]->dtype) && idmap_find(&t->ids,
                                                            in[k]->id))
             return 1;
     return 0;
@@ -767,7 +776,10 @@ run_rule(record *r, tfm_tensor *const *gout, tfm_tensor **gin,
     const tfm_grad_ctx *saved_ctx;
     uint64_t saved_mask;
     tfm_grad_set_needed(&ctx, needed, &saved_ctx, &saved_mask);
-    tfm_code rc = tfm_op_grads[r->op](&ctx, gout, gin);
+    tfm_code rc = tfm_grad_complex_wraps(r->op, in, r->nin)
+                      ? tfm_grad_complex_run(&ctx, tfm_op_grads[r->op], gout,
+                                             gin)
+                      : tfm_op_grads[r->op](&ctx, gout, gin);
     tfm_grad_restore_needed(saved_ctx, saved_mask);
     return rc;
 }
@@ -800,7 +812,7 @@ backprop_record(record *r, grads *gs, const idmap *reach,
     uint64_t needed = 0;
     for (int k = 0; k < r->nin; k++) {
         gin[k] = NULL;
-        if (k >= 64 || (tfm_dtype_is_float(r->t[k]->dtype) &&
+        if (k >= 64 || (differentiable(r->t[k]->dtype) &&
                         idmap_find(reach, r->t[k]->id)))
             needed |= k < 64 ? (uint64_t)1 << k : 0;
     }
@@ -821,7 +833,7 @@ backprop_record(record *r, grads *gs, const idmap *reach,
         if (!g)
             continue;
         if (rc || !idmap_find(reach, r->t[k]->id) ||
-            !tfm_dtype_is_float(r->t[k]->dtype)) {
+            !differentiable(r->t[k]->dtype)) {
             tfm_tensor_decref(g);
             continue;
         }
@@ -951,7 +963,7 @@ tfm_tape_gradient_hooked(tfm_tape *t, tfm_tensor *const *targets,
      * though a rule could compute its gradient; a source that is also a
      * target still gets its seed. */
     for (int j = 0; j < nsources; j++) {
-        if (!tfm_dtype_is_float(sources[j]->dtype))
+        if (!differentiable(sources[j]->dtype))
             continue;
         if (!idmap_find(&t->ids, sources[j]->id)) {
             int is_target = 0;
@@ -987,7 +999,7 @@ tfm_tape_gradient_hooked(tfm_tape *t, tfm_tensor *const *targets,
     /* Seeds: output_gradients, else ones. */
     for (int k = 0; k < ntargets; k++) {
         if (!idmap_find(&reach, targets[k]->id) ||
-            !tfm_dtype_is_float(targets[k]->dtype))
+            !differentiable(targets[k]->dtype))
             continue;
         tfm_tensor *seed = out_grads ? out_grads[k] : NULL;
         if (seed) {
@@ -1039,7 +1051,7 @@ tfm_tape_gradient_hooked(tfm_tape *t, tfm_tensor *const *targets,
     }
 
     for (int j = 0; j < nsources; j++) {
-        tfm_tensor **slot = tfm_dtype_is_float(sources[j]->dtype)
+        tfm_tensor **slot = differentiable(sources[j]->dtype)
                             ? grads_slot(&gs, sources[j]->id, 0) : NULL;
         if (slot && *slot) {
             result[j] = *slot;

@@ -10,7 +10,7 @@ import importlib
 FAMILIES = ["constant_op", "math_ops", "activation_ops", "reduce_ops",
             "linalg_ops", "nn_ops", "random_ops", "array_ops", "conv_ops",
             "control_flow_ops", "tensor_array", "logging_ops", "norm_ops",
-            "index_ops", "segment_ops", "string_ops"]
+            "index_ops", "segment_ops", "string_ops", "complex_ops"]
 
 
 def modules():

@@ -50,6 +50,10 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,
     if transpose_b and adjoint_b:
         raise ValueError("Only one of transpose_b and adjoint_b can be True.")
     a, b = _pair(a, b)
+    if adjoint_a or adjoint_b:
+        from .complex_ops import conj
+        a = conj(a) if adjoint_a else a
+        b = conj(b) if adjoint_b else b
     out = _C.call(_MATMUL, (a, b), i=(1 if transpose_a or adjoint_a else 0,
                                       1 if transpose_b or adjoint_b else 0))
     if output_type is not None:
@@ -105,8 +109,12 @@ def matvec(a, b, transpose_a=False, adjoint_a=False, a_is_sparse=False,
 
 
 def matrix_transpose(a, name="matrix_transpose", conjugate=False):
-    """Swaps the last two dims (real dtypes: adjoint == transpose)."""
+    """Swaps the last two dims; conjugate=True conjugates complex values
+    too (real dtypes: adjoint == transpose)."""
     a = _as_tensor(a)
+    if conjugate:
+        from .complex_ops import conj
+        a = conj(a)
     r = len(a._shape_tuple)
     if r < 2:
         raise ValueError(f"Argument 'a' should be a (batch) matrix with rank "
@@ -330,7 +338,7 @@ def einsum(equation, *inputs, **kwargs):
 def adjoint(matrix, name=None):
     """The conjugate transpose of the last two dims (real dtypes: the
     transpose)."""
-    return matrix_transpose(matrix)
+    return matrix_transpose(matrix, conjugate=True)
 
 
 # ---- square matrices, through an LU factorization (kernels/cpu/lu.c) ----

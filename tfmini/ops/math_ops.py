@@ -237,7 +237,18 @@ def cast(x, dtype, name=None):
     enum = dtype._enum
     if isinstance(x, Tensor) and x._dtype_enum == enum:
         return x
+    if (isinstance(x, Tensor) and not dtype.is_complex and
+            _dtypes.from_enum(x._dtype_enum).is_complex):
+        _warn_complex_cast(x, dtype)
     return _C.call(_CAST, (x,), None, None, None, enum)
+
+
+def _warn_complex_cast(x, dtype):
+    import logging
+    logging.getLogger("tfmini").warning(
+        "You are casting an input of type %s to an incompatible dtype %s.  "
+        "This will discard the imaginary part and may not be what you "
+        "intended.", x.dtype.name, dtype.name)
 
 
 def _bound_in(value_dtype, limit, below):

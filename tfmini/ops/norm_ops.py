@@ -57,6 +57,15 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):
     any p > 0 for vectors; 'euclidean'/'fro', 1, inf for matrices (2,
     the largest singular value, needs an SVD tfmini does not have)."""
     x = _as_tensor(tensor)
+    absf = _abs
+    if x.dtype.is_complex:
+        # As TF: the euclidean norm sqrt(sum(x * conj(x))) keeps the
+        # complex dtype (imaginary part 0); the others sum |x| (real).
+        from .complex_ops import abs as absf, conj
+
+    def squares():
+        return x * conj(x) if x.dtype.is_complex else x * x
+
     axis = _norm_axis(axis)
     is_matrix = isinstance(axis, tuple)
     if is_matrix:
@@ -70,12 +79,12 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):
         rank = len(x._shape_tuple)
         rows, cols = (a % rank if rank else a for a in axis)
         if ord in ("euclidean", "fro"):
-            out = sqrt(reduce_sum(x * x, axis=list(axis), keepdims=True))
+            out = sqrt(reduce_sum(squares(), axis=list(axis), keepdims=True))
         elif ord == 1:
-            out = reduce_max(reduce_sum(_abs(x), axis=rows, keepdims=True),
+            out = reduce_max(reduce_sum(absf(x), axis=rows, keepdims=True),
                              axis=cols, keepdims=True)
         elif ord == math.inf:
-            out = reduce_max(reduce_sum(_abs(x), axis=cols, keepdims=True),
+            out = reduce_max(reduce_sum(absf(x), axis=cols, keepdims=True),
                              axis=rows, keepdims=True)
         else:
             raise NotImplementedError(
@@ -85,14 +94,14 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):
     else:
         red = axis if axis is not None else None
         if ord == "euclidean":
-            out = sqrt(reduce_sum(x * x, axis=red, keepdims=True))
+            out = sqrt(reduce_sum(squares(), axis=red, keepdims=True))
         elif ord == 1:
-            out = reduce_sum(_abs(x), axis=red, keepdims=True)
+            out = reduce_sum(absf(x), axis=red, keepdims=True)
         elif ord == math.inf:
-            out = reduce_max(_abs(x), axis=red, keepdims=True)
+            out = reduce_max(absf(x), axis=red, keepdims=True)
         else:
             p = float(ord)
-            s = reduce_sum(_pow(_abs(x), p), axis=red, keepdims=True)
+            s = reduce_sum(_pow(absf(x), p), axis=red, keepdims=True)
             out = _pow(s, 1.0 / p)
     if keepdims:
         return out

@@ -4,6 +4,7 @@
  * loops.h with element functions from ew_scalar.h. Comparisons, logical
  * and bitwise ops are in ew_compare.c. */
 #include "elementwise.h"
+#include "ew_complex.h"
 
 #include "ew_float.h"
 #include "ew_scalar.h"
@@ -104,6 +105,8 @@ tfm_k_binary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
              tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)a; (void)nout;
+    if (tfm_dtype_is_complex(in[0]->dtype))
+        return tfm_k_complex_ew(op, in, nin, a, out, nout, ctx);
     tfm_dtype d = in[0]->dtype;
     binary_fn f = lookup(op, d);
     binary_err_fn fe = f ? NULL : lookup_err(op, d);

@@ -5,9 +5,12 @@
  * answers x86 hardware, NumPy and TF on x86 give: to int32/int64 the
  * "integer indefinite" value INT_MIN; to narrower ints, the int32 result
  * wrapped. Int to narrower int wraps. Anything to bool is `!= 0` (NaN is
- * true). float16 goes through float32. */
+ * true). float16 goes through float32. Complex to a real type keeps the
+ * real part (as TF's tf.cast); to bool it is true when either part is
+ * nonzero. */
 #include "elementwise.h"
 
+#include <complex.h>
 #include <string.h>
 
 #include "loops.h"
@@ -58,7 +61,9 @@ f2i64(double v)
     TFM_UNARY_LOOP(SN##_to_f16, ST, uint16_t,                                \
                    tfm_float_to_half((float)SRC_##SN(x)))                    \
     TFM_UNARY_LOOP(SN##_to_f32, ST, float, SRC_##SN(x))                      \
-    TFM_UNARY_LOOP(SN##_to_f64, ST, double, SRC_##SN(x))
+    TFM_UNARY_LOOP(SN##_to_f64, ST, double, SRC_##SN(x))                     \
+    TFM_UNARY_LOOP(SN##_to_c64, ST, float complex, SRC_##SN(x))              \
+    TFM_UNARY_LOOP(SN##_to_c128, ST, double complex, SRC_##SN(x))
 
 CASTS_FROM(b, uint8_t, I)
 CASTS_FROM(i8, int8_t, I)
@@ -70,18 +75,41 @@ CASTS_FROM(f16, uint16_t, F)
 CASTS_FROM(f32, float, F)
 CASTS_FROM(f64, double, F)
 
+/* Complex sources: CASTS_FROM reads their real part, except to bool and
+ * to complex, which see both parts. */
+#define SRC_c64(x) crealf(x)
+#define SRC_c128(x) creal(x)
+#define CASTS_FROM_COMPLEX(SN, ST)                                           \
+    TFM_UNARY_LOOP(SN##_to_b, ST, uint8_t, (x) != 0)                         \
+    TFM_UNARY_LOOP(SN##_to_i8, ST, int8_t, NARROW_F(int8_t, SRC_##SN(x)))    \
+    TFM_UNARY_LOOP(SN##_to_u8, ST, uint8_t, NARROW_F(uint8_t, SRC_##SN(x)))  \
+    TFM_UNARY_LOOP(SN##_to_i16, ST, int16_t,                                 \
+                   NARROW_F(int16_t, SRC_##SN(x)))                           \
+    TFM_UNARY_LOOP(SN##_to_i32, ST, int32_t, I32_F(SRC_##SN(x)))             \
+    TFM_UNARY_LOOP(SN##_to_i64, ST, int64_t, I64_F(SRC_##SN(x)))             \
+    TFM_UNARY_LOOP(SN##_to_f16, ST, uint16_t,                                \
+                   tfm_float_to_half((float)SRC_##SN(x)))                    \
+    TFM_UNARY_LOOP(SN##_to_f32, ST, float, SRC_##SN(x))                      \
+    TFM_UNARY_LOOP(SN##_to_f64, ST, double, SRC_##SN(x))                     \
+    TFM_UNARY_LOOP(SN##_to_c64, ST, float complex, x)                        \
+    TFM_UNARY_LOOP(SN##_to_c128, ST, double complex, x)
+CASTS_FROM_COMPLEX(c64, float complex)
+CASTS_FROM_COMPLEX(c128, double complex)
+
 #define ROW(SN)                                                              \
     { [TFM_BOOL] = SN##_to_b, [TFM_INT8] = SN##_to_i8,                       \
       [TFM_UINT8] = SN##_to_u8, [TFM_INT16] = SN##_to_i16,                   \
       [TFM_INT32] = SN##_to_i32, [TFM_INT64] = SN##_to_i64,                  \
       [TFM_FLOAT16] = SN##_to_f16, [TFM_FLOAT32] = SN##_to_f32,              \
-      [TFM_FLOAT64] = SN##_to_f64 }
+      [TFM_FLOAT64] = SN##_to_f64,                                           \
+      [TFM_COMPLEX64] = SN##_to_c64, [TFM_COMPLEX128] = SN##_to_c128 }
 
 static const unary_fn casts[TFM_DTYPE_COUNT][TFM_DTYPE_COUNT] = {
     [TFM_BOOL] = ROW(b), [TFM_INT8] = ROW(i8), [TFM_UINT8] = ROW(u8),
     [TFM_INT16] = ROW(i16), [TFM_INT32] = ROW(i32), [TFM_INT64] = ROW(i64),
     [TFM_FLOAT16] = ROW(f16), [TFM_FLOAT32] = ROW(f32),
     [TFM_FLOAT64] = ROW(f64),
+    [TFM_COMPLEX64] = ROW(c64), [TFM_COMPLEX128] = ROW(c128),
 };
 
 tfm_code

@@ -2,6 +2,7 @@
  * kernels. Bools are bytes holding 0 or 1; logical ops read any nonzero
  * byte as true so that they never produce other values. */
 #include "elementwise.h"
+#include "ew_complex.h"
 
 #include "int_loops.h"
 #include "string_kernels.h"
@@ -75,6 +76,8 @@ tfm_k_compare(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     tfm_dtype d = in[0]->dtype;
     if (d == TFM_STRING)
         return tfm_k_string_compare(op, in, nin, a, out, nout, ctx);
+    if (tfm_dtype_is_complex(in[0]->dtype))
+        return tfm_k_complex_ew(op, in, nin, a, out, nout, ctx);
     binary_fn f = NULL;
     switch (op) {
     case TFM_OP_EQUAL: f = eq[d]; break;

@@ -18,6 +18,7 @@
 #define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Core>
 #include <algorithm>
+#include <complex>
 #include <cstdint>
 #ifdef _OPENMP
 #include <omp.h>
@@ -122,4 +123,22 @@ tfm_gemm_f64(int64_t m, int64_t n, int64_t k, const double *a, int ta,
              const double *b, int tb, double *c)
 {
     gemm<double>(m, n, k, a, ta, b, tb, c);
+}
+
+extern "C" void
+tfm_gemm_c64(int64_t m, int64_t n, int64_t k, const void *a, int ta,
+             const void *b, int tb, void *c)
+{
+    using C = std::complex<float>;
+    gemm<C>(m, n, k, static_cast<const C *>(a), ta,
+            static_cast<const C *>(b), tb, static_cast<C *>(c));
+}
+
+extern "C" void
+tfm_gemm_c128(int64_t m, int64_t n, int64_t k, const void *a, int ta,
+              const void *b, int tb, void *c)
+{
+    using C = std::complex<double>;
+    gemm<C>(m, n, k, static_cast<const C *>(a), ta,
+            static_cast<const C *>(b), tb, static_cast<C *>(c));
 }

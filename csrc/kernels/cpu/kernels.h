@@ -4,6 +4,7 @@
 
 #include "conv.h"
 #include "elementwise.h"
+#include "ew_complex.h"
 #include "linalg.h"
 #include "nn.h"
 #include "random.h"

@@ -14,6 +14,12 @@ void tfm_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int ta,
                   const float *b, int tb, float *c);
 void tfm_gemm_f64(int64_t m, int64_t n, int64_t k, const double *a, int ta,
                   const double *b, int tb, double *c);
+/* The same over complex64 / complex128 (C's float/double complex, laid
+ * out as C++'s std::complex). */
+void tfm_gemm_c64(int64_t m, int64_t n, int64_t k, const void *a, int ta,
+                  const void *b, int tb, void *c);
+void tfm_gemm_c128(int64_t m, int64_t n, int64_t k, const void *a, int ta,
+                   const void *b, int tb, void *c);
 
 /* One n x n matrix a (row-major) through its LU factorization
  * (lu_eigen.cc); adjoint: use a's transpose. solve: x[n, k] = a^-1 b;

@@ -115,6 +115,8 @@ gemm_for(tfm_dtype d)
     switch (d) {
     case TFM_FLOAT32: return gemm_f32;
     case TFM_FLOAT64: return gemm_f64;
+    case TFM_COMPLEX64: return tfm_gemm_c64;
+    case TFM_COMPLEX128: return tfm_gemm_c128;
     case TFM_INT8: return gemm_i8;
     case TFM_UINT8: return gemm_u8;
     case TFM_INT16: return gemm_i16;

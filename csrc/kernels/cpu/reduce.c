@@ -94,6 +94,11 @@ tfm_red_plan_make(const tfm_shape *s, const bool *reduced, tfm_red_plan *p)
             o[j] = s[j * inner];                                            \
     } while (0)
 
+/* complex128's 16 bytes, copied as one value. */
+typedef struct {
+    uint64_t w[2];
+} tfm_elem16;
+
 void
 tfm_gather_strided(const void *src, void *dst, size_t es, int ndim,
                    const int64_t *dims, const int64_t *strides)
@@ -116,7 +121,8 @@ tfm_gather_strided(const void *src, void *dst, size_t es, int ndim,
         case 1: GATHER_ROW(uint8_t); break;
         case 2: GATHER_ROW(uint16_t); break;
         case 4: GATHER_ROW(uint32_t); break;
-        default: GATHER_ROW(uint64_t); break;
+        case 8: GATHER_ROW(uint64_t); break;
+        default: GATHER_ROW(tfm_elem16); break;
         }
     }
 }
@@ -339,6 +345,13 @@ tfm_k_reduce(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         return TFM_OK;
     }
     tfm_red_kind kind = kind_of(op);
+    if (tfm_dtype_is_complex(x->dtype) &&
+        (kind == TFM_RED_SUM || kind == TFM_RED_PROD) &&
+        op != TFM_OP_REDUCE_LOGSUMEXP) {
+        tfm_red_plan p;
+        tfm_red_plan_make(&x->shape, red, &p);
+        return tfm_red_complex(kind, op == TFM_OP_MEAN, &p, x, y, count);
+    }
     tfm_reducer rd, rexp;
     if (!tfm_reducer_get(kind, x->dtype, &rd))
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s has no kernel for "

@@ -73,6 +73,12 @@ tfm_code tfm_red_run(const tfm_reducer *rd, const tfm_red_plan *p,
                      const void *x, size_t es, const tfm_acc *aux,
                      tfm_acc *acc);
 
+/* Sum (or its mean over count) and Prod of complex x into y per plan p:
+ * a complex accumulator is two doubles, wider than tfm_acc, so these run
+ * a loop of their own. */
+tfm_code tfm_red_complex(tfm_red_kind k, bool mean, const tfm_red_plan *p,
+                         const tfm_tensor *x, tfm_tensor *y, int64_t count);
+
 /* Copies the strided view (dims, strides in elements) of src into dst,
  * contiguous in dims order. */
 void tfm_gather_strided(const void *src, void *dst, size_t es, int ndim,

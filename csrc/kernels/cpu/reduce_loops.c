@@ -1,7 +1,9 @@
 /* The inner loops of the reductions, one set per (kind, dtype), and the
  * table that hands them out (reduce_impl.h). The drivers in reduce.c
  * split the work; these loops are serial. */
+#include <complex.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "reduce_impl.h"
@@ -355,4 +357,46 @@ tfm_reducer_get(tfm_red_kind k, tfm_dtype d, tfm_reducer *r)
         return false;
     }
     return true;
+}
+
+/* ---- complex sums and products --------------------------------------
+ * In double complex whatever the dtype, as the float loops add in
+ * double. Serial and plain: complex reductions are rare and small. */
+#define COMPLEX_REDUCE(T)                                                   \
+    do {                                                                    \
+        const T *xs = src;                                                  \
+        T *o = tfm_tensor_data(y);                                          \
+        for (int64_t i = 0; i < A; i++)                                     \
+            for (int64_t j = 0; j < B; j++) {                               \
+                double complex s = k == TFM_RED_PROD ? 1 : 0;               \
+                const T *v = xs + i * R * B + j;                            \
+                for (int64_t r = 0; r < R; r++)                             \
+                    s = k == TFM_RED_PROD ? s * (double complex)v[r * B]    \
+                                          : s + (double complex)v[r * B];   \
+                o[i * B + j] = (T)(mean ? s / (double)count : s);           \
+            }                                                               \
+    } while (0)
+
+tfm_code
+tfm_red_complex(tfm_red_kind k, bool mean, const tfm_red_plan *p,
+                const tfm_tensor *x, tfm_tensor *y, int64_t count)
+{
+    int64_t A = p->a, R = p->r, B = p->b;
+    size_t es = tfm_dtype_size(x->dtype);
+    const void *src = tfm_tensor_data(x);
+    void *tmp = NULL;
+    if (p->gather && A * R > 0) {
+        if (!(tmp = malloc((size_t)(A * R) * es)))
+            return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "reduction: out "
+                             "of memory gathering %lld elements",
+                             (long long)(A * R));
+        tfm_gather_strided(src, tmp, es, p->ndim, p->dims, p->strides);
+        src = tmp;
+    }
+    if (x->dtype == TFM_COMPLEX64)
+        COMPLEX_REDUCE(float complex);
+    else
+        COMPLEX_REDUCE(double complex);
+    free(tmp);
+    return TFM_OK;
 }

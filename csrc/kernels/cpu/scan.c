@@ -1,7 +1,10 @@
 /* Cumsum and Cumprod along one axis, optionally exclusive (each output
  * leaves out its own element) and reversed (running from the end).
- * Floats accumulate in double, integers wrap like TF's. */
+ * Floats accumulate in double (complex in double complex), integers
+ * wrap like TF's. */
 #include "reduce.h"
+
+#include <complex.h>
 
 #include "loops.h"
 #include "reduce_impl.h"
@@ -65,13 +68,16 @@ SCAN_T(i32, int32_t, uint64_t)
 SCAN_T(i64, int64_t, uint64_t)
 SCAN_T(f32, float, double)
 SCAN_T(f64, double, double)
+SCAN_T(c64, float complex, double complex)
+SCAN_T(c128, double complex, double complex)
 
 typedef void (*scan_fn)(const void *, void *, int64_t, int64_t, int64_t,
                         bool, bool);
 
 #define SC_ALL(K) { [TFM_INT8] = K##_i8, [TFM_UINT8] = K##_u8,              \
     [TFM_INT16] = K##_i16, [TFM_INT32] = K##_i32, [TFM_INT64] = K##_i64,     \
-    [TFM_FLOAT32] = K##_f32, [TFM_FLOAT64] = K##_f64 }
+    [TFM_FLOAT32] = K##_f32, [TFM_FLOAT64] = K##_f64,                      \
+    [TFM_COMPLEX64] = K##_c64, [TFM_COMPLEX128] = K##_c128 }
 
 static const scan_fn table[2][TFM_DTYPE_COUNT] = {
     SC_ALL(cumsum), SC_ALL(cumprod),

@@ -43,7 +43,7 @@ tfm_k_fill(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 {
     int64_t n = tfm_tensor_numel(out[0]);
     size_t esz = tfm_dtype_size(out[0]->dtype);
-    char elem[8] = {0};
+    char elem[16] = {0};   /* up to complex128 */
     if (n == 0)
         return TFM_OK;
     if (op == TFM_OP_FILL) {

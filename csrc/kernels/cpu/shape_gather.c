@@ -41,7 +41,9 @@ position_str(const tfm_shape *s, int nd, int64_t flat, char *buf, size_t n)
                         break;                                              \
                 case 4: ((uint32_t *)o)[k] = ((const uint32_t *)s)[so_];    \
                         break;                                              \
-                default: ((uint64_t *)o)[k] = ((const uint64_t *)s)[so_];   \
+                case 8: ((uint64_t *)o)[k] = ((const uint64_t *)s)[so_];    \
+                        break;                                              \
+                default: memcpy(o + k * e, s + so_ * e, esz);               \
                 }                                                           \
             } else {                                                        \
                 memcpy(o + k * len * e, s + so_ * e, (size_t)(len * e));    \

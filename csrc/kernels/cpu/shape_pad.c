@@ -50,7 +50,7 @@ tfm_k_pad(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         if (n != tfm_shape_numel(x)) {
             /* The constant, written once in the output's dtype, then
              * repeated; the interior is overwritten below. */
-            char elem[8];
+            char elem[16];          /* up to complex128 */
             if (a->i[1] && tfm_dtype_is_int(out[0]->dtype)) {
                 int_elem(out[0]->dtype, a->i[2], elem);
             } else {

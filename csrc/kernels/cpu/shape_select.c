@@ -36,12 +36,18 @@
         );                                                                  \
     } while (0)
 
+/* complex128's 16 bytes, copied as one value. */
+typedef struct {
+    uint64_t w[2];
+} tfm_elem16;
+
 #define BY_SIZE(MACRO)                                                      \
     switch (esz) {                                                          \
     case 1: MACRO(uint8_t); break;                                          \
     case 2: MACRO(uint16_t); break;                                         \
     case 4: MACRO(uint32_t); break;                                         \
-    default: MACRO(uint64_t); break;                                        \
+    case 8: MACRO(uint64_t); break;                                         \
+    default: MACRO(tfm_elem16); break;                                      \
     }
 
 tfm_code

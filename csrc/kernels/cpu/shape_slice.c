@@ -63,7 +63,7 @@ tfm_k_strided_slice_grad(tfm_op op, tfm_tensor *const *in, int nin,
                                             &p)))
         return rc;
     size_t esz = tfm_dtype_size(out[0]->dtype);
-    char zero[8] = {0};
+    char zero[16] = {0};    /* up to complex128 */
     tfm_fill_bytes(tfm_tensor_data(out[0]), zero, tfm_tensor_numel(out[0]),
                    esz);
     if (tfm_tensor_numel(in[0]) == 0)

@@ -3,6 +3,7 @@
  * dtypes one loop per (op, dtype) from loops.h. Float-only math is in
  * ew_math.c, activations in ew_activation.c. */
 #include "elementwise.h"
+#include "ew_complex.h"
 
 #include "ew_float.h"
 #include "ew_scalar.h"
@@ -26,6 +27,8 @@ tfm_k_unary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
             tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
+    if (tfm_dtype_is_complex(in[0]->dtype))
+        return tfm_k_complex_ew(op, in, nin, a, out, nout, ctx);
     if (tfm_ew_float_unary(op, in[0], out[0], a))
         return TFM_OK;
     static const unary_fn neg[TFM_DTYPE_COUNT] = TFM_INT_TABLE(neg);

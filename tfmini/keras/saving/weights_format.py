@@ -50,6 +50,8 @@ MAX_RANK = 32
 DTYPES = {1: "float32", 2: "float64", 3: "float16", 4: "int8", 5: "int16",
           6: "int32", 7: "int64", 8: "uint8", 9: "bool", 10: "uint16",
           11: "uint32", 12: "uint64"}
+# complex: codes of their own, clear of the ones other dtypes may take.
+DTYPES.update({20: "complex64", 21: "complex128"})
 _CODES = {v: k for k, v in DTYPES.items()}
 
 
