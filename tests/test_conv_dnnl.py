@@ -218,3 +218,35 @@ def test_bad_shapes_still_name_op_shapes_and_dtypes():
     with pytest.raises((tf.errors.InvalidArgumentError, ValueError)) as e:
         tf.nn.conv2d(x, np.zeros((7, 7, 3, 2), np.float32), 1, "VALID")
     assert "Conv2D" in str(e.value)
+
+
+_THREADS_CHILD = r"""
+import ctypes, sys, numpy as np
+import tfmini as tf
+gomp = ctypes.CDLL("libgomp.so.1")
+tf.config.threading.set_intra_op_parallelism_threads(1)
+before = gomp.omp_get_max_threads()
+rng = np.random.default_rng(5)
+x = rng.standard_normal((2, 8, 8, 64)).astype(np.float32)
+f = rng.standard_normal((3, 3, 64, 64)).astype(np.float32)
+y = tf.nn.conv2d(x, f, 1, "SAME").numpy()
+print(before, gomp.omp_get_max_threads(), float(np.abs(y).sum()))
+"""
+
+
+def test_honours_and_restores_the_thread_setting():
+    # The filter reorder runs with one thread and restores the setting
+    # after: the caller's intra-op threads must come out unchanged.
+    try:
+        gomp = ctypes.CDLL("libgomp.so.1")
+    except OSError:
+        pytest.skip("no libgomp.so.1 (tfmini built without GNU OpenMP)")
+    before = gomp.omp_get_max_threads()
+    x = np.ones((1, 6, 6, 64), np.float32)
+    tf.nn.conv2d(x, np.ones((3, 3, 64, 8), np.float32), 1, "SAME")
+    assert gomp.omp_get_max_threads() == before
+    r = subprocess.run([sys.executable, "-c", _THREADS_CHILD],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    b, a, _ = r.stdout.split()
+    assert b == a == "1"
