@@ -74,6 +74,25 @@ void tfm_conv_gemm_f64(int trans_a, int64_t M, int64_t N, int64_t K,
                        const double *A, int64_t lda, const double *B,
                        int64_t ldb, double *C, int64_t ldc, int accumulate);
 
+/* float32 convolutions through oneDNN's primitives (conv_dnnl.c). kind
+ * picks the operands: FWD a = x, b = f, out = y; BWD_DATA a = f, b = dy,
+ * out = dx; BWD_WEIGHTS a = x, b = dy, out = df (all NHWC, filters
+ * HWIO). Returns 1 when it ran, 0 when the caller must run im2col (no
+ * oneDNN in the build, TFMINI_CONV=im2col, or a shape oneDNN serves only
+ * with its reference code), -1 when out of memory. */
+enum { TFM_CONV_FWD = 0, TFM_CONV_BWD_DATA = 1, TFM_CONV_BWD_WEIGHTS = 2 };
+int tfm_conv_dnnl_f32(int kind, const tfm_conv_geom *g, const float *a,
+                      const float *b, float *out);
+/* Drops the cached primitives (tests; a process may also call it to give
+ * their memory back). */
+void tfm_conv_dnnl_clear(void);
+/* "dnnl" or "im2col": what float32 convolutions use in this process
+ * (TFMINI_CONV=im2col, read once, forces the fallback). */
+const char *tfm_conv_backend(void);
+/* How many convolutions oneDNN has run in this process (tests check
+ * which path ran). */
+long tfm_conv_dnnl_calls(void);
+
 tfm_code tfm_k_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
                       const tfm_attrs *a, tfm_tensor *const *out, int nout,
                       const tfm_kctx *ctx);

@@ -294,6 +294,13 @@ tfm_k_conv2d(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     int failed;
     switch (in[0]->dtype) {
     case TFM_FLOAT32:
+        failed = tfm_conv_dnnl_f32(TFM_CONV_FWD, &g, tfm_tensor_data(in[0]),
+                                   tfm_tensor_data(in[1]),
+                                   tfm_tensor_data(out[0]));
+        if (failed) {
+            failed = failed < 0;
+            break;
+        }
         failed = conv2d_f32(&g, tfm_tensor_data(in[0]),
                             tfm_tensor_data(in[1]), tfm_tensor_data(out[0]));
         break;
@@ -324,6 +331,13 @@ tfm_k_conv2d_backprop_input(tfm_op op, tfm_tensor *const *in, int nin,
     int failed;
     switch (f->dtype) {
     case TFM_FLOAT32:
+        failed = tfm_conv_dnnl_f32(TFM_CONV_BWD_DATA, &g, tfm_tensor_data(f),
+                                   tfm_tensor_data(dy),
+                                   tfm_tensor_data(out[0]));
+        if (failed) {
+            failed = failed < 0;
+            break;
+        }
         failed = backprop_input_f32(&g, tfm_tensor_data(f),
                                     tfm_tensor_data(dy),
                                     tfm_tensor_data(out[0]));
@@ -355,6 +369,13 @@ tfm_k_conv2d_backprop_filter(tfm_op op, tfm_tensor *const *in, int nin,
     int failed;
     switch (x->dtype) {
     case TFM_FLOAT32:
+        failed = tfm_conv_dnnl_f32(TFM_CONV_BWD_WEIGHTS, &g, tfm_tensor_data(x),
+                                   tfm_tensor_data(dy),
+                                   tfm_tensor_data(out[0]));
+        if (failed) {
+            failed = failed < 0;
+            break;
+        }
         failed = backprop_filter_f32(&g, tfm_tensor_data(x),
                                      tfm_tensor_data(dy),
                                      tfm_tensor_data(out[0]));

@@ -1,0 +1,472 @@
+/* float32 Conv2D and its two backprops through oneDNN's convolution
+ * primitives, when the build has oneDNN (TFMINI_WITH_DNNL). The im2col
+ * kernels (conv_im2col.c) stay the fallback: for float64, for a build
+ * without oneDNN, for TFMINI_CONV=im2col, and for any shape oneDNN
+ * refuses or serves only with its reference (scalar) implementation.
+ *
+ * Layouts: activations stay NHWC (oneDNN's nhwc) as tfmini stores them;
+ * the filter is TF's [kh, kw, in, out], oneDNN's `hwio` over the logical
+ * (o, i, h, w) dims. The weights descriptor is left to the primitive
+ * (format `any`): its JIT kernels want a blocked filter, and reordering
+ * the filter (kh*kw*in*out values, small beside the activations) into
+ * it each call is cheaper than the gemm-based kernel oneDNN falls back
+ * to on a plain hwio filter (benchmarks/GEMM_CHOICE.md, Convolutions).
+ *
+ * Creating a primitive costs far more than a small conv (JIT code
+ * generation), so primitives are kept per shape in a small LRU cache.
+ * An entry is reference-counted while a call runs it: eviction by
+ * another thread never frees a primitive under a running call. Each call
+ * brings its own scratchpad (user scratchpad mode), so one primitive can
+ * run in several threads at once. */
+#include "conv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef TFMINI_WITH_DNNL
+#include <dnnl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define CACHE_SIZE 32
+enum { NKEY = 16 };
+
+typedef struct entry {
+    int64_t key[NKEY];
+    uint64_t stamp;    /* last use, for LRU */
+    int refs;          /* calls running it, plus one while cached */
+    int ok;            /* 0: oneDNN refused (the caller falls back) */
+    dnnl_primitive_t prim;
+    dnnl_primitive_t wreorder; /* plain <-> the primitive's filter, or NULL */
+    dnnl_memory_desc_t act_in, act_out, wplain, wprim;
+    size_t wbytes;     /* the primitive's filter buffer when reordered */
+    size_t scratch;
+} entry;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static entry *cache[CACHE_SIZE];
+static uint64_t clock_;
+static dnnl_engine_t engine;
+static atomic_long calls;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+
+static void
+engine_init(void)
+{
+    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success)
+        engine = NULL;
+}
+
+/* 0: not yet read, 1: oneDNN, 2: im2col (TFMINI_CONV=im2col). */
+static atomic_int backend;
+
+static int
+use_dnnl(void)
+{
+    int b = atomic_load_explicit(&backend, memory_order_relaxed);
+    if (b == 0) {
+        const char *e = getenv("TFMINI_CONV");
+        b = e && strcmp(e, "im2col") == 0 ? 2 : 1;
+        atomic_store_explicit(&backend, b, memory_order_relaxed);
+    }
+    return b == 1;
+}
+
+const char *
+tfm_conv_backend(void)
+{
+    return use_dnnl() ? "dnnl" : "im2col";
+}
+
+static void
+entry_free(entry *e)
+{
+    if (!e)
+        return;
+    if (e->prim)
+        dnnl_primitive_destroy(e->prim);
+    if (e->wreorder)
+        dnnl_primitive_destroy(e->wreorder);
+    free(e);
+}
+
+static void
+entry_release(entry *e)
+{
+    pthread_mutex_lock(&lock);
+    int last = --e->refs == 0;
+    pthread_mutex_unlock(&lock);
+    if (last)
+        entry_free(e);
+}
+
+/* Right padding that makes oneDNN's output size, floor((in - eff + l +
+ * r) / s) + 1, equal TF's `out`; TF pads SAME inputs only as much as the
+ * last window needs, so the smallest such r >= 0 is the one. */
+static int64_t
+pad_right(int64_t in, int64_t k, int64_t s, int64_t d, int64_t l,
+          int64_t out)
+{
+    int64_t eff = (k - 1) * d + 1;
+    int64_t r = (out - 1) * s + eff - in - l;
+    return r > 0 ? r : 0;
+}
+
+static int
+is_ref_impl(dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) !=
+            dnnl_success || !impl)
+        return 1;
+    return strncmp(impl, "ref", 3) == 0;
+}
+
+/* Builds the primitive for one shape; e->ok stays 0 where oneDNN has no
+ * non-reference implementation. */
+static void
+entry_build(entry *e, int kind, const tfm_conv_geom *g)
+{
+    dnnl_dims_t src = {g->n, g->c, g->h, g->w};
+    dnnl_dims_t dst = {g->n, g->o, g->oh, g->ow};
+    dnnl_dims_t wei = {g->o, g->c, g->kh, g->kw};
+    dnnl_dims_t strides = {g->sh, g->sw};
+    dnnl_dims_t dil = {g->dh - 1, g->dw - 1}; /* oneDNN counts from 0 */
+    dnnl_dims_t pl = {g->pt, g->pl};
+    dnnl_dims_t pr = {pad_right(g->h, g->kh, g->sh, g->dh, g->pt, g->oh),
+                      pad_right(g->w, g->kw, g->sw, g->dw, g->pl, g->ow)};
+    dnnl_memory_desc_t md_src, md_dst, md_any;
+    if (dnnl_memory_desc_init_by_tag(&md_src, 4, src, dnnl_f32, dnnl_nhwc) ||
+        dnnl_memory_desc_init_by_tag(&md_dst, 4, dst, dnnl_f32, dnnl_nhwc) ||
+        dnnl_memory_desc_init_by_tag(&e->wplain, 4, wei, dnnl_f32,
+                                     dnnl_hwio) ||
+        dnnl_memory_desc_init_by_tag(&md_any, 4, wei, dnnl_f32,
+                                     dnnl_format_tag_any))
+        return;
+    dnnl_primitive_attr_t attr = NULL;
+    if (dnnl_primitive_attr_create(&attr) ||
+        dnnl_primitive_attr_set_scratchpad_mode(attr,
+                                                dnnl_scratchpad_mode_user)) {
+        if (attr)
+            dnnl_primitive_attr_destroy(attr);
+        return;
+    }
+    dnnl_convolution_desc_t fwd, cd;
+    dnnl_primitive_desc_t hint = NULL, pd = NULL;
+    if (dnnl_dilated_convolution_forward_desc_init(
+            &fwd, kind == TFM_CONV_FWD ? dnnl_forward_inference
+                                       : dnnl_forward_training,
+            dnnl_convolution_direct, &md_src, &md_any, NULL, &md_dst,
+            strides, dil, pl, pr))
+        goto done;
+    if (kind == TFM_CONV_FWD) {
+        if (dnnl_primitive_desc_create(&pd, &fwd, attr, engine, NULL))
+            goto done;
+    } else {
+        if (dnnl_primitive_desc_create(&hint, &fwd, NULL, engine, NULL))
+            goto done;
+        if (kind == TFM_CONV_BWD_DATA ?
+                dnnl_dilated_convolution_backward_data_desc_init(
+                    &cd, dnnl_convolution_direct, &md_src, &md_any, &md_dst,
+                    strides, dil, pl, pr) :
+                dnnl_dilated_convolution_backward_weights_desc_init(
+                    &cd, dnnl_convolution_direct, &md_src, &md_any, NULL,
+                    &md_dst, strides, dil, pl, pr))
+            goto done;
+        if (dnnl_primitive_desc_create(&pd, &cd, attr, engine, hint))
+            goto done;
+    }
+    if (is_ref_impl(pd))
+        goto done;
+    const dnnl_memory_desc_t *w = dnnl_primitive_desc_query_md(
+        pd, kind == TFM_CONV_BWD_WEIGHTS ? dnnl_query_diff_weights_md
+                                         : dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *sp =
+        dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    if (!w)
+        goto done;
+    e->wprim = *w;
+    e->scratch = sp ? dnnl_memory_desc_get_size(sp) : 0;
+    if (!dnnl_memory_desc_equal(&e->wprim, &e->wplain)) {
+        dnnl_primitive_desc_t rpd = NULL;
+        int to_prim = kind != TFM_CONV_BWD_WEIGHTS;
+        if (dnnl_reorder_primitive_desc_create(
+                &rpd, to_prim ? &e->wplain : &e->wprim, engine,
+                to_prim ? &e->wprim : &e->wplain, engine, NULL))
+            goto done;
+        dnnl_status_t s = dnnl_primitive_create(&e->wreorder, rpd);
+        dnnl_primitive_desc_destroy(rpd);
+        if (s) {
+            e->wreorder = NULL;
+            goto done;
+        }
+        e->wbytes = dnnl_memory_desc_get_size(&e->wprim);
+    }
+    if (dnnl_primitive_create(&e->prim, pd)) {
+        e->prim = NULL;
+        goto done;
+    }
+    e->act_in = kind == TFM_CONV_BWD_DATA ? md_dst : md_src;
+    e->act_out = kind == TFM_CONV_BWD_DATA ? md_src : md_dst;
+    e->ok = 1;
+done:
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (hint)
+        dnnl_primitive_desc_destroy(hint);
+    dnnl_primitive_attr_destroy(attr);
+}
+
+static void
+make_key(int64_t *k, int kind, const tfm_conv_geom *g)
+{
+    int64_t v[NKEY] = {kind, g->n, g->h, g->w, g->c, g->kh, g->kw, g->o,
+                       g->sh, g->sw, g->dh, g->dw, g->pt, g->pl, g->oh,
+                       g->ow};
+    memcpy(k, v, sizeof v);
+}
+
+/* The cached entry for this shape, built on a miss; the caller releases
+ * it. NULL only when out of memory. */
+static entry *
+entry_get(int kind, const tfm_conv_geom *g)
+{
+    int64_t key[NKEY];
+    make_key(key, kind, g);
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < CACHE_SIZE; i++) {
+        entry *e = cache[i];
+        if (e && memcmp(e->key, key, sizeof key) == 0) {
+            e->stamp = ++clock_;
+            e->refs++;
+            pthread_mutex_unlock(&lock);
+            return e;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    /* Built outside the lock: JIT generation takes milliseconds. Two
+     * threads missing together build twice; the later one is cached. */
+    entry *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    memcpy(e->key, key, sizeof key);
+    entry_build(e, kind, g);
+    e->refs = 2; /* the cache's and the caller's */
+    entry *old = NULL;
+    pthread_mutex_lock(&lock);
+    int slot = 0;
+    for (int i = 0; i < CACHE_SIZE; i++) {
+        if (!cache[i]) {
+            slot = i;
+            break;
+        }
+        if (cache[i]->stamp < cache[slot]->stamp)
+            slot = i;
+    }
+    old = cache[slot];
+    if (old && --old->refs > 0)
+        old = NULL; /* still running: its last caller frees it */
+    cache[slot] = e;
+    e->stamp = ++clock_;
+    pthread_mutex_unlock(&lock);
+    entry_free(old);
+    return e;
+}
+
+/* The filter reorder runs on the calling thread: it moves a few
+ * thousand values, and splitting that over a team is a fork and a join
+ * that, on a busy machine, waits for a descheduled thread's time slice
+ * (measured: 25 ms for a 3x3x64x64 filter with the other core taken,
+ * against microseconds serially). oneDNN sizes its team from
+ * omp_get_max_threads() at execution. */
+static dnnl_status_t
+reorder(const entry *e, dnnl_stream_t stream, dnnl_memory_t from,
+        dnnl_memory_t to)
+{
+    dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+#ifdef _OPENMP
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+#endif
+    dnnl_status_t s = dnnl_primitive_execute(e->wreorder, stream, 2, ra);
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
+    return s;
+}
+
+static dnnl_memory_t
+mem(const dnnl_memory_desc_t *md, void *p)
+{
+    dnnl_memory_t m = NULL;
+    if (dnnl_memory_create(&m, md, engine, p) != dnnl_success)
+        return NULL;
+    return m;
+}
+
+/* Runs one conv: returns 1 when done, 0 when the caller must use
+ * im2col, -1 when out of memory. */
+static int
+run(entry *e, int kind, const void *a, const void *b, void *out)
+{
+    /* a, b, out by kind: fwd x, f, y; bwd data f, dy, dx; bwd weights
+     * x, dy, df. */
+    const void *act = kind == TFM_CONV_BWD_DATA ? b : a;
+    const void *wsrc = kind == TFM_CONV_FWD ? b : a;
+    void *wbuf = NULL, *scratch = NULL;
+    if (e->wbytes && !(wbuf = malloc(e->wbytes)))
+        return -1;
+    if (e->scratch && !(scratch = malloc(e->scratch))) {
+        free(wbuf);
+        return -1;
+    }
+    int rc = 0;
+    dnnl_stream_t stream = NULL;
+    dnnl_memory_t m_in = NULL, m_out = NULL, m_wplain = NULL,
+                  m_wprim = NULL, m_sp = NULL;
+    if (dnnl_stream_create(&stream, engine, dnnl_stream_default_flags))
+        goto out;
+    void *wplain = kind == TFM_CONV_BWD_WEIGHTS ? out : (void *)wsrc;
+    m_in = mem(&e->act_in, (void *)act);
+    m_out = kind == TFM_CONV_BWD_WEIGHTS ? mem(&e->act_out, (void *)b)
+                                         : mem(&e->act_out, out);
+    m_wplain = mem(&e->wplain, wplain);
+    m_wprim = wbuf ? mem(&e->wprim, wbuf) : m_wplain;
+    dnnl_memory_desc_t spmd;
+    dnnl_dims_t spdim = {(dnnl_dim_t)e->scratch};
+    if (scratch &&
+        (dnnl_memory_desc_init_by_tag(&spmd, 1, spdim, dnnl_u8, dnnl_a) ||
+         !(m_sp = mem(&spmd, scratch))))
+        goto out;
+    if (!m_in || !m_out || !m_wplain || !m_wprim)
+        goto out;
+    /* oneDNN splits the work for the team size it asks OpenMP for and
+     * does not support dynamic teams (gemm_dnnl.c): off for the call. */
+#ifdef _OPENMP
+    int dynamic = omp_get_dynamic();
+    if (dynamic)
+        omp_set_dynamic(0);
+#endif
+    dnnl_status_t s = dnnl_success;
+    if (e->wreorder && kind != TFM_CONV_BWD_WEIGHTS)
+        s = reorder(e, stream, m_wplain, m_wprim);
+    dnnl_exec_arg_t args[4];
+    int na = 0;
+    switch (kind) {
+    case TFM_CONV_FWD:
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m_in};
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, m_wprim};
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, m_out};
+        break;
+    case TFM_CONV_BWD_DATA:
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, m_in};
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, m_wprim};
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, m_out};
+        break;
+    default:
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m_in};
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, m_out};
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_WEIGHTS, m_wprim};
+        break;
+    }
+    if (m_sp)
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m_sp};
+    if (s == dnnl_success)
+        s = dnnl_primitive_execute(e->prim, stream, na, args);
+    if (s == dnnl_success && e->wreorder && kind == TFM_CONV_BWD_WEIGHTS)
+        s = reorder(e, stream, m_wprim, m_wplain);
+    if (s == dnnl_success)
+        s = dnnl_stream_wait(stream);
+#ifdef _OPENMP
+    if (dynamic)
+        omp_set_dynamic(1);
+#endif
+    rc = s == dnnl_success;
+out:
+    if (m_wprim && m_wprim != m_wplain)
+        dnnl_memory_destroy(m_wprim);
+    if (m_wplain)
+        dnnl_memory_destroy(m_wplain);
+    if (m_in)
+        dnnl_memory_destroy(m_in);
+    if (m_out)
+        dnnl_memory_destroy(m_out);
+    if (m_sp)
+        dnnl_memory_destroy(m_sp);
+    if (stream)
+        dnnl_stream_destroy(stream);
+    free(wbuf);
+    free(scratch);
+    return rc;
+}
+
+int
+tfm_conv_dnnl_f32(int kind, const tfm_conv_geom *g, const float *a,
+                  const float *b, float *out)
+{
+    if (!use_dnnl())
+        return 0;
+    pthread_once(&engine_once, engine_init);
+    if (!engine)
+        return 0;
+    entry *e = entry_get(kind, g);
+    if (!e)
+        return -1;
+    int rc = e->ok ? run(e, kind, a, b, out) : 0;
+    entry_release(e);
+    if (rc == 1)
+        atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed);
+    return rc;
+}
+
+long
+tfm_conv_dnnl_calls(void)
+{
+    return atomic_load_explicit(&calls, memory_order_relaxed);
+}
+
+void
+tfm_conv_dnnl_clear(void)
+{
+    entry *old[CACHE_SIZE];
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < CACHE_SIZE; i++) {
+        old[i] = cache[i] && --cache[i]->refs == 0 ? cache[i] : NULL;
+        cache[i] = NULL;
+    }
+    pthread_mutex_unlock(&lock);
+    for (int i = 0; i < CACHE_SIZE; i++)
+        entry_free(old[i]);
+}
+
+#else
+
+int
+tfm_conv_dnnl_f32(int kind, const tfm_conv_geom *g, const float *a,
+                  const float *b, float *out)
+{
+    (void)kind; (void)g; (void)a; (void)b; (void)out;
+    return 0;
+}
+
+void
+tfm_conv_dnnl_clear(void)
+{
+}
+
+const char *
+tfm_conv_backend(void)
+{
+    return "im2col";
+}
+
+long
+tfm_conv_dnnl_calls(void)
+{
+    return 0;
+}
+
+#endif
