@@ -529,8 +529,11 @@ class RNN(Layer):
             acc = [tf.TensorArray(self._keras_dtype, size=n) if known else
                    tf.zeros([n, 1, int(out_size)], self._keras_dtype) +
                    tf.expand_dims(prev0, 0)]
+        # maximum_iterations (as Keras passes it) lets a differentiated
+        # loop preallocate what it keeps per step (WhileRecorder).
         loop = tf.while_loop(lambda i, *_: i < n, body,
-                             [tf.constant(0), prev0] + list(states) + acc)
+                             [tf.constant(0), prev0] + list(states) + acc,
+                             maximum_iterations=n)
         last, states = loop[1], list(loop[2:2 + k])
         seq = None
         if seqs:
