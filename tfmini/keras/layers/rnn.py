@@ -247,12 +247,15 @@ class LSTMCell(_Cell):
         if rdp is not None:
             h = h * rdp
         z = xp + tf.matmul(h, r)
-        u = self.units
         ra, act = self.recurrent_activation, self.activation
-        i = ra(z[:, :u])
-        f = ra(z[:, u:2 * u])
-        c = f * c + i * act(z[:, 2 * u:3 * u])
-        o = ra(z[:, 3 * u:])
+        # One Split rather than four slices: its gradient is one concat
+        # of the gate gradients, where slices' gradients are four
+        # z-sized zero-padded tensors added up.
+        zi, zf, zc, zo = tf.split(z, 4, axis=1)
+        i = ra(zi)
+        f = ra(zf)
+        c = f * c + i * act(zc)
+        o = ra(zo)
         h = o * act(c)
         return h, [h, c]
 
@@ -304,9 +307,12 @@ class GRUCell(_Cell):
             inner = tf.matmul(h, r_kernel)
             if rb is not None:
                 inner = inner + rb
-            z = ra(xp[:, :u] + inner[:, :u])
-            r = ra(xp[:, u:2 * u] + inner[:, u:2 * u])
-            hh = act(xp[:, 2 * u:] + r * inner[:, 2 * u:])
+            # Splits, not slices (see LSTMCell._step).
+            xz, xr, xh = tf.split(xp, 3, axis=1)
+            iz, ir, ih = tf.split(inner, 3, axis=1)
+            z = ra(xz + iz)
+            r = ra(xr + ir)
+            hh = act(xh + r * ih)
         else:
             inner = tf.matmul(h, r_kernel[:, :2 * u])
             z = ra(xp[:, :u] + inner[:, :u])
