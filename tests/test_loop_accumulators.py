@@ -204,3 +204,38 @@ def test_recorder_preallocates_with_a_known_maximum():
     assert rec.rows is None
     big = cfg.PREALLOCATE_MAX_BYTES // (3 * 4 * 4) + 1
     assert cfg.WhileRecorder([v], [tf.TensorShape([3, 4])], big).rows is None
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "SimpleRNN"])
+def test_recurrent_layer_gradient_loop_has_no_sequence_sized_step(kind):
+    # The layer's loop reads step t of the projected inputs (time,
+    # batch, gates); the gradient loop must only scatter into that
+    # accumulator, never make a tensor of its size per step.
+    t, b = 12, 4
+    layer = getattr(tf.keras.layers, kind)(6)
+    x = tf.constant(_rng().standard_normal((b, t, 3)).astype(np.float32))
+
+    def f(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(layer(x) ** 2)
+        return tape.gradient(loss, [x] + layer.trainable_weights)
+    fn = tf.function(f)
+    got = fn(x)
+    for g, e in zip(got, f(x)):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-4,
+                                   atol=1e-5)
+    g = fn.get_concrete_function(x).optimized_graph
+    loops = [op for op in g.get_operations() if op.type == "While"]
+    body = max(_subgraphs(g, loops[-1]),
+               key=lambda s: len(s.get_operations()))
+    ops = body.get_operations()
+    types = {op.name: op.type for op in ops}
+    seq = [op for op in ops if any(
+        len(o.shape) == 3 and o.shape[0] == t for o in op.outputs)]
+    assert seq, [op.type for op in ops]
+    for op in seq:
+        assert op.type in ("Placeholder", "TensorScatterAdd"), (
+            op.type, [o.type for o in ops])
+        if op.type == "TensorScatterAdd":
+            assert types[op.inputs[0].split(":")[0]] == "Placeholder"
