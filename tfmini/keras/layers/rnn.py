@@ -513,7 +513,14 @@ class RNN(Layer):
         seqs = self.return_sequences
         k = len(states)
 
-        def body(i, prev, *rest):
+        # The previous output is a loop variable only where masking
+        # repeats it; a built-in cell's output is its first state.
+        carry = ms is not None or not isinstance(self.cell, _Cell)
+
+        def body(i, *rest):
+            prev = None
+            if carry:
+                prev, rest = rest[0], rest[1:]
             old = list(rest[:k])
             out, new = step(tf.gather(xs, i), old)
             if ms is not None:
@@ -524,7 +531,7 @@ class RNN(Layer):
             elif seqs:
                 acc = (tf.tensor_scatter_nd_update(
                     rest[k], tf.reshape(i, [1, 1]), tf.expand_dims(out, 0)),)
-            return (i + 1, out) + tuple(new) + acc
+            return (i + 1,) + ((out,) if carry else ()) + tuple(new) + acc
 
         # tfmini's TensorArray wants a fully known element shape in a
         # graph loop; with an unknown batch size the outputs go into a
@@ -538,12 +545,14 @@ class RNN(Layer):
         # maximum_iterations (as Keras passes it) lets a differentiated
         # loop preallocate what it keeps per step (WhileRecorder).
         loop = tf.while_loop(lambda i, *_: i < n, body,
-                             [tf.constant(0), prev0] + list(states) + acc,
-                             maximum_iterations=n)
-        last, states = loop[1], list(loop[2:2 + k])
+                             [tf.constant(0)] + ([prev0] if carry else []) +
+                             list(states) + acc, maximum_iterations=n)
+        j = 2 if carry else 1
+        states = list(loop[j:j + k])
+        last = loop[1] if carry else states[0]
         seq = None
         if seqs:
-            seq = loop[2 + k].stack() if known else loop[2 + k]
+            seq = loop[j + k].stack() if known else loop[j + k]
             seq = tf.transpose(seq, [1, 0, 2])
         return last, seq, states
 
