@@ -239,3 +239,26 @@ def test_recurrent_layer_gradient_loop_has_no_sequence_sized_step(kind):
             op.type, [o.type for o in ops])
         if op.type == "TensorScatterAdd":
             assert types[op.inputs[0].split(":")[0]] == "Placeholder"
+
+
+@pytest.mark.parametrize("max_iter", [None, 5])
+def test_differentiated_loop_carries_string_and_bool_variables(max_iter):
+    # Every loop variable is stacked for the gradient, strings too (the
+    # stacks start as empty strings, not zeros).
+    x = tf.constant(np.ones(3, np.float32))
+    kw = {} if max_iter is None else {"maximum_iterations": max_iter}
+
+    @tf.function
+    def f(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            _, y, s, b = tf.while_loop(
+                lambda i, y, s, b: i < 3,
+                lambda i, y, s, b: (i + 1, y * 2.0, tf.strings.join([s, "a"]),
+                                    tf.logical_not(b)),
+                [0, x, tf.constant(""), tf.constant(True)], **kw)
+            loss = tf.reduce_sum(y)
+        return tape.gradient(loss, x), s, b
+    g, s, b = f(x)
+    np.testing.assert_array_equal(g.numpy(), [8, 8, 8])
+    assert s.numpy() == b"aaa" and not bool(b)

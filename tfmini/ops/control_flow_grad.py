@@ -309,6 +309,15 @@ CHUNK = 32
 PREALLOCATE_MAX_BYTES = 256 << 20
 
 
+def _blank(shape, dtype):
+    """An initial stack: zeros, or empty strings (which Fill takes where
+    it takes no 0)."""
+    from .array_ops import fill, zeros
+    if dtype == _dtypes.string:
+        return fill(shape, "")
+    return zeros(shape, dtype)
+
+
 class WhileRecorder:
     """The forward loop of a differentiable While: the body also stacks
     the loop variables entering each iteration and counts iterations.
@@ -349,20 +358,19 @@ class WhileRecorder:
     def wrap_vars(self, loop_vars):
         """[count, *loop_vars, *stack parts] and their invariants."""
         from ..tensor_shape import TensorShape
-        from .array_ops import zeros
         from .constant_op import constant
         parts, invs = [], []
         if self.rows is not None:
             for v, shape in zip(loop_vars, self.shapes):
-                parts.append(zeros([self.rows] + shape, v.dtype))
+                parts.append(_blank([self.rows] + shape, v.dtype))
                 invs.append(TensorShape([self.rows] + shape))
             return ([constant(0, _dtypes.int32)] + list(loop_vars) + parts,
                     [TensorShape([])] + self.invariants + invs)
         for v, shape, big in zip(loop_vars, self.shapes, self.chunked):
             if big:
-                parts.append(zeros([0, CHUNK] + shape, v.dtype))
+                parts.append(_blank([0, CHUNK] + shape, v.dtype))
                 invs.append(TensorShape([None, CHUNK] + shape))
-            parts.append(zeros([0] + shape, v.dtype))
+            parts.append(_blank([0] + shape, v.dtype))
             invs.append(TensorShape([None] + shape))
         return ([constant(0, _dtypes.int32)] + list(loop_vars) + parts,
                 [TensorShape([])] + self.invariants + invs)
