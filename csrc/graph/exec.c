@@ -2,6 +2,10 @@
  * in the plan's arena. */
 #include "exec_impl.h"
 
+static tfm_code plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
+                         tfm_tensor **out, int recorded,
+                         const uint8_t *owned);
+
 /* Whether slot sl's last reader is step st. */
 static int
 dies_at(const step *st, int32_t sl)
@@ -171,6 +175,56 @@ new_output(const tfm_plan *p, tfm_buffer *arena, int32_t slot,
     return tfm_tensor_new(m->dtype, &m->shape, 0);
 }
 
+/* Note [Writing over a loop variable]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Tensors are immutable, so a scatter (TensorScatterUpdate/Add/Min/Max)
+ * copies its whole input before it writes a few rows. In a loop that
+ * fills a buffer one row per iteration (a TensorArray's writes, or the
+ * gradient of x[i] summed into an accumulator: Note [Sparse loop
+ * accumulators] in pass_simplify.c) that copy makes the loop O(n^2) in
+ * its length. As TF's kernels do (forward_input_or_allocate_output),
+ * the scatter writes over its input instead when no one else can see
+ * it: the input slot dies at this step, this slot holds the tensor's
+ * only reference and the tensor the buffer's only one, the memory is
+ * the core's own (not borrowed from NumPy) and on the CPU, and no other
+ * input of the step is the same slot. The kernel then skips the copy of
+ * an input onto itself. Only for static shapes (the trace checked the
+ * inputs, so the kernel is called without the dispatcher) and never in
+ * a recorded run, whose tape keeps its inputs.
+ *
+ * What makes the sole reference happen is run_while: a loop variable's
+ * value is handed to the body (its reference moves rather than being
+ * shared), so inside the body the variable's placeholder slot holds it
+ * alone. The first iteration still copies (the While's input has other
+ * holders); the others write in place. */
+int
+tfm_exec_writes_over_input(tfm_op op)
+{
+    return op == TFM_OP_TENSOR_SCATTER_UPDATE ||
+           op == TFM_OP_TENSOR_SCATTER_ADD ||
+           op == TFM_OP_TENSOR_SCATTER_MIN ||
+           op == TFM_OP_TENSOR_SCATTER_MAX;
+}
+
+/* Input 0 of st, when st may write its output over it (Note [Writing
+ * over a loop variable]); else NULL. */
+static tfm_tensor *
+input_to_write_over(const step *st, tfm_tensor **vals)
+{
+    const tfm_node *n = st->node;
+    tfm_tensor *t = vals[st->in[0]];
+    if (!t || t->refcount != 1 || !t->buf || t->buf->refcount != 1 ||
+        t->buf->release || t->buf->strings || t->device != 0 ||
+        t->buf->device != 0 || t->dtype != n->out[0].dtype ||
+        !tfm_shape_equal(&t->shape, &n->out[0].shape) ||
+        !dies_at(st, st->in[0]))
+        return NULL;
+    for (int i = 1; i < n->nin; i++)
+        if (st->in[i] == st->in[0] || vals[st->in[i]]->device != 0)
+            return NULL;
+    return t;
+}
+
 static tfm_code
 run_kernel_step(const tfm_plan *p, const step *st, tfm_tensor **vals,
                 int recorded, tfm_buffer *arena)
@@ -186,6 +240,20 @@ run_kernel_step(const tfm_plan *p, const step *st, tfm_tensor **vals,
     const tfm_attrs *attrs = runtime_attrs(n, ins, &tmp);
     if (!attrs)
         return tfm_error_code();
+    tfm_tensor *over = recorded || !st->over_input
+                           ? NULL : input_to_write_over(st, vals);
+    if (over) {
+        tfm_tensor_incref(over);
+        vals[st->out] = over;
+        if (tfm_log_placement)
+            tfm_log_device_placement(n->op, 0);
+        /* The work is the updates now, not the whole tensor. */
+        if (tfm_tensor_numel(ins[n->nin - 1]) >= DIRECT_MAX_WORK)
+            return tfm_run_kernel_into(n->op, ins, n->nin, n->attrs,
+                                       &vals[st->out], 1);
+        return tfm_ops[n->op].cpu(n->op, ins, n->nin, n->attrs,
+                                  &vals[st->out], 1, &tfm_kctx_cpu);
+    }
     int direct = !recorded && st->direct;
     for (int i = 0; direct && i < n->nin; i++)
         direct = ins[i]->device == 0;
@@ -287,6 +355,7 @@ run_while(const step *st, tfm_tensor **vals, int recorded)
     int nvars = (int)n->attrs->i[0];
     tfm_tensor *cur[TFM_MAX_OUTPUTS], *next[TFM_MAX_OUTPUTS];
     tfm_tensor *in[TFM_MAX_INPUTS], *c = NULL;
+    uint8_t owned[TFM_MAX_INPUTS];
     int64_t max_iter = -1;
     tfm_code rc = TFM_OK;
     if (n->attrs->i[1]) {
@@ -304,6 +373,16 @@ run_while(const step *st, tfm_tensor **vals, int recorded)
         cur[k] = vals[st->in[k]];
         tfm_tensor_incref(cur[k]);
     }
+    /* The body takes over each loop variable's reference (Note [Writing
+     * over a loop variable]); one fed to two body inputs stays shared. */
+    int nb = tfm_graph_input_count(n->sub[1]);
+    for (int i = 0; i < nb; i++) {
+        int32_t k = n->submap[1][i];
+        int uses = 0;
+        for (int j = 0; k < nvars && j < nb; j++)
+            uses += n->submap[1][j] == k;
+        owned[i] = uses == 1;
+    }
     for (int64_t iter = 0; max_iter < 0 || iter < max_iter; iter++) {
         sub_inputs(st, 0, vals, cur, nvars, in);
         rc = tfm_plan_run(st->sub[0], in,
@@ -319,8 +398,10 @@ run_while(const step *st, tfm_tensor **vals, int recorded)
         if (!go)
             break;
         sub_inputs(st, 1, vals, cur, nvars, in);
-        rc = tfm_plan_run(st->sub[1], in,
-                          tfm_graph_input_count(n->sub[1]), next, recorded);
+        for (int i = 0; i < nb; i++)
+            if (owned[i])
+                cur[n->submap[1][i]] = NULL;
+        rc = plan_run(st->sub[1], in, nb, next, recorded, owned);
         if (rc)
             goto done;
         /* The body's outputs may be less specific than the loop
@@ -332,7 +413,10 @@ run_while(const step *st, tfm_tensor **vals, int recorded)
             if (!tfm_meta_admits(&n->out[k], next[k]))
                 rc = loop_var_changed(n, k, next[k]);
         for (int k = 0; k < nvars; k++) {
-            tfm_tensor_decref(rc ? next[k] : cur[k]);
+            if (rc)
+                tfm_tensor_decref(next[k]);
+            else if (cur[k])
+                tfm_tensor_decref(cur[k]);
             if (!rc)
                 cur[k] = next[k];
         }
@@ -341,10 +425,12 @@ run_while(const step *st, tfm_tensor **vals, int recorded)
     }
 done:
     for (int k = 0; k < nvars; k++) {
-        if (rc)
-            tfm_tensor_decref(cur[k]);
-        else
+        if (rc) {
+            if (cur[k])
+                tfm_tensor_decref(cur[k]);
+        } else {
             vals[st->out + k] = cur[k];
+        }
     }
     return rc;
 }
@@ -452,34 +538,48 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
     return tfm_error(TFM_ERR_INTERNAL, "bad plan step");
 }
 
-tfm_code
-tfm_plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
-             tfm_tensor **out, int recorded)
+/* tfm_plan_run, where owned[i] (owned may be NULL) says that the run
+ * takes over the caller's reference to in[i] rather than adding one of
+ * its own (run_while's loop variables: Note [Writing over a loop
+ * variable]); those references are dropped on every path. */
+static tfm_code
+plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
+         tfm_tensor **out, int recorded, const uint8_t *owned)
 {
     tfm_tensor *local[64];
     tfm_tensor **vals = local;
     tfm_buffer *arena = NULL;
     tfm_code rc = TFM_OK;
     if (nin != p->nin)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "tf.function '%s' takes "
-                         "%d tensor inputs, got %d", tfm_graph_name(p->g),
-                         p->nin, nin);
-    for (int i = 0; i < nin; i++)
-        if ((rc = check_input(p, i, in[i])))
-            return rc;
-    if (p->nslots > 64) {
+        rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "tf.function '%s' takes "
+                       "%d tensor inputs, got %d", tfm_graph_name(p->g),
+                       p->nin, nin);
+    for (int i = 0; i < nin && !rc; i++)
+        rc = check_input(p, i, in[i]);
+    if (!rc && p->nslots > 64) {
         vals = calloc((size_t)p->nslots, sizeof *vals);
         if (!vals)
-            return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM running "
-                             "tf.function '%s'", tfm_graph_name(p->g));
-    } else {
+            rc = tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM running "
+                           "tf.function '%s'", tfm_graph_name(p->g));
+    } else if (!rc) {
         memset(vals, 0, sizeof(tfm_tensor *) * (size_t)p->nslots);
     }
-    for (int i = 0; i < nin; i++)
+    if (rc) {
+        for (int i = 0; owned && i < nin; i++)
+            if (owned[i])
+                tfm_tensor_decref(in[i]);
+        return rc;
+    }
+    for (int i = 0; i < nin; i++) {
+        int mine = owned && owned[i];
         if (p->in_slot[i] >= 0) {
-            tfm_tensor_incref(in[i]);
+            if (!mine)
+                tfm_tensor_incref(in[i]);
             vals[p->in_slot[i]] = in[i];
+        } else if (mine) {
+            tfm_tensor_decref(in[i]);
         }
+    }
     for (int32_t c = 0; c < p->nconst; c++) {
         tfm_tensor_incref(p->const_val[c]);
         vals[p->const_slot[c]] = p->const_val[c];
@@ -524,6 +624,13 @@ done:
     if (vals != local)
         free(vals);
     return rc;
+}
+
+tfm_code
+tfm_plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
+             tfm_tensor **out, int recorded)
+{
+    return plan_run(p, in, nin, out, recorded, NULL);
 }
 
 tfm_code

@@ -48,6 +48,9 @@
  * same property AssignAdd's in-place update relies on). Cast is left
  * out: its same-dtype path is a memcpy.
  *
+ * Scatters into a tensor that nobody else holds write over it instead
+ * (Note [Writing over a loop variable] in exec.c).
+ *
  * Left out of the arena, with buffers of their own: graph outputs (they
  * outlive the call), the inputs of If and While steps (a branch may
  * return its input, which then lives on in the step's output slot with
@@ -76,6 +79,8 @@ typedef struct step {
     int32_t index;          /* the node's index, for errors */
     uint8_t kind, direct;
     uint8_t unlock;         /* direct, but big: may release the lock */
+    uint8_t over_input;     /* may write over input 0 (Note [Writing
+                             * over a loop variable] in exec.c) */
     int32_t *in;            /* input slots */
     int32_t out;            /* first output slot */
     int32_t *free;          /* slots whose last use is this step */
@@ -117,6 +122,10 @@ struct tfm_plan {
  * error. */
 tfm_plan *tfm_exec_plan_build(tfm_graph *g, const tfm_ref *outs, int nout,
                               int effects, int use_inputs);
+
+/* exec.c: whether op's kernel may be given input 0 as its output
+ * (Note [Writing over a loop variable]). */
+int tfm_exec_writes_over_input(tfm_op op);
 
 /* exec_arena.c (Note [Arena budget]) */
 void tfm_exec_arena_drop(tfm_plan *p);

@@ -393,6 +393,9 @@ tfm_exec_plan_build(tfm_graph *g, const tfm_ref *outs, int nout,
             int64_t work = nd->device > 0 ? -1 : direct_work(g, nd);
             st->direct = work >= 0 && (memory || work < DIRECT_MAX_WORK);
             st->unlock = st->direct && work >= DIRECT_MAX_WORK;
+            /* Static shapes only: the trace checked them, so the kernel
+             * may run without the dispatcher's checks. */
+            st->over_input = work >= 0 && tfm_exec_writes_over_input(nd->op);
         }
         for (int i = 0; i < nd->nin; i++)
             last[base[nd->in[i].node] + nd->in[i].out] = s;

@@ -12,6 +12,9 @@
  *   transpose(transpose(x, p), q) -> transpose(x, p[q]), or x
  *   reshape(reshape(x, a), b)   -> reshape(x, b)
  *   reshape(x, x's own shape)   -> x
+ *   x + tensor_scatter_add(zeros, [one index], u)
+ *                               -> tensor_scatter_add(x, [one index], u)
+ *                                  (Note [Sparse loop accumulators])
  *
  * "The constant is 1" means a Const node (on the CPU) whose every
  * element is exactly 1 in its dtype (0 and -0.0 likewise, bitwise).
@@ -213,6 +216,63 @@ reshape_cannot_fail(const tfm_shape *xs, const int64_t *s, int ns)
     return minus == 1 && prod > 0 && known % prod == 0;
 }
 
+/* Note [Sparse loop accumulators]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * The gradient of a loop body that reads row i of an outer tensor x
+ * (x[i], tf.gather(x, i): every RNN step reading its input) is x-sized:
+ * zeros with row i set (the GatherV2 rule in ops/grad_shape.c), and the
+ * gradient loop adds it to its accumulator for x (acc + that). Done as
+ * written, every iteration fills and adds all of x, O(n^2) over n
+ * iterations. Rewritten as one scatter-add of the row into the
+ * accumulator, it is a row's work, and the executor writes it over the
+ * accumulator, which the loop hands to its body (Note [Writing over a
+ * loop variable] in exec.c).
+ *
+ * Only for a scatter of one index (the indices' shape [1, K]) into a
+ * Const or Fill of +0: x + (+0 + u) and x + u are then the same
+ * number, but for the sign of a zero sum (-0 + -0). With several
+ * indices, repeated ones would be summed in another order. */
+static int
+is_pos_zeros(const tfm_graph *g, tfm_ref r)
+{
+    const tfm_node *n = tfm_graph_node(g, r.node);
+    if (n->op == TFM_OP_FILL && !n->nctrl)
+        return const_is(g, n->in[0], V_POS_ZERO);
+    return const_is(g, r, V_POS_ZERO);
+}
+
+/* x + scatter_add(zeros, idx, u) (either order) as scatter_add(x, idx,
+ * u): 1 if rewritten, 0 if not, -1 on error. */
+static int
+sparse_accumulate(tfm_rw *rw, int k, const tfm_ref *in)
+{
+    const tfm_node *n = tfm_graph_node(rw->src, k);
+    if (n->nin != 2 || !tfm_dtype_is_float(n->out[0].dtype))
+        return 0;
+    for (int side = 0; side < 2; side++) {
+        const tfm_node *sc = tfm_graph_node(rw->dst, in[side].node);
+        tfm_ref x = in[1 - side];
+        if (sc->op != TFM_OP_TENSOR_SCATTER_ADD || sc->nctrl ||
+            sc->nin != 3 || !meta_equal(meta_of(rw->dst, x), &n->out[0]) ||
+            !meta_equal(&sc->out[0], &n->out[0]) ||
+            !is_pos_zeros(rw->dst, sc->in[0]))
+            continue;
+        const tfm_shape *is = &meta_of(rw->dst, sc->in[1])->shape;
+        if (is->ndim != 2 || is->dims[0] != 1)
+            continue;
+        tfm_node tmp = *sc;
+        tmp.name = n->name;
+        tmp.site = n->site;
+        tfm_ref args[3] = {x, sc->in[1], sc->in[2]};
+        int d = tfm_graph_copy_node(rw->dst, &tmp, args, NULL, 0);
+        if (d < 0)
+            return -1;
+        tfm_rw_set(rw, k, d);
+        return 1;
+    }
+    return 0;
+}
+
 /* Add n (a src node) to dst with inputs in[] and attributes a instead
  * of its own, keeping its name, line and outputs. */
 static int
@@ -245,6 +305,11 @@ simplify_node(tfm_rw *rw, int k, const tfm_ref *in)
     case TFM_OP_TRUNCATEDIV:
         if (n->nin == 2)
             x = simplify_binary(rw, n, in);
+        if (x.node < 0 && n->op == TFM_OP_ADD) {
+            int r = sparse_accumulate(rw, k, in);
+            if (r)
+                return r;
+        }
         break;
     case TFM_OP_IDENTITY:
         x = in[0];

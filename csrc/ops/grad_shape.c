@@ -80,7 +80,31 @@ positions_rule(const tfm_grad_ctx *c, tfm_tensor *const *g,
     return done(&s, gin, c->nin, 1);
 }
 
-TFM_GRAD(tfm_grad_rule_gather) { return positions_rule(c, g, gin); }
+/* GatherV2 on axis 0 without batch dims (x[i], embedding lookups, a
+ * loop reading step i): g scatter-added at the indices' rows. The same
+ * sum as Note [Positions], without the position map over all of x, and
+ * in the form that a loop's gradient accumulator takes in place (Note
+ * [Sparse loop accumulators] in graph/pass_simplify.c). */
+TFM_GRAD(tfm_grad_rule_gather)
+{
+    const tfm_shape *xs = &c->in[0]->shape;
+    int rows_ok = c->attrs->i[0] == 0 && c->attrs->i[1] == 0 &&
+                  xs->ndim >= 1 && g[0];
+    for (int d = 1; rows_ok && d < xs->ndim; d++)
+        rows_ok = xs->dims[d] >= 0;
+    if (!rows_ok)
+        return positions_rule(c, g, gin);
+    tfm_grad_scope s;
+    tfm_gs_begin(&s, c);
+    tfm_shape col = {.ndim = 2, .dims = {-1, 1}}, upd = *xs;
+    upd.dims[0] = -1;
+    gin[0] = tfm_gs_out(&s, tfm_gs_op3(
+        &s, TFM_OP_TENSOR_SCATTER_ADD, tfm_gs_zeros_of(&s, c->in[0]),
+        tfm_gs_reshape(&s, c->in[1], &col), tfm_gs_reshape(&s, g[0], &upd),
+        NULL));
+    return done(&s, gin, c->nin, 1);
+}
+
 TFM_GRAD(tfm_grad_rule_gather_nd) { return positions_rule(c, g, gin); }
 TFM_GRAD(tfm_grad_rule_tile) { return positions_rule(c, g, gin); }
 TFM_GRAD(tfm_grad_rule_mirror_pad) { return positions_rule(c, g, gin); }

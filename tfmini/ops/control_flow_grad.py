@@ -304,21 +304,39 @@ def record_cond(pred, true_flat, false_flat, outs, captures, variables,
 # more than the copies it saves, by one concat per iteration.
 CHUNK_MIN_ELEMENTS = 2048
 CHUNK = 32
+# A loop with a known maximum_iterations preallocates its stacks (one
+# row per iteration) up to this many bytes in all; past it, chunks.
+PREALLOCATE_MAX_BYTES = 256 << 20
+
+
+def _blank(shape, dtype):
+    """An initial stack: zeros, or empty strings (which Fill takes where
+    it takes no 0)."""
+    from .array_ops import fill, zeros
+    if dtype == _dtypes.string:
+        return fill(shape, "")
+    return zeros(shape, dtype)
 
 
 class WhileRecorder:
     """The forward loop of a differentiable While: the body also stacks
     the loop variables entering each iteration and counts iterations.
 
-    A stack grown by concat copies all earlier rows at every iteration:
-    O(n^2) in the iteration count (tfmini has no in-place update). For
-    large loop variables the rows go to a chunk of up to CHUNK rows, and
-    a full chunk moves to the big stack [chunks, CHUNK, ...] in an If
-    (once every CHUNK iterations), dividing the copying by about CHUNK.
+    With a known maximum_iterations m, each stack is preallocated
+    [m, ...] and iteration i writes its row i with a scatter, which the
+    executor does in place (Note [Writing over a loop variable] in
+    csrc/graph/exec.c): O(row) per iteration. Rows past the last
+    iteration stay zeros, and the gradient never reads them.
+
+    Otherwise the stack grows by concat, which copies all earlier rows at
+    every iteration: O(n^2) in the iteration count. For large loop
+    variables the rows go to a chunk of up to CHUNK rows, and a full
+    chunk moves to the big stack [chunks, CHUNK, ...] in an If (once
+    every CHUNK iterations), dividing the copying by about CHUNK.
     split() joins them into one stack [n, ...] after the loop (an op that
     only a gradient reads)."""
 
-    def __init__(self, loop_vars, invariants):
+    def __init__(self, loop_vars, invariants, max_iter=None):
         from ..tensor_shape import TensorShape
         self.n = len(loop_vars)
         self.fixed = all(TensorShape(inv).is_fully_defined()
@@ -326,21 +344,33 @@ class WhileRecorder:
         self.invariants = list(invariants)
         self.shapes = [TensorShape(inv).as_list() if self.fixed else None
                        for inv in invariants]
-        self.chunked = [self.fixed and
+        self.rows = None
+        if self.fixed and isinstance(max_iter, int) and max_iter >= 0:
+            total = sum(int(np.prod(shape, dtype=np.int64)) *
+                        v.dtype.size for shape, v in zip(self.shapes,
+                                                         loop_vars))
+            if total * max(max_iter, 1) <= PREALLOCATE_MAX_BYTES:
+                self.rows = max(max_iter, 1)
+        self.chunked = [self.fixed and self.rows is None and
                         int(np.prod(shape, dtype=np.int64)) >=
                         CHUNK_MIN_ELEMENTS for shape in self.shapes]
 
     def wrap_vars(self, loop_vars):
         """[count, *loop_vars, *stack parts] and their invariants."""
         from ..tensor_shape import TensorShape
-        from .array_ops import zeros
         from .constant_op import constant
         parts, invs = [], []
+        if self.rows is not None:
+            for v, shape in zip(loop_vars, self.shapes):
+                parts.append(_blank([self.rows] + shape, v.dtype))
+                invs.append(TensorShape([self.rows] + shape))
+            return ([constant(0, _dtypes.int32)] + list(loop_vars) + parts,
+                    [TensorShape([])] + self.invariants + invs)
         for v, shape, big in zip(loop_vars, self.shapes, self.chunked):
             if big:
-                parts.append(zeros([0, CHUNK] + shape, v.dtype))
+                parts.append(_blank([0, CHUNK] + shape, v.dtype))
                 invs.append(TensorShape([None, CHUNK] + shape))
-            parts.append(zeros([0] + shape, v.dtype))
+            parts.append(_blank([0] + shape, v.dtype))
             invs.append(TensorShape([None] + shape))
         return ([constant(0, _dtypes.int32)] + list(loop_vars) + parts,
                 [TensorShape([])] + self.invariants + invs)
@@ -357,6 +387,12 @@ class WhileRecorder:
         def run(*a):
             count, vars_, parts = a[0], list(a[1:1 + n]), list(a[1 + n:])
             new = list(body(*vars_))
+            if self.rows is not None:
+                from .array_ops import tensor_scatter_nd_update
+                at = reshape(count, [1, 1])
+                return [count + 1] + new + [
+                    tensor_scatter_nd_update(p, at, expand_dims(v, 0))
+                    for p, v in zip(parts, vars_)]
             out, bigs, chunks, j = [], [], [], 0
             for v, shape, big in zip(vars_, self.shapes, self.chunked):
                 if big:
@@ -396,6 +432,8 @@ class WhileRecorder:
         from .array_ops import concat, reshape
         n = self.n
         parts, stacks, j = list(out[1 + n:]), [], 0
+        if self.rows is not None:
+            return out[0], list(out[1:1 + n]), parts
         for shape, big in zip(self.shapes, self.chunked):
             if big:
                 stacks.append(concat([reshape(parts[j], [-1] + shape),

@@ -408,7 +408,7 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
             cond_fn, body_fn = watcher.wrap(flat_cond), watcher.wrap(flat_body)
         return unflatten(_graph_while(cond_fn, body_fn, tensors, flat_inv,
                                       maximum_iterations))
-    rec = _grad.WhileRecorder(tensors, flat_inv)
+    rec = _grad.WhileRecorder(tensors, flat_inv, maximum_iterations)
     watcher = _grad.VariableWatcher()
     captures = []
     count = stacks = None

@@ -227,7 +227,10 @@ tfm_k_scatter(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
             return bad_nd_index(op, in[1], k, depth, ts);
     char *o = tfm_tensor_data(out[0]);
     const char *u = tfm_tensor_data(in[2]);
-    tfm_memcpy_par(o, tfm_tensor_data(in[0]), tfm_tensor_nbytes(out[0]));
+    /* The executor may hand in the input as the output (Note [Writing
+     * over a loop variable] in graph/exec.c). */
+    if (o != (const char *)tfm_tensor_data(in[0]))
+        tfm_memcpy_par(o, tfm_tensor_data(in[0]), tfm_tensor_nbytes(out[0]));
     if (rows == 0 || len == 0)
         return TFM_OK;
     size_t esz = tfm_dtype_size(in[0]->dtype);

@@ -247,12 +247,15 @@ class LSTMCell(_Cell):
         if rdp is not None:
             h = h * rdp
         z = xp + tf.matmul(h, r)
-        u = self.units
         ra, act = self.recurrent_activation, self.activation
-        i = ra(z[:, :u])
-        f = ra(z[:, u:2 * u])
-        c = f * c + i * act(z[:, 2 * u:3 * u])
-        o = ra(z[:, 3 * u:])
+        # One Split rather than four slices: its gradient is one concat
+        # of the gate gradients, where slices' gradients are four
+        # z-sized zero-padded tensors added up.
+        zi, zf, zc, zo = tf.split(z, 4, axis=1)
+        i = ra(zi)
+        f = ra(zf)
+        c = f * c + i * act(zc)
+        o = ra(zo)
         h = o * act(c)
         return h, [h, c]
 
@@ -304,9 +307,12 @@ class GRUCell(_Cell):
             inner = tf.matmul(h, r_kernel)
             if rb is not None:
                 inner = inner + rb
-            z = ra(xp[:, :u] + inner[:, :u])
-            r = ra(xp[:, u:2 * u] + inner[:, u:2 * u])
-            hh = act(xp[:, 2 * u:] + r * inner[:, 2 * u:])
+            # Splits, not slices (see LSTMCell._step).
+            xz, xr, xh = tf.split(xp, 3, axis=1)
+            iz, ir, ih = tf.split(inner, 3, axis=1)
+            z = ra(xz + iz)
+            r = ra(xr + ir)
+            hh = act(xh + r * ih)
         else:
             inner = tf.matmul(h, r_kernel[:, :2 * u])
             z = ra(xp[:, :u] + inner[:, :u])
@@ -507,7 +513,14 @@ class RNN(Layer):
         seqs = self.return_sequences
         k = len(states)
 
-        def body(i, prev, *rest):
+        # The previous output is a loop variable only where masking
+        # repeats it; a built-in cell's output is its first state.
+        carry = ms is not None or not isinstance(self.cell, _Cell)
+
+        def body(i, *rest):
+            prev = None
+            if carry:
+                prev, rest = rest[0], rest[1:]
             old = list(rest[:k])
             out, new = step(tf.gather(xs, i), old)
             if ms is not None:
@@ -518,7 +531,7 @@ class RNN(Layer):
             elif seqs:
                 acc = (tf.tensor_scatter_nd_update(
                     rest[k], tf.reshape(i, [1, 1]), tf.expand_dims(out, 0)),)
-            return (i + 1, out) + tuple(new) + acc
+            return (i + 1,) + ((out,) if carry else ()) + tuple(new) + acc
 
         # tfmini's TensorArray wants a fully known element shape in a
         # graph loop; with an unknown batch size the outputs go into a
@@ -529,12 +542,17 @@ class RNN(Layer):
             acc = [tf.TensorArray(self._keras_dtype, size=n) if known else
                    tf.zeros([n, 1, int(out_size)], self._keras_dtype) +
                    tf.expand_dims(prev0, 0)]
+        # maximum_iterations (as Keras passes it) lets a differentiated
+        # loop preallocate what it keeps per step (WhileRecorder).
         loop = tf.while_loop(lambda i, *_: i < n, body,
-                             [tf.constant(0), prev0] + list(states) + acc)
-        last, states = loop[1], list(loop[2:2 + k])
+                             [tf.constant(0)] + ([prev0] if carry else []) +
+                             list(states) + acc, maximum_iterations=n)
+        j = 2 if carry else 1
+        states = list(loop[j:j + k])
+        last = loop[1] if carry else states[0]
         seq = None
         if seqs:
-            seq = loop[2 + k].stack() if known else loop[2 + k]
+            seq = loop[j + k].stack() if known else loop[j + k]
             seq = tf.transpose(seq, [1, 0, 2])
         return last, seq, states
 
