@@ -390,7 +390,7 @@ tfm_op_takes_strings(tfm_op op)
 #define X(ENUM, NAME, NIN, NOUT, INFER, KERNEL, FLAGS) case TFM_OP_##ENUM:
 #include "ops_string.def"
 #undef X
-    case TFM_OP_EQUAL: case TFM_OP_NOT_EQUAL:
+    case TFM_OP_EQUAL: case TFM_OP_NOT_EQUAL: case TFM_OP_ADD:
     case TFM_OP_RESHAPE: case TFM_OP_TRANSPOSE: case TFM_OP_EXPAND_DIMS:
     case TFM_OP_SQUEEZE: case TFM_OP_IDENTITY: case TFM_OP_CONCAT:
     case TFM_OP_PACK: case TFM_OP_UNPACK: case TFM_OP_SPLIT:

@@ -8,6 +8,7 @@
 #include "ew_float.h"
 #include "ew_scalar.h"
 #include "int_loops.h"
+#include "string_kernels.h"
 
 typedef void (*binary_fn)(const void *, const void *, void *,
                           const tfm_bcast *);
@@ -105,6 +106,8 @@ tfm_k_binary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 {
     (void)nin; (void)a; (void)nout;
     tfm_dtype d = in[0]->dtype;
+    if (d == TFM_STRING && op == TFM_OP_ADD)
+        return tfm_k_string_add(op, in, nin, a, out, nout, ctx);
     binary_fn f = lookup(op, d);
     binary_err_fn fe = f ? NULL : lookup_err(op, d);
     if (!f && !fe)

@@ -20,6 +20,7 @@ TFM_STRING_KERNEL(tfm_k_substr);
 TFM_STRING_KERNEL(tfm_k_string_map);       /* upper, lower, strip */
 TFM_STRING_KERNEL(tfm_k_reduce_join);
 TFM_STRING_KERNEL(tfm_k_string_compare);   /* Equal, NotEqual */
+TFM_STRING_KERNEL(tfm_k_string_add);       /* AddV2: concatenation */
 /* string_convert.c */
 TFM_STRING_KERNEL(tfm_k_string_to_number);
 TFM_STRING_KERNEL(tfm_k_as_string);
