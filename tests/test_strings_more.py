@@ -165,3 +165,47 @@ def test_tf_split_keeps_its_own_meaning():
     x = tf.constant([1, 2, 3, 4])
     a, b = tf.split(x, 2)
     assert a.numpy().tolist() == [1, 2]
+
+
+# ---- tf.strings.unicode_script (ICU) --------------------------------------
+
+def _icu_or_skip():
+    try:
+        tf.strings.unicode_script([72])
+    except tf.errors.UnimplementedError as e:
+        assert "libicu-dev" in str(e)
+        pytest.skip("tfmini built without ICU (apt-get install libicu-dev)")
+
+
+def test_unicode_script_values_are_tfs():
+    _icu_or_skip()
+    # TF 2.21: Latin 25, Cyrillic 8, Han 17, no code point -1, Common 0,
+    # an emoji Common 0, Arabic 2.
+    r = tf.strings.unicode_script(
+        [72, 1049, 19990, -1, 0x110000, 0, 0x1F600, 0x0627])
+    assert r.dtype == tf.int32
+    assert r.numpy().tolist() == [25, 8, 17, -1, -1, 0, 0, 2]
+    r = tf.strings.unicode_script(tf.constant([[72]], tf.int32))
+    assert r.shape == (1, 1) and r.numpy().tolist() == [[25]]
+
+
+def test_unicode_script_of_decoded_text_and_ragged():
+    _icu_or_skip()
+    chars = tf.strings.unicode_decode(["Hй", "世"], "UTF-8")
+    s = tf.strings.unicode_script(chars)
+    assert isinstance(s, tf.RaggedTensor)
+    assert s.to_list() == [[25, 8], [17]]
+    assert tf.strings.unicode_script(tf.ragged.constant(
+        [[72, 1049], [19990]])).to_list() == [[25, 8], [17]]
+
+
+def test_unicode_script_wants_int32():
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="UnicodeScript.*int32.*int64"):
+        tf.strings.unicode_script(tf.constant([72], tf.int64))
+
+
+def test_unicode_script_in_function():
+    _icu_or_skip()
+    f = tf.function(lambda x: tf.strings.unicode_script(x))
+    assert f(tf.constant([72, 1049])).numpy().tolist() == [25, 8]

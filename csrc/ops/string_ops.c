@@ -266,6 +266,17 @@ tfm_infer_string_hash(tfm_op op, const tfm_meta *in, int nin,
     return one(TFM_INT64, &in[0].shape, out, nout);
 }
 
+tfm_code
+tfm_infer_unicode_script(tfm_op op, const tfm_meta *in, int nin,
+                         const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)nin; (void)a;
+    tfm_code rc = want(op, &in[0], TFM_INT32, "input");
+    if (rc)
+        return rc;
+    return one(TFM_INT32, &in[0].shape, out, nout);
+}
+
 /* (values [N], row_splits [n+1]) with N = i[5] (-1 unknown). */
 static tfm_code
 ragged(const tfm_meta *x, const tfm_attrs *a, tfm_dtype values, int first,

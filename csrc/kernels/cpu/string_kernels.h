@@ -33,6 +33,8 @@ TFM_STRING_KERNEL(tfm_k_string_split);
 TFM_STRING_KERNEL(tfm_k_string_char_split);
 TFM_STRING_KERNEL(tfm_k_unicode_decode);
 TFM_STRING_KERNEL(tfm_k_unicode_encode);
+/* string_script.c (ICU) */
+TFM_STRING_KERNEL(tfm_k_unicode_script);
 
 /* FarmHash's Fingerprint64 (farmhashna::Hash64), TF's string hash. */
 uint64_t tfm_fingerprint64(const char *s, size_t len);
