@@ -333,5 +333,4 @@ def test_ragged_feature_and_string_fixed_len():
         "RaggedFeature(dtype=tf.int64, value_key=None, partitions=()")
     with pytest.raises(NotImplementedError, match="partitions"):
         tf.io.parse_example([e1], {"a": tf.io.RaggedFeature(
-            tf.int64, partitions=[tf.io.RaggedFeature.RowLengths("b")]
-            if hasattr(tf.io.RaggedFeature, "RowLengths") else [("x",)])})
+            tf.int64, partitions=[tf.io.RaggedFeature.RowLengths("b")])})

@@ -61,6 +61,13 @@ class RaggedFeature(collections.namedtuple(
                                _dtypes.as_dtype(row_splits_dtype), validate)
 
 
+# The partition kinds (TF's names; tfmini parses no partitions yet).
+for _kind, _field in [("RowSplits", "key"), ("RowLengths", "key"),
+                      ("RowStarts", "key"), ("RowLimits", "key"),
+                      ("ValueRowIds", "key"), ("UniformRowLength", "length")]:
+    setattr(RaggedFeature, _kind, collections.namedtuple(_kind, [_field]))
+del _kind, _field
+
 _FLAT = (VarLenFeature, RaggedFeature)   # 1-D values, any number
 
 
