@@ -270,6 +270,29 @@ def find_pcre2():
 
 PCRE2_CFLAGS, PCRE2_LINK = find_pcre2()
 
+
+def find_icu():
+    """ICU (Debian: libicu-dev) for tf.strings.unicode_script: compile
+    and link flags, or none (the op then raises an error naming the
+    package)."""
+    try:
+        r = subprocess.run(["pkg-config", "--cflags", "--libs", "icu-uc"],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            flags = r.stdout.split()
+            return (["-DTFM_HAVE_ICU"]
+                    + [f for f in flags if not f.startswith(("-l", "-L"))],
+                    [f for f in flags if f.startswith(("-l", "-L"))])
+    except OSError:
+        pass
+    for d in ("/usr/include", "/usr/local/include"):
+        if os.path.isfile(os.path.join(d, "unicode", "uscript.h")):
+            return ["-DTFM_HAVE_ICU"], ["-licuuc"]
+    return [], []
+
+
+ICU_CFLAGS, ICU_LINK = find_icu()
+
 SANITIZE = os.environ.get("TFMINI_SANITIZE") == "1"
 TSAN = os.environ.get("TFMINI_SANITIZE") == "thread"
 DEBUG = os.environ.get("TFMINI_DEBUG") == "1"
@@ -335,7 +358,8 @@ NVCC_FLAGS = NVCC_ARCH + ["-O3", "-std=c++17", "-Xcompiler", "-fPIC",
                           "-Icsrc", "-DTFMINI_WITH_CUDA"] + [
                               "-I" + d for d in CUDA_INCLUDE[1:]]
 LINK = ["-fopenmp"] + (["-fsanitize=address,undefined"] if SANITIZE else
-                       ["-fsanitize=thread"] if TSAN else []) + PCRE2_LINK
+                       ["-fsanitize=thread"] if TSAN else []) + PCRE2_LINK \
+    + ICU_LINK
 
 
 class BuildExt(build_ext):
@@ -524,7 +548,8 @@ ext = Extension(
     depends=headers() + cu_sources(),
     include_dirs=([numpy.get_include(), find_eigen(), "csrc"] + find_dlpack()
                   + CUDA_INCLUDE + DNNL_INCLUDE),
-    extra_compile_args=COMMON + CUDA_DEFINES + PCRE2_CFLAGS + DNNL_DEFINES,
+    extra_compile_args=(COMMON + CUDA_DEFINES + PCRE2_CFLAGS + ICU_CFLAGS
+                        + DNNL_DEFINES),
     extra_link_args=LINK + CUDA_LINK + DNNL_LINK,
     language="c",
 )

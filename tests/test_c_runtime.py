@@ -43,7 +43,8 @@ def progs(tmp_path_factory):
     return {name: _compile(src, d / name) for name, src in [
         ("predict", ROOT / "examples" / "c" / "predict.c"),
         ("threads", ROOT / "tests" / "rt" / "threads.c"),
-        ("errors", ROOT / "tests" / "rt" / "errors.c")]}
+        ("errors", ROOT / "tests" / "rt" / "errors.c"),
+        ("strings", ROOT / "tests" / "rt" / "strings.c")]}
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +182,7 @@ def _asan_build(tmp):
              "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
     rt = sorted((ROOT / "csrc" / "rt").glob("*.c"))
     out = {}
-    for prog in ["errors", "threads"]:
+    for prog in ["errors", "threads", "strings"]:
         exe = tmp / prog
         cmd = (["gcc", "-std=c11", "-D_GNU_SOURCE", "-I" + str(ROOT / "csrc"),
                 "-I" + str(ROOT / "include")] + flags
@@ -202,8 +203,11 @@ def test_runtime_under_asan(mlp, tmp_path):
     env = _env()
     env["ASAN_OPTIONS"] = "detect_leaks=1:halt_on_error=1"
     env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    strings_model = tmp_path / "strings_model"
+    _string_model(strings_model, regex=False)  # tests/c builds no PCRE2
     for argv in [[exes["errors"], mlp[1]],
-                 [exes["threads"], mlp[1], "serving_default", 4, 20, 3]]:
+                 [exes["threads"], mlp[1], "serving_default", 4, 20, 3],
+                 [exes["strings"], strings_model, "f", "héllo", "", "a b"]]:
         r = subprocess.run([str(a) for a in argv], capture_output=True,
                            text=True, env=env, timeout=300)
         out = r.stdout + r.stderr
@@ -243,3 +247,69 @@ def test_keras_export_writes_what_predict_runs(progs, tmp_path):
             str(tmp_path / "2"))
     with pytest.raises(ValueError, match="format 'onnx'"):
         model.export(str(tmp_path / "3"), format="onnx")
+
+
+# ---- string inputs and outputs (TFMINI_STRING, since 1.1) -------------
+
+def _string_model(path, regex=True):
+    class S(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def f(self, x):
+            words = tf.strings.regex_replace(x, " ", "_") if regex else x
+            return {"n": tf.strings.length(x, unit="UTF8_CHAR"),
+                    "up": tf.strings.upper(x) + "!",
+                    "words": tf.strings.reduce_join(words, separator="|")}
+
+    tf.saved_model.save(S(), str(path))
+
+
+def _string_outputs(stdout):
+    """strings' outputs: [(dtype, [elements])]; strings as bytes."""
+    out = []
+    for line in stdout.splitlines():
+        if line.startswith("output "):
+            out.append((line.split()[2], []))
+        elif out:
+            if out[-1][0] == "string":
+                n, hexed = line.split(":")
+                b = bytes.fromhex(hexed)
+                assert len(b) == int(n)
+                out[-1][1].append(b)
+            else:
+                out[-1][1].append(int(line))
+    return out
+
+
+def test_string_model_runs_from_c(progs, tmp_path):
+    _string_model(tmp_path)
+    args = ["héllo", "", "a b"]
+    r = _run([progs["strings"], tmp_path, "f"] + args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "FAILED" not in r.stdout
+    got = _string_outputs(r.stdout)
+    ld = tf.saved_model.load(str(tmp_path))
+    want = ld.f(tf.constant(args))
+    # Outputs in the order of the traced function's (sorted) keys.
+    by_dtype = {d: v for d, v in got}
+    assert by_dtype["int32"] == want["n"].numpy().tolist() == [5, 0, 3]
+    strs = [v for d, v in got if d == "string"]
+    assert [b"H\xc3\xa9LLO!", b"!", b"A B!"] in strs
+    assert want["up"].numpy().tolist() in strs
+    assert [want["words"].numpy()] in strs
+    assert want["words"].numpy() == "héllo||a_b".encode()
+
+
+def test_string_input_to_a_float_model_is_an_error(progs, mlp):
+    # A float32 [?, 4] model fed a string tensor: a dtype error naming
+    # both, not a crash.
+    r = _run([progs["strings"], mlp[1], "serving_default", "x"])
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "FAILED" not in r.stdout
+    assert "InvalidArgumentError" in r.stderr
+    assert "string" in r.stderr and "float32" in r.stderr
+
+
+def test_header_version_is_1_1():
+    text = HEADER.read_text()
+    assert "#define TFMINI_RT_VERSION_MINOR 1" in text
+    assert "TFMINI_STRING = 9" in text

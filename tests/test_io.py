@@ -138,8 +138,13 @@ def test_parse_errors_are_tfs():
                        match="Can't parse serialized Example"):
         tf.io.parse_single_example(s, {"i": tf.io.FixedLenFeature(
             [2], tf.int64)})
-    with pytest.raises(NotImplementedError, match="SparseTensor"):
-        tf.io.parse_single_example(s, {"i": tf.io.VarLenFeature(tf.int64)})
+    with pytest.raises(NotImplementedError, match="SparseFeature"):
+        tf.io.parse_single_example(s, {"i": tf.io.SparseFeature(
+            "i", "f", tf.float32, 4)})
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="Expected type: float, Actual type: int64"):
+        tf.io.parse_single_example(s, {"i": tf.io.VarLenFeature(
+            tf.float32)})
     with pytest.raises(tf.errors.InvalidArgumentError):
         tf.io.parse_single_example(b"\xff\xff\xff", {
             "i": tf.io.FixedLenFeature([3], tf.int64)})
@@ -259,3 +264,73 @@ def test_text_lines_compressed(tmp_path, comp):
         p.write_bytes(b"not compressed at all")
         with pytest.raises(tf.errors.DataLossError):
             list(tf.data.TextLineDataset(str(p), comp))
+
+
+# ---- VarLenFeature, RaggedFeature, string features (values from TF 2.21)
+
+def _two_examples():
+    e1 = _example(a=[1, 2, 3], s=[b"x", b"yy"], f=[1.5])
+    e2 = _example(a=[7], f=[2.5, 3.5])
+    return e1.SerializeToString(), e2.SerializeToString()
+
+
+_VARLEN = {"a": tf.io.VarLenFeature(tf.int64),
+           "s": tf.io.VarLenFeature(tf.string),
+           "f": tf.io.VarLenFeature(tf.float32)}
+
+
+def _sp(st):
+    return (st.indices.numpy().tolist(), st.values.numpy().tolist(),
+            st.dense_shape.numpy().tolist(), st.values.dtype)
+
+
+def test_varlen_single_example_is_sparse():
+    e1, _ = _two_examples()
+    p = tf.io.parse_single_example(e1, _VARLEN)
+    assert all(isinstance(v, tf.sparse.SparseTensor) for v in p.values())
+    assert _sp(p["a"]) == ([[0], [1], [2]], [1, 2, 3], [3], tf.int64)
+    assert _sp(p["s"]) == ([[0], [1]], [b"x", b"yy"], [2], tf.string)
+    assert _sp(p["f"]) == ([[0]], [1.5], [1], tf.float32)
+    assert p["a"].indices.dtype == tf.int64
+    assert p["a"].dense_shape.dtype == tf.int64
+
+
+def test_varlen_batch_is_sparse():
+    e1, e2 = _two_examples()
+    p = tf.io.parse_example(tf.constant([e1, e2]), _VARLEN)
+    assert _sp(p["a"]) == ([[0, 0], [0, 1], [0, 2], [1, 0]], [1, 2, 3, 7],
+                           [2, 3], tf.int64)
+    assert _sp(p["f"]) == ([[0, 0], [1, 0], [1, 1]], [1.5, 2.5, 3.5],
+                           [2, 2], tf.float32)
+    assert _sp(p["s"]) == ([[0, 0], [0, 1]], [b"x", b"yy"], [2, 2],
+                           tf.string)
+    dense = tf.sparse.to_dense(p["a"])
+    assert dense.numpy().tolist() == [[1, 2, 3], [7, 0, 0]]
+
+
+def test_ragged_feature_and_string_fixed_len():
+    e1, e2 = _two_examples()
+    p = tf.io.parse_example([e1, e2], {
+        "a": tf.io.RaggedFeature(tf.int64),
+        "s": tf.io.RaggedFeature(tf.string),
+        "fx": tf.io.FixedLenFeature([], tf.string, default_value="d")})
+    assert isinstance(p["a"], tf.RaggedTensor)
+    assert p["a"].to_list() == [[1, 2, 3], [7]]
+    assert p["a"].row_splits.dtype == tf.int32      # TF's default
+    assert p["s"].to_list() == [[b"x", b"yy"], []]
+    assert p["fx"].numpy().tolist() == [b"d", b"d"]
+    q = tf.io.parse_single_example(e1, {
+        "a": tf.io.RaggedFeature(tf.int64),
+        "s": tf.io.FixedLenFeature([2], tf.string)})
+    assert isinstance(q["a"], tf.Tensor)
+    assert q["a"].numpy().tolist() == [1, 2, 3]
+    assert q["s"].numpy().tolist() == [b"x", b"yy"]
+    r = tf.io.parse_example([e1, e2], {"v": tf.io.RaggedFeature(
+        tf.int64, value_key="a", row_splits_dtype=tf.int64)})
+    assert r["v"].row_splits.numpy().tolist() == [0, 3, 4]
+    assert r["v"].row_splits.dtype == tf.int64
+    assert repr(tf.io.RaggedFeature(tf.int64)).startswith(
+        "RaggedFeature(dtype=tf.int64, value_key=None, partitions=()")
+    with pytest.raises(NotImplementedError, match="partitions"):
+        tf.io.parse_example([e1], {"a": tf.io.RaggedFeature(
+            tf.int64, partitions=[tf.io.RaggedFeature.RowLengths("b")])})

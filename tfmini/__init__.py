@@ -44,7 +44,7 @@ from . import sparse  # noqa: E402,F401
 from .sparse import SparseTensor, SparseTensorSpec  # noqa: E402,F401
 from . import composite_tensor as _composite  # noqa: E402
 _composite.set_dispatch_namespaces(
-    [globals()["math"], nn, __import__("sys").modules[__name__]])
+    [globals()["math"], nn, strings, __import__("sys").modules[__name__]])
 
 __version__ = "0.1.0"
 newaxis = None

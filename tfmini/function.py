@@ -972,6 +972,8 @@ def _normalize_signature(sig):
             return s
         if isinstance(s, TypeSpec):            # Note [Composite arguments]
             return _expand_composites(s)
+        if isinstance(s, _Components):         # normalized already (_bind)
+            return s
         if type(s) in (list, tuple):
             return type(s)(check(x) for x in s)
         if type(s) is dict:

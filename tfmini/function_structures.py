@@ -60,12 +60,17 @@ def _components_of(x, key=True):
     else:
         items = x._to_components()
     vt = x.value_type if isinstance(x, TypeSpec) else type(x)
+    return _components_type(vt)(*items)
+
+
+def _components_type(vt):
+    """The _Components subclass of composite class vt (one per class)."""
     t = _COMPONENT_TYPES.get(vt)
     if t is None:
         t = _COMPONENT_TYPES[vt] = type(f"{vt.__name__}Components",
                                         (_Components,),
                                         {"__slots__": (), "value_type": vt})
-    return t(*items)
+    return t
 
 
 def _expand_composites(x):

@@ -86,3 +86,36 @@ tfm_infer_shuffle(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
     *nout = 1;
     return TFM_OK;
 }
+
+tfm_code
+tfm_infer_multinomial(tfm_op op, const tfm_meta *in, int nin,
+                      const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)nin;
+    char shape[64];
+    tfm_shape_str(&in[0].shape, shape, sizeof shape);
+    if (!tfm_dtype_is_float(in[0].dtype) || in[0].dtype == TFM_BFLOAT16)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: logits must be "
+                         "float16, float32 or float64, got %s %s",
+                         tfm_ops[op].name, tfm_dtype_name(in[0].dtype),
+                         shape);
+    if (in[0].shape.ndim != 2)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: logits should be a "
+                         "matrix, got shape %s", tfm_ops[op].name, shape);
+    if (in[0].shape.dims[1] == 0)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: num_classes should "
+                         "be positive, got 0", tfm_ops[op].name);
+    if (a->i[4] < 0 || a->i[4] > INT32_MAX)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: num_samples should "
+                         "be non-negative, got %lld", tfm_ops[op].name,
+                         (long long)a->i[4]);
+    if (a->dtype != TFM_INT32 && a->dtype != TFM_INT64)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: output_dtype must "
+                         "be int32 or int64, got %s", tfm_ops[op].name,
+                         tfm_dtype_name(a->dtype));
+    int64_t dims[2] = {in[0].shape.dims[0], a->i[4]};
+    out[0].dtype = a->dtype;
+    out[0].shape = tfm_shape_make(2, dims);
+    *nout = 1;
+    return TFM_OK;
+}

@@ -5,6 +5,9 @@
 #include "op.h"
 
 /* Float sampling ops: shape from ints, float dtype from a->dtype. */
+tfm_code tfm_infer_multinomial(tfm_op op, const tfm_meta *in, int nin,
+                               const tfm_attrs *a, tfm_meta *out,
+                               int *nout);
 tfm_code tfm_infer_random(tfm_op op, const tfm_meta *in, int nin,
                           const tfm_attrs *a, tfm_meta *out, int *nout);
 /* RandomUniformInt: int32/int64, i[4] < i[5]. */

@@ -266,6 +266,17 @@ tfm_infer_string_hash(tfm_op op, const tfm_meta *in, int nin,
     return one(TFM_INT64, &in[0].shape, out, nout);
 }
 
+tfm_code
+tfm_infer_unicode_script(tfm_op op, const tfm_meta *in, int nin,
+                         const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)nin; (void)a;
+    tfm_code rc = want(op, &in[0], TFM_INT32, "input");
+    if (rc)
+        return rc;
+    return one(TFM_INT32, &in[0].shape, out, nout);
+}
+
 /* (values [N], row_splits [n+1]) with N = i[5] (-1 unknown). */
 static tfm_code
 ragged(const tfm_meta *x, const tfm_attrs *a, tfm_dtype values, int first,
@@ -390,7 +401,7 @@ tfm_op_takes_strings(tfm_op op)
 #define X(ENUM, NAME, NIN, NOUT, INFER, KERNEL, FLAGS) case TFM_OP_##ENUM:
 #include "ops_string.def"
 #undef X
-    case TFM_OP_EQUAL: case TFM_OP_NOT_EQUAL:
+    case TFM_OP_EQUAL: case TFM_OP_NOT_EQUAL: case TFM_OP_ADD:
     case TFM_OP_RESHAPE: case TFM_OP_TRANSPOSE: case TFM_OP_EXPAND_DIMS:
     case TFM_OP_SQUEEZE: case TFM_OP_IDENTITY: case TFM_OP_CONCAT:
     case TFM_OP_PACK: case TFM_OP_UNPACK: case TFM_OP_SPLIT:

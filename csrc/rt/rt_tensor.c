@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/tstring.h"
 #include "../graph/saved_model.h"
 #include "../runtime/dispatch.h"
 #include "rt_impl.h"
@@ -16,9 +17,11 @@ _Static_assert((int)TFMINI_FLOAT64 == (int)TFM_FLOAT64 &&
                (int)TFMINI_FLOAT16 == (int)TFM_FLOAT16 &&
                (int)TFMINI_BFLOAT16 == (int)TFM_BFLOAT16 &&
                (int)TFMINI_COMPLEX128 == (int)TFM_COMPLEX128 &&
+               (int)TFMINI_STRING == (int)TFM_STRING &&
                TFM_DTYPE_COUNT == 16, "TFM_DataType drifted from tfm_dtype");
-/* TFM_STRING (9) is not in the public enum yet: its elements are the
- * core's pointers (Note [String elements]), not bytes a caller passes. */
+/* A string tensor's elements are the core's pointers (Note [String
+ * elements]), never bytes a caller passes or reads: hence the string
+ * functions, and tfmini_tensor_new refuses TFMINI_STRING. */
 _Static_assert((int)TFMINI_DATA_LOSS == (int)TFM_ERR_DATA_LOSS &&
                (int)TFMINI_INVALID_ARGUMENT == (int)TFM_ERR_INVALID_ARGUMENT
                && TFM_CODE_COUNT == 11, "TFM_Code drifted from tfm_code");
@@ -171,16 +174,23 @@ tfmini_dtype_name(TFM_DataType d)
 size_t
 tfmini_dtype_size(TFM_DataType d)
 {
-    return (unsigned)d < TFM_DTYPE_COUNT ? tfm_dtype_size((tfm_dtype)d) : 0;
+    return (unsigned)d < TFM_DTYPE_COUNT && (int)d != TFM_STRING
+               ? tfm_dtype_size((tfm_dtype)d) : 0;
 }
 
 TFM_Tensor *
 tfmini_tensor_new(TFM_DataType dtype, const int64_t *dims, int rank,
                   const void *data, size_t nbytes, TFM_Status *status)
 {
-    if ((unsigned)dtype >= TFM_DTYPE_COUNT || (int)dtype == TFM_STRING) {
+    if ((unsigned)dtype >= TFM_DTYPE_COUNT) {
         tfm_rt_fail(status, TFMINI_INVALID_ARGUMENT, "tfmini_tensor_new: "
                     "no dtype has code %d", (int)dtype);
+        return NULL;
+    }
+    if ((int)dtype == TFM_STRING) {
+        tfm_rt_fail(status, TFMINI_INVALID_ARGUMENT, "tfmini_tensor_new: "
+                    "string tensors are made by tfmini_tensor_new_string "
+                    "(from (pointer, length) arrays)");
         return NULL;
     }
     if (rank < 0 || rank > TFM_MAX_DIMS || (rank > 0 && !dims)) {
@@ -272,11 +282,109 @@ tfmini_tensor_element_count(const TFM_Tensor *t)
 size_t
 tfmini_tensor_byte_size(const TFM_Tensor *t)
 {
-    return tfm_tensor_nbytes(t->t);
+    if (t->t->dtype != TFM_STRING)
+        return tfm_tensor_nbytes(t->t);
+    size_t total = 0;
+    tfm_str *const *v = tfm_tensor_strs(t->t);
+    for (int64_t i = 0, n = tfm_tensor_numel(t->t); i < n; i++)
+        total += (size_t)tfm_str_len(v[i]);
+    return total;
 }
 
 const void *
 tfmini_tensor_data(const TFM_Tensor *t)
 {
-    return tfm_tensor_data(t->t);
+    return t->t->dtype == TFM_STRING ? NULL : tfm_tensor_data(t->t);
+}
+
+TFM_Tensor *
+tfmini_tensor_new_string(const int64_t *dims, int rank,
+                         const char *const *data, const size_t *lens,
+                         TFM_Status *status)
+{
+    if (rank < 0 || rank > TFM_MAX_DIMS || (rank > 0 && !dims)) {
+        tfm_rt_fail(status, TFMINI_INVALID_ARGUMENT,
+                    "tfmini_tensor_new_string: rank %d (0 to %d, with "
+                    "dims)", rank, TFM_MAX_DIMS);
+        return NULL;
+    }
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] < 0) {
+            tfm_rt_fail(status, TFMINI_INVALID_ARGUMENT,
+                        "tfmini_tensor_new_string: dimension %d is %lld",
+                        i, (long long)dims[i]);
+            return NULL;
+        }
+        if (__builtin_mul_overflow(n, dims[i], &n) ||
+            n > (int64_t)(SIZE_MAX / sizeof(void *))) {
+            tfm_rt_fail(status, TFMINI_RESOURCE_EXHAUSTED,
+                        "tfmini_tensor_new_string: the shape's size "
+                        "overflows");
+            return NULL;
+        }
+    }
+    if (n > 0 && (!data || !lens)) {
+        tfm_rt_fail(status, TFMINI_INVALID_ARGUMENT,
+                    "tfmini_tensor_new_string: %lld elements need data and "
+                    "lens arrays", (long long)n);
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (!data[i] && lens[i]) {
+            tfm_rt_fail(status, TFMINI_INVALID_ARGUMENT,
+                        "tfmini_tensor_new_string: element %lld is NULL "
+                        "with length %zu", (long long)i, lens[i]);
+            return NULL;
+        }
+    TFM_Tensor *out = malloc(sizeof *out);
+    if (!out) {
+        tfm_rt_fail(status, TFMINI_RESOURCE_EXHAUSTED,
+                    "tfmini_tensor_new_string: out of memory");
+        return NULL;
+    }
+    tfm_shape shape = tfm_shape_make(rank, dims);
+    tfm_rt_lock();
+    out->t = tfm_tensor_new(TFM_STRING, &shape, TFM_CPU);
+    if (!out->t)
+        goto fail;
+    /* Zeroed slots are b"" (Note [String elements]): empty elements
+     * stay NULL; the others are new strings the tensor then adopts. */
+    tfm_str **v = tfm_tensor_strs(out->t);
+    for (int64_t i = 0; i < n; i++) {
+        if (!lens[i])
+            continue;
+        if (lens[i] > (size_t)INT64_MAX ||
+            !(v[i] = tfm_str_new(data[i], (int64_t)lens[i]))) {
+            if (lens[i] > (size_t)INT64_MAX)
+                tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "tfmini_tensor_new_"
+                          "string: element %lld is too long", (long long)i);
+            tfm_tensor_adopt_strings(out->t);   /* so the free drops them */
+            tfm_tensor_decref(out->t);
+            goto fail;
+        }
+    }
+    tfm_tensor_adopt_strings(out->t);
+    tfm_rt_unlock();
+    tfm_rt_ok(status);
+    return out;
+fail:
+    tfm_rt_core_error(status);
+    tfm_rt_unlock();
+    free(out);
+    return NULL;
+}
+
+const char *
+tfmini_tensor_string(const TFM_Tensor *t, int64_t i, size_t *len)
+{
+    if (len)
+        *len = 0;
+    if (!t || t->t->dtype != TFM_STRING || i < 0 ||
+        i >= tfm_tensor_numel(t->t))
+        return NULL;
+    const tfm_str *s = tfm_tensor_strs(t->t)[i];
+    if (len)
+        *len = (size_t)tfm_str_len(s);
+    return tfm_str_data(s);
 }

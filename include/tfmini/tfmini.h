@@ -62,9 +62,9 @@ extern "C" {
 #endif
 
 #define TFMINI_RT_VERSION_MAJOR 1
-#define TFMINI_RT_VERSION_MINOR 0
+#define TFMINI_RT_VERSION_MINOR 1
 #define TFMINI_RT_VERSION_PATCH 0
-#define TFMINI_RT_VERSION "1.0.0"
+#define TFMINI_RT_VERSION "1.1.0"
 /* The saved-model file format version this runtime reads. */
 #define TFMINI_SAVED_MODEL_FORMAT 1
 /* The most dimensions a tensor has. */
@@ -87,7 +87,10 @@ typedef enum TFM_DataType {
     TFMINI_FLOAT16 = 6,    /* IEEE half, as uint16_t bits */
     TFMINI_FLOAT32 = 7,
     TFMINI_FLOAT64 = 8,
-    /* 9 is the core's string type, not yet in this API. */
+    /* Byte strings of any length (TF's tf.string): made with
+     * tfmini_tensor_new_string, read with tfmini_tensor_string (since
+     * 1.1). */
+    TFMINI_STRING = 9,
     TFMINI_BFLOAT16 = 10,  /* the top 16 bits of a float32, as uint16_t */
     TFMINI_UINT16 = 11,
     TFMINI_UINT32 = 12,
@@ -133,7 +136,8 @@ TFMINI_API const char *tfmini_code_name(TFM_Code code);
 /* ---- dtypes ---- */
 /* "float32", ...; "invalid" for a code out of range. */
 TFMINI_API const char *tfmini_dtype_name(TFM_DataType dtype);
-/* Bytes per element; 0 for a code out of range. */
+/* Bytes per element; 0 for a code out of range and for TFMINI_STRING
+ * (whose elements have their own lengths). */
 TFMINI_API size_t tfmini_dtype_size(TFM_DataType dtype);
 
 /* ---- tensors ---- */
@@ -150,10 +154,29 @@ TFMINI_API int tfmini_tensor_rank(const TFM_Tensor *t);
 /* Dimension i (0 <= i < rank). */
 TFMINI_API int64_t tfmini_tensor_dim(const TFM_Tensor *t, int i);
 TFMINI_API int64_t tfmini_tensor_element_count(const TFM_Tensor *t);
+/* The elements' bytes (for a string tensor: the sum of the elements'
+ * lengths). */
 TFMINI_API size_t tfmini_tensor_byte_size(const TFM_Tensor *t);
 /* The elements, row-major; valid as long as t. Read-only: tensors are
- * immutable (write only into data passed to tfmini_tensor_new). */
+ * immutable (write only into data passed to tfmini_tensor_new). NULL
+ * for a string tensor: read its elements with tfmini_tensor_string. */
 TFMINI_API const void *tfmini_tensor_data(const TFM_Tensor *t);
+/* A new TFMINI_STRING tensor of shape dims[0..rank): element i (row-
+ * major) is a copy of the lens[i] bytes at data[i] (any bytes, NULs
+ * included; data[i] may be NULL when lens[i] is 0). data and lens hold
+ * one entry per element (they may be NULL for a tensor of no elements).
+ * NULL on error. (Since 1.1.) */
+TFMINI_API TFM_Tensor *tfmini_tensor_new_string(const int64_t *dims,
+                                                int rank,
+                                                const char *const *data,
+                                                const size_t *lens,
+                                                TFM_Status *status);
+/* Element i (row-major) of a string tensor: its bytes, followed by a NUL
+ * that is not counted, and its length in *len (len may be NULL). Owned
+ * by t, valid as long as t. NULL (and *len = 0) when t is not a string
+ * tensor or i is out of range. (Since 1.1.) */
+TFMINI_API const char *tfmini_tensor_string(const TFM_Tensor *t, int64_t i,
+                                            size_t *len);
 
 /* ---- models ---- */
 /* Load export_dir/saved_model.tfm. With several numbered version

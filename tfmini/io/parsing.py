@@ -1,11 +1,10 @@
 """tf.io.parse_single_example / parse_example over serialized
-tf.train.Example bytes, for the features that need no string tensor:
-FixedLenFeature and FixedLenSequenceFeature of int64 and float32.
-
-Differences from TF, all for want of a string dtype in tfmini:
-serialized examples are Python bytes (TF: a string tensor), a bytes
-feature (dtype tf.string) cannot be parsed, and VarLenFeature (TF: a
-SparseTensor) is refused by name."""
+tf.train.Example bytes (Python bytes or string tensors): FixedLenFeature
+and FixedLenSequenceFeature (dense tensors), VarLenFeature (a
+tf.sparse.SparseTensor) and RaggedFeature without partitions (a
+tf.RaggedTensor; one example: a dense 1-D tensor), of int64, float32
+and string. SparseFeature and RaggedFeature partitions are refused by
+name."""
 import collections
 
 import numpy as np
@@ -13,7 +12,8 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .. import errors as _errors
 
-_KINDS = {"int64": "int64_list", "float32": "float_list"}
+_KINDS = {"int64": "int64_list", "float32": "float_list",
+          "string": "bytes_list"}
 _TF_TYPE_NAME = {"int64_list": "int64", "float_list": "float",
                  "bytes_list": "string"}
 
@@ -38,7 +38,7 @@ class FixedLenSequenceFeature(collections.namedtuple(
 
 
 class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
-    pass
+    """Any number of values, parsed to a tf.sparse.SparseTensor."""
 
 
 class SparseFeature(collections.namedtuple(
@@ -49,32 +49,59 @@ class SparseFeature(collections.namedtuple(
                                already_sorted)
 
 
-class RaggedFeature:
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(
-            "tf.io.RaggedFeature: tfmini has no RaggedTensor yet")
+class RaggedFeature(collections.namedtuple(
+        "RaggedFeature", ["dtype", "value_key", "partitions",
+                          "row_splits_dtype", "validate"])):
+    """Any number of values, parsed to a tf.RaggedTensor (row_splits
+    int32 by default, as TF)."""
+
+    def __new__(cls, dtype, value_key=None, partitions=(),
+                row_splits_dtype=_dtypes.int32, validate=False):
+        return super().__new__(cls, dtype, value_key, tuple(partitions),
+                               _dtypes.as_dtype(row_splits_dtype), validate)
+
+
+# The partition kinds (TF's names; tfmini parses no partitions yet).
+for _kind, _field in [("RowSplits", "key"), ("RowLengths", "key"),
+                      ("RowStarts", "key"), ("RowLimits", "key"),
+                      ("ValueRowIds", "key"), ("UniformRowLength", "length")]:
+    setattr(RaggedFeature, _kind, collections.namedtuple(_kind, [_field]))
+del _kind, _field
+
+_FLAT = (VarLenFeature, RaggedFeature)   # 1-D values, any number
 
 
 def _check_spec(key, spec):
-    if isinstance(spec, (VarLenFeature, SparseFeature)):
+    if isinstance(spec, SparseFeature):
         raise NotImplementedError(
-            f"{type(spec).__name__} for feature {key!r}: TF parses it to a "
-            f"tf.SparseTensor, which tfmini does not have yet; use "
-            f"FixedLenFeature or FixedLenSequenceFeature(allow_missing=True)")
-    if not isinstance(spec, (FixedLenFeature, FixedLenSequenceFeature)):
+            f"SparseFeature for feature {key!r}: tfmini parses "
+            f"FixedLenFeature, FixedLenSequenceFeature, VarLenFeature and "
+            f"RaggedFeature")
+    if isinstance(spec, RaggedFeature) and spec.partitions:
+        raise NotImplementedError(
+            f"RaggedFeature for feature {key!r}: tfmini parses it without "
+            f"partitions (one ragged dim), got {len(spec.partitions)}")
+    if not isinstance(spec, (FixedLenFeature, FixedLenSequenceFeature) +
+                      _FLAT):
         raise TypeError(f"feature {key!r}: expected a FixedLenFeature, "
-                        f"got {type(spec).__name__}")
+                        f"FixedLenSequenceFeature, VarLenFeature or "
+                        f"RaggedFeature, got {type(spec).__name__}")
     dt = _dtypes.as_dtype(spec.dtype)
     if dt.name not in _KINDS:
-        raise NotImplementedError(
-            f"feature {key!r} of dtype {dt.name}: tf.io parsing takes "
-            f"int64 and float32 here (TF's string features need a string "
-            f"dtype, which tfmini does not have yet)")
+        raise ValueError(
+            f"feature {key!r} of dtype {dt.name}: tf.train.Example features "
+            f"are int64, float32 or string")
+    if isinstance(spec, _FLAT):
+        return dt, ()
     shape = tuple(int(d) for d in spec.shape)
     if any(d < 0 for d in shape):
         raise ValueError(f"feature {key!r}: shape {list(shape)} must be "
                          f"fully defined")
     return dt, shape
+
+
+def _np_dtype(dt):
+    return object if dt == _dtypes.string else dt.as_numpy_dtype
 
 
 def _as_bytes(serialized):
@@ -90,14 +117,16 @@ def _as_bytes(serialized):
         raise TypeError("parse_single_example takes the serialized bytes "
                         "(example.SerializeToString()), not the proto")
     raise TypeError(
-        f"parse_single_example: serialized must be bytes (tfmini has no "
-        f"string tensors yet), got {type(serialized).__name__}")
+        f"parse_single_example: serialized must be bytes or a scalar "
+        f"string tensor, got {type(serialized).__name__}")
 
 
 def _default(key, spec, dt, shape):
     if spec.default_value is None:
         return None
-    d = np.asarray(spec.default_value, dt.as_numpy_dtype)
+    d = np.asarray(spec.default_value, _np_dtype(dt))
+    if dt == _dtypes.string:
+        d = np.vectorize(_to_bytes, otypes=[object])(d) if d.size else d
     if isinstance(spec, FixedLenSequenceFeature):
         return d
     if d.size != int(np.prod(shape, dtype=np.int64)):
@@ -115,6 +144,11 @@ def _parse_values(example, features):
         dt, shape = _check_spec(key, spec)
         kind = _KINDS[dt.name]
         seq = isinstance(spec, FixedLenSequenceFeature)
+        if isinstance(spec, RaggedFeature) and spec.value_key is not None:
+            key = spec.value_key
+        if isinstance(spec, _FLAT):
+            out[key] = _flat_values(key, fmap, kind, dt)
+            continue
         if key not in fmap:
             default = _default(key, spec, dt, shape)
             if seq:
@@ -122,7 +156,7 @@ def _parse_values(example, features):
                     raise ValueError(
                         f"feature {key!r}: FixedLenSequenceFeature needs "
                         f"allow_missing=True in parse_single_example")
-                out[key] = np.zeros((0,) + shape, dt.as_numpy_dtype)
+                out[key] = np.zeros((0,) + shape, _np_dtype(dt))
                 continue
             if default is None:
                 raise _errors.InvalidArgumentError(
@@ -142,7 +176,7 @@ def _parse_values(example, features):
                 f"{_TF_TYPE_NAME[kind]}")
         else:
             values = getattr(feat, which).value
-        arr = np.asarray(values, dt.as_numpy_dtype)
+        arr = _array(values, dt)
         size = int(np.prod(shape, dtype=np.int64))
         if seq:
             if size == 0 or arr.size % size:
@@ -159,6 +193,49 @@ def _parse_values(example, features):
                     f"needs {size}.")
             out[key] = arr.reshape(shape)
     return out
+
+
+def _to_bytes(v):
+    return v.encode() if isinstance(v, str) else bytes(v)
+
+
+def _array(values, dt):
+    if dt == _dtypes.string:
+        arr = np.empty(len(values), object)
+        arr[:] = [bytes(v) for v in values]
+        return arr
+    return np.asarray(values, dt.as_numpy_dtype)
+
+
+def _flat_values(key, fmap, kind, dt):
+    """A VarLen/Ragged feature's values (none when it is missing), with
+    TF's error when their type is not the spec's."""
+    if key not in fmap:
+        return _array([], dt)
+    feat = fmap[key]
+    which = feat.WhichOneof("kind")
+    if which is None:
+        return _array([], dt)
+    if which != kind:
+        raise _errors.InvalidArgumentError(
+            None, None, f"Key: {key}.  Data types don't match. Expected "
+            f"type: {_TF_TYPE_NAME[kind]}, Actual type: "
+            f"{_TF_TYPE_NAME[which]}")
+    return _array(getattr(feat, which).value, dt)
+
+
+def _tensor(arr, dt):
+    from ..ops.constant_op import constant
+    return constant(arr, dtype=dt)
+
+
+def _sparse(indices, values, dense_shape, dt):
+    from ..sparse import SparseTensor
+    return SparseTensor(
+        indices=_tensor(np.asarray(indices, np.int64), _dtypes.int64),
+        values=_tensor(values, dt),
+        dense_shape=_tensor(np.asarray(dense_shape, np.int64),
+                            _dtypes.int64))
 
 
 def _decode(serialized):
@@ -182,10 +259,42 @@ def _check_features(features):
 def parse_single_example(serialized, features, example_names=None,
                          name=None):
     """One serialized Example -> {name: dense tensor}."""
-    from ..ops.constant_op import constant
     _check_features(features)
     values = _parse_values(_decode(serialized), features)
-    return {k: constant(v) for k, v in values.items()}
+    out = {}
+    for k, spec in features.items():
+        dt, _ = _check_spec(k, spec)
+        v = values[_value_key(k, spec)]
+        if isinstance(spec, VarLenFeature):
+            out[k] = _sparse(np.arange(len(v)).reshape(-1, 1), v, [len(v)],
+                             dt)
+        else:
+            out[k] = _tensor(v, dt)
+    return out
+
+
+def _value_key(key, spec):
+    if isinstance(spec, RaggedFeature) and spec.value_key is not None:
+        return spec.value_key
+    return key
+
+
+def _batch_bytes(serialized):
+    """parse_example's batch as a list of bytes."""
+    if isinstance(serialized, (bytes, bytearray)):
+        raise ValueError("parse_example takes a batch (a list of "
+                         "serialized examples); use parse_single_example "
+                         "for one")
+    if getattr(serialized, "dtype", None) == _dtypes.string:
+        if getattr(serialized, "_symbolic", False):
+            raise NotImplementedError(
+                "parse_example inside tf.function: tfmini parses eager "
+                "string tensors (Python protobuf), not graph inputs")
+        if serialized.shape.rank != 1:
+            raise ValueError(f"parse_example: serialized must be a vector "
+                             f"of examples, got shape {serialized.shape}")
+        return list(serialized.numpy())
+    return list(serialized)
 
 
 def parse_example(serialized, features, example_names=None, name=None):
@@ -194,27 +303,53 @@ def parse_example(serialized, features, example_names=None, name=None):
     padded to the longest with default_value (0 if none), as TF."""
     from ..ops.constant_op import constant
     _check_features(features)
-    if isinstance(serialized, (bytes, bytearray)):
-        raise ValueError("parse_example takes a batch (a list of "
-                         "serialized examples); use parse_single_example "
-                         "for one")
-    rows = [_parse_values(_decode(s), features) for s in serialized]
+    rows = [_parse_values(_decode(s), features)
+            for s in _batch_bytes(serialized)]
     out = {}
     for key, spec in features.items():
         dt, shape = _check_spec(key, spec)
-        col = [r[key] for r in rows]
+        col = [r[_value_key(key, spec)] for r in rows]
+        if isinstance(spec, VarLenFeature):
+            out[key] = _sparse_batch(col, dt)
+            continue
+        if isinstance(spec, RaggedFeature):
+            out[key] = _ragged_batch(col, dt, spec.row_splits_dtype)
+            continue
         if isinstance(spec, FixedLenSequenceFeature):
             n = max([len(c) for c in col], default=0)
             pad = 0 if spec.default_value is None else spec.default_value
-            batch = np.full((len(col), n) + shape, pad, dt.as_numpy_dtype)
+            if dt == _dtypes.string:
+                pad = b"" if spec.default_value is None else \
+                    _to_bytes(spec.default_value)
+            batch = np.full((len(col), n) + shape, pad, _np_dtype(dt))
             for i, c in enumerate(col):
                 batch[i, :len(c)] = c
         elif col:
             batch = np.stack(col)
         else:
-            batch = np.zeros((0,) + shape, dt.as_numpy_dtype)
-        out[key] = constant(batch)
+            batch = np.zeros((0,) + shape, _np_dtype(dt))
+        out[key] = constant(batch, dtype=dt)
     return out
+
+
+def _sparse_batch(col, dt):
+    """TF's VarLenFeature batch: row-major indices [example, j], dense
+    shape [batch, longest]."""
+    idx = [(i, j) for i, c in enumerate(col) for j in range(len(c))]
+    values = _array([v for c in col for v in c], dt)
+    width = max([len(c) for c in col], default=0)
+    return _sparse(np.asarray(idx, np.int64).reshape(-1, 2), values,
+                   [len(col), width], dt)
+
+
+def _ragged_batch(col, dt, splits_dtype):
+    from ..ragged import RaggedTensor
+    values = _array([v for c in col for v in c], dt)
+    splits = np.concatenate([[0], np.cumsum([len(c) for c in col])])
+    return RaggedTensor.from_row_splits(
+        _tensor(values, dt),
+        _tensor(splits.astype(splits_dtype.as_numpy_dtype), splits_dtype),
+        validate=False)
 
 
 def decode_raw(input_bytes, out_type, little_endian=True, fixed_length=None,

@@ -40,6 +40,7 @@ _NAMESPACES = {"random": [
     "set_seed", "normal", "uniform", "truncated_normal", "shuffle",
     "categorical",
     "stateless_normal", "stateless_uniform", "stateless_truncated_normal",
+    "stateless_categorical",
     "Generator", "get_global_generator", "set_global_generator",
     "Algorithm"]}
 
@@ -48,6 +49,7 @@ _UNIFORM = ID["RandomUniform"]
 _UNIFORM_INT = ID["RandomUniformInt"]
 _TRUNCATED = ID["TruncatedNormal"]
 _SHUFFLE = ID["RandomShuffle"]
+_MULTINOMIAL = ID["Multinomial"]
 
 _DEFAULT_GRAPH_SEED = 87654321   # TF's seed when only an op seed is given
 _MAXINT32 = 2**31 - 1
@@ -340,53 +342,43 @@ def shuffle(value, seed=None, name=None):
                                  blocks))
 
 
-def categorical(logits, num_samples, dtype=None, seed=None, name=None):
-    """num_samples class indices for each row of the [batch, classes]
-    logits, drawn with probabilities softmax(row). The Gumbel-max trick:
-    argmax(logits - log(-log(u))) for uniform u is such a draw; it takes
-    one op seed, as TF's Multinomial does. A row of all -inf gives
-    num_classes, as TF."""
-    from .array_ops import _tensor, _int, expand_dims, where, fill
-    from .math_ops import cast, log, negative, add, equal
-    from .reduce_ops import argmax, reduce_max
+def _multinomial(logits, num_samples, dtype, attrs_fn):
+    """The Multinomial op (TF's CPU kernel, numbers included) over the
+    [batch, classes] logits; attrs_fn(op, ints, blocks) -> i-attrs."""
+    from .array_ops import _tensor, _int
     dtype = _dtypes.int64 if dtype is None else _dtypes.as_dtype(dtype)
     if dtype not in (_dtypes.int32, _dtypes.int64):
         raise ValueError(f"Argument `dtype` got invalid value {dtype}. "
                          f"Accepted dtypes are (tf.int32, tf.int64).")
     logits = _tensor(logits)
-    if not logits.dtype.is_floating:
-        raise InvalidArgumentError(
-            f"Multinomial: logits must be a float tensor, got "
-            f"{logits.dtype.name}")
-    dims = logits._shape_tuple
-    if len(dims) != 2:
-        raise InvalidArgumentError(
-            f"Multinomial: logits should be a matrix, got shape "
-            f"{list(logits.shape)}")
-    if None in dims:
-        raise ValueError(f"tfmini: categorical needs the shape of logits "
-                         f"known when traced, got {logits.shape}")
     n = _int(num_samples, "categorical: num_samples")
-    if n < 0:
-        raise InvalidArgumentError(
-            f"Multinomial: num_samples should be non-negative, got {n}")
-    batch, classes = dims
-    if classes == 0:
-        raise InvalidArgumentError(
-            "Multinomial: num_classes should be positive, got 0")
-    work = logits.dtype if logits.dtype != _dtypes.float16 \
-        else _dtypes.float32
-    # u from [tiny, 1): log(0) would make a -inf score.
-    u = _C.call(_UNIFORM, (), ints=[batch, n, classes],
-                i=_seed_attrs(seed, _UNIFORM, work, [batch, n, classes]),
-                f=(float(np.finfo(work.as_numpy_dtype).tiny), 1.0),
-                dtype=work._enum)
-    gumbel = negative(log(negative(log(u))))
-    scores = add(expand_dims(cast(logits, work), 1), gumbel)
-    out = argmax(scores, axis=-1, output_type=dtype)
-    dead = equal(reduce_max(logits, axis=-1, keepdims=True),
-                 float("-inf"))
-    return where(dead, fill([batch, n], cast(classes, dtype)), out)
+    dims = logits._shape_tuple
+    batch = dims[0] if len(dims) == 2 and dims[0] is not None else 1
+    # TF reserves 256 blocks per output, for ceil4(n) * 2 outputs a row.
+    blocks = batch * ((max(n, 0) + 3) // 4 * 4) * 2 * _BLOCKS_PER_OUTPUT
+    ints = [batch, max(n, 0)]
+    return _C.call(_MULTINOMIAL, (logits,),
+                   i=attrs_fn(_MULTINOMIAL, ints, blocks)[:4] + [n],
+                   dtype=dtype._enum)
+
+
+def categorical(logits, num_samples, dtype=None, seed=None, name=None):
+    """num_samples class indices for each row of the [batch, classes]
+    logits, drawn with probabilities softmax(row): TF's Multinomial
+    kernel and its numbers for a given seed. A row with no finite logit
+    gives num_classes, as TF."""
+    def attrs(op, ints, blocks):
+        return _seed_attrs(seed, op, _dtypes.float32, ints, blocks)
+    return _multinomial(logits, num_samples, dtype, attrs)
+
+
+def stateless_categorical(logits, num_samples, seed, dtype=_dtypes.int64,
+                          name=None):
+    """categorical with a [2] seed: the same seed, the same draws (TF's
+    StatelessMultinomial)."""
+    key, hi = _stateless_key(seed)
+    return _multinomial(logits, num_samples, dtype,
+                        lambda op, ints, blocks: _attrs_of(key, hi, 0))
 
 
 # ---- stateless: the same seed always gives the same numbers -------------

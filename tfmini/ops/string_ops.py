@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _C
 from .. import dtypes as _dtypes
+from .. import errors as _errors
 from .._opids import ID
 from .._tensor import Tensor
 
@@ -22,7 +23,7 @@ _NAMESPACES = {
                 "to_hash_bucket_strong", "to_hash_bucket",
                 "split", "bytes_split", "unicode_decode", "unicode_encode",
                 "unicode_split", "unicode_decode_with_offsets",
-                "unicode_transcode"],
+                "unicode_transcode", "unicode_script"],
 }
 
 _UNITS = {"BYTE": 0, "UTF8_CHAR": 1}
@@ -431,3 +432,15 @@ def unicode_transcode(input, input_encoding, output_encoding,
                    int(replacement_char), 0,
                    _encoding(output_encoding, "unicode_transcode")])
     return reshape(out, list(dims))
+
+
+def unicode_script(input, name=None):
+    """Each int32 code point's script, as ICU's UScriptCode (TF's values:
+    0 Common, 8 Cyrillic, 17 Han, 25 Latin, ...; -1 for no code point).
+    Needs a build with ICU (libicu-dev)."""
+    x = _t(input)
+    if x.dtype != _dtypes.int32:
+        raise _errors.InvalidArgumentError(
+            None, None, f"UnicodeScript: input must be an int32 tensor of "
+            f"code points, got {x.dtype.name} {list(x.shape)}")
+    return _C.call(_op("UnicodeScript"), (x,))

@@ -7,6 +7,7 @@ from .. import composite_tensor as _ct
 from ..ops import math_ops as _M
 from . import ragged_array_ops as _arr
 from . import ragged_math_ops as _math
+from . import ragged_string_ops as _strings
 from .map_fn import map_fn  # noqa: F401  (tf.map_fn)
 from .ragged_factory import (constant, map_flat_values, range,  # noqa: A004
                              row_splits_to_segment_ids,
@@ -40,6 +41,7 @@ def _register():
              "expand_dims": _arr.expand_dims, "reverse": _arr.reverse}
     for name, fn in fixed.items():
         _ct.register([name], R, lambda orig, n, fn=fn: fn)
+    _strings.register(_ct.register)
 
 
 _register()

@@ -521,6 +521,13 @@ class RaggedTensor(CompositeTensor):
             indices = _A.boolean_mask(indices, keep)
             v = _A.boolean_mask(v, keep)
         out_shape = [nrows, width] + inner
+        if v.dtype in (_dtypes.string, _dtypes.bool):
+            # scatter_nd adds into zeros, which strings and bools cannot:
+            # write the values over a fill of the default instead.
+            zero = b"" if v.dtype == _dtypes.string else False
+            base = _A.fill(out_shape, _to_tensor(
+                zero if default_value is None else default_value, v.dtype))
+            return _A.tensor_scatter_nd_update(base, indices, v)
         dense = _A.scatter_nd(indices, v, _C.constant(out_shape, dt))
         if default_value is not None:
             default = _to_tensor(default_value, v.dtype)
@@ -656,6 +663,8 @@ def _iota(values, dt):
     elif not values._symbolic:
         return _A.range(values.shape[0], dtype=dt)
     else:
+        if values.dtype == _dtypes.string:   # ZerosLike has no string kernel
+            values = _M.equal(values, values)
         z = _A.zeros_like(values, dt)
         if values.shape.rank > 1:
             z = _R.reduce_sum(z, axis=list(range(1, values.shape.rank)))

@@ -1,13 +1,23 @@
 """Python structures (a function's arguments and results) as JSON, for
 the meta blob of a saved model. JSON, not pickle: loading must never run
 code from the file, and only plain data comes back: TensorSpecs, output
-slots, None/bool/int/float/str, lists, tuples, dicts and namedtuples
-(rebuilt as new namedtuple classes of the same name and fields)."""
+slots, None/bool/int/float/str, lists, tuples, dicts, namedtuples
+(rebuilt as new namedtuple classes of the same name and fields) and the
+components of tf.RaggedTensor / tf.sparse.SparseTensor arguments and
+results (Note [Composite arguments] in tfmini/function_structures.py),
+named by a fixed list of composite types, never by an import path."""
 import collections
 import math
 
 from .. import dtypes as _dtypes
 from ..function import _LEAF, TensorSpec, _is_namedtuple
+from ..function_structures import _Components, _components_type
+
+
+def _composite_types():
+    from ..ragged import RaggedTensor
+    from ..sparse import SparseTensor
+    return {"RaggedTensor": RaggedTensor, "SparseTensor": SparseTensor}
 
 
 class StructureError(ValueError):
@@ -34,6 +44,13 @@ def encode(x, what="a value", depth=0):
     if t is dict:
         return {"dict": [[encode(k, what, depth + 1),
                           encode(v, what, depth + 1)] for k, v in x.items()]}
+    if isinstance(x, _Components):
+        name = x.value_type.__name__
+        if _composite_types().get(name) is not x.value_type:
+            raise StructureError(f"{what} is a {name}, which a saved model "
+                                 f"cannot hold")
+        return {"composite": [name, [encode(v, what, depth + 1)
+                                     for v in x]]}
     if _is_namedtuple(x):
         return {"namedtuple": [t.__name__, list(t._fields),
                                [encode(v, what, depth + 1) for v in x]]}
@@ -90,6 +107,12 @@ def decode(d, depth=0):
                                                    tuple)), "dict key")
             out[key] = decode(x, depth + 1)
         return out
+    if tag == "composite":
+        _check(isinstance(v, list) and len(v) == 2 and
+               isinstance(v[1], list), "composite")
+        vt = _composite_types().get(v[0]) if isinstance(v[0], str) else None
+        _check(vt is not None, "unknown composite type")
+        return _components_type(vt)(*[decode(x, depth + 1) for x in v[1]])
     if tag == "namedtuple":
         _check(isinstance(v, list) and len(v) == 3, "namedtuple")
         name, fields, items = v

@@ -12,7 +12,9 @@ import numpy as np
 
 from .. import _C
 from ..errors import DataLossError
+from ..composite_tensor import CompositeTensor
 from ..function import ConcreteFunction, FuncGraph, TensorSpec
+from ..function_structures import _Components, _components_of
 from ..variables import Variable
 from . import _structure
 
@@ -105,6 +107,15 @@ def _match(x, spec, flat):
         flat.append(t)
         return True
     t = type(spec)
+    if isinstance(spec, _Components):
+        # A composite argument: its components against the saved ones.
+        if isinstance(x, CompositeTensor) and \
+                isinstance(x, spec.value_type):
+            x = _components_of(x)
+        elif type(x) is not type(spec):     # bound already: components
+            return False
+        return len(x) == len(spec) and \
+            all(_match(a, s, flat) for a, s in zip(x, spec))
     if t is list or t is tuple or _function._is_namedtuple(spec):
         return isinstance(x, (list, tuple)) and len(x) == len(spec) and \
             all(_match(a, s, flat) for a, s in zip(x, spec))
@@ -194,7 +205,9 @@ class SignatureFunction(_C.ConcreteBase):
 
     @property
     def structured_outputs(self):
-        return {n: TensorSpec(s.shape, s.dtype, n) for n, s in self._outputs}
+        return {n: TensorSpec(s.shape, s.dtype, n)
+                if isinstance(s, TensorSpec) else s.rebuild()
+                for n, s in self._outputs}
 
     def __call__(self, *args, **kwargs):
         names = [n for n, _ in self._inputs]
@@ -218,8 +231,17 @@ class SignatureFunction(_C.ConcreteBase):
                 raise ValueError(f"signature {self.name!r}: input {n!r} "
                                  f"must match {spec}, got {given[n]!r}")
             tensors.append(t)
-        outs = self._run(tensors)
-        return {n: t for (n, _), t in zip(self._outputs, outs)}
+        outs = list(self._run(tensors))
+        result, k = {}, 0
+        for n, spec in self._outputs:
+            if isinstance(spec, TensorSpec):
+                result[n] = outs[k]
+            else:           # a composite: rebuilt from its components
+                result[n] = _function._pack_outputs(
+                    _function._map_leaves(lambda _: _function._LEAF, spec),
+                    outs[k:k + _slots(spec)])
+            k += _slots(spec)
+        return result
 
     def __repr__(self):
         ins = ", ".join(f"{n}: {s!r}" for n, s in self._inputs)
@@ -235,10 +257,22 @@ def _spec_list(rows, what):
             for r in rows):
         raise _structure.StructureError(f"bad {what} list")
     out = [(n, _structure.decode(s)) for n, s in rows]
-    if not all(isinstance(s, TensorSpec) and s._dims is not None
+
+    def ok(s):
+        return isinstance(s, TensorSpec) and s._dims is not None
+
+    # An output may be a composite's components (a ragged or sparse
+    # result); the inputs are always flat, as TF's signatures.
+    if not all(ok(s) or (what == "output" and isinstance(s, _Components)
+                         and all(ok(x) or isinstance(x, tuple) for x in s))
                for _, s in out):
         raise _structure.StructureError(f"bad {what} spec")
     return out
+
+
+def _slots(spec):
+    return 1 if isinstance(spec, TensorSpec) else \
+        len(_function._flatten_leaves(spec, []))
 
 
 def _strip_output(x, nout):
@@ -313,7 +347,8 @@ def _build(meta, var_rows, fn_rows, handle):
                                 _spec_list(s["outputs"], "output"),
                                 fn_rows[i][1])
         if len(sig._inputs) != len(fn_rows[i][1].input_names) or \
-                len(sig._outputs) != len(fn_rows[i][2]):
+                sum(_slots(o) for _, o in sig._outputs) != \
+                len(fn_rows[i][2]):
             raise _structure.StructureError(f"signature {key!r} does not "
                                             f"fit its function")
         adopt.append((i, sig, _function.OUT_LIST, None))

@@ -29,6 +29,7 @@ from .. import _C, errors
 from ..function import ConcreteFunction, Function, TensorSpec
 from ..module import Module
 from ..variables import Variable
+from ..function_structures import _Components
 from . import _structure
 
 # The module (tfmini.function, the package's attribute, is tf.function).
@@ -243,22 +244,40 @@ def _signature(saver, key, fn):
             f"with an input_signature or a ConcreteFunction, got "
             f"{type(fn).__name__}")
     structure = fn._out_structure
-    specs = [TensorSpec(t._shape_tuple, t.dtype) for t in fn.outputs]
+    flat_specs = iter([TensorSpec(t._shape_tuple, t.dtype)
+                       for t in fn.outputs])
+
+    def one(v):
+        """An output's spec: a TensorSpec, or a composite's components
+        (TF's signatures return RaggedTensors and SparseTensors whole)."""
+        if v is _function._LEAF:
+            return next(flat_specs)
+        return type(v)(*[one(x) if x is _function._LEAF else x for x in v])
+
+    def is_output(v):
+        return v is _function._LEAF or (
+            isinstance(v, _Components) and all(
+                x is _function._LEAF or isinstance(x, tuple) for x in v))
+
     if type(structure) is dict and all(
-            v is _function._LEAF for v in structure.values()):
+            is_output(v) for v in structure.values()):
         out_names = [str(k) for k in structure]   # packing order
-    elif structure is _function._LEAF:
-        out_names = ["output_0"]
+        values = list(structure.values())
+    elif is_output(structure):
+        out_names, values = ["output_0"], [structure]
     elif structure is None:
-        out_names = []
+        out_names, values = [], []
     elif type(structure) in (list, tuple) and all(
-            v is _function._LEAF for v in structure):
+            is_output(v) for v in structure):
         out_names = [f"output_{i}" for i in range(len(structure))]
+        values = list(structure)
     else:
         raise ValueError(
-            f"tf.saved_model.save: signature {key!r} must return a tensor, "
-            f"a flat list/tuple of tensors or a flat dict of them; got "
+            f"tf.saved_model.save: signature {key!r} must return a tensor "
+            f"or composite tensor, a flat list/tuple of them or a flat "
+            f"dict of them; got "
             f"{_function._type_text(fn.structured_outputs)}")
+    specs = [one(v) for v in values]
     graph_names = fn.graph._graph.input_names
     in_specs = fn._leaf_specs
     in_names = [s.name or n for s, n in zip(in_specs, graph_names)]

@@ -9,6 +9,7 @@
 #include "ew_float.h"
 #include "ew_scalar.h"
 #include "int_loops.h"
+#include "string_kernels.h"
 
 typedef void (*binary_fn)(const void *, const void *, void *,
                           const tfm_bcast *);
@@ -108,6 +109,8 @@ tfm_k_binary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     if (tfm_dtype_is_complex(in[0]->dtype))
         return tfm_k_complex_ew(op, in, nin, a, out, nout, ctx);
     tfm_dtype d = in[0]->dtype;
+    if (d == TFM_STRING && op == TFM_OP_ADD)
+        return tfm_k_string_add(op, in, nin, a, out, nout, ctx);
     binary_fn f = lookup(op, d);
     binary_err_fn fe = f ? NULL : lookup_err(op, d);
     if (!f && !fe)

@@ -526,3 +526,101 @@ tfm_k_random_shuffle(tfm_op op, tfm_tensor *const *in, int nin,
     free(perm);
     return TFM_OK;
 }
+
+/* ---- multinomial (tf.random.categorical) -------------------------------- */
+
+/* SimplePhilox's RandDouble: 52 mantissa bits from two words (the low
+ * 20 bits of the first, all of the second), as a double in [0, 1). */
+static inline double
+rand_double(word_reader *r)
+{
+    uint32_t x0 = next_word(r), x1 = next_word(r);
+    uint64_t bits = (UINT64_C(1023) << 52) |
+                    ((uint64_t)(x0 & 0xFFFFFu) << 32) | x1;
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d - 1.0;
+}
+
+static inline double
+logit_at(const tfm_tensor *t, int64_t k)
+{
+    switch (t->dtype) {
+    case TFM_FLOAT16:
+        return tfm_half_to_float(((const uint16_t *)tfm_tensor_data(t))[k]);
+    case TFM_FLOAT32:
+        return ((const float *)tfm_tensor_data(t))[k];
+    default:
+        return ((const double *)tfm_tensor_data(t))[k];
+    }
+}
+
+/* TF's CPU Multinomial, one shard: each row's unnormalized CDF of
+ * exp(logit - max) over its finite logits, in double; each sample the
+ * first class whose CDF exceeds RandDouble() * total. The rows read one
+ * word stream in turn (TF splits rows into shards only when a batch's
+ * estimated cost passes 10000 cycle units, with each shard skipping
+ * ahead: tfmini always runs TF's one-shard order). */
+tfm_code
+tfm_k_multinomial(tfm_op op, tfm_tensor *const *in, int nin,
+                  const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                  const tfm_kctx *ctx)
+{
+    (void)op; (void)nin; (void)nout; (void)ctx;
+    int64_t batch = in[0]->shape.dims[0], classes = in[0]->shape.dims[1];
+    int64_t n = a->i[4];
+    if (batch == 0 || n == 0)
+        return TFM_OK;
+    /* TF reserves 256 blocks per "output": batch * ceil4(n) * 2 doubles'
+     * worth of them. */
+    uint64_t reserve = (uint64_t)batch * (uint64_t)((n + 3) / 4 * 4) * 2 *
+                       BLOCKS_PER_OUTPUT;
+    stream s;
+    tfm_code rc = stream_of(a, in, 0, reserve, &s);
+    if (rc)
+        return rc;
+    double *cdf = malloc((size_t)classes * sizeof *cdf);
+    if (!cdf)
+        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "Multinomial: out of "
+                         "memory for a CDF of %lld classes",
+                         (long long)classes);
+    word_reader r = {s.key, s.ctr, {0}, 4};
+    int32_t *o32 = tfm_tensor_data(out[0]);
+    int64_t *o64 = tfm_tensor_data(out[0]);
+    for (int64_t b = 0; b < batch; b++) {
+        const int64_t row = b * classes;
+        double max = -HUGE_VAL;
+        int any = 0;
+        for (int64_t j = 0; j < classes; j++) {
+            double x = logit_at(in[0], row + j);
+            if (isfinite(x) && (!any || x > max))
+                max = x, any = 1;
+        }
+        /* TF starts max at the dtype's lowest: no finite logit leaves it
+         * there, and every class then has weight 0. */
+        double total = 0;
+        for (int64_t j = 0; j < classes; j++) {
+            double x = logit_at(in[0], row + j);
+            if (isfinite(x))
+                total += exp(x - (any ? max : 0));
+            cdf[j] = total;
+        }
+        for (int64_t k = 0; k < n; k++) {
+            double find = rand_double(&r) * total;
+            int64_t lo = 0, hi = classes;      /* upper_bound */
+            while (lo < hi) {
+                int64_t mid = lo + (hi - lo) / 2;
+                if (find < cdf[mid])
+                    hi = mid;
+                else
+                    lo = mid + 1;
+            }
+            if (out[0]->dtype == TFM_INT32)
+                o32[b * n + k] = (int32_t)lo;
+            else
+                o64[b * n + k] = lo;
+        }
+    }
+    free(cdf);
+    return TFM_OK;
+}

@@ -20,5 +20,8 @@ tfm_code tfm_k_truncated_normal(tfm_op op, tfm_tensor *const *in, int nin,
 tfm_code tfm_k_random_shuffle(tfm_op op, tfm_tensor *const *in, int nin,
                               const tfm_attrs *a, tfm_tensor *const *out,
                               int nout, const tfm_kctx *ctx);
+tfm_code tfm_k_multinomial(tfm_op op, tfm_tensor *const *in, int nin,
+                           const tfm_attrs *a, tfm_tensor *const *out,
+                           int nout, const tfm_kctx *ctx);
 
 #endif

@@ -260,3 +260,36 @@ tfm_k_string_compare(tfm_op op, tfm_tensor *const *in, int nin,
     }
     return TFM_OK;
 }
+
+/* AddV2 on strings: TF's Add has a string kernel that concatenates
+ * elementwise with broadcasting (tf.constant("a") + "b"). */
+tfm_code
+tfm_k_string_add(tfm_op op, tfm_tensor *const *in, int nin,
+                 const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                 const tfm_kctx *ctx)
+{
+    (void)op; (void)nin; (void)a; (void)nout; (void)ctx;
+    const tfm_shape *os = &out[0]->shape;
+    int64_t sa[TFM_MAX_DIMS], sb[TFM_MAX_DIMS];
+    tfm_shape_broadcast_strides(&in[0]->shape, os, sa);
+    tfm_shape_broadcast_strides(&in[1]->shape, os, sb);
+    int64_t n = tfm_tensor_numel(out[0]);
+    tfm_str **o = tfm_tensor_strs(out[0]);
+    for (int64_t i = 0; i < n; i++) {
+        tfm_str *x = tfm_tensor_strs(in[0])[bidx(i, os, sa)];
+        tfm_str *y = tfm_tensor_strs(in[1])[bidx(i, os, sb)];
+        int64_t lx = tfm_str_len(x), ly = tfm_str_len(y);
+        /* An empty side: borrow the other (Note [String elements]). */
+        if (!ly || !lx) {
+            o[i] = ly ? y : x;
+            continue;
+        }
+        tfm_str *s = tfm_str_new(NULL, lx + ly);
+        if (!s)
+            return tfm_error_code();
+        memcpy(s->data, x->data, (size_t)lx);
+        memcpy(s->data + lx, y->data, (size_t)ly);
+        o[i] = s;
+    }
+    return TFM_OK;
+}

@@ -20,6 +20,7 @@ TFM_STRING_KERNEL(tfm_k_substr);
 TFM_STRING_KERNEL(tfm_k_string_map);       /* upper, lower, strip */
 TFM_STRING_KERNEL(tfm_k_reduce_join);
 TFM_STRING_KERNEL(tfm_k_string_compare);   /* Equal, NotEqual */
+TFM_STRING_KERNEL(tfm_k_string_add);       /* AddV2: concatenation */
 /* string_convert.c */
 TFM_STRING_KERNEL(tfm_k_string_to_number);
 TFM_STRING_KERNEL(tfm_k_as_string);
@@ -35,6 +36,8 @@ TFM_STRING_KERNEL(tfm_k_string_split);
 TFM_STRING_KERNEL(tfm_k_string_char_split);
 TFM_STRING_KERNEL(tfm_k_unicode_decode);
 TFM_STRING_KERNEL(tfm_k_unicode_encode);
+/* string_script.c (ICU) */
+TFM_STRING_KERNEL(tfm_k_unicode_script);
 
 /* FarmHash's Fingerprint64 (farmhashna::Hash64), TF's string hash. */
 uint64_t tfm_fingerprint64(const char *s, size_t len);
