@@ -169,6 +169,9 @@ tfm_tensor_get_f64(const tfm_tensor *t, int64_t i)
     case TFM_FLOAT16: return tfm_half_to_float(((const uint16_t *)p)[i]);
     case TFM_FLOAT32: return ((const float *)p)[i];
     case TFM_FLOAT64: return ((const double *)p)[i];
+    case TFM_UINT16: return ((const uint16_t *)p)[i];
+    case TFM_UINT32: return ((const uint32_t *)p)[i];
+    case TFM_UINT64: return (double)((const uint64_t *)p)[i];
     default: return 0;
     }
 }
@@ -187,6 +190,13 @@ tfm_tensor_set_f64(tfm_tensor *t, int64_t i, double v)
     case TFM_FLOAT16: ((uint16_t *)p)[i] = tfm_float_to_half((float)v); break;
     case TFM_FLOAT32: ((float *)p)[i] = (float)v; break;
     case TFM_FLOAT64: ((double *)p)[i] = v; break;
+    /* Negative values wrap as from int64 (C leaves a negative double to
+     * unsigned undefined). */
+    case TFM_UINT16: ((uint16_t *)p)[i] = (uint16_t)(int64_t)v; break;
+    case TFM_UINT32: ((uint32_t *)p)[i] = (uint32_t)(int64_t)v; break;
+    case TFM_UINT64:
+        ((uint64_t *)p)[i] = v >= 0 ? (uint64_t)v : (uint64_t)(int64_t)v;
+        break;
     default: break;
     }
 }

@@ -321,6 +321,7 @@ tensor_getbuffer(PyTfmTensor *self, Py_buffer *view, int flags)
         [TFM_BOOL] = "?", [TFM_INT8] = "b", [TFM_UINT8] = "B",
         [TFM_INT16] = "h", [TFM_INT32] = "i", [TFM_INT64] = "q",
         [TFM_FLOAT16] = "e", [TFM_FLOAT32] = "f", [TFM_FLOAT64] = "d",
+        [TFM_UINT16] = "H", [TFM_UINT32] = "I", [TFM_UINT64] = "Q",
     };
     tfm_tensor *t = self->t;
     if (flags & PyBUF_WRITABLE) {
