@@ -14,6 +14,9 @@ TEST(sizes_and_names)
         {TFM_INT32, 4, "int32"},     {TFM_INT64, 8, "int64"},
         {TFM_FLOAT16, 2, "float16"}, {TFM_FLOAT32, 4, "float32"},
         {TFM_FLOAT64, 8, "float64"}, {TFM_STRING, sizeof(void *), "string"},
+        {TFM_BFLOAT16, 2, "bfloat16"}, {TFM_UINT16, 2, "uint16"},
+        {TFM_UINT32, 4, "uint32"},   {TFM_UINT64, 8, "uint64"},
+        {TFM_COMPLEX64, 8, "complex64"}, {TFM_COMPLEX128, 16, "complex128"},
     };
     CHECK_EQ_INT(sizeof want / sizeof want[0], TFM_DTYPE_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -31,12 +34,14 @@ TEST(kinds)
 {
     for (int d = 0; d < TFM_DTYPE_COUNT; d++) {
         int is_float = d == TFM_FLOAT16 || d == TFM_FLOAT32 ||
-                       d == TFM_FLOAT64;
-        int is_int = d == TFM_INT8 || d == TFM_UINT8 || d == TFM_INT16 ||
+                       d == TFM_FLOAT64 || d == TFM_BFLOAT16;
+        int is_unsigned = d == TFM_UINT8 || d == TFM_UINT16 ||
+                          d == TFM_UINT32 || d == TFM_UINT64;
+        int is_int = is_unsigned || d == TFM_INT8 || d == TFM_INT16 ||
                      d == TFM_INT32 || d == TFM_INT64;
         CHECK_EQ_INT(tfm_dtype_is_float((tfm_dtype)d), is_float);
         CHECK_EQ_INT(tfm_dtype_is_int((tfm_dtype)d), is_int);
-        CHECK_EQ_INT(tfm_dtype_is_unsigned((tfm_dtype)d), d == TFM_UINT8);
+        CHECK_EQ_INT(tfm_dtype_is_unsigned((tfm_dtype)d), is_unsigned);
     }
 }
 
@@ -48,6 +53,9 @@ TEST(truediv_promotion)
     CHECK_EQ_INT(tfm_dtype_truediv(TFM_INT16), TFM_FLOAT32);
     CHECK_EQ_INT(tfm_dtype_truediv(TFM_INT32), TFM_FLOAT64);
     CHECK_EQ_INT(tfm_dtype_truediv(TFM_INT64), TFM_FLOAT64);
+    CHECK_EQ_INT(tfm_dtype_truediv(TFM_UINT16), TFM_FLOAT32);
+    CHECK_EQ_INT(tfm_dtype_truediv(TFM_UINT32), TFM_FLOAT64);
+    CHECK_EQ_INT(tfm_dtype_truediv(TFM_UINT64), TFM_FLOAT64);
     CHECK_EQ_INT(tfm_dtype_truediv(TFM_FLOAT16), TFM_FLOAT16);
     CHECK_EQ_INT(tfm_dtype_truediv(TFM_FLOAT32), TFM_FLOAT32);
     CHECK_EQ_INT(tfm_dtype_truediv(TFM_FLOAT64), TFM_FLOAT64);
