@@ -409,3 +409,11 @@ def test_graph_simplifies_identity_constants():
     _check(a, x)
     with np.errstate(over="ignore"):
         _check(b, x * np.uint32(2 ** 32 - 1))
+
+
+def test_as_string_uint64_exact():
+    t = tf.constant([2 ** 64 - 1, 5], tf.uint64)
+    np.testing.assert_array_equal(tf.strings.as_string(t).numpy(),
+                                  [b"18446744073709551615", b"5"])
+    assert tf.strings.as_string(tf.constant([7], tf.uint16), width=3,
+                                fill="0").numpy()[0] == b"007"
