@@ -117,8 +117,6 @@ def test_dtypes_both_ways(dtype):
 
 def test_bad_inputs():
     with pytest.raises(TypeError, match="no tfmini dtype"):
-        dl.from_dlpack(np.arange(3, dtype="uint16"))
-    with pytest.raises(TypeError, match="no tfmini dtype"):
         dl.from_dlpack(np.ones(3, dtype="complex64"))
     with pytest.raises(ValueError, match="capsule"):
         tf._C.from_dlpack(object())

@@ -6,7 +6,7 @@ from . import _C  # noqa: F401  (the C core; fails loudly if not built)
 from . import dtypes
 from .dtypes import (DType, as_dtype, bool, double, float16, float32,  # noqa
                      float64, half, int8, int16, int32, int64, string,
-                     uint8)
+                     uint8, uint16, uint32, uint64)
 from .dtypes import complex64, complex128  # noqa: F401
 from . import errors
 from .tensor_shape import TensorShape

@@ -5,10 +5,10 @@ import numpy as np
 
 # The core's enum order (csrc/core/dtype.h).
 _NAMES = ["bool", "int8", "uint8", "int16", "int32", "int64",
-          "float16", "float32", "float64", "string"]
-# complex64/128 are the enum's 14 and 15; the slots before them belong to
-# the other new dtypes (padded with None until they are filled).
-_NAMES += [None] * (14 - len(_NAMES)) + ["complex64", "complex128"]
+          "float16", "float32", "float64", "string",
+          "bfloat16", "uint16", "uint32", "uint64", "complex64", "complex128"]
+# In the enum but not usable yet: their kernels come per dtype.
+_PENDING = {"bfloat16"}
 
 
 class DType:
@@ -20,7 +20,8 @@ class DType:
         self._enum = enum
         self._name = name
         # tf.string's NumPy type is object (its elements are bytes).
-        self._np = np.object_ if name == "string" else np.dtype(name).type
+        self._np = (np.object_ if name == "string" else None
+                    if name in _PENDING else np.dtype(name).type)
 
     @property
     def name(self):
@@ -129,8 +130,8 @@ class DType:
         return as_dtype, (self._name,)
 
 
-_BY_ENUM = [DType(i, n) if n else None for i, n in enumerate(_NAMES)]
-_BY_NAME = {d.name: d for d in _BY_ENUM if d}
+_BY_ENUM = [DType(i, n) for i, n in enumerate(_NAMES)]
+_BY_NAME = {d.name: d for d in _BY_ENUM if d.name not in _PENDING}
 _BY_NAME["half"] = _BY_NAME["float16"]
 _BY_NAME["float"] = _BY_NAME["float32"]
 _BY_NAME["double"] = _BY_NAME["float64"]
@@ -138,6 +139,9 @@ _BY_NAME["double"] = _BY_NAME["float64"]
 bool = _BY_NAME["bool"]  # noqa: A001  (TF's public name)
 int8 = _BY_NAME["int8"]
 uint8 = _BY_NAME["uint8"]
+uint16 = _BY_NAME["uint16"]
+uint32 = _BY_NAME["uint32"]
+uint64 = _BY_NAME["uint64"]
 int16 = _BY_NAME["int16"]
 int32 = _BY_NAME["int32"]
 int64 = _BY_NAME["int64"]

@@ -26,9 +26,9 @@ tfm_dtype
 tfm_dtype_truediv(tfm_dtype d)
 {
     switch (d) {
-    case TFM_INT8: case TFM_UINT8: case TFM_INT16:
+    case TFM_INT8: case TFM_UINT8: case TFM_INT16: case TFM_UINT16:
         return TFM_FLOAT32;
-    case TFM_INT32: case TFM_INT64:
+    case TFM_INT32: case TFM_INT64: case TFM_UINT32: case TFM_UINT64:
         return TFM_FLOAT64;
     default:
         return d;

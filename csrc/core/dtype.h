@@ -74,8 +74,8 @@ tfm_dtype_is_complex(tfm_dtype d)
     return d == TFM_COMPLEX64 || d == TFM_COMPLEX128;
 }
 
-/* Result type of true division (`/`): TF's truediv casts int8/int16/uint8
- * to float32 and int32/int64 to float64; floats keep their type. */
+/* Result type of true division (`/`): TF's truediv casts 8 and 16 bit
+ * ints to float32 and 32 and 64 bit ints to float64; floats keep theirs. */
 tfm_dtype tfm_dtype_truediv(tfm_dtype d);
 
 /* float16 storage: IEEE binary16 bits in a uint16_t; kernels compute in

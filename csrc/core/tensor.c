@@ -172,6 +172,9 @@ tfm_tensor_get_f64(const tfm_tensor *t, int64_t i)
     /* complex: the real part (what a cast to float keeps) */
     case TFM_COMPLEX64: return ((const float *)p)[2 * i];
     case TFM_COMPLEX128: return ((const double *)p)[2 * i];
+    case TFM_UINT16: return ((const uint16_t *)p)[i];
+    case TFM_UINT32: return ((const uint32_t *)p)[i];
+    case TFM_UINT64: return (double)((const uint64_t *)p)[i];
     default: return 0;
     }
 }
@@ -197,6 +200,13 @@ tfm_tensor_set_f64(tfm_tensor *t, int64_t i, double v)
     case TFM_COMPLEX128:
         ((double *)p)[2 * i] = v;
         ((double *)p)[2 * i + 1] = 0;
+        break;
+    /* Negative values wrap as from int64 (C leaves a negative double to
+     * unsigned undefined). */
+    case TFM_UINT16: ((uint16_t *)p)[i] = (uint16_t)(int64_t)v; break;
+    case TFM_UINT32: ((uint32_t *)p)[i] = (uint32_t)(int64_t)v; break;
+    case TFM_UINT64:
+        ((uint64_t *)p)[i] = v >= 0 ? (uint64_t)v : (uint64_t)(int64_t)v;
         break;
     default: break;
     }

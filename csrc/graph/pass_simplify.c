@@ -47,7 +47,9 @@ element_is(tfm_dtype dt, const unsigned char *p, enum value_kind kind)
     case TFM_UINT8: v = *(const uint8_t *)p; break;
     case TFM_INT16: { int16_t x; memcpy(&x, p, 2); v = x; break; }
     case TFM_INT32: { int32_t x; memcpy(&x, p, 4); v = x; break; }
-    case TFM_INT64: memcpy(&v, p, 8); break;
+    case TFM_INT64: case TFM_UINT64: memcpy(&v, p, 8); break;
+    case TFM_UINT16: { uint16_t x; memcpy(&x, p, 2); v = x; break; }
+    case TFM_UINT32: { uint32_t x; memcpy(&x, p, 4); v = x; break; }
     case TFM_FLOAT16: { uint16_t x; memcpy(&x, p, 2); bits = x; break; }
     case TFM_FLOAT32: { uint32_t x; memcpy(&x, p, 4); bits = x; break; }
     case TFM_FLOAT64: memcpy(&bits, p, 8); break;

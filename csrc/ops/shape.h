@@ -59,6 +59,9 @@ tfm_int_fits(int64_t v, tfm_dtype d)
     case TFM_UINT8: return v >= 0 && v <= UINT8_MAX;
     case TFM_INT16: return v >= INT16_MIN && v <= INT16_MAX;
     case TFM_INT32: return v >= INT32_MIN && v <= INT32_MAX;
+    case TFM_UINT16: return v >= 0 && v <= UINT16_MAX;
+    case TFM_UINT32: return v >= 0 && v <= UINT32_MAX;
+    case TFM_UINT64: return v >= 0;
     default: return 1;
     }
 }

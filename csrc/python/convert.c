@@ -33,7 +33,8 @@ dtype_from_numpy(PyArray_Descr *d)
         return size == 1 ? TFM_INT8 : size == 2 ? TFM_INT16
              : size == 4 ? TFM_INT32 : size == 8 ? TFM_INT64 : -1;
     if (kind == 'u')
-        return size == 1 ? TFM_UINT8 : -1;
+        return size == 1 ? TFM_UINT8 : size == 2 ? TFM_UINT16
+             : size == 4 ? TFM_UINT32 : size == 8 ? TFM_UINT64 : -1;
     if (kind == 'f')
         return size == 2 ? TFM_FLOAT16 : size == 4 ? TFM_FLOAT32
              : size == 8 ? TFM_FLOAT64 : -1;
@@ -56,6 +57,9 @@ numpy_typenum(tfm_dtype d)
     case TFM_FLOAT32: return NPY_FLOAT32;
     case TFM_COMPLEX64: return NPY_COMPLEX64;
     case TFM_COMPLEX128: return NPY_COMPLEX128;
+    case TFM_UINT16: return NPY_UINT16;
+    case TFM_UINT32: return NPY_UINT32;
+    case TFM_UINT64: return NPY_UINT64;
     default: return NPY_FLOAT64;
     }
 }
@@ -259,8 +263,27 @@ int_fits(long long v, tfm_dtype d)
     case TFM_UINT8: return v >= 0 && v <= 255;
     case TFM_INT16: return v >= -32768 && v <= 32767;
     case TFM_INT32: return v >= INT32_MIN && v <= INT32_MAX;
+    case TFM_UINT16: return v >= 0 && v <= UINT16_MAX;
+    case TFM_UINT32: return v >= 0 && v <= UINT32_MAX;
+    case TFM_UINT64: return v >= 0;
     default: return 1;
     }
+}
+
+/* A Python int past int64's range is still a uint64 when asked for one
+ * (up to 2**64 - 1), kept exact. */
+static tfm_tensor *
+from_python_uint64(PyObject *o)
+{
+    unsigned long long u = PyLong_AsUnsignedLongLong(o);
+    if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return raise_convert(o, TFM_UINT64);
+    }
+    tfm_tensor *t = scalar(TFM_UINT64, 0);
+    if (t)
+        *(uint64_t *)tfm_tensor_data(t) = u;
+    return t;
 }
 
 static tfm_tensor *
@@ -270,6 +293,8 @@ from_python_int(PyObject *o, int dtype)
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (v == -1 && PyErr_Occurred())
         return NULL;
+    if (overflow > 0 && dtype == TFM_UINT64)
+        return from_python_uint64(o);
     if (overflow) {
         PyErr_Format(PyExc_ValueError, "Can't convert Python int %R to "
                      "a tensor: out of range for int64", o);
@@ -280,7 +305,7 @@ from_python_int(PyObject *o, int dtype)
     if (dtype == TFM_BOOL || (tfm_dtype_is_int(dtype) && !int_fits(v, dtype)))
         return raise_convert(o, dtype);
     tfm_tensor *t = scalar((tfm_dtype)dtype, (double)v);
-    if (t && dtype == TFM_INT64)    /* exact beyond 2**53 */
+    if (t && (dtype == TFM_INT64 || dtype == TFM_UINT64))  /* past 2**53 */
         *(int64_t *)tfm_tensor_data(t) = v;
     return t;
 }
@@ -353,21 +378,26 @@ compatible(int have, int want)
 }
 
 /* Python lists: every integer fits the requested integer dtype (TF
- * refuses to wrap them). */
+ * refuses to wrap them). A uint64 source is read as such: through int64
+ * its top half would pass as negatives. */
 static int
 ints_fit(PyArrayObject *src, int want)
 {
-    if (!tfm_dtype_is_int(want) || want == TFM_INT64)
+    /* By kind and size: NumPy has two 64-bit unsigned type numbers. */
+    int from_u64 = PyArray_DESCR(src)->kind == 'u' &&
+                   PyArray_ITEMSIZE(src) == 8;
+    if (!tfm_dtype_is_int(want) || want == (from_u64 ? TFM_UINT64 : TFM_INT64))
         return 1;
     PyArrayObject *c = (PyArrayObject *)PyArray_FROM_OTF(
-        (PyObject *)src, NPY_INT64, NPY_ARRAY_CARRAY_RO);
+        (PyObject *)src, from_u64 ? NPY_UINT64 : NPY_INT64,
+        NPY_ARRAY_CARRAY_RO);
     if (!c)
         return -1;
     const int64_t *p = PyArray_DATA(c);
     int64_t n = PyArray_SIZE(c);
     int ok = 1;
     for (int64_t i = 0; i < n && ok; i++)
-        ok = int_fits(p[i], (tfm_dtype)want);
+        ok = (!from_u64 || p[i] >= 0) && int_fits(p[i], (tfm_dtype)want);
     Py_DECREF(c);
     return ok;
 }
@@ -415,6 +445,36 @@ raise_mixed(void)
     PyErr_SetString(PyExc_ValueError, "Can't convert Python sequence with "
                     "mixed types to Tensor.");
     return NULL;
+}
+
+/* NumPy reads ints that mix int64's range with uint64's ([2**64 - 1, 5])
+ * as float64. Asked for uint64, a list of Python ints is read as uint64
+ * instead (NumPy raises for negatives); NULL with no error: not such a
+ * list. */
+static PyObject *
+uint64_list(PyObject *o)
+{
+    PyObject *objs = PyArray_FromAny(o, PyArray_DescrFromType(NPY_OBJECT),
+                                     0, 0, 0, NULL);
+    if (!objs) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject **p = PyArray_DATA((PyArrayObject *)objs);
+    int64_t n = PyArray_SIZE((PyArrayObject *)objs);
+    int ints = 1;
+    for (int64_t i = 0; i < n && ints; i++)
+        ints = PyLong_Check(p[i]) && !PyBool_Check(p[i]);
+    Py_DECREF(objs);
+    if (!ints)
+        return NULL;
+    PyObject *u = PyArray_FromAny(o, PyArray_DescrFromType(NPY_UINT64), 0, 0,
+                                  0, NULL);
+    if (!u) {
+        PyErr_Clear();
+        raise_convert(o, TFM_UINT64);
+    }
+    return u;
 }
 
 enum { FROM_ARRAY, FROM_LIST };
@@ -471,6 +531,16 @@ from_array(PyObject *o, int dtype, int source, int how)
         }
         return NULL;
     }
+    if (source == FROM_LIST && dtype == TFM_UINT64 &&
+        PyArray_TYPE((PyArrayObject *)src) == NPY_DOUBLE) {
+        PyObject *u = uint64_list(o);
+        if (u) {
+            Py_SETREF(src, u);
+        } else if (PyErr_Occurred()) {
+            Py_DECREF(src);
+            return NULL;
+        }
+    }
     PyArray_Descr *descr = PyArray_DESCR((PyArrayObject *)src);
     int have = dtype_from_numpy(descr);
     /* See Note [Mixed Python sequences]. */
@@ -498,9 +568,9 @@ from_array(PyObject *o, int dtype, int source, int how)
         else
             PyErr_Format(PyExc_TypeError, "Cannot convert a NumPy array of "
                          "dtype %R to a tensor: tfmini supports bool, int8, "
-                         "uint8, int16, int32, int64, float16, float32, "
-                         "float64, complex64 and complex128",
-                         (PyObject *)descr);
+                         "uint8, uint16, uint32, uint64, int16, int32, int64, "
+                         "float16, float32, float64, complex64 and "
+                         "complex128", (PyObject *)descr);
         goto done;
     }
     if (PyArray_NDIM((PyArrayObject *)src) > TFM_MAX_DIMS) {
@@ -514,6 +584,14 @@ from_array(PyObject *o, int dtype, int source, int how)
         want = have;
         if (source == FROM_LIST && have == TFM_FLOAT64)
             want = TFM_FLOAT32;
+        /* NumPy reads a list of ints past int64 as uint64: TF refuses
+         * them unless asked for uint64. */
+        if (source == FROM_LIST && have == TFM_UINT64) {
+            PyErr_Format(PyExc_ValueError, "Can't convert Python sequence "
+                         "%R to a Tensor: it holds integers out of range for "
+                         "int64", o);
+            goto done;
+        }
         if (source == FROM_LIST && have == TFM_INT64) {
             int fits = ints_fit((PyArrayObject *)src, TFM_INT32);
             if (fits < 0)

@@ -86,7 +86,8 @@ dl_dtype_of(tfm_dtype d, DLDataType *out)
     case TFM_BOOL: out->code = TFM_DL_BOOL; return 0;
     case TFM_INT8: case TFM_INT16: case TFM_INT32: case TFM_INT64:
         out->code = kDLInt; return 0;
-    case TFM_UINT8: out->code = kDLUInt; return 0;
+    case TFM_UINT8: case TFM_UINT16: case TFM_UINT32: case TFM_UINT64:
+        out->code = kDLUInt; return 0;
     case TFM_FLOAT16: case TFM_FLOAT32: case TFM_FLOAT64:
         out->code = kDLFloat; return 0;
     default: return -1;
@@ -112,6 +113,9 @@ tfm_dtype_of(DLDataType dt, tfm_dtype *out)
         return -1;
     case kDLUInt:
         if (dt.bits == 8) { *out = TFM_UINT8; return 0; }
+        if (dt.bits == 16) { *out = TFM_UINT16; return 0; }
+        if (dt.bits == 32) { *out = TFM_UINT32; return 0; }
+        if (dt.bits == 64) { *out = TFM_UINT64; return 0; }
         return -1;
     case TFM_DL_BOOL:
         if (dt.bits == 8) { *out = TFM_BOOL; return 0; }

@@ -330,6 +330,7 @@ tensor_getbuffer(PyTfmTensor *self, Py_buffer *view, int flags)
         [TFM_INT16] = "h", [TFM_INT32] = "i", [TFM_INT64] = "q",
         [TFM_FLOAT16] = "e", [TFM_FLOAT32] = "f", [TFM_FLOAT64] = "d",
         [TFM_COMPLEX64] = "Zf", [TFM_COMPLEX128] = "Zd",
+        [TFM_UINT16] = "H", [TFM_UINT32] = "I", [TFM_UINT64] = "Q",
     };
     tfm_tensor *t = self->t;
     if (flags & PyBUF_WRITABLE) {

@@ -56,6 +56,9 @@ TEST(truediv_promotion)
     CHECK_EQ_INT(tfm_dtype_truediv(TFM_INT16), TFM_FLOAT32);
     CHECK_EQ_INT(tfm_dtype_truediv(TFM_INT32), TFM_FLOAT64);
     CHECK_EQ_INT(tfm_dtype_truediv(TFM_INT64), TFM_FLOAT64);
+    CHECK_EQ_INT(tfm_dtype_truediv(TFM_UINT16), TFM_FLOAT32);
+    CHECK_EQ_INT(tfm_dtype_truediv(TFM_UINT32), TFM_FLOAT64);
+    CHECK_EQ_INT(tfm_dtype_truediv(TFM_UINT64), TFM_FLOAT64);
     CHECK_EQ_INT(tfm_dtype_truediv(TFM_FLOAT16), TFM_FLOAT16);
     CHECK_EQ_INT(tfm_dtype_truediv(TFM_FLOAT32), TFM_FLOAT32);
     CHECK_EQ_INT(tfm_dtype_truediv(TFM_FLOAT64), TFM_FLOAT64);

@@ -11,6 +11,11 @@ from .opspec import FLOATS, OpSpec, away_from_zero, positive, uniform
 
 INTS = ("int8", "uint8", "int16", "int32", "int64")
 ALL = FLOATS + INTS
+# uint16/32/64 go where TF has kernels for them (not Neg, Abs, Sign,
+# SquaredDifference, TruncateMod, Pow).
+WIDE_U = ("uint16", "uint32", "uint64")
+ALL_U = ALL + WIDE_U
+INTS_U = INTS + WIDE_U
 WITH_BOOL = ALL + ("bool",)
 
 # Broadcasting cases: equal shapes, scalars (rank 0) on either side, a
@@ -27,7 +32,8 @@ UNARY = [((2, 3),), ((),), ((0, 4),), ((3, 1, 2),)]
 
 # `/` on integers: TF's truediv table (NumPy would give float64 always).
 TRUEDIV = {"int8": "float32", "uint8": "float32", "int16": "float32",
-           "int32": "float64", "int64": "float64"}
+           "int32": "float64", "int64": "float64", "uint16": "float32",
+           "uint32": "float64", "uint64": "float64"}
 
 
 def small_ints(lo=-2, hi=2):
@@ -103,6 +109,8 @@ def _floordiv_ref(x, y):
 def _truncdiv_ref(x, y):
     if x.dtype.kind == "f":
         return np.trunc(x / y)
+    if x.dtype.kind == "u":
+        return x // y
     q = np.abs(x.astype(np.int64)) // np.abs(y.astype(np.int64))
     return (q * np.sign(x.astype(np.int64)) *
             np.sign(y.astype(np.int64))).astype(x.dtype)
@@ -171,24 +179,28 @@ def _unary(name, fn, ref, op, dtypes=FLOATS, inputs=None, grad=(0,), **kw):
                   **kw)
 
 
-def _cast(to, grad=()):
+def _cast(to, grad=(), inputs=uniform(-3.0, 3.0)):
     return OpSpec(f"cast_to_{to}", lambda x: tf.cast(x, to),
                   lambda x: x.astype(to), UNARY,
-                  WITH_BOOL + ("float16",), inputs=[uniform(-3.0, 3.0)],
+                  WITH_BOOL + ("float16",), inputs=[inputs],
                   grad=grad, ops=["Cast"])
 
 
 SPECS = [
     # ---- arithmetic ----
-    _binary("add", tf.add, np.add, "AddV2", shapes=BROADCAST, grad=(0, 1),
+    _binary("add", tf.add, np.add, "AddV2", ALL_U, shapes=BROADCAST, grad=(0, 1),
             second_order=True),
-    _binary("subtract", tf.subtract, np.subtract, "Sub", shapes=BROADCAST,
+    _binary("subtract", tf.subtract, np.subtract, "Sub", ALL_U,
+            shapes=BROADCAST,
             grad=(0, 1), second_order=True),
-    _binary("multiply", tf.multiply, np.multiply, "Mul", shapes=BROADCAST,
+    _binary("multiply", tf.multiply, np.multiply, "Mul", ALL_U,
+            shapes=BROADCAST,
             grad=(0, 1), second_order=True),
-    _binary("maximum", tf.maximum, np.maximum, "Maximum", grad=(0, 1),
+    _binary("maximum", tf.maximum, np.maximum, "Maximum", ALL_U,
+            grad=(0, 1),
             second_order=True),
-    _binary("minimum", tf.minimum, np.minimum, "Minimum", grad=(0, 1),
+    _binary("minimum", tf.minimum, np.minimum, "Minimum", ALL_U,
+            grad=(0, 1),
             second_order=True),
     _binary("squared_difference", tf.math.squared_difference,
             lambda x, y: np.square(x - y), "SquaredDifference",
@@ -201,7 +213,7 @@ SPECS = [
     _binary("realdiv", tf.realdiv, np.true_divide, "RealDiv", FLOATS,
             inputs=[uniform(), away_from_zero()], grad=(0, 1),
             second_order=True),
-    _binary("divide", tf.divide, _divide_ref, "RealDiv",
+    _binary("divide", tf.divide, _divide_ref, "RealDiv", ALL_U,
             inputs=[uniform(-9.0, 9.0), divisors()], grad=(0, 1)),
     _binary("divide_no_nan", tf.math.divide_no_nan, np.true_divide,
             "DivNoNan", FLOATS, inputs=[uniform(), away_from_zero()],
@@ -211,29 +223,30 @@ SPECS = [
             .astype(x.dtype), "DivNoNan", FLOATS,
             inputs=[uniform(), with_zeros()]),
     _binary("floordiv", tf.math.floordiv, _floordiv_ref, "FloorDiv",
-            shapes=BROADCAST, inputs=[uniform(-9.0, 9.0), divisors()]),
-    _binary("floormod", tf.math.floormod, np.mod, "FloorMod",
+            ALL_U, shapes=BROADCAST, inputs=[uniform(-9.0, 9.0), divisors()]),
+    _binary("floormod", tf.math.floormod, np.mod, "FloorMod", ALL_U,
             shapes=BROADCAST, inputs=[uniform(-9.0, 9.0), divisors()],
             grad=(0, 1), second_order=True),
     _binary("truncatediv", tf.truncatediv, _truncdiv_ref, "TruncateDiv",
-            inputs=[uniform(-9.0, 9.0), divisors()]),
+            ALL_U, inputs=[uniform(-9.0, 9.0), divisors()]),
     _binary("truncatemod", tf.truncatemod, np.fmod, "TruncateMod",
             inputs=[uniform(-9.0, 9.0), divisors()]),
     _binary("atan2", tf.atan2, np.arctan2, "Atan2", FLOATS,
             inputs=[uniform(), away_from_zero()], grad=(0, 1),
             second_order=True),
     # ---- comparisons and logic ----
-    _binary("equal", tf.equal, np.equal, "Equal", WITH_BOOL,
+    _binary("equal", tf.equal, np.equal, "Equal", WITH_BOOL + WIDE_U,
             shapes=BROADCAST, inputs=[small_ints()] * 2),
-    _binary("not_equal", tf.not_equal, np.not_equal, "NotEqual", WITH_BOOL,
+    _binary("not_equal", tf.not_equal, np.not_equal, "NotEqual",
+            WITH_BOOL + WIDE_U,
             inputs=[small_ints()] * 2),
-    _binary("less", tf.less, np.less, "Less", inputs=[small_ints()] * 2),
-    _binary("less_equal", tf.less_equal, np.less_equal, "LessEqual",
+    _binary("less", tf.less, np.less, "Less", ALL_U, inputs=[small_ints()] * 2),
+    _binary("less_equal", tf.less_equal, np.less_equal, "LessEqual", ALL_U,
             inputs=[small_ints()] * 2),
-    _binary("greater", tf.greater, np.greater, "Greater",
+    _binary("greater", tf.greater, np.greater, "Greater", ALL_U,
             inputs=[small_ints()] * 2),
     _binary("greater_equal", tf.greater_equal, np.greater_equal,
-            "GreaterEqual", inputs=[small_ints()] * 2),
+            "GreaterEqual", ALL_U, inputs=[small_ints()] * 2),
     _binary("logical_and", tf.logical_and, np.logical_and, "LogicalAnd",
             ("bool",), shapes=BROADCAST),
     _binary("logical_or", tf.logical_or, np.logical_or, "LogicalOr",
@@ -243,12 +256,12 @@ SPECS = [
     _unary("logical_not", tf.logical_not, np.logical_not, "LogicalNot",
            ("bool",), grad=()),
     _binary("bitwise_and", _m.bitwise_and, np.bitwise_and, "BitwiseAnd",
-            INTS, inputs=[full_range()] * 2),
-    _binary("bitwise_or", _m.bitwise_or, np.bitwise_or, "BitwiseOr", INTS,
+            INTS_U, inputs=[full_range()] * 2),
+    _binary("bitwise_or", _m.bitwise_or, np.bitwise_or, "BitwiseOr", INTS_U,
             inputs=[full_range()] * 2),
     _binary("bitwise_xor", _m.bitwise_xor, np.bitwise_xor, "BitwiseXor",
-            INTS, inputs=[full_range()] * 2),
-    _unary("invert", _m.invert, np.invert, "Invert", INTS, full_range(),
+            INTS_U, inputs=[full_range()] * 2),
+    _unary("invert", _m.invert, np.invert, "Invert", INTS_U, full_range(),
            grad=()),
     # ---- unary over every numeric dtype ----
     _unary("negative", tf.negative, np.negative, "Neg", ALL,
@@ -256,8 +269,9 @@ SPECS = [
     _unary("abs", tf.abs, np.abs, "Abs", ALL, away_from_zero(),
            second_order=True),
     _unary("sign", tf.sign, np.sign, "Sign", ALL, away_from_zero()),
-    _unary("square", tf.square, np.square, "Square", ALL, second_order=True),
-    _unary("round", tf.round, np.round, "Round", ALL, halves(), grad=()),
+    _unary("square", tf.square, np.square, "Square", ALL_U,
+           second_order=True),
+    _unary("round", tf.round, np.round, "Round", ALL_U, halves(), grad=()),
     # ---- float math ----
     _unary("sqrt", tf.sqrt, np.sqrt, "Sqrt", inputs=positive(),
            second_order=True),
@@ -307,9 +321,9 @@ SPECS = [
            inputs=specials(), grad=()),
     # ---- activations ----
     _unary("relu", tf.nn.relu, lambda x: np.maximum(x, 0).astype(x.dtype),
-           "Relu", ALL, away_from_zero(), second_order=True),
+           "Relu", ALL_U, away_from_zero(), second_order=True),
     _unary("relu6", tf.nn.relu6,
-           lambda x: np.clip(x, 0, 6).astype(x.dtype), "Relu6", ALL,
+           lambda x: np.clip(x, 0, 6).astype(x.dtype), "Relu6", ALL_U,
            uniform(-8.0, 8.0), second_order=True),
     # Relu's gradient (no public API). The features stay away from the
     # kink so that finite differences see its gradient, 0.
@@ -345,6 +359,14 @@ SPECS = [
     _cast("bool"), _cast("int8"), _cast("uint8"), _cast("int16"),
     _cast("int32"), _cast("int64"), _cast("float16"), _cast("float32"),
     _cast("float64", grad=(0,)),
+    # Negative floats to unsigned have no C (so no NumPy) meaning: their
+    # TF values are checked in test_dtypes_unsigned.py.
+    _cast("uint16", inputs=uniform(0.0, 9.0)),
+    _cast("uint32", inputs=uniform(0.0, 9.0)),
+    _cast("uint64", inputs=uniform(0.0, 9.0)),
+    OpSpec("cast_from_unsigned", lambda x: tf.cast(x, "float64"),
+           lambda x: x.astype("float64"), UNARY, WIDE_U,
+           inputs=[full_range()], ops=["Cast"]),
 ]
 
 # Composites of the ops above (no C row of their own).

@@ -14,6 +14,8 @@ from .opspec import FLOATS, NUMERIC, OpSpec, uniform
 
 SMALL_INTS = ("int8", "uint8", "int16")
 ALL_NUMERIC = NUMERIC + SMALL_INTS
+# uint16/32/64 where their NumPy references need no signed keys.
+WITH_U = ALL_NUMERIC + ("uint16", "uint32", "uint64")
 
 # Shapes by what an axis form needs; each case is a tuple of one shape.
 ANY_RANK = [((),), ((7,),), ((3, 4),), ((2, 3, 4),), ((0,),), ((2, 0, 3),),
@@ -32,6 +34,14 @@ def _np_axis(axis):
 
 
 def _wide(x):
+    # Unsigned: uint64, which wraps as the dtype does and keeps uint64's
+    # order (int64 would not).
+    return x.astype({"f": np.float64, "u": np.uint64}.get(x.dtype.kind,
+                                                         np.int64))
+
+
+def _signed(x):
+    """A key whose negation reverses x's order (x not uint64)."""
     return x.astype(np.float64 if x.dtype.kind == "f" else np.int64)
 
 
@@ -104,10 +114,10 @@ def _reduction(name, tf_fn, np_fn, axis, keepdims, shapes, dtypes, **kw):
 
 # (public name, tfmini fn, reference, dtypes, TF op, differentiable, opts)
 REDUCTIONS = [
-    ("reduce_sum", tf.reduce_sum, _np_sum, ALL_NUMERIC, "Sum", True, {}),
+    ("reduce_sum", tf.reduce_sum, _np_sum, WITH_U, "Sum", True, {}),
     ("reduce_mean", tf.reduce_mean, _np_mean, ALL_NUMERIC, "Mean", True, {}),
-    ("reduce_max", tf.reduce_max, _np_max, ALL_NUMERIC, "Max", True, {}),
-    ("reduce_min", tf.reduce_min, _np_min, ALL_NUMERIC, "Min", True, {}),
+    ("reduce_max", tf.reduce_max, _np_max, WITH_U, "Max", True, {}),
+    ("reduce_min", tf.reduce_min, _np_min, WITH_U, "Min", True, {}),
     ("reduce_prod", tf.reduce_prod, _np_prod, NUMERIC, "Prod", True,
      {"inputs": [uniform(0.5, 1.5)]}),
     ("reduce_all", tf.reduce_all, _np_all, ("bool",), "All", False, {}),
@@ -193,7 +203,7 @@ TIES = [uniform(-2, 2)]
 for _name, _tf, _np, _op in [("argmax", tf.argmax, np.argmax, "ArgMax"),
                              ("argmin", tf.argmin, np.argmin, "ArgMin")]:
     SPECS += [
-        _arg(_name, _tf, _np, None, tf.int64, ARG_SHAPES, ALL_NUMERIC,
+        _arg(_name, _tf, _np, None, tf.int64, ARG_SHAPES, WITH_U,
              ops=[_op], inputs=TIES),
         _arg(_name, _tf, _np, -1, tf.int32, [s for s in ARG_SHAPES
                                              if s[0][-1]], NUMERIC,
@@ -255,6 +265,9 @@ SPECS += [
     _scan("cumsum_small_ints", tf.cumsum, False, -1, True, True,
           [((3, 40),)], SMALL_INTS, ops=["Cumsum"],
           inputs=[uniform(0, 100)]),
+    _scan("cumsum_unsigned", tf.cumsum, False, 0, False, False,
+          [((3, 40),)], ("uint16", "uint32", "uint64"), ops=["Cumsum"],
+          inputs=[uniform(-100, 100)]),
 ]
 
 
@@ -267,7 +280,7 @@ def _np_sort(x, axis, desc):
 
 def _np_argsort(x, axis, desc):
     # Stable in both directions: descending = ascending order of -x.
-    key = -_wide(x) if desc else x
+    key = -_signed(x) if desc else x
     return np.argsort(key, axis=axis, kind="stable").astype(np.int32)
 
 
@@ -290,7 +303,7 @@ for _axis in (-1, 0, 1):
     _shapes = [s for s in SORT_SHAPES if len(s[0]) > _axis]
     for _dir in ("ASCENDING", "DESCENDING"):
         SPECS.append(_sorting("sort", tf.sort, _np_sort, _axis, _dir,
-                              _shapes, ALL_NUMERIC, ops=["Sort"],
+                              _shapes, WITH_U, ops=["Sort"],
                               grad=(0,)))
         SPECS.append(_sorting("argsort", tf.argsort, _np_argsort, _axis,
                               _dir, _shapes, ALL_NUMERIC, ops=["Sort"],
@@ -301,7 +314,7 @@ SPECS.append(_sorting("sort_big", tf.sort, _np_sort, 0, "ASCENDING",
 
 
 def _np_top_k(x, k):
-    idx = np.argsort(-_wide(x), axis=-1, kind="stable")[..., :k]
+    idx = np.argsort(-_signed(x), axis=-1, kind="stable")[..., :k]
     return np.take_along_axis(x, idx, -1), idx.astype(np.int32)
 
 

@@ -11,7 +11,7 @@ from tfmini.ops import array_ops
 from .opspec import FLOATS, NUMERIC, OpSpec, uniform
 
 ALL = ("float32", "float64", "int32", "int64", "bool", "float16", "int8",
-       "uint8", "int16")
+       "uint8", "int16", "uint16", "uint32", "uint64")
 COPY = ("float32", "float64", "int32", "bool", "float16", "int8")
 
 

@@ -10,7 +10,7 @@ memory, which stays alive as long as the tensor does. It copies only
 when it must: strided (non C-contiguous) or misaligned memory, an
 empty tensor, or a read-only NumPy array (which NumPy will not export
 over DLPack 0.6); `last_import_copied()` says whether the latest call did.
-Host memory only; dtypes bool, int8/16/32/64, uint8, float16/32/64.
+Host memory only; dtypes bool, int8/16/32/64, uint8/16/32/64, float16/32/64.
 
 Tensors are immutable: an exported tensor's memory must not be written
 through the consumer's view (DLPack 0.6 has no read-only flag, so

@@ -105,7 +105,8 @@ def _as_tensor(x, dtype=None, dtype_hint=None):
 
 # Where `/` on integers goes (TF's truediv table); None: stays.
 _TRUEDIV = {"int8": "float32", "uint8": "float32", "int16": "float32",
-            "int32": "float64", "int64": "float64"}
+            "int32": "float64", "int64": "float64", "uint16": "float32",
+            "uint32": "float64", "uint64": "float64"}
 
 
 def truediv(x, y, name=None):

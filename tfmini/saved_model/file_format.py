@@ -22,7 +22,7 @@ NO_SHARE = 0xFFFFFFFF
 # tfm_dtype codes (csrc/core/dtype.h, append-only) <-> NumPy.
 NP_DTYPES = {0: np.bool_, 1: np.int8, 2: np.uint8, 3: np.int16,
              4: np.int32, 5: np.int64, 6: np.float16, 7: np.float32,
-             8: np.float64}
+             8: np.float64, 11: np.uint16, 12: np.uint32, 13: np.uint64}
 CODES = {np.dtype(v): k for k, v in NP_DTYPES.items()}
 K_NONE, K_CONST, K_VAR, K_TEXTS, K_GRAPHS = 0, 1, 2, 3, 4
 

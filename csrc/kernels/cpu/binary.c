@@ -21,7 +21,8 @@ TFM_INT_LOOPS(TFM_BINARY_LOOP, sub, tfm_wsub(x, y))
 TFM_INT_LOOPS(TFM_BINARY_LOOP, mul, tfm_wmul(x, y))
 TFM_INT_LOOPS(TFM_BINARY_LOOP, max, tfm_max(x, y))
 TFM_INT_LOOPS(TFM_BINARY_LOOP, min, tfm_min(x, y))
-TFM_INT_LOOPS(TFM_BINARY_LOOP, sqdiff, tfm_sqdiff(x, y))
+/* TF has no SquaredDifference for uint16/32/64. */
+TFM_INT8_64_LOOPS(TFM_BINARY_LOOP, sqdiff, tfm_sqdiff(x, y))
 TFM_INT_LOOPS(TFM_BINARY_LOOP, relugrad, y > 0 ? x : 0)
 
 /* Integer division, modulo and power can fail: these loops return an
@@ -38,10 +39,30 @@ TFM_INT_LOOPS(TFM_BINARY_LOOP, relugrad, y > 0 ? x : 0)
     TFM_BINARY_LOOP_ERR(OPNAME##_i64, int64_t, int64_t,                      \
                         tfm_##OPNAME##_i64(x, y, &err))
 
+#define UDIV_LOOPS(OPNAME)                                                   \
+    TFM_BINARY_LOOP_ERR(OPNAME##_u16, uint16_t, uint16_t,                    \
+                        tfm_udiv(x, y, &err))                                \
+    TFM_BINARY_LOOP_ERR(OPNAME##_u32, uint32_t, uint32_t,                    \
+                        tfm_udiv(x, y, &err))                                \
+    TFM_BINARY_LOOP_ERR(OPNAME##_u64, uint64_t, uint64_t,                    \
+                        tfm_udiv(x, y, &err))
+#define UMOD_LOOPS(OPNAME)                                                   \
+    TFM_BINARY_LOOP_ERR(OPNAME##_u16, uint16_t, uint16_t,                    \
+                        tfm_umod(x, y, &err))                                \
+    TFM_BINARY_LOOP_ERR(OPNAME##_u32, uint32_t, uint32_t,                    \
+                        tfm_umod(x, y, &err))                                \
+    TFM_BINARY_LOOP_ERR(OPNAME##_u64, uint64_t, uint64_t,                    \
+                        tfm_umod(x, y, &err))
+
 DIV_LOOPS(floordiv)
 DIV_LOOPS(floormod)
 DIV_LOOPS(truncdiv)
 DIV_LOOPS(truncmod)
+/* Unsigned floor and truncation agree; TF has no TruncateMod (nor Pow)
+ * for uint16/32/64. */
+UDIV_LOOPS(floordiv)
+UMOD_LOOPS(floormod)
+UDIV_LOOPS(truncdiv)
 
 #define INT_POW_LOOP(SUF, T)                                                 \
     TFM_BINARY_LOOP_ERR(pow_##SUF, T, T, tfm_ipow(T, x, y, &err))
@@ -62,7 +83,8 @@ lookup(tfm_op op, tfm_dtype d)
     static const binary_fn mul[TFM_DTYPE_COUNT] = TFM_INT_TABLE(mul);
     static const binary_fn max[TFM_DTYPE_COUNT] = TFM_INT_TABLE(max);
     static const binary_fn min[TFM_DTYPE_COUNT] = TFM_INT_TABLE(min);
-    static const binary_fn sqdiff[TFM_DTYPE_COUNT] = TFM_INT_TABLE(sqdiff);
+    static const binary_fn sqdiff[TFM_DTYPE_COUNT] =
+        TFM_INT8_64_TABLE(sqdiff);
     static const binary_fn relugrad[TFM_DTYPE_COUNT] = TFM_INT_TABLE(relugrad);
     switch (op) {
     case TFM_OP_ADD: return add[d];
@@ -89,8 +111,8 @@ lookup_err(tfm_op op, tfm_dtype d)
     static const binary_err_fn truncdiv[TFM_DTYPE_COUNT] =
         ERR_TABLE(truncdiv);
     static const binary_err_fn truncmod[TFM_DTYPE_COUNT] =
-        ERR_TABLE(truncmod);
-    static const binary_err_fn pow[TFM_DTYPE_COUNT] = ERR_TABLE(pow);
+        TFM_INT8_64_TABLE(truncmod);
+    static const binary_err_fn pow[TFM_DTYPE_COUNT] = TFM_INT8_64_TABLE(pow);
     switch (op) {
     case TFM_OP_FLOORDIV: return floordiv[d];
     case TFM_OP_FLOORMOD: return floormod[d];

@@ -5,7 +5,10 @@
  * answers x86 hardware, NumPy and TF on x86 give: to int32/int64 the
  * "integer indefinite" value INT_MIN; to narrower ints, the int32 result
  * wrapped. Int to narrower int wraps. Anything to bool is `!= 0` (NaN is
- * true). float16 goes through float32. Complex to a real type keeps the
+ * true). float16 goes through float32. Floats to uint16 take the int32
+ * path, to uint32 the int64 one (wrapped), and to uint64 what clang's
+ * branch-free conversion gives TF: in-range values exact, negatives
+ * wrapped from int64, the rest 2**63. Complex to a real type keeps the
  * real part (as TF's tf.cast); to bool it is true when either part is
  * nonzero. */
 #include "elementwise.h"
@@ -40,6 +43,17 @@ f2i64(double v)
 #define SRC_f16(x) tfm_half_to_float(x)
 #define SRC_f32(x) (x)
 #define SRC_f64(x) (x)
+#define SRC_u16(x) (x)
+#define SRC_u32(x) (x)
+#define SRC_u64(x) (x)
+
+static inline uint64_t
+f2u64(double v)
+{
+    int64_t lo = f2i64(v);
+    return lo >= 0 ? (uint64_t)lo
+                   : (uint64_t)lo | (uint64_t)f2i64(v - 9223372036854775808.0);
+}
 
 /* To integers, from an integer (I) or float (F) source kind. */
 #define NARROW_I(T, v) ((T)(v))
@@ -48,6 +62,10 @@ f2i64(double v)
 #define I32_F(v) f2i32(v)
 #define I64_I(v) ((int64_t)(v))
 #define I64_F(v) f2i64(v)
+#define U32_I(v) ((uint32_t)(v))
+#define U32_F(v) ((uint32_t)f2i64(v))
+#define U64_I(v) ((uint64_t)(v))
+#define U64_F(v) f2u64(v)
 
 #define CASTS_FROM(SN, ST, K)                                                \
     TFM_UNARY_LOOP(SN##_to_b, ST, uint8_t, SRC_##SN(x) != 0)                 \
@@ -63,7 +81,11 @@ f2i64(double v)
     TFM_UNARY_LOOP(SN##_to_f32, ST, float, SRC_##SN(x))                      \
     TFM_UNARY_LOOP(SN##_to_f64, ST, double, SRC_##SN(x))                     \
     TFM_UNARY_LOOP(SN##_to_c64, ST, float complex, SRC_##SN(x))              \
-    TFM_UNARY_LOOP(SN##_to_c128, ST, double complex, SRC_##SN(x))
+    TFM_UNARY_LOOP(SN##_to_c128, ST, double complex, SRC_##SN(x))            \
+    TFM_UNARY_LOOP(SN##_to_u16, ST, uint16_t,                                \
+                   NARROW_##K(uint16_t, SRC_##SN(x)))                        \
+    TFM_UNARY_LOOP(SN##_to_u32, ST, uint32_t, U32_##K(SRC_##SN(x)))          \
+    TFM_UNARY_LOOP(SN##_to_u64, ST, uint64_t, U64_##K(SRC_##SN(x)))
 
 CASTS_FROM(b, uint8_t, I)
 CASTS_FROM(i8, int8_t, I)
@@ -74,6 +96,9 @@ CASTS_FROM(i64, int64_t, I)
 CASTS_FROM(f16, uint16_t, F)
 CASTS_FROM(f32, float, F)
 CASTS_FROM(f64, double, F)
+CASTS_FROM(u16, uint16_t, I)
+CASTS_FROM(u32, uint32_t, I)
+CASTS_FROM(u64, uint64_t, I)
 
 /* Complex sources: CASTS_FROM reads their real part, except to bool and
  * to complex, which see both parts. */
@@ -92,7 +117,11 @@ CASTS_FROM(f64, double, F)
     TFM_UNARY_LOOP(SN##_to_f32, ST, float, SRC_##SN(x))                      \
     TFM_UNARY_LOOP(SN##_to_f64, ST, double, SRC_##SN(x))                     \
     TFM_UNARY_LOOP(SN##_to_c64, ST, float complex, x)                        \
-    TFM_UNARY_LOOP(SN##_to_c128, ST, double complex, x)
+    TFM_UNARY_LOOP(SN##_to_c128, ST, double complex, x)                      \
+    TFM_UNARY_LOOP(SN##_to_u16, ST, uint16_t,                                \
+                   NARROW_F(uint16_t, SRC_##SN(x)))                          \
+    TFM_UNARY_LOOP(SN##_to_u32, ST, uint32_t, U32_F(SRC_##SN(x)))            \
+    TFM_UNARY_LOOP(SN##_to_u64, ST, uint64_t, U64_F(SRC_##SN(x)))
 CASTS_FROM_COMPLEX(c64, float complex)
 CASTS_FROM_COMPLEX(c128, double complex)
 
@@ -101,7 +130,8 @@ CASTS_FROM_COMPLEX(c128, double complex)
       [TFM_UINT8] = SN##_to_u8, [TFM_INT16] = SN##_to_i16,                   \
       [TFM_INT32] = SN##_to_i32, [TFM_INT64] = SN##_to_i64,                  \
       [TFM_FLOAT16] = SN##_to_f16, [TFM_FLOAT32] = SN##_to_f32,              \
-      [TFM_FLOAT64] = SN##_to_f64,                                           \
+      [TFM_FLOAT64] = SN##_to_f64, [TFM_UINT16] = SN##_to_u16,               \
+      [TFM_UINT32] = SN##_to_u32, [TFM_UINT64] = SN##_to_u64,                \
       [TFM_COMPLEX64] = SN##_to_c64, [TFM_COMPLEX128] = SN##_to_c128 }
 
 static const unary_fn casts[TFM_DTYPE_COUNT][TFM_DTYPE_COUNT] = {
@@ -109,6 +139,7 @@ static const unary_fn casts[TFM_DTYPE_COUNT][TFM_DTYPE_COUNT] = {
     [TFM_INT16] = ROW(i16), [TFM_INT32] = ROW(i32), [TFM_INT64] = ROW(i64),
     [TFM_FLOAT16] = ROW(f16), [TFM_FLOAT32] = ROW(f32),
     [TFM_FLOAT64] = ROW(f64),
+    [TFM_UINT16] = ROW(u16), [TFM_UINT32] = ROW(u32), [TFM_UINT64] = ROW(u64),
     [TFM_COMPLEX64] = ROW(c64), [TFM_COMPLEX128] = ROW(c128),
 };
 
@@ -127,9 +158,11 @@ tfm_k_cast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         memcpy(dst, src, (size_t)n * tfm_dtype_size(from));
         return TFM_OK;
     }
-    if (!casts[from][to])       /* a dtype pair without a loop yet */
-        return tfm_error(TFM_ERR_UNIMPLEMENTED, "Cast: no kernel from %s "
-                         "to %s", tfm_dtype_name(from), tfm_dtype_name(to));
-    casts[from][to](src, dst, n);
+    unary_fn f = casts[from][to];
+    if (!f)     /* dtypes whose kernels are still to come */
+        return tfm_error(TFM_ERR_UNIMPLEMENTED, "Cast %s to %s is not "
+                         "supported", tfm_dtype_name(from),
+                         tfm_dtype_name(to));
+    f(src, dst, n);
     return TFM_OK;
 }

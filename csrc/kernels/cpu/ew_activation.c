@@ -7,7 +7,7 @@
 #include "ew_float.h"
 #include "int_loops.h"
 
-/* The loops below are instantiated for uint8 too, where `x < 0` is
+/* The loops below are instantiated for unsigned types too, where `x < 0` is
  * always false: that is intended. */
 #pragma GCC diagnostic ignored "-Wtype-limits"
 

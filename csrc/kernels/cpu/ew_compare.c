@@ -19,14 +19,19 @@ typedef void (*unary_fn)(const void *, void *, int64_t);
     TFM_BINARY_LOOP(OPNAME##_i32, int32_t, uint8_t, EXPR)                    \
     TFM_BINARY_LOOP(OPNAME##_i64, int64_t, uint8_t, EXPR)                    \
     TFM_BINARY_LOOP(OPNAME##_f32, float, uint8_t, EXPR)                      \
-    TFM_BINARY_LOOP(OPNAME##_f64, double, uint8_t, EXPR)
+    TFM_BINARY_LOOP(OPNAME##_f64, double, uint8_t, EXPR)                     \
+    TFM_BINARY_LOOP(OPNAME##_u16, uint16_t, uint8_t, EXPR)                   \
+    TFM_BINARY_LOOP(OPNAME##_u32, uint32_t, uint8_t, EXPR)                   \
+    TFM_BINARY_LOOP(OPNAME##_u64, uint64_t, uint8_t, EXPR)
 
 /* Bools compare as their truth values. */
 #define COMPARE_TABLE(OPNAME)                                                \
     { [TFM_BOOL] = OPNAME##_b, [TFM_INT8] = OPNAME##_i8,                     \
       [TFM_UINT8] = OPNAME##_u8, [TFM_INT16] = OPNAME##_i16,                 \
       [TFM_INT32] = OPNAME##_i32, [TFM_INT64] = OPNAME##_i64,                \
-      [TFM_FLOAT32] = OPNAME##_f32, [TFM_FLOAT64] = OPNAME##_f64 }
+      [TFM_FLOAT32] = OPNAME##_f32, [TFM_FLOAT64] = OPNAME##_f64,            \
+      [TFM_UINT16] = OPNAME##_u16, [TFM_UINT32] = OPNAME##_u32,              \
+      [TFM_UINT64] = OPNAME##_u64 }
 
 COMPARE_LOOPS(eq, x == y)
 COMPARE_LOOPS(ne, x != y)

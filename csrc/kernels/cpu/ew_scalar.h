@@ -140,6 +140,12 @@ tfm_truncmod_u8(uint8_t x, uint8_t y, int *err)
 #define tfm_floordiv_u8 tfm_truncdiv_u8
 #define tfm_floormod_u8 tfm_truncmod_u8
 
+/* Wider unsigned types: the same, in the operands' own type. */
+#define tfm_udiv(x, y, err) ((y) == 0 ? (*(err) |= TFM_EW_DIV_BY_ZERO, 0)   \
+                                      : (x) / (y))
+#define tfm_umod(x, y, err) ((y) == 0 ? (*(err) |= TFM_EW_DIV_BY_ZERO, 0)   \
+                                      : (x) % (y))
+
 /* ---- integer power ---- */
 
 /* x**y by squaring, wrapping like repeated multiplication; the caller

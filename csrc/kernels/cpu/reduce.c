@@ -282,6 +282,11 @@ tfm_red_run(const tfm_reducer *rd, const tfm_red_plan *p, const void *x,
             STORE(T, (int64_t)acc[j].u);                                    \
     } while (0)
 
+/* Unsigned results: every accumulator is the value's bits (max and min of
+ * uint16/32 are non-negative int64s); a mean divides the wrapped sum. */
+#define STORE_UINT(T)                                                       \
+    STORE(T, mean ? (count ? acc[j].u / (uint64_t)count : 0) : acc[j].u)
+
 static void
 finish(tfm_tensor *y, tfm_red_kind kind, bool mean, const tfm_acc *acc,
        const tfm_acc *shift, int64_t n, int64_t count)
@@ -304,6 +309,9 @@ finish(tfm_tensor *y, tfm_red_kind kind, bool mean, const tfm_acc *acc,
     case TFM_INT16: STORE_INT(int16_t); break;
     case TFM_INT32: STORE_INT(int32_t); break;
     case TFM_INT64: STORE_INT(int64_t); break;
+    case TFM_UINT16: STORE_UINT(uint16_t); break;
+    case TFM_UINT32: STORE_UINT(uint32_t); break;
+    case TFM_UINT64: STORE_UINT(uint64_t); break;
     case TFM_BOOL: STORE(uint8_t, acc[j].i != 0); break;
     default: break;
     }

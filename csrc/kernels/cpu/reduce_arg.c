@@ -137,6 +137,9 @@ ARG_BOTH(u8, uint8_t)
 ARG_BOTH(i16, int16_t)
 ARG_BOTH(i32, int32_t)
 ARG_BOTH(i64, int64_t)
+ARG_BOTH(u16, uint16_t)
+ARG_BOTH(u32, uint32_t)
+ARG_BOTH(u64, uint64_t)
 ARG_FLOAT(amax_f32, float, vf32, vi32, >, BETTER_MAX)
 ARG_FLOAT(amin_f32, float, vf32, vi32, <, BETTER_MIN)
 ARG_FLOAT(amax_f64, double, vf64, vi64, >, BETTER_MAX)
@@ -152,7 +155,9 @@ typedef struct {
 #define AL_ALL(K) { [TFM_BOOL] = AL(K##_u8), [TFM_INT8] = AL(K##_i8),       \
     [TFM_UINT8] = AL(K##_u8), [TFM_INT16] = AL(K##_i16),                    \
     [TFM_INT32] = AL(K##_i32), [TFM_INT64] = AL(K##_i64),                   \
-    [TFM_FLOAT32] = AL(K##_f32), [TFM_FLOAT64] = AL(K##_f64) }
+    [TFM_FLOAT32] = AL(K##_f32), [TFM_FLOAT64] = AL(K##_f64),               \
+    [TFM_UINT16] = AL(K##_u16), [TFM_UINT32] = AL(K##_u32),                 \
+    [TFM_UINT64] = AL(K##_u64) }
 
 static const arg_loops table[2][TFM_DTYPE_COUNT] = {
     AL_ALL(amax), AL_ALL(amin),

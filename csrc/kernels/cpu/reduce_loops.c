@@ -153,6 +153,14 @@ INT_KINDS(u8, uint8_t, 0, UINT8_MAX)
 INT_KINDS(i16, int16_t, INT16_MIN, INT16_MAX)
 INT_KINDS(i32, int32_t, INT32_MIN, INT32_MAX)
 INT_KINDS(i64, int64_t, INT64_MIN, INT64_MAX)
+INT_KINDS(u16, uint16_t, 0, UINT16_MAX)
+INT_KINDS(u32, uint32_t, 0, UINT32_MAX)
+/* uint64's max and min keep the accumulator unsigned: past INT64_MAX the
+ * signed field would compare wrong. */
+LANES(sum_u64, uint64_t, uint64_t, u, uint64_t, 0, ADD)
+LANES(prod_u64, uint64_t, uint64_t, u, uint64_t, 1, MUL)
+LANES(max_u64, uint64_t, uint64_t, u, uint64_t, 0, IMAX)
+LANES(min_u64, uint64_t, uint64_t, u, uint64_t, UINT64_MAX, IMIN)
 
 LANES(prod_f32, float, double, d, double, 1, MUL)
 LANES(prod_f64, double, double, d, double, 1, MUL)
@@ -251,6 +259,8 @@ COMB(comb_max_d, d, FMAX)
 COMB(comb_min_d, d, FMIN)
 COMB(comb_max_i, i, IMAX)
 COMB(comb_min_i, i, IMIN)
+COMB(comb_max_u, u, IMAX)
+COMB(comb_min_u, u, IMIN)
 COMB(comb_all, i, AND)
 COMB(comb_any, i, OR)
 
@@ -265,7 +275,8 @@ typedef struct {
 #define INT_ROW(K) \
     [TFM_INT8] = L(K##_i8), [TFM_UINT8] = L(K##_u8), \
     [TFM_INT16] = L(K##_i16), [TFM_INT32] = L(K##_i32), \
-    [TFM_INT64] = L(K##_i64)
+    [TFM_INT64] = L(K##_i64), [TFM_UINT16] = L(K##_u16), \
+    [TFM_UINT32] = L(K##_u32), [TFM_UINT64] = L(K##_u64)
 
 static const loops table[TFM_RED_KIND_COUNT][TFM_DTYPE_COUNT] = {
     [TFM_RED_SUM] = { INT_ROW(sum), [TFM_FLOAT32] = L(sum_f32),
@@ -302,6 +313,8 @@ int_highest(tfm_dtype d)
     case TFM_UINT8: return UINT8_MAX;
     case TFM_INT16: return INT16_MAX;
     case TFM_INT32: return INT32_MAX;
+    case TFM_UINT16: return UINT16_MAX;
+    case TFM_UINT32: return UINT32_MAX;
     default: return INT64_MAX;
     }
 }
@@ -332,16 +345,18 @@ tfm_reducer_get(tfm_red_kind k, tfm_dtype d, tfm_reducer *r)
             r->identity.u = 1;
         break;
     case TFM_RED_MAX:
-        r->comb = fl ? comb_max_d : comb_max_i;
+        r->comb = fl ? comb_max_d : d == TFM_UINT64 ? comb_max_u : comb_max_i;
         if (fl)
             r->identity.d = -INFINITY;
         else
             r->identity.i = int_lowest(d);
         break;
     case TFM_RED_MIN:
-        r->comb = fl ? comb_min_d : comb_min_i;
+        r->comb = fl ? comb_min_d : d == TFM_UINT64 ? comb_min_u : comb_min_i;
         if (fl)
             r->identity.d = INFINITY;
+        else if (d == TFM_UINT64)
+            r->identity.u = UINT64_MAX;
         else
             r->identity.i = int_highest(d);
         break;

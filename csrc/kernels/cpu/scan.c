@@ -66,6 +66,9 @@ SCAN_T(u8, uint8_t, uint64_t)
 SCAN_T(i16, int16_t, uint64_t)
 SCAN_T(i32, int32_t, uint64_t)
 SCAN_T(i64, int64_t, uint64_t)
+SCAN_T(u16, uint16_t, uint64_t)
+SCAN_T(u32, uint32_t, uint64_t)
+SCAN_T(u64, uint64_t, uint64_t)
 SCAN_T(f32, float, double)
 SCAN_T(f64, double, double)
 SCAN_T(c64, float complex, double complex)
@@ -77,6 +80,7 @@ typedef void (*scan_fn)(const void *, void *, int64_t, int64_t, int64_t,
 #define SC_ALL(K) { [TFM_INT8] = K##_i8, [TFM_UINT8] = K##_u8,              \
     [TFM_INT16] = K##_i16, [TFM_INT32] = K##_i32, [TFM_INT64] = K##_i64,     \
     [TFM_FLOAT32] = K##_f32, [TFM_FLOAT64] = K##_f64,                      \
+    [TFM_UINT16] = K##_u16, [TFM_UINT32] = K##_u32, [TFM_UINT64] = K##_u64,  \
     [TFM_COMPLEX64] = K##_c64, [TFM_COMPLEX128] = K##_c128 }
 
 static const scan_fn table[2][TFM_DTYPE_COUNT] = {

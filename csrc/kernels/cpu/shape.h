@@ -95,6 +95,9 @@ tfm_index_at(const void *p, tfm_dtype d, int64_t i)
     case TFM_INT8: return ((const int8_t *)p)[i];
     case TFM_UINT8: return ((const uint8_t *)p)[i];
     case TFM_INT16: return ((const int16_t *)p)[i];
+    case TFM_UINT16: return ((const uint16_t *)p)[i];
+    case TFM_UINT32: return ((const uint32_t *)p)[i];
+    case TFM_UINT64: return (int64_t)((const uint64_t *)p)[i];
     default: return 0;
     }
 }

@@ -199,6 +199,9 @@ tfm_k_gather_nd(tfm_op op, tfm_tensor *const *in, int nin,
     case TFM_INT16: MODE(int16_t); break;                                   \
     case TFM_INT32: MODE(int32_t); break;                                   \
     case TFM_INT64: MODE(int64_t); break;                                   \
+    case TFM_UINT16: MODE(uint16_t); break;                                 \
+    case TFM_UINT32: MODE(uint32_t); break;                                 \
+    case TFM_UINT64: MODE(uint64_t); break;                                 \
     case TFM_FLOAT32: MODE(float); break;                                   \
     case TFM_FLOAT64: MODE(double); break;                                  \
     default:                                                                \

@@ -20,11 +20,15 @@ int_elem(tfm_dtype d, int64_t v, char *elem)
     uint8_t u8 = (uint8_t)v;
     int16_t i16 = (int16_t)v;
     int32_t i32 = (int32_t)v;
+    uint16_t u16 = (uint16_t)v;
+    uint32_t u32 = (uint32_t)v;
     switch (d) {
     case TFM_INT8: memcpy(elem, &i8, 1); break;
     case TFM_UINT8: memcpy(elem, &u8, 1); break;
     case TFM_INT16: memcpy(elem, &i16, 2); break;
     case TFM_INT32: memcpy(elem, &i32, 4); break;
+    case TFM_UINT16: memcpy(elem, &u16, 2); break;
+    case TFM_UINT32: memcpy(elem, &u32, 4); break;
     default: memcpy(elem, &v, 8); break;
     }
 }

@@ -86,7 +86,10 @@ nonzero(const void *p, tfm_dtype d, int64_t k)
     case TFM_BOOL:
     case TFM_INT8:
     case TFM_UINT8: return ((const uint8_t *)p)[k] != 0;
-    case TFM_INT16: return ((const int16_t *)p)[k] != 0;
+    case TFM_INT16:
+    case TFM_UINT16: return ((const int16_t *)p)[k] != 0;
+    case TFM_UINT32: return ((const uint32_t *)p)[k] != 0;
+    case TFM_UINT64: return ((const uint64_t *)p)[k] != 0;
     case TFM_FLOAT16: return (((const uint16_t *)p)[k] & 0x7fff) != 0;
     case TFM_INT32: return ((const int32_t *)p)[k] != 0;
     case TFM_FLOAT32: return ((const float *)p)[k] != 0;

@@ -46,6 +46,7 @@ key_f64(double v)
 #define KEY_I16(v) ((uint16_t)((uint16_t)(v) ^ 0x8000u))
 #define KEY_I32(v) ((uint32_t)(v) ^ 0x80000000u)
 #define KEY_I64(v) ((uint64_t)(v) ^ 0x8000000000000000ull)
+#define KEY_U(v) (v)
 
 /* ---- one sorter per pair width ---------------------------------------------
  * S: suffix; KT, IT: key and index types of the pair. */
@@ -66,6 +67,9 @@ load##S(tfm_dtype d, const void *x_, int64_t n, int64_t st, pair##S *p,     \
     case TFM_UINT8: LOAD(S, uint8_t, KEY_U8); break;                        \
     case TFM_INT16: LOAD(S, int16_t, KEY_I16); break;                       \
     case TFM_INT32: LOAD(S, int32_t, KEY_I32); break;                       \
+    case TFM_UINT16: LOAD(S, uint16_t, KEY_U); break;                       \
+    case TFM_UINT32: LOAD(S, uint32_t, KEY_U); break;                       \
+    case TFM_UINT64: LOAD(S, uint64_t, KEY_U); break;                       \
     default: LOAD(S, int64_t, KEY_I64); break;                              \
     }                                                                       \
 }                                                                           \
@@ -182,7 +186,8 @@ flip_mask(size_t es, bool desc)
 static bool
 sortable(tfm_dtype d)
 {
-    return d != TFM_BOOL && d != TFM_FLOAT16 && d < TFM_DTYPE_COUNT;
+    return d != TFM_BOOL && d != TFM_FLOAT16 &&
+           (tfm_dtype_is_int(d) || d == TFM_FLOAT32 || d == TFM_FLOAT64);
 }
 
 /* Runs BODY for each line q < lines with `buf`, a per-thread scratch of

@@ -90,7 +90,7 @@ tfm_k_as_string(tfm_op op, tfm_tensor *const *in, int nin,
     if (is_float)
         fmt[k++] = a->i[2] ? 'g' : a->i[1] ? 'e' : 'f';
     else
-        fmt[k++] = 'l', fmt[k++] = 'l', fmt[k++] = 'd';
+        fmt[k++] = 'l', fmt[k++] = 'l', fmt[k++] = d == TFM_UINT64 ? 'u' : 'd';
     fmt[k] = 0;
     for (int64_t i = 0; i < n; i++) {
         int len;
@@ -101,6 +101,9 @@ tfm_k_as_string(tfm_op op, tfm_tensor *const *in, int nin,
         else if (is_float)
             len = snprintf(buf, sizeof buf, fmt,
                            tfm_tensor_get_f64(in[0], i));
+        else if (d == TFM_UINT64)   /* past 2**63: not through int64 */
+            len = snprintf(buf, sizeof buf, fmt, (unsigned long long)
+                           ((const uint64_t *)tfm_tensor_data(in[0]))[i]);
         else
             len = snprintf(buf, sizeof buf, fmt,
                            d == TFM_INT64

@@ -9,15 +9,16 @@
 #include "ew_scalar.h"
 #include "int_loops.h"
 
-/* The loops below are instantiated for uint8 too, where `x < 0` is
+/* The loops below are instantiated for unsigned types too, where `x < 0` is
  * always false: that is intended. */
 #pragma GCC diagnostic ignored "-Wtype-limits"
 
 typedef void (*unary_fn)(const void *, void *, int64_t);
 
-TFM_INT_LOOPS(TFM_UNARY_LOOP, neg, tfm_wneg(x))
-TFM_INT_LOOPS(TFM_UNARY_LOOP, abs, tfm_abs(x))
-TFM_INT_LOOPS(TFM_UNARY_LOOP, sign, tfm_sign(x))
+/* TF has no Neg, Abs or Sign for uint16/32/64: their NULL entries raise. */
+TFM_INT8_64_LOOPS(TFM_UNARY_LOOP, neg, tfm_wneg(x))
+TFM_INT8_64_LOOPS(TFM_UNARY_LOOP, abs, tfm_abs(x))
+TFM_INT8_64_LOOPS(TFM_UNARY_LOOP, sign, tfm_sign(x))
 TFM_INT_LOOPS(TFM_UNARY_LOOP, square, tfm_wmul(x, x))
 /* Integers are already round. */
 TFM_INT_LOOPS(TFM_UNARY_LOOP, round, x)
@@ -31,9 +32,9 @@ tfm_k_unary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         return tfm_k_complex_ew(op, in, nin, a, out, nout, ctx);
     if (tfm_ew_float_unary(op, in[0], out[0], a))
         return TFM_OK;
-    static const unary_fn neg[TFM_DTYPE_COUNT] = TFM_INT_TABLE(neg);
-    static const unary_fn abs[TFM_DTYPE_COUNT] = TFM_INT_TABLE(abs);
-    static const unary_fn sign[TFM_DTYPE_COUNT] = TFM_INT_TABLE(sign);
+    static const unary_fn neg[TFM_DTYPE_COUNT] = TFM_INT8_64_TABLE(neg);
+    static const unary_fn abs[TFM_DTYPE_COUNT] = TFM_INT8_64_TABLE(abs);
+    static const unary_fn sign[TFM_DTYPE_COUNT] = TFM_INT8_64_TABLE(sign);
     static const unary_fn square[TFM_DTYPE_COUNT] = TFM_INT_TABLE(square);
     static const unary_fn round[TFM_DTYPE_COUNT] = TFM_INT_TABLE(round);
     tfm_dtype d = in[0]->dtype;
