@@ -5,7 +5,19 @@ import numpy as np
 
 # The core's enum order (csrc/core/dtype.h).
 _NAMES = ["bool", "int8", "uint8", "int16", "int32", "int64",
-          "float16", "float32", "float64", "string"]
+          "float16", "float32", "float64", "string", "bfloat16"]
+
+
+def _ml_dtypes():
+    """ml_dtypes (NumPy's bfloat16, as TF and JAX use), imported on first
+    need: tfmini's bfloat16 tensors work without it, their NumPy face
+    does not."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise ImportError("tf.bfloat16's NumPy type needs the ml_dtypes "
+                          "package (pip install ml_dtypes)") from None
+    return ml_dtypes
 
 
 class DType:
@@ -16,8 +28,10 @@ class DType:
     def __init__(self, enum, name):
         self._enum = enum
         self._name = name
-        # tf.string's NumPy type is object (its elements are bytes).
-        self._np = np.object_ if name == "string" else np.dtype(name).type
+        # tf.string's NumPy type is object (its elements are bytes);
+        # bfloat16's comes from ml_dtypes, looked up when first asked.
+        self._np = (np.object_ if name == "string" else
+                    None if name == "bfloat16" else np.dtype(name).type)
 
     @property
     def name(self):
@@ -25,15 +39,19 @@ class DType:
 
     @property
     def as_numpy_dtype(self):
+        if self._np is None:
+            self._np = _ml_dtypes().bfloat16
         return self._np
 
     @property
     def size(self):
+        if self._name == "bfloat16":
+            return 2
         return np.dtype(self._np).itemsize
 
     @property
     def is_floating(self):
-        return self._name.startswith("float")
+        return self._name.startswith(("float", "bfloat"))
 
     @property
     def is_integer(self):
@@ -72,6 +90,8 @@ class DType:
     def min(self):
         if self._name == "string":
             raise TypeError(f"Cannot find minimum value of {self}.")
+        if self._name == "bfloat16":
+            return _ml_dtypes().finfo(self.as_numpy_dtype).min
         if self.is_floating:
             return np.finfo(self._np).min   # a NumPy scalar, as TF
         if self.is_bool:
@@ -82,6 +102,8 @@ class DType:
     def max(self):
         if self._name == "string":
             raise TypeError(f"Cannot find maximum value of {self}.")
+        if self._name == "bfloat16":
+            return _ml_dtypes().finfo(self.as_numpy_dtype).max
         if self.is_floating:
             return np.finfo(self._np).max
         if self.is_bool:
@@ -131,6 +153,7 @@ float16 = half = _BY_NAME["float16"]
 float32 = _BY_NAME["float32"]
 float64 = double = _BY_NAME["float64"]
 string = _BY_NAME["string"]
+bfloat16 = _BY_NAME["bfloat16"]
 
 
 def as_dtype(value):

@@ -5,8 +5,11 @@
  * answers x86 hardware, NumPy and TF on x86 give: to int32/int64 the
  * "integer indefinite" value INT_MIN; to narrower ints, the int32 result
  * wrapped. Int to narrower int wraps. Anything to bool is `!= 0` (NaN is
- * true). float16 goes through float32. */
+ * true). float16 and bfloat16 go through float32 (so float64 to
+ * bfloat16 rounds twice, as TF's Eigen cast does). */
 #include "elementwise.h"
+
+#include "../../core/bfloat16.h"
 
 #include <string.h>
 
@@ -35,6 +38,7 @@ f2i64(double v)
 #define SRC_i32(x) (x)
 #define SRC_i64(x) (x)
 #define SRC_f16(x) tfm_half_to_float(x)
+#define SRC_bf16(x) tfm_bf16_to_float(x)
 #define SRC_f32(x) (x)
 #define SRC_f64(x) (x)
 
@@ -57,6 +61,8 @@ f2i64(double v)
     TFM_UNARY_LOOP(SN##_to_i64, ST, int64_t, I64_##K(SRC_##SN(x)))           \
     TFM_UNARY_LOOP(SN##_to_f16, ST, uint16_t,                                \
                    tfm_float_to_half((float)SRC_##SN(x)))                    \
+    TFM_UNARY_LOOP(SN##_to_bf16, ST, uint16_t,                               \
+                   tfm_float_to_bf16((float)SRC_##SN(x)))                    \
     TFM_UNARY_LOOP(SN##_to_f32, ST, float, SRC_##SN(x))                      \
     TFM_UNARY_LOOP(SN##_to_f64, ST, double, SRC_##SN(x))
 
@@ -69,19 +75,20 @@ CASTS_FROM(i64, int64_t, I)
 CASTS_FROM(f16, uint16_t, F)
 CASTS_FROM(f32, float, F)
 CASTS_FROM(f64, double, F)
+CASTS_FROM(bf16, uint16_t, F)
 
 #define ROW(SN)                                                              \
     { [TFM_BOOL] = SN##_to_b, [TFM_INT8] = SN##_to_i8,                       \
       [TFM_UINT8] = SN##_to_u8, [TFM_INT16] = SN##_to_i16,                   \
       [TFM_INT32] = SN##_to_i32, [TFM_INT64] = SN##_to_i64,                  \
       [TFM_FLOAT16] = SN##_to_f16, [TFM_FLOAT32] = SN##_to_f32,              \
-      [TFM_FLOAT64] = SN##_to_f64 }
+      [TFM_FLOAT64] = SN##_to_f64, [TFM_BFLOAT16] = SN##_to_bf16 }
 
 static const unary_fn casts[TFM_DTYPE_COUNT][TFM_DTYPE_COUNT] = {
     [TFM_BOOL] = ROW(b), [TFM_INT8] = ROW(i8), [TFM_UINT8] = ROW(u8),
     [TFM_INT16] = ROW(i16), [TFM_INT32] = ROW(i32), [TFM_INT64] = ROW(i64),
     [TFM_FLOAT16] = ROW(f16), [TFM_FLOAT32] = ROW(f32),
-    [TFM_FLOAT64] = ROW(f64),
+    [TFM_FLOAT64] = ROW(f64), [TFM_BFLOAT16] = ROW(bf16),
 };
 
 tfm_code
