@@ -50,6 +50,7 @@ MAX_RANK = 32
 DTYPES = {1: "float32", 2: "float64", 3: "float16", 4: "int8", 5: "int16",
           6: "int32", 7: "int64", 8: "uint8", 9: "bool", 10: "uint16",
           11: "uint32", 12: "uint64"}
+DTYPES[16] = "bfloat16"     # NumPy's through ml_dtypes (read: imported)
 _CODES = {v: k for k, v in DTYPES.items()}
 
 
@@ -125,6 +126,9 @@ def decode(data, path="<bytes>"):
             fail(f"record {i} ({name!r}): bad rank {rank}")
         dims = struct.unpack_from(f"<{rank}Q", data, pos)
         pos += 8 * rank
+        if DTYPES[code] == "bfloat16":
+            from ...dtypes import _ml_dtypes
+            _ml_dtypes()            # NumPy knows the name from then on
         dtype = np.dtype(DTYPES[code]).newbyteorder("<")
         size = 1
         for d in dims:
