@@ -313,3 +313,13 @@ def test_checkpoint_round_trip(tmp_path):
     tf.train.Checkpoint(v=w).restore(path)
     assert w.dtype == tf.bfloat16
     np.testing.assert_array_equal(bits(w.numpy()), bits(v.numpy()))
+
+
+def test_moments_accumulate_in_float32():
+    # 4096 values of 1 + 2**-7: a bfloat16 running sum would stall; the
+    # sums run in float32 and only the results round.
+    x = tf.fill([4096], tf.constant(1.0078125, tf.bfloat16))
+    mean, var = tf.nn.moments(x, [0])
+    assert mean.dtype == tf.bfloat16 and var.dtype == tf.bfloat16
+    assert float(tf.cast(mean, tf.float32)) == 1.0078125
+    assert float(tf.cast(var, tf.float32)) == 0.0

@@ -15,6 +15,10 @@
 
 #include "loops.h"
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 typedef void (*unary_fn)(const void *, void *, int64_t);
 
 static inline int32_t
@@ -91,6 +95,65 @@ static const unary_fn casts[TFM_DTYPE_COUNT][TFM_DTYPE_COUNT] = {
     [TFM_FLOAT64] = ROW(f64), [TFM_BFLOAT16] = ROW(bf16),
 };
 
+/* float16 <-> float32 with the CPU's conversion instructions (F16C: in
+ * every x86-64-v3 build): mixed_float16 casts every layer's inputs and
+ * weights, and the bit-twiddling conversion, out of line in dtype.c,
+ * cost about 20 ns an element (measured: a 1M-element cast 24 ms vs
+ * bfloat16's inline one at 0.1 ms). Same rounding (to nearest even),
+ * infinities and subnormals; a NaN keeps its payload's top bits where
+ * the portable loop quiets it to a bare NaN. Returns 0 when this build
+ * has no F16C (the table's loops run then). */
+#if defined(__F16C__)
+#define HALF_BLOCK 4096
+
+static void
+half_block(const void *src, void *dst, int64_t i0, int64_t i1, int to_half)
+{
+    int64_t i = i0;
+    if (to_half) {
+        const float *s = src;
+        uint16_t *d = dst;
+        for (; i + 8 <= i1; i += 8)
+            _mm_storeu_si128((__m128i *)(d + i),
+                             _mm256_cvtps_ph(_mm256_loadu_ps(s + i),
+                                             _MM_FROUND_TO_NEAREST_INT));
+        for (; i < i1; i++)
+            d[i] = tfm_float_to_half(s[i]);
+    } else {
+        const uint16_t *s = src;
+        float *d = dst;
+        for (; i + 8 <= i1; i += 8)
+            _mm256_storeu_ps(d + i, _mm256_cvtph_ps(
+                _mm_loadu_si128((const __m128i *)(s + i))));
+        for (; i < i1; i++)
+            d[i] = tfm_half_to_float(s[i]);
+    }
+}
+
+static int
+half_cast_fast(tfm_dtype from, tfm_dtype to, const void *src, void *dst,
+               int64_t n)
+{
+    int to_half = from == TFM_FLOAT32 && to == TFM_FLOAT16;
+    if (!to_half && !(from == TFM_FLOAT16 && to == TFM_FLOAT32))
+        return 0;
+    int64_t blocks = (n + HALF_BLOCK - 1) / HALF_BLOCK;
+    TFM_PAR_FOR(n >= TFM_PAR_MIN, b, blocks,
+        int64_t i1 = (b + 1) * HALF_BLOCK;
+        half_block(src, dst, b * HALF_BLOCK, i1 < n ? i1 : n, to_half);
+    );
+    return 1;
+}
+#else
+static int
+half_cast_fast(tfm_dtype from, tfm_dtype to, const void *src, void *dst,
+               int64_t n)
+{
+    (void)from; (void)to; (void)src; (void)dst; (void)n;
+    return 0;
+}
+#endif
+
 tfm_code
 tfm_k_cast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
            tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
@@ -106,6 +169,7 @@ tfm_k_cast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         memcpy(dst, src, (size_t)n * tfm_dtype_size(from));
         return TFM_OK;
     }
-    casts[from][to](src, dst, n);
+    if (!half_cast_fast(from, to, src, dst, n))
+        casts[from][to](src, dst, n);
     return TFM_OK;
 }
