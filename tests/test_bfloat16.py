@@ -323,3 +323,45 @@ def test_moments_accumulate_in_float32():
     assert mean.dtype == tf.bfloat16 and var.dtype == tf.bfloat16
     assert float(tf.cast(mean, tf.float32)) == 1.0078125
     assert float(tf.cast(var, tf.float32)) == 0.0
+
+
+# ---- the op table, in bfloat16 ---------------------------------------
+def _table_cases():
+    """Every OpSpec case that runs in float16 (data movement, casts,
+    reductions, matmul...): the same op in bfloat16 against float32 on
+    the same (bfloat16-exact) inputs, rounded once."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from specs import SPECS
+    return [(spec, shapes) for spec in SPECS if "float16" in spec.dtypes
+            for shapes in spec.shapes]
+
+
+_CASES = _table_cases()
+
+
+@pytest.mark.parametrize("case", _CASES, ids=[
+    f"{s.name}-" + "x".join("(" + ",".join(map(str, sh)) + ")"
+                            for sh in shapes) for s, shapes in _CASES])
+def test_op_table_in_bfloat16(case):
+    spec, shapes = case
+    rng = np.random.default_rng(0)
+    xs = [bf16_round(x) if x.dtype.kind == "f" else x
+          for x in spec.make_inputs(rng, shapes, "float32")]
+    want = spec.fn(*[tf.constant(x) for x in xs])
+    got = spec.fn(*[tf.constant(x, tf.bfloat16) if x.dtype.kind == "f"
+                    else tf.constant(x) for x in xs])
+    pairs = (list(zip(got, want)) if isinstance(want, (tuple, list))
+             else [(got, want)])
+    for g, w in pairs:
+        assert g.shape == w.shape
+        w = w.numpy()
+        if g.dtype == tf.bfloat16:
+            assert w.dtype == np.float32
+            g = g.numpy().astype(np.float32)
+            # Per-element ops round their float32 result once; sums and
+            # products of many terms may differ by an ulp or two.
+            np.testing.assert_allclose(g, bf16_round(w), rtol=2 ** -7,
+                                       atol=1e-6)
+        else:
+            assert g.dtype.as_numpy_dtype == w.dtype
+            np.testing.assert_array_equal(g.numpy(), w)
