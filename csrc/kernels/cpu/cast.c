@@ -169,7 +169,14 @@ tfm_k_cast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         memcpy(dst, src, (size_t)n * tfm_dtype_size(from));
         return TFM_OK;
     }
-    if (!half_cast_fast(from, to, src, dst, n))
-        casts[from][to](src, dst, n);
+    if (half_cast_fast(from, to, src, dst, n))
+        return TFM_OK;
+    /* A dtype whose loops have not landed yet is an error, not a call
+     * through a null pointer. */
+    if (!casts[from][to])
+        return tfm_error(TFM_ERR_UNIMPLEMENTED, "Cast: no CPU kernel from "
+                         "%s to %s", tfm_dtype_name(from),
+                         tfm_dtype_name(to));
+    casts[from][to](src, dst, n);
     return TFM_OK;
 }
