@@ -3,6 +3,7 @@ that must be a ResourceExhaustedError, never a crash or a leak. Memory is
 read two ways: the core's own live tensor/buffer counts (exact) and the
 process's resident set (/proc/self/statm, with slack for the allocator)."""
 import gc
+import importlib.util
 import os
 
 import numpy as np
@@ -51,6 +52,7 @@ def mixed_ops():
         lambda: i + i, lambda: i * 3, lambda: tf.add(a, b),
         lambda: tf.multiply(i, i), lambda: tf.cast(i, tf.float32),
         lambda: tf.cast(a, tf.float16) + tf.cast(b, tf.float16),
+        lambda: tf.matmul(tf.cast(a, tf.bfloat16), tf.cast(a, tf.bfloat16)),
         lambda: tf.constant([[1, 2], [3, 4]]),
         lambda: tf.convert_to_tensor(np.arange(5.0)),
         lambda: a.numpy(), lambda: repr(i), lambda: float(tf.constant(1.5)),
@@ -64,6 +66,8 @@ def mixed_ops():
                      ("strided_slice", lambda: float(b[1]))]:
         if _optional(name):
             ops.append(fn)
+    if importlib.util.find_spec("ml_dtypes"):  # bfloat16's NumPy type
+        ops.append(lambda: tf.constant(b.numpy(), tf.bfloat16).numpy())
     if _optional("strings"):                   # tf.string's elements
         s = tf.constant(["alpha beta", "γάμμα", ""])
         ops += [lambda: tf.constant(["x", b"yz"]), lambda: s.numpy(),

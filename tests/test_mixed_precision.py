@@ -32,10 +32,19 @@ def test_policy_names_and_dtypes():
         mp.Policy(3)
 
 
-def test_bfloat16_is_refused_naming_the_missing_dtype():
-    with pytest.raises(ValueError, match="bfloat16 dtype"):
-        mp.set_global_policy("mixed_bfloat16")
-    assert mp.global_policy().name == "float32"
+def test_mixed_bfloat16_policy_computes_in_bfloat16():
+    p = mp.Policy("mixed_bfloat16")
+    assert (p.name, p.compute_dtype, p.variable_dtype) == \
+        ("mixed_bfloat16", "bfloat16", "float32")
+    mp.set_global_policy("mixed_bfloat16")
+    d = L.Dense(3)
+    x = np.random.RandomState(0).rand(4, 5).astype("float32")
+    y = d(x)
+    assert y.dtype == tf.bfloat16
+    assert d.kernel.dtype == tf.float32 and d.bias.dtype == tf.float32
+    ref = x @ d.kernel.numpy() + d.bias.numpy()
+    np.testing.assert_allclose(y.numpy().astype("float32"), ref,
+                               rtol=2e-2, atol=2e-2)
 
 
 def test_global_policy_applies_to_new_layers_only():
@@ -299,6 +308,37 @@ def test_mixed_float16_digits_mlp_matches_float32_accuracy():
     assert hist.history["loss"][-1] < 1.0
     assert acc32 > 0.85
     assert abs(acc16 - acc32) <= 0.02, (acc16, acc32)
+
+
+def test_mixed_bfloat16_digits_mlp_matches_float32_accuracy():
+    _, _, acc32 = _train("float32")
+    mbf, hist, accbf = _train("mixed_bfloat16")
+    # bfloat16 has float32's exponent range: no loss scaling (Keras
+    # wraps only float16 models).
+    assert type(mbf.optimizer) is keras.optimizers.Adam
+    assert all(w.dtype == tf.float32 for w in mbf.weights)
+    assert mbf.layers[0].compute_dtype == "bfloat16"
+    assert mbf.layers[0](_digits()[0][:2]).dtype == tf.bfloat16
+    assert mbf.predict(_digits()[0][:3], verbose=0).dtype == np.float32
+    assert all(np.isfinite(hist.history["loss"]))
+    assert acc32 > 0.85
+    assert abs(accbf - acc32) <= 0.02, (accbf, acc32)
+
+
+def test_mixed_bfloat16_conv_and_batchnorm_in_a_traced_step():
+    mp.set_global_policy("mixed_bfloat16")
+    model = keras.Sequential([
+        keras.Input((6, 6, 2)), L.Conv2D(4, 3, padding="same"),
+        L.BatchNormalization(), L.Flatten(), L.Dense(2),
+        L.Activation("softmax", dtype="float32")])
+    model.compile(keras.optimizers.SGD(0.1),
+                  "sparse_categorical_crossentropy")
+    x = np.random.RandomState(0).rand(8, 6, 6, 2).astype("float32")
+    y = np.arange(8) % 2
+    hist = model.fit(x, y, epochs=3, batch_size=4, verbose=0)
+    assert all(np.isfinite(hist.history["loss"]))
+    assert all(w.dtype == tf.float32 for w in model.weights)
+    assert model.layers[0](x[:1]).dtype == tf.bfloat16
 
 
 def test_fit_skips_a_nonfinite_step_and_recovers():

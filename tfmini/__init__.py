@@ -8,6 +8,7 @@ from .dtypes import (DType, as_dtype, bool, double, float16, float32,  # noqa
                      float64, half, int8, int16, int32, int64, string,
                      uint8, uint16, uint32, uint64)
 from .dtypes import complex64, complex128  # noqa: F401
+from .dtypes import bfloat16  # noqa: F401
 from . import errors
 from .tensor_shape import TensorShape
 from ._tensor import Tensor

@@ -7,8 +7,18 @@ import numpy as np
 _NAMES = ["bool", "int8", "uint8", "int16", "int32", "int64",
           "float16", "float32", "float64", "string",
           "bfloat16", "uint16", "uint32", "uint64", "complex64", "complex128"]
-# In the enum but not usable yet: their kernels come per dtype.
-_PENDING = {"bfloat16"}
+
+
+def _ml_dtypes():
+    """ml_dtypes (NumPy's bfloat16, as TF and JAX use), imported on first
+    need: tfmini's bfloat16 tensors work without it, their NumPy face
+    does not."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise ImportError("tf.bfloat16's NumPy type needs the ml_dtypes "
+                          "package (pip install ml_dtypes)") from None
+    return ml_dtypes
 
 
 class DType:
@@ -19,9 +29,10 @@ class DType:
     def __init__(self, enum, name):
         self._enum = enum
         self._name = name
-        # tf.string's NumPy type is object (its elements are bytes).
-        self._np = (np.object_ if name == "string" else None
-                    if name in _PENDING else np.dtype(name).type)
+        # tf.string's NumPy type is object (its elements are bytes);
+        # bfloat16's comes from ml_dtypes, looked up when first asked.
+        self._np = (np.object_ if name == "string" else
+                    None if name == "bfloat16" else np.dtype(name).type)
 
     @property
     def name(self):
@@ -29,15 +40,19 @@ class DType:
 
     @property
     def as_numpy_dtype(self):
+        if self._np is None:
+            self._np = _ml_dtypes().bfloat16
         return self._np
 
     @property
     def size(self):
+        if self._name == "bfloat16":
+            return 2
         return np.dtype(self._np).itemsize
 
     @property
     def is_floating(self):
-        return self._name.startswith("float")
+        return self._name.startswith(("float", "bfloat"))
 
     @property
     def is_integer(self):
@@ -84,6 +99,8 @@ class DType:
                             f"type {self}.")
         if self._name == "string":
             raise TypeError(f"Cannot find minimum value of {self}.")
+        if self._name == "bfloat16":
+            return _ml_dtypes().finfo(self.as_numpy_dtype).min
         if self.is_floating:
             return np.finfo(self._np).min   # a NumPy scalar, as TF
         if self.is_bool:
@@ -97,6 +114,8 @@ class DType:
                             f"type {self}.")
         if self._name == "string":
             raise TypeError(f"Cannot find maximum value of {self}.")
+        if self._name == "bfloat16":
+            return _ml_dtypes().finfo(self.as_numpy_dtype).max
         if self.is_floating:
             return np.finfo(self._np).max
         if self.is_bool:
@@ -131,7 +150,7 @@ class DType:
 
 
 _BY_ENUM = [DType(i, n) for i, n in enumerate(_NAMES)]
-_BY_NAME = {d.name: d for d in _BY_ENUM if d.name not in _PENDING}
+_BY_NAME = {d.name: d for d in _BY_ENUM}
 _BY_NAME["half"] = _BY_NAME["float16"]
 _BY_NAME["float"] = _BY_NAME["float32"]
 _BY_NAME["double"] = _BY_NAME["float64"]
@@ -151,6 +170,7 @@ float64 = double = _BY_NAME["float64"]
 string = _BY_NAME["string"]
 complex64 = _BY_NAME["complex64"]
 complex128 = _BY_NAME["complex128"]
+bfloat16 = _BY_NAME["bfloat16"]
 
 
 def as_dtype(value):

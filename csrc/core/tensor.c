@@ -1,4 +1,5 @@
 #include "tensor.h"
+#include "bfloat16.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +168,7 @@ tfm_tensor_get_f64(const tfm_tensor *t, int64_t i)
     case TFM_INT32: return ((const int32_t *)p)[i];
     case TFM_INT64: return (double)((const int64_t *)p)[i];
     case TFM_FLOAT16: return tfm_half_to_float(((const uint16_t *)p)[i]);
+    case TFM_BFLOAT16: return tfm_bf16_to_float(((const uint16_t *)p)[i]);
     case TFM_FLOAT32: return ((const float *)p)[i];
     case TFM_FLOAT64: return ((const double *)p)[i];
     /* complex: the real part (what a cast to float keeps) */
@@ -191,6 +193,7 @@ tfm_tensor_set_f64(tfm_tensor *t, int64_t i, double v)
     case TFM_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
     case TFM_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
     case TFM_FLOAT16: ((uint16_t *)p)[i] = tfm_float_to_half((float)v); break;
+    case TFM_BFLOAT16: ((uint16_t *)p)[i] = tfm_float_to_bf16((float)v); break;
     case TFM_FLOAT32: ((float *)p)[i] = (float)v; break;
     case TFM_FLOAT64: ((double *)p)[i] = v; break;
     case TFM_COMPLEX64:

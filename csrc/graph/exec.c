@@ -130,6 +130,7 @@ count_nonzero(const tfm_tensor *t)
             count += ((const double *)p)[k] != 0;
         break;
     case TFM_FLOAT16:
+    case TFM_BFLOAT16:
         for (int64_t k = 0; k < n; k++)
             count += (((const uint16_t *)p)[k] & 0x7fff) != 0;
         break;

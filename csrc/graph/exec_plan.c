@@ -16,8 +16,6 @@ direct_work(const tfm_graph *g, const tfm_node *n)
 {
     if (!tfm_ops[n->op].cpu)
         return -1;
-    unsigned flags = tfm_ops[n->op].flags;
-    int f16_ok = (flags & (TFM_OPF_F16 | TFM_OPF_ANY_DTYPE)) != 0;
     int64_t work = 0;
     for (int i = 0; i < n->nin + n->nout; i++) {
         const tfm_meta *m = i < n->nin ? meta_of(g, n->in[i])
@@ -26,7 +24,7 @@ direct_work(const tfm_graph *g, const tfm_node *n)
          * references, and never into the arena (Note [String
          * elements]). */
         if (!tfm_shape_is_known(&m->shape) || m->dtype == TFM_STRING ||
-            (m->dtype == TFM_FLOAT16 && !f16_ok))
+            !tfm_kernel_takes(n->op, m->dtype, TFM_CPU))
             return -1;
         work += tfm_shape_numel(&m->shape);
     }

@@ -70,11 +70,10 @@ check_attrs(tfm_op op, const tfm_attrs *a)
 static tfm_code
 check_float(tfm_op op, const tfm_meta *m, const char *what)
 {
-    if (m->dtype == TFM_FLOAT32 || m->dtype == TFM_FLOAT64 ||
-        m->dtype == TFM_FLOAT16)
+    if (tfm_dtype_is_float(m->dtype))
         return TFM_OK;
     return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %s must be float16, "
-                     "float32 or float64, got %s", tfm_ops[op].name, what,
+                     "bfloat16, float32 or float64, got %s", tfm_ops[op].name, what,
                      tfm_dtype_name(m->dtype));
 }
 

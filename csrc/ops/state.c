@@ -174,6 +174,7 @@ put_element(sbuf *b, const tfm_tensor *t, int64_t i)
         snprintf(s, sizeof s, "%" PRIu64, ((const uint64_t *)p)[i]);
         break;
     case TFM_FLOAT16:
+    case TFM_BFLOAT16:
     case TFM_FLOAT32:
         put_float(b, tfm_tensor_get_f64(t, i), 0);
         return;

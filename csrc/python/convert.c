@@ -5,6 +5,7 @@
 #include "binding.h"
 
 #include "../kernels/cuda/cuda.h"
+#include "../core/bfloat16.h"
 #include "../core/tstring.h"
 #include "../runtime/device_fake.h"
 
@@ -22,11 +23,80 @@ tfm_py_numpy_init(void)
     return 0;
 }
 
+static int numpy_typenum(tfm_dtype d);
+
+/* ml_dtypes' bfloat16 (what TF and JAX give NumPy) is a user dtype with
+ * no fixed type number: it is known by its scalar type's name. */
+static int
+is_bfloat16_descr(PyArray_Descr *d)
+{
+    if (d->kind != 'V' || PyDataType_ELSIZE(d) != 2 || !d->typeobj)
+        return 0;
+    const char *name = d->typeobj->tp_name;     /* "ml_dtypes.bfloat16" */
+    const char *dot = strrchr(name, '.');
+    return strcmp(dot ? dot + 1 : name, "bfloat16") == 0;
+}
+
+/* NumPy's descriptor for bfloat16 (a new reference), imported from
+ * ml_dtypes on first use: tfmini runs without it, and only bfloat16's
+ * way into NumPy needs it. */
+static PyArray_Descr *
+bfloat16_descr(void)
+{
+    static PyArray_Descr *cached;
+    if (!cached) {
+        PyObject *mod = PyImport_ImportModule("ml_dtypes");
+        if (!mod) {
+            if (PyErr_ExceptionMatches(PyExc_ImportError)) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_ImportError, "a bfloat16 tensor's "
+                                "NumPy value needs the ml_dtypes package "
+                                "(pip install ml_dtypes), which gives "
+                                "NumPy its bfloat16 dtype, as in "
+                                "TensorFlow");
+            }
+            return NULL;
+        }
+        PyObject *type = PyObject_GetAttrString(mod, "bfloat16");
+        Py_DECREF(mod);
+        if (!type)
+            return NULL;
+        PyArray_Descr *d = PyArray_DescrFromTypeObject(type);
+        Py_DECREF(type);
+        if (!d)
+            return NULL;
+        if (!is_bfloat16_descr(d)) {
+            Py_DECREF(d);
+            PyErr_SetString(PyExc_ImportError, "ml_dtypes.bfloat16 is not "
+                            "the 2-byte NumPy dtype tfmini expects");
+            return NULL;
+        }
+        cached = d;     /* kept for the process, as NumPy keeps it */
+    }
+    Py_INCREF(cached);
+    return cached;
+}
+
+/* A new C-contiguous array of tfmini dtype d. */
+static PyObject *
+new_array(int nd, npy_intp *dims, tfm_dtype d)
+{
+    if (d != TFM_BFLOAT16)
+        return PyArray_SimpleNew(nd, dims, numpy_typenum(d));
+    PyArray_Descr *descr = bfloat16_descr();
+    if (!descr)
+        return NULL;
+    return PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, NULL, NULL,
+                                0, NULL);   /* steals descr */
+}
+
 static int
 dtype_from_numpy(PyArray_Descr *d)
 {
     int kind = d->kind;
     int size = (int)PyDataType_ELSIZE(d);
+    if (is_bfloat16_descr(d))
+        return TFM_BFLOAT16;
     if (kind == 'b')
         return TFM_BOOL;
     if (kind == 'i')
@@ -217,8 +287,7 @@ tfm_py_to_numpy(tfm_tensor *t)
         dims[i] = (npy_intp)t->shape.dims[i];
     if (t->dtype == TFM_STRING)
         return strings_to_numpy(t, dims);
-    PyObject *arr = PyArray_SimpleNew(t->shape.ndim, dims,
-                                      numpy_typenum(t->dtype));
+    PyObject *arr = new_array(t->shape.ndim, dims, t->dtype);
     if (!arr)
         return NULL;
     if (t->device == TFM_CPU) {
@@ -477,6 +546,33 @@ uint64_list(PyObject *o)
     return u;
 }
 
+/* Fills bfloat16 tensor t from array src of dtype have: bits copied
+ * from bfloat16, else rounded from float32 here (so that making bfloat16
+ * tensors needs no ml_dtypes). float64 rounds through float32, as TF's
+ * conversion does. */
+static int
+bfloat16_from_array(tfm_tensor *t, PyObject *src, int have)
+{
+    int typenum = have == TFM_BFLOAT16 ? -1 : NPY_FLOAT32;
+    PyObject *c = typenum < 0
+        ? (PyObject *)PyArray_GETCONTIGUOUS((PyArrayObject *)src)
+        : PyArray_FROM_OTF(src, typenum,
+                           NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST);
+    if (!c)
+        return -1;
+    int64_t n = tfm_tensor_numel(t);
+    uint16_t *dst = tfm_tensor_data(t);
+    if (typenum < 0) {
+        memcpy(dst, PyArray_DATA((PyArrayObject *)c), (size_t)n * 2);
+    } else {
+        const float *f = PyArray_DATA((PyArrayObject *)c);
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = tfm_float_to_bf16(f[i]);
+    }
+    Py_DECREF(c);
+    return 0;
+}
+
 enum { FROM_ARRAY, FROM_LIST };
 enum { AS_HINT, AS_REQUESTED };
 
@@ -569,7 +665,7 @@ from_array(PyObject *o, int dtype, int source, int how)
             PyErr_Format(PyExc_TypeError, "Cannot convert a NumPy array of "
                          "dtype %R to a tensor: tfmini supports bool, int8, "
                          "uint8, uint16, uint32, uint64, int16, int32, int64, "
-                         "float16, float32, float64, complex64 and "
+                         "float16, bfloat16, float32, float64, complex64 and "
                          "complex128", (PyObject *)descr);
         goto done;
     }
@@ -578,6 +674,16 @@ from_array(PyObject *o, int dtype, int source, int how)
                      "%d", TFM_MAX_DIMS,
                      PyArray_NDIM((PyArrayObject *)src));
         goto done;
+    }
+    if (have == TFM_BFLOAT16 && dtype >= 0 && dtype != TFM_BFLOAT16) {
+        /* Other dtypes come from bfloat16 through float32, which holds
+         * every bfloat16 exactly. */
+        PyObject *wide = PyArray_FROM_OTF(src, NPY_FLOAT32,
+                                          NPY_ARRAY_CARRAY_RO);
+        if (!wide)
+            goto done;
+        Py_SETREF(src, wide);
+        have = TFM_FLOAT32;
     }
     int want = dtype;
     if (want < 0) {
@@ -635,6 +741,13 @@ from_array(PyObject *o, int dtype, int source, int how)
     t = tfm_tensor_new((tfm_dtype)want, &s, TFM_CPU);
     if (!t) {
         tfm_py_raise();
+        goto done;
+    }
+    if (want == TFM_BFLOAT16) {
+        if (bfloat16_from_array(t, src, have)) {
+            tfm_tensor_decref(t);
+            t = NULL;
+        }
         goto done;
     }
     arr = (PyArrayObject *)PyArray_New(&PyArray_Type, s.ndim, dims,

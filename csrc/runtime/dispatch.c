@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/bfloat16.h"
 #include "../core/tstring.h"
 #include "../kernels/cpu/string_kernels.h"
 #include "tape.h"
@@ -140,17 +141,30 @@ no_device(tfm_op op, int device)
                      "present)", tfm_ops[op].name, device);
 }
 
-static int
-needs_f16_upcast(tfm_op op, tfm_tensor *const *in, int nin,
-                 const tfm_meta *out, int nout)
+int
+tfm_kernel_takes(tfm_op op, tfm_dtype d, int device)
 {
-    if (tfm_ops[op].flags & (TFM_OPF_F16 | TFM_OPF_ANY_DTYPE))
-        return 0;
+    unsigned flags = tfm_ops[op].flags;
+    if (flags & TFM_OPF_ANY_DTYPE)
+        return 1;
+    if (d == TFM_FLOAT16)
+        return (flags & TFM_OPF_F16) != 0;
+    /* bfloat16 GEMM with float32 accumulation (gemm_bf16.c); every
+     * other op is cheaper in float32 than with a conversion per use. */
+    if (d == TFM_BFLOAT16)
+        return op == TFM_OP_MATMUL && device == TFM_CPU;
+    return 1;
+}
+
+static int
+needs_half_upcast(tfm_op op, int device, tfm_tensor *const *in, int nin,
+                  const tfm_meta *out, int nout)
+{
     for (int i = 0; i < nin; i++)
-        if (in[i]->dtype == TFM_FLOAT16)
+        if (!tfm_kernel_takes(op, in[i]->dtype, device))
             return 1;
     for (int i = 0; i < nout; i++)
-        if (out[i].dtype == TFM_FLOAT16)
+        if (!tfm_kernel_takes(op, out[i].dtype, device))
             return 1;
     return 0;
 }
@@ -168,10 +182,11 @@ cast(tfm_tensor *t, tfm_dtype to, int device)
     return o;
 }
 
-/* Kernels for float16 are optional: without one, compute in float32 and
- * round the results back (TF's documented behaviour on CPU). */
+/* Kernels for float16 and bfloat16 are optional: without one, compute
+ * in float32 and round the results back (TF's documented behaviour on
+ * CPU). */
 static tfm_code
-run_f16_upcast(tfm_op op, int device, tfm_tensor *const *in, int nin,
+run_half_upcast(tfm_op op, int device, tfm_tensor *const *in, int nin,
                const tfm_attrs *a, const tfm_meta *meta, tfm_tensor **out,
                int *nout)
 {
@@ -179,7 +194,7 @@ run_f16_upcast(tfm_op op, int device, tfm_tensor *const *in, int nin,
     tfm_code rc = TFM_OK;
     int i;
     for (i = 0; i < nin; i++) {
-        up[i] = in[i]->dtype == TFM_FLOAT16
+        up[i] = tfm_dtype_is_half16(in[i]->dtype)
                     ? cast(in[i], TFM_FLOAT32, device)
                     : (tfm_tensor_incref(in[i]), in[i]);
         if (!up[i]) {
@@ -188,12 +203,13 @@ run_f16_upcast(tfm_op op, int device, tfm_tensor *const *in, int nin,
         }
     }
     tfm_attrs a32 = *a;
-    if (a32.dtype == TFM_FLOAT16)
+    if (tfm_dtype_is_half16(a32.dtype))
         a32.dtype = TFM_FLOAT32;
     rc = tfm_run_kernel_on(op, device, up, nin, &a32, out, nout);
     for (int k = 0; !rc && k < *nout; k++) {
-        if (meta[k].dtype == TFM_FLOAT16 && out[k]->dtype == TFM_FLOAT32) {
-            tfm_tensor *h = cast(out[k], TFM_FLOAT16, device);
+        if (tfm_dtype_is_half16(meta[k].dtype) &&
+            out[k]->dtype == TFM_FLOAT32) {
+            tfm_tensor *h = cast(out[k], meta[k].dtype, device);
             if (!h) {
                 rc = tfm_error_code();
                 for (int j = 0; j < *nout; j++)
@@ -298,8 +314,8 @@ tfm_run_kernel_on(tfm_op op, int device, tfm_tensor *const *in, int nin,
     }
     if (tfm_log_placement)
         tfm_log_device_placement(op, device);
-    if (needs_f16_upcast(op, in, nin, meta, *nout)) {
-        rc = run_f16_upcast(op, device, in, nin, a, meta, out, nout);
+    if (needs_half_upcast(op, device, in, nin, meta, *nout)) {
+        rc = run_half_upcast(op, device, in, nin, a, meta, out, nout);
         goto release;
     }
     int made;

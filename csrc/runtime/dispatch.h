@@ -20,6 +20,11 @@ tfm_tensor *tfm_call1(tfm_op op, tfm_tensor *const *in, int nin,
 tfm_code tfm_infer(tfm_op op, tfm_tensor *const *in, int nin,
                    const tfm_attrs *a, tfm_meta *out, int *nout);
 
+/* Whether op's kernel on device takes dtype d itself. Only the 16-bit
+ * floats can say no: for them the dispatcher (and the graph executor)
+ * computes in float32 and rounds the results back. */
+int tfm_kernel_takes(tfm_op op, tfm_dtype d, int device);
+
 /* Run the kernel of op on concrete inputs into freshly allocated outputs,
  * with no tracing and no recording: what the graph executor calls. */
 tfm_code tfm_run_kernel(tfm_op op, tfm_tensor *const *in, int nin,

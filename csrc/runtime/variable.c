@@ -197,13 +197,13 @@ tfm_variable_assign_now(tfm_variable *v, tfm_tensor *value,
         tfm_tensor *in[2] = {v->value, value};
         tfm_attrs a;
         tfm_attrs_init(&a);
-        if (dst->dtype != TFM_FLOAT16) {
+        if (tfm_kernel_takes(op, dst->dtype, dst->device)) {
             /* In place, on the variable's device (elementwise kernels
              * allow out == in; a value elsewhere is copied over). */
             rc = tfm_run_kernel_into(op, in, 2, &a, &dst, 1);
         } else {
-            /* float16 (computed in float32): the general path, whose
-             * result becomes the value. */
+            /* float16, bfloat16 (computed in float32): the general
+             * path, whose result becomes the value. */
             tfm_tensor *sum = NULL;
             int n = 0;
             rc = tfm_run_kernel(op, in, 2, &a, &sum, &n);

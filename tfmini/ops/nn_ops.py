@@ -141,7 +141,8 @@ def moments(x, axes, shift=None, keepdims=False, name=None):
     from .math_ops import cast, squared_difference
     from .reduce_ops import reduce_mean
     x = _as_tensor(x)
-    y = cast(x, _dtypes.float32) if x.dtype == _dtypes.float16 else x
+    half = x.dtype in (_dtypes.float16, _dtypes.bfloat16)
+    y = cast(x, _dtypes.float32) if half else x
     axes = [int(a) for a in axes]
     mean = reduce_mean(y, axes, keepdims=True)
     variance = reduce_mean(squared_difference(y, stop_gradient(mean)), axes,
@@ -150,8 +151,8 @@ def moments(x, axes, shift=None, keepdims=False, name=None):
         from .array_ops import squeeze
         mean = squeeze(mean, axes)
         variance = squeeze(variance, axes)
-    if x.dtype == _dtypes.float16:
-        return cast(mean, _dtypes.float16), cast(variance, _dtypes.float16)
+    if half:
+        return cast(mean, x.dtype), cast(variance, x.dtype)
     return mean, variance
 
 

@@ -5,18 +5,26 @@
  * answers x86 hardware, NumPy and TF on x86 give: to int32/int64 the
  * "integer indefinite" value INT_MIN; to narrower ints, the int32 result
  * wrapped. Int to narrower int wraps. Anything to bool is `!= 0` (NaN is
- * true). float16 goes through float32. Floats to uint16 take the int32
- * path, to uint32 the int64 one (wrapped), and to uint64 what clang's
- * branch-free conversion gives TF: in-range values exact, negatives
- * wrapped from int64, the rest 2**63. Complex to a real type keeps the
- * real part (as TF's tf.cast); to bool it is true when either part is
- * nonzero. */
+ * true). float16 and bfloat16 go through float32 (so float64 to
+ * bfloat16 rounds twice, as TF's Eigen cast does). Floats to uint16 take
+ * the int32 path, to uint32 the int64 one (wrapped), and to uint64 what
+ * clang's branch-free conversion gives TF: in-range values exact,
+ * negatives wrapped from int64, the rest 2**63. Complex to a real type
+ * keeps the real part (as TF's tf.cast); to bool it is true when either
+ * part is nonzero. */
 #include "elementwise.h"
 
 #include <complex.h>
+
+#include "../../core/bfloat16.h"
+
 #include <string.h>
 
 #include "loops.h"
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 typedef void (*unary_fn)(const void *, void *, int64_t);
 
@@ -41,6 +49,7 @@ f2i64(double v)
 #define SRC_i32(x) (x)
 #define SRC_i64(x) (x)
 #define SRC_f16(x) tfm_half_to_float(x)
+#define SRC_bf16(x) tfm_bf16_to_float(x)
 #define SRC_f32(x) (x)
 #define SRC_f64(x) (x)
 #define SRC_u16(x) (x)
@@ -78,6 +87,8 @@ f2u64(double v)
     TFM_UNARY_LOOP(SN##_to_i64, ST, int64_t, I64_##K(SRC_##SN(x)))           \
     TFM_UNARY_LOOP(SN##_to_f16, ST, uint16_t,                                \
                    tfm_float_to_half((float)SRC_##SN(x)))                    \
+    TFM_UNARY_LOOP(SN##_to_bf16, ST, uint16_t,                               \
+                   tfm_float_to_bf16((float)SRC_##SN(x)))                    \
     TFM_UNARY_LOOP(SN##_to_f32, ST, float, SRC_##SN(x))                      \
     TFM_UNARY_LOOP(SN##_to_f64, ST, double, SRC_##SN(x))                     \
     TFM_UNARY_LOOP(SN##_to_c64, ST, float complex, SRC_##SN(x))              \
@@ -96,6 +107,7 @@ CASTS_FROM(i64, int64_t, I)
 CASTS_FROM(f16, uint16_t, F)
 CASTS_FROM(f32, float, F)
 CASTS_FROM(f64, double, F)
+CASTS_FROM(bf16, uint16_t, F)
 CASTS_FROM(u16, uint16_t, I)
 CASTS_FROM(u32, uint32_t, I)
 CASTS_FROM(u64, uint64_t, I)
@@ -114,6 +126,8 @@ CASTS_FROM(u64, uint64_t, I)
     TFM_UNARY_LOOP(SN##_to_i64, ST, int64_t, I64_F(SRC_##SN(x)))             \
     TFM_UNARY_LOOP(SN##_to_f16, ST, uint16_t,                                \
                    tfm_float_to_half((float)SRC_##SN(x)))                    \
+    TFM_UNARY_LOOP(SN##_to_bf16, ST, uint16_t,                               \
+                   tfm_float_to_bf16((float)SRC_##SN(x)))                    \
     TFM_UNARY_LOOP(SN##_to_f32, ST, float, SRC_##SN(x))                      \
     TFM_UNARY_LOOP(SN##_to_f64, ST, double, SRC_##SN(x))                     \
     TFM_UNARY_LOOP(SN##_to_c64, ST, float complex, x)                        \
@@ -131,6 +145,7 @@ CASTS_FROM_COMPLEX(c128, double complex)
       [TFM_INT32] = SN##_to_i32, [TFM_INT64] = SN##_to_i64,                  \
       [TFM_FLOAT16] = SN##_to_f16, [TFM_FLOAT32] = SN##_to_f32,              \
       [TFM_FLOAT64] = SN##_to_f64, [TFM_UINT16] = SN##_to_u16,               \
+      [TFM_BFLOAT16] = SN##_to_bf16,                                         \
       [TFM_UINT32] = SN##_to_u32, [TFM_UINT64] = SN##_to_u64,                \
       [TFM_COMPLEX64] = SN##_to_c64, [TFM_COMPLEX128] = SN##_to_c128 }
 
@@ -138,10 +153,69 @@ static const unary_fn casts[TFM_DTYPE_COUNT][TFM_DTYPE_COUNT] = {
     [TFM_BOOL] = ROW(b), [TFM_INT8] = ROW(i8), [TFM_UINT8] = ROW(u8),
     [TFM_INT16] = ROW(i16), [TFM_INT32] = ROW(i32), [TFM_INT64] = ROW(i64),
     [TFM_FLOAT16] = ROW(f16), [TFM_FLOAT32] = ROW(f32),
-    [TFM_FLOAT64] = ROW(f64),
+    [TFM_FLOAT64] = ROW(f64), [TFM_BFLOAT16] = ROW(bf16),
     [TFM_UINT16] = ROW(u16), [TFM_UINT32] = ROW(u32), [TFM_UINT64] = ROW(u64),
     [TFM_COMPLEX64] = ROW(c64), [TFM_COMPLEX128] = ROW(c128),
 };
+
+/* float16 <-> float32 with the CPU's conversion instructions (F16C: in
+ * every x86-64-v3 build): mixed_float16 casts every layer's inputs and
+ * weights, and the bit-twiddling conversion, out of line in dtype.c,
+ * cost about 20 ns an element (measured: a 1M-element cast 24 ms vs
+ * bfloat16's inline one at 0.1 ms). Same rounding (to nearest even),
+ * infinities and subnormals; a NaN keeps its payload's top bits where
+ * the portable loop quiets it to a bare NaN. Returns 0 when this build
+ * has no F16C (the table's loops run then). */
+#if defined(__F16C__)
+#define HALF_BLOCK 4096
+
+static void
+half_block(const void *src, void *dst, int64_t i0, int64_t i1, int to_half)
+{
+    int64_t i = i0;
+    if (to_half) {
+        const float *s = src;
+        uint16_t *d = dst;
+        for (; i + 8 <= i1; i += 8)
+            _mm_storeu_si128((__m128i *)(d + i),
+                             _mm256_cvtps_ph(_mm256_loadu_ps(s + i),
+                                             _MM_FROUND_TO_NEAREST_INT));
+        for (; i < i1; i++)
+            d[i] = tfm_float_to_half(s[i]);
+    } else {
+        const uint16_t *s = src;
+        float *d = dst;
+        for (; i + 8 <= i1; i += 8)
+            _mm256_storeu_ps(d + i, _mm256_cvtph_ps(
+                _mm_loadu_si128((const __m128i *)(s + i))));
+        for (; i < i1; i++)
+            d[i] = tfm_half_to_float(s[i]);
+    }
+}
+
+static int
+half_cast_fast(tfm_dtype from, tfm_dtype to, const void *src, void *dst,
+               int64_t n)
+{
+    int to_half = from == TFM_FLOAT32 && to == TFM_FLOAT16;
+    if (!to_half && !(from == TFM_FLOAT16 && to == TFM_FLOAT32))
+        return 0;
+    int64_t blocks = (n + HALF_BLOCK - 1) / HALF_BLOCK;
+    TFM_PAR_FOR(n >= TFM_PAR_MIN, b, blocks,
+        int64_t i1 = (b + 1) * HALF_BLOCK;
+        half_block(src, dst, b * HALF_BLOCK, i1 < n ? i1 : n, to_half);
+    );
+    return 1;
+}
+#else
+static int
+half_cast_fast(tfm_dtype from, tfm_dtype to, const void *src, void *dst,
+               int64_t n)
+{
+    (void)from; (void)to; (void)src; (void)dst; (void)n;
+    return 0;
+}
+#endif
 
 tfm_code
 tfm_k_cast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
@@ -158,11 +232,14 @@ tfm_k_cast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         memcpy(dst, src, (size_t)n * tfm_dtype_size(from));
         return TFM_OK;
     }
-    unary_fn f = casts[from][to];
-    if (!f)     /* dtypes whose kernels are still to come */
-        return tfm_error(TFM_ERR_UNIMPLEMENTED, "Cast %s to %s is not "
-                         "supported", tfm_dtype_name(from),
+    if (half_cast_fast(from, to, src, dst, n))
+        return TFM_OK;
+    /* A dtype whose loops have not landed yet is an error, not a call
+     * through a null pointer. */
+    if (!casts[from][to])
+        return tfm_error(TFM_ERR_UNIMPLEMENTED, "Cast: no CPU kernel from "
+                         "%s to %s", tfm_dtype_name(from),
                          tfm_dtype_name(to));
-    f(src, dst, n);
+    casts[from][to](src, dst, n);
     return TFM_OK;
 }

@@ -20,7 +20,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/bfloat16.h"
 #include "linalg.h"
+
+/* The bfloat16 product without bfloat16 instructions: widen both
+ * operands, multiply in float32, round once. The scratch is 2 bytes
+ * more per element than the operands; at the sizes where that matters
+ * the GEMM dominates anyway. */
+static int
+gemm_bf16_convert(int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                  int ta, const uint16_t *b, int tb, uint16_t *c)
+{
+    size_t na = (size_t)(m * k), nb = (size_t)(k * n), nc = (size_t)(m * n);
+    float *w = malloc((na + nb + nc) * sizeof *w);
+    if (!w) {
+        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "BatchMatMulV2: out of "
+                  "memory widening a %lldx%lldx%lld bfloat16 product",
+                  (long long)m, (long long)n, (long long)k);
+        return -1;
+    }
+    float *fa = w, *fb = w + na, *fc = w + na + nb;
+    for (size_t i = 0; i < na; i++)
+        fa[i] = tfm_bf16_to_float(a[i]);
+    for (size_t i = 0; i < nb; i++)
+        fb[i] = tfm_bf16_to_float(b[i]);
+    tfm_gemm_f32_best(m, n, k, fa, ta, fb, tb, fc);
+    for (size_t i = 0; i < nc; i++)
+        c[i] = tfm_float_to_bf16(fc[i]);
+    free(w);
+    return 0;
+}
 
 #ifdef TFMINI_WITH_DNNL
 #include <dnnl.h>
@@ -132,6 +161,100 @@ tfm_gemm_f32_conv(int trans_a, int64_t M, int64_t N, int64_t K,
     return s == dnnl_success;
 }
 
+/* ---- bfloat16 through oneDNN's matmul primitive ----
+ * oneDNN 2.x has no BLAS-style bfloat16 call, so each product builds a
+ * primitive from its shape; oneDNN's own primitive cache makes a repeated
+ * shape cost a lookup. Its bf16 kernels accumulate in float32 and round
+ * the result once, which is what TF's CPU MatMul gives. */
+#include <pthread.h>
+
+static dnnl_engine_t bf16_engine;
+static int bf16_engine_ok;
+static pthread_once_t bf16_once = PTHREAD_ONCE_INIT;
+
+static void
+bf16_engine_init(void)
+{
+    bf16_engine_ok = dnnl_engine_create(&bf16_engine, dnnl_cpu, 0)
+                     == dnnl_success;
+}
+
+/* Memory descriptor of a row-major [rows, cols] operand stored
+ * transposed when t is set. */
+static dnnl_status_t
+bf16_md(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int t)
+{
+    dnnl_dims_t dims = {rows, cols};
+    dnnl_dims_t strides = {t ? 1 : cols, t ? rows : 1};
+    return dnnl_memory_desc_init_by_strides(md, 2, dims, dnnl_bf16,
+                                            strides);
+}
+
+/* 1 when oneDNN computed c, 0 when it declined (the caller converts). */
+static int
+gemm_bf16_dnnl(int64_t m, int64_t n, int64_t k, const uint16_t *a, int ta,
+               const uint16_t *b, int tb, uint16_t *c)
+{
+    pthread_once(&bf16_once, bf16_engine_init);
+    if (!bf16_engine_ok)
+        return 0;
+    dnnl_memory_desc_t amd, bmd, cmd;
+    dnnl_matmul_desc_t desc;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_stream_t stream = NULL;
+    dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
+    int ok = 0;
+    if (bf16_md(&amd, m, k, ta) || bf16_md(&bmd, k, n, tb) ||
+        bf16_md(&cmd, m, n, 0) ||
+        dnnl_matmul_desc_init(&desc, &amd, &bmd, NULL, &cmd) ||
+        dnnl_primitive_desc_create(&pd, &desc, NULL, bf16_engine, NULL) ||
+        dnnl_primitive_create(&prim, pd) ||
+        dnnl_stream_create(&stream, bf16_engine,
+                           dnnl_stream_default_flags) ||
+        dnnl_memory_create(&am, &amd, bf16_engine, (void *)a) ||
+        dnnl_memory_create(&bm, &bmd, bf16_engine, (void *)b) ||
+        dnnl_memory_create(&cm, &cmd, bf16_engine, c))
+        goto done;
+    dnnl_exec_arg_t args[3] = {
+        {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+    team t;
+#ifdef _OPENMP
+    team_begin(&t, m * n * k <= SERIAL_WORK && !omp_in_parallel());
+#else
+    team_begin(&t, 0);
+#endif
+    ok = dnnl_primitive_execute(prim, stream, 3, args) == dnnl_success &&
+         dnnl_stream_wait(stream) == dnnl_success;
+    team_end(&t);
+done:
+    if (am) dnnl_memory_destroy(am);
+    if (bm) dnnl_memory_destroy(bm);
+    if (cm) dnnl_memory_destroy(cm);
+    if (stream) dnnl_stream_destroy(stream);
+    if (prim) dnnl_primitive_destroy(prim);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
+int
+tfm_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int ta,
+              const uint16_t *b, int tb, uint16_t *c)
+{
+    if (k > 0 && use_dnnl() && gemm_bf16_dnnl(m, n, k, a, ta, b, tb, c))
+        return 0;
+    return gemm_bf16_convert(m, n, k, a, ta, b, tb, c);
+}
+
+const char *
+tfm_gemm_bf16_backend(void)
+{
+    if (!use_dnnl())
+        return "convert";
+    pthread_once(&bf16_once, bf16_engine_init);
+    return bf16_engine_ok ? "dnnl" : "convert";
+}
+
 const char *
 tfm_gemm_backend(void)
 {
@@ -139,6 +262,19 @@ tfm_gemm_backend(void)
 }
 
 #else
+
+int
+tfm_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int ta,
+              const uint16_t *b, int tb, uint16_t *c)
+{
+    return gemm_bf16_convert(m, n, k, a, ta, b, tb, c);
+}
+
+const char *
+tfm_gemm_bf16_backend(void)
+{
+    return "convert";
+}
 
 void
 tfm_gemm_f32_best(int64_t m, int64_t n, int64_t k, const float *a, int ta,

@@ -17,6 +17,16 @@ int tfm_gemm_f32_conv(int trans_a, int64_t M, int64_t N, int64_t K,
                       const float *A, int64_t lda, const float *B,
                       int64_t ldb, float *C, int64_t ldc, int accumulate);
 
+/* c[m, n] = op(a) @ op(b) over bfloat16 (uint16_t bits), accumulated in
+ * float32 and rounded once: oneDNN's matmul primitive (AVX512_BF16
+ * instructions where the CPU has them), else widening loops around
+ * tfm_gemm_f32_best. 0, or -1 with the core's error set (no memory). */
+int tfm_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                  int ta, const uint16_t *b, int tb, uint16_t *c);
+
+/* The bfloat16 GEMM's path in this process: "dnnl" or "convert". */
+const char *tfm_gemm_bf16_backend(void);
+
 /* The backend tfm_gemm_f32_best uses in this process: "dnnl" or "eigen".
  * TFMINI_GEMM=eigen in the environment (read once) keeps Eigen (and the
  * convolutions' own product) even in a build with oneDNN, to compare

@@ -1,5 +1,7 @@
 /* BatchMatMulV2 on the CPU: float32 through oneDNN when built with it
  * (gemm_dnnl.c), else like float64 through Eigen's GEMM (gemm_eigen.cc);
+ * bfloat16 with float32 accumulation (tfm_gemm_bf16, one product at a
+ * time: oneDNN splits each over the cores);
  * integers through a plain loop that wraps around on overflow like
  * TF's. Batch dims broadcast: each output matrix finds its
  * two input matrices through broadcast strides counted in matrices. */
@@ -132,7 +134,8 @@ tfm_k_matmul(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 {
     (void)nin; (void)nout;
     gemm_fn f = gemm_for(out[0]->dtype);
-    if (!f)
+    int bf16 = out[0]->dtype == TFM_BFLOAT16;
+    if (!f && !bf16)
         return tfm_linalg_no_kernel(op, out[0]->dtype);
     plan p;
     plan_make(in[0], in[1], out[0], a, &p);
@@ -145,6 +148,18 @@ tfm_k_matmul(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     size_t bs = (size_t)(p.k * p.n) * p.esize;
     size_t cs = (size_t)(p.m * p.n) * p.esize;
     int64_t work = p.m * p.n * (p.k ? p.k : 1);
+    if (bf16) {
+        for (int64_t t = 0; t < p.nbatch; t++) {
+            int64_t ia, ib;
+            plan_batch(&p, t, &ia, &ib);
+            if (tfm_gemm_bf16(p.m, p.n, p.k,
+                              (const uint16_t *)(pa + ia * as), p.ta,
+                              (const uint16_t *)(pb + ib * bs), p.tb,
+                              (uint16_t *)(pc + t * cs)))
+                return tfm_error_code();
+        }
+        return TFM_OK;
+    }
     int integer = tfm_dtype_is_int(out[0]->dtype);
     /* The shim splits one big float product over the cores itself;
      * everything else (small products, integer loops) is split over the

@@ -76,7 +76,7 @@ class BatchNormalization(Layer):
 
     def call(self, inputs, training=None):
         x = inputs
-        if x.dtype == tf.float16:
+        if x.dtype in (tf.float16, tf.bfloat16):
             # Mixed precision: statistics in float32 as in Keras 3 (the
             # moving averages are float32), the output in float16.
             out = self.call(tf.cast(x, tf.float32), training=training)

@@ -4,7 +4,9 @@ names tf.keras.mixed_precision.Policy / set_global_policy).
 
 'mixed_float16' computes in float16 and keeps variables in float32: the
 weights stay precise enough for small updates to register, while the
-matmuls and convolutions move half the bytes.
+matmuls and convolutions move half the bytes. 'mixed_bfloat16' does the
+same in bfloat16, whose float32 exponent range needs no loss scaling
+(LossScaleOptimizer is for float16).
 """
 import tfmini as tf
 
@@ -17,11 +19,6 @@ def _core_dtype(name, policy):
     try:
         return tf.as_dtype(name)
     except (TypeError, ValueError, KeyError):
-        if name == "bfloat16":
-            raise ValueError(
-                f"Policy {policy!r} needs the bfloat16 dtype, which "
-                f"tfmini's core does not have yet; use 'mixed_float16' "
-                f"instead") from None
         raise ValueError(
             f"Cannot convert {policy!r} to a mixed precision DTypePolicy. "
             f"Valid policies include 'mixed_float16', 'mixed_bfloat16' "
@@ -32,7 +29,8 @@ def _core_dtype(name, policy):
 class DTypePolicy:
     """A layer's compute and variable dtypes, from a name:
     'mixed_float16' (float16 compute, float32 variables),
-    'mixed_bfloat16', or a dtype name ('float32': both that dtype)."""
+    'mixed_bfloat16' (bfloat16 compute, float32 variables), or a dtype
+    name ('float32': both that dtype)."""
 
     def __init__(self, name=None):
         if name is None:

@@ -52,6 +52,7 @@ DTYPES = {1: "float32", 2: "float64", 3: "float16", 4: "int8", 5: "int16",
           11: "uint32", 12: "uint64"}
 # complex: codes of their own, clear of the ones other dtypes may take.
 DTYPES.update({20: "complex64", 21: "complex128"})
+DTYPES[16] = "bfloat16"     # NumPy's through ml_dtypes (read: imported)
 _CODES = {v: k for k, v in DTYPES.items()}
 
 
@@ -127,6 +128,9 @@ def decode(data, path="<bytes>"):
             fail(f"record {i} ({name!r}): bad rank {rank}")
         dims = struct.unpack_from(f"<{rank}Q", data, pos)
         pos += 8 * rank
+        if DTYPES[code] == "bfloat16":
+            from ...dtypes import _ml_dtypes
+            _ml_dtypes()            # NumPy knows the name from then on
         dtype = np.dtype(DTYPES[code]).newbyteorder("<")
         size = 1
         for d in dims:
