@@ -94,7 +94,7 @@ def failing_ops():
         (ValueError, lambda: tf.constant(None)),
         (TypeError, lambda: tf.constant(1.5, dtype=tf.int32)),
         (TypeError, lambda: tf.constant([300], dtype=tf.uint8)),
-        (TypeError, lambda: tf.constant(np.array([1j]))),
+        (TypeError, lambda: tf.constant(np.array(["2020"], "datetime64[D]"))),
         (TypeError, lambda: i + 1.5),
         (TypeError, lambda: a + "x"),
         (tf.errors.ResourceExhaustedError,
