@@ -255,3 +255,53 @@ def test_mixed_bfloat16_cnn_trains_under_fit():
         assert ran >= 4 * 8 * 5
     else:
         assert ran == 0
+
+
+def test_repeated_calls_leak_nothing():
+    # Each call allocates the blocked filter and the scratchpad, and
+    # creates oneDNN memory objects and a stream: all given back.
+    import gc
+    from tfmini import _C
+
+    def rss():
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    case = CASES[6]
+    x, f, dy = operands(case, 5)
+
+    def work():
+        for _ in range(40):
+            run_three(case, x, f, dy, BF16)
+
+    work()
+    gc.collect()
+    counts0, rss0 = _C.live_counts(), rss()
+    work()
+    gc.collect()
+    assert _C.live_counts() == counts0
+    if not os.environ.get("TFMINI_UNDER_SANITIZER"):
+        assert rss() - rss0 < 16 << 20
+
+
+def test_concurrent_calls():
+    import threading
+    case = CASES[0]
+    x, f, dy = operands(case, 9)
+    want = run_three(case, x, f, dy, BF16)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(5):
+                for g, w in zip(run_three(case, x, f, dy, BF16), want):
+                    np.testing.assert_array_equal(g, w)
+        except Exception as e:  # reported below, in the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
