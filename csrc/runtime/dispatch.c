@@ -5,6 +5,7 @@
 
 #include "../core/bfloat16.h"
 #include "../core/tstring.h"
+#include "../kernels/cpu/conv.h"
 #include "../kernels/cpu/string_kernels.h"
 #include "tape.h"
 #include "trace.h"
@@ -149,10 +150,15 @@ tfm_kernel_takes(tfm_op op, tfm_dtype d, int device)
         return 1;
     if (d == TFM_FLOAT16)
         return (flags & TFM_OPF_F16) != 0;
-    /* bfloat16 GEMM with float32 accumulation (gemm_bf16.c); every
-     * other op is cheaper in float32 than with a conversion per use. */
+    /* bfloat16 GEMM and convolutions with float32 accumulation
+     * (gemm_dnnl.c, conv_dnnl.c); every other op is cheaper in float32
+     * than with a conversion per use. */
     if (d == TFM_BFLOAT16)
-        return op == TFM_OP_MATMUL && device == TFM_CPU;
+        return device == TFM_CPU &&
+               (op == TFM_OP_MATMUL ||
+                ((op == TFM_OP_CONV2D || op == TFM_OP_CONV2D_BACKPROP_INPUT ||
+                  op == TFM_OP_CONV2D_BACKPROP_FILTER) &&
+                 tfm_conv_bf16_native()));
     return 1;
 }
 

@@ -83,6 +83,16 @@ void tfm_conv_gemm_f64(int trans_a, int64_t M, int64_t N, int64_t K,
 enum { TFM_CONV_FWD = 0, TFM_CONV_BWD_DATA = 1, TFM_CONV_BWD_WEIGHTS = 2 };
 int tfm_conv_dnnl_f32(int kind, const tfm_conv_geom *g, const float *a,
                       const float *b, float *out);
+/* The same in bfloat16 (operands and result bf16, float32 accumulation
+ * inside oneDNN), with the same answers; 0 also where
+ * tfm_conv_bf16_native() is false. */
+int tfm_conv_dnnl_bf16(int kind, const tfm_conv_geom *g, const uint16_t *a,
+                       const uint16_t *b, uint16_t *out);
+/* Whether bfloat16 convolutions run natively here: oneDNN built in, not
+ * TFMINI_CONV=im2col, and a CPU with AVX512_BF16 (oneDNN's effective
+ * ISA). The dispatcher hands bfloat16 to the conv kernels only then
+ * (tfm_kernel_takes) and computes in float32 otherwise. */
+int tfm_conv_bf16_native(void);
 /* Drops the cached primitives (tests; a process may also call it to give
  * their memory back). */
 void tfm_conv_dnnl_clear(void);
@@ -92,6 +102,8 @@ const char *tfm_conv_backend(void);
 /* How many convolutions oneDNN has run in this process (tests check
  * which path ran). */
 long tfm_conv_dnnl_calls(void);
+/* How many of them ran in bfloat16 (counted apart from the above). */
+long tfm_conv_dnnl_bf16_calls(void);
 
 tfm_code tfm_k_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
                       const tfm_attrs *a, tfm_tensor *const *out, int nout,

@@ -1,8 +1,15 @@
-/* float32 Conv2D and its two backprops through oneDNN's convolution
- * primitives, when the build has oneDNN (TFMINI_WITH_DNNL). The im2col
- * kernels (conv_im2col.c) stay the fallback: for float64, for a build
- * without oneDNN, for TFMINI_CONV=im2col, and for any shape oneDNN
- * refuses or serves only with its reference (scalar) implementation.
+/* float32 and bfloat16 Conv2D and its two backprops through oneDNN's
+ * convolution primitives, when the build has oneDNN (TFMINI_WITH_DNNL).
+ * The im2col kernels (conv_im2col.c) stay the fallback: for float64, for
+ * a build without oneDNN, for TFMINI_CONV=im2col, and for any shape
+ * oneDNN refuses or serves only with its reference (scalar)
+ * implementation.
+ *
+ * bfloat16: src, weights and dst are all bf16 and the JIT kernels
+ * accumulate in float32 (AVX512_BF16's vdpbf16ps), rounding once at the
+ * end, as TF's oneDNN build does. Only offered where oneDNN dispatches
+ * to avx512_core_bf16 or better (tfm_conv_bf16_native): elsewhere its
+ * bf16 kernels emulate the instruction and lose to the float32 upcast.
  *
  * Layouts: activations stay NHWC (oneDNN's nhwc) as tfmini stores them;
  * the filter is TF's [kh, kw, in, out], oneDNN's `hwio` over the logical
@@ -32,7 +39,7 @@
 #endif
 
 #define CACHE_SIZE 32
-enum { NKEY = 16 };
+enum { NKEY = 17 };
 
 typedef struct entry {
     int64_t key[NKEY];
@@ -50,7 +57,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static entry *cache[CACHE_SIZE];
 static uint64_t clock_;
 static dnnl_engine_t engine;
-static atomic_long calls;
+static atomic_long calls, bf16_calls;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 
 static void
@@ -128,7 +135,7 @@ is_ref_impl(dnnl_primitive_desc_t pd)
 /* Builds the primitive for one shape; e->ok stays 0 where oneDNN has no
  * non-reference implementation. */
 static void
-entry_build(entry *e, int kind, const tfm_conv_geom *g)
+entry_build(entry *e, int kind, const tfm_conv_geom *g, dnnl_data_type_t dt)
 {
     dnnl_dims_t src = {g->n, g->c, g->h, g->w};
     dnnl_dims_t dst = {g->n, g->o, g->oh, g->ow};
@@ -139,11 +146,10 @@ entry_build(entry *e, int kind, const tfm_conv_geom *g)
     dnnl_dims_t pr = {pad_right(g->h, g->kh, g->sh, g->dh, g->pt, g->oh),
                       pad_right(g->w, g->kw, g->sw, g->dw, g->pl, g->ow)};
     dnnl_memory_desc_t md_src, md_dst, md_any;
-    if (dnnl_memory_desc_init_by_tag(&md_src, 4, src, dnnl_f32, dnnl_nhwc) ||
-        dnnl_memory_desc_init_by_tag(&md_dst, 4, dst, dnnl_f32, dnnl_nhwc) ||
-        dnnl_memory_desc_init_by_tag(&e->wplain, 4, wei, dnnl_f32,
-                                     dnnl_hwio) ||
-        dnnl_memory_desc_init_by_tag(&md_any, 4, wei, dnnl_f32,
+    if (dnnl_memory_desc_init_by_tag(&md_src, 4, src, dt, dnnl_nhwc) ||
+        dnnl_memory_desc_init_by_tag(&md_dst, 4, dst, dt, dnnl_nhwc) ||
+        dnnl_memory_desc_init_by_tag(&e->wplain, 4, wei, dt, dnnl_hwio) ||
+        dnnl_memory_desc_init_by_tag(&md_any, 4, wei, dt,
                                      dnnl_format_tag_any))
         return;
     dnnl_primitive_attr_t attr = NULL;
@@ -221,9 +227,9 @@ done:
 }
 
 static void
-make_key(int64_t *k, int kind, const tfm_conv_geom *g)
+make_key(int64_t *k, int kind, const tfm_conv_geom *g, dnnl_data_type_t dt)
 {
-    int64_t v[NKEY] = {kind, g->n, g->h, g->w, g->c, g->kh, g->kw, g->o,
+    int64_t v[NKEY] = {kind, dt, g->n, g->h, g->w, g->c, g->kh, g->kw, g->o,
                        g->sh, g->sw, g->dh, g->dw, g->pt, g->pl, g->oh,
                        g->ow};
     memcpy(k, v, sizeof v);
@@ -232,10 +238,10 @@ make_key(int64_t *k, int kind, const tfm_conv_geom *g)
 /* The cached entry for this shape, built on a miss; the caller releases
  * it. NULL only when out of memory. */
 static entry *
-entry_get(int kind, const tfm_conv_geom *g)
+entry_get(int kind, const tfm_conv_geom *g, dnnl_data_type_t dt)
 {
     int64_t key[NKEY];
-    make_key(key, kind, g);
+    make_key(key, kind, g, dt);
     pthread_mutex_lock(&lock);
     for (int i = 0; i < CACHE_SIZE; i++) {
         entry *e = cache[i];
@@ -253,7 +259,7 @@ entry_get(int kind, const tfm_conv_geom *g)
     if (!e)
         return NULL;
     memcpy(e->key, key, sizeof key);
-    entry_build(e, kind, g);
+    entry_build(e, kind, g, dt);
     e->refs = 2; /* the cache's and the caller's */
     entry *old = NULL;
     pthread_mutex_lock(&lock);
@@ -403,29 +409,71 @@ out:
     return rc;
 }
 
-int
-tfm_conv_dnnl_f32(int kind, const tfm_conv_geom *g, const float *a,
-                  const float *b, float *out)
+static int
+conv_dnnl(int kind, const tfm_conv_geom *g, dnnl_data_type_t dt,
+          const void *a, const void *b, void *out)
 {
     if (!use_dnnl())
         return 0;
     pthread_once(&engine_once, engine_init);
     if (!engine)
         return 0;
-    entry *e = entry_get(kind, g);
+    entry *e = entry_get(kind, g, dt);
     if (!e)
         return -1;
     int rc = e->ok ? run(e, kind, a, b, out) : 0;
     entry_release(e);
     if (rc == 1)
-        atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(dt == dnnl_bf16 ? &bf16_calls : &calls, 1,
+                                  memory_order_relaxed);
     return rc;
+}
+
+int
+tfm_conv_dnnl_f32(int kind, const tfm_conv_geom *g, const float *a,
+                  const float *b, float *out)
+{
+    return conv_dnnl(kind, g, dnnl_f32, a, b, out);
+}
+
+int
+tfm_conv_dnnl_bf16(int kind, const tfm_conv_geom *g, const uint16_t *a,
+                   const uint16_t *b, uint16_t *out)
+{
+    if (!tfm_conv_bf16_native())
+        return 0;
+    return conv_dnnl(kind, g, dnnl_bf16, a, b, out);
+}
+
+/* 0: not yet read, 1: yes, 2: no. */
+static atomic_int bf16_native;
+
+int
+tfm_conv_bf16_native(void)
+{
+    int v = atomic_load_explicit(&bf16_native, memory_order_relaxed);
+    if (v == 0) {
+        pthread_once(&engine_once, engine_init);
+        /* The ISA values are nested bit sets: avx512_core_bf16's bits
+         * are in every later ISA that has the instruction. */
+        unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+        unsigned bf16 = (unsigned)dnnl_cpu_isa_avx512_core_bf16;
+        v = use_dnnl() && engine && (isa & bf16) == bf16 ? 1 : 2;
+        atomic_store_explicit(&bf16_native, v, memory_order_relaxed);
+    }
+    return v == 1;
 }
 
 long
 tfm_conv_dnnl_calls(void)
 {
     return atomic_load_explicit(&calls, memory_order_relaxed);
+}
+
+long
+tfm_conv_dnnl_bf16_calls(void)
+{
+    return atomic_load_explicit(&bf16_calls, memory_order_relaxed);
 }
 
 void
@@ -452,6 +500,20 @@ tfm_conv_dnnl_f32(int kind, const tfm_conv_geom *g, const float *a,
     return 0;
 }
 
+int
+tfm_conv_dnnl_bf16(int kind, const tfm_conv_geom *g, const uint16_t *a,
+                   const uint16_t *b, uint16_t *out)
+{
+    (void)kind; (void)g; (void)a; (void)b; (void)out;
+    return 0;
+}
+
+int
+tfm_conv_bf16_native(void)
+{
+    return 0;
+}
+
 void
 tfm_conv_dnnl_clear(void)
 {
@@ -465,6 +527,12 @@ tfm_conv_backend(void)
 
 long
 tfm_conv_dnnl_calls(void)
+{
+    return 0;
+}
+
+long
+tfm_conv_dnnl_bf16_calls(void)
 {
     return 0;
 }
