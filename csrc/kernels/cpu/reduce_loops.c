@@ -1,11 +1,14 @@
 /* The inner loops of the reductions, one set per (kind, dtype), and the
  * table that hands them out (reduce_impl.h). The drivers in reduce.c
- * split the work; these loops are serial. */
+ * split the work; these loops are serial. Compiled twice in a portable
+ * build (reduce_loops_avx512.c, Note [ISA dispatch] in isa_dispatch.h):
+ * entry points only through TFM_ISA_FN. */
 #include <complex.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa_dispatch.h"
 #include "reduce_impl.h"
 
 /* ---- float sums: pairwise ------------------------------------------
@@ -320,7 +323,7 @@ int_highest(tfm_dtype d)
 }
 
 bool
-tfm_reducer_get(tfm_red_kind k, tfm_dtype d, tfm_reducer *r)
+TFM_ISA_FN(tfm_reducer_get)(tfm_red_kind k, tfm_dtype d, tfm_reducer *r)
 {
     if ((unsigned)k >= TFM_RED_KIND_COUNT || (unsigned)d >= TFM_DTYPE_COUNT
         || !table[k][d].row)
@@ -393,8 +396,9 @@ tfm_reducer_get(tfm_red_kind k, tfm_dtype d, tfm_reducer *r)
     } while (0)
 
 tfm_code
-tfm_red_complex(tfm_red_kind k, bool mean, const tfm_red_plan *p,
-                const tfm_tensor *x, tfm_tensor *y, int64_t count)
+TFM_ISA_FN(tfm_red_complex)(tfm_red_kind k, bool mean, const tfm_red_plan *p,
+                            const tfm_tensor *x, tfm_tensor *y,
+                            int64_t count)
 {
     int64_t A = p->a, R = p->r, B = p->b;
     size_t es = tfm_dtype_size(x->dtype);
