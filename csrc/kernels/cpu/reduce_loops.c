@@ -168,9 +168,9 @@ LANES(min_u64, uint64_t, uint64_t, u, uint64_t, UINT64_MAX, IMIN)
 LANES(prod_f32, float, double, d, double, 1, MUL)
 LANES(prod_f64, double, double, d, double, 1, MUL)
 /* Float max/min rows: whole-register compares and blends (GCC vector
- * extensions: AVX-512 where there is one, two AVX2 halves otherwise),
- * with NaNs noted in a mask so that NaN still wins. A plain loop cannot
- * be vectorized here without -ffast-math. */
+ * extensions, one register wide), with NaNs noted in a mask so that NaN
+ * still wins. A plain loop cannot be vectorized here without
+ * -ffast-math. */
 #define FLOAT_MINMAX(NAME, T, VT, VI, CMP, IDENT, STEP)                     \
 static void                                                                 \
 NAME##_row(const void *x_, int64_t n, const tfm_acc *aux, tfm_acc *acc)     \
@@ -201,10 +201,21 @@ NAME##_row(const void *x_, int64_t n, const tfm_acc *aux, tfm_acc *acc)     \
     acc->d = nan ? (double)NAN : (double)a;                                 \
 }
 
-typedef float vf32 __attribute__((vector_size(64)));
-typedef int32_t vi32 __attribute__((vector_size(64)));
-typedef double vf64 __attribute__((vector_size(64)));
-typedef int64_t vi64 __attribute__((vector_size(64)));
+/* The register's width: GCC does not split a wider compare-and-blend
+ * into halves but turns it into scalar branches, 20x slower (seen for
+ * 64-byte vectors under -march=x86-64-v3). The AVX-512 copy
+ * (reduce_loops_avx512.c) has __AVX512F__ from its target pragma. */
+#if defined(__AVX512F__)
+#define RED_VBYTES 64
+#elif defined(__AVX__)
+#define RED_VBYTES 32
+#else
+#define RED_VBYTES 16
+#endif
+typedef float vf32 __attribute__((vector_size(RED_VBYTES)));
+typedef int32_t vi32 __attribute__((vector_size(RED_VBYTES)));
+typedef double vf64 __attribute__((vector_size(RED_VBYTES)));
+typedef int64_t vi64 __attribute__((vector_size(RED_VBYTES)));
 
 FLOAT_MINMAX(fmax_f32, float, vf32, vi32, >, -INFINITY, FMAX)
 FLOAT_MINMAX(fmax_f64, double, vf64, vi64, >, -INFINITY, FMAX)
