@@ -37,8 +37,8 @@
 #define TFM_ISA_FN(name) name
 #endif
 
-/* 1 when the AVX-512 copies run in this process (always 0 in a build
- * without dispatch, whatever the CPU). */
+/* 1 when AVX-512 code runs in this process: the AVX-512 copies were
+ * chosen, or (no dispatch) the build's own target has AVX-512. */
 int tfm_isa_avx512(void);
 
 /* What runs: "avx512" (the AVX-512 copies, or a build whose own target
