@@ -7,7 +7,9 @@ OpenMP for big kernels. Environment switches:
   TFMINI_DEBUG=1      -O0 -g
   TFMINI_ARCH=...     the -march target (default: native, tuned for the
                       building CPU); e.g. x86-64-v3 for a wheel that runs
-                      on any AVX2+FMA x86-64 CPU
+                      on any AVX2+FMA x86-64 CPU, whose hot loops also
+                      carry an AVX-512 copy chosen at run time
+                      (csrc/kernels/cpu/isa_dispatch.h; TFMINI_ISA)
   EIGEN3_INCLUDE_DIR  where Eigen's headers are, if not in a standard place
                       (else third_party/eigen3, which tools/vendor_eigen.sh
                       fills, for machines without Eigen)
@@ -192,6 +194,17 @@ def sources():
     if CUDA_HOME:
         return [s for s in found if s != stub]
     return [s for s in found if not s.startswith(cuda_dir) or s == stub]
+
+
+def isa_copied(src):
+    """src and the loop file it includes when src is an AVX-512 copy
+    (csrc/kernels/cpu/*_avx512.c, Note [ISA dispatch] in isa_dispatch.h):
+    editing the loop file recompiles both."""
+    if src.endswith("_avx512.c"):
+        base = src[:-len("_avx512.c")] + ".c"
+        if os.path.exists(base):
+            return [src, base]
+    return [src]
 
 
 def find_mpi():
@@ -488,7 +501,8 @@ class BuildExt(build_ext):
                 src, ext = build[obj]
                 if (not self.force and os.path.exists(obj)
                         and os.path.getmtime(obj) >= max(
-                            os.path.getmtime(src), newest_header)):
+                            [os.path.getmtime(s) for s in isa_copied(src)]
+                            + [newest_header])):
                     return
                 compiler._compile(obj, src, ext, cc_args, extra_postargs,
                                   pp_opts)

@@ -1,7 +1,10 @@
 /* The float loops of every row of ../ew_formulas.def (Note [Elementwise
  * formulas] in ../ew_formulas.h): one loop per (row, float dtype) from
- * loops.h, and the lookups the kernel files call for float dtypes. */
+ * loops.h, and the lookups the kernel files call for float dtypes.
+ * Compiled twice in a portable build (ew_float_avx512.c, Note [ISA
+ * dispatch] in isa_dispatch.h): entry points only through TFM_ISA_FN. */
 #include "ew_float.h"
+#include "isa_dispatch.h"
 
 #include "../ew_formulas.h"
 /* libm's vector variants, declared before the loops that call them. */
@@ -100,14 +103,14 @@ loops_of(tfm_op op, tfm_dtype d)
 }
 
 tfm_ew_binary_fn
-tfm_ew_float_binary(tfm_op op, tfm_dtype d)
+TFM_ISA_FN(tfm_ew_float_binary)(tfm_op op, tfm_dtype d)
 {
     return loops_of(op, d).binary;
 }
 
 int
-tfm_ew_float_unary(tfm_op op, const tfm_tensor *in, tfm_tensor *out,
-                   const tfm_attrs *a)
+TFM_ISA_FN(tfm_ew_float_unary)(tfm_op op, const tfm_tensor *in,
+                               tfm_tensor *out, const tfm_attrs *a)
 {
     tfm_dtype d = in->dtype;
     const void *x = tfm_tensor_data(in);

@@ -1,11 +1,14 @@
 /* The inner loops of the reductions, one set per (kind, dtype), and the
  * table that hands them out (reduce_impl.h). The drivers in reduce.c
- * split the work; these loops are serial. */
+ * split the work; these loops are serial. Compiled twice in a portable
+ * build (reduce_loops_avx512.c, Note [ISA dispatch] in isa_dispatch.h):
+ * entry points only through TFM_ISA_FN. */
 #include <complex.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa_dispatch.h"
 #include "reduce_impl.h"
 
 /* ---- float sums: pairwise ------------------------------------------
@@ -165,9 +168,9 @@ LANES(min_u64, uint64_t, uint64_t, u, uint64_t, UINT64_MAX, IMIN)
 LANES(prod_f32, float, double, d, double, 1, MUL)
 LANES(prod_f64, double, double, d, double, 1, MUL)
 /* Float max/min rows: whole-register compares and blends (GCC vector
- * extensions: AVX-512 where there is one, two AVX2 halves otherwise),
- * with NaNs noted in a mask so that NaN still wins. A plain loop cannot
- * be vectorized here without -ffast-math. */
+ * extensions, one register wide), with NaNs noted in a mask so that NaN
+ * still wins. A plain loop cannot be vectorized here without
+ * -ffast-math. */
 #define FLOAT_MINMAX(NAME, T, VT, VI, CMP, IDENT, STEP)                     \
 static void                                                                 \
 NAME##_row(const void *x_, int64_t n, const tfm_acc *aux, tfm_acc *acc)     \
@@ -198,10 +201,21 @@ NAME##_row(const void *x_, int64_t n, const tfm_acc *aux, tfm_acc *acc)     \
     acc->d = nan ? (double)NAN : (double)a;                                 \
 }
 
-typedef float vf32 __attribute__((vector_size(64)));
-typedef int32_t vi32 __attribute__((vector_size(64)));
-typedef double vf64 __attribute__((vector_size(64)));
-typedef int64_t vi64 __attribute__((vector_size(64)));
+/* The register's width: GCC does not split a wider compare-and-blend
+ * into halves but turns it into scalar branches, 20x slower (seen for
+ * 64-byte vectors under -march=x86-64-v3). The AVX-512 copy
+ * (reduce_loops_avx512.c) has __AVX512F__ from its target pragma. */
+#if defined(__AVX512F__)
+#define RED_VBYTES 64
+#elif defined(__AVX__)
+#define RED_VBYTES 32
+#else
+#define RED_VBYTES 16
+#endif
+typedef float vf32 __attribute__((vector_size(RED_VBYTES)));
+typedef int32_t vi32 __attribute__((vector_size(RED_VBYTES)));
+typedef double vf64 __attribute__((vector_size(RED_VBYTES)));
+typedef int64_t vi64 __attribute__((vector_size(RED_VBYTES)));
 
 FLOAT_MINMAX(fmax_f32, float, vf32, vi32, >, -INFINITY, FMAX)
 FLOAT_MINMAX(fmax_f64, double, vf64, vi64, >, -INFINITY, FMAX)
@@ -320,7 +334,7 @@ int_highest(tfm_dtype d)
 }
 
 bool
-tfm_reducer_get(tfm_red_kind k, tfm_dtype d, tfm_reducer *r)
+TFM_ISA_FN(tfm_reducer_get)(tfm_red_kind k, tfm_dtype d, tfm_reducer *r)
 {
     if ((unsigned)k >= TFM_RED_KIND_COUNT || (unsigned)d >= TFM_DTYPE_COUNT
         || !table[k][d].row)
@@ -393,8 +407,9 @@ tfm_reducer_get(tfm_red_kind k, tfm_dtype d, tfm_reducer *r)
     } while (0)
 
 tfm_code
-tfm_red_complex(tfm_red_kind k, bool mean, const tfm_red_plan *p,
-                const tfm_tensor *x, tfm_tensor *y, int64_t count)
+TFM_ISA_FN(tfm_red_complex)(tfm_red_kind k, bool mean, const tfm_red_plan *p,
+                            const tfm_tensor *x, tfm_tensor *y,
+                            int64_t count)
 {
     int64_t A = p->a, R = p->r, B = p->b;
     size_t es = tfm_dtype_size(x->dtype);
