@@ -213,3 +213,26 @@ def test_unicode_encode_of_two_ragged_dimensions():
     rt = tf.ragged.constant([[[72, 101], [44]], [[19990]]])
     got = tf.strings.unicode_encode(rt, "UTF-8")
     assert got.to_list() == [[b"He", b","], ["世".encode()]]
+
+
+def test_per_replica_str_shows_values_str_and_repr_their_repr():
+    tf = _tf()
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    try:
+        strat = tf.distribute.MirroredStrategy(["cpu:0", "cpu:1"])
+        v = strat.run(lambda: tf.constant([1.5, 2.]))
+    finally:
+        tf.config.set_logical_device_configuration(cpu, None)
+    # TF 2.21's print() and repr() of this value:
+    assert str(v) == (
+        "PerReplica:{\n"
+        "  0: tf.Tensor([1.5 2. ], shape=(2,), dtype=float32),\n"
+        "  1: tf.Tensor([1.5 2. ], shape=(2,), dtype=float32)\n}")
+    assert repr(v) == (
+        "PerReplica:{\n"
+        "  0: <tf.Tensor: shape=(2,), dtype=float32, numpy=array([1.5, 2. ]"
+        ", dtype=float32)>,\n"
+        "  1: <tf.Tensor: shape=(2,), dtype=float32, numpy=array([1.5, 2. ]"
+        ", dtype=float32)>\n}")
