@@ -28,13 +28,6 @@ _spec.loader.exec_module(guide_check)
 # (guide, cell) -> why tfmini prints something else. Cell numbers count
 # the cells that guide_check runs (see the JSON's "cells").
 KNOWN = {
-    ("ragged_tensor", 67): "tf.shape(ragged) gives no DynamicRaggedShape",
-    ("ragged_tensor", 68): "needs DynamicRaggedShape (cell 67)",
-    ("ragged_tensor", 69): "needs DynamicRaggedShape (cell 67)",
-    ("ragged_tensor", 70): "needs DynamicRaggedShape (cell 67)",
-    ("ragged_tensor", 71): "needs DynamicRaggedShape (cell 67)",
-    ("ragged_tensor", 72): "no tf.experimental.DynamicRaggedShape",
-    ("ragged_tensor", 73): "no tf.experimental.DynamicRaggedShape",
     ("ragged_tensor", 78): "ragged broadcast error text is tfmini's, not "
                            "TF's assert_equal dump",
     ("ragged_tensor", 79): "ragged broadcast error text (as cell 78)",
@@ -236,3 +229,33 @@ def test_per_replica_str_shows_values_str_and_repr_their_repr():
         ", dtype=float32)>,\n"
         "  1: <tf.Tensor: shape=(2,), dtype=float32, numpy=array([1.5, 2. ]"
         ", dtype=float32)>\n}")
+
+
+def test_dynamic_ragged_shape_matches_tf():
+    tf = _tf()
+    DRS = tf.experimental.DynamicRaggedShape
+    rt = tf.ragged.constant([[[1]], [[3, 4], [5]]])
+    # TF 2.21's reprs for these shapes:
+    assert repr(tf.shape(rt)) == ("<DynamicRaggedShape lengths=[2, (1, 2), "
+                                  "(1, 2, 1)] num_row_partitions=2>")
+    dense_inner = tf.ragged.constant([[[1, 2]], [[3, 4], [5, 6]]],
+                                     ragged_rank=1)
+    assert repr(tf.shape(dense_inner)) == (
+        "<DynamicRaggedShape lengths=[2, (1, 2), 2] num_row_partitions=1>")
+    uniform = tf.RaggedTensor.from_uniform_row_length(tf.range(6), 2)
+    assert repr(tf.shape(uniform)) == (
+        "<DynamicRaggedShape lengths=[3, 2] num_row_partitions=1>")
+    s = DRS.from_lengths([2, (1, 2), 2])
+    assert (s.rank, s.num_row_partitions, s.dtype) == (3, 1, tf.int64)
+    assert int(s[2]) == 2 and s[2].dtype == tf.int64
+    with pytest.raises(ValueError, match="Index 1 is not uniform"):
+        s[1]
+    assert tf.zeros(s, tf.int32).to_list() == [[[0, 0]], [[0, 0], [0, 0]]]
+    assert tf.reshape(tf.range(6), s).to_list() == \
+        [[[0, 1]], [[2, 3], [4, 5]]]
+    with pytest.raises(ValueError):
+        DRS.from_lengths([3, (1, 2)])        # 2 row lengths for 3 rows
+    with pytest.raises(ValueError):
+        DRS([tf.experimental.RowPartition.from_row_lengths([1, 2])], [4])
+    # Dense tensors keep the dense tf.shape.
+    assert tf.shape(tf.constant([[1, 2]])).numpy().tolist() == [1, 2]
