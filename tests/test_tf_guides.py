@@ -36,17 +36,11 @@ KNOWN = {
                            "SparseTensor",
     ("random_numbers", 10): "tf.function retraces for each new Variable "
                             "argument; TF shares one trace",
-    ("random_numbers", 12): "Generator under MirroredStrategy: replicas "
-                            "do not get TF's split streams",
-    ("random_numbers", 13): "Generator created inside strategy.run",
-    ("random_numbers", 17): "Generator under MirroredStrategy (cell 12)",
-    ("random_numbers", 18): "Generator under MirroredStrategy (cell 12)",
-    ("random_numbers", 19): "Generator under MirroredStrategy (cell 12)",
-    ("random_numbers", 20): "Generator under MirroredStrategy (cell 12)",
-    ("random_numbers", 21): "Generator under MirroredStrategy (cell 12)",
-    ("random_numbers", 22): "Generator under MirroredStrategy (cell 12)",
-    ("random_numbers", 23): "Generator under MirroredStrategy (cell 12)",
-    ("random_numbers", 24): "Generator under MirroredStrategy (cell 12)",
+    ("random_numbers", 23): "a Generator drawn in a tf.function under "
+                            "MirroredStrategy: the traced draw neither "
+                            "hashes the key by replica nor mirrors the "
+                            "state (eager draws do)",
+    ("random_numbers", 24): "traced Generator on replicas (cell 23)",
     ("random_numbers", 25): "the saved Generator state follows cell 24",
     ("tf_numpy", 0): "tf.__version__ is tfmini's own",
     ("tf_numpy", 10): "the tensor class is tfmini._tensor.EagerTensor, "
@@ -259,3 +253,38 @@ def test_dynamic_ragged_shape_matches_tf():
         DRS([tf.experimental.RowPartition.from_row_lengths([1, 2])], [4])
     # Dense tensors keep the dense tf.shape.
     assert tf.shape(tf.constant([[1, 2]])).numpy().tolist() == [1, 2]
+
+
+def test_generator_on_replicas_hashes_its_key_as_tf():
+    tf = _tf()
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 3)
+    try:
+        strat = tf.distribute.MirroredStrategy(["cpu:0", "cpu:1", "cpu:2"])
+        with strat.scope():
+            g = tf.random.Generator.from_seed(1)
+            first = strat.run(lambda: g.normal([]))
+            second = strat.run(lambda: g.normal([]))
+            state = g.state.numpy().tolist()
+    finally:
+        tf.config.set_logical_device_configuration(cpu, None)
+    # TF 2.21: each replica its own stream; the saved state (replica 0's)
+    # moves one draw per run.
+    np.testing.assert_allclose([float(v) for v in first],
+                               [-0.87930447, 0.020661574, -2.397752],
+                               atol=1e-6)
+    np.testing.assert_allclose([float(v) for v in second],
+                               [-1.5822568, 0.77539235, 0.6851049],
+                               atol=1e-6)
+    assert state == [513, 0, 0]
+    # Outside a strategy the same seed gives the plain stream.
+    assert tf.random.Generator.from_seed(1).normal([2]).numpy() == \
+        pytest.approx([0.43842274, -0.53439844])
+
+
+def test_generator_state_with_a_key_past_2_63():
+    tf = _tf()
+    # A Python list mixing small ints and a key >= 2**63 (TF 2.21 values).
+    g = tf.random.Generator(state=[1, 0, 16242730742183356629])
+    assert g.normal([2]).numpy() == pytest.approx([-0.87930447, 1.4680789])
