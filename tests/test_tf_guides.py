@@ -32,8 +32,9 @@ KNOWN = {
                            "TF's assert_equal dump",
     ("ragged_tensor", 79): "ragged broadcast error text (as cell 78)",
     ("ragged_tensor", 80): "ragged broadcast error text (as cell 78)",
-    ("sparse_tensor", 13): "Keras Input(sparse=True): Dense on a "
-                           "SparseTensor",
+    ("sparse_tensor", 13): "model.predict of a SparseTensor x: Keras's "
+                           "data adapter takes arrays only (model(x) "
+                           "works)",
     ("random_numbers", 10): "tf.function retraces for each new Variable "
                             "argument; TF shares one trace",
     ("random_numbers", 23): "a Generator drawn in a tf.function under "
@@ -288,3 +289,17 @@ def test_generator_state_with_a_key_past_2_63():
     # A Python list mixing small ints and a key >= 2**63 (TF 2.21 values).
     g = tf.random.Generator(state=[1, 0, 16242730742183356629])
     assert g.normal([2]).numpy() == pytest.approx([-0.87930447, 1.4680789])
+
+
+def test_dense_on_a_sparse_input_equals_dense_input():
+    tf = _tf()
+    x = tf.keras.Input(shape=(4,), sparse=True)
+    model = tf.keras.Model(x, tf.keras.layers.Dense(3)(x))
+    st = tf.sparse.SparseTensor([[0, 0], [0, 2], [2, 3]], [1, 2, 3], [3, 4])
+    got = model(st).numpy()
+    dense = tf.cast(tf.sparse.to_dense(st), tf.float32)
+    want = (tf.matmul(dense, model.layers[-1].kernel)
+            + model.layers[-1].bias).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(ValueError, match="rank 2"):
+        model.layers[-1](tf.sparse.SparseTensor([[0, 0, 0]], [1.], [1, 1, 4]))
