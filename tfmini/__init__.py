@@ -41,6 +41,7 @@ from . import experimental  # noqa: E402,F401
 from . import test  # noqa: E402,F401
 from . import ragged  # noqa: E402,F401
 from .ragged import RaggedTensor, RaggedTensorSpec, map_fn  # noqa
+from .ragged.map_fn import vectorized_map  # noqa: E402,F401
 from . import sparse  # noqa: E402,F401
 from .sparse import SparseTensor, SparseTensorSpec  # noqa: E402,F401
 from . import composite_tensor as _composite  # noqa: E402

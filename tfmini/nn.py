@@ -43,3 +43,29 @@ def scale_regularization_loss(regularization_loss):
     n = 1 if ctx is None else ctx.num_replicas_in_sync
     regularization_loss = tf.convert_to_tensor(regularization_loss)
     return regularization_loss / tf.cast(n, regularization_loss.dtype)
+
+
+def embedding_lookup(params, ids, max_norm=None, name=None):
+    """Rows of params at ids (tf.nn.embedding_lookup; ids may be ragged).
+    A list of params is a table sharded by TF2's "div" strategy:
+    contiguous id ranges in order, so the shards joined are the table.
+    max_norm clips each looked-up embedding to that L2 norm."""
+    # tf.gather, not the dense op: it dispatches ragged ids.
+    from . import gather
+    from .ops import array_ops, norm_ops
+    if isinstance(params, (list, tuple)):
+        if not params:
+            raise ValueError("embedding_lookup: params must not be empty")
+        params = (params[0] if len(params) == 1
+                  else array_ops.concat(list(params), axis=0))
+    out = gather(params, ids)
+    if max_norm is not None:
+        emb_rank = len(params.shape) - 1
+
+        def clip(t):
+            rank = len(t.shape)
+            return norm_ops.clip_by_norm(
+                t, max_norm, axes=list(range(rank - emb_rank, rank)))
+        out = (out.with_flat_values(clip(out.flat_values))
+               if hasattr(out, "with_flat_values") else clip(out))
+    return out

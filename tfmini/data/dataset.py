@@ -87,6 +87,15 @@ class _Iterator(_trackable.Trackable):
 class experimental:  # noqa: N801  (TF's namespace name)
     AUTOTUNE = AUTOTUNE
 
+    @staticmethod
+    def dense_to_ragged_batch(batch_size, drop_remainder=False,
+                              row_splits_dtype=None):
+        """The older spelling of Dataset.ragged_batch, for .apply()."""
+        def apply(ds):
+            return ds.ragged_batch(batch_size, drop_remainder,
+                                   row_splits_dtype)
+        return apply
+
 
 def _to_tensor(x):
     from ..ops.constant_op import constant

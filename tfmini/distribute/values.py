@@ -49,11 +49,16 @@ class PerReplica(tuple):
     def values(self):
         return tuple(self)
 
-    def __repr__(self):
-        inner = ",\n".join(f"  {i}: {v!r}" for i, v in enumerate(self))
+    def _show(self, fmt):
+        inner = ",\n".join(f"  {i}: {fmt(v)}" for i, v in enumerate(self))
         return "PerReplica:{\n" + inner + "\n}"
 
-    __str__ = __repr__
+    def __repr__(self):
+        return self._show(repr)
+
+    # As TF's: print() shows each value's str, tf.Tensor(...).
+    def __str__(self):
+        return self._show(str)
 
 
 def _per_replica_type(n):

@@ -489,8 +489,11 @@ class Generator(_Trackable):
         with init_scope():      # state moves now, also while tracing
             if var is None:
                 from ..variables import Variable
+                from ..distribute.strategy import get_strategy, has_strategy
                 self._state_var = Variable(value, trainable=False,
                                            name="StateVar")
+                self._distribution_strategy = (
+                    get_strategy() if has_strategy() else None)
             else:
                 var.assign(value, read_value=False)
 
@@ -502,8 +505,11 @@ class Generator(_Trackable):
         if copy_from is not None:
             self._words = list(copy_from._words)
         elif state is not None:
-            s = np.asarray(state.numpy() if isinstance(state, Tensor)
-                           else state).reshape(-1)
+            # Word by word: NumPy turns a list mixing small ints and
+            # ints >= 2**63 into floats, losing the key's low bits.
+            s = (state.numpy() if isinstance(state, Tensor) else
+                 np.array([int(v) for v in np.ravel(np.asarray(
+                     state, dtype=object))], dtype=object)).reshape(-1)
             if s.size != 3:
                 raise ValueError(f"The size of the state for Philox must "
                                  f"be 3, got {s.size}")
@@ -578,9 +584,45 @@ class Generator(_Trackable):
                 constant([n * _BLOCKS_PER_OUTPUT, 0, 0], _dtypes.int64),
                 read_value=False)
             return [0, 0, 0, 0], (state,)
+        replica = self._replica()
+        if replica is not None:
+            return self._replica_attrs(replica, n), ()
         lo, hi, key = self._words
         self._advance(n)
         return _attrs_of(key, hi, lo), ()
+
+    # Note [Generators on replicas]: a Generator made under a strategy
+    # has, in TF, a mirrored state (one copy per replica, replica 0's
+    # saved) and each replica draws with its key hashed with its replica
+    # id: key' = the first uint64 of Philox(key, counter=[replica_id, 0]).
+    # Replicas here are threads of one run sharing the state variable,
+    # so a run keeps the copies: each replica starts from the state as
+    # the run found it, and replica 0's copy is written back (TF's copies
+    # stay equal while the replicas make the same draws). Eager only: a
+    # traced draw still uses the shared state and the plain key.
+    def _replica(self):
+        if self.__dict__.get("_distribution_strategy") is None or \
+                _tracing():
+            return None
+        from ..distribute.replica import current_replica
+        return current_replica()
+
+    def _replica_attrs(self, replica, n):
+        rid = replica._replica_id
+        group = getattr(replica, "_group", None)
+        with _replica_lock:
+            run = self.__dict__.get("_replica_run")
+            if group is None or run is None or run[0] is not group:
+                run = (group, list(self._words), {})
+                self._replica_run = run
+            lo, hi, key = run[2].get(rid, run[1])
+            ctr = (((hi << 64) | lo) + n * _BLOCKS_PER_OUTPUT) & \
+                ((1 << 128) - 1)
+            run[2][rid] = [ctr & _INT64_MASK, ctr >> 64, key]
+            if rid == 0:
+                self._words = run[2][0]
+        o = _philox(key, (rid & 0xFFFFFFFF, rid >> 32, 0, 0))
+        return _attrs_of(o[0] | (o[1] << 32), hi, lo)
 
     def normal(self, shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32,
                name=None):
@@ -616,6 +658,7 @@ class Generator(_Trackable):
 
 
 _global_generator = None
+_replica_lock = __import__("threading").Lock()
 
 
 def get_global_generator():

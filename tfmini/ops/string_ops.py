@@ -381,13 +381,14 @@ def unicode_encode(input, output_encoding, errors="replace",
          _encoding(output_encoding, "unicode_encode")]
     from .array_ops import reshape
     if _is_ragged(input):
-        values = _t(input.values)
+        values = input.values
         if _is_ragged(values):
             rt = _ragged_class()
             return rt.from_row_splits(
                 unicode_encode(values, output_encoding, errors,
                                replacement_char),
                 input.row_splits, validate=False)
+        values = _t(values)
         splits = _t(input.row_splits)
         return _C.call(_op("UnicodeEncode"),
                        (_t(values, _dtypes.int32),

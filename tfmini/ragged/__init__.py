@@ -8,6 +8,7 @@ from ..ops import math_ops as _M
 from . import ragged_array_ops as _arr
 from . import ragged_math_ops as _math
 from . import ragged_string_ops as _strings
+from . import dynamic_ragged_shape as _shape
 from .map_fn import map_fn  # noqa: F401  (tf.map_fn)
 from .ragged_factory import (constant, map_flat_values, range,  # noqa: A004
                              row_splits_to_segment_ids,
@@ -42,6 +43,7 @@ def _register():
     for name, fn in fixed.items():
         _ct.register([name], R, lambda orig, n, fn=fn: fn)
     _strings.register(_ct.register)
+    _shape.register(_ct.register)
 
 
 _register()

@@ -12,7 +12,7 @@ from .ragged_array_ops import _concat0
 from .ragged_spec import RaggedTensorSpec
 from .ragged_tensor import RaggedTensor
 
-__all__ = ["map_fn"]
+__all__ = ["map_fn", "vectorized_map"]
 
 
 def _is_value(x):
@@ -86,3 +86,10 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True,
         else:
             stacked.append(_A.stack(items))
     return _nest.pack_sequence_as(results[0], stacked)
+
+
+def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
+    """tf.vectorized_map: the results of map_fn. TF rewrites fn into
+    batched ops (pfor) and falls back to a loop; tfmini always runs the
+    unrolled loop of map_fn, which gives the same values."""
+    return map_fn(fn, elems)

@@ -96,6 +96,14 @@ def to_dense(sp_input, default_value=None, validate_indices=True,
     if validate_indices and not sp_input.indices._symbolic:
         _validate(sp_input, "SparseToDense")
     v = sp_input.values
+    if v.dtype == _dtypes.string:
+        # scatter_nd sums into zeros, and strings have neither; the
+        # updates land on a filled tensor instead (indices are unique).
+        fill = _A.fill(_C.constant(shape, _dtypes.int64),
+                       _C.convert_to_tensor(
+                           b"" if default_value is None else default_value,
+                           _dtypes.string))
+        return _A.tensor_scatter_nd_update(fill, sp_input.indices, v)
     dense = _A.scatter_nd(sp_input.indices, v,
                           _C.constant(shape, _dtypes.int64))
     if default_value is not None:

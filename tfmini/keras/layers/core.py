@@ -51,6 +51,8 @@ class Dense(Layer):
         self.built = True
 
     def call(self, inputs):
+        if isinstance(inputs, tf.sparse.SparseTensor):
+            return self._call_sparse(inputs)
         if inputs.dtype.is_integer or inputs.dtype == tf.bool:
             # Keras 3's matmul promotes, so int64 multi_hot/count
             # encodings (StringLookup, Hashing) feed a Dense directly.
@@ -60,6 +62,21 @@ class Dense(Layer):
             y = tf.matmul(inputs, self.kernel)
         else:
             y = tf.tensordot(inputs, self.kernel, [[rank - 1], [0]])
+        if self.use_bias:
+            y = tf.nn.bias_add(y, self.bias)
+        return self.activation(y)
+
+    def _call_sparse(self, inputs):
+        """A SparseTensor input (Input(sparse=True)): a sparse-dense
+        matmul, as Keras 3's Dense, so the zeros are never made."""
+        if len(inputs.shape) != 2:
+            raise ValueError(f"Dense: a SparseTensor input must have rank "
+                             f"2, got shape {inputs.shape}")
+        if inputs.dtype != self.kernel.dtype:
+            inputs = tf.sparse.SparseTensor(
+                inputs.indices, tf.cast(inputs.values, self.kernel.dtype),
+                inputs.dense_shape)
+        y = tf.sparse.sparse_dense_matmul(inputs, self.kernel)
         if self.use_bias:
             y = tf.nn.bias_add(y, self.bias)
         return self.activation(y)
