@@ -502,3 +502,24 @@ def test_random_sparse_against_numpy(seed):
         d[a0:a0 + 2, a1:a1 + 3])
     np.testing.assert_array_equal(
         tf.sparse.to_dense(sp * tf.constant(d2)).numpy(), d * d2)
+
+
+def test_keras_fit_and_predict_take_a_sparse_x():
+    """Keras feeds SparseTensor batches to a sparse Input: predict in
+    order equals the model's call; shuffled fit slices the same rows."""
+    x = tf.keras.Input(shape=(4,), sparse=True)
+    model = tf.keras.Model(x, tf.keras.layers.Dense(3)(x))
+    sp = tf.sparse.SparseTensor(
+        indices=[(0, 0), (0, 1), (0, 2), (4, 3), (5, 0), (5, 1)],
+        values=[1.0, 2, 3, 4, 5, 6], dense_shape=(6, 4))
+    want = model(sp).numpy()
+    np.testing.assert_allclose(model.predict(sp, batch_size=4, verbose=0),
+                               want, rtol=1e-6)
+    model.compile("sgd", "mse")
+    dense = tf.sparse.to_dense(sp).numpy()
+    target = dense[:, :3] * 0.5
+    h = model.fit(sp, target, batch_size=2, shuffle=True, epochs=3,
+                  verbose=0)
+    assert h.history["loss"][-1] < h.history["loss"][0]
+    with pytest.raises(ValueError, match="cardinality"):
+        model.fit(sp, target[:5], verbose=0)

@@ -32,11 +32,10 @@ KNOWN = {
                            "TF's assert_equal dump",
     ("ragged_tensor", 79): "ragged broadcast error text (as cell 78)",
     ("ragged_tensor", 80): "ragged broadcast error text (as cell 78)",
-    ("sparse_tensor", 13): "model.predict of a SparseTensor x: Keras's "
-                           "data adapter takes arrays only (model(x) "
-                           "works)",
     ("random_numbers", 10): "tf.function retraces for each new Variable "
-                            "argument; TF shares one trace",
+                            "argument, as ../shared/TF_SEMANTICS.md's cache "
+                            "key says (Variables by identity); TF 2.21 "
+                            "shares one trace",
     ("random_numbers", 23): "a Generator drawn in a tf.function under "
                             "MirroredStrategy: the traced draw neither "
                             "hashes the key by replica nor mirrors the "

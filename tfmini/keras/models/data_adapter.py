@@ -38,9 +38,32 @@ def _is_data_list(x):
                    (int, float, bool, np.number))
 
 
+def _is_sparse(x):
+    from ...sparse import SparseTensor
+    return isinstance(x, SparseTensor)
+
+
+def _rows(a):
+    return int(a.dense_shape[0]) if _is_sparse(a) else len(a)
+
+
+def _take_rows(a, lo, hi, idx):
+    """Rows lo:hi (or the rows idx, when shuffled) as a tensor; a
+    SparseTensor stays sparse, as Keras feeds it to the model."""
+    if not _is_sparse(a):
+        return tf.constant(a[lo:hi] if idx is None else a[idx])
+    if idx is None:
+        shape = [int(d) for d in a.dense_shape.numpy()]
+        return tf.sparse.slice(a, [lo] + [0] * (len(shape) - 1),
+                               [hi - lo] + shape[1:])
+    return tf.sparse.from_dense(tf.gather(tf.sparse.to_dense(a), idx))
+
+
 def _to_numpy(x):
     if x is None:
         return None
+    if _is_sparse(x):
+        return x
     if hasattr(x, "numpy") and not isinstance(x, np.ndarray):
         a = x.numpy()
     else:
@@ -146,9 +169,9 @@ class DataHandler:
                                  "both be given")
             sw = _class_weights(self._y, class_weight)
         self._sw = sw
-        sizes = {"x": [len(a) for a in _flatten(self._x)]}
+        sizes = {"x": [_rows(a) for a in _flatten(self._x)]}
         if self._y is not None:
-            sizes["y"] = [len(a) for a in _flatten(self._y)]
+            sizes["y"] = [_rows(a) for a in _flatten(self._y)]
         if self._sw is not None:
             sizes["sample_weight"] = [len(self._sw)]
         all_sizes = {s for v in sizes.values() for s in v}
@@ -186,14 +209,10 @@ class DataHandler:
         order = np.random.permutation(n) if self._shuffle else None
         for step in range(self.steps):
             lo, hi = step * bs, min(n, (step + 1) * bs)
-            if order is None:
-                def take(a):
-                    return tf.constant(a[lo:hi])
-            else:
-                idx = order[lo:hi]
+            idx = None if order is None else order[lo:hi]
 
-                def take(a):
-                    return tf.constant(a[idx])
+            def take(a):
+                return _take_rows(a, lo, hi, idx)
             x = _map(take, self._x)
             if self._for_predict or self._y is None:
                 yield (x,)
