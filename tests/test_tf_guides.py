@@ -36,12 +36,11 @@ KNOWN = {
                             "argument, as ../shared/TF_SEMANTICS.md's cache "
                             "key says (Variables by identity); TF 2.21 "
                             "shares one trace",
-    ("random_numbers", 23): "a Generator drawn in a tf.function under "
-                            "MirroredStrategy: the traced draw neither "
-                            "hashes the key by replica nor mirrors the "
-                            "state (eager draws do)",
-    ("random_numbers", 24): "traced Generator on replicas (cell 23)",
-    ("random_numbers", 25): "the saved Generator state follows cell 24",
+    ("random_numbers", 24): "saving a tf.function traced on replicas: its "
+                            "replica-aware Generator draw is a "
+                            "numpy_function node, which tfmini's saved "
+                            "model cannot hold (a clear ValueError)",
+    ("random_numbers", 25): "loads what cell 24 could not save",
     ("tf_numpy", 0): "tf.__version__ is tfmini's own",
     ("tf_numpy", 10): "the tensor class is tfmini._tensor.EagerTensor, "
                       "not tensorflow.python.framework.ops.EagerTensor",
@@ -281,6 +280,39 @@ def test_generator_on_replicas_hashes_its_key_as_tf():
     # Outside a strategy the same seed gives the plain stream.
     assert tf.random.Generator.from_seed(1).normal([2]).numpy() == \
         pytest.approx([0.43842274, -0.53439844])
+
+
+def test_traced_generator_draws_on_replicas_as_eager_ones():
+    """A Generator drawn inside a tf.function under strategy.run gives
+    each replica TF's stream (the key hashed by replica id), and the
+    state moves one draw per run, exactly as the eager draws above; the
+    function cannot be saved (its draw asks for the replica at run
+    time), which tf.saved_model.save says."""
+    tf = _tf()
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 3)
+    try:
+        strat = tf.distribute.MirroredStrategy(["cpu:0", "cpu:1", "cpu:2"])
+        with strat.scope():
+            g = tf.random.Generator.from_seed(1)
+            draw = tf.function(lambda: g.normal([]))
+            first = strat.run(draw)
+            second = strat.run(draw)
+            state = g.state.numpy().tolist()
+            module = tf.Module()
+            module.g, module.draw = g, draw
+            with pytest.raises(ValueError, match="py_function"):
+                tf.saved_model.save(module, "/nonexistent/never-written")
+    finally:
+        tf.config.set_logical_device_configuration(cpu, None)
+    np.testing.assert_allclose([float(v) for v in first],
+                               [-0.87930447, 0.020661574, -2.397752],
+                               atol=1e-6)
+    np.testing.assert_allclose([float(v) for v in second],
+                               [-1.5822568, 0.77539235, 0.6851049],
+                               atol=1e-6)
+    assert state == [513, 0, 0]
 
 
 def test_generator_state_with_a_key_past_2_63():

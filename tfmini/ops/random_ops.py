@@ -575,6 +575,8 @@ class Generator(_Trackable):
     def _attrs(self, op, dtype, ints):
         n = _numel(ints)
         if _tracing():
+            if self._traced_on_replica():
+                return [0, 0, 0, 0], (self._replica_state_node(n),)
             # In a graph the op reads the state when it runs and the
             # graph moves it on, as TF's stateful ops do: eager draws and
             # graph runs then share one stream.
@@ -607,7 +609,42 @@ class Generator(_Trackable):
         from ..distribute.replica import current_replica
         return current_replica()
 
+    def _traced_on_replica(self):
+        """Traced inside strategy.run: the draw must see its replica."""
+        if self.__dict__.get("_distribution_strategy") is None:
+            return False
+        from ..distribute.replica import current_replica
+        return current_replica() is not None
+
+    def _replica_state_node(self, n):
+        """The Philox state [lo, hi, key] of a traced draw, computed when
+        the graph runs (on the replica's thread) by the eager rule of
+        Note [Generators on replicas]; outside a replica, the plain state,
+        moved on."""
+        import numpy as np
+
+        from .script_ops import numpy_function
+
+        def state():
+            from ..distribute.replica import current_replica
+            replica = current_replica()
+            if replica is None:
+                lo, hi, key = self._words
+                self._advance(n)
+            else:
+                lo, hi, key = self._replica_words(replica, n)
+            return np.array([_signed64(lo), _signed64(hi), _signed64(key)],
+                            np.int64)
+
+        from ..tensor_spec import TensorSpec
+        return numpy_function(state, [], TensorSpec([3], _dtypes.int64))
+
     def _replica_attrs(self, replica, n):
+        lo, hi, key = self._replica_words(replica, n)
+        return _attrs_of(key, hi, lo)
+
+    def _replica_words(self, replica, n):
+        """This replica's [lo, hi, hashed key] for a draw of n outputs."""
         rid = replica._replica_id
         group = getattr(replica, "_group", None)
         with _replica_lock:
@@ -622,7 +659,7 @@ class Generator(_Trackable):
             if rid == 0:
                 self._words = run[2][0]
         o = _philox(key, (rid & 0xFFFFFFFF, rid >> 32, 0, 0))
-        return _attrs_of(o[0] | (o[1] << 32), hi, lo)
+        return [lo, hi, o[0] | (o[1] << 32)]
 
     def normal(self, shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32,
                name=None):
