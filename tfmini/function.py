@@ -800,6 +800,7 @@ class Function(_C.FunctionBase):
         concrete = ConcreteFunction(self, graph, placeholders, flat, kind,
                                     structure, canonical_specs, structured)
         concrete._relaxed_key = self._key(canonical, True)[0]
+        concrete._on_replica = self._trace_on_replica
         self._by_relaxed.setdefault(concrete._relaxed_key, []).append(
             concrete)
         self._traces.append(concrete)
@@ -845,6 +846,7 @@ class Function(_C.FunctionBase):
         self._traced_ok = True
         if frame.created:
             return None
+        self._trace_on_replica = frame.on_replica
         return graph, placeholders, structure, flat, kind
 
     def _change_text(self, description):
@@ -884,6 +886,26 @@ class Function(_C.FunctionBase):
             " and https://www.tensorflow.org/api_docs/python/tf/function for"
             " more details.%s", traced, len(self._history),
             self._python_function, change)
+
+    def _saveable_trace(self, concrete):
+        """concrete, or for a trace that asks for its replica when it runs
+        (a Generator drawn under strategy.run), a new trace of the same
+        signature made here, outside the replicas, as a saved model runs
+        it. The new trace stays out of the cache: calls on replicas keep
+        theirs."""
+        if not getattr(concrete, "_on_replica", False):
+            return concrete
+        canonical = concrete._canonical_specs
+        specs = _flatten_leaves(canonical, [])
+        with self._lock:
+            explicit, self._explicit_trace = self._explicit_trace, True
+            try:
+                fresh = self._trace(canonical, specs)
+            finally:
+                self._explicit_trace = explicit
+            self._traces.remove(fresh)
+            self._by_relaxed[fresh._relaxed_key].remove(fresh)
+        return fresh
 
     # ---- the cache ----
     def _remember(self, key, concrete, idents, own, cache):

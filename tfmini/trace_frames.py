@@ -13,13 +13,17 @@ __all__ = ["init_scope"]
 
 
 class _TraceFrame:
-    __slots__ = ("function", "graph", "allow_variables", "created")
+    __slots__ = ("function", "graph", "allow_variables", "created",
+                 "on_replica")
 
     def __init__(self, function, graph, allow_variables):
         self.function = function
         self.graph = graph
         self.allow_variables = allow_variables
         self.created = 0           # variables made by this trace
+        # The trace asks for its replica at run time (a Generator drawn
+        # under strategy.run): saved models get a trace made without.
+        self.on_replica = False
 
 
 _local = threading.local()

@@ -623,7 +623,11 @@ class Generator(_Trackable):
         moved on."""
         import numpy as np
 
+        from ..trace_frames import _frames
         from .script_ops import numpy_function
+        frames = _frames()
+        if frames:
+            frames[-1].on_replica = True
 
         def state():
             from ..distribute.replica import current_replica

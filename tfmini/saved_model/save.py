@@ -86,6 +86,8 @@ class _Saver:
         if not concretes:
             return None
         entry = {"name": name, "params": _params(binder), "concretes": []}
+        if not isinstance(fn, ConcreteFunction):
+            concretes = [fn._saveable_trace(c) for c in concretes]
         for c in concretes:
             what = f"tf.function '{name}'"
             entry["concretes"].append({
