@@ -16,7 +16,7 @@ import pytest
 import tfmini as tf
 from tfmini import keras
 from tfmini.keras import mixed_precision as mp
-from tfmini.ops import conv_ops
+from specs.spec_conv import tf_conv_three, tf_padding
 
 LIB = ctypes.CDLL(tf._C.__file__)
 LIB.tfm_conv_dnnl_bf16_calls.restype = ctypes.c_long
@@ -50,12 +50,6 @@ CASES = [
 ]
 
 
-def tf_padding(padding):
-    if isinstance(padding, str):
-        return padding
-    return [[0, 0], list(padding[0]), list(padding[1]), [0, 0]]
-
-
 def round_bf16(a):
     """float32 -> nearest bfloat16 (ties to even), widened back."""
     u = np.ascontiguousarray(a, np.float32).view(np.uint32).astype(np.uint64)
@@ -75,17 +69,10 @@ def operands(case, seed):
 
 def run_three(case, x, f, dy, dtype):
     """(y, dx, df) in `dtype`, as float32 arrays."""
-    xs, fs, strides, padding, dil = case
-    pad = tf_padding(padding)
-    x, f, dy = (tf.cast(a, dtype) for a in (x, f, dy))
-    y = tf.nn.conv2d(x, f, strides, pad, dilations=dil)
-    dx = conv_ops.conv2d_backprop_input(list(xs), f, dy, strides, pad,
-                                        dilations=dil)
-    df = conv_ops.conv2d_backprop_filter(x, list(fs), dy, strides, pad,
-                                         dilations=dil)
-    for t in (y, dx, df):
+    out = tf_conv_three(case, *(tf.cast(a, dtype) for a in (x, f, dy)))
+    for t in out:
         assert t.dtype == dtype
-    return [tf.cast(t, tf.float32).numpy() for t in (y, dx, df)]
+    return [tf.cast(t, tf.float32).numpy() for t in out]
 
 
 def close_bf16(got, want32, ulps=0.5):

@@ -15,9 +15,8 @@ import numpy as np
 import pytest
 
 import tfmini as tf
-from tfmini.ops import conv_ops
 from specs.spec_conv import (np_conv2d, np_conv2d_backprop_filter,
-                             np_conv2d_backprop_input)
+                             np_conv2d_backprop_input, tf_conv_three)
 
 LIB = ctypes.CDLL(tf._C.__file__)
 LIB.tfm_conv_backend.restype = ctypes.c_char_p
@@ -55,12 +54,6 @@ CASES = [
 ]
 
 
-def tf_padding(padding):
-    if isinstance(padding, str):
-        return padding
-    return [[0, 0], list(padding[0]), list(padding[1]), [0, 0]]
-
-
 def operands(case, seed):
     xs, fs, strides, padding, dil = case
     rng = np.random.default_rng(seed)
@@ -73,15 +66,8 @@ def operands(case, seed):
 
 def run_three(case, x, f, dy):
     """(y, dx, df) of the float32 path."""
-    _, _, strides, padding, dil = case
-    pad = tf_padding(padding)
     x32, f32, dy32 = (a.astype(np.float32) for a in (x, f, dy))
-    y = tf.nn.conv2d(x32, f32, strides, pad, dilations=dil)
-    dx = conv_ops.conv2d_backprop_input(list(x.shape), f32, dy32, strides,
-                                        pad, dilations=dil)
-    df = conv_ops.conv2d_backprop_filter(x32, list(f.shape), dy32, strides,
-                                         pad, dilations=dil)
-    return y.numpy(), dx.numpy(), df.numpy()
+    return tuple(t.numpy() for t in tf_conv_three(case, x32, f32, dy32))
 
 
 def close(got, want, depth):

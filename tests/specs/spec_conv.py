@@ -149,11 +149,29 @@ def np_avg_pool_grad(x_shape, g, ksize, strides, padding):
     return dx
 
 
-# ---- the specs -------------------------------------------------------
-def _tf_padding(padding):
+# ---- tfmini's side --------------------------------------------------
+def tf_padding(padding):
+    """A reference padding as tf.nn.conv2d takes it (NHWC pairs)."""
     if isinstance(padding, str):
         return padding
     return [[0, 0], list(padding[0]), list(padding[1]), [0, 0]]
+
+
+def tf_conv_three(case, x, f, dy):
+    """Conv2D and its input and filter gradients of one case (x shape,
+    filter shape, strides, padding, dilations) through tfmini, as
+    tensors of the operands' dtype."""
+    xs, fs, strides, padding, dil = case
+    pad = tf_padding(padding)
+    y = tf.nn.conv2d(x, f, strides, pad, dilations=dil)
+    dx = conv_ops.conv2d_backprop_input(list(xs), f, dy, strides, pad,
+                                        dilations=dil)
+    df = conv_ops.conv2d_backprop_filter(x, list(fs), dy, strides, pad,
+                                         dilations=dil)
+    return y, dx, df
+
+
+# ---- the specs -------------------------------------------------------
 
 
 def _out_shape(x_shape, f_shape, strides, padding, dilations):
@@ -184,7 +202,7 @@ def _case_name(case):
 def _conv_specs(case):
     xs, fs, s, p, d = case
     ys = _out_shape(xs, fs, s, p, d)
-    tp, name = _tf_padding(p), _case_name(case)
+    tp, name = tf_padding(p), _case_name(case)
     kw = dict(strides=s, padding=p, dilations=d)
     return [
         OpSpec(f"conv2d-{name}",
