@@ -6,6 +6,7 @@ guide runs once here, in a subprocess (cells change global state such as
 NumPy behaviour), and each cell is one test. Known differences are
 xfail(strict=True), so fixing one shows up as an XPASS failure.
 """
+import contextlib
 import importlib.util
 import json
 import os
@@ -249,22 +250,24 @@ def test_dynamic_ragged_shape_matches_tf():
     assert tf.shape(tf.constant([[1, 2]])).numpy().tolist() == [1, 2]
 
 
-def test_generator_on_replicas_hashes_its_key_as_tf():
-    tf = _tf()
+@contextlib.contextmanager
+def _three_cpu_strategy(tf):
+    """MirroredStrategy over 3 logical CPUs, the CPU split undone after."""
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 3)
     try:
         strat = tf.distribute.MirroredStrategy(["cpu:0", "cpu:1", "cpu:2"])
         with strat.scope():
-            g = tf.random.Generator.from_seed(1)
-            first = strat.run(lambda: g.normal([]))
-            second = strat.run(lambda: g.normal([]))
-            state = g.state.numpy().tolist()
+            yield strat
     finally:
         tf.config.set_logical_device_configuration(cpu, None)
-    # TF 2.21: each replica its own stream; the saved state (replica 0's)
-    # moves one draw per run.
+
+
+def _assert_tf_replica_draws(first, second, state):
+    """TF 2.21's numbers for two runs of g.normal([]) on 3 replicas from
+    Generator.from_seed(1): each replica its own stream; the saved state
+    (replica 0's) moves one draw per run."""
     np.testing.assert_allclose([float(v) for v in first],
                                [-0.87930447, 0.020661574, -2.397752],
                                atol=1e-6)
@@ -272,6 +275,16 @@ def test_generator_on_replicas_hashes_its_key_as_tf():
                                [-1.5822568, 0.77539235, 0.6851049],
                                atol=1e-6)
     assert state == [513, 0, 0]
+
+
+def test_generator_on_replicas_hashes_its_key_as_tf():
+    tf = _tf()
+    with _three_cpu_strategy(tf) as strat:
+        g = tf.random.Generator.from_seed(1)
+        first = strat.run(lambda: g.normal([]))
+        second = strat.run(lambda: g.normal([]))
+        state = g.state.numpy().tolist()
+    _assert_tf_replica_draws(first, second, state)
     # Outside a strategy the same seed gives the plain stream.
     assert tf.random.Generator.from_seed(1).normal([2]).numpy() == \
         pytest.approx([0.43842274, -0.53439844])
@@ -284,31 +297,18 @@ def test_traced_generator_draws_on_replicas_as_eager_ones(tmp_path):
     saved model holds a trace made outside the replicas (the plain
     stream from the saved state), and the replicas keep theirs."""
     tf = _tf()
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(
-        cpu, [tf.config.LogicalDeviceConfiguration()] * 3)
-    try:
-        strat = tf.distribute.MirroredStrategy(["cpu:0", "cpu:1", "cpu:2"])
-        with strat.scope():
-            g = tf.random.Generator.from_seed(1)
-            draw = tf.function(lambda: g.normal([]))
-            first = strat.run(draw)
-            second = strat.run(draw)
-            state = g.state.numpy().tolist()
-            module = tf.Module()
-            module.g, module.draw = g, draw
-            tf.saved_model.save(module, str(tmp_path / "m"))
-            third = [float(v) for v in strat.run(draw)]
-            after = g.state.numpy().tolist()
-    finally:
-        tf.config.set_logical_device_configuration(cpu, None)
-    np.testing.assert_allclose([float(v) for v in first],
-                               [-0.87930447, 0.020661574, -2.397752],
-                               atol=1e-6)
-    np.testing.assert_allclose([float(v) for v in second],
-                               [-1.5822568, 0.77539235, 0.6851049],
-                               atol=1e-6)
-    assert state == [513, 0, 0]
+    with _three_cpu_strategy(tf) as strat:
+        g = tf.random.Generator.from_seed(1)
+        draw = tf.function(lambda: g.normal([]))
+        first = strat.run(draw)
+        second = strat.run(draw)
+        state = g.state.numpy().tolist()
+        module = tf.Module()
+        module.g, module.draw = g, draw
+        tf.saved_model.save(module, str(tmp_path / "m"))
+        third = [float(v) for v in strat.run(draw)]
+        after = g.state.numpy().tolist()
+    _assert_tf_replica_draws(first, second, state)
     assert len(set(third)) == 3 and after == [769, 0, 0]
     loaded = tf.saved_model.load(str(tmp_path / "m"))
     # The file holds the state as saved (after two runs): the plain
