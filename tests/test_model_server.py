@@ -3,7 +3,7 @@ the C runtime. Started on a free loopback port and queried with urllib:
 every endpoint, predictions against the Python model, errors as 4xx JSON,
 a new version swapped in under load with no failed request, and a
 bounded fuzz of request bodies. Skipped, naming the Debian packages, when
-libmicrohttpd or jansson is missing."""
+libmicrohttpd, jansson or cJSON is missing."""
 import json
 import os
 import pathlib
@@ -22,7 +22,7 @@ import tfmini as tf
 import tfmini.rt
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PACKAGES = "libmicrohttpd-dev libjansson-dev"
+PACKAGES = "libmicrohttpd-dev libjansson-dev libcjson-dev"
 
 
 def _env():
@@ -30,7 +30,8 @@ def _env():
 
 
 def _have_libraries():
-    src = "#include <microhttpd.h>\n#include <jansson.h>\nint x;\n"
+    src = ("#include <microhttpd.h>\n#include <jansson.h>\n"
+           "#include <cjson/cJSON.h>\nint x;\n")
     r = subprocess.run([os.environ.get("CC", "cc"), "-fsyntax-only", "-x",
                         "c", "-"], input=src, text=True,
                        capture_output=True, env=_env())
@@ -40,7 +41,7 @@ def _have_libraries():
 @pytest.fixture(scope="module")
 def server_bin(tmp_path_factory):
     if not _have_libraries():
-        pytest.skip(f"tfmini_model_server needs libmicrohttpd and jansson: "
+        pytest.skip(f"tfmini_model_server needs libmicrohttpd, jansson, cJSON: "
                     f"apt-get install {PACKAGES}")
     out = tmp_path_factory.mktemp("serving")
     lib = tfmini.rt.get_lib()
@@ -376,7 +377,8 @@ def build_asan_server(out):
          "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
          "-I" + str(ROOT / "csrc"), "-I" + str(ROOT / "include"), *srcs,
          str(tests_c / "build" / "sanitize" / "libtfmini.a"), "-o", str(exe),
-         "-lstdc++", "-lm", "-lpthread", "-lmicrohttpd", "-ljansson"],
+         "-lstdc++", "-lm", "-lpthread", "-lmicrohttpd", "-ljansson",
+         "-lcjson"],
         capture_output=True, text=True, env=_env())
     assert r.returncode == 0, r.stderr[-3000:]
     env = _env()

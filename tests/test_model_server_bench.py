@@ -18,8 +18,9 @@ def test_serving_bench_smoke():
     if not shutil.which("wrk"):
         pytest.skip("the serving benchmark needs wrk: apt-get install wrk")
     if not _have_libraries():
-        pytest.skip("tfmini_model_server needs libmicrohttpd and jansson: "
-                    "apt-get install libmicrohttpd-dev libjansson-dev")
+        pytest.skip("tfmini_model_server needs libmicrohttpd, jansson and "
+                    "cJSON: apt-get install libmicrohttpd-dev "
+                    "libjansson-dev libcjson-dev")
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" /
                                             "serving_bench.py"),

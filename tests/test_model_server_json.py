@@ -23,15 +23,16 @@ from test_model_server import (ROOT, Server, _env,  # noqa: F401
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory):
     if not _have_libraries():
-        pytest.skip("the reply writer needs jansson: apt-get install "
-                    "libjansson-dev")
+        pytest.skip("the server needs libmicrohttpd, jansson and cJSON: "
+                    "apt-get install libmicrohttpd-dev libjansson-dev "
+                    "libcjson-dev")
     out = tmp_path_factory.mktemp("jsonw") / "jsonw_check"
     lib = tfmini.rt.get_lib()
     tfmini.rt.get_library()
     r = subprocess.run(
         [os.environ.get("CC", "cc"), "-O2", f"-I{tfmini.rt.get_include()}",
          str(ROOT / "tests" / "serving" / "jsonw_check.c"), "-o", str(out),
-         f"-L{lib}", "-ltfmini_rt", f"-Wl,-rpath,{lib}", "-ljansson",
+         f"-L{lib}", "-ltfmini_rt", f"-Wl,-rpath,{lib}",
          "-lpthread", "-lm"], capture_output=True, text=True, env=_env())
     assert r.returncode == 0, r.stdout + r.stderr
     return out

@@ -1,4 +1,5 @@
 /* JSON <-> tensors (convert.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,16 +26,16 @@ dtype_from_name(const char *name)
     return -1;
 }
 
-/* The shape of value, following first elements; -1 past TFMINI_MAX_DIMS. */
+/* The shape of value, following first elements; -1 past max dims. */
 static int
-shape_of(json_t *value, int64_t *dims, int max)
+shape_of(const jnode *value, int64_t *dims, int max)
 {
     int rank = 0;
-    while (json_is_array(value)) {
+    while (jp_is_array(value)) {
         if (rank == max)
             return -1;
-        dims[rank++] = (int64_t)json_array_size(value);
-        value = json_array_size(value) ? json_array_get(value, 0) : NULL;
+        dims[rank++] = (int64_t)jp_count(value);
+        value = jp_first(value);
     }
     return rank;
 }
@@ -47,8 +48,15 @@ typedef struct filler {
     size_t errlen;
 } filler;
 
+static const char *
+kind_of(const jnode *x)
+{
+    return jp_is_string(x) ? "a string" : jp_is_object(x) ? "an object" :
+        jp_is_null(x) ? "null" : "a list";
+}
+
 static int
-put(filler *f, json_t *x)
+put(filler *f, const jnode *x)
 {
     if (f->n >= f->cap) {
         snprintf(f->err, f->errlen, "the values do not form a tensor: "
@@ -56,53 +64,81 @@ put(filler *f, json_t *x)
         return -1;
     }
     double v;
-    if (json_is_integer(x))
-        v = (double)json_integer_value(x);
-    else if (json_is_real(x))
-        v = json_real_value(x);
-    else if (json_is_boolean(x))
-        v = json_is_true(x);
+    if (jp_is_number(x))
+        v = jp_number(x);
+    else if (jp_is_bool(x))
+        v = jp_is_true(x);
     else {
         snprintf(f->err, f->errlen, "expected a number for a %s input, got "
-                 "%s", tfmini_dtype_name(f->dtype), json_is_string(x) ?
-                 "a string" : json_is_object(x) ? "an object" :
-                 json_is_null(x) ? "null" : "a list");
+                 "%s", tfmini_dtype_name(f->dtype), kind_of(x));
+        return -1;
+    }
+    /* JSON has no infinity: this was a literal past a double's range
+     * (TF Serving's parser refuses it too). */
+    if (isinf(v)) {
+        snprintf(f->err, f->errlen, "a number is too big to be stored in "
+                 "a double");
         return -1;
     }
     int64_t i = f->n++;
     switch (f->dtype) {
-    case TFMINI_FLOAT32: ((float *)f->data)[i] = (float)v; break;
-    case TFMINI_FLOAT64: ((double *)f->data)[i] = v; break;
-    case TFMINI_INT32: ((int32_t *)f->data)[i] = (int32_t)v; break;
-    case TFMINI_INT64: ((int64_t *)f->data)[i] = (int64_t)v; break;
-    case TFMINI_BOOL: ((uint8_t *)f->data)[i] = v != 0; break;
-    default: return -1;
+    case TFMINI_FLOAT32: ((float *)f->data)[i] = (float)v; return 0;
+    case TFMINI_FLOAT64: ((double *)f->data)[i] = v; return 0;
+    case TFMINI_BOOL: ((uint8_t *)f->data)[i] = v != 0; return 0;
+    default: break;
     }
+    /* Integers: whole numbers in the dtype's range only. Numbers are
+     * read as doubles, exact up to 2^53: past that an int64 could come
+     * out silently rounded, so it is refused. */
+    double lim = f->dtype == TFMINI_INT32 ? 2147483648.0
+                                          : 9007199254740992.0;
+    if (v != floor(v) || v >= lim || v < -lim) {
+        snprintf(f->err, f->errlen, "expected a whole number in [%.0f, "
+                 "%.0f) for a %s input, got %.17g", -lim, lim,
+                 tfmini_dtype_name(f->dtype), v);
+        return -1;
+    }
+    if (f->dtype == TFMINI_INT32)
+        ((int32_t *)f->data)[i] = (int32_t)v;
+    else
+        ((int64_t *)f->data)[i] = (int64_t)v;
     return 0;
 }
 
 /* Fill from value, which must have shape dims[0..rank). */
 static int
-fill(filler *f, json_t *value, const int64_t *dims, int rank)
+fill(filler *f, const jnode *value, const int64_t *dims, int rank)
 {
     if (rank == 0)
         return put(f, value);
-    if (!json_is_array(value) || (int64_t)json_array_size(value) != dims[0]) {
+    if (!jp_is_array(value)) {
         snprintf(f->err, f->errlen, "the values do not form a tensor: "
                  "lists of unequal lengths or depths");
         return -1;
     }
-    size_t i;
-    json_t *x;
-    json_array_foreach(value, i, x)
+    int64_t k = 0;
+    const jnode *x = jp_first(value);
+    for (; x && k < dims[0]; x = jp_next(x), k++)
         if (fill(f, x, dims + 1, rank - 1))
             return -1;
+    if (x || k != dims[0]) {
+        snprintf(f->err, f->errlen, "the values do not form a tensor: "
+                 "lists of unequal lengths or depths");
+        return -1;
+    }
     return 0;
 }
 
+/* Instance k's value: the instance, or its member `member`. */
+static const jnode *
+instance(const jnode *x, const char *member)
+{
+    return member ? jp_get(x, member) : x;
+}
+
 TFM_Tensor *
-json_to_tensor(json_t *value, TFM_DataType dtype, int stack, char *err,
-               size_t errlen)
+json_to_tensor(const jnode *value, TFM_DataType dtype, int stack,
+               const char *member, char *err, size_t errlen)
 {
     if (dtype != TFMINI_FLOAT32 && dtype != TFMINI_FLOAT64 &&
         dtype != TFMINI_INT32 && dtype != TFMINI_INT64 &&
@@ -115,7 +151,7 @@ json_to_tensor(json_t *value, TFM_DataType dtype, int stack, char *err,
     int rank;
     if (stack > 0) {
         dims[0] = stack;
-        rank = shape_of(json_array_get(value, 0), dims + 1,
+        rank = shape_of(instance(jp_first(value), member), dims + 1,
                         TFMINI_MAX_DIMS - 1);
         rank = rank < 0 ? -1 : rank + 1;
     } else {
@@ -134,13 +170,24 @@ json_to_tensor(json_t *value, TFM_DataType dtype, int stack, char *err,
             return NULL;
         }
     }
-    size_t es = tfmini_dtype_size(dtype);
-    filler f = {dtype, malloc((size_t)(n ? n : 1) * es), 0, n, err, errlen};
+    size_t es = tfmini_dtype_size(dtype), bytes = (size_t)n * es;
+    /* tfmini_tensor_new copies: a one-row request fills the stack. */
+    _Alignas(16) char small[4096];
+    filler f = {dtype, bytes <= sizeof small ? small : malloc(bytes ? bytes
+                                                              : 1),
+                0, n, err, errlen};
     if (!f.data) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    int bad = fill(&f, value, dims, rank);
+    int bad = 0;
+    if (stack > 0) {
+        /* The caller checked every instance has the member. */
+        for (const jnode *x = jp_first(value); x && !bad; x = jp_next(x))
+            bad = fill(&f, instance(x, member), dims + 1, rank - 1);
+    } else {
+        bad = fill(&f, value, dims, rank);
+    }
     TFM_Tensor *t = NULL;
     if (!bad && f.n != n) {
         snprintf(err, errlen, "the values do not form a tensor");
@@ -148,52 +195,12 @@ json_to_tensor(json_t *value, TFM_DataType dtype, int stack, char *err,
     }
     if (!bad) {
         TFM_Status *st = tfmini_status_new();
-        t = tfmini_tensor_new(dtype, dims, rank, f.data, (size_t)n * es, st);
+        t = tfmini_tensor_new(dtype, dims, rank, f.data, bytes, st);
         if (!t)
             snprintf(err, errlen, "%s", tfmini_status_message(st));
         tfmini_status_free(st);
     }
-    free(f.data);
+    if (f.data != small)
+        free(f.data);
     return t;
-}
-
-static json_t *
-element(const TFM_Tensor *t, int64_t i)
-{
-    const void *p = tfmini_tensor_data(t);
-    switch (tfmini_tensor_dtype(t)) {
-    case TFMINI_FLOAT32: return json_real(((const float *)p)[i]);
-    case TFMINI_FLOAT64: return json_real(((const double *)p)[i]);
-    case TFMINI_INT8: return json_integer(((const int8_t *)p)[i]);
-    case TFMINI_UINT8: return json_integer(((const uint8_t *)p)[i]);
-    case TFMINI_INT16: return json_integer(((const int16_t *)p)[i]);
-    case TFMINI_INT32: return json_integer(((const int32_t *)p)[i]);
-    case TFMINI_INT64: return json_integer(((const int64_t *)p)[i]);
-    case TFMINI_BOOL: return json_boolean(((const uint8_t *)p)[i]);
-    default: return json_null();
-    }
-}
-
-static json_t *
-nest(const TFM_Tensor *t, int d, int64_t *at)
-{
-    if (d == tfmini_tensor_rank(t))
-        return element(t, (*at)++);
-    json_t *a = json_array();
-    for (int64_t k = 0; k < tfmini_tensor_dim(t, d); k++)
-        json_array_append_new(a, nest(t, d + 1, at));
-    return a;
-}
-
-json_t *
-tensor_to_json(const TFM_Tensor *t, int64_t row)
-{
-    int64_t at = 0;
-    if (row < 0)
-        return nest(t, 0, &at);
-    int64_t per = 1;
-    for (int d = 1; d < tfmini_tensor_rank(t); d++)
-        per *= tfmini_tensor_dim(t, d);
-    at = row * per;
-    return nest(t, 1, &at);
 }

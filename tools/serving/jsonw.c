@@ -1,12 +1,10 @@
-/* Reply writer and request arena (jsonw.h). */
+/* Reply writer (jsonw.h). */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <jansson.h>
 
 #include "jsonw.h"
 
@@ -312,22 +310,10 @@ jb_tensor(jbuf *b, const TFM_Tensor *t, int64_t row)
     nest(b, t, 1, &at);
 }
 
-/* ---- per-thread state: the reply buffer and jansson's arena ---- */
-
-#define CHUNK (64 << 10)
-#define HDR 16              /* keeps 16-byte alignment; says who owns */
-enum { FROM_HEAP = 1, FROM_ARENA = 2 };
-
-typedef struct big {
-    struct big *next;
-} big;
+/* ---- per-thread state: the reply buffer ---- */
 
 typedef struct per_thread {
     jbuf reply;
-    int active;
-    char *chunk;            /* CHUNK bytes, kept between requests */
-    size_t used;
-    big *bigs;              /* what did not fit, freed at jarena_end */
 } per_thread;
 
 static pthread_key_t key;
@@ -338,12 +324,6 @@ per_thread_free(void *p)
 {
     per_thread *t = p;
     free(t->reply.p);
-    free(t->chunk);
-    while (t->bigs) {
-        big *n = t->bigs->next;
-        free(t->bigs);
-        t->bigs = n;
-    }
     free(t);
 }
 
@@ -379,95 +359,4 @@ jb_thread(void)
         t->reply.cap = 0;
     }
     return &t->reply;
-}
-
-static void *
-tagged(char *p, size_t tag)
-{
-    memcpy(p, &tag, sizeof tag);
-    return p + HDR;
-}
-
-static void *
-j_malloc(size_t n)
-{
-    per_thread *t = pthread_getspecific(key);
-    if (t && t->active) {
-        size_t need = (n + HDR + 15) & ~(size_t)15;
-        if (!t->chunk)
-            t->chunk = malloc(CHUNK);
-        if (t->chunk && t->used + need <= CHUNK) {
-            char *p = t->chunk + t->used;
-            t->used += need;
-            return tagged(p, FROM_ARENA);
-        }
-        big *g = malloc(HDR + need);     /* the link, then the block */
-        if (!g)
-            return NULL;
-        g->next = t->bigs;
-        t->bigs = g;
-        return tagged((char *)g + HDR, FROM_ARENA);
-    }
-    char *p = malloc(n + HDR);
-    return p ? tagged(p, FROM_HEAP) : NULL;
-}
-
-static void
-j_free(void *p)
-{
-    if (!p)
-        return;
-    size_t tag;
-    memcpy(&tag, (char *)p - HDR, sizeof tag);
-    if (tag == FROM_HEAP)
-        free((char *)p - HDR);
-    /* Arena memory goes back all at once, at jarena_end. */
-}
-
-void
-jarena_install(void)
-{
-    pthread_once(&key_once, make_key);
-    json_set_alloc_funcs(j_malloc, j_free);
-}
-
-void
-jarena_begin(void)
-{
-    per_thread *t = mine();
-    if (t)
-        t->active = 1;
-}
-
-void
-jarena_end(void)
-{
-    per_thread *t = pthread_getspecific(key);
-    if (!t)
-        return;
-    t->active = 0;
-    t->used = 0;
-    while (t->bigs) {
-        big *n = t->bigs->next;
-        free(t->bigs);
-        t->bigs = n;
-    }
-}
-
-int
-jarena_pause(void)
-{
-    per_thread *t = pthread_getspecific(key);
-    int held = t && t->active;
-    if (held)
-        t->active = 0;
-    return held;
-}
-
-void
-jarena_resume(int held)
-{
-    per_thread *t = pthread_getspecific(key);
-    if (t && held)
-        t->active = 1;
 }

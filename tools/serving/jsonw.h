@@ -1,5 +1,4 @@
-/* Writing predict replies straight into a byte buffer (jsonw.c), and a
- * per-thread arena for jansson's request trees.
+/* Writing predict replies straight into a byte buffer (jsonw.c).
  *
  * A reply of a few hundred numbers built as a jansson tree and dumped
  * costs an allocation per number and a printf per float; written here it
@@ -38,18 +37,5 @@ size_t json_format_double(double v, char *out);
 /* A per-thread buffer for replies, emptied; reused between requests so a
  * reply allocates only when it outgrows the largest before it. */
 jbuf *jb_thread(void);
-
-/* jansson's allocations come from the calling thread's arena between
- * jarena_begin and jarena_end (the request tree: parsed, read into
- * tensors, dropped), from malloc otherwise. Nothing allocated in between
- * may outlive jarena_end. jarena_install runs once, before any other
- * jansson call. */
-void jarena_install(void);
-void jarena_begin(void);
-void jarena_end(void);
-/* Around an allocation that must outlive the arena (an error reply made
- * while the tree is read): pause returns what resume restores. */
-int jarena_pause(void);
-void jarena_resume(int held);
 
 #endif

@@ -6,8 +6,9 @@
  * DIR holds numbered version folders (DIR/1, DIR/2, ...), each a saved
  * model; the newest is served, and a newer folder is loaded and swapped
  * in every --file_system_poll_wait_seconds (requests in flight finish
- * on the version they started with). HTTP is libmicrohttpd's, JSON
- * jansson's. --model_config_file names several models (TF Serving's
+ * on the version they started with). HTTP is libmicrohttpd's; request
+ * bodies are parsed by cJSON (jparse.h), other JSON is jansson's.
+ * --model_config_file names several models (TF Serving's
  * model_config_list { config { name: .. base_path: .. } ... }).
  * Options besides TF Serving's:
  *   --rest_api_host=ADDR      listen address (default 0.0.0.0)
@@ -41,6 +42,7 @@
 
 #include "batch.h"
 #include "config.h"
+#include "jparse.h"
 #include "jsonw.h"
 #include "rest.h"
 
@@ -98,8 +100,8 @@ send_reply(struct MHD_Connection *c, reply r)
         resp = MHD_create_response_from_buffer(r.len, (void *)r.text,
                                                MHD_RESPMEM_MUST_COPY);
     } else {
-        /* json_dumps allocates with jansson's functions (jsonw.h's,
-         * which free() cannot take): libmicrohttpd sends its copy. */
+        /* json_dumps allocates with jansson's functions: freed with
+         * them, libmicrohttpd sends its copy. */
         static const char oom[] = "{\"error\": \"out of memory\"}";
         char *text = json_dumps(r.body, JSON_COMPACT |
                                 JSON_REAL_PRECISION(9));
@@ -339,7 +341,7 @@ main(int argc, char **argv)
 {
     if (parse(argc, argv))
         return 2;
-    jarena_install();
+    jp_install();
     char err[512];
     static model_entry entries[MAX_MODELS];
     int n = 1;

@@ -6,11 +6,13 @@
  * Errors are {"error": "..."} with TF Serving's codes: 400 for a bad
  * request, 404 for an unknown model, version or path. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "convert.h"
+#include "jparse.h"
 #include "jsonw.h"
 #include "rest.h"
 
@@ -22,11 +24,15 @@ error(unsigned status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    /* Made on the heap even while a request tree is being read: the
-     * reply outlives the arena. */
-    int held = jarena_pause();
     json_t *body = json_pack("{s:s}", "error", buf);
-    jarena_resume(held);
+    if (!body) {
+        /* jansson takes UTF-8 only, and a request's bytes (a signature
+         * or input name) may be quoted in buf. */
+        for (char *c = buf; *c; c++)
+            if ((unsigned char)*c >= 0x80)
+                *c = '?';
+        body = json_pack("{s:s}", "error", buf);
+    }
     return (reply){status, body, NULL, 0};
 }
 
@@ -154,27 +160,27 @@ pending_free(rest_pending *p)
     free(p);
 }
 
-/* Parse req into p's input tensors; 0, or -1 with *r set. */
+/* Read req into p's input tensors; 0, or -1 with *r set. */
 static int
-predict_inputs(rest_pending *p, json_t *req, reply *r)
+predict_inputs(rest_pending *p, const jnode *req, reply *r)
 {
     version *v = p->v;
-    if (!json_is_object(req)) {
+    if (!jp_is_object(req)) {
         *r = error(400, "the request body must be a JSON object");
         return -1;
     }
-    json_t *key = json_object_get(req, "signature_name");
-    if (key && !json_is_string(key)) {
+    const jnode *key = jp_get(req, "signature_name");
+    if (key && !jp_is_string(key)) {
         *r = error(400, "signature_name must be a string");
         return -1;
     }
     json_t *sig;
     int fn;
-    if (find_signature(v, key ? json_string_value(key) : "serving_default",
-                       &sig, &fn, r))
+    if (find_signature(v, key ? jp_string(key) : "serving_default", &sig,
+                       &fn, r))
         return -1;
-    json_t *instances = json_object_get(req, "instances");
-    json_t *inputs = json_object_get(req, "inputs");
+    const jnode *instances = jp_get(req, "instances");
+    const jnode *inputs = jp_get(req, "inputs");
     if (!!instances == !!inputs) {
         *r = error(400, "the request must have exactly one of "
                    "\"instances\" (row format) or \"inputs\" (columnar "
@@ -195,40 +201,41 @@ predict_inputs(rest_pending *p, json_t *req, reply *r)
     p->job.nout = nout;
     p->instances = instances != NULL;
     if (instances) {
-        if (!json_is_array(instances) || json_array_size(instances) == 0) {
+        size_t rows = jp_count(instances);
+        if (!jp_is_array(instances) || rows == 0) {
             *r = error(400, "\"instances\" must be a non-empty list");
             return -1;
         }
-        p->rows = (int)json_array_size(instances);
+        if (rows > INT32_MAX) {
+            *r = error(400, "\"instances\" has too many rows");
+            return -1;
+        }
+        p->rows = (int)rows;
     }
     char err[512];
     for (int i = 0; i < nin; i++) {
         const char *name = json_string_value(json_array_get(
             json_array_get(in_specs, i), 0));
         TFM_DataType dt = tfmini_model_input_dtype(v->model, fn, i);
-        json_t *value = NULL;
-        int owned = 0;
+        const jnode *value = NULL;
+        const char *member = NULL;
         if (instances && nin == 1 &&
-            !json_is_object(json_array_get(instances, 0))) {
+            !jp_is_object(jp_first(instances))) {
             value = instances;
         } else if (instances) {
-            /* Rows of named inputs: gather input i across the rows. */
-            value = json_array();
-            owned = 1;
-            size_t k;
-            json_t *row;
-            json_array_foreach(instances, k, row) {
-                json_t *x = json_object_get(row, name);
-                if (!json_is_object(row) || !x) {
-                    json_decref(value);
+            /* Rows of named inputs: input i is member `name` of each. */
+            value = instances;
+            member = name ? name : "";
+            size_t k = 0;
+            for (const jnode *row = jp_first(instances); row;
+                 row = jp_next(row), k++)
+                if (!jp_get(row, member)) {
                     *r = error(400, "instance %zu has no input \"%s\"", k,
-                               name);
+                               member);
                     return -1;
                 }
-                json_array_append(value, x);
-            }
-        } else if (json_is_object(inputs)) {
-            value = json_object_get(inputs, name);
+        } else if (jp_is_object(inputs)) {
+            value = jp_get(inputs, name ? name : "");
             if (!value) {
                 *r = error(400, "\"inputs\" has no input \"%s\"", name);
                 return -1;
@@ -240,9 +247,8 @@ predict_inputs(rest_pending *p, json_t *req, reply *r)
                        "inputs", nin);
             return -1;
         }
-        p->job.in[i] = json_to_tensor(value, dt, p->rows, err, sizeof err);
-        if (owned)
-            json_decref(value);
+        p->job.in[i] = json_to_tensor(value, dt, p->rows, member, err,
+                                      sizeof err);
         if (!p->job.in[i]) {
             *r = error(400, "input \"%s\": %s", name, err);
             return -1;
@@ -339,23 +345,15 @@ predict(served_model *s, version *v, const char *body, size_t len,
     }
     p->s = s;
     p->v = v;
-    json_error_t jerr;
-    /* The request tree lives in this thread's arena (jsonw.h): it is
-     * read into tensors and dropped before jarena_end, and any reply
-     * tree is made after. */
-    jarena_begin();
-    json_t *req = json_loadb(body ? body : "", len, 0, &jerr);
+    /* The request tree lives in this thread's arena (jparse.h) until
+     * jp_end: it is read into tensors and dropped before the run. */
+    char err[512];
+    const jnode *req = jp_parse(body, len, err, sizeof err);
     reply r;
-    if (!req) {
-        jarena_end();
-        r = error(400, "JSON Parse error: %s at line %d column %d",
-                  jerr.text, jerr.line, jerr.column);
-        pending_free(p);
-        return r;
-    }
-    int bad = predict_inputs(p, req, &r);
-    json_decref(req);
-    jarena_end();
+    int bad = req ? predict_inputs(p, req, &r) : -1;
+    if (!req)
+        r = error(400, "%s", err);
+    jp_end();
     if (bad) {
         pending_free(p);
         return r;
