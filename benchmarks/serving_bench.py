@@ -1,17 +1,20 @@
 """tfmini_model_server under wrk, against a Python http.server baseline.
 
-    python3 benchmarks/serving_bench.py [--duration 5] [--rss-requests N]
-                                        [--write-results]
+    python3 benchmarks/serving_bench.py [--duration 5] [--rounds 3]
+                                        [--rss-requests N] [--write-results]
 
 Saves an MLP and a small CNN from Python (model.export), serves each with
 tools/serving's C server (without and with --enable_batching) and with
 tools/serving/python_baseline.py, and drives each with wrk on loopback
 (POST of a one-row {"instances": ...} body) at 1, 8 and 64 connections:
-requests/s and p50/p99 latency, as a markdown table. Then the C server's
-RSS (VmRSS) before and after --rss-requests requests (10^6 by default).
+requests/s and p50/p99 latency, as a markdown table. Each point runs
+--rounds times, the servers taking turns, and reports its median round
+(on a shared machine the load moves; interleaving puts the C server and
+the baseline under the same load). Then the C server's RSS (VmRSS)
+before and after --rss-requests requests (10^6 by default).
 --write-results puts the table into benchmarks/RESULTS.md's "Serving
-(wrk)" section. Needs wrk, libmicrohttpd-dev and libjansson-dev (Debian)
-and the package built (python3 setup.py build_ext --inplace)."""
+(wrk)" section. Needs wrk, libmicrohttpd-dev, libjansson-dev and
+libcjson-dev (Debian) and the package built (python3 setup.py build_ext --inplace)."""
 import argparse
 import datetime
 import json
@@ -178,6 +181,9 @@ def main():
     p.add_argument("--kinds", default="C,C+batching,python",
                    help="comma-separated: C, C+batching, python")
     p.add_argument("--wrk-threads", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=3,
+                   help="each point this many times, interleaved; the "
+                        "median round is reported")
     p.add_argument("--rss-requests", type=int, default=10**6,
                    help="0 skips the RSS check")
     p.add_argument("--write-results", action="store_true")
@@ -190,31 +196,48 @@ def main():
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="serving_bench_"))
     binary = build_server(tmp / "bin")
     models = save_models(tmp / "models")
-    rows, check = [], {}
+    rows = []
     for name in args.models.split(","):
         base, row, model = models[name]
         body = json.dumps({"instances": [row.tolist()]}).encode()
         want = model(row[None]).numpy()[0]
         script = lua_script(tmp / f"{name}.lua", body)
-        for kind in kinds:
-            port = free_port()
-            url = f"http://127.0.0.1:{port}/v1/models/{name}:predict"
-            proc = start(kind, binary, name, base, port)
-            try:
-                got = wait_up(proc, url, body)["predictions"][0]
+        # Every server of this model up at once, and the points taken in
+        # turn, round after round: on a shared machine the load moves
+        # between rounds, and a ratio is only honest when both of its
+        # figures saw the same load. Each point reports its median round.
+        procs, urls = [], {}
+        try:
+            for kind in kinds:
+                port = free_port()
+                urls[kind] = f"http://127.0.0.1:{port}/v1/models/{name}" \
+                    ":predict"
+                procs.append(start(kind, binary, name, base, port))
+                got = wait_up(procs[-1], urls[kind], body)["predictions"][0]
                 np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+            runs = {}
+            for r in range(args.rounds):
                 for c in conns:
-                    res = wrk(url, script, c, args.duration,
-                              args.wrk_threads)
-                    rows.append((name, kind, c, res))
-                    print(f"{name:4s} {kind:12s} c={c:<3d} "
-                          f"{res['rps']:9.0f} req/s  p50 "
-                          f"{fmt_ms(res['p50'])}  p99 {fmt_ms(res['p99'])}"
-                          f"  non-2xx {res['non2xx']}", file=sys.stderr,
-                          flush=True)
-            finally:
+                    for kind in kinds:
+                        res = wrk(urls[kind], script, c, args.duration,
+                                  args.wrk_threads)
+                        runs.setdefault((kind, c), []).append(res)
+                        print(f"{name:4s} {kind:12s} c={c:<3d} round {r} "
+                              f"{res['rps']:9.0f} req/s  p50 "
+                              f"{fmt_ms(res['p50'])}  p99 "
+                              f"{fmt_ms(res['p99'])}  non-2xx "
+                              f"{res['non2xx']}", file=sys.stderr,
+                              flush=True)
+        finally:
+            for proc in procs:
                 proc.terminate()
                 proc.wait(timeout=30)
+        for kind in kinds:
+            for c in conns:
+                got = sorted(runs[(kind, c)], key=lambda x: x["rps"])
+                med = dict(got[len(got) // 2])
+                med["non2xx"] = sum(x["non2xx"] for x in got)
+                rows.append((name, kind, c, med))
     rss = []
     if args.rss_requests:
         name = args.models.split(",")[0]
@@ -262,7 +285,10 @@ def report(rows, rss, args):
              f"server on the same machine (loopback).", "",
              f"Command: `{command.strip()}`", "",
              "One-row predict requests (`{\"instances\": [row]}`), "
-             f"{args.duration} per point. MLP 64-256-256-10, CNN "
+             f"{args.duration} per run; each point is the median of "
+             f"{args.rounds} rounds, the servers' runs interleaved (all "
+             "of a model's servers up at once); non-2xx summed over the "
+             "rounds. MLP 64-256-256-10, CNN "
              "28x28x1 conv8-pool-conv16-pool-dense10, both saved with "
              "`model.export`. **vs Python** = requests/s over the "
              "`http.server` baseline's "

@@ -24,7 +24,8 @@ def test_serving_bench_smoke():
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" /
                                             "serving_bench.py"),
-                        "--duration=1s", "--connections=2", "--models=mlp",
+                        "--duration=1s", "--rounds=2", "--connections=2",
+                        "--models=mlp",
                         "--kinds=C,C+batching,python", "--rss-requests=1000"],
                        capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
