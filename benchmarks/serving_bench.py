@@ -14,7 +14,8 @@ the baseline under the same load). Then the C server's RSS (VmRSS)
 before and after --rss-requests requests (10^6 by default).
 --write-results puts the table into benchmarks/RESULTS.md's "Serving
 (wrk)" section. Needs wrk, libmicrohttpd-dev, libjansson-dev and
-libcjson-dev (Debian) and the package built (python3 setup.py build_ext --inplace)."""
+libcjson-dev (Debian) and the package built (python3 setup.py
+build_ext --inplace)."""
 import argparse
 import datetime
 import json
@@ -237,6 +238,12 @@ def main():
                 got = sorted(runs[(kind, c)], key=lambda x: x["rps"])
                 med = dict(got[len(got) // 2])
                 med["non2xx"] = sum(x["non2xx"] for x in got)
+                # Against the baseline's run of the same round (the
+                # nearest in time), not the median of another round.
+                if kind != "python" and "python" in kinds:
+                    med["ratios"] = sorted(
+                        a["rps"] / b["rps"] for a, b in
+                        zip(runs[(kind, c)], runs[("python", c)]))
                 rows.append((name, kind, c, med))
     rss = []
     if args.rss_requests:
@@ -279,7 +286,6 @@ def main():
 def report(rows, rss, args):
     command = "python3 benchmarks/serving_bench.py " + " ".join(
         a for a in sys.argv[1:] if a != "--write-results")
-    base = {(n, c): r["rps"] for n, k, c, r in rows if k == "python"}
     lines = [SECTION, "",
              f"Run: {datetime.date.today()}, on {machine()}; wrk and the "
              f"server on the same machine (loopback).", "",
@@ -292,16 +298,18 @@ def report(rows, rss, args):
              "28x28x1 conv8-pool-conv16-pool-dense10, both saved with "
              "`model.export`. **vs Python** = requests/s over the "
              "`http.server` baseline's "
-             "(tools/serving/python_baseline.py) at the same connections. "
+             "(tools/serving/python_baseline.py) at the same connections "
+             "in the same round: the median of the rounds' ratios (the "
+             "lowest and highest in brackets). "
              "Server flags: C `" + " ".join(FLAGS["C"]) + "`; C, batching `"
              + " ".join(FLAGS["C, batching"]) + "`; every server runs "
              "with OMP_NUM_THREADS=1.",
              "", "| model | server | connections | requests/s | p50 | p99 "
              "| vs Python | non-2xx |", "|---|---|---|---|---|---|---|---|"]
     for name, kind, c, r in rows:
-        ratio = base.get((name, c))
-        vs = f"**{r['rps'] / ratio:.1f}x**" if ratio and kind != "python" \
-            else "-"
+        q = r.get("ratios")
+        vs = (f"**{q[len(q) // 2]:.1f}x** ({q[0]:.1f}-{q[-1]:.1f})"
+              if q else "-")
         lines.append(f"| {name} | {kind} | {c} | {r['rps']:.0f} | "
                      f"{fmt_ms(r['p50'])} | {fmt_ms(r['p99'])} | {vs} | "
                      f"{r['non2xx']} |")

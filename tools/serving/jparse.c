@@ -123,8 +123,7 @@ space(char c)
 
 /* Why cJSON stopped at `at` (it says only where). */
 static void
-parse_error(const char *body, size_t len, size_t at, char *err,
-            size_t errlen)
+parse_error(size_t len, size_t at, char *err, size_t errlen)
 {
     const char *what = len == 0 ? "the body is empty"
         : at + 1 >= len ? "the text ends inside a value"
@@ -156,7 +155,7 @@ jp_parse(const char *body, size_t len, char *err, size_t errlen)
                  "offset: %zu", at);
         return NULL;
     }
-    parse_error(body ? body : "", len, at, err, errlen);
+    parse_error(len, at, err, errlen);
     return NULL;
 }
 

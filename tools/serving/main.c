@@ -386,7 +386,8 @@ main(int argc, char **argv)
     unsigned timeout_s = (unsigned)((cfg.timeout_ms + 999) / 1000);
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
-        MHD_USE_ERROR_LOG | (the_batcher ? MHD_ALLOW_SUSPEND_RESUME : 0), (uint16_t)cfg.port, NULL, NULL, handle, NULL,
+        MHD_USE_ERROR_LOG | (the_batcher ? MHD_ALLOW_SUSPEND_RESUME : 0),
+        (uint16_t)cfg.port, NULL, NULL, handle, NULL,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg.threads,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
