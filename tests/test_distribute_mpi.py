@@ -106,7 +106,12 @@ save(s, **out)
 '''
 
 KERAS_FIT = '''
-s = make_strategy()
+from tfmini.distribute import overlap
+# BUCKET=<bytes>: buckets small enough that the overlapped all-reduce
+# starts several during each backward pass.
+s = make_strategy(communication_options=tf.distribute.experimental.
+                  CommunicationOptions(
+                      bytes_per_pack=int(os.environ.get("BUCKET", "0"))))
 x, y = data(40)
 out = {}
 for eager in (False, True):
@@ -116,7 +121,11 @@ for eager in (False, True):
         model.compile(tf.keras.optimizers.Adam(0.05), "mse",
                       metrics=["mae"], run_eagerly=eager)
     # 40 = 16 + 16 + 8: each worker takes half of every batch.
+    overlap.stats.reset()
     h = model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
+    out[("eager" if eager else "traced") + "_stats"] = [
+        overlap.stats.backward_passes, overlap.stats.buckets,
+        overlap.stats.buckets_started_in_backward, overlap.stats.reused]
     ev = model.evaluate(x, y, batch_size=16, verbose=0)
     tag = "eager" if eager else "traced"
     out[tag + "_pred"] = model.predict(x, batch_size=16, verbose=0)
@@ -145,8 +154,11 @@ save(strategy, losses=losses, iterations=int(optimizer.iterations),
 # with a clear error.
 FAULT = '''
 from tfmini.distribute.experimental import CommunicationOptions
+# BUCKET=16: the overlapped all-reduce's buckets (3 per step) are in
+# flight, traced or eager, when the peer goes.
 s = make_strategy(communication_options=CommunicationOptions(
-    timeout_seconds=float(os.environ.get("TIMEOUT", "0")) or None))
+    timeout_seconds=float(os.environ.get("TIMEOUT", "0")) or None,
+    bytes_per_pack=int(os.environ.get("BUCKET", "0"))))
 x, y = data(64)
 with s.scope():
     model = mlp()
@@ -163,8 +175,7 @@ def step(xb, yb):
     return s.reduce("MEAN", s.run(fn, args=(xb, yb)), axis=None)
 
 
-# EAGER=1: the overlapped all-reduce's buckets are in flight when the
-# peer goes.
+# EAGER=1: eager steps, else a tf.function.
 if os.environ.get("EAGER") != "1":
     step = tf.function(step)
 try:
@@ -272,10 +283,14 @@ def test_custom_loop_two_workers_equal_one(tmp_path):
 
 
 @needs_mpi
-def test_keras_fit_two_workers_equal_one(tmp_path):
+@pytest.mark.parametrize("bucket", ["0", "16"])
+def test_keras_fit_two_workers_equal_one(tmp_path, bucket):
+    """Default buckets (4 MiB: the small MLP's gradients fill one, started
+    when the walk ends) and 16-byte ones (several start during each
+    backward pass, traced or eager)."""
     one, two = str(tmp_path / "one"), str(tmp_path / "two")
     ok(run_script(KERAS_FIT, one, "one")[0])
-    ok(run_script(KERAS_FIT, two, "mwms")[0])
+    ok(run_script(KERAS_FIT, two, "mwms", env={"BUCKET": bucket})[0])
     ref, w0, w1 = load(one), load(two, 0), load(two, 1)
     weights = [k for k in ref if "_w" in k or "_pred" in k]
     assert w0["traced_pred"].shape == (40, 1)
@@ -285,6 +300,14 @@ def test_keras_fit_two_workers_equal_one(tmp_path):
         assert_same(ref, got, weights, rtol=1e-4, atol=1e-5)
         assert_same(ref, got, logged)
     assert ref["traced_loss"][-1] < ref["traced_loss"][0]
+    # 9 train steps: every gradient (4 variables) summed by a bucket.
+    for tag in ("traced", "eager"):
+        passes, buckets, early, reused = w0[tag + "_stats"]
+        assert reused == 9 * 4, (tag, w0[tag + "_stats"])
+        if bucket == "16":
+            assert passes == 9 and early >= 9 * 2, (tag, w0[tag + "_stats"])
+        else:
+            assert buckets == 9 and early == 0, (tag, w0[tag + "_stats"])
 
 
 @needs_mpi
@@ -315,8 +338,8 @@ def test_guide_custom_loop_in_process_and_under_mpi(tmp_path):
 
 # ---- the gradient all-reduce overlapped with the backward pass ------------
 
-# An eager custom loop (the overlap needs eager gradients) over a deeper
-# MLP with small buckets, so that several start during the backward pass.
+# A custom loop, eager or (TRACED=1) a tf.function, over a deeper MLP
+# with small buckets, so that several start during the backward pass.
 OVERLAP = """
 from tfmini.distribute import overlap
 s = make_strategy(communication_options=tf.distribute.experimental.
@@ -344,9 +367,16 @@ def step(xb, yb):
 
 ds = s.experimental_distribute_dataset(
     tf.data.Dataset.from_tensor_slices((x, y)).batch(16))
+
+
+def dist_step(b):
+    return s.reduce("SUM", s.run(step, args=b), axis=None)
+
+
+if os.environ.get("TRACED") == "1":
+    dist_step = tf.function(dist_step)
 overlap.stats.reset()
-losses = [float(s.reduce("SUM", s.run(step, args=b), axis=None))
-          for _ in range(3) for b in ds]
+losses = [float(dist_step(b)) for _ in range(3) for b in ds]
 st = overlap.stats
 save(s, losses=losses, passes=st.backward_passes, buckets=st.buckets,
      early=st.buckets_started_in_backward, reused=st.reused,
@@ -355,11 +385,13 @@ save(s, losses=losses, passes=st.backward_passes, buckets=st.buckets,
 
 
 @needs_mpi
-def test_overlapped_all_reduce_two_workers_equal_one(tmp_path):
+@pytest.mark.parametrize("traced", ["0", "1"])
+def test_overlapped_all_reduce_two_workers_equal_one(tmp_path, traced):
     one, on, off = (str(tmp_path / d) for d in ("one", "on", "off"))
-    ok(run_script(OVERLAP, one, "one")[0])
-    ok(run_script(OVERLAP, on, "mwms")[0])
-    ok(run_script(OVERLAP, off, "mwms", env={"OVERLAP": "0"})[0])
+    env = {"TRACED": traced}
+    ok(run_script(OVERLAP, one, "one", env=env)[0])
+    ok(run_script(OVERLAP, on, "mwms", env=env)[0])
+    ok(run_script(OVERLAP, off, "mwms", env=dict(env, OVERLAP="0"))[0])
     ref = load(one)
     weights = [k for k in ref if k.startswith("w") or k == "losses"]
     for d in (on, off):
@@ -456,7 +488,8 @@ def test_metric_result_in_a_custom_loop_over_workers(tmp_path):
 @pytest.mark.parametrize("eager", ["0", "1"])
 def test_killed_worker_fails_the_others_quickly(tmp_path, eager):
     r, secs = run_script(FAULT, str(tmp_path), "mwms", timeout=120,
-                         env={"FAULT": "kill", "EAGER": eager})
+                         env={"FAULT": "kill", "EAGER": eager,
+                              "BUCKET": "16"})
     assert r.returncode != 0
     assert secs < 60, secs
     out = r.stdout + r.stderr
@@ -484,7 +517,7 @@ def test_a_worker_that_raises_stops_the_others(tmp_path):
 def test_stalled_worker_times_out_the_collective(tmp_path, eager):
     r, secs = run_script(FAULT, str(tmp_path), "mwms", timeout=120,
                          env={"FAULT": "stall", "TIMEOUT": "3",
-                              "EAGER": eager})
+                              "EAGER": eager, "BUCKET": "16"})
     out = r.stdout + r.stderr
     assert r.returncode != 0
     assert "WORKER-ERROR task 0" in out, out[-3000:]
