@@ -482,6 +482,78 @@ def test_metric_result_in_a_custom_loop_over_workers(tmp_path):
     assert float(ref["eager_local_count1"]) == 80.0
 
 
+# metric.result() read inside a tf.function: after each step, in the same
+# function as strategy.run, and at the epoch's end in a function of its
+# own; twice, so that a second read counts nothing twice. Under a
+# multi-worker strategy the graph all-reduces the state.
+METRICS_TRACED = """
+s = make_strategy()
+x, y = data(40)
+labels = (x[:, 0] > 0).astype(np.int64)
+logits = np.stack([-x[:, 0], x[:, 0] + 0.3 * x[:, 1]], axis=1)
+with s.scope():
+    acc = tf.keras.metrics.SparseCategoricalAccuracy()
+    mean = tf.keras.metrics.Mean()
+    auc = tf.keras.metrics.AUC(num_thresholds=20)
+
+
+def step(lb, lg, xb):
+    acc.update_state(lb, lg)
+    mean.update_state(xb[:, 2])
+    auc.update_state(lb, tf.nn.softmax(lg)[:, 1])
+
+
+@tf.function
+def dist_step(batch):
+    s.run(step, args=batch)
+    return [m.result() for m in (acc, mean, auc)]
+
+
+@tf.function
+def results():
+    return [m.result() for m in (acc, mean, auc)] + \\
+        [m.result() for m in (acc, mean, auc)]
+
+
+ds = s.experimental_distribute_dataset(
+    tf.data.Dataset.from_tensor_slices((labels, logits, x)).batch(8))
+steps, epochs = [], []
+for epoch in range(2):
+    steps += [[float(r) for r in dist_step(b)] for b in ds]
+    epochs.append([float(r) for r in results()])
+# Each worker's own state is untouched by the reads: its half of 80.
+local_count = float(acc.count.numpy())
+acc.reset_state()
+save(s, steps=steps, epochs=epochs, local_count=local_count,
+     reset=[float(r) for r in results()][0])
+"""
+
+
+def test_metric_result_in_a_tf_function_over_workers(tmp_path):
+    """MirroredStrategy (2 logical CPUs) in process, and 2 workers under
+    mpirun when Open MPI is there: the value one process on all the data
+    gives, on every worker."""
+    one, mirrored = str(tmp_path / "one"), str(tmp_path / "mirrored")
+    ok(run_script(METRICS_TRACED, one, "one")[0])
+    ok(run_script(METRICS_TRACED, mirrored, "mirrored")[0])
+    ref = load(one)
+    keys = ["steps", "epochs", "reset"]
+    assert_same(ref, load(mirrored), keys)
+    e = np.array(ref["epochs"])
+    np.testing.assert_allclose(e[:, :3], e[:, 3:])     # reads are pure
+    assert 0.5 < e[0, 0] < 1.0 and float(ref["reset"]) == 0.0
+    assert float(ref["local_count"]) == 80.0
+    if MPIRUN is None or not HAVE_MPI:
+        pytest.skip("the mpirun half needs Open MPI (apt-get install "
+                    "libopenmpi-dev openmpi-bin, then rebuild tfmini)")
+    mpi = str(tmp_path / "mpi")
+    ok(run_script(METRICS_TRACED, mpi, "mwms")[0])
+    for task in (0, 1):
+        got = load(mpi, task)
+        assert_same(ref, got, keys)
+        assert float(got["local_count"]) == 40.0
+
+
 # ---- faults ----------------------------------------------------------------
 
 @needs_mpi
