@@ -23,7 +23,10 @@ tape.gradient returns the local gradients; the wait nodes' sums serve an
 all-reduce asked for exactly those tensors, any other is reduced afresh.
 A bucket whose wait never ran (the trace asked for no all-reduce, or a
 run stopped by an error) is waited for before the next backward pass
-starts new ones (drain_started)."""
+starts new ones (drain_started). A trace keeps the strategy's _overlap
+setting it was traced with; the node functions share one state per
+bucket, so one concrete function must not run in two threads at once
+(a worker's collectives are one sequence anyway)."""
 import threading
 import time
 
