@@ -8,7 +8,8 @@ csrc/runtime/tape.h). The Session packs gradients, in the order they
 complete, into buckets of about bucket_bytes and starts each bucket's
 non-blocking all-reduce the moment it fills, then polls the buckets in
 flight at every later gradient (Open MPI moves a collective on only inside
-MPI calls): the first layers' backward runs while the last layers'
+MPI calls; Note [Progress thread] in csrc/python/mpi/mpi_ext.c makes them
+meanwhile too): the first layers' backward runs while the last layers'
 gradients travel, as in Horovod and PyTorch DDP. tape.gradient still
 returns this worker's own gradients (TF's semantics: the caller may clip
 or change them); the sums wait in a table keyed by the returned tensors,
