@@ -408,6 +408,35 @@ def test_overlapped_all_reduce_two_workers_equal_one(tmp_path, traced):
     assert int(load(off)["buckets"]) == 0 and int(ref["buckets"]) == 0
 
 
+# A started all-reduce moves on while the caller makes no MPI call (Note
+# [Progress thread] in csrc/python/mpi/mpi_ext.c): 8 MiB over loopback
+# TCP takes many progress rounds, and each test() makes only one.
+PROGRESS = """
+s = make_strategy()
+comm = s._comm
+comm.barrier()
+a = np.full(2 << 20, 1.0 + task_id(s), np.float32)
+p = comm.mpi.iallreduce([a], "sum")
+tests = 0
+for _ in range(40):
+    time.sleep(0.5)
+    tests += 1
+    if p.test():
+        break
+comm.mpi.wait([p], 60.0)
+save(s, tests=tests, first=float(a[0]), last=float(a[-1]))
+"""
+
+
+@needs_mpi
+def test_started_all_reduce_progresses_between_calls(tmp_path):
+    ok(run_script(PROGRESS, str(tmp_path), "mwms")[0])
+    for task in (0, 1):
+        got = load(str(tmp_path), task)
+        assert float(got["first"]) == float(got["last"]) == 3.0
+        assert int(got["tests"]) <= 3, int(got["tests"])
+
+
 # ---- metric.result() over every worker's examples ---------------------------
 
 # Each worker updates the metrics with its own slice of every batch;
