@@ -45,7 +45,8 @@ static char g_broken_why[MPI_MAX_ERROR_STRING + 128];
  * runs at MPI_THREAD_SERIALIZED, so every MPI call of this module holds
  * g_mpi_lock; the thread never touches a request (the caller completes
  * them: no request is ever used by two threads). It sleeps on a condition
- * when nothing is in flight, and stops before MPI_Finalize. */
+ * when nothing is in flight (after a failure too: every failed or dropped
+ * request leaves the count), and stops before MPI_Finalize. */
 #define PROGRESS_NS 50000L
 static pthread_mutex_t g_mpi_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_progress_cv = PTHREAD_COND_INITIALIZER;
@@ -66,7 +67,7 @@ static void *progress_main(void *unused)
     (void)unused;
     pthread_mutex_lock(&g_mpi_lock);
     while (!g_progress_stop) {
-        if (g_inflight <= 0 || g_broken) {
+        if (g_inflight <= 0) {
             pthread_cond_wait(&g_progress_cv, &g_mpi_lock);
             continue;
         }
@@ -120,7 +121,7 @@ static PyObject *mpi_error(const char *what, int code)
 {
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
-    if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS)
+    if (MPI_LOCKED(MPI_Error_string(code, msg, &len)) != MPI_SUCCESS)
         snprintf(msg, sizeof msg, "MPI error code %d", code);
     g_broken = 1;
     snprintf(g_broken_why, sizeof g_broken_why, "%s failed: %s", what, msg);
