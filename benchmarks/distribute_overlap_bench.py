@@ -8,8 +8,10 @@ Run under mpirun with 2 workers, e.g.
         -x OMP_NUM_THREADS=1 -x PYTHONPATH python3 \\
         benchmarks/distribute_overlap_bench.py
 
-An eager custom-loop step (forward, backward, all-reduce, SGD) of an MLP
-with several MB of gradients; worker 0 prints a markdown table: median
+A custom-loop step (forward, backward, all-reduce, SGD) of an MLP with
+several MB of gradients, eager or (--traced) a tf.function (Note
+[Overlapped all-reduce in a trace] in tfmini/distribute/
+overlap_traced.py); worker 0 prints a markdown table: median
 step, time blocked in the all-reduce per step, buckets per step and how
 many of them started before the backward pass ended, and how long
 before its end the first one started."""
@@ -31,6 +33,9 @@ def main():
     ap.add_argument("--steps", type=int, default=15)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--bucket-mib", type=float, default=1.0)
+    ap.add_argument("--traced", action="store_true",
+                    help="the step as a tf.function (one per setting: a "
+                    "trace keeps the overlap setting it was traced with)")
     a = ap.parse_args()
     s = tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.
@@ -55,19 +60,24 @@ def main():
         opt.apply_gradients(zip(grads, model.trainable_variables))
         return loss
 
+    def eager_run():
+        return s.run(step)
+    runs = {on: tf.function(eager_run) if a.traced else eager_run
+            for on in (False, True)}
     rows = {}
     for _ in range(a.rounds):
         for on in (False, True):
             s._overlap = on
+            run = runs[on]
             for _ in range(3):
-                s.run(step)
+                run()
             overlap.stats.reset()
             collective.stats.reset()
             times = []
             for _ in range(a.steps):
                 s._comm.barrier()
                 t0 = time.perf_counter()
-                s.run(step)
+                run()
                 times.append(time.perf_counter() - t0)
             st = overlap.stats
             blocked = st.wait_seconds if on else collective.stats.seconds
@@ -78,7 +88,8 @@ def main():
                       st.lead_seconds / a.steps))
     if s.cluster_resolver.task_id != 0:
         return
-    print(f"MLP {a.depth} x Dense({a.width}) + Dense(10), batch "
+    print(f"{'Traced' if a.traced else 'Eager'} step; "
+          f"MLP {a.depth} x Dense({a.width}) + Dense(10), batch "
           f"{a.batch} per worker, {grad_bytes / (1 << 20):.1f} MiB of "
           f"float32 gradients, buckets of {a.bucket_mib:g} MiB, "
           f"{s.num_replicas_in_sync} workers; medians of {a.steps} steps, "

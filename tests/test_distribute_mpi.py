@@ -106,7 +106,12 @@ save(s, **out)
 '''
 
 KERAS_FIT = '''
-s = make_strategy()
+from tfmini.distribute import overlap
+# BUCKET=<bytes>: buckets small enough that the overlapped all-reduce
+# starts several during each backward pass.
+s = make_strategy(communication_options=tf.distribute.experimental.
+                  CommunicationOptions(
+                      bytes_per_pack=int(os.environ.get("BUCKET", "0"))))
 x, y = data(40)
 out = {}
 for eager in (False, True):
@@ -116,7 +121,11 @@ for eager in (False, True):
         model.compile(tf.keras.optimizers.Adam(0.05), "mse",
                       metrics=["mae"], run_eagerly=eager)
     # 40 = 16 + 16 + 8: each worker takes half of every batch.
+    overlap.stats.reset()
     h = model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
+    out[("eager" if eager else "traced") + "_stats"] = [
+        overlap.stats.backward_passes, overlap.stats.buckets,
+        overlap.stats.buckets_started_in_backward, overlap.stats.reused]
     ev = model.evaluate(x, y, batch_size=16, verbose=0)
     tag = "eager" if eager else "traced"
     out[tag + "_pred"] = model.predict(x, batch_size=16, verbose=0)
@@ -145,8 +154,11 @@ save(strategy, losses=losses, iterations=int(optimizer.iterations),
 # with a clear error.
 FAULT = '''
 from tfmini.distribute.experimental import CommunicationOptions
+# BUCKET=16: the overlapped all-reduce's buckets (3 per step) are in
+# flight, traced or eager, when the peer goes.
 s = make_strategy(communication_options=CommunicationOptions(
-    timeout_seconds=float(os.environ.get("TIMEOUT", "0")) or None))
+    timeout_seconds=float(os.environ.get("TIMEOUT", "0")) or None,
+    bytes_per_pack=int(os.environ.get("BUCKET", "0"))))
 x, y = data(64)
 with s.scope():
     model = mlp()
@@ -163,8 +175,7 @@ def step(xb, yb):
     return s.reduce("MEAN", s.run(fn, args=(xb, yb)), axis=None)
 
 
-# EAGER=1: the overlapped all-reduce's buckets are in flight when the
-# peer goes.
+# EAGER=1: eager steps, else a tf.function.
 if os.environ.get("EAGER") != "1":
     step = tf.function(step)
 try:
@@ -272,10 +283,14 @@ def test_custom_loop_two_workers_equal_one(tmp_path):
 
 
 @needs_mpi
-def test_keras_fit_two_workers_equal_one(tmp_path):
+@pytest.mark.parametrize("bucket", ["0", "16"])
+def test_keras_fit_two_workers_equal_one(tmp_path, bucket):
+    """Default buckets (4 MiB: the small MLP's gradients fill one, started
+    when the walk ends) and 16-byte ones (several start during each
+    backward pass, traced or eager)."""
     one, two = str(tmp_path / "one"), str(tmp_path / "two")
     ok(run_script(KERAS_FIT, one, "one")[0])
-    ok(run_script(KERAS_FIT, two, "mwms")[0])
+    ok(run_script(KERAS_FIT, two, "mwms", env={"BUCKET": bucket})[0])
     ref, w0, w1 = load(one), load(two, 0), load(two, 1)
     weights = [k for k in ref if "_w" in k or "_pred" in k]
     assert w0["traced_pred"].shape == (40, 1)
@@ -285,6 +300,14 @@ def test_keras_fit_two_workers_equal_one(tmp_path):
         assert_same(ref, got, weights, rtol=1e-4, atol=1e-5)
         assert_same(ref, got, logged)
     assert ref["traced_loss"][-1] < ref["traced_loss"][0]
+    # 9 train steps: every gradient (4 variables) summed by a bucket.
+    for tag in ("traced", "eager"):
+        passes, buckets, early, reused = w0[tag + "_stats"]
+        assert reused == 9 * 4, (tag, w0[tag + "_stats"])
+        if bucket == "16":
+            assert passes == 9 and early >= 9 * 2, (tag, w0[tag + "_stats"])
+        else:
+            assert buckets == 9 and early == 0, (tag, w0[tag + "_stats"])
 
 
 @needs_mpi
@@ -315,8 +338,8 @@ def test_guide_custom_loop_in_process_and_under_mpi(tmp_path):
 
 # ---- the gradient all-reduce overlapped with the backward pass ------------
 
-# An eager custom loop (the overlap needs eager gradients) over a deeper
-# MLP with small buckets, so that several start during the backward pass.
+# A custom loop, eager or (TRACED=1) a tf.function, over a deeper MLP
+# with small buckets, so that several start during the backward pass.
 OVERLAP = """
 from tfmini.distribute import overlap
 s = make_strategy(communication_options=tf.distribute.experimental.
@@ -344,9 +367,16 @@ def step(xb, yb):
 
 ds = s.experimental_distribute_dataset(
     tf.data.Dataset.from_tensor_slices((x, y)).batch(16))
+
+
+def dist_step(b):
+    return s.reduce("SUM", s.run(step, args=b), axis=None)
+
+
+if os.environ.get("TRACED") == "1":
+    dist_step = tf.function(dist_step)
 overlap.stats.reset()
-losses = [float(s.reduce("SUM", s.run(step, args=b), axis=None))
-          for _ in range(3) for b in ds]
+losses = [float(dist_step(b)) for _ in range(3) for b in ds]
 st = overlap.stats
 save(s, losses=losses, passes=st.backward_passes, buckets=st.buckets,
      early=st.buckets_started_in_backward, reused=st.reused,
@@ -355,11 +385,13 @@ save(s, losses=losses, passes=st.backward_passes, buckets=st.buckets,
 
 
 @needs_mpi
-def test_overlapped_all_reduce_two_workers_equal_one(tmp_path):
+@pytest.mark.parametrize("traced", ["0", "1"])
+def test_overlapped_all_reduce_two_workers_equal_one(tmp_path, traced):
     one, on, off = (str(tmp_path / d) for d in ("one", "on", "off"))
-    ok(run_script(OVERLAP, one, "one")[0])
-    ok(run_script(OVERLAP, on, "mwms")[0])
-    ok(run_script(OVERLAP, off, "mwms", env={"OVERLAP": "0"})[0])
+    env = {"TRACED": traced}
+    ok(run_script(OVERLAP, one, "one", env=env)[0])
+    ok(run_script(OVERLAP, on, "mwms", env=env)[0])
+    ok(run_script(OVERLAP, off, "mwms", env=dict(env, OVERLAP="0"))[0])
     ref = load(one)
     weights = [k for k in ref if k.startswith("w") or k == "losses"]
     for d in (on, off):
@@ -374,6 +406,35 @@ def test_overlapped_all_reduce_two_workers_equal_one(tmp_path):
     assert int(got["buckets"]) >= 6 * 3
     assert int(got["early"]) >= int(got["buckets"]) - 6
     assert int(load(off)["buckets"]) == 0 and int(ref["buckets"]) == 0
+
+
+# A started all-reduce moves on while the caller makes no MPI call (Note
+# [Progress thread] in csrc/python/mpi/mpi_ext.c): 8 MiB over loopback
+# TCP takes many progress rounds, and each test() makes only one.
+PROGRESS = """
+s = make_strategy()
+comm = s._comm
+comm.barrier()
+a = np.full(2 << 20, 1.0 + task_id(s), np.float32)
+p = comm.mpi.iallreduce([a], "sum")
+tests = 0
+for _ in range(40):
+    time.sleep(0.5)
+    tests += 1
+    if p.test():
+        break
+comm.mpi.wait([p], 60.0)
+save(s, tests=tests, first=float(a[0]), last=float(a[-1]))
+"""
+
+
+@needs_mpi
+def test_started_all_reduce_progresses_between_calls(tmp_path):
+    ok(run_script(PROGRESS, str(tmp_path), "mwms")[0])
+    for task in (0, 1):
+        got = load(str(tmp_path), task)
+        assert float(got["first"]) == float(got["last"]) == 3.0
+        assert int(got["tests"]) <= 3, int(got["tests"])
 
 
 # ---- metric.result() over every worker's examples ---------------------------
@@ -450,13 +511,86 @@ def test_metric_result_in_a_custom_loop_over_workers(tmp_path):
     assert float(ref["eager_local_count1"]) == 80.0
 
 
+# metric.result() read inside a tf.function: after each step, in the same
+# function as strategy.run, and at the epoch's end in a function of its
+# own; twice, so that a second read counts nothing twice. Under a
+# multi-worker strategy the graph all-reduces the state.
+METRICS_TRACED = """
+s = make_strategy()
+x, y = data(40)
+labels = (x[:, 0] > 0).astype(np.int64)
+logits = np.stack([-x[:, 0], x[:, 0] + 0.3 * x[:, 1]], axis=1)
+with s.scope():
+    acc = tf.keras.metrics.SparseCategoricalAccuracy()
+    mean = tf.keras.metrics.Mean()
+    auc = tf.keras.metrics.AUC(num_thresholds=20)
+
+
+def step(lb, lg, xb):
+    acc.update_state(lb, lg)
+    mean.update_state(xb[:, 2])
+    auc.update_state(lb, tf.nn.softmax(lg)[:, 1])
+
+
+@tf.function
+def dist_step(batch):
+    s.run(step, args=batch)
+    return [m.result() for m in (acc, mean, auc)]
+
+
+@tf.function
+def results():
+    return [m.result() for m in (acc, mean, auc)] + \\
+        [m.result() for m in (acc, mean, auc)]
+
+
+ds = s.experimental_distribute_dataset(
+    tf.data.Dataset.from_tensor_slices((labels, logits, x)).batch(8))
+steps, epochs = [], []
+for epoch in range(2):
+    steps += [[float(r) for r in dist_step(b)] for b in ds]
+    epochs.append([float(r) for r in results()])
+# Each worker's own state is untouched by the reads: its half of 80.
+local_count = float(acc.count.numpy())
+acc.reset_state()
+save(s, steps=steps, epochs=epochs, local_count=local_count,
+     reset=[float(r) for r in results()][0])
+"""
+
+
+def test_metric_result_in_a_tf_function_over_workers(tmp_path):
+    """MirroredStrategy (2 logical CPUs) in process, and 2 workers under
+    mpirun when Open MPI is there: the value one process on all the data
+    gives, on every worker."""
+    one, mirrored = str(tmp_path / "one"), str(tmp_path / "mirrored")
+    ok(run_script(METRICS_TRACED, one, "one")[0])
+    ok(run_script(METRICS_TRACED, mirrored, "mirrored")[0])
+    ref = load(one)
+    keys = ["steps", "epochs", "reset"]
+    assert_same(ref, load(mirrored), keys)
+    e = np.array(ref["epochs"])
+    np.testing.assert_allclose(e[:, :3], e[:, 3:])     # reads are pure
+    assert 0.5 < e[0, 0] < 1.0 and float(ref["reset"]) == 0.0
+    assert float(ref["local_count"]) == 80.0
+    if MPIRUN is None or not HAVE_MPI:
+        pytest.skip("the mpirun half needs Open MPI (apt-get install "
+                    "libopenmpi-dev openmpi-bin, then rebuild tfmini)")
+    mpi = str(tmp_path / "mpi")
+    ok(run_script(METRICS_TRACED, mpi, "mwms")[0])
+    for task in (0, 1):
+        got = load(mpi, task)
+        assert_same(ref, got, keys)
+        assert float(got["local_count"]) == 40.0
+
+
 # ---- faults ----------------------------------------------------------------
 
 @needs_mpi
 @pytest.mark.parametrize("eager", ["0", "1"])
 def test_killed_worker_fails_the_others_quickly(tmp_path, eager):
     r, secs = run_script(FAULT, str(tmp_path), "mwms", timeout=120,
-                         env={"FAULT": "kill", "EAGER": eager})
+                         env={"FAULT": "kill", "EAGER": eager,
+                              "BUCKET": "16"})
     assert r.returncode != 0
     assert secs < 60, secs
     out = r.stdout + r.stderr
@@ -484,7 +618,7 @@ def test_a_worker_that_raises_stops_the_others(tmp_path):
 def test_stalled_worker_times_out_the_collective(tmp_path, eager):
     r, secs = run_script(FAULT, str(tmp_path), "mwms", timeout=120,
                          env={"FAULT": "stall", "TIMEOUT": "3",
-                              "EAGER": eager})
+                              "EAGER": eager, "BUCKET": "16"})
     out = r.stdout + r.stderr
     assert r.returncode != 0
     assert "WORKER-ERROR task 0" in out, out[-3000:]

@@ -213,3 +213,104 @@ def test_plain_tape_gradient_path_unchanged(monkeypatch):
     np.testing.assert_array_equal(tape.gradient(y, v).numpy(), [2.0, 4.0])
     np.testing.assert_array_equal(tape.jacobian(y, v).numpy(),
                                   [[2.0, 0.0], [0.0, 4.0]])
+
+
+# ---- the same in a traced step (Note [Overlapped all-reduce in a trace]) --
+
+@pytest.fixture
+def traced_hook(monkeypatch):
+    """backprop's hook giving a TracedSession over a SlowSum while
+    tracing (what a worker's traced step gets, with MPI replaced)."""
+    from tfmini import _C
+    from tfmini.distribute import overlap_traced
+    backend = SlowSum()
+
+    def hook(flat_sources):
+        if not _C.tracing():
+            return None
+        return overlap_traced.TracedSession(backend, 2048,
+                                            len(flat_sources))
+    monkeypatch.setattr(backprop, "_gradient_hook", hook)
+    overlap.stats.reset()
+    yield backend
+    overlap.drain()
+
+
+def traced_step(model, reduce=True):
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(x) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        if not reduce:
+            return grads, grads
+        sums, rest = overlap.take(list(grads))
+        assert rest == []
+        return grads, sums
+    return step
+
+
+def test_traced_buckets_start_during_the_backward_pass(traced_hook):
+    m = mlp(6, 32)
+    step = traced_step(m)
+    grads, sums = step(X)
+    st = overlap.stats
+    assert st.backward_passes == 1 and st.buckets >= 3
+    assert st.buckets_started_in_backward >= st.buckets - 1
+    assert st.lead_seconds > 0 and st.reused == len(grads)
+    for g, s in zip(grads, sums):
+        np.testing.assert_allclose(s.numpy(), 2 * g.numpy(), rtol=1e-6)
+    # In the graph the first bucket's start node comes before the last
+    # backward matmul (the executor runs nodes in that order).
+    ops = [o.type for o in step.get_concrete_function(X).graph
+           .get_operations()]
+    first_start = ops.index("EagerPyFunc")
+    last_matmul = max(i for i, t in enumerate(ops) if "MatMul" in t)
+    assert first_start < last_matmul
+    # Each run starts and waits its buckets again.
+    step(X)
+    assert st.backward_passes == 2 and st.reused == 2 * len(grads)
+
+
+def test_traced_overlap_hides_the_slow_all_reduce(traced_hook):
+    traced_hook.delay = 0.2
+    m = mlp(6, 32)
+    step = traced_step(m)
+    step(X)
+    overlap.stats.reset()
+    t0 = time.perf_counter()
+    step(X)
+    took = time.perf_counter() - t0
+    # Started one after another during the run, the buckets travel side
+    # by side: not 0.2 s each.
+    assert overlap.stats.buckets >= 3
+    assert took < 0.2 * (overlap.stats.buckets - 1), took
+
+
+def test_traced_replaced_gradients_are_reduced_afresh(traced_hook):
+    m = mlp(3, 16)
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(m(x) ** 2)
+        grads = tape.gradient(loss, m.trainable_variables)
+        sums, rest = overlap.take([grads[0] * 0.5, grads[1]])
+        assert sums[0] is None and rest == [0]
+        return grads[1], sums[1]
+    g, s = step(X)
+    np.testing.assert_allclose(s.numpy(), 2 * g.numpy(), rtol=1e-6)
+
+
+def test_traced_buckets_nobody_waited_for_are_drained(traced_hook):
+    from tfmini.distribute import overlap_traced
+    m = mlp(6, 32)
+    step = traced_step(m, reduce=False)
+    step(X)
+    started = overlap_traced._started()
+    assert len(started) == overlap.stats.buckets >= 3
+    # The next backward pass (here: its first start node) waits for them.
+    step(X)
+    assert len(started) == overlap.stats.buckets // 2
+    overlap.drain()
+    assert started == []

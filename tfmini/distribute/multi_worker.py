@@ -164,7 +164,8 @@ class MultiWorkerMirroredStrategy(Strategy):
         out = [None] * len(flat)
         for i, a in enumerate(sums):
             if a is not None:
-                t = tf.constant(a, dtype=flat[i].dtype)
+                t = a if isinstance(a, tf.Tensor) else \
+                    tf.constant(a, dtype=flat[i].dtype)
                 out[i] = t / tf.cast(mean_over, t.dtype) if mean_over else t
         if rest:
             fresh = collective.allreduce(
@@ -268,13 +269,14 @@ class MultiWorkerMirroredStrategy(Strategy):
     def _across_workers(self, model, kind, out):
         """Keras's distributed step output on this worker -> what every
         worker sees: predict's outputs gathered in task order (each
-        worker predicted its slice of the batch), fit's and evaluate's
-        metrics over all workers' examples."""
+        worker predicted its slice of the batch); fit's and evaluate's
+        metrics are already over all workers' examples (the step read
+        them with _global_logs)."""
         import tfmini as tf
         if kind == "predict":
             return tf.nest.map_structure(
                 lambda t: collective.gather(self._comm, t, 0), out)
-        return self._global_logs(model)
+        return out
 
     def _global_logs(self, model):
         """model's metric results over all workers (Note [Metrics read
@@ -340,21 +342,29 @@ def _install_variable_hook():
 # multi-worker strategy sums the state variables over the workers (one
 # all-reduce), computes the result from the sums, and puts the local
 # values back, so each worker keeps accumulating its own examples and a
-# later read does not count them twice. Inside strategy.run (a replica
-# context) and inside a trace, result() reads the local state, as a
-# replica's read of a sync-on-read variable does in TF. Every worker must
-# read the same metrics in the same order (it is a collective).
+# later read does not count them twice. Read in a tf.function, the same
+# happens in the graph: the state is read, all-reduced by a traced
+# collective (Note [Collectives in a trace]), assigned, the result
+# computed, and the local values assigned back; the graph's side-effect
+# order (Note [Side-effect order] in csrc/runtime/graph.c) keeps the
+# result's reads between the two assigns. Inside strategy.run (a replica
+# context) result() reads the local state, as a replica's read of a
+# sync-on-read variable does in TF. Every worker must read the same
+# metrics in the same order (it is a collective).
 _summing = threading.local()
 
 
 def _read_summed(strategy, metrics, fn):
     import numpy as np
     import tfmini as tf
+    from .. import _C
     from ..variables import _ASSIGN
     variables = [v for m in metrics for v in m.variables]
     if strategy._comm.size == 1 or not variables or \
             getattr(_summing, "depth", 0):
         return fn()
+    if _C.tracing():
+        return _read_summed_traced(strategy, variables, fn)
     local = [np.array(v.numpy(), order="C", copy=True) for v in variables]
     summed = [a.copy() for a in local]
     strategy._comm.allreduce(summed, "sum", strategy._timeout)
@@ -371,12 +381,27 @@ def _read_summed(strategy, metrics, fn):
             v._assign(tf.constant(a, dtype=v.dtype), _ASSIGN)
 
 
+def _read_summed_traced(strategy, variables, fn):
+    """_read_summed's graph form (Note [Metrics read across workers])."""
+    from ..variables import _ASSIGN
+    local = [v.read_value() for v in variables]
+    summed = collective.allreduce(strategy._comm, local, "sum",
+                                  timeout=strategy._timeout)
+    _summing.depth = 1
+    try:
+        for v, t in zip(variables, summed):
+            v._assign(t, _ASSIGN)
+        return fn()
+    finally:
+        _summing.depth = 0
+        for v, t in zip(variables, local):
+            v._assign(t, _ASSIGN)
+
+
 def _metric_read(metric, fn):
     """keras.metrics' _read_hook (Note [Metrics read across workers])."""
-    from .. import _C
     from .replica import current_replica
-    if getattr(_summing, "depth", 0) or _C.tracing() or \
-            current_replica() is not None:
+    if getattr(_summing, "depth", 0) or current_replica() is not None:
         return fn()
     strategy = None
     for v in metric.variables:

@@ -8,7 +8,8 @@ csrc/runtime/tape.h). The Session packs gradients, in the order they
 complete, into buckets of about bucket_bytes and starts each bucket's
 non-blocking all-reduce the moment it fills, then polls the buckets in
 flight at every later gradient (Open MPI moves a collective on only inside
-MPI calls): the first layers' backward runs while the last layers'
+MPI calls; Note [Progress thread] in csrc/python/mpi/mpi_ext.c makes them
+meanwhile too): the first layers' backward runs while the last layers'
 gradients travel, as in Horovod and PyTorch DDP. tape.gradient still
 returns this worker's own gradients (TF's semantics: the caller may clip
 or change them); the sums wait in a table keyed by the returned tensors,
@@ -17,8 +18,10 @@ for exactly those tensors it waits for their buckets instead of reducing
 them again. A gradient the caller replaced is reduced afresh; sums nobody
 asked for are waited for and dropped at the next backward pass. Every
 worker walks the same tape, so all start the same buckets in the same
-order, as MPI requires. Plain tape use (no such strategy, or a trace)
-never gets here: backprop's hook is one None check."""
+order, as MPI requires. In a trace the same happens with graph nodes
+(Note [Overlapped all-reduce in a trace] in overlap_traced.py). Plain
+tape use (no such strategy) never gets here: backprop's hook is one None
+check."""
 import threading
 import time
 
@@ -165,10 +168,13 @@ def _table():
 
 
 class _Table:
-    __slots__ = ("pending",)
+    __slots__ = ("pending", "traced")
 
     def __init__(self):
         self.pending = None       # (backend, buckets, {id(grad): entry})
+        # The same for the backward pass of the trace being built
+        # (overlap_traced.py): (graph, buckets, {id(grad): entry}).
+        self.traced = None
 
 
 def _wait(backend, buckets):
@@ -186,6 +192,8 @@ def _wait(backend, buckets):
 def drain():
     """Waits for (and drops) sums nobody asked for: every bucket started
     must complete before the next backward pass starts new ones."""
+    from . import overlap_traced
+    overlap_traced.drain_started()
     t = _table()
     if t.pending is not None:
         backend, buckets, _ = t.pending
@@ -196,7 +204,12 @@ def drain():
 def take(values):
     """values (flat tensors) -> (sums, rest): sums[i] is values[i]'s
     summed array when an overlapped bucket reduced it, else None; rest
-    the indices still to reduce. The table is emptied."""
+    the indices still to reduce. The table is emptied. In a trace,
+    sums are tensors (overlap_traced.take)."""
+    from .. import _C
+    if _C.tracing():
+        from . import overlap_traced
+        return overlap_traced.take(values)
     t = _table()
     sums = [None] * len(values)
     if t.pending is None:
@@ -216,11 +229,10 @@ def take(values):
 
 
 def session_for(flat_sources):
-    """backprop's hook: a Session when this gradient() is a worker's eager
-    backward pass under a multi-worker strategy with overlap on."""
+    """backprop's hook: a Session (a TracedSession in a trace) when this
+    gradient() is a worker's backward pass under a multi-worker strategy
+    with overlap on."""
     from .. import _C
-    if _C.tracing():
-        return None
     from .replica import current_replica
     ctx = current_replica()
     strategy = getattr(ctx, "_strategy", None)
@@ -229,9 +241,13 @@ def session_for(flat_sources):
     backend = strategy._overlap_backend()
     if backend is None:
         return None
+    bucket_bytes = strategy._bucket_bytes or strategy._comm.bucket_bytes
+    if _C.tracing():
+        from . import overlap_traced
+        return overlap_traced.TracedSession(backend, bucket_bytes,
+                                            len(flat_sources))
     drain()
-    return Session(backend, strategy._bucket_bytes or
-                   strategy._comm.bucket_bytes, len(flat_sources))
+    return Session(backend, bucket_bytes, len(flat_sources))
 
 
 def install():

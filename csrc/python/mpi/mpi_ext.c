@@ -26,6 +26,7 @@
 
 #include <dlfcn.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,81 @@
 
 static int g_rank = -1, g_size = 0, g_broken = 0, g_we_inited = 0;
 static char g_broken_why[MPI_MAX_ERROR_STRING + 128];
+
+/* Note [Progress thread]: Open MPI moves a non-blocking collective on only
+ * inside MPI calls, so an all-reduce started during the backward pass
+ * (Note [Started all-reduces]) would stall between the caller's polls.
+ * While any started all-reduce is in flight (or a caller waits for a
+ * collective, between its own polls), a thread of ours calls into
+ * MPI's progress engine (MPI_Iprobe on tags collectives never use: it
+ * matches nothing of theirs, it only progresses) every PROGRESS_NS. MPI
+ * runs at MPI_THREAD_SERIALIZED, so every MPI call of this module holds
+ * g_mpi_lock; the thread never touches a request (the caller completes
+ * them: no request is ever used by two threads). It sleeps on a condition
+ * when nothing is in flight (after a failure too: every failed or dropped
+ * request leaves the count), and stops before MPI_Finalize. */
+#define PROGRESS_NS 50000L
+static pthread_mutex_t g_mpi_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_progress_cv = PTHREAD_COND_INITIALIZER;
+static pthread_t g_progress_thread;
+static int g_progress_started = 0, g_progress_stop = 0, g_inflight = 0;
+static int g_progress_ok = 0;   /* MPI gave MPI_THREAD_SERIALIZED or more */
+
+#define MPI_LOCKED(call)                                                   \
+    ({                                                                     \
+        pthread_mutex_lock(&g_mpi_lock);                                   \
+        int rc_ = (call);                                                  \
+        pthread_mutex_unlock(&g_mpi_lock);                                 \
+        rc_;                                                               \
+    })
+
+static void *progress_main(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&g_mpi_lock);
+    while (!g_progress_stop) {
+        if (g_inflight <= 0) {
+            pthread_cond_wait(&g_progress_cv, &g_mpi_lock);
+            continue;
+        }
+        int flag = 0;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag,
+                   MPI_STATUS_IGNORE);
+        pthread_mutex_unlock(&g_mpi_lock);
+        struct timespec d = {0, PROGRESS_NS};
+        nanosleep(&d, NULL);
+        pthread_mutex_lock(&g_mpi_lock);
+    }
+    pthread_mutex_unlock(&g_mpi_lock);
+    return NULL;
+}
+
+/* One more (+1) or one fewer (-1) started all-reduce in flight. */
+static void inflight_add(int k)
+{
+    pthread_mutex_lock(&g_mpi_lock);
+    g_inflight += k;
+    if (k > 0 && g_progress_ok && !g_progress_started && !g_progress_stop) {
+        if (pthread_create(&g_progress_thread, NULL, progress_main, NULL)
+            == 0)
+            g_progress_started = 1;
+    }
+    if (k > 0)
+        pthread_cond_signal(&g_progress_cv);
+    pthread_mutex_unlock(&g_mpi_lock);
+}
+
+static void progress_stop(void)
+{
+    pthread_mutex_lock(&g_mpi_lock);
+    int started = g_progress_started;
+    g_progress_stop = 1;
+    pthread_cond_signal(&g_progress_cv);
+    pthread_mutex_unlock(&g_mpi_lock);
+    if (started)
+        pthread_join(g_progress_thread, NULL);
+    g_progress_started = 0;
+}
 
 static double now_s(void)
 {
@@ -45,7 +121,7 @@ static PyObject *mpi_error(const char *what, int code)
 {
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
-    if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS)
+    if (MPI_LOCKED(MPI_Error_string(code, msg, &len)) != MPI_SUCCESS)
         snprintf(msg, sizeof msg, "MPI error code %d", code);
     g_broken = 1;
     snprintf(g_broken_why, sizeof g_broken_why, "%s failed: %s", what, msg);
@@ -94,7 +170,10 @@ static PyObject *py_init(PyObject *self, PyObject *args)
             return NULL;
         }
         g_we_inited = 1;
+    } else {
+        MPI_Query_thread(&provided);
     }
+    g_progress_ok = provided >= MPI_THREAD_SERIALIZED;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
@@ -117,12 +196,15 @@ static int wait_all(const char *what, MPI_Request *reqs, int n,
     }
     double started = now_s();
     double deadline = timeout > 0 ? started + timeout : 0.0;
+    /* The progress thread also runs while we wait (between our polls). */
+    inflight_add(+1);
     double next_signals = now_s() + 0.05;
     long sleep_ns = 1000;
     unsigned spins = 0;
     PyThreadState *ts = PyEval_SaveThread();
     while (left > 0) {
-        rc = MPI_Testsome(n, reqs, &outcount, idx, MPI_STATUSES_IGNORE);
+        rc = MPI_LOCKED(MPI_Testsome(n, reqs, &outcount, idx,
+                                     MPI_STATUSES_IGNORE));
         if (rc != MPI_SUCCESS)
             break;
         if (outcount == MPI_UNDEFINED)
@@ -165,6 +247,7 @@ static int wait_all(const char *what, MPI_Request *reqs, int n,
             sleep_ns *= 2;
     }
     PyEval_RestoreThread(ts);
+    inflight_add(-1);
     free(idx);
     if (left == 0)
         return 0;
@@ -322,13 +405,13 @@ static PyObject *py_allreduce(PyObject *self, PyObject *args)
             }
             buf = b->packed;
         }
-        rc = MPI_Iallreduce(MPI_IN_PLACE, buf, elems, t, op, MPI_COMM_WORLD,
-                            &reqs[started]);
+        rc = MPI_LOCKED(MPI_Iallreduce(MPI_IN_PLACE, buf, elems, t, op,
+                                       MPI_COMM_WORLD, &reqs[started]));
         if (rc != MPI_SUCCESS)
             break;
         /* Lets the transport progress the earlier buckets meanwhile. */
         int flag;
-        MPI_Testall(0, reqs, &flag, MPI_STATUSES_IGNORE);
+        MPI_LOCKED(MPI_Testall(0, reqs, &flag, MPI_STATUSES_IGNORE));
     }
     Py_END_ALLOW_THREADS
     if (rc != MPI_SUCCESS) {
@@ -363,8 +446,9 @@ done:
  * dtype) into one buffer, starts its MPI_Iallreduce and returns at once a
  * Pending, so that the backward pass can go on while it travels
  * (tfmini/distribute/overlap.py). Open MPI moves a non-blocking collective
- * on only inside MPI calls, so the caller polls test() between backward
- * steps; wait(pendings, timeout) finishes them with the deadline of Note
+ * on only inside MPI calls: Note [Progress thread] makes them while it is
+ * in flight, and the caller polls test() between backward steps too;
+ * wait(pendings, timeout) finishes them with the deadline of Note
  * [Collectives with a deadline]. A Pending holds its arrays' buffers until
  * the result is unpacked into them; one dropped while MPI still owns its
  * memory leaks it rather than let MPI write into freed memory. */
@@ -380,6 +464,7 @@ typedef struct {
 
 static void pending_finish(Pending *p)
 {
+    inflight_add(-1);
     if (p->packed) {
         Py_ssize_t off = 0;
         for (int i = 0; i < p->n; i++) {
@@ -403,6 +488,8 @@ static void pending_release(Pending *p)
 
 static void pending_dealloc(Pending *p)
 {
+    if (p->state == 0)
+        inflight_add(-1);  /* never finished: its memory stays MPI's */
     if (p->state == 1 || p->state == -1)
         pending_release(p);
     Py_TYPE(p)->tp_free((PyObject *)p);
@@ -414,9 +501,10 @@ static PyObject *pending_test(Pending *p, PyObject *unused)
         int flag = 0;
         if (check_ready("all-reduce") < 0)
             return NULL;
-        int rc = MPI_Test(&p->req, &flag, MPI_STATUS_IGNORE);
+        int rc = MPI_LOCKED(MPI_Test(&p->req, &flag, MPI_STATUS_IGNORE));
         if (rc != MPI_SUCCESS) {
             p->state = -2;
+            inflight_add(-1);
             return mpi_error("MPI_Test", rc);
         }
         if (!flag)
@@ -521,15 +609,17 @@ static PyObject *py_iallreduce(PyObject *self, PyObject *args)
         }
         buf = p->packed;
     }
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)(bytes / itemsize), t0,
-                            op, MPI_COMM_WORLD, &p->req);
+    int rc = MPI_LOCKED(MPI_Iallreduce(MPI_IN_PLACE, buf,
+                                       (int)(bytes / itemsize), t0, op,
+                                       MPI_COMM_WORLD, &p->req));
     if (rc != MPI_SUCCESS) {
         Py_DECREF(p);
         return mpi_error("MPI_Iallreduce", rc);
     }
     p->state = 0;
+    inflight_add(+1);
     int flag;     /* a first push, while the caller computes */
-    MPI_Test(&p->req, &flag, MPI_STATUS_IGNORE);
+    MPI_LOCKED(MPI_Test(&p->req, &flag, MPI_STATUS_IGNORE));
     if (flag) {
         pending_finish(p);
         pending_release(p);
@@ -584,8 +674,10 @@ static PyObject *py_wait(PyObject *self, PyObject *args)
     wait_arg wa = {ps};
     if (wait_all("all-reduce", reqs, m, timeout, finish_pending, &wa) < 0) {
         for (int i = 0; i < m; i++)
-            if (ps[i]->state == 0)
+            if (ps[i]->state == 0) {
                 ps[i]->state = -2;
+                inflight_add(-1);
+            }
         goto done;
     }
     for (int i = 0; i < m; i++)
@@ -628,8 +720,8 @@ static PyObject *py_bcast(PyObject *self, PyObject *args)
                                PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
             goto done;
     for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
-        rc = MPI_Ibcast(bufs[i].buf, (int)bufs[i].len, MPI_BYTE, root,
-                        MPI_COMM_WORLD, &reqs[i]);
+        rc = MPI_LOCKED(MPI_Ibcast(bufs[i].buf, (int)bufs[i].len, MPI_BYTE,
+                                   root, MPI_COMM_WORLD, &reqs[i]));
     if (rc != MPI_SUCCESS)
         mpi_error("MPI_Ibcast", rc);
     else
@@ -652,7 +744,7 @@ static PyObject *py_barrier(PyObject *self, PyObject *args)
         return NULL;
     if (check_ready("barrier") < 0)
         return NULL;
-    int rc = MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    int rc = MPI_LOCKED(MPI_Ibarrier(MPI_COMM_WORLD, &req));
     if (rc != MPI_SUCCESS)
         return mpi_error("MPI_Ibarrier", rc);
     if (wait_all("barrier", &req, 1, timeout, NULL, NULL) < 0)
@@ -664,8 +756,10 @@ static PyObject *py_finalize(PyObject *self, PyObject *args)
 {
     int fin = 0;
     MPI_Finalized(&fin);
-    if (g_we_inited && !fin && !g_broken)
+    if (g_we_inited && !fin && !g_broken) {
+        progress_stop();
         MPI_Finalize();
+    }
     Py_RETURN_NONE;
 }
 

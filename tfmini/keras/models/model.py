@@ -539,7 +539,11 @@ class Model(Layer):
             out = strategy.run(replica_step, args=(per, total))
             if kind == "predict":
                 return _concat_replicas(out)
-            return self.get_metrics_result()
+            # Across workers: every worker's examples, in one all-reduce
+            # (in the traced step's graph when traced).
+            across = getattr(strategy, "_global_logs", None)
+            return self.get_metrics_result() if across is None \
+                else across(self)
         return run
 
     def _step_function(self, kind, step):
