@@ -49,13 +49,17 @@ tfm_conv_dim(int64_t in, int64_t k, int64_t s, int64_t d, int mode,
 
 /* One convolution or pooling window, all sizes known. x: [n, h, w, c];
  * window kh x kw (dilated by dh, dw); y: [n, oh, ow, o] (o = c for
- * pooling). */
+ * pooling). groups > 1 (depthwise: groups = c) splits the channels into
+ * groups convolved apart, the filter then [kh, kw, c / groups, o]
+ * stored as [kh, kw, groups, o / groups] when c == groups (TF's
+ * depthwise filter [kh, kw, in, multiplier]). */
 typedef struct tfm_conv_geom {
     int64_t n, h, w, c;
     int64_t kh, kw, o;
     int64_t sh, sw, dh, dw;
     int64_t oh, ow;
     int64_t pt, pl;
+    int64_t groups;
 } tfm_conv_geom;
 
 /* Geometry from the input shape, window and attrs (pool: o = c). */
@@ -116,6 +120,17 @@ tfm_code tfm_k_conv2d_backprop_filter(tfm_op op, tfm_tensor *const *in,
                                       int nin, const tfm_attrs *a,
                                       tfm_tensor *const *out, int nout,
                                       const tfm_kctx *ctx);
+tfm_code tfm_k_depthwise_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
+                                const tfm_attrs *a, tfm_tensor *const *out,
+                                int nout, const tfm_kctx *ctx);
+tfm_code tfm_k_depthwise_backprop_input(tfm_op op, tfm_tensor *const *in,
+                                        int nin, const tfm_attrs *a,
+                                        tfm_tensor *const *out, int nout,
+                                        const tfm_kctx *ctx);
+tfm_code tfm_k_depthwise_backprop_filter(tfm_op op, tfm_tensor *const *in,
+                                         int nin, const tfm_attrs *a,
+                                         tfm_tensor *const *out, int nout,
+                                         const tfm_kctx *ctx);
 tfm_code tfm_k_max_pool(tfm_op op, tfm_tensor *const *in, int nin,
                         const tfm_attrs *a, tfm_tensor *const *out,
                         int nout, const tfm_kctx *ctx);

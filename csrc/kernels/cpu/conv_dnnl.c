@@ -39,7 +39,7 @@
 #endif
 
 #define CACHE_SIZE 32
-enum { NKEY = 17 };
+enum { NKEY = 18 };
 
 typedef struct entry {
     int64_t key[NKEY];
@@ -139,7 +139,13 @@ entry_build(entry *e, int kind, const tfm_conv_geom *g, dnnl_data_type_t dt)
 {
     dnnl_dims_t src = {g->n, g->c, g->h, g->w};
     dnnl_dims_t dst = {g->n, g->o, g->oh, g->ow};
+    /* Grouped (depthwise) filters are 5-D (groups, o, i, h, w) per group;
+     * TF's [kh, kw, in, multiplier] is then oneDNN's hwigo with i = 1. */
+    int64_t G = g->groups > 1 ? g->groups : 1;
     dnnl_dims_t wei = {g->o, g->c, g->kh, g->kw};
+    dnnl_dims_t gwei = {G, g->o / G, g->c / G, g->kh, g->kw};
+    int wnd = G > 1 ? 5 : 4;
+    dnnl_format_tag_t wtag = G > 1 ? dnnl_hwigo : dnnl_hwio;
     dnnl_dims_t strides = {g->sh, g->sw};
     dnnl_dims_t dil = {g->dh - 1, g->dw - 1}; /* oneDNN counts from 0 */
     dnnl_dims_t pl = {g->pt, g->pl};
@@ -148,8 +154,9 @@ entry_build(entry *e, int kind, const tfm_conv_geom *g, dnnl_data_type_t dt)
     dnnl_memory_desc_t md_src, md_dst, md_any;
     if (dnnl_memory_desc_init_by_tag(&md_src, 4, src, dt, dnnl_nhwc) ||
         dnnl_memory_desc_init_by_tag(&md_dst, 4, dst, dt, dnnl_nhwc) ||
-        dnnl_memory_desc_init_by_tag(&e->wplain, 4, wei, dt, dnnl_hwio) ||
-        dnnl_memory_desc_init_by_tag(&md_any, 4, wei, dt,
+        dnnl_memory_desc_init_by_tag(&e->wplain, wnd, G > 1 ? gwei : wei,
+                                     dt, wtag) ||
+        dnnl_memory_desc_init_by_tag(&md_any, wnd, G > 1 ? gwei : wei, dt,
                                      dnnl_format_tag_any))
         return;
     dnnl_primitive_attr_t attr = NULL;
@@ -231,7 +238,7 @@ make_key(int64_t *k, int kind, const tfm_conv_geom *g, dnnl_data_type_t dt)
 {
     int64_t v[NKEY] = {kind, dt, g->n, g->h, g->w, g->c, g->kh, g->kw, g->o,
                        g->sh, g->sw, g->dh, g->dw, g->pt, g->pl, g->oh,
-                       g->ow};
+                       g->ow, g->groups};
     memcpy(k, v, sizeof v);
 }
 
