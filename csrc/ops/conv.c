@@ -499,3 +499,34 @@ tfm_infer_depthwise_backprop_filter(tfm_op op, const tfm_meta *in, int nin,
         out[0].shape.dims[2] = in[0].shape.dims[3];
     return tfm_check_size(tfm_ops[op].name, &out[0].shape, out[0].dtype);
 }
+
+/* _FusedConv2D(x, f, bias): Conv2D's rule, then bias [out_channels] of
+ * the same dtype and an activation code in i[1]. Only float32 and
+ * float64 (the pass makes no other). */
+tfm_code
+tfm_infer_fused_conv2d(tfm_op op, const tfm_meta *in, int nin,
+                       const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    tfm_code rc = tfm_infer_conv2d(op, in, 2, a, out, nout);
+    if (rc)
+        return rc;
+    (void)nin;
+    char bs[SHAPE_BUF];
+    const tfm_meta *b = &in[2];
+    if (b->shape.ndim != 1 || !dim_ok(b->shape.dims[0], in[1].shape.dims[3]))
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: bias must be "
+                         "[out_channels] = [%lld], got shape %s",
+                         tfm_ops[op].name, (long long)in[1].shape.dims[3],
+                         tfm_shape_str(&b->shape, bs, sizeof bs));
+    if ((rc = same_dtype(op, &in[0], "input", b, "bias")))
+        return rc;
+    if (in[0].dtype != TFM_FLOAT32 && in[0].dtype != TFM_FLOAT64)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: only float32 and "
+                         "float64, got %s", tfm_ops[op].name,
+                         tfm_dtype_name(in[0].dtype));
+    if (a->i[1] < 0 || a->i[1] >= TFM_CONV_ACT_COUNT)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: activation code "
+                         "%lld is not one of 0..%d", tfm_ops[op].name,
+                         (long long)a->i[1], TFM_CONV_ACT_COUNT - 1);
+    return TFM_OK;
+}

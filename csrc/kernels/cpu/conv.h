@@ -87,6 +87,15 @@ void tfm_conv_gemm_f64(int trans_a, int64_t M, int64_t N, int64_t K,
 enum { TFM_CONV_FWD = 0, TFM_CONV_BWD_DATA = 1, TFM_CONV_BWD_WEIGHTS = 2 };
 int tfm_conv_dnnl_f32(int kind, const tfm_conv_geom *g, const float *a,
                       const float *b, float *out);
+/* Activations a fused conv applies after its bias (_FusedConv2D's
+ * i[1]; the conv epilogue pass, graph/pass_conv_epilogue.c). */
+enum { TFM_CONV_ACT_NONE = 0, TFM_CONV_ACT_RELU = 1, TFM_CONV_ACT_RELU6 = 2,
+       TFM_CONV_ACT_ELU = 3, TFM_CONV_ACT_COUNT = 4 };
+/* y = act(conv2d(x, f) + bias) as one oneDNN primitive (bias and an
+ * eltwise post-op); returns as tfm_conv_dnnl_f32. */
+int tfm_conv_dnnl_fused_f32(const tfm_conv_geom *g, const float *x,
+                            const float *f, const float *bias, int act,
+                            float *y);
 /* The same in bfloat16 (operands and result bf16, float32 accumulation
  * inside oneDNN), with the same answers; 0 also where
  * tfm_conv_bf16_native() is false. */
@@ -131,6 +140,9 @@ tfm_code tfm_k_depthwise_backprop_filter(tfm_op op, tfm_tensor *const *in,
                                          int nin, const tfm_attrs *a,
                                          tfm_tensor *const *out, int nout,
                                          const tfm_kctx *ctx);
+tfm_code tfm_k_fused_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
+                            const tfm_attrs *a, tfm_tensor *const *out,
+                            int nout, const tfm_kctx *ctx);
 tfm_code tfm_k_max_pool(tfm_op op, tfm_tensor *const *in, int nin,
                         const tfm_attrs *a, tfm_tensor *const *out,
                         int nout, const tfm_kctx *ctx);
