@@ -313,3 +313,111 @@ def test_keras_depthwise_trains_traced():
     for _ in range(30):
         last = float(step())
     assert last < 0.5 * first
+
+
+# ---- the conv epilogue (graph/pass_conv_epilogue.c) ----------------------
+
+def _conv_step(act, dtype):
+    """A traced train step through conv2d + bias_add + act: loss and the
+    gradients of filter, bias and input."""
+    rng = np.random.default_rng(11)
+    w = tf.Variable(rng.standard_normal((3, 3, 3, 5)).astype(dtype))
+    b = tf.Variable(rng.standard_normal((5,)).astype(dtype))
+
+    def step(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.nn.bias_add(tf.nn.conv2d(x, w, 2, "SAME"), b)
+            if act is not None:
+                y = act(y)
+            loss = tf.reduce_sum(tf.sin(y))
+        return (loss,) + tuple(tape.gradient(loss, [w, b, x]))
+    x = tf.constant(rng.standard_normal((2, 9, 8, 3)).astype(dtype))
+    return step, x
+
+
+def _optimized_types(fn, x):
+    cf = fn.get_concrete_function(x)
+    return [op.type for op in cf.optimized_graph.get_operations()]
+
+
+def _with_epilogue(on):
+    before = tf._C.graph_passes()
+    tf.config.optimizer.set_experimental_options({"epilogue": on})
+    return before
+
+
+@pytest.mark.parametrize("act", [None, tf.nn.relu, tf.nn.relu6, tf.nn.elu],
+                         ids=["bias", "relu", "relu6", "elu"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_conv_equals_unfused(act, dtype):
+    step, x = _conv_step(act, dtype)
+    eager = [t.numpy() for t in step(x)]
+    fused = tf.function(step)
+    got = [t.numpy() for t in fused(x)]
+    types = _optimized_types(fused, x)
+    assert "_FusedConv2D" in types and "Conv2D" not in types
+    # Relu's and Relu6's gradients read the activation's output, which
+    # the node gives; Elu's reads its input, which pins the bias add's
+    # result, so only the bias joins the conv there.
+    if act in (tf.nn.relu, tf.nn.relu6):
+        assert not {"Relu", "Relu6"} & set(types)
+    before = _with_epilogue(False)
+    try:
+        plain = tf.function(step)
+        want = [t.numpy() for t in plain(x)]
+        assert "_FusedConv2D" not in _optimized_types(plain, x)
+    finally:
+        tf._C.set_graph_passes(before)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for g, w, e in zip(got, want, eager):
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+        np.testing.assert_allclose(g, e, rtol=tol, atol=tol)
+
+
+def test_fused_conv_inference_takes_elu():
+    rng = np.random.default_rng(12)
+    w = tf.constant(rng.standard_normal((3, 3, 4, 6)).astype(np.float32))
+    b = tf.constant(rng.standard_normal((6,)).astype(np.float32))
+    x = tf.constant(rng.standard_normal((2, 7, 7, 4)).astype(np.float32))
+    fn = tf.function(lambda x: tf.nn.elu(tf.nn.conv2d(x, w, 1, "VALID") + b))
+    got = fn(x).numpy()
+    types = _optimized_types(fn, x)
+    assert "_FusedConv2D" in types and "Elu" not in types
+    want = np.asarray(tf.nn.elu(tf.nn.conv2d(x, w, 1, "VALID") + b))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_with_a_second_reader_is_not_fused():
+    rng = np.random.default_rng(13)
+    w = tf.constant(rng.standard_normal((3, 3, 2, 4)).astype(np.float32))
+    b = tf.constant(rng.standard_normal((4,)).astype(np.float32))
+    x = tf.constant(rng.standard_normal((1, 5, 5, 2)).astype(np.float32))
+
+    @tf.function
+    def fn(x):
+        c = tf.nn.conv2d(x, w, 1, "SAME")
+        return tf.nn.relu(c + b), c          # c is read twice
+
+    y, c = fn(x)
+    assert "_FusedConv2D" not in _optimized_types(fn, x)
+    np.testing.assert_allclose(y.numpy(),
+                               np.maximum(c.numpy() + b.numpy(), 0),
+                               rtol=1e-6)
+
+
+def test_keras_conv_model_step_is_fused():
+    model = tf.keras.Sequential([
+        tf.keras.Input((8, 8, 3)),
+        tf.keras.layers.Conv2D(4, 3, padding="same", activation="relu"),
+        tf.keras.layers.Flatten(), tf.keras.layers.Dense(2)])
+    x = tf.constant(np.random.default_rng(14).standard_normal(
+        (2, 8, 8, 3)).astype(np.float32))
+
+    @tf.function
+    def fwd(x):
+        return model(x)
+
+    np.testing.assert_allclose(fwd(x).numpy(), model(x).numpy(), rtol=1e-5,
+                               atol=1e-5)
+    assert "_FusedConv2D" in _optimized_types(fwd, x)
