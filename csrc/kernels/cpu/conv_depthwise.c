@@ -45,8 +45,8 @@ fwd_##SUF(const tfm_conv_geom *g, const T *x, const T *f, T *y)              \
                     const int64_t iw = ow * g->sw - g->pl + j * g->dw;       \
                     if (iw < 0 || iw >= g->w)                                \
                         continue;                                            \
-                    const T *xp = xrow + iw * C;                             \
-                    T *yp = yrow + ow * CM;                                  \
+                    const T *restrict xp = xrow + iw * C;                    \
+                    T *restrict yp = yrow + ow * CM;                         \
                     if (M == 1) {                                            \
                         for (int64_t c = 0; c < C; c++)                      \
                             yp[c] += xp[c] * fp[c];                          \
@@ -89,8 +89,13 @@ bpi_##SUF(const tfm_conv_geom *g, const T *f, const T *dy, T *dx)            \
                     const int64_t ow = u / g->sw;                            \
                     if (ow >= g->ow)                                         \
                         continue;                                            \
-                    const T *dp = dyrow + ow * CM;                           \
-                    T *xp = dxrow + iw * C;                                  \
+                    const T *restrict dp = dyrow + ow * CM;                  \
+                    T *restrict xp = dxrow + iw * C;                         \
+                    if (M == 1) {                                            \
+                        for (int64_t c = 0; c < C; c++)                      \
+                            xp[c] += dp[c] * fp[c];                          \
+                        continue;                                            \
+                    }                                                        \
                     for (int64_t c = 0; c < C; c++) {                        \
                         T s = 0;                                             \
                         for (int64_t m = 0; m < M; m++)                      \
@@ -125,10 +130,17 @@ bpf_##SUF(const tfm_conv_geom *g, const T *x, const T *dy, T *df)            \
                     const int64_t iw = ow * g->sw - g->pl + j * g->dw;       \
                     if (iw < 0 || iw >= g->w)                                \
                         continue;                                            \
-                    const T *xp = xrow + iw * C, *dp = dyrow + ow * CM;      \
+                    const T *restrict xp = xrow + iw * C;                    \
+                    const T *restrict dp = dyrow + ow * CM;                  \
+                    T *restrict acc = fp;                                    \
+                    if (M == 1) {                                            \
+                        for (int64_t c = 0; c < C; c++)                      \
+                            acc[c] += xp[c] * dp[c];                         \
+                        continue;                                            \
+                    }                                                        \
                     for (int64_t c = 0; c < C; c++)                          \
                         for (int64_t m = 0; m < M; m++)                      \
-                            fp[c * M + m] += xp[c] * dp[c * M + m];          \
+                            acc[c * M + m] += xp[c] * dp[c * M + m];         \
                 }                                                            \
             }                                                                \
     }                                                                        \
