@@ -142,6 +142,29 @@ def test_separable_conv2d_is_depthwise_then_pointwise():
                                [1, 1, 1, 1], "SAME")
 
 
+def test_saved_model_round_trip_with_unknown_batch(tmp_path):
+    class M(tf.Module):
+        def __init__(self):
+            self.f = tf.Variable(np.random.default_rng(8).standard_normal(
+                (3, 3, 4, 2)).astype(np.float32))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 8, 8, 4],
+                                                    tf.float32)])
+        def __call__(self, x):
+            return tf.nn.depthwise_conv2d(x, self.f, [1, 1, 1, 1], "SAME")
+
+    m = M()
+    x = np.random.default_rng(9).standard_normal((2, 8, 8, 4)).astype(
+        np.float32)
+    tf.saved_model.save(m, str(tmp_path))
+    loaded = tf.saved_model.load(str(tmp_path))
+    np.testing.assert_array_equal(loaded(x).numpy(), m(x).numpy())
+    np.testing.assert_allclose(
+        m(x).numpy(), np_depthwise(x.astype(np.float64),
+                                   m.f.numpy().astype(np.float64),
+                                   padding="SAME"), rtol=1e-5, atol=1e-5)
+
+
 _CHILD = r"""
 import json, sys, ctypes, numpy as np
 sys.path.insert(0, sys.argv[1])
