@@ -94,7 +94,8 @@ def test_gradient_by_central_differences():
             lo[i] -= eps
             args_hi = (hi, f) if other == 0 else (x, hi)
             args_lo = (lo, f) if other == 0 else (x, lo)
-            num[i] = (float(loss(*args_hi)) - float(loss(*args_lo))) / (2 * eps)
+            num[i] = (float(loss(*args_hi))
+                      - float(loss(*args_lo))) / (2 * eps)
         np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-7)
 
 
