@@ -445,3 +445,25 @@ def test_keras_conv_model_step_is_fused():
     np.testing.assert_allclose(fwd(x).numpy(), model(x).numpy(), rtol=1e-5,
                                atol=1e-5)
     assert "_FusedConv2D" in _optimized_types(fwd, x)
+
+
+def test_no_tensor_leaks():
+    import gc
+    step, x = _conv_step(tf.nn.relu, "float32")
+    fused = tf.function(step)
+    f = tf.constant(np.ones((3, 3, 3, 2), np.float32))
+
+    def once():
+        fused(x)
+        with tf.GradientTape() as tape:
+            tape.watch([x, f])
+            y = tf.nn.depthwise_conv2d(x, f, [1, 1, 1, 1], "SAME")
+        tape.gradient(y, [x, f])
+
+    once()
+    gc.collect()
+    before = tf._C.live_counts()[:2]
+    for _ in range(5):
+        once()
+    gc.collect()
+    assert tf._C.live_counts()[:2] == before
