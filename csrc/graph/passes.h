@@ -44,6 +44,9 @@ tfm_graph *tfm_pass_simplify(tfm_graph *g);
 tfm_graph *tfm_pass_fold(tfm_graph *g);
 tfm_graph *tfm_pass_cse(tfm_graph *g);
 tfm_graph *tfm_pass_dce(tfm_graph *g);
+/* Conv2D + bias add (+ Relu/Relu6/Elu) -> _FusedConv2D
+ * (pass_conv_epilogue.c); under the "epilogue" switch. */
+tfm_graph *tfm_pass_conv_epilogue(tfm_graph *g);
 tfm_graph *tfm_pass_epilogue(tfm_graph *g);
 tfm_graph *tfm_pass_fuse(tfm_graph *g);
 /* pass_place.c: devices and _Copy nodes (Note [Device seam]); not a

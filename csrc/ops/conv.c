@@ -396,3 +396,137 @@ tfm_infer_avg_pool_grad(tfm_op op, const tfm_meta *in, int nin,
     out[0].shape = in[0].shape;
     return TFM_OK;
 }
+
+/* Depthwise: filter [kh, kw, in, multiplier], output depth in *
+ * multiplier. */
+static tfm_code
+depthwise_shape(tfm_op op, const tfm_shape *x, const tfm_shape *f,
+                const tfm_attrs *a, tfm_shape *y)
+{
+    char xs[SHAPE_BUF], fs[SHAPE_BUF];
+    if (!dim_ok(x->dims[3], f->dims[2]))
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: input depth %lld "
+                         "does not match the filter's in_channels %lld "
+                         "(input %s, filter %s: [height, width, "
+                         "in_channels, channel_multiplier])",
+                         tfm_ops[op].name, (long long)x->dims[3],
+                         (long long)f->dims[2],
+                         tfm_shape_str(x, xs, sizeof xs),
+                         tfm_shape_str(f, fs, sizeof fs));
+    int64_t oh, ow;
+    tfm_code rc = window_out(op, x, f->dims[0], f->dims[1],
+                             a->ints[TFM_CONV_WIN_H],
+                             a->ints[TFM_CONV_WIN_W], a, f, &oh, &ow);
+    if (rc)
+        return rc;
+    int64_t c = x->dims[3] >= 0 ? x->dims[3] : f->dims[2];
+    int64_t m = f->dims[3];
+    int64_t dims[4] = {x->dims[0], oh, ow, c >= 0 && m >= 0 ? c * m : -1};
+    *y = tfm_shape_make(4, dims);
+    return TFM_OK;
+}
+
+/* The three depthwise ops share their checks: x, f and (backprops) dy,
+ * all 4-D, float, one dtype; *y the forward output's shape. */
+static tfm_code
+depthwise_check(tfm_op op, const tfm_meta *x, const tfm_meta *f,
+                const tfm_meta *dy, const tfm_attrs *a, tfm_shape *y)
+{
+    tfm_code rc;
+    if ((rc = check_attrs(op, a)) || (rc = check_rank4(op, x, "input"))
+        || (rc = check_rank4(op, f, "filter"))
+        || (rc = check_float(op, x, "input"))
+        || (rc = same_dtype(op, x, "input", f, "filter")))
+        return rc;
+    if (dy && ((rc = check_rank4(op, dy, "out_backprop"))
+               || (rc = same_dtype(op, x, "input", dy, "out_backprop"))))
+        return rc;
+    if ((rc = depthwise_shape(op, &x->shape, &f->shape, a, y)))
+        return rc;
+    if (dy)
+        return check_out_backprop(op, y, &dy->shape, "filter", &f->shape);
+    return TFM_OK;
+}
+
+tfm_code
+tfm_infer_depthwise_conv2d(tfm_op op, const tfm_meta *in, int nin,
+                           const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)nin;
+    tfm_code rc = depthwise_check(op, &in[0], &in[1], NULL, a,
+                                  &out[0].shape);
+    if (rc)
+        return rc;
+    *nout = 1;
+    out[0].dtype = in[0].dtype;
+    return tfm_check_size(tfm_ops[op].name, &out[0].shape, out[0].dtype);
+}
+
+tfm_code
+tfm_infer_depthwise_backprop_input(tfm_op op, const tfm_meta *in, int nin,
+                                   const tfm_attrs *a, tfm_meta *out,
+                                   int *nout)
+{
+    (void)nin;
+    tfm_shape y;
+    tfm_code rc = depthwise_check(op, &in[0], &in[1], &in[2], a, &y);
+    if (rc)
+        return rc;
+    *nout = 1;
+    out[0].dtype = in[1].dtype;
+    out[0].shape = in[0].shape;
+    if (out[0].shape.dims[0] < 0)
+        out[0].shape.dims[0] = in[2].shape.dims[0];
+    if (out[0].shape.dims[3] < 0)
+        out[0].shape.dims[3] = in[1].shape.dims[2];
+    return tfm_check_size(tfm_ops[op].name, &out[0].shape, out[0].dtype);
+}
+
+tfm_code
+tfm_infer_depthwise_backprop_filter(tfm_op op, const tfm_meta *in, int nin,
+                                    const tfm_attrs *a, tfm_meta *out,
+                                    int *nout)
+{
+    (void)nin;
+    tfm_shape y;
+    tfm_code rc = depthwise_check(op, &in[0], &in[1], &in[2], a, &y);
+    if (rc)
+        return rc;
+    *nout = 1;
+    out[0].dtype = in[0].dtype;
+    out[0].shape = in[1].shape;
+    if (out[0].shape.dims[2] < 0)
+        out[0].shape.dims[2] = in[0].shape.dims[3];
+    return tfm_check_size(tfm_ops[op].name, &out[0].shape, out[0].dtype);
+}
+
+/* _FusedConv2D(x, f, bias): Conv2D's rule, then bias [out_channels] of
+ * the same dtype and an activation code in i[1]. Only float32 and
+ * float64 (the pass makes no other). */
+tfm_code
+tfm_infer_fused_conv2d(tfm_op op, const tfm_meta *in, int nin,
+                       const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    tfm_code rc = tfm_infer_conv2d(op, in, 2, a, out, nout);
+    if (rc)
+        return rc;
+    (void)nin;
+    char bs[SHAPE_BUF];
+    const tfm_meta *b = &in[2];
+    if (b->shape.ndim != 1 || !dim_ok(b->shape.dims[0], in[1].shape.dims[3]))
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: bias must be "
+                         "[out_channels] = [%lld], got shape %s",
+                         tfm_ops[op].name, (long long)in[1].shape.dims[3],
+                         tfm_shape_str(&b->shape, bs, sizeof bs));
+    if ((rc = same_dtype(op, &in[0], "input", b, "bias")))
+        return rc;
+    if (in[0].dtype != TFM_FLOAT32 && in[0].dtype != TFM_FLOAT64)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: only float32 and "
+                         "float64, got %s", tfm_ops[op].name,
+                         tfm_dtype_name(in[0].dtype));
+    if (a->i[1] < 0 || a->i[1] >= TFM_CONV_ACT_COUNT)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: activation code "
+                         "%lld is not one of 0..%d", tfm_ops[op].name,
+                         (long long)a->i[1], TFM_CONV_ACT_COUNT - 1);
+    return TFM_OK;
+}

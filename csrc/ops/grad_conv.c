@@ -18,7 +18,10 @@
  * first or second input gives only a shape.) The attributes are shared
  * by the whole family (ops_conv.def), so each rule passes its own on.
  * Inputs that give only a shape, and the argmax positions of max
- * pooling, get no gradient (it is zero almost everywhere). */
+ * pooling, get no gradient (it is zero almost everywhere).
+ * DepthwiseConv2dNative and its two backprops form the same closed set
+ * (each is linear in x and in f), with the depthwise ops in place of
+ * Conv2D, BPI and BPF. */
 #include "grads.h"
 
 static void
@@ -106,6 +109,84 @@ tfm_grad_rule_conv2d_backprop_filter(const tfm_grad_ctx *ctx,
         return rc;
     rc = call(ctx, TFM_OP_CONV2D, x, ddf, NULL, &grad_in[nin - 1]);
     return both(rc, &grad_in[0]);
+}
+
+/* The forward op and its two backprops: Conv2D's or the depthwise ones. */
+typedef struct conv_ops {
+    tfm_op fwd, bpi, bpf;
+} conv_ops;
+
+static const conv_ops depthwise = {TFM_OP_DEPTHWISE_CONV2D,
+                                   TFM_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT,
+                                   TFM_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER};
+
+/* y = fwd(x, f): dx = bpi(x, f, dy), df = bpf(x, f, dy). */
+static tfm_code
+fwd_grads(const tfm_grad_ctx *ctx, const conv_ops *o, tfm_tensor *dy,
+          tfm_tensor **grad_in)
+{
+    tfm_tensor *x = ctx->in[0], *f = ctx->in[1];
+    clear(ctx, grad_in);
+    if (!dy)
+        return TFM_OK;
+    tfm_code rc = call(ctx, o->bpi, x, f, dy, &grad_in[0]);
+    if (rc)
+        return rc;
+    return both(call(ctx, o->bpf, x, f, dy, &grad_in[1]), &grad_in[0]);
+}
+
+/* dx = bpi(x, f, dy): df = bpf(ddx, f, dy), ddy = fwd(ddx, f). */
+static tfm_code
+bpi_grads(const tfm_grad_ctx *ctx, const conv_ops *o, tfm_tensor *ddx,
+          tfm_tensor **grad_in)
+{
+    tfm_tensor *f = ctx->in[1], *dy = ctx->in[2];
+    clear(ctx, grad_in);
+    if (!ddx)
+        return TFM_OK;
+    tfm_code rc = call(ctx, o->bpf, ddx, f, dy, &grad_in[1]);
+    if (rc)
+        return rc;
+    return both(call(ctx, o->fwd, ddx, f, NULL, &grad_in[2]), &grad_in[1]);
+}
+
+/* df = bpf(x, f, dy): dx = bpi(x, ddf, dy), ddy = fwd(x, ddf). */
+static tfm_code
+bpf_grads(const tfm_grad_ctx *ctx, const conv_ops *o, tfm_tensor *ddf,
+          tfm_tensor **grad_in)
+{
+    tfm_tensor *x = ctx->in[0], *dy = ctx->in[2];
+    clear(ctx, grad_in);
+    if (!ddf)
+        return TFM_OK;
+    tfm_code rc = call(ctx, o->bpi, x, ddf, dy, &grad_in[0]);
+    if (rc)
+        return rc;
+    return both(call(ctx, o->fwd, x, ddf, NULL, &grad_in[2]), &grad_in[0]);
+}
+
+tfm_code
+tfm_grad_rule_depthwise_conv2d(const tfm_grad_ctx *ctx,
+                               tfm_tensor *const *grad_out,
+                               tfm_tensor **grad_in)
+{
+    return fwd_grads(ctx, &depthwise, grad_out[0], grad_in);
+}
+
+tfm_code
+tfm_grad_rule_depthwise_backprop_input(const tfm_grad_ctx *ctx,
+                                       tfm_tensor *const *grad_out,
+                                       tfm_tensor **grad_in)
+{
+    return bpi_grads(ctx, &depthwise, grad_out[0], grad_in);
+}
+
+tfm_code
+tfm_grad_rule_depthwise_backprop_filter(const tfm_grad_ctx *ctx,
+                                        tfm_tensor *const *grad_out,
+                                        tfm_tensor **grad_in)
+{
+    return bpf_grads(ctx, &depthwise, grad_out[0], grad_in);
 }
 
 tfm_code

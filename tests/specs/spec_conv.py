@@ -81,6 +81,51 @@ def np_conv2d_backprop_filter(x, f_shape, dy, strides=(1, 1),
     return df
 
 
+def np_depthwise(x, f, strides=(1, 1), padding="VALID", dilations=(1, 1)):
+    """Depthwise conv: filter [kh, kw, c, m], output channel c * m + k."""
+    kh, kw, c, m = f.shape
+    oh, ow, pad = _geometry(x.shape, kh, kw, strides, padding, dilations)
+    xp = np.pad(x, pad)
+    y = np.zeros((x.shape[0], oh, ow, c, m), dtype=x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, _window(i, dilations[0], strides[0], oh),
+                       _window(j, dilations[1], strides[1], ow)]
+            y += patch[..., None] * f[i, j]
+    return y.reshape(x.shape[0], oh, ow, c * m)
+
+
+def np_depthwise_backprop_input(x_shape, f, dy, strides=(1, 1),
+                                padding="VALID", dilations=(1, 1)):
+    kh, kw, c, m = f.shape
+    oh, ow, pad = _geometry(x_shape, kh, kw, strides, padding, dilations)
+    (pt, pb), (pl, pr) = pad[1], pad[2]
+    n, h, w, _ = x_shape
+    dy5 = dy.reshape(n, oh, ow, c, m)
+    dxp = np.zeros((n, h + pt + pb, w + pl + pr, c), dtype=dy.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            dxp[:, _window(i, dilations[0], strides[0], oh),
+                _window(j, dilations[1], strides[1], ow)] += (
+                    dy5 * f[i, j]).sum(-1)
+    return dxp[:, pt:pt + h, pl:pl + w]
+
+
+def np_depthwise_backprop_filter(x, f_shape, dy, strides=(1, 1),
+                                 padding="VALID", dilations=(1, 1)):
+    kh, kw, c, m = f_shape
+    oh, ow, pad = _geometry(x.shape, kh, kw, strides, padding, dilations)
+    xp = np.pad(x, pad)
+    dy5 = dy.reshape(x.shape[0], oh, ow, c, m)
+    df = np.zeros(f_shape, dtype=x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, _window(i, dilations[0], strides[0], oh),
+                       _window(j, dilations[1], strides[1], ow)]
+            df[i, j] = np.einsum("nhwc,nhwcm->cm", patch, dy5)
+    return df
+
+
 def _pool_windows(x, ksize, strides, padding):
     """Yields (oh, ow, rows, cols) of each window, clipped to x."""
     (kh, kw), (sh, sw) = ksize, strides
@@ -226,6 +271,47 @@ def _conv_specs(case):
     ]
 
 
+DEPTHWISE_CASES = [
+    # (x shape, filter shape [kh, kw, in, multiplier], strides, padding,
+    # dilations)
+    ((2, 5, 5, 3), (3, 3, 3, 1), (1, 1), "SAME", (1, 1)),
+    ((2, 7, 6, 2), (3, 2, 2, 2), (2, 2), "SAME", (1, 1)),
+    ((1, 8, 7, 4), (3, 3, 4, 3), (2, 1), "VALID", (1, 1)),
+    ((1, 7, 7, 2), (3, 3, 2, 1), (1, 1), "SAME", (2, 2)),
+    ((1, 6, 8, 2), (2, 3, 2, 2), (1, 1), ((1, 0), (2, 1)), (1, 2)),
+    ((0, 4, 4, 2), (3, 3, 2, 2), (1, 1), "SAME", (1, 1)),
+]
+
+
+def _depthwise_specs(case):
+    xs, fs, s, p, d = case
+    ys = _out_shape(xs, fs, s, p, d)
+    ys = ys[:3] + (fs[2] * fs[3],)
+    tp, name = tf_padding(p), _case_name(case)
+    st = [1, s[0], s[1], 1]
+    kw = dict(strides=s, padding=p, dilations=d)
+    return [
+        OpSpec(f"depthwise_conv2d-{name}m{fs[3]}",
+               lambda x, f: tf.nn.depthwise_conv2d(x, f, st, tp,
+                                                   dilations=list(d)),
+               lambda x, f: np_depthwise(x, f, **kw),
+               [(xs, fs)], FLOATS, grad=(0, 1), rtol=1e-4, atol=1e-5,
+               ops=["DepthwiseConv2dNative"], second_order=xs[0] > 0),
+        OpSpec(f"depthwise_backprop_input-{name}m{fs[3]}",
+               lambda f, dy: tf.nn.depthwise_conv2d_backprop_input(
+                   xs, f, dy, st, tp, dilations=list(d)),
+               lambda f, dy: np_depthwise_backprop_input(xs, f, dy, **kw),
+               [(fs, ys)], FLOATS, grad=(0, 1), rtol=1e-4, atol=1e-5,
+               ops=["DepthwiseConv2dNativeBackpropInput"]),
+        OpSpec(f"depthwise_backprop_filter-{name}m{fs[3]}",
+               lambda x, dy: tf.nn.depthwise_conv2d_backprop_filter(
+                   x, fs, dy, st, tp, dilations=list(d)),
+               lambda x, dy: np_depthwise_backprop_filter(x, fs, dy, **kw),
+               [(xs, ys)], FLOATS, grad=(0, 1), rtol=1e-4, atol=1e-5,
+               ops=["DepthwiseConv2dNativeBackpropFilter"]),
+    ]
+
+
 POOL_CASES = [
     # (x shape, ksize, strides, padding)
     ((2, 6, 6, 3), (2, 2), (2, 2), "VALID"),
@@ -265,4 +351,5 @@ def _pool_specs(case):
 
 
 SPECS = ([s for case in CONV_CASES for s in _conv_specs(case)]
+         + [s for case in DEPTHWISE_CASES for s in _depthwise_specs(case)]
          + [s for case in POOL_CASES for s in _pool_specs(case)])

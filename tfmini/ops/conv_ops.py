@@ -12,11 +12,17 @@ from ..errors import InvalidArgumentError, UnimplementedError
 
 __all__ = []
 _NAMESPACES = {"nn": ["conv2d", "conv2d_transpose", "max_pool2d",
-                      "avg_pool2d", "max_pool", "avg_pool"]}
+                      "avg_pool2d", "max_pool", "avg_pool",
+                      "depthwise_conv2d", "separable_conv2d",
+                      "depthwise_conv2d_backprop_input",
+                      "depthwise_conv2d_backprop_filter"]}
 
 _CONV2D = ID["Conv2D"]
 _BACKPROP_INPUT = ID["Conv2DBackpropInput"]
 _BACKPROP_FILTER = ID["Conv2DBackpropFilter"]
+_DEPTHWISE = ID["DepthwiseConv2dNative"]
+_DEPTHWISE_BPI = ID["DepthwiseConv2dNativeBackpropInput"]
+_DEPTHWISE_BPF = ID["DepthwiseConv2dNativeBackpropFilter"]
 _MAX_POOL = ID["MaxPool"]
 _MAX_POOL_GRAD = ID["MaxPoolGrad"]
 _MAX_POOL_GRAD_GRAD = ID["MaxPoolGradGrad"]
@@ -183,6 +189,85 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME",
                       _sizes(output_shape, "output_shape",
                              "Conv2DBackpropInput"),
                       "Conv2DBackpropInput")
+
+
+def _no_strided_dilation(strides, dilations, op):
+    """TF's documented rule for tf.nn.depthwise_conv2d: a rate above 1
+    needs unit strides (TF 2.21 only warns, then computes something
+    else again; an error is clearer than a number that differs)."""
+    s = _pair(strides, "strides", op)
+    d = _pair(dilations, "dilations", op)
+    if max(d) > 1 and max(s) > 1:
+        raise ValueError(f"{op}: when a dilation rate is greater than 1, "
+                         f"all strides must be 1; got dilations {list(d)} "
+                         f"and strides {list(s)}")
+
+
+def depthwise_conv2d(input, filter, strides, padding, data_format=None,
+                     dilations=None, name=None):
+    """Depthwise 2-D convolution: input [batch, h, w, in], filter [fh, fw,
+    in, multiplier]; output channel c * multiplier + m convolves input
+    channel c with filter[:, :, c, m] (DepthwiseConv2dNative)."""
+    op = "DepthwiseConv2dNative"
+    _check_format(data_format, op)
+    _no_strided_dilation(strides, dilations, op)
+    return _conv_call(_DEPTHWISE, (input, filter), strides, padding,
+                      dilations, _NO_SIZES, op)
+
+
+def _placeholder_of(sizes, like, op):
+    """Zeros of the given sizes (a list, or a tensor while tracing) in
+    like's dtype: the depthwise backprops read only that operand's
+    shape, and take it as a tensor so that it may be known only at run
+    time."""
+    from .array_ops import zeros
+    dtype = getattr(like, "dtype", None)
+    return zeros(sizes, dtype=dtype) if dtype is not None else zeros(sizes)
+
+
+def depthwise_conv2d_backprop_input(input_sizes, filter, out_backprop,
+                                    strides, padding, data_format="NHWC",
+                                    dilations=None, name=None):
+    """Gradient of depthwise_conv2d with respect to its input, of shape
+    input_sizes [batch, h, w, in]."""
+    op = "DepthwiseConv2dNativeBackpropInput"
+    _check_format(data_format, op)
+    _sizes(input_sizes, "input_sizes", op)
+    return _conv_call(_DEPTHWISE_BPI,
+                      (_placeholder_of(input_sizes, filter, op), filter,
+                       out_backprop), strides, padding, dilations,
+                      _NO_SIZES, op)
+
+
+def depthwise_conv2d_backprop_filter(input, filter_sizes, out_backprop,
+                                     strides, padding, data_format="NHWC",
+                                     dilations=None, name=None):
+    """Gradient of depthwise_conv2d with respect to its filter, of shape
+    filter_sizes [fh, fw, in, multiplier]."""
+    op = "DepthwiseConv2dNativeBackpropFilter"
+    _check_format(data_format, op)
+    _sizes(filter_sizes, "filter_sizes", op)
+    return _conv_call(_DEPTHWISE_BPF,
+                      (input, _placeholder_of(filter_sizes, input, op),
+                       out_backprop), strides, padding, dilations,
+                      _NO_SIZES, op)
+
+
+def separable_conv2d(input, depthwise_filter, pointwise_filter, strides,
+                     padding, data_format=None, dilations=None, name=None):
+    """depthwise_conv2d with depthwise_filter [fh, fw, in, multiplier],
+    then a 1x1 conv2d with pointwise_filter [1, 1, in * multiplier,
+    out]."""
+    _check_format(data_format, "separable_conv2d")
+    pw = getattr(pointwise_filter, "shape", None)
+    if pw is not None and len(pw) == 4 and (pw[0] not in (1, None)
+                                            or pw[1] not in (1, None)):
+        raise ValueError(f"separable_conv2d: pointwise_filter must be "
+                         f"[1, 1, in * multiplier, out], got shape "
+                         f"{list(pw)}")
+    y = depthwise_conv2d(input, depthwise_filter, strides, padding,
+                         dilations=dilations)
+    return conv2d(y, pointwise_filter, (1, 1), "VALID")
 
 
 def _pool_call(op_id, input, ksize, strides, padding, data_format, op):

@@ -49,13 +49,17 @@ tfm_conv_dim(int64_t in, int64_t k, int64_t s, int64_t d, int mode,
 
 /* One convolution or pooling window, all sizes known. x: [n, h, w, c];
  * window kh x kw (dilated by dh, dw); y: [n, oh, ow, o] (o = c for
- * pooling). */
+ * pooling). groups > 1 (depthwise: groups = c) splits the channels into
+ * groups convolved apart, the filter then [kh, kw, c / groups, o]
+ * stored as [kh, kw, groups, o / groups] when c == groups (TF's
+ * depthwise filter [kh, kw, in, multiplier]). */
 typedef struct tfm_conv_geom {
     int64_t n, h, w, c;
     int64_t kh, kw, o;
     int64_t sh, sw, dh, dw;
     int64_t oh, ow;
     int64_t pt, pl;
+    int64_t groups;
 } tfm_conv_geom;
 
 /* Geometry from the input shape, window and attrs (pool: o = c). */
@@ -83,6 +87,15 @@ void tfm_conv_gemm_f64(int trans_a, int64_t M, int64_t N, int64_t K,
 enum { TFM_CONV_FWD = 0, TFM_CONV_BWD_DATA = 1, TFM_CONV_BWD_WEIGHTS = 2 };
 int tfm_conv_dnnl_f32(int kind, const tfm_conv_geom *g, const float *a,
                       const float *b, float *out);
+/* Activations a fused conv applies after its bias (_FusedConv2D's
+ * i[1]; the conv epilogue pass, graph/pass_conv_epilogue.c). */
+enum { TFM_CONV_ACT_NONE = 0, TFM_CONV_ACT_RELU = 1, TFM_CONV_ACT_RELU6 = 2,
+       TFM_CONV_ACT_ELU = 3, TFM_CONV_ACT_COUNT = 4 };
+/* y = act(conv2d(x, f) + bias) as one oneDNN primitive (bias and an
+ * eltwise post-op); returns as tfm_conv_dnnl_f32. */
+int tfm_conv_dnnl_fused_f32(const tfm_conv_geom *g, const float *x,
+                            const float *f, const float *bias, int act,
+                            float *y);
 /* The same in bfloat16 (operands and result bf16, float32 accumulation
  * inside oneDNN), with the same answers; 0 also where
  * tfm_conv_bf16_native() is false. */
@@ -116,6 +129,20 @@ tfm_code tfm_k_conv2d_backprop_filter(tfm_op op, tfm_tensor *const *in,
                                       int nin, const tfm_attrs *a,
                                       tfm_tensor *const *out, int nout,
                                       const tfm_kctx *ctx);
+tfm_code tfm_k_depthwise_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
+                                const tfm_attrs *a, tfm_tensor *const *out,
+                                int nout, const tfm_kctx *ctx);
+tfm_code tfm_k_depthwise_backprop_input(tfm_op op, tfm_tensor *const *in,
+                                        int nin, const tfm_attrs *a,
+                                        tfm_tensor *const *out, int nout,
+                                        const tfm_kctx *ctx);
+tfm_code tfm_k_depthwise_backprop_filter(tfm_op op, tfm_tensor *const *in,
+                                         int nin, const tfm_attrs *a,
+                                         tfm_tensor *const *out, int nout,
+                                         const tfm_kctx *ctx);
+tfm_code tfm_k_fused_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
+                            const tfm_attrs *a, tfm_tensor *const *out,
+                            int nout, const tfm_kctx *ctx);
 tfm_code tfm_k_max_pool(tfm_op op, tfm_tensor *const *in, int nin,
                         const tfm_attrs *a, tfm_tensor *const *out,
                         int nout, const tfm_kctx *ctx);

@@ -39,7 +39,7 @@
 #endif
 
 #define CACHE_SIZE 32
-enum { NKEY = 17 };
+enum { NKEY = 19 };
 
 typedef struct entry {
     int64_t key[NKEY];
@@ -49,6 +49,7 @@ typedef struct entry {
     dnnl_primitive_t prim;
     dnnl_primitive_t wreorder; /* plain <-> the primitive's filter, or NULL */
     dnnl_memory_desc_t act_in, act_out, wplain, wprim;
+    dnnl_memory_desc_t bias;   /* fused forward: the bias [o] */
     size_t wbytes;     /* the primitive's filter buffer when reordered */
     size_t scratch;
 } entry;
@@ -134,39 +135,100 @@ is_ref_impl(dnnl_primitive_desc_t pd)
 
 /* Builds the primitive for one shape; e->ok stays 0 where oneDNN has no
  * non-reference implementation. */
+/* The post-op of an activation code (TFM_CONV_ACT_*): 0 when none. */
+static int
+post_op(int act, dnnl_alg_kind_t *alg, float *alpha, float *beta)
+{
+    *alpha = *beta = 0.0f;
+    switch (act) {
+    case TFM_CONV_ACT_RELU:
+        *alg = dnnl_eltwise_relu;
+        return 1;
+    case TFM_CONV_ACT_RELU6:
+        *alg = dnnl_eltwise_clip;
+        *beta = 6.0f;
+        return 1;
+    case TFM_CONV_ACT_ELU:
+        *alg = dnnl_eltwise_elu;
+        *alpha = 1.0f;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The attributes of a primitive: user scratchpad, and for a fused
+ * forward (act >= 0) the activation as an eltwise post-op. NULL on
+ * failure. */
+static dnnl_primitive_attr_t
+make_attr(int act)
+{
+    dnnl_primitive_attr_t attr = NULL;
+    if (dnnl_primitive_attr_create(&attr) ||
+        dnnl_primitive_attr_set_scratchpad_mode(attr,
+                                                dnnl_scratchpad_mode_user))
+        goto fail;
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+    if (post_op(act, &alg, &alpha, &beta)) {
+        dnnl_post_ops_t po = NULL;
+        if (dnnl_post_ops_create(&po))
+            goto fail;
+        dnnl_status_t st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha,
+                                                        beta);
+        if (!st)
+            st = dnnl_primitive_attr_set_post_ops(attr, po);
+        dnnl_post_ops_destroy(po);
+        if (st)
+            goto fail;
+    }
+    return attr;
+fail:
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    return NULL;
+}
+
+/* act: -1 for a plain conv; else (forward only) a conv with a bias [o]
+ * and that activation (TFM_CONV_ACT_*) fused. */
 static void
-entry_build(entry *e, int kind, const tfm_conv_geom *g, dnnl_data_type_t dt)
+entry_build(entry *e, int kind, const tfm_conv_geom *g, dnnl_data_type_t dt,
+            int act)
 {
     dnnl_dims_t src = {g->n, g->c, g->h, g->w};
     dnnl_dims_t dst = {g->n, g->o, g->oh, g->ow};
+    /* Grouped (depthwise) filters are 5-D (groups, o, i, h, w) per group;
+     * TF's [kh, kw, in, multiplier] is then oneDNN's hwigo with i = 1. */
+    int64_t G = g->groups > 1 ? g->groups : 1;
     dnnl_dims_t wei = {g->o, g->c, g->kh, g->kw};
+    dnnl_dims_t gwei = {G, g->o / G, g->c / G, g->kh, g->kw};
+    int wnd = G > 1 ? 5 : 4;
+    dnnl_format_tag_t wtag = G > 1 ? dnnl_hwigo : dnnl_hwio;
     dnnl_dims_t strides = {g->sh, g->sw};
     dnnl_dims_t dil = {g->dh - 1, g->dw - 1}; /* oneDNN counts from 0 */
     dnnl_dims_t pl = {g->pt, g->pl};
     dnnl_dims_t pr = {pad_right(g->h, g->kh, g->sh, g->dh, g->pt, g->oh),
                       pad_right(g->w, g->kw, g->sw, g->dw, g->pl, g->ow)};
-    dnnl_memory_desc_t md_src, md_dst, md_any;
-    if (dnnl_memory_desc_init_by_tag(&md_src, 4, src, dt, dnnl_nhwc) ||
+    dnnl_memory_desc_t md_src, md_dst, md_any, md_bias;
+    dnnl_dims_t bdim = {g->o};
+    if (dnnl_memory_desc_init_by_tag(&md_bias, 1, bdim, dt, dnnl_a) ||
+        dnnl_memory_desc_init_by_tag(&md_src, 4, src, dt, dnnl_nhwc) ||
         dnnl_memory_desc_init_by_tag(&md_dst, 4, dst, dt, dnnl_nhwc) ||
-        dnnl_memory_desc_init_by_tag(&e->wplain, 4, wei, dt, dnnl_hwio) ||
-        dnnl_memory_desc_init_by_tag(&md_any, 4, wei, dt,
+        dnnl_memory_desc_init_by_tag(&e->wplain, wnd, G > 1 ? gwei : wei,
+                                     dt, wtag) ||
+        dnnl_memory_desc_init_by_tag(&md_any, wnd, G > 1 ? gwei : wei, dt,
                                      dnnl_format_tag_any))
         return;
-    dnnl_primitive_attr_t attr = NULL;
-    if (dnnl_primitive_attr_create(&attr) ||
-        dnnl_primitive_attr_set_scratchpad_mode(attr,
-                                                dnnl_scratchpad_mode_user)) {
-        if (attr)
-            dnnl_primitive_attr_destroy(attr);
+    dnnl_primitive_attr_t attr = make_attr(act);
+    if (!attr)
         return;
-    }
     dnnl_convolution_desc_t fwd, cd;
     dnnl_primitive_desc_t hint = NULL, pd = NULL;
     if (dnnl_dilated_convolution_forward_desc_init(
             &fwd, kind == TFM_CONV_FWD ? dnnl_forward_inference
                                        : dnnl_forward_training,
-            dnnl_convolution_direct, &md_src, &md_any, NULL, &md_dst,
-            strides, dil, pl, pr))
+            dnnl_convolution_direct, &md_src, &md_any,
+            act >= 0 ? &md_bias : NULL, &md_dst, strides, dil, pl, pr))
         goto done;
     if (kind == TFM_CONV_FWD) {
         if (dnnl_primitive_desc_create(&pd, &fwd, attr, engine, NULL))
@@ -215,6 +277,7 @@ entry_build(entry *e, int kind, const tfm_conv_geom *g, dnnl_data_type_t dt)
         e->prim = NULL;
         goto done;
     }
+    e->bias = md_bias;
     e->act_in = kind == TFM_CONV_BWD_DATA ? md_dst : md_src;
     e->act_out = kind == TFM_CONV_BWD_DATA ? md_src : md_dst;
     e->ok = 1;
@@ -227,21 +290,22 @@ done:
 }
 
 static void
-make_key(int64_t *k, int kind, const tfm_conv_geom *g, dnnl_data_type_t dt)
+make_key(int64_t *k, int kind, const tfm_conv_geom *g, dnnl_data_type_t dt,
+         int act)
 {
-    int64_t v[NKEY] = {kind, dt, g->n, g->h, g->w, g->c, g->kh, g->kw, g->o,
-                       g->sh, g->sw, g->dh, g->dw, g->pt, g->pl, g->oh,
-                       g->ow};
+    int64_t v[NKEY] = {kind, act, dt, g->n, g->h, g->w, g->c, g->kh, g->kw,
+                       g->o, g->sh, g->sw, g->dh, g->dw, g->pt, g->pl, g->oh,
+                       g->ow, g->groups};
     memcpy(k, v, sizeof v);
 }
 
 /* The cached entry for this shape, built on a miss; the caller releases
  * it. NULL only when out of memory. */
 static entry *
-entry_get(int kind, const tfm_conv_geom *g, dnnl_data_type_t dt)
+entry_get(int kind, const tfm_conv_geom *g, dnnl_data_type_t dt, int act)
 {
     int64_t key[NKEY];
-    make_key(key, kind, g, dt);
+    make_key(key, kind, g, dt, act);
     pthread_mutex_lock(&lock);
     for (int i = 0; i < CACHE_SIZE; i++) {
         entry *e = cache[i];
@@ -259,7 +323,7 @@ entry_get(int kind, const tfm_conv_geom *g, dnnl_data_type_t dt)
     if (!e)
         return NULL;
     memcpy(e->key, key, sizeof key);
-    entry_build(e, kind, g, dt);
+    entry_build(e, kind, g, dt, act);
     e->refs = 2; /* the cache's and the caller's */
     entry *old = NULL;
     pthread_mutex_lock(&lock);
@@ -316,7 +380,8 @@ mem(const dnnl_memory_desc_t *md, void *p)
 /* Runs one conv: returns 1 when done, 0 when the caller must use
  * im2col, -1 when out of memory. */
 static int
-run(entry *e, int kind, const void *a, const void *b, void *out)
+run(entry *e, int kind, const void *a, const void *b, const void *bias,
+    void *out)
 {
     /* a, b, out by kind: fwd x, f, y; bwd data f, dy, dx; bwd weights
      * x, dy, df. */
@@ -332,7 +397,7 @@ run(entry *e, int kind, const void *a, const void *b, void *out)
     int rc = 0;
     dnnl_stream_t stream = NULL;
     dnnl_memory_t m_in = NULL, m_out = NULL, m_wplain = NULL,
-                  m_wprim = NULL, m_sp = NULL;
+                  m_wprim = NULL, m_sp = NULL, m_bias = NULL;
     if (dnnl_stream_create(&stream, engine, dnnl_stream_default_flags))
         goto out;
     void *wplain = kind == TFM_CONV_BWD_WEIGHTS ? out : (void *)wsrc;
@@ -347,6 +412,8 @@ run(entry *e, int kind, const void *a, const void *b, void *out)
         (dnnl_memory_desc_init_by_tag(&spmd, 1, spdim, dnnl_u8, dnnl_a) ||
          !(m_sp = mem(&spmd, scratch))))
         goto out;
+    if (bias && !(m_bias = mem(&e->bias, (void *)bias)))
+        goto out;
     if (!m_in || !m_out || !m_wplain || !m_wprim)
         goto out;
     /* oneDNN splits the work for the team size it asks OpenMP for and
@@ -359,13 +426,15 @@ run(entry *e, int kind, const void *a, const void *b, void *out)
     dnnl_status_t s = dnnl_success;
     if (e->wreorder && kind != TFM_CONV_BWD_WEIGHTS)
         s = reorder(e, stream, m_wplain, m_wprim);
-    dnnl_exec_arg_t args[4];
+    dnnl_exec_arg_t args[5];
     int na = 0;
     switch (kind) {
     case TFM_CONV_FWD:
         args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m_in};
         args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, m_wprim};
         args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, m_out};
+        if (m_bias)
+            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, m_bias};
         break;
     case TFM_CONV_BWD_DATA:
         args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, m_in};
@@ -402,6 +471,8 @@ out:
         dnnl_memory_destroy(m_out);
     if (m_sp)
         dnnl_memory_destroy(m_sp);
+    if (m_bias)
+        dnnl_memory_destroy(m_bias);
     if (stream)
         dnnl_stream_destroy(stream);
     free(wbuf);
@@ -411,17 +482,18 @@ out:
 
 static int
 conv_dnnl(int kind, const tfm_conv_geom *g, dnnl_data_type_t dt,
-          const void *a, const void *b, void *out)
+          const void *a, const void *b, const void *bias, int act,
+          void *out)
 {
     if (!use_dnnl())
         return 0;
     pthread_once(&engine_once, engine_init);
     if (!engine)
         return 0;
-    entry *e = entry_get(kind, g, dt);
+    entry *e = entry_get(kind, g, dt, act);
     if (!e)
         return -1;
-    int rc = e->ok ? run(e, kind, a, b, out) : 0;
+    int rc = e->ok ? run(e, kind, a, b, bias, out) : 0;
     entry_release(e);
     if (rc == 1)
         atomic_fetch_add_explicit(dt == dnnl_bf16 ? &bf16_calls : &calls, 1,
@@ -433,7 +505,15 @@ int
 tfm_conv_dnnl_f32(int kind, const tfm_conv_geom *g, const float *a,
                   const float *b, float *out)
 {
-    return conv_dnnl(kind, g, dnnl_f32, a, b, out);
+    return conv_dnnl(kind, g, dnnl_f32, a, b, NULL, -1, out);
+}
+
+int
+tfm_conv_dnnl_fused_f32(const tfm_conv_geom *g, const float *x,
+                        const float *f, const float *bias, int act,
+                        float *y)
+{
+    return conv_dnnl(TFM_CONV_FWD, g, dnnl_f32, x, f, bias, act, y);
 }
 
 int
@@ -442,7 +522,7 @@ tfm_conv_dnnl_bf16(int kind, const tfm_conv_geom *g, const uint16_t *a,
 {
     if (!tfm_conv_bf16_native())
         return 0;
-    return conv_dnnl(kind, g, dnnl_bf16, a, b, out);
+    return conv_dnnl(kind, g, dnnl_bf16, a, b, NULL, -1, out);
 }
 
 /* 0: not yet read, 1: yes, 2: no. */
@@ -505,6 +585,15 @@ tfm_conv_dnnl_bf16(int kind, const tfm_conv_geom *g, const uint16_t *a,
                    const uint16_t *b, uint16_t *out)
 {
     (void)kind; (void)g; (void)a; (void)b; (void)out;
+    return 0;
+}
+
+int
+tfm_conv_dnnl_fused_f32(const tfm_conv_geom *g, const float *x,
+                        const float *f, const float *bias, int act,
+                        float *y)
+{
+    (void)g; (void)x; (void)f; (void)bias; (void)act; (void)y;
     return 0;
 }
 

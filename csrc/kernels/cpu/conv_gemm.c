@@ -186,6 +186,7 @@ tfm_conv_geom_make(tfm_conv_geom *g, const tfm_shape *x, int64_t kh,
     g->sw = a->ints[TFM_CONV_STRIDE_W];
     g->dh = dh;
     g->dw = dw;
+    g->groups = 1;
     /* The shape rule has checked that the window fits. */
     tfm_conv_dim(g->h, kh, g->sh, dh, mode, pads[0], pads[1], &g->oh,
                  &g->pt);

@@ -1,8 +1,8 @@
 """More convolution and pooling layers (channels_last): Conv1D,
 Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, 1D pooling and 1D
 global pooling. All are compositions of the core's Conv2D,
-Conv2DBackpropInput and pooling ops, so gradients and tracing come from
-those ops."""
+Conv2DBackpropInput, DepthwiseConv2dNative and pooling ops, so gradients
+and tracing come from those ops."""
 import tfmini as tf
 
 from .base import Layer
@@ -164,24 +164,15 @@ def _no_strided_dilation(strides, dilation_rate):
 
 
 def _depthwise(x, kernel, strides, padding, dilations):
-    """Depthwise conv2d through the core's Conv2D: the (kh, kw, C, M)
-    kernel becomes the block-diagonal (kh, kw, C, C*M) one whose input
-    channel c feeds only outputs c*M .. c*M+M-1 (TF's order). The core
-    has no DepthwiseConv2dNative op; this costs C times the FLOPs of a
-    native kernel, which is fine for the small C of MobileNet-style
-    blocks on CPU but is what a depthwise kernel would save."""
-    kh, kw, c, m = (int(d) for d in kernel.shape)
-    eye = tf.reshape(tf.eye(c, dtype=kernel.dtype), (1, 1, c, c, 1))
-    full = tf.reshape(tf.expand_dims(kernel, 3) * eye, (kh, kw, c, c * m))
-    return tf.nn.conv2d(x, full, strides=strides, padding=padding.upper(),
-                        dilations=dilations)
+    """The core's DepthwiseConv2dNative (oneDNN's grouped convolution)."""
+    return tf.nn.depthwise_conv2d(x, kernel, (1,) + tuple(strides) + (1,),
+                                  padding.upper(), dilations=dilations)
 
 
 class DepthwiseConv2D(_BaseConv):
     """Each input channel convolved with its own depth_multiplier
     filters; kernel (kh, kw, in, depth_multiplier), output channel
-    c * depth_multiplier + m. Computed as a Conv2D with a block-diagonal
-    kernel (see _depthwise: the core has no depthwise op)."""
+    c * depth_multiplier + m (DepthwiseConv2dNative)."""
 
     _config_keys = ("kernel_size", "strides", "padding", "depth_multiplier",
                     "data_format", "dilation_rate")
@@ -263,10 +254,10 @@ class SeparableConv2D(_BaseConv):
         self.built = True
 
     def call(self, inputs):
-        y = _depthwise(inputs, self.depthwise_kernel, self.strides,
-                       self.padding, self.dilation_rate)
-        y = tf.nn.conv2d(y, self.pointwise_kernel, strides=(1, 1),
-                         padding="VALID")
+        y = tf.nn.separable_conv2d(
+            inputs, self.depthwise_kernel, self.pointwise_kernel,
+            (1,) + tuple(self.strides) + (1,), self.padding.upper(),
+            dilations=self.dilation_rate)
         return self._finish(y)
 
 

@@ -1,0 +1,173 @@
+/* The conv epilogue: Conv2D, then its bias add (AddV2 with a vector
+ * [out_channels], as tf.nn.bias_add and Keras's Conv2D make it), then
+ * optionally Relu, Relu6 or Elu, becomes one _FusedConv2D(x, f, bias)
+ * node, which oneDNN runs as one primitive with a bias and an eltwise
+ * post-op (kernels/cpu/conv_fused.c): no tensor for the pre-bias or
+ * pre-activation value, and the output written once.
+ *
+ * Gradients stay right because each link must be the only reader of
+ * the one before it (uses == 1: a graph output, a control edge or any
+ * other reader pins it). In a training graph Relu's and Relu6's
+ * gradients read the activation's output, which the fused node still
+ * gives, so they fuse; Elu's reads its input too, so there only the
+ * bias add joins the conv. The conv's inputs, which its own gradients
+ * read, are the fused node's inputs and stay alive.
+ *
+ * Runs before the matmul epilogue and elementwise fusion (which would
+ * otherwise take the bias add into a _FusedElementwise node), on CPU
+ * nodes of float32 or float64 only. */
+#include "passes.h"
+
+#include <stdlib.h>
+
+#include "../kernels/cpu/conv.h"
+#include "fused.h"
+
+static int
+same_meta(const tfm_meta *a, const tfm_meta *b)
+{
+    if (a->dtype != b->dtype || a->shape.ndim != b->shape.ndim)
+        return 0;
+    for (int d = 0; d < a->shape.ndim; d++)
+        if (a->shape.dims[d] != b->shape.dims[d])
+            return 0;
+    return 1;
+}
+
+static int
+activation(tfm_op op)
+{
+    switch (op) {
+    case TFM_OP_RELU: return TFM_CONV_ACT_RELU;
+    case TFM_OP_RELU6: return TFM_CONV_ACT_RELU6;
+    case TFM_OP_ELU: return TFM_CONV_ACT_ELU;
+    default: return -1;
+    }
+}
+
+/* One match: the conv, its bias add, the activation (-1: none). */
+typedef struct match {
+    int32_t conv, add, act;
+    tfm_ref bias;
+    int code;
+} match;
+
+/* Whether conv node k starts a match; fills *m. */
+static int
+find(const tfm_graph *g, const int32_t *uses, const int32_t *consumer,
+     int32_t k, match *m)
+{
+    const tfm_node *cv = tfm_graph_node(g, k);
+    if (cv->op != TFM_OP_CONV2D || cv->nout != 1 || cv->device > 0 ||
+        (cv->out[0].dtype != TFM_FLOAT32 && cv->out[0].dtype != TFM_FLOAT64)
+        || cv->out[0].shape.ndim != 4 || uses[k] != 1 || consumer[k] < 0)
+        return 0;
+    int64_t o = cv->out[0].shape.dims[3];
+    const tfm_node *ad = tfm_graph_node(g, consumer[k]);
+    if (ad->op != TFM_OP_ADD || ad->nin != 2 || ad->nctrl || o < 0 ||
+        !same_meta(&ad->out[0], &cv->out[0]))
+        return 0;
+    int side = ad->in[0].node == k ? 1 : 0;
+    if (ad->in[side].node == k || ad->in[1 - side].out != 0)
+        return 0;
+    const tfm_meta *bm =
+        &tfm_graph_node(g, ad->in[side].node)->out[ad->in[side].out];
+    if (bm->dtype != cv->out[0].dtype || bm->shape.ndim != 1 ||
+        bm->shape.dims[0] != o)
+        return 0;
+    m->conv = k;
+    m->add = consumer[k];
+    m->bias = ad->in[side];
+    m->act = -1;
+    m->code = TFM_CONV_ACT_NONE;
+    if (uses[m->add] == 1 && consumer[m->add] >= 0) {
+        const tfm_node *an = tfm_graph_node(g, consumer[m->add]);
+        int code = activation(an->op);
+        if (code > 0 && !an->nctrl && an->nin == 1 &&
+            same_meta(&an->out[0], &cv->out[0])) {
+            m->act = consumer[m->add];
+            m->code = code;
+        }
+    }
+    return 1;
+}
+
+static tfm_code
+emit(tfm_rw *rw, const match *m)
+{
+    const tfm_graph *g = rw->src;
+    const tfm_node *cv = tfm_graph_node(g, m->conv);
+    const tfm_node *last = tfm_graph_node(g, m->act >= 0 ? m->act : m->add);
+    tfm_ref in[3] = {tfm_rw_ref(rw, cv->in[0]), tfm_rw_ref(rw, cv->in[1]),
+                     tfm_rw_ref(rw, m->bias)};
+    tfm_attrs a = *cv->attrs;
+    a.i[1] = m->code;
+    int d = tfm_rw_add(rw, TFM_OP_FUSED_CONV2D, in, 3, &a, last->out, 1,
+                       last->name, cv->site, NULL);
+    if (d < 0)
+        return tfm_error_code();
+    tfm_code rc = tfm_rw_copy_ctrl(rw, m->conv, d);
+    if (!rc)
+        tfm_rw_set(rw, m->act >= 0 ? m->act : m->add, d);
+    return rc;
+}
+
+tfm_graph *
+tfm_pass_conv_epilogue(tfm_graph *g)
+{
+    int32_t n = tfm_graph_node_count(g);
+    size_t sz = (size_t)n + 1;
+    int32_t *uses = malloc(sizeof(int32_t) * sz);
+    int32_t *consumer = malloc(sizeof(int32_t) * sz);
+    int32_t *role = malloc(sizeof(int32_t) * sz); /* -1, or match index */
+    match *ms = malloc(sizeof(match) * sz);
+    tfm_graph *out = NULL;
+    int nm = 0;
+    tfm_rw rw;
+    if (!uses || !consumer || !role || !ms) {
+        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+        goto done;
+    }
+    tfm_fused_uses(g, uses, consumer);
+    for (int32_t k = 0; k < n; k++)
+        role[k] = -1;
+    for (int32_t k = 0; k < n; k++) {
+        match m;
+        if (role[k] >= 0 || !find(g, uses, consumer, k, &m) ||
+            role[m.add] >= 0 || (m.act >= 0 && role[m.act] >= 0))
+            continue;
+        role[m.conv] = role[m.add] = nm;
+        if (m.act >= 0)
+            role[m.act] = nm;
+        ms[nm++] = m;
+    }
+    if (!nm) {
+        tfm_graph_incref(g);
+        out = g;
+        goto done;
+    }
+    if (tfm_rw_begin(&rw, g))
+        goto done;
+    for (int32_t k = 0; k < n; k++) {
+        if (role[k] < 0) {
+            if (tfm_rw_copy(&rw, k) < 0)
+                goto fail;
+            continue;
+        }
+        /* The links are dropped; the last emits the node, when the
+         * conv's inputs and the bias are all in place. */
+        const match *m = &ms[role[k]];
+        if (k == (m->act >= 0 ? m->act : m->add) && emit(&rw, m))
+            goto fail;
+    }
+    out = tfm_rw_finish(&rw);
+    goto done;
+fail:
+    tfm_rw_abort(&rw);
+done:
+    free(uses);
+    free(consumer);
+    free(role);
+    free(ms);
+    return out;
+}
