@@ -186,9 +186,10 @@ def _cell(b, ref):
 
 
 def _fmt_time(t):
+    # 999.7 us shows as "1 ms", not "1e+03 us"
     for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-        if t >= scale:
-            return f"{t / scale:.3g} {unit}"
+        if float(f"{t / scale:.3g}") >= 1:
+            return f"{float(f'{t / scale:.3g}'):g} {unit}"
     return f"{t / 1e-9:.3g} ns"
 
 
