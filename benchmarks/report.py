@@ -196,7 +196,7 @@ def _fmt_time(t):
 def frameworks_line(data, pythons, ran):
     """Which version of each framework made its rows, and under which
     interpreter (from conftest.py's machine_info), and which had none."""
-    versions = {}
+    versions = dict(data.get("machine_info", {}).get("frameworks", {}))
     for part in data.get("parts", []):
         versions.update(part.get("frameworks", {}))
     have = {b["params"]["impl"].split("-")[0] for b in data["benchmarks"]}
