@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tfmini as tf
+from _leaks import assert_no_leak
 
 
 class _Counts(ctypes.Structure):
@@ -201,3 +202,26 @@ def test_while_loop_values_with_taken_over_inputs(n):
     np.testing.assert_allclose(a.numpy(), wa)
     np.testing.assert_allclose(b.numpy(), wb)
     np.testing.assert_allclose(c.numpy(), wc)
+
+
+def test_taken_over_inputs_leak_nothing_on_success_or_error():
+    # The taken-over initial value is dropped on every path: a loop that
+    # ends, and one whose body fails after the first iteration.
+    fill = _scatter_loop()
+    x = tf.constant(np.zeros((64, 256), np.float32))
+
+    @tf.function
+    def bad(x, k):
+        buf = x * 2.0
+        return tf.while_loop(
+            lambda i, b: i < 3,
+            lambda i, b: (i + 1, tf.tensor_scatter_nd_add(
+                b, tf.reshape(i * k, [1, 1]), tf.ones([1, 256]))),
+            [tf.constant(0), buf])[1]
+
+    def round_():
+        fill(x, tf.constant(3))
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="TensorScatterAdd"):
+            bad(x, tf.constant(40))
+    assert_no_leak(round_, rounds=10)
