@@ -17,10 +17,22 @@ def _importable(name):
         return False
 
 
-IMPLS = ["tfmini", "numpy", "tensorflow", "torch"]
+IMPLS = ["tfmini", "numpy", "tensorflow", "jax", "torch"]
 AVAILABLE = {"tfmini": True, "numpy": True,
              "tensorflow": _importable("tensorflow"),
+             "jax": _importable("jax"),
              "torch": _importable("torch")}
+
+
+def skip_unless(*names):
+    """pytest.param marks for an implementation id (e.g. "jax-jit"):
+    skipped unless its framework (the id's first part) imports here."""
+    def one(name):
+        base = name.split("-")[0]
+        have = AVAILABLE.get(base, True)
+        return pytest.param(name, marks=pytest.mark.skipif(
+            not have, reason=f"{base} is not installed"))
+    return [one(n) for n in names]
 
 
 def impl_params():
@@ -46,6 +58,9 @@ def to_impl(impl, x):
     if impl == "tensorflow":
         import tensorflow as tf
         return tf.constant(x)
+    if impl == "jax":
+        import jax.numpy as jnp
+        return jnp.asarray(x)
     import torch
     return torch.from_numpy(np.ascontiguousarray(x))
 
@@ -55,7 +70,17 @@ def module(impl):
         return tfmini
     if impl == "numpy":
         return np
+    if impl == "jax":
+        return importlib.import_module("jax.numpy")
     return importlib.import_module(impl)
+
+
+def synced(impl, fn):
+    """fn, made to wait for its result where impl dispatches
+    asynchronously (JAX returns before the work is done)."""
+    if impl.split("-")[0] == "jax":
+        return lambda *a: fn(*a).block_until_ready()
+    return fn
 
 
 def keras_models(keras):

@@ -7,7 +7,10 @@ jit_compile=True.
   y = (x * a + b) * sigmoid(x) - c; relu(y * y - x):
   Mul, AddV2, Sigmoid, Mul, Sub, Mul, Sub, Relu, one fused node traced.
   "numpy-add-floor" is one np.add(x, 1, out=y) pass over the same data,
-  the memory-bandwidth floor; "numpy" is the chain in NumPy.
+  the memory-bandwidth floor; "numpy" is the chain in NumPy. The
+  compiled peers (TensorFlow's tf.function, with and without XLA, and
+  jax.jit) fetch their result as a NumPy array, as does
+  "tfmini-traced-fetched"; "tfmini-traced" keeps the tensor.
 - a Dense layer forward, relu(x @ w + b), batch 256, float32, 784 -> 256
   units (the matmul is ~95% of eager's time) and 64 -> 64 (bias and relu
   passes and per-op costs are a quarter of it): one _FusedMatMul
@@ -15,7 +18,7 @@ jit_compile=True.
 import numpy as np
 import pytest
 
-from _common import AVAILABLE
+from _common import AVAILABLE, skip_unless
 import tfmini as tf
 
 N_CHAIN = 1 << 24
@@ -37,6 +40,12 @@ def _chain(m, x, a, b, c):
     return m.nn.relu(y * y - x)
 
 
+def _chain_jax(jnp, x, a, b, c):
+    import jax
+    y = (x * a + b) * jax.nn.sigmoid(x) - c
+    return jnp.maximum(y * y - x, 0)
+
+
 def _np_chain(x, a, b, c):
     y = (x * a + b) * (1.0 / (1.0 + np.exp(-x))) - c
     return np.maximum(y * y - x, 0)
@@ -48,8 +57,9 @@ def chain_input():
         np.float32)
 
 
-@pytest.mark.parametrize("impl", ["tfmini-traced", "tfmini",
-                                  "numpy-add-floor", "numpy"] + _TF)
+@pytest.mark.parametrize("impl", ["tfmini-traced", "tfmini-traced-fetched",
+                                  "tfmini", "numpy-add-floor", "numpy"] +
+                         _TF + skip_unless("jax-jit"))
 def test_elementwise_chain_16m(benchmark, impl, chain_input):
     _group(benchmark, "8-op elementwise chain on 16M float32: traced "
            "(fused) vs eager vs one np.add pass")
@@ -70,7 +80,20 @@ def test_elementwise_chain_16m(benchmark, impl, chain_input):
         f(x)
         benchmark(lambda: f(x).numpy())
         return
+    if impl == "jax-jit":
+        import jax
+        import jax.numpy as jnp
+        x = jnp.asarray(chain_input)
+        f = jax.jit(lambda x: _chain_jax(jnp, x, a, b, c))
+        f(x)
+        benchmark(lambda: np.asarray(f(x)))
+        return
     x = tf.constant(chain_input)
+    if impl == "tfmini-traced-fetched":
+        f = tf.function(lambda x: _chain(tf, x, a, b, c))
+        f(x)
+        benchmark(lambda: f(x).numpy())
+        return
     if impl == "tfmini-traced":
         f = tf.function(lambda x: _chain(tf, x, a, b, c))
         f(x)

@@ -1,13 +1,14 @@
 """GradientTape and tf.function benchmarks (issues 3 and 4), each beside
-the same computation written with NumPy (and TF / PyTorch when
-installed is left to bench_keras.py's fit comparisons).
+the same computation written with NumPy; the one-op call and the MLP
+train step also in TensorFlow (tf.function and eager), JAX (jax.jit) and
+PyTorch (eager) when installed.
 
 - tiny op with a tape recording it, vs NumPy's op (the tape's overhead is
   the ratio of "tape" to "no tape" rows)
 - 784-128-10 MLP at batch 32: forward, and forward + backward
-- one-op tf.function on a cache hit, vs the eager op
+- one-op tf.function on a cache hit (and jax.jit's), vs the eager op
 - the MLP train step (cross entropy, gradient, SGD or a hand-written
-  Adam), eager and traced
+  Adam), eager and traced / jitted
 - tracing a 1,000-op function
 - a 1,000-iteration while loop of scalar ops: tf.while_loop in a
   tf.function (the C executor runs the loop), the same loop as eager
@@ -17,7 +18,7 @@ installed is left to bench_keras.py's fit comparisons).
 import numpy as np
 import pytest
 
-from _common import AVAILABLE
+from _common import skip_unless
 import tfmini as tf
 
 
@@ -112,12 +113,29 @@ def test_mlp_gradient(benchmark, impl, rng):
     benchmark(both)
 
 
-@pytest.mark.parametrize("impl", ["tfmini-traced", "tfmini", "numpy"])
+@pytest.mark.parametrize("impl", ["tfmini-traced", "tfmini", "numpy"] +
+                         skip_unless("tensorflow-function", "jax-jit"))
 def test_one_op_function(benchmark, impl):
+    """A cached compiled call of `x + x` on 2 floats: tf.function's call
+    path (tfmini's, TensorFlow's) and jax.jit's, against the eager op."""
     _group(benchmark, "one-op function: cached traced call vs eager op")
     if impl == "numpy":
         a = np.ones(2, np.float32)
         benchmark(lambda: a + a)
+        return
+    if impl == "tensorflow-function":
+        import tensorflow as real_tf
+        a = real_tf.constant([1.0, 2.0])
+        f = real_tf.function(lambda x: x + x)
+        f(a)
+        benchmark(lambda: f(a))
+        return
+    if impl == "jax-jit":
+        import jax
+        a = jax.numpy.asarray([1.0, 2.0], dtype=np.float32)
+        f = jax.jit(lambda x: x + x)
+        f(a).block_until_ready()
+        benchmark(lambda: f(a).block_until_ready())
         return
     a = tf.constant([1.0, 2.0])
     if impl == "tfmini":
@@ -148,19 +166,92 @@ def _np_adam_step(x, y, w, m, v, t, lr=1e-3, b1=0.9, b2=0.999, eps=1e-7):
     return -logp[np.arange(len(y)), y].mean()
 
 
-@pytest.mark.parametrize("impl", ["tfmini-traced", "tfmini", "numpy"] + [
-    pytest.param(name, marks=pytest.mark.skipif(
-        not AVAILABLE["tensorflow"], reason="tensorflow is not installed"))
-    for name in ("tensorflow-function", "tensorflow")])
+def _jax_train_step(opt, x, y, w1, w2, lr=1e-3, b1=0.9, b2=0.999,
+                    eps=1e-7):
+    """test_mlp_train_step's step as one jax.jit'd pure function over
+    (weights, Adam slots, t): the state is threaded through the calls."""
+    import jax
+    import jax.numpy as jnp
+
+    def loss(w, xb, yb):
+        lp = jax.nn.log_softmax(jax.nn.relu(xb @ w[0]) @ w[1])
+        return -jnp.take_along_axis(lp, yb[:, None], 1).mean()
+
+    @jax.jit
+    def step(state, xb, yb):
+        w, m, v, t = state
+        value, g = jax.value_and_grad(loss)(w, xb, yb)
+        if opt == "sgd":
+            return ([p - 0.01 * gi for p, gi in zip(w, g)], m, v, t), value
+        t = t + 1.0
+        lr_t = lr * jnp.sqrt(1.0 - b2 ** t) / (1.0 - b1 ** t)
+        m = [b1 * mi + (1.0 - b1) * gi for mi, gi in zip(m, g)]
+        v = [b2 * vi + (1.0 - b2) * gi * gi for vi, gi in zip(v, g)]
+        w = [p - lr_t * mi / (jnp.sqrt(vi) + eps)
+             for p, mi, vi in zip(w, m, v)]
+        return (w, m, v, t), value
+
+    w = [jnp.asarray(w1), jnp.asarray(w2)]
+    state = [(w, [jnp.zeros_like(p) for p in w],
+              [jnp.zeros_like(p) for p in w], jnp.float32(0))]
+    xb, yb = jnp.asarray(x), jnp.asarray(y)
+
+    def run():
+        state[0], value = step(state[0], xb, yb)
+        return value.block_until_ready()
+    return run
+
+
+def _torch_train_step(opt, x, y, w1, w2):
+    """The same step in PyTorch eager: autograd, then the update in
+    place under no_grad (torch.optim's SGD / Adam would differ in
+    epsilon placement)."""
+    import torch
+    F = torch.nn.functional
+    xb, yb = torch.from_numpy(x), torch.from_numpy(y).long()
+    w = [torch.from_numpy(w1.copy()).requires_grad_(),
+         torch.from_numpy(w2.copy()).requires_grad_()]
+    m = [torch.zeros_like(p) for p in w]
+    v = [torch.zeros_like(p) for p in w]
+    t = [0]
+
+    def run(lr=1e-3, b1=0.9, b2=0.999, eps=1e-7):
+        loss = F.cross_entropy(F.relu(xb @ w[0]) @ w[1], yb)
+        g = torch.autograd.grad(loss, w)
+        with torch.no_grad():
+            if opt == "sgd":
+                for p, gi in zip(w, g):
+                    p.sub_(0.01 * gi)
+            else:
+                t[0] += 1
+                lr_t = lr * (1 - b2 ** t[0]) ** 0.5 / (1 - b1 ** t[0])
+                for p, gi, mi, vi in zip(w, g, m, v):
+                    mi.mul_(b1).add_((1 - b1) * gi)
+                    vi.mul_(b2).add_((1 - b2) * gi * gi)
+                    p.sub_(lr_t * mi / (vi.sqrt() + eps))
+        return loss.item()
+    return run
+
+
+@pytest.mark.parametrize("impl", ["tfmini-traced", "tfmini", "numpy"] +
+                         skip_unless("tensorflow-function", "tensorflow",
+                                     "jax-jit", "torch"))
 @pytest.mark.parametrize("opt", ["sgd", "adam"])
 def test_mlp_train_step(benchmark, impl, opt, rng):
     """The issue allows SGD or a hand-written Adam; both are measured.
     Adam adds three elementwise updates over each weight, which the
     traced step fuses (and compiles: 784x128 is over the native
-    threshold) and eager runs op by op."""
+    threshold) and eager runs op by op. JAX's step is jax.jit'd,
+    PyTorch's eager."""
     _group(benchmark, f"MLP 784-128-10 b32 {opt.upper()} train step: "
            "eager vs traced")
     x, y, w1, w2 = _mlp(rng)
+    if impl in ("jax-jit", "torch"):
+        run = (_jax_train_step if impl == "jax-jit"
+               else _torch_train_step)(opt, x, y, w1, w2)
+        run()
+        benchmark(run)
+        return
     if impl == "numpy":
         if opt == "sgd":
             benchmark(lambda: _np_step(x, y, w1, w2))

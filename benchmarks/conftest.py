@@ -1,7 +1,7 @@
 """Shared pieces of the benchmarks: which implementations are here, and
 inputs made once per size. Every benchmark runs the same work through
 tfmini, NumPy (the reference of every ratio) and, when importable,
-TensorFlow and PyTorch; report.py turns the timings into RESULTS.md."""
+TensorFlow, JAX and PyTorch; report.py turns the timings into RESULTS.md."""
 import os
 
 import numpy as np
@@ -13,6 +13,19 @@ from _common import AVAILABLE
 @pytest.fixture(scope="session")
 def rng():
     return np.random.default_rng(0)
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    """The version of each framework this process has, for report.py's
+    "Frameworks:" line (each framework may run under its own
+    interpreter)."""
+    import importlib
+    versions = {}
+    for name, have in AVAILABLE.items():
+        if have:
+            mod = importlib.import_module(name)
+            versions[name] = getattr(mod, "__version__", "?")
+    machine_info["frameworks"] = versions
 
 
 def pytest_report_header(config):

@@ -2,6 +2,34 @@
  * in the plan's arena. */
 #include "exec_impl.h"
 
+#include <stdatomic.h>
+
+/* Note [Executor counters]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~
+ * What a loop costs per iteration beyond its kernels is the steps it
+ * runs and the outputs it allocates; both are counted here, so that a
+ * test can hold a compiled loop to a fixed amount of work per iteration
+ * on any machine (tests/test_loop_overhead.py), where a timing would
+ * only hold on a quiet one. One relaxed add per plan run, per output
+ * that gets memory of its own (beside its malloc) and per While
+ * iteration: nothing per kernel step. */
+static _Atomic int64_t count_steps, count_fresh, count_iterations;
+
+static inline void
+tally(_Atomic int64_t *c, int64_t n)
+{
+    atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+void
+tfm_exec_counters(tfm_exec_counts *out)
+{
+    out->steps = atomic_load_explicit(&count_steps, memory_order_relaxed);
+    out->fresh = atomic_load_explicit(&count_fresh, memory_order_relaxed);
+    out->iterations = atomic_load_explicit(&count_iterations,
+                                           memory_order_relaxed);
+}
+
 static tfm_code plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
                          tfm_tensor **out, int recorded,
                          const uint8_t *owned);
@@ -173,6 +201,7 @@ new_output(const tfm_plan *p, tfm_buffer *arena, int32_t slot,
     if (arena && p->slot_off[slot] >= 0)
         return tfm_tensor_view(arena, (size_t)p->slot_off[slot], m->dtype,
                                &m->shape, 0);
+    tally(&count_fresh, 1);
     return tfm_tensor_new(m->dtype, &m->shape, 0);
 }
 
@@ -196,8 +225,11 @@ new_output(const tfm_plan *p, tfm_buffer *arena, int32_t slot,
  * What makes the sole reference happen is run_while: a loop variable's
  * value is handed to the body (its reference moves rather than being
  * shared), so inside the body the variable's placeholder slot holds it
- * alone. The first iteration still copies (the While's input has other
- * holders); the others write in place. */
+ * alone. The initial value moves too when the While is its slot's last
+ * reader (last_reader), so a buffer made just for the loop is written
+ * in place from the first iteration; one that others still hold (a
+ * function input, a Const, a value read again after the loop) is copied
+ * once, by the first iteration. */
 int
 tfm_exec_writes_over_input(tfm_op op)
 {
@@ -281,6 +313,7 @@ run_kernel_step(const tfm_plan *p, const step *st, tfm_tensor **vals,
                                       &nout);
     if (rc)
         return rc;
+    tally(&count_fresh, nout);
     for (int k = 0; k < nout; k++) {
         if (k < n->nout)
             vals[st->out + k] = outs[k];
@@ -349,6 +382,24 @@ loop_var_changed(const tfm_node *n, int k, const tfm_tensor *t)
                      tfm_shape_str(&n->out[k].shape, b, sizeof b));
 }
 
+/* Whether While step st is the last reader of loop variable k's initial
+ * value, through that input alone: then the loop takes the slot's
+ * reference over instead of sharing it, so that a value nobody else
+ * holds reaches the body as its sole reference and a scatter writes
+ * over it from the first iteration on (Note [Writing over a loop
+ * variable]), not only from the second. */
+static int
+last_reader(const step *st, int k)
+{
+    int32_t sl = st->in[k];
+    if (!dies_at(st, sl))
+        return 0;
+    for (int i = 0; i < st->node->nin; i++)
+        if (i != k && st->in[i] == sl)
+            return 0;
+    return 1;
+}
+
 static tfm_code
 run_while(const step *st, tfm_tensor **vals, int recorded)
 {
@@ -372,7 +423,10 @@ run_while(const step *st, tfm_tensor **vals, int recorded)
     }
     for (int k = 0; k < nvars; k++) {
         cur[k] = vals[st->in[k]];
-        tfm_tensor_incref(cur[k]);
+        if (recorded || !last_reader(st, k))
+            tfm_tensor_incref(cur[k]);
+        else
+            vals[st->in[k]] = NULL;
     }
     /* The body takes over each loop variable's reference (Note [Writing
      * over a loop variable]); one fed to two body inputs stays shared. */
@@ -405,6 +459,7 @@ run_while(const step *st, tfm_tensor **vals, int recorded)
         rc = plan_run(st->sub[1], in, nb, next, recorded, owned);
         if (rc)
             goto done;
+        tally(&count_iterations, 1);
         /* The body's outputs may be less specific than the loop
          * variables (or, from a hostile file, other shapes): the next
          * condition would check them, but a last iteration that
@@ -499,6 +554,7 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
     case STEP_PRINT:
     case STEP_COPY: {
         tfm_tensor *ins[TFM_MAX_INPUTS];
+        tally(&count_fresh, st->kind == STEP_COPY);
         for (int i = 0; i < n->nin; i++)
             ins[i] = vals[st->in[i]];
         return st->kind == STEP_PRINT
@@ -532,6 +588,10 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
                      : tfm_native_lazy_get((tfm_native_lazy *)&st->native,
                                            p->g, n);
         int keep_lock = native && st->into && claim_variables(st, vals);
+        int fresh = 0;
+        for (int k = 0; k < n->nout; k++)
+            fresh += vals[st->out + k] == NULL;
+        tally(&count_fresh, fresh);
         return tfm_fused_run(n, ins, &vals[st->out], recorded, native,
                              keep_lock);
     }
@@ -588,6 +648,7 @@ plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
     arena = tfm_exec_arena_take(p, recorded, &rc);
     if (rc)
         goto done;
+    tally(&count_steps, p->nsteps);
     for (int32_t s = 0; s < p->nsteps; s++) {
         const step *st = &p->steps[s];
         if ((rc = run_step(p, st, vals, recorded, arena))) {

@@ -58,6 +58,16 @@ size_t tfm_plan_arena_held(void);
 tfm_code tfm_plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
                       tfm_tensor **out, int recorded);
 
+/* Note [Executor counters] in exec.c: totals since the process began,
+ * for tests that check a loop's work per iteration without timing it
+ * (read through ctypes on _C). */
+typedef struct tfm_exec_counts {
+    int64_t steps;          /* plan steps run, sub-graphs' included */
+    int64_t fresh;          /* step outputs given memory of their own */
+    int64_t iterations;     /* While bodies run */
+} tfm_exec_counts;
+void tfm_exec_counters(tfm_exec_counts *out);
+
 /* Evaluate output r of a graph (possibly still being traced) now, by
  * running the nodes it depends on. Errors (ValueError) if it depends on
  * a function input. This lifts a tf.Variable's initial value computed
