@@ -35,8 +35,7 @@ qgemm_ref(int64_t M, int64_t N, int64_t K, const uint8_t *A, int64_t lda,
 
 /* Each sum of a packed GEMM finished as o says, for row m, columns
  * n0..n1-1 (acc[0] is column n0). Plain loops over one row's columns,
- * so the compiler vectorizes them; the int64 in the requantizing sum
- * keeps it exact wherever the int32 sums are. */
+ * so the compiler vectorizes them. */
 static void
 finish(const tfm_qout *o, int64_t N, int64_t m, int64_t n0, int64_t n1,
        const int32_t *acc)
@@ -47,20 +46,24 @@ finish(const tfm_qout *o, int64_t N, int64_t m, int64_t n0, int64_t n1,
         return;
     }
     if (o->kind == TFM_QOUT_HYBRID) {
-        float *y = (float *)o->y + m * N + n0;
-        const int32_t *cs = o->cs + n0;
-        const float *mult = o->mult + n0;
+        /* Everything read through locals: a store to y could alias o's
+         * fields, and reloading them each time stops vectorization. */
+        float *restrict y = (float *)o->y + m * N + n0;
+        const int32_t *restrict cs = o->cs + n0;
+        const float *restrict mult = o->mult + n0;
+        const float *restrict fb = o->fbias ? o->fbias + n0 : NULL;
         int32_t rz = o->rz[m];
         float rs = o->rs[m];
+        int act = o->act;
         for (int64_t n = 0; n < w; n++)
             y[n] = (float)(acc[n] - rz * cs[n]) * rs * mult[n];
-        if (o->fbias)
+        if (fb)
             for (int64_t n = 0; n < w; n++)
-                y[n] += o->fbias[n0 + n];
-        if (o->act != TFM_QACT_NONE)
+                y[n] += fb[n];
+        if (act != TFM_QACT_NONE)
             for (int64_t n = 0; n < w; n++)
                 y[n] = y[n] < 0 ? 0.0f : y[n];
-        if (o->act == TFM_QACT_RELU6)
+        if (act == TFM_QACT_RELU6)
             for (int64_t n = 0; n < w; n++)
                 y[n] = y[n] > 6 ? 6.0f : y[n];
         return;
@@ -71,17 +74,19 @@ finish(const tfm_qout *o, int64_t N, int64_t m, int64_t n0, int64_t n1,
     int32_t zout = o->zout;
     int32_t q[64];
     for (int64_t n = 0; n < w; n++) {
-        float d = (float)((int64_t)acc[n] + cb[n]) * mult[n];
+        /* exact in double (|sum| < 2^33), so one rounding to float, as
+         * from the int64 sum, in conversions that vectorize */
+        float d = (float)((double)acc[n] + (double)cb[n]) * mult[n];
         d = d > fhi ? fhi : d;
         d = d >= flo ? d : flo;
         q[n] = (int32_t)(d + (d >= 0 ? 0.5f : -0.5f));
     }
     if (o->kind == TFM_QOUT_INT8) {
-        int8_t *y = (int8_t *)o->y + m * N + n0;
+        int8_t *restrict y = (int8_t *)o->y + m * N + n0;
         for (int64_t n = 0; n < w; n++)
             y[n] = (int8_t)(q[n] + zout);
     } else {
-        float *y = (float *)o->y + m * N + n0;
+        float *restrict y = (float *)o->y + m * N + n0;
         float s = o->s_out;
         for (int64_t n = 0; n < w; n++)
             y[n] = (float)q[n] * s;
@@ -157,21 +162,20 @@ pack_b(int64_t N, int64_t K, const int8_t *B, int8_t *bp)
 }
 
 
-/* One block of R (1..4) rows x 64 columns (four panels): 4R
- * accumulators, and each 64-byte load of B feeds R rows. R is a
- * constant in each caller, so the accumulators stay in registers. The
- * sums go through a small tile to finish(), still in cache. */
+/* One block of R (1..4) rows x NB (1..4) panels of 16 columns: R*NB
+ * accumulators, and each 64-byte load of B feeds R rows. R and NB are
+ * constants in each caller, so the loops unroll and the accumulators
+ * stay in registers (indexed by a variable, they went to the stack).
+ * The sums go through a small tile to finish(), still in cache. */
 __attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline))
 static inline void
-block(int R, int64_t N, int64_t K4, int64_t m0, int64_t n0,
+block(int R, int nb, int64_t N, int64_t K4, int64_t m0, int64_t n0,
       const uint8_t *const *ar, const int8_t *bp, const tfm_qout *o)
 {
     __m512i acc[4][4];
     for (int r = 0; r < R; r++)
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < nb; j++)
             acc[r][j] = _mm512_setzero_si512();
-    int nb = (int)((N - n0 + 15) / 16);
-    nb = nb > 4 ? 4 : nb;
     /* Each panel's start, row stride and load mask: the last panel of a
      * ragged N is narrower (Note [Packed int8 weights]); the masked-off
      * lanes read nothing and their sums are never stored. */
@@ -221,12 +225,21 @@ packed_vnni(int64_t M, int64_t N, int64_t K, const uint8_t *A,
         for (int r = 0; r < rows; r++)
             ar[r] = A + (m0 + r) * K4 * 4;
         for (int64_t n0 = 0; n0 < N; n0 += 64) {
+            int nb = N - n0 >= 64 ? 4 : (int)((N - n0 + 15) / 16);
+#define BLOCKS(R)                                                         \
+    switch (nb) {                                                         \
+    case 4: block(R, 4, N, K4, m0, n0, ar, bp, o); break;                 \
+    case 3: block(R, 3, N, K4, m0, n0, ar, bp, o); break;                 \
+    case 2: block(R, 2, N, K4, m0, n0, ar, bp, o); break;                 \
+    default: block(R, 1, N, K4, m0, n0, ar, bp, o); break;                \
+    }
             switch (rows) {
-            case 4: block(4, N, K4, m0, n0, ar, bp, o); break;
-            case 3: block(3, N, K4, m0, n0, ar, bp, o); break;
-            case 2: block(2, N, K4, m0, n0, ar, bp, o); break;
-            default: block(1, N, K4, m0, n0, ar, bp, o); break;
+            case 4: BLOCKS(4); break;
+            case 3: BLOCKS(3); break;
+            case 2: BLOCKS(2); break;
+            default: BLOCKS(1); break;
             }
+#undef BLOCKS
         }
     }
 }

@@ -16,6 +16,14 @@ clampi(int64_t v, int32_t lo, int32_t hi)
     return v < lo ? lo : v > hi ? hi : (int32_t)v;
 }
 
+/* clampi for int32 values (round_away's range): 32-bit lanes, twice as
+ * many per vector as int64 ones. */
+static inline int32_t
+clamp32(int32_t v, int32_t lo, int32_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
 /* Round half away from zero (TF Lite's rule), in plain arithmetic the
  * compiler vectorizes (roundf and lroundf are library calls). NaN gives
  * 0; values past +-1e6 saturate, far outside any int8 range. */
@@ -339,7 +347,7 @@ packed_rows(const tfm_tensor *x, int64_t M, int64_t K, const tfm_attrs *a)
     int32_t zp = (int32_t)a->i[1];
     for (int64_t m = 0; m < M; m++)
         for (int64_t k = 0; k < K; k++)
-            u[m * K4 * 4 + k] = (uint8_t)(clampi(
+            u[m * K4 * 4 + k] = (uint8_t)(clamp32(
                 round_away(f[m * K + k] * inv) + zp, -128, 127) + 128);
     return u;
 }
@@ -412,6 +420,25 @@ tfm_k_quantized_fc_packed(tfm_op op, tfm_tensor *const *in, int nin,
                          out);
 }
 
+/* min(0, x...) and max(0, x...) of a row: the loop tfm_k_hybrid_fc
+ * runs, as a simd reduction (vector min and max; a running scalar min
+ * is a reduction the compiler may not reorder on its own). The order
+ * does not change a min or a max of numbers, so finite rows get
+ * tfm_k_hybrid_fc's range exactly; a row holding NaN may get another
+ * one (its outputs mean nothing either way). */
+static void
+row_range(const float *x, int64_t K, float *lo_out, float *hi_out)
+{
+    float lo = 0, hi = 0;
+#pragma omp simd reduction(min : lo) reduction(max : hi)
+    for (int64_t k = 0; k < K; k++) {
+        lo = x[k] < lo ? x[k] : lo;
+        hi = x[k] > hi ? x[k] : hi;
+    }
+    *lo_out = lo;
+    *hi_out = hi;
+}
+
 tfm_code
 tfm_k_hybrid_fc_packed(tfm_op op, tfm_tensor *const *in, int nin,
                        const tfm_attrs *a, tfm_tensor *const *out,
@@ -435,11 +462,8 @@ tfm_k_hybrid_fc_packed(tfm_op op, tfm_tensor *const *in, int nin,
      * tfm_k_hybrid_fc does. */
     for (int64_t m = 0; m < M; m++) {
         const float *xr = x + m * K;
-        float lo = 0, hi = 0;
-        for (int64_t k = 0; k < K; k++) {
-            lo = xr[k] < lo ? xr[k] : lo;
-            hi = xr[k] > hi ? xr[k] : hi;
-        }
+        float lo, hi;
+        row_range(xr, K, &lo, &hi);
         float s = (hi - lo) / 255.0f;
         if (!(s > 0) || !isfinite(s))
             s = 1.0f;
@@ -447,7 +471,7 @@ tfm_k_hybrid_fc_packed(tfm_op op, tfm_tensor *const *in, int nin,
         float inv = 1.0f / s;
         uint8_t *ur = u + m * K4 * 4;
         for (int64_t k = 0; k < K; k++)
-            ur[k] = (uint8_t)clampi(round_away(xr[k] * inv) + zp, 0, 255);
+            ur[k] = (uint8_t)clamp32(round_away(xr[k] * inv) + zp, 0, 255);
         rs[m] = s;
         rz[m] = zp;
     }
@@ -503,8 +527,8 @@ tfm_k_quantized_conv2d_packed(tfm_op op, tfm_tensor *const *in, int nin,
         float inv = (float)(1.0 / a->f[0]);
         int32_t zp = (int32_t)a->i[1];
         for (int64_t i = 0; i < nx; i++)
-            ux[i] = (uint8_t)(clampi(round_away(f[i] * inv) + zp, -128,
-                                     127) + 128);
+            ux[i] = (uint8_t)(clamp32(round_away(f[i] * inv) + zp, -128,
+                                      127) + 128);
     }
     uint8_t pad = (uint8_t)(a->i[1] + 128);
     TFM_PAR_FOR(M * K > TFM_PAR_MIN, r, M, {
