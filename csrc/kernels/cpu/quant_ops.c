@@ -540,11 +540,18 @@ tfm_k_quantized_conv2d_packed(tfm_op op, tfm_tensor *const *in, int nin,
             for (int64_t j = 0; j < KW; j++) {
                 int64_t ix = ox * sw + j * dw - pl;
                 uint8_t *dst = row + (i * KW + j) * C;
-                if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                int out = iy < 0 || iy >= H || ix < 0 || ix >= W;
+                const uint8_t *src = out ? NULL
+                                         : ux + ((b * H + iy) * W + ix) * C;
+                /* One channel (a first layer on grey images) is one
+                 * byte: a call to memcpy for it costs more than the
+                 * products. */
+                if (C == 1)
+                    *dst = out ? pad : *src;
+                else if (out)
                     memset(dst, pad, (size_t)C);
                 else
-                    memcpy(dst, ux + ((b * H + iy) * W + ix) * C,
-                           (size_t)C);
+                    memcpy(dst, src, (size_t)C);
             }
         }
     });
