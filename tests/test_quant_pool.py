@@ -128,3 +128,29 @@ def test_int8_pool_bad_inputs():
                        match="QuantizedAvgPool"):
         _call("QuantizedAvgPool", (np.zeros((1, 2, 2, 1), np.int8),),
               ints=(1, 1, 3, 3), i=(0,))
+
+
+def test_int8_softmax_matches_tflite():
+    """tests/data/tflite_softmax_int8.npz: the int8 input and output of
+    the SOFTMAX of a full-int8 model converted and run by TF 2.21's
+    tf.lite (Dense(10) then Softmax, 200 rows; input scale stored)."""
+    import pathlib
+    d = np.load(pathlib.Path(__file__).parent / "data" /
+                "tflite_softmax_int8.npz")
+    got = _call("QuantizedSoftmax", (d["x"],), f=(float(d["scale"]), 1.0))
+    np.testing.assert_array_equal(got, d["y"])
+
+
+@pytest.mark.parametrize("name,op,k,s,same", [
+    ("avg", "QuantizedAvgPool", (3, 3), (2, 2), 1),
+    ("max", "QuantizedMaxPool", (3, 2), (2, 1), 1),
+    ("avgv", "QuantizedAvgPool", (2, 2), (2, 2), 0)])
+def test_int8_pool_matches_tflite(name, op, k, s, same):
+    """tests/data/tflite_pool_int8.npz: int8 inputs and outputs of
+    AVERAGE_POOL_2D and MAX_POOL_2D in full-int8 models converted and run
+    by TF 2.21's tf.lite (Conv2D(4, 1) then the pool, 10 rows each)."""
+    import pathlib
+    d = np.load(pathlib.Path(__file__).parent / "data" /
+                "tflite_pool_int8.npz")
+    got = _call(op, (d[name + "_x"],), ints=s + k, i=(same,))
+    np.testing.assert_array_equal(got, d[name + "_y"])
