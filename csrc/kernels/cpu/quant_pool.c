@@ -76,8 +76,8 @@ tfm_k_quantized_avg_pool(tfm_op op, tfm_tensor *const *in, int nin,
 
 /* TF Lite's int8 softmax, as its optimized kernel computes it: a table
  * of exp(-beta * scale * d) for the 256 distances d of a value below its
- * row's max, then q = round(e / sum * 256) - 128, clamped (its reference
- * kernel's fixed point agrees with this within one step). */
+ * row's max, then q = round(e / sum * 256) - 128, clamped
+ * (tests/test_quant_pool.py compares with TF 2.21's tf.lite). */
 tfm_code
 tfm_k_quantized_softmax(tfm_op op, tfm_tensor *const *in, int nin,
                         const tfm_attrs *a, tfm_tensor *const *out,
