@@ -34,23 +34,36 @@ pool(tfm_tensor *const *in, const tfm_attrs *a, tfm_tensor *const *out,
         int64_t y1 = y0 + kh < H ? y0 + kh : H, x1 = x0 + kw < W ? x0 + kw : W;
         y0 = y0 > 0 ? y0 : 0;
         x0 = x0 > 0 ? x0 : 0;
+        int32_t n = (int32_t)((y1 - y0) * (x1 - x0));
+        n = n > 0 ? n : 1;
         int8_t *yr = y + r * C;
-        for (int64_t c = 0; c < C; c++) {
-            int32_t best = -128, sum = 0;
+        /* Channels innermost, 64 at a time in int32 lanes: the loops
+         * over a window's pixels then run down contiguous channels and
+         * vectorize. */
+        for (int64_t c0 = 0; c0 < C; c0 += 64) {
+            int cw = C - c0 < 64 ? (int)(C - c0) : 64;
+            int32_t acc[64];
+            for (int c = 0; c < cw; c++)
+                acc[c] = is_max ? -128 : 0;
             for (int64_t iy = y0; iy < y1; iy++)
                 for (int64_t ix = x0; ix < x1; ix++) {
-                    int32_t v = x[((b * H + iy) * W + ix) * C + c];
-                    best = v > best ? v : best;
-                    sum += v;
+                    const int8_t *xp = x + ((b * H + iy) * W + ix) * C + c0;
+                    if (is_max)
+                        for (int c = 0; c < cw; c++)
+                            acc[c] = xp[c] > acc[c] ? xp[c] : acc[c];
+                    else
+                        for (int c = 0; c < cw; c++)
+                            acc[c] += xp[c];
                 }
-            if (is_max) {
-                yr[c] = (int8_t)best;
-            } else {
-                int32_t n = (int32_t)((y1 - y0) * (x1 - x0));
-                n = n > 0 ? n : 1;
-                int32_t q = sum >= 0 ? (sum + n / 2) / n : (sum - n / 2) / n;
-                yr[c] = (int8_t)q;
-            }
+            if (is_max)
+                for (int c = 0; c < cw; c++)
+                    yr[c0 + c] = (int8_t)acc[c];
+            else
+                for (int c = 0; c < cw; c++) {
+                    int32_t sum = acc[c];
+                    yr[c0 + c] = (int8_t)(sum >= 0 ? (sum + n / 2) / n
+                                                   : (sum - n / 2) / n);
+                }
         }
     });
     return TFM_OK;
