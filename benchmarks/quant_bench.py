@@ -134,10 +134,12 @@ def gemm_table(shapes, threads):
     return "\n".join(rows)
 
 
-def speed_table(tmp):
+def speed_table(tmp, rounds=1):
     """Float vs quantized forms, speed only (untrained weights: the time
     does not depend on their values): the digits MLP's shape and one
-    1024x1024 Dense layer, at batch 1 and 64, median of 300/100 calls."""
+    1024x1024 Dense layer, at batch 1 and 64, median of 300/100 calls;
+    with rounds > 1, the forms take turns and each cell is the median
+    of its rounds (the machine's load drifts less between neighbours)."""
     rng = np.random.default_rng(0)
     shapes = {"mlp 64-512-10": [64, 512, 10], "dense 1024x1024": [1024, 1024]}
     rows = ["| model | form | batch 1 | vs float | batch 64 | vs float |",
@@ -152,15 +154,24 @@ def speed_table(tmp):
         x = rng.standard_normal((1000, sizes[0])).astype(np.float32)
         path = os.path.join(tmp, name.split()[0])
         tf.saved_model.save(m, path)
-        base = None
+        calls = []
         for form, content in _variants(path, x):
             d = os.path.join(tmp, f"{name.split()[0]}_{form[:3]}")
             os.makedirs(d, exist_ok=True)
             pathlib.Path(d, "saved_model.tfm").write_bytes(content)
             fn = tf.saved_model.load(d).signatures["serving_default"]
             key = next(iter(fn.structured_input_signature[1]))
-            b1 = _median_ms(lambda: fn(**{key: x[:1]}), 300)
-            b64 = _median_ms(lambda: fn(**{key: x[:64]}), 100)
+            calls.append((form, fn, key))
+        times = {form: ([], []) for form, _, _ in calls}
+        for _ in range(rounds):
+            for form, fn, key in calls:
+                times[form][0].append(
+                    _median_ms(lambda: fn(**{key: x[:1]}), 300))
+                times[form][1].append(
+                    _median_ms(lambda: fn(**{key: x[:64]}), 100))
+        base = None
+        for form, _, _ in calls:
+            b1, b64 = (float(np.median(t)) for t in times[form])
             base = base or (b1, b64)
             rows.append(f"| {name} | {form} | {b1:.3f} ms | "
                         f"{base[0] / b1:.2f}x | {b64:.3f} ms | "
@@ -196,6 +207,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--write-results", action="store_true")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="--speed-only: rounds per cell, median (default 1)")
     p.add_argument("--speed-only", action="store_true",
                    help="only the float-vs-quantized speed table (no "
                    "training; prints, never writes RESULTS.md)")
@@ -204,7 +217,7 @@ def main(argv=None):
     if a.speed_only:
         with tempfile.TemporaryDirectory() as tmp:
             print(f"{_cpu()}, {a.threads} OpenMP thread(s)\n")
-            print(speed_table(tmp))
+            print(speed_table(tmp, a.rounds))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         paths, data = _models(tmp)

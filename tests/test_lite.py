@@ -104,7 +104,7 @@ def test_converter_api_shape(cnn):
     ops, _ = _ops(content)
     # conv1's 144 weights are under the 1024 threshold and stay float.
     assert ops.count("Conv2D") == 2 and ops.count("Dequantize") == 1
-    assert "HybridFullyConnected" in ops and "BatchMatMulV2" not in ops
+    assert "HybridFullyConnectedPacked" in ops and "BatchMatMulV2" not in ops
     with pytest.raises(OSError, match="does not exist"):
         tf.lite.TFLiteConverter.from_saved_model(str(cnn) + "_missing")
 
@@ -126,8 +126,8 @@ def test_full_int8_needs_a_representative_dataset(cnn):
 
 def test_full_int8_graph(cnn):
     ops, nvars = _ops(_convert(cnn, int8=True))
-    assert ops.count("QuantizedConv2D") == 2
-    assert ops.count("QuantizedFullyConnected") == 1
+    assert ops.count("QuantizedConv2DPacked") == 2
+    assert ops.count("QuantizedFullyConnectedPacked") == 1
     assert "Conv2D" not in ops and "Relu" not in ops
     assert nvars == 0           # biases folded in as int32 constants
 
@@ -478,7 +478,7 @@ def test_control_flow_graphs(tmp_path):
                                                       m.f})
     x = np.random.RandomState(1).randn(3, 64).astype(np.float32)
     content = tf.lite.convert(str(tmp_path))
-    assert "HybridFullyConnected" in _ops(content)[0]
+    assert "HybridFullyConnectedPacked" in _ops(content)[0]
     np.testing.assert_allclose(_predict(content, x), np.asarray(m.f(x)),
                                rtol=0.05, atol=0.05 * np.abs(
                                    np.asarray(m.f(x))).max())

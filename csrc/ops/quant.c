@@ -4,6 +4,7 @@
 
 #include <math.h>
 
+#include "../kernels/cpu/conv.h"
 #include "conv.h"
 #include "grads.h"
 #include "shape.h"
@@ -252,4 +253,224 @@ TFM_GRAD(tfm_grad_rule_quantized)
     return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s: quantized ops are for "
                      "inference only and have no gradient; differentiate "
                      "the float model instead", nm(c->op));
+}
+
+/* ---- the packed forms (Note [Packed int8 weights] in qgemm.h) ---- */
+
+static tfm_code
+check_act(tfm_op op, const tfm_attrs *a)
+{
+    if (a->i[3] < TFM_QACT_NONE || a->i[3] > TFM_QACT_RELU6)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: activation must be "
+                         "0 (none), 1 (Relu) or 2 (Relu6), got %lld",
+                         nm(op), (long long)a->i[3]);
+    return TFM_OK;
+}
+
+/* A vector of C values of dtype d (scale, column sums, bias). */
+static tfm_code
+check_vec(tfm_op op, const tfm_meta *m, const char *what, tfm_dtype d,
+          int64_t c)
+{
+    tfm_code rc;
+    if ((rc = want_dtype(op, m, what, d))
+        || (rc = want_rank(op, m, what, 1, 1)))
+        return rc;
+    if (m->shape.dims[0] >= 0 && m->shape.dims[0] != c) {
+        char b[96];
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %s has shape %s, "
+                         "expected [%lld] (one per output channel)", nm(op),
+                         what, tfm_shape_str(&m->shape, b, sizeof b),
+                         (long long)c);
+    }
+    return TFM_OK;
+}
+
+/* Inputs 1..3 of a packed op: weights packed from [K, N] (K unknown:
+ * -1), scale f32 [N] (N, also unknown: -1, is its length) and int32
+ * [N] (offset or column sums, `what`). *n gets N. */
+static tfm_code
+check_packed(tfm_op op, const tfm_meta *in, int64_t K, const char *what,
+             int64_t *n)
+{
+    tfm_code rc;
+    if ((rc = want_dtype(op, &in[2], "scale", TFM_FLOAT32))
+        || (rc = want_rank(op, &in[2], "scale", 1, 1)))
+        return rc;
+    int64_t N = *n = in[2].shape.dims[0];
+    if ((rc = want_dtype(op, &in[1], "packed weights", TFM_INT8))
+        || (rc = want_rank(op, &in[1], "packed weights", 1, 1))
+        || (rc = check_k(op, K))
+        || (rc = check_vec(op, &in[3], what, TFM_INT32, N)))
+        return rc;
+    int64_t have = in[1].shape.dims[0];
+    if (K >= 0 && N >= 0 && have >= 0 && have != TFM_QPACK_BYTES(K, N)) {
+        char b[96];
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: packed weights %s "
+                         "do not hold [K=%lld, N=%lld] weights, which pack "
+                         "to [%lld]", nm(op),
+                         tfm_shape_str(&in[1].shape, b, sizeof b),
+                         (long long)K, (long long)N,
+                         (long long)TFM_QPACK_BYTES(K, N));
+    }
+    return TFM_OK;
+}
+
+/* Input int8, or float32 quantized on the way in; output int8 or, with
+ * dtype float32, dequantized on the way out. */
+static tfm_code
+check_static(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
+             tfm_dtype *out_dtype)
+{
+    tfm_code rc;
+    (void)nin;
+    if (in[0].dtype != TFM_INT8 && in[0].dtype != TFM_FLOAT32) {
+        char b[96];
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: input must be int8 "
+                         "or float32, got %s %s", nm(op),
+                         tfm_dtype_name(in[0].dtype),
+                         tfm_shape_str(&in[0].shape, b, sizeof b));
+    }
+    if ((rc = check_qparams(op, a, 2)) || (rc = check_act(op, a)))
+        return rc;
+    /* The dtype attribute is the output's: int8, or float32 (also the
+     * default of an unset attribute) for the dequantized int8. */
+    if (a->dtype != TFM_INT8 && a->dtype != TFM_FLOAT32)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: output dtype must "
+                         "be int8 or float32, got %s", nm(op),
+                         tfm_dtype_name((tfm_dtype)a->dtype));
+    *out_dtype = a->dtype;
+    return TFM_OK;
+}
+
+tfm_code
+tfm_infer_quantized_fc_packed(tfm_op op, const tfm_meta *in, int nin,
+                              const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    tfm_code rc;
+    tfm_dtype d;
+    if ((rc = check_static(op, in, nin, a, &d))
+        || (rc = want_rank(op, &in[0], "input", 2, TFM_MAX_DIMS)))
+        return rc;
+    int r = in[0].shape.ndim;
+    int64_t N;
+    if ((rc = check_packed(op, in, in[0].shape.dims[r - 1], "offset", &N)))
+        return rc;
+    *nout = 1;
+    out[0].dtype = d;
+    out[0].shape = in[0].shape;
+    out[0].shape.dims[r - 1] = N;
+    return tfm_check_size(nm(op), &out[0].shape, d);
+}
+
+tfm_code
+tfm_infer_hybrid_fc_packed(tfm_op op, const tfm_meta *in, int nin,
+                           const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    tfm_code rc;
+    if (nin != 4 && nin != 5)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s expects 4 inputs "
+                         "(input, packed weights, scale, column sums) or 5 "
+                         "(and bias), got %d", nm(op), nin);
+    if ((rc = want_dtype(op, &in[0], "input", TFM_FLOAT32))
+        || (rc = want_rank(op, &in[0], "input", 2, TFM_MAX_DIMS))
+        || (rc = check_act(op, a)))
+        return rc;
+    int r = in[0].shape.ndim;
+    int64_t N;
+    if ((rc = check_packed(op, in, in[0].shape.dims[r - 1], "column sums",
+                           &N))
+        || (nin == 5
+            && (rc = check_vec(op, &in[4], "bias", TFM_FLOAT32, N))))
+        return rc;
+    *nout = 1;
+    out[0].dtype = TFM_FLOAT32;
+    out[0].shape = in[0].shape;
+    out[0].shape.dims[r - 1] = N;
+    return tfm_check_size(nm(op), &out[0].shape, TFM_FLOAT32);
+}
+
+tfm_code
+tfm_infer_quantized_conv2d_packed(tfm_op op, const tfm_meta *in, int nin,
+                                  const tfm_attrs *a, tfm_meta *out,
+                                  int *nout)
+{
+    tfm_code rc;
+    tfm_dtype d;
+    if ((rc = check_static(op, in, nin, a, &d))
+        || (rc = want_rank(op, &in[0], "input", 4, 4)))
+        return rc;
+    /* The filter's [kh, kw, in, out], which its packed form does not
+     * say, is in ints[4..7] (Conv2D's input_sizes slots). */
+    const int64_t *f = a->ints + TFM_CONV_SIZES;
+    for (int k = 0; k < 4; k++)
+        if (a->n_ints < TFM_CONV_SIZES + 4 || f[k] <= 0 || f[k] > (1 << 20))
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: filter sizes "
+                             "(ints[4..7]: kh, kw, in, out) must be "
+                             "positive, got [%lld,%lld,%lld,%lld]", nm(op),
+                             (long long)f[0], (long long)f[1],
+                             (long long)f[2], (long long)f[3]);
+    int64_t c = in[0].shape.dims[3];
+    if (c >= 0 && c != f[2]) {
+        char b[96];
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: input %s has %lld "
+                         "channels, the filter [%lld,%lld,%lld,%lld] wants "
+                         "%lld", nm(op),
+                         tfm_shape_str(&in[0].shape, b, sizeof b),
+                         (long long)c, (long long)f[0], (long long)f[1],
+                         (long long)f[2], (long long)f[3], (long long)f[2]);
+    }
+    int64_t N;
+    if ((rc = check_packed(op, in, f[0] * f[1] * f[2], "offset", &N)))
+        return rc;
+    if (N >= 0 && N != f[3])
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: scale has %lld "
+                         "values, the filter [%lld,%lld,%lld,%lld] has %lld "
+                         "output channels", nm(op), (long long)N,
+                         (long long)f[0], (long long)f[1], (long long)f[2],
+                         (long long)f[3], (long long)f[3]);
+    tfm_meta m[2] = {{TFM_FLOAT32, in[0].shape},
+                     {TFM_FLOAT32, tfm_shape_make(4, f)}};
+    if ((rc = tfm_infer_conv2d(op, m, 2, a, out, nout)))
+        return rc;
+    out[0].dtype = d;
+    return TFM_OK;
+}
+
+tfm_code
+tfm_infer_quantized_pool(tfm_op op, const tfm_meta *in, int nin,
+                         const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    tfm_code rc;
+    if ((rc = want_dtype(op, &in[0], "input", TFM_INT8))
+        || (rc = want_rank(op, &in[0], "input", 4, 4)))
+        return rc;
+    if (a->i[0] == TFM_PAD_EXPLICIT)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: padding must be "
+                         "VALID or SAME", nm(op));
+    tfm_meta m = {TFM_FLOAT32, in[0].shape};
+    if ((rc = tfm_infer_pool(op, &m, nin, a, out, nout)))
+        return rc;
+    out[0].dtype = TFM_INT8;
+    return TFM_OK;
+}
+
+tfm_code
+tfm_infer_quantized_softmax(tfm_op op, const tfm_meta *in, int nin,
+                            const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)nin;
+    tfm_code rc;
+    if ((rc = want_dtype(op, &in[0], "input", TFM_INT8))
+        || (rc = want_rank(op, &in[0], "input", 1, TFM_MAX_DIMS)))
+        return rc;
+    if (!(a->f[0] > 0) || !isfinite(a->f[0]) || !(a->f[1] > 0)
+        || !isfinite(a->f[1]))
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: input scale (f[0]) "
+                         "and beta (f[1]) must be finite and > 0, got %g "
+                         "and %g", nm(op), a->f[0], a->f[1]);
+    *nout = 1;
+    out[0].dtype = TFM_INT8;
+    out[0].shape = in[0].shape;
+    return TFM_OK;
 }

@@ -113,7 +113,8 @@ class TFLiteConverter:
             if t is not None and dtypes.as_dtype(t) != dtypes.float32:
                 raise ValueError(f"tf.lite: {what} {t!r} is not supported: "
                                  "quantized models take and return float32 "
-                                 "(Quantize and Dequantize are inside)")
+                                 "(the model quantizes and dequantizes "
+                                 "inside)")
         unknown = [o for o in self.optimizations
                    if not isinstance(o, Optimize)]
         if unknown:

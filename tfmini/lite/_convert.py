@@ -4,11 +4,18 @@ arithmetic] in csrc/ops/quant.h says what the new ops compute).
 Dynamic range: float32 weights of MatMul and Conv2D with at least
 1024 elements (TF Lite's default threshold) become int8 constants with
 one symmetric scale per output channel; MatMuls become
-HybridFullyConnected (activations quantized per row at run time), Conv2D
-reads Dequantize(weights). Full integer: each MatMul or Conv2D, with the
-bias add and Relu/Relu6 that follow it, becomes one QuantizedFullyConnected
-or QuantizedConv2D between a Quantize and a Dequantize, with activation
-ranges calibrated on the representative dataset. Other ops stay float."""
+HybridFullyConnectedPacked (activations quantized per row at run time),
+Conv2D reads Dequantize(weights). Full integer: each MatMul or Conv2D,
+with the bias add and Relu/Relu6 that follow it, becomes one
+QuantizedFullyConnectedPacked or QuantizedConv2DPacked, with activation
+ranges calibrated on the representative dataset; between two of them
+(and through MaxPool, AvgPool, Reshape and Softmax, which run in int8)
+values stay int8, and at the model's float edges the layer quantizes
+its input and dequantizes its output itself. Other ops stay float.
+
+Weights of the GEMM ops are stored packed (Note [Packed int8 weights]
+in csrc/kernels/cpu/qgemm.h) with their column sums, so the kernels
+take them as they are."""
 import json
 
 import numpy as np
@@ -29,6 +36,22 @@ def quantize_weights(w):
     scale = np.where(m > 0, m / 127.0, 1.0).astype(np.float32)
     q = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
     return q, scale
+
+
+def pack_weights(q):
+    """int8 [K, N] -> (int8 [ceil(K/4) * 4 * N], int32 column sums [N]):
+    the form the int8 GEMM reads (Note [Packed int8 weights] in
+    csrc/kernels/cpu/qgemm.h): panels of 16 columns (the last one
+    narrower), each [ceil(K/4)][width][4], zero rows past K."""
+    k, n = q.shape
+    k4 = -(-k // 4)
+    full = np.zeros((k4 * 4, n), np.int8)
+    full[:k] = q
+    panels = [full[:, p:p + 16].reshape(k4, 4, -1).transpose(0, 2, 1)
+              .reshape(-1) for p in range(0, n, 16)]
+    packed = np.concatenate(panels) if panels else np.zeros(0, np.int8)
+    return (np.ascontiguousarray(packed, np.int8),
+            q.astype(np.int64).sum(axis=0).astype(np.int32))
 
 
 def activation_params(lo, hi):
@@ -88,28 +111,43 @@ class _Emitter:
 
 
 def dynamic_range(g, variables):
-    """Rewrites g in place; returns the number of layers quantized."""
+    """Rewrites g in place; returns the number of layers quantized. A
+    MatMul's bias add and Relu/Relu6 join its HybridFullyConnectedPacked,
+    as in TF Lite's hybrid FULLY_CONNECTED."""
     em, count = _Emitter(g), 0
+    chains = {c[0]: c for c in _chains(g, variables)}
+    skip = set()
     for k, node in enumerate(g["nodes"]):
+        if k in skip:
+            continue
         hit = _matmul_weight(g, node, variables)
         if hit is None or hit[1].size < MIN_ELEMENTS:
             em.copy(k)
             continue
         q, s = quantize_weights(hit[1])
         base = node["name"] + b"/quantized"
-        wq = em.add(G.const_node(base + b"/weights", q))
         ws = em.add(G.const_node(base + b"/scale", s))
         x = em.ref(node["in"][0])
         if node["op"] == _FC:
-            new = G.op_node(b"HybridFullyConnected", node["name"],
-                            [x, [wq, 0], [ws, 0]], node["out"][0])
+            wp, cs = pack_weights(q)
+            ins = [x, [em.add(G.const_node(base + b"/weights", wp)), 0],
+                   [ws, 0], [em.add(G.const_node(base + b"/colsum", cs)), 0]]
+            _, _, bias, act, end, members = chains[k]
+            if bias is not None:
+                ins.append([em.add(G.const_node(base + b"/bias", bias)), 0])
+            last = g["nodes"][end]
+            em.remap[end] = em.add(G.op_node(
+                b"HybridFullyConnectedPacked", last["name"], ins,
+                last["out"][0], F.new_attrs(i=[0, 0, 0, act])))
+            skip.update(members[1:])
         else:
+            wq = em.add(G.const_node(base + b"/weights", q))
             deq = em.add(G.op_node(b"Dequantize", base + b"/dequantize",
                                    [[wq, 0], [ws, 0]], [7, list(q.shape)]))
             new = dict(node)
             new["in"] = [x, [deq, 0]]
             new["ctrl"] = [em.remap[c] for c in node["ctrl"]]
-        em.remap[k] = em.add(new)
+            em.remap[k] = em.add(new)
         count += 1
     em.finish()
     return count
@@ -117,7 +155,8 @@ def dynamic_range(g, variables):
 
 def _chains(g, variables):
     """The MatMul/Conv2D [-> bias AddV2] [-> Relu/Relu6] chains to fuse:
-    [(first node, bias value or None, activation code, last node)]."""
+    [(first node, weights, bias value or None, activation code, last
+    node, the chain's nodes in order)]."""
     uses = G.consumers(g)
     users = {}
     for k, node in enumerate(g["nodes"]):
@@ -128,7 +167,7 @@ def _chains(g, variables):
         hit = _matmul_weight(g, node, variables)
         if hit is None:
             continue
-        end, bias, act = k, None, 0
+        end, bias, act, members = k, None, 0, [k]
         c = hit[1].shape[-1]
         nxt = users.get(end, [])
         if uses[end] == 1 and len(nxt) == 1 and \
@@ -139,13 +178,31 @@ def _chains(g, variables):
                 b = G.weight_value(g["nodes"][other[0][0]], variables)
                 if b is not None and b.shape == (c,):
                     end, bias = nxt[0], b
+                    members.append(end)
         nxt = users.get(end, [])
         if uses[end] == 1 and len(nxt) == 1 and \
                 g["nodes"][nxt[0]]["op"] in (b"Relu", b"Relu6"):
             act = 1 if g["nodes"][nxt[0]]["op"] == b"Relu" else 2
             end = nxt[0]
-        out.append((k, hit[1], bias, act, end))
+            members.append(end)
+        out.append((k, hit[1], bias, act, end, members))
     return out
+
+
+_INT8, _FLOAT32 = 1, 7                 # tfm_dtype codes
+# Ops that run on int8 here, and the (scale, zero point) of their output
+# given their input's: pooling and Reshape keep it, Softmax has TF Lite's.
+_POOLS = {b"MaxPool": b"QuantizedMaxPool", b"AvgPool": b"QuantizedAvgPool"}
+
+
+def _int8_params(node, qin):
+    if node["op"] in _POOLS or node["op"] == b"Reshape":
+        return qin
+    if node["op"] == b"Softmax":
+        rank = len(node["out"][0][1])
+        if node["attrs"]["i"][0] in (-1, rank - 1):
+            return (1.0 / 256.0, -128)
+    return None
 
 
 def full_integer(g, variables, representative_dataset, n_inputs):
@@ -155,7 +212,7 @@ def full_integer(g, variables, representative_dataset, n_inputs):
     if not chains:
         return 0
     want = set()
-    for k, _, _, _, end in chains:
+    for k, _, _, _, end, _ in chains:
         want.add(tuple(g["nodes"][k]["in"][0]))
         want.add((end, 0))
     lo, hi, seen = {}, {}, 0
@@ -169,42 +226,119 @@ def full_integer(g, variables, representative_dataset, n_inputs):
     if not seen:
         raise ValueError("tf.lite: representative_dataset yielded no "
                          "samples; calibration needs at least one")
+    nodes = g["nodes"]
     by_end = {c[4]: c for c in chains}
-    em = _Emitter(g)
-    for k, node in enumerate(g["nodes"]):
-        if k not in by_end:
-            em.copy(k)
+    inside = set()          # a chain's nodes before its last
+    for c in chains:
+        inside.update(c[5][:-1])
+    # Which edges carry int8, with their (scale, zero point): every
+    # layer's output, then what int8 ops make of them (node order is
+    # topological).
+    qp = {}
+    for k, node in enumerate(nodes):
+        if k in by_end:
+            qp[k] = activation_params(lo[(k, 0)], hi[(k, 0)])
+        elif node["in"] and node["in"][0][0] in qp and \
+                node["in"][0][1] == 0:
+            p = _int8_params(node, qp[node["in"][0][0]])
+            if p is not None:
+                qp[k] = p
+    firsts = {c[0] for c in chains}
+    int8_users = set()      # int8 edges some node reads as int8
+    for k, node in enumerate(nodes):
+        if k in qp and k not in by_end:
+            int8_users.add(node["in"][0][0])
+        if k in firsts and node["in"][0][0] in qp:
+            int8_users.add(node["in"][0][0])
+    # A layer that only float ops read gives float itself.
+    for k in by_end:
+        if k not in int8_users:
+            del qp[k]
+    em, deq = _Emitter(g), {}
+
+    def float_ref(edge):
+        """edge as float32: an int8 edge through one Dequantize."""
+        a = edge[0]
+        if a not in qp:
+            return em.ref(edge)
+        if a not in deq:
+            s_, z_ = qp[a]
+            deq[a] = em.add(G.op_node(
+                b"Dequantize", nodes[a]["name"] + b"/dequantize",
+                [em.ref([a, 0])], [_FLOAT32, list(nodes[a]["out"][0][1])],
+                F.new_attrs(i=[0, z_], f=[s_])))
+        return [deq[a], 0]
+
+    for k, node in enumerate(nodes):
+        if k in inside:
             continue
-        first, w, bias, act, end = by_end[k]
-        fnode = g["nodes"][first]
-        xin = fnode["in"][0]
-        s_in, z_in = activation_params(lo[tuple(xin)], hi[tuple(xin)])
-        s_out, z_out = activation_params(lo[(end, 0)], hi[(end, 0)])
-        q, ws = quantize_weights(w)
-        base = fnode["name"] + b"/quantized"
-        xmeta = g["nodes"][xin[0]]["out"][xin[1]]
-        qx = em.add(G.op_node(b"Quantize", base + b"/input", [em.ref(xin)],
-                              [1, list(xmeta[1])],
-                              F.new_attrs(i=[0, z_in], f=[s_in])))
-        ins = [[qx, 0], [em.add(G.const_node(base + b"/weights", q)), 0],
-               [em.add(G.const_node(base + b"/scale", ws)), 0]]
-        if bias is not None:
-            bq = np.clip(np.round(bias / (s_in * ws.astype(np.float64))),
-                         -2**31, 2**31 - 1).astype(np.int32)
-            ins.append([em.add(G.const_node(base + b"/bias", bq)), 0])
-        shape = list(node["out"][0][1])
-        qa = dict(fnode["attrs"])
-        qa["i"] = [fnode["attrs"]["i"][0], z_in, z_out, act, 0, 0]
-        qa["f"] = [s_in, s_out, 0.0, 0.0]
-        qa["dtype"] = 0
-        op = b"QuantizedFullyConnected" if fnode["op"] == _FC else \
-            b"QuantizedConv2D"
-        qy = em.add(G.op_node(op, base, ins, [1, shape], qa))
-        em.remap[k] = em.add(G.op_node(
-            b"Dequantize", node["name"], [[qy, 0]], [7, shape],
-            F.new_attrs(i=[0, z_out], f=[s_out])))
-    em.finish()
+        if k in by_end:
+            em.remap[k] = _emit_layer(em, g, by_end[k], qp, lo, hi,
+                                      float_ref)
+        elif k in qp:
+            new = dict(node)
+            new["in"] = [em.ref(node["in"][0])] + \
+                [float_ref(e) for e in node["in"][1:]]
+            new["ctrl"] = [em.remap[c] for c in node["ctrl"]]
+            new["out"] = [[_INT8, list(node["out"][0][1])]]
+            if node["op"] in _POOLS:
+                new["op"] = _POOLS[node["op"]]
+            elif node["op"] == b"Softmax":
+                new["op"] = b"QuantizedSoftmax"
+                new["attrs"] = F.new_attrs(
+                    f=[qp[node["in"][0][0]][0], 1.0])
+            em.remap[k] = em.add(new)
+        else:
+            new = dict(node)
+            new["in"] = [float_ref(e) for e in node["in"]]
+            new["ctrl"] = [em.remap[c] for c in node["ctrl"]]
+            em.remap[k] = em.add(new)
+    g["outs"] = [float_ref(e) for e in g["outs"]]
+    g["nodes"] = em.nodes
+    G.prune(g)
     return len(chains)
+
+
+def _emit_layer(em, g, chain, qp, lo, hi, float_ref):
+    """One QuantizedFullyConnectedPacked or QuantizedConv2DPacked for a
+    chain: int8 or float in, int8 or float out, as its neighbours are."""
+    first, w, bias, act, end, _ = chain
+    fnode = g["nodes"][first]
+    xin = fnode["in"][0]
+    if xin[0] in qp:
+        (s_in, z_in), x = qp[xin[0]], em.ref(xin)
+    else:
+        s_in, z_in = activation_params(lo[tuple(xin)], hi[tuple(xin)])
+        x = float_ref(xin)
+    s_out, z_out = activation_params(lo[(end, 0)], hi[(end, 0)])
+    out_int8 = end in qp
+    q, ws = quantize_weights(w)
+    wp, cs = pack_weights(q.reshape(-1, q.shape[-1]))
+    base = fnode["name"] + b"/quantized"
+    bq = np.zeros(q.shape[-1], np.int64) if bias is None else np.clip(
+        np.round(bias / (s_in * ws.astype(np.float64))), -2**31, 2**31 - 1)
+    # Note [Quantized arithmetic]: the input's zero point folds in here.
+    offset = bq.astype(np.int64) - (z_in + 128) * cs.astype(np.int64)
+    if np.abs(offset).max(initial=0) >= 2**31:
+        raise ValueError(f"tf.lite: layer {fnode['name'].decode()!r}: its "
+                         f"bias and zero-point offset do not fit in int32")
+    ins = [x, [em.add(G.const_node(base + b"/weights", wp)), 0],
+           [em.add(G.const_node(base + b"/scale", ws)), 0],
+           [em.add(G.const_node(base + b"/offset",
+                                offset.astype(np.int32))), 0]]
+    end_node = g["nodes"][end]
+    fa = fnode["attrs"]
+    if fnode["op"] == _FC:
+        op, ints, i0 = b"QuantizedFullyConnectedPacked", [], 0
+    else:
+        op, i0 = b"QuantizedConv2DPacked", fa["i"][0]
+        ints = list(fa["ints"][:4]) + list(w.shape) + list(fa["ints"][8:12])
+    attrs = F.new_attrs(ints=ints, i=[i0, z_in, z_out, act],
+                        f=[s_in, s_out],
+                        dtype=_INT8 if out_int8 else _FLOAT32)
+    meta = [_INT8 if out_int8 else _FLOAT32, list(end_node["out"][0][1])]
+    return em.add(G.op_node(op, end_node["name"] if not out_int8 else base,
+                            ins, meta, attrs))
 
 
 def _feeds(sample, n_inputs):

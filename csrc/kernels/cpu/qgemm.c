@@ -33,21 +33,103 @@ qgemm_ref(int64_t M, int64_t N, int64_t K, const uint8_t *A, int64_t lda,
     }
 }
 
+/* Each sum of a packed GEMM finished as o says, for row m, columns
+ * n0..n1-1 (acc[0] is column n0). Plain loops over one row's columns,
+ * so the compiler vectorizes them. */
+static void
+finish(const tfm_qout *o, int64_t N, int64_t m, int64_t n0, int64_t n1,
+       const int32_t *acc)
+{
+    int64_t w = n1 - n0;
+    if (o->kind == TFM_QOUT_INT32) {
+        memcpy((int32_t *)o->y + m * N + n0, acc, (size_t)w * sizeof *acc);
+        return;
+    }
+    if (o->kind == TFM_QOUT_HYBRID) {
+        /* Everything read through locals: a store to y could alias o's
+         * fields, and reloading them each time stops vectorization. */
+        float *restrict y = (float *)o->y + m * N + n0;
+        const int32_t *restrict cs = o->cs + n0;
+        const float *restrict mult = o->mult + n0;
+        const float *restrict fb = o->fbias ? o->fbias + n0 : NULL;
+        int32_t rz = o->rz[m];
+        float rs = o->rs[m];
+        int act = o->act;
+        for (int64_t n = 0; n < w; n++)
+            y[n] = (float)(acc[n] - rz * cs[n]) * rs * mult[n];
+        if (fb)
+            for (int64_t n = 0; n < w; n++)
+                y[n] += fb[n];
+        if (act != TFM_QACT_NONE)
+            for (int64_t n = 0; n < w; n++)
+                y[n] = y[n] < 0 ? 0.0f : y[n];
+        if (act == TFM_QACT_RELU6)
+            for (int64_t n = 0; n < w; n++)
+                y[n] = y[n] > 6 ? 6.0f : y[n];
+        return;
+    }
+    const int64_t *cb = o->cb + n0;
+    const float *mult = o->mult + n0;
+    float flo = o->flo, fhi = o->fhi;
+    int32_t zout = o->zout;
+    int32_t q[64];
+    for (int64_t n = 0; n < w; n++) {
+        /* exact in double (|sum| < 2^33), so one rounding to float, as
+         * from the int64 sum, in conversions that vectorize */
+        float d = (float)((double)acc[n] + (double)cb[n]) * mult[n];
+        d = d > fhi ? fhi : d;
+        d = d >= flo ? d : flo;
+        q[n] = (int32_t)(d + (d >= 0 ? 0.5f : -0.5f));
+    }
+    if (o->kind == TFM_QOUT_INT8) {
+        int8_t *restrict y = (int8_t *)o->y + m * N + n0;
+        for (int64_t n = 0; n < w; n++)
+            y[n] = (int8_t)(q[n] + zout);
+    } else {
+        float *restrict y = (float *)o->y + m * N + n0;
+        float s = o->s_out;
+        for (int64_t n = 0; n < w; n++)
+            y[n] = (float)q[n] * s;
+    }
+}
+
+/* The packed GEMM in plain loops: one row and one 16-column panel at a
+ * time, in the packed layout, so they need no other form of B. */
+static void
+packed_ref(int64_t M, int64_t N, int64_t K, const uint8_t *A,
+           const int8_t *bp, const tfm_qout *o)
+{
+    int64_t K4 = (K + 3) / 4, P = (N + 15) / 16;
+#pragma omp parallel for schedule(static) if (M * N * K > (1 << 20))
+    for (int64_t m = 0; m < M; m++) {
+        const uint8_t *a = A + m * K4 * 4;
+        for (int64_t p = 0; p < P; p++) {
+            int32_t acc[16] = {0};
+            int w = N - p * 16 < 16 ? (int)(N - p * 16) : 16;
+            const int8_t *b = bp + p * K4 * 64;
+            for (int64_t kb = 0; kb < K4; kb++, b += w * 4) {
+                int32_t a0 = a[kb * 4], a1 = a[kb * 4 + 1],
+                        a2 = a[kb * 4 + 2], a3 = a[kb * 4 + 3];
+                for (int c = 0; c < w; c++)
+                    acc[c] += a0 * b[c * 4] + a1 * b[c * 4 + 1]
+                              + a2 * b[c * 4 + 2] + a3 * b[c * 4 + 3];
+            }
+            finish(o, N, m, p * 16, p * 16 + w, acc);
+        }
+    }
+}
 #ifdef TFM_QGEMM_X86
-/* B packed as [ceil(N/64)][ceil(K/4)][64][4]: the four k values of one
- * column sit together, as vpdpbusd's second operand wants them, and a
- * block of 64 columns runs down K contiguously, so the kernel reads B
- * front to back; N is padded to a multiple of 64 and K to a multiple of
- * 4 with zeros, which add nothing. Weights are constants: packed once
- * and kept (Note [Packed weights]). */
-#define PACKED_BYTES(K, N) ((size_t)(((K) + 3) / 4 * (((N) + 63) / 64) * 256))
+#define PACKED_BYTES(K, N) ((size_t)TFM_QPACK_BYTES(K, N))
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
 pack_b(int64_t N, int64_t K, const int8_t *B, int8_t *bp)
 {
     int64_t K4 = (K + 3) / 4;
     memset(bp, 0, PACKED_BYTES(K, N));
-#define AT(n, kb) (bp + (((n) / 64 * K4 + (kb)) * 64 + (n) % 64) * 4)
+    int64_t last_w = N - (N - 1) / 16 * 16;   /* the last panel's width */
+#define AT(n, kb)                                                         \
+    (bp + (n) / 16 * K4 * 64                                              \
+     + ((kb) * ((n) / 16 == (N - 1) / 16 ? last_w : 16) + (n) % 16) * 4)
     /* Four rows of B interleave into k-quads 16 columns at a time (two
      * rounds of unpacking); the ragged edges go byte by byte. */
     int64_t kfull = K / 4 * 4, nfull = N / 16 * 16;
@@ -79,25 +161,38 @@ pack_b(int64_t N, int64_t K, const int8_t *B, int8_t *bp)
 #undef AT
 }
 
-/* One block of R (1..4) rows x 64 columns: 4R accumulators, and each
- * 64-byte load of B feeds R rows. R is a constant in each caller, so
- * the accumulators stay in registers. */
+
+/* One block of R (1..4) rows x NB (1..4) panels of 16 columns: R*NB
+ * accumulators, and each 64-byte load of B feeds R rows. R and NB are
+ * constants in each caller, so the loops unroll and the accumulators
+ * stay in registers (indexed by a variable, they went to the stack).
+ * The sums go through a small tile to finish(), still in cache. */
 __attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline))
 static inline void
-block(int R, int64_t N, int64_t K4, int64_t n0,
-      const uint8_t *const *ar, const int8_t *bp, int32_t *const *crow)
+block(int R, int nb, int64_t N, int64_t K4, int64_t m0, int64_t n0,
+      const uint8_t *const *ar, const int8_t *bp, const tfm_qout *o)
 {
     __m512i acc[4][4];
     for (int r = 0; r < R; r++)
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < nb; j++)
             acc[r][j] = _mm512_setzero_si512();
-    int nb = (int)((N - n0 + 15) / 16);
-    nb = nb > 4 ? 4 : nb;
+    /* Each panel's start, row stride and load mask: the last panel of a
+     * ragged N is narrower (Note [Packed int8 weights]); the masked-off
+     * lanes read nothing and their sums are never stored. */
+    const int8_t *pan[4];
+    int64_t step[4];
+    __mmask64 mk[4];
+    for (int j = 0; j < nb; j++) {
+        int64_t w = N - n0 - j * 16;
+        w = w < 16 ? w : 16;
+        pan[j] = bp + (n0 / 16 + j) * K4 * 64;
+        step[j] = w * 4;
+        mk[j] = w == 16 ? ~(__mmask64)0 : (((__mmask64)1 << (w * 4)) - 1);
+    }
     for (int64_t kb = 0; kb < K4; kb++) {
-        const int8_t *brow = bp + ((n0 / 64) * K4 + kb) * 256;
         __m512i b[4];
         for (int j = 0; j < nb; j++)
-            b[j] = _mm512_loadu_si512(brow + j * 64);
+            b[j] = _mm512_maskz_loadu_epi8(mk[j], pan[j] + kb * step[j]);
         for (int r = 0; r < R; r++) {
             int32_t a4;
             memcpy(&a4, ar[r] + kb * 4, 4);
@@ -106,45 +201,45 @@ block(int R, int64_t N, int64_t K4, int64_t n0,
                 acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], av, b[j]);
         }
     }
-    for (int r = 0; r < R; r++)
-        for (int j = 0; j < nb; j++) {
-            int64_t left = N - n0 - j * 16;
-            __mmask16 mk = left >= 16 ? (__mmask16)0xFFFF
-                                      : (__mmask16)((1u << left) - 1);
-            _mm512_mask_storeu_epi32(crow[r] + n0 + j * 16, mk, acc[r][j]);
-        }
+    int64_t n1 = n0 + 64 < N ? n0 + 64 : N;
+    for (int r = 0; r < R; r++) {
+        int32_t tile[64];
+        for (int j = 0; j < nb; j++)
+            _mm512_storeu_si512(tile + j * 16, acc[r][j]);
+        finish(o, N, m0 + r, n0, n1, tile);
+    }
 }
 
-/* C = A * B with B packed by pack_b; arows is M * K4 * 4 bytes of
- * scratch. */
+/* The packed GEMM with vpdpbusd: A as tfm_qgemm_packed takes it. */
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
-qgemm_vnni(int64_t M, int64_t N, int64_t K, const uint8_t *A, int64_t lda,
-           const int8_t *bp, int32_t *C, uint8_t *arows)
+packed_vnni(int64_t M, int64_t N, int64_t K, const uint8_t *A,
+            const int8_t *bp, const tfm_qout *o)
 {
     int64_t K4 = (K + 3) / 4;
-    /* A's rows, zero-padded to K4*4 so 4-byte loads stay in bounds. */
-    for (int64_t m = 0; m < M; m++) {
-        memcpy(arows + m * K4 * 4, A + m * lda, (size_t)K);
-        memset(arows + m * K4 * 4 + K, 0, (size_t)(K4 * 4 - K));
-    }
     int64_t mblocks = (M + 3) / 4;
 #pragma omp parallel for schedule(static) if (M * N * K > (1 << 22))
     for (int64_t mb = 0; mb < mblocks; mb++) {
         int64_t m0 = mb * 4;
         int rows = M - m0 < 4 ? (int)(M - m0) : 4;
         const uint8_t *ar[4];
-        int32_t *crow[4];
-        for (int r = 0; r < rows; r++) {
-            ar[r] = arows + (m0 + r) * K4 * 4;
-            crow[r] = C + (m0 + r) * N;
-        }
+        for (int r = 0; r < rows; r++)
+            ar[r] = A + (m0 + r) * K4 * 4;
         for (int64_t n0 = 0; n0 < N; n0 += 64) {
+            int nb = N - n0 >= 64 ? 4 : (int)((N - n0 + 15) / 16);
+#define BLOCKS(R)                                                         \
+    switch (nb) {                                                         \
+    case 4: block(R, 4, N, K4, m0, n0, ar, bp, o); break;                 \
+    case 3: block(R, 3, N, K4, m0, n0, ar, bp, o); break;                 \
+    case 2: block(R, 2, N, K4, m0, n0, ar, bp, o); break;                 \
+    default: block(R, 1, N, K4, m0, n0, ar, bp, o); break;                \
+    }
             switch (rows) {
-            case 4: block(4, N, K4, n0, ar, bp, crow); break;
-            case 3: block(3, N, K4, n0, ar, bp, crow); break;
-            case 2: block(2, N, K4, n0, ar, bp, crow); break;
-            default: block(1, N, K4, n0, ar, bp, crow); break;
+            case 4: BLOCKS(4); break;
+            case 3: BLOCKS(3); break;
+            case 2: BLOCKS(2); break;
+            default: BLOCKS(1); break;
             }
+#undef BLOCKS
         }
     }
 }
@@ -170,6 +265,8 @@ tfm_qgemm_uses_vnni(void)
 
 /* sum over k of B[k, n]: with it the callers take the activations' zero
  * point out (sum (u - zp) w = sum u w - zp sum w). */
+static _Atomic long long cache_lookups;
+
 static void
 col_sums(const int8_t *B, int64_t K, int64_t N, int32_t *cs)
 {
@@ -256,6 +353,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static wpack *
 wpack_get(const int8_t *B, int64_t K, int64_t N)
 {
     size_t kn = (size_t)(K * N);
+    atomic_fetch_add(&cache_lookups, 1);
     pthread_mutex_lock(&pack_lock);
     for (int i = 0; i < PACK_SLOTS; i++) {
         wpack *e = &packs[i];
@@ -342,8 +440,15 @@ tfm_qgemm_u8s8_sums(int64_t M, int64_t N, int64_t K, const uint8_t *A,
         wpack *e = wpack_get(B, K, N);
         uint8_t *ar = malloc((size_t)(M * K4 * 4) + 1);
         if (e && ar) {
+            /* A's rows, zero-padded to K4*4 so 4-byte loads stay in
+             * bounds. */
+            for (int64_t m = 0; m < M; m++) {
+                memcpy(ar + m * K4 * 4, A + m * lda, (size_t)K);
+                memset(ar + m * K4 * 4 + K, 0, (size_t)(K4 * 4 - K));
+            }
+            tfm_qout o = {.kind = TFM_QOUT_INT32, .y = C};
             if (M > 0)
-                qgemm_vnni(M, N, K, A, lda, e->packed, C, ar);
+                packed_vnni(M, N, K, ar, e->packed, &o);
             if (cs)
                 memcpy(cs, e->cs, (size_t)N * sizeof *cs);
             free(ar);
@@ -360,6 +465,27 @@ tfm_qgemm_u8s8_sums(int64_t M, int64_t N, int64_t K, const uint8_t *A,
         col_sums(B, K, N, cs);
     if (M > 0)
         qgemm_ref(M, N, K, A, lda, B, C);
+}
+
+void
+tfm_qgemm_packed(int64_t M, int64_t N, int64_t K, const uint8_t *A,
+                 const int8_t *bp, const tfm_qout *out)
+{
+    if (M <= 0 || N <= 0)
+        return;
+#ifdef TFM_QGEMM_X86
+    if (tfm_qgemm_uses_vnni()) {
+        packed_vnni(M, N, K, A, bp, out);
+        return;
+    }
+#endif
+    packed_ref(M, N, K, A, bp, out);
+}
+
+long long
+tfm_qgemm_cache_lookups(void)
+{
+    return atomic_load(&cache_lookups);
 }
 
 void

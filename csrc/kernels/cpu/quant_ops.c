@@ -16,6 +16,14 @@ clampi(int64_t v, int32_t lo, int32_t hi)
     return v < lo ? lo : v > hi ? hi : (int32_t)v;
 }
 
+/* clampi for int32 values (round_away's range): 32-bit lanes, twice as
+ * many per vector as int64 ones. */
+static inline int32_t
+clamp32(int32_t v, int32_t lo, int32_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
 /* Round half away from zero (TF Lite's rule), in plain arithmetic the
  * compiler vectorizes (roundf and lroundf are library calls). NaN gives
  * 0; values past +-1e6 saturate, far outside any int8 range. */
@@ -311,4 +319,242 @@ tfm_k_quantized_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
         }
     });
     return qgemm_finish(&q, w, M, O, K, in, nin, a, out);
+}
+
+/* ---- the packed forms: weights as the converter stores them (Note
+ * [Packed int8 weights] in qgemm.h), so no packing, no cache and no
+ * compare on any call; the input's quantization and the output's
+ * requantization (and dequantization) run in the GEMM's passes. ---- */
+
+/* x [M, K] (int8, or float32 quantized with f[0] and i[1]) as the
+ * packed GEMM's uint8 rows, zero-padded to K4*4; NULL out of memory. */
+static uint8_t *
+packed_rows(const tfm_tensor *x, int64_t M, int64_t K, const tfm_attrs *a)
+{
+    int64_t K4 = (K + 3) / 4;
+    uint8_t *u = calloc((size_t)(M * K4 * 4) + 1, 1);
+    if (!u)
+        return NULL;
+    if (x->dtype == TFM_INT8) {
+        const int8_t *q = tfm_tensor_data((tfm_tensor *)x);
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t k = 0; k < K; k++)
+                u[m * K4 * 4 + k] = (uint8_t)(q[m * K + k] + 128);
+        return u;
+    }
+    const float *f = tfm_tensor_data((tfm_tensor *)x);
+    float inv = (float)(1.0 / a->f[0]);
+    int32_t zp = (int32_t)a->i[1];
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t k = 0; k < K; k++)
+            u[m * K4 * 4 + k] = (uint8_t)(clamp32(
+                round_away(f[m * K + k] * inv) + zp, -128, 127) + 128);
+    return u;
+}
+
+/* The finishing of a static-range layer: requantize (as requantize()
+ * above; the offset input already holds bias - zin * column sums), and
+ * dequantize when the output is float. cb and mult are N each, owned by
+ * the caller. */
+static void
+static_out(tfm_qout *o, const tfm_attrs *a, tfm_tensor *const *in,
+           int64_t N, tfm_tensor *y, int64_t *cb, float *mult)
+{
+    int32_t zout = (int32_t)a->i[2];
+    double ratio = a->f[0] / a->f[1];
+    int32_t lo = -128, hi = 127;
+    if (a->i[3] == TFM_QACT_RELU || a->i[3] == TFM_QACT_RELU6)
+        lo = zout > lo ? zout : lo;
+    if (a->i[3] == TFM_QACT_RELU6) {
+        double six = zout + 6.0 / a->f[1];
+        hi = six < hi ? (int32_t)(six + 0.5) : hi;
+        hi = hi < lo ? lo : hi;
+    }
+    const float *ws = tfm_tensor_data(in[2]);
+    const int32_t *off = tfm_tensor_data(in[3]);
+    for (int64_t n = 0; n < N; n++) {
+        mult[n] = (float)(ratio * ws[n]);
+        cb[n] = off[n];
+    }
+    *o = (tfm_qout){.kind = y->dtype == TFM_INT8 ? TFM_QOUT_INT8
+                                                 : TFM_QOUT_FLOAT,
+                    .y = tfm_tensor_data(y), .cb = cb, .mult = mult,
+                    .zout = zout, .flo = (float)(lo - zout),
+                    .fhi = (float)(hi - zout), .s_out = (float)a->f[1]};
+}
+
+/* rows (freed here) times the packed weights in[1], finished into
+ * out[0] as a static-range layer. */
+static tfm_code
+packed_static(tfm_op op, uint8_t *rows, int64_t M, int64_t N, int64_t K,
+              tfm_tensor *const *in, const tfm_attrs *a,
+              tfm_tensor *const *out)
+{
+    int64_t *cb = malloc((size_t)N * sizeof *cb + 1);
+    float *mult = malloc((size_t)N * sizeof *mult + 1);
+    if (!rows || !cb || !mult) {
+        free(rows);
+        free(cb);
+        free(mult);
+        return oom(op);
+    }
+    tfm_qout o;
+    static_out(&o, a, in, N, out[0], cb, mult);
+    tfm_qgemm_packed(M, N, K, rows, tfm_tensor_data(in[1]), &o);
+    free(rows);
+    free(cb);
+    free(mult);
+    return TFM_OK;
+}
+
+tfm_code
+tfm_k_quantized_fc_packed(tfm_op op, tfm_tensor *const *in, int nin,
+                          const tfm_attrs *a, tfm_tensor *const *out,
+                          int nout, const tfm_kctx *ctx)
+{
+    (void)nin; (void)nout; (void)ctx;
+    int64_t N = in[2]->shape.dims[0];
+    int64_t K = in[0]->shape.dims[in[0]->shape.ndim - 1];
+    int64_t M = N > 0 ? tfm_tensor_numel(out[0]) / N : 0;
+    return packed_static(op, packed_rows(in[0], M, K, a), M, N, K, in, a,
+                         out);
+}
+
+/* min(0, x...) and max(0, x...) of a row: the loop tfm_k_hybrid_fc
+ * runs, as a simd reduction (vector min and max; a running scalar min
+ * is a reduction the compiler may not reorder on its own). The order
+ * does not change a min or a max of numbers, so finite rows get
+ * tfm_k_hybrid_fc's range exactly; a row holding NaN may get another
+ * one (its outputs mean nothing either way). */
+static void
+row_range(const float *x, int64_t K, float *lo_out, float *hi_out)
+{
+    float lo = 0, hi = 0;
+#pragma omp simd reduction(min : lo) reduction(max : hi)
+    for (int64_t k = 0; k < K; k++) {
+        lo = x[k] < lo ? x[k] : lo;
+        hi = x[k] > hi ? x[k] : hi;
+    }
+    *lo_out = lo;
+    *hi_out = hi;
+}
+
+tfm_code
+tfm_k_hybrid_fc_packed(tfm_op op, tfm_tensor *const *in, int nin,
+                       const tfm_attrs *a, tfm_tensor *const *out,
+                       int nout, const tfm_kctx *ctx)
+{
+    (void)nout; (void)ctx;
+    int64_t N = in[2]->shape.dims[0];
+    int64_t K = in[0]->shape.dims[in[0]->shape.ndim - 1];
+    int64_t M = N > 0 ? tfm_tensor_numel(out[0]) / N : 0, K4 = (K + 3) / 4;
+    const float *x = tfm_tensor_data(in[0]);
+    uint8_t *u = calloc((size_t)(M * K4 * 4) + 1, 1);
+    float *rs = malloc((size_t)M * sizeof *rs + 1);
+    int32_t *rz = malloc((size_t)M * sizeof *rz + 1);
+    if (!u || !rs || !rz) {
+        free(u);
+        free(rs);
+        free(rz);
+        return oom(op);
+    }
+    /* Each row its own asymmetric uint8 range holding 0, as
+     * tfm_k_hybrid_fc does. */
+    for (int64_t m = 0; m < M; m++) {
+        const float *xr = x + m * K;
+        float lo, hi;
+        row_range(xr, K, &lo, &hi);
+        float s = (hi - lo) / 255.0f;
+        if (!(s > 0) || !isfinite(s))
+            s = 1.0f;
+        int32_t zp = clampi(round_away(-lo / s), 0, 255);
+        float inv = 1.0f / s;
+        uint8_t *ur = u + m * K4 * 4;
+        for (int64_t k = 0; k < K; k++)
+            ur[k] = (uint8_t)clamp32(round_away(xr[k] * inv) + zp, 0, 255);
+        rs[m] = s;
+        rz[m] = zp;
+    }
+    tfm_qout o = {.kind = TFM_QOUT_HYBRID, .y = tfm_tensor_data(out[0]),
+                  .cs = tfm_tensor_data(in[3]),
+                  .mult = tfm_tensor_data(in[2]), .rs = rs, .rz = rz,
+                  .fbias = nin == 5 ? tfm_tensor_data(in[4]) : NULL,
+                  .act = (int)a->i[3]};
+    tfm_qgemm_packed(M, N, K, u, tfm_tensor_data(in[1]), &o);
+    free(u);
+    free(rs);
+    free(rz);
+    return TFM_OK;
+}
+
+tfm_code
+tfm_k_quantized_conv2d_packed(tfm_op op, tfm_tensor *const *in, int nin,
+                              const tfm_attrs *a, tfm_tensor *const *out,
+                              int nout, const tfm_kctx *ctx)
+{
+    (void)nin; (void)nout; (void)ctx;
+    const int64_t *xd = in[0]->shape.dims, *fd = a->ints + TFM_CONV_SIZES;
+    const int64_t *yd = out[0]->shape.dims;
+    int64_t B = xd[0], H = xd[1], W = xd[2], C = xd[3];
+    int64_t KH = fd[0], KW = fd[1], O = fd[3];
+    int64_t OH = yd[1], OW = yd[2];
+    int64_t sh = a->ints[TFM_CONV_STRIDE_H], sw = a->ints[TFM_CONV_STRIDE_W];
+    int64_t dh = a->ints[TFM_CONV_WIN_H], dw = a->ints[TFM_CONV_WIN_W];
+    int mode = (int)a->i[0];
+    int64_t oh, ow, pt, pl;
+    tfm_conv_dim(H, KH, sh, dh, mode, a->ints[TFM_CONV_PADS],
+                 a->ints[TFM_CONV_PADS + 1], &oh, &pt);
+    tfm_conv_dim(W, KW, sw, dw, mode, a->ints[TFM_CONV_PADS + 2],
+                 a->ints[TFM_CONV_PADS + 3], &ow, &pl);
+    int64_t K = KH * KW * C, M = B * OH * OW, K4 = (K + 3) / 4;
+    int64_t nx = tfm_tensor_numel(in[0]);
+    /* A float input is quantized once (each value lands in up to KH*KW
+     * rows); then im2col as in tfm_k_quantized_conv2d, into rows padded
+     * to K4*4. */
+    uint8_t *ux = malloc((size_t)nx + 1);
+    uint8_t *u = calloc((size_t)(M * K4 * 4) + 1, 1);
+    if (!ux || !u) {
+        free(ux);
+        free(u);
+        return oom(op);
+    }
+    if (in[0]->dtype == TFM_INT8) {
+        const int8_t *q = tfm_tensor_data(in[0]);
+        for (int64_t i = 0; i < nx; i++)
+            ux[i] = (uint8_t)(q[i] + 128);
+    } else {
+        const float *f = tfm_tensor_data(in[0]);
+        float inv = (float)(1.0 / a->f[0]);
+        int32_t zp = (int32_t)a->i[1];
+        for (int64_t i = 0; i < nx; i++)
+            ux[i] = (uint8_t)(clamp32(round_away(f[i] * inv) + zp, -128,
+                                      127) + 128);
+    }
+    uint8_t pad = (uint8_t)(a->i[1] + 128);
+    TFM_PAR_FOR(M * K > TFM_PAR_MIN, r, M, {
+        int64_t b = r / (OH * OW), p = r % (OH * OW);
+        int64_t oy = p / OW, ox = p % OW;
+        uint8_t *row = u + r * K4 * 4;
+        for (int64_t i = 0; i < KH; i++) {
+            int64_t iy = oy * sh + i * dh - pt;
+            for (int64_t j = 0; j < KW; j++) {
+                int64_t ix = ox * sw + j * dw - pl;
+                uint8_t *dst = row + (i * KW + j) * C;
+                int out = iy < 0 || iy >= H || ix < 0 || ix >= W;
+                const uint8_t *src = out ? NULL
+                                         : ux + ((b * H + iy) * W + ix) * C;
+                /* One channel (a first layer on grey images) is one
+                 * byte: a call to memcpy for it costs more than the
+                 * products. */
+                if (C == 1)
+                    *dst = out ? pad : *src;
+                else if (out)
+                    memset(dst, pad, (size_t)C);
+                else
+                    memcpy(dst, src, (size_t)C);
+            }
+        }
+    });
+    free(ux);
+    return packed_static(op, u, M, O, K, in, a, out);
 }
