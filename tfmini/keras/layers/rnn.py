@@ -393,6 +393,10 @@ class RNN(Layer):
                 for s in self._zero_state(shape[0])]
         self.built = True
 
+    def _gates_width(self):
+        cell = self.cell
+        return getattr(cell, "_gates", 1) * getattr(cell, "units", 0)
+
     def _zero_state(self, batch):
         return [_zeros(batch, d, self._keras_dtype) for d in self.state_size]
 
@@ -459,14 +463,14 @@ class RNN(Layer):
                                               training)
             if dp is not None:
                 x = x * tf.expand_dims(dp, 1)
-            x = project(x)
         # The LSTM loop with its own gradient (rnn_fused.py) where
         # nothing per step needs more than the fused cell.
         fused = None
         if isinstance(self.cell, LSTMCell) and self.cell._fused() and \
                 mask is None and rdp_box[0] is None:
             fused = self.cell._weights_for_step()[0]
-        last, outputs, states = self._loop(x, states, mask, step, fused)
+        last, outputs, states = self._loop(x, states, mask, step, fused,
+                                           project)
         if self.stateful:
             for v, s in zip(self._keras_states, states):
                 v.assign(s, read_value=False)
@@ -475,16 +479,27 @@ class RNN(Layer):
             return [out] + list(states)
         return out
 
-    def _loop(self, x, states, mask, step, fused=None):
+    def _loop(self, x, states, mask, step, fused=None, project=None):
         """Run step over time: (last output, outputs (batch, time, out)
         or None, final states). fused: the recurrent kernel, when the
-        cell is an LSTM that lstm_while can run."""
+        cell is an LSTM that lstm_while can run; project: the cell's
+        input projection, applied here to x."""
         time_axis = 1
+        # The loop reads time-major steps. The projection widens the
+        # features (LSTM: to 4 * units), so reversing and transposing
+        # come before it unless the inputs are the wider ones; either
+        # way it is one GEMM over all steps.
+        wide = project is not None and x.shape[-1] is not None and \
+            x.shape[-1] > self._gates_width()
+        if wide:
+            x, project = project(x), None
         if self.go_backwards:
             x = tf.reverse(x, [time_axis])
             if mask is not None:
                 mask = tf.reverse(mask, [time_axis])
         xs = tf.transpose(x, [1, 0] + list(range(2, len(x.shape))))
+        if project is not None:
+            xs = project(xs)
         ms = None
         if mask is not None:
             ms = tf.expand_dims(tf.transpose(tf.cast(mask, tf.bool), [1, 0]),
