@@ -396,3 +396,31 @@ def test_fit_trains_through_the_fused_loop(monkeypatch):
     hist = model.fit(x, y, epochs=30, batch_size=32, verbose=0)
     assert calls
     assert hist.history["loss"][-1] < 0.5 * hist.history["loss"][0]
+
+
+def test_bidirectional_and_stateful_lstm_traced_gradients_equal_eager(
+        monkeypatch):
+    calls = _spy(monkeypatch)
+    x = tf.constant(_x())
+    bidi = L.Bidirectional(L.LSTM(5, return_sequences=True))
+    stateful = L.LSTM(5, stateful=True)
+    for layer in (bidi, stateful):
+        layer(x)
+
+    def run(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = (tf.reduce_sum(tf.sin(bidi(x))) +
+                    tf.reduce_sum(tf.sin(stateful(x))))
+        return tape.gradient(loss, [x] + bidi.trainable_weights +
+                             stateful.trainable_weights)
+
+    stateful.reset_states()
+    want = run(x) + run(x)              # the second call starts from state
+    stateful.reset_states()
+    fn = tf.function(run)
+    got = fn(x) + fn(x)
+    assert len(calls) == 3              # forward, backward, stateful
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=2e-6,
+                                   atol=2e-6)
