@@ -11,7 +11,10 @@ How the time loop runs: the input side of every step does not depend on
 the state, so it is one GEMM over all steps before the loop (x @ kernel
 + input bias, (batch, time, G)); each step then does one (batch, units)
 @ recurrent_kernel and the gate math, which is elementwise (the graph
-optimizer fuses it). Eagerly the loop is a Python loop; traced (in a
+optimizer fuses it; the LSTM's, with the default activations, is one
+op, LSTMGates). A traced LSTM under a tape, with no mask and no
+recurrent dropout, runs a loop with a gradient of its own that saves
+the gates (rnn_fused.py) instead of the generic While gradient. Eagerly the loop is a Python loop; traced (in a
 tf.function or fit) it is one tf.while_loop writing a TensorArray, so the
 graph has one While node whatever the sequence length.
 
