@@ -294,11 +294,13 @@ def test_traced_loop_is_one_while_with_the_gates_fused(kind):
                key=lambda b: len(_types(b)))
     inside = _types(body)
     # One recurrent GEMM per step; the gate math in one fused node (the
-    # SimpleRNN's tanh rides on the GEMM's epilogue).
+    # SimpleRNN's tanh rides on the GEMM's epilogue; the LSTM's is its
+    # own op, LSTMGates).
     assert sum(t in ("MatMul", "BatchMatMulV2", "_FusedMatMul")
                for t in inside) == 1, inside
-    assert inside.count("_FusedElementwise") == (0 if kind == "simple"
-                                                 else 1), inside
+    assert inside.count("_FusedElementwise") == (1 if kind == "gru"
+                                                 else 0), inside
+    assert inside.count("LSTMGates") == (kind == "lstm"), inside
 
 
 def test_unknown_time_steps_when_traced_raise_clearly():

@@ -10,6 +10,7 @@
 #include "quant.h"
 #include "random.h"
 #include "reduce.h"
+#include "rnn.h"
 #include "shape.h"
 #include "state.h"
 #include "string_ops.h"

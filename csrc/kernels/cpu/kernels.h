@@ -9,6 +9,7 @@
 #include "nn.h"
 #include "random.h"
 #include "reduce.h"
+#include "rnn_cell.h"
 #include "shape.h"
 #include "string_kernels.h"
 

@@ -11,7 +11,10 @@ How the time loop runs: the input side of every step does not depend on
 the state, so it is one GEMM over all steps before the loop (x @ kernel
 + input bias, (batch, time, G)); each step then does one (batch, units)
 @ recurrent_kernel and the gate math, which is elementwise (the graph
-optimizer fuses it). Eagerly the loop is a Python loop; traced (in a
+optimizer fuses it; the LSTM's, with the default activations, is one
+op, LSTMGates). A traced LSTM under a tape, with no mask and no
+recurrent dropout, runs a loop with a gradient of its own that saves
+the gates (rnn_fused.py) instead of the generic While gradient. Eagerly the loop is a Python loop; traced (in a
 tf.function or fit) it is one tf.while_loop writing a TensorArray, so the
 graph has one While node whatever the sequence length.
 
@@ -19,8 +22,10 @@ Masks (batch, time): a masked step keeps the previous state and repeats
 the previous output (zeros with zero_output_for_mask)."""
 import tfmini as tf
 
+from ...ops.rnn_ops import lstm_gates
 from .. import activations, constraints, initializers, regularizers
 from .base import Layer, _ctx, _path_scope
+from .rnn_fused import lstm_while, recording
 
 
 def _dropout_mask(like, rate, seed):
@@ -241,12 +246,22 @@ class LSTMCell(_Cell):
                               init((2 * u,), dtype=dtype)], 0)
         return forget_one
 
+    def _fused(self):
+        """Whether the gate math can be the fused LSTMGates op: Keras'
+        default activations, in float32 or float64."""
+        return (self.activation is activations.tanh and
+                self.recurrent_activation is activations.sigmoid and
+                self._keras_dtype in (tf.float32, tf.float64))
+
     def _step(self, xp, states, rdp, weights):
         (r,) = weights
         h, c = states[0], states[1]
         if rdp is not None:
             h = h * rdp
         z = xp + tf.matmul(h, r)
+        if self._fused():
+            h, c, _ = lstm_gates(z, c)
+            return h, [h, c]
         ra, act = self.recurrent_activation, self.activation
         # One Split rather than four slices: its gradient is one concat
         # of the gate gradients, where slices' gradients are four
@@ -381,6 +396,10 @@ class RNN(Layer):
                 for s in self._zero_state(shape[0])]
         self.built = True
 
+    def _gates_width(self):
+        cell = self.cell
+        return getattr(cell, "_gates", 1) * getattr(cell, "units", 0)
+
     def _zero_state(self, batch):
         return [_zeros(batch, d, self._keras_dtype) for d in self.state_size]
 
@@ -447,8 +466,14 @@ class RNN(Layer):
                                               training)
             if dp is not None:
                 x = x * tf.expand_dims(dp, 1)
-            x = project(x)
-        last, outputs, states = self._loop(x, states, mask, step)
+        # The LSTM loop with its own gradient (rnn_fused.py) where
+        # nothing per step needs more than the fused cell.
+        fused = None
+        if isinstance(self.cell, LSTMCell) and self.cell._fused() and \
+                mask is None and rdp_box[0] is None:
+            fused = self.cell._weights_for_step()[0]
+        last, outputs, states = self._loop(x, states, mask, step, fused,
+                                           project)
         if self.stateful:
             for v, s in zip(self._keras_states, states):
                 v.assign(s, read_value=False)
@@ -457,15 +482,27 @@ class RNN(Layer):
             return [out] + list(states)
         return out
 
-    def _loop(self, x, states, mask, step):
+    def _loop(self, x, states, mask, step, fused=None, project=None):
         """Run step over time: (last output, outputs (batch, time, out)
-        or None, final states)."""
+        or None, final states). fused: the recurrent kernel, when the
+        cell is an LSTM that lstm_while can run; project: the cell's
+        input projection, applied here to x."""
         time_axis = 1
+        # The loop reads time-major steps. The projection widens the
+        # features (LSTM: to 4 * units), so reversing and transposing
+        # come before it unless the inputs are the wider ones; either
+        # way it is one GEMM over all steps.
+        wide = project is not None and x.shape[-1] is not None and \
+            x.shape[-1] > self._gates_width()
+        if wide:
+            x, project = project(x), None
         if self.go_backwards:
             x = tf.reverse(x, [time_axis])
             if mask is not None:
                 mask = tf.reverse(mask, [time_axis])
         xs = tf.transpose(x, [1, 0] + list(range(2, len(x.shape))))
+        if project is not None:
+            xs = project(xs)
         ms = None
         if mask is not None:
             ms = tf.expand_dims(tf.transpose(tf.cast(mask, tf.bool), [1, 0]),
@@ -495,6 +532,13 @@ class RNN(Layer):
                                  f"time steps")
             seq = tf.stack(outs, axis=1) if self.return_sequences else None
             return outs[-1], seq, states
+        if fused is not None and xs.shape[0] is not None and \
+                recording([xs, fused] + list(states)):
+            seq, states = lstm_while(xs, states[0], states[1], fused,
+                                     self.return_sequences)
+            if seq is not None:
+                seq = tf.transpose(seq, [1, 0, 2])
+            return states[0], seq, states
         return self._while(xs, ms, states, step, masked)
 
     def _while(self, xs, ms, states, step, masked):

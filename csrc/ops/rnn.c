@@ -1,0 +1,122 @@
+/* Shape rules of the recurrent-cell ops. Every input is a matrix
+ * [batch, width] whose width is the number of units U or, for the gate
+ * blocks, 4U; unknown dims (-1) match anything. */
+#include <stdio.h>
+
+#include "rnn.h"
+
+/* One input's expected width: U or 4U. */
+typedef struct cell_arg {
+    const char *name;
+    int gates;          /* 1: width 4U, else U */
+} cell_arg;
+
+/* The error naming every argument's shape and dtype. */
+static tfm_code
+cell_error(tfm_op op, const tfm_meta *in, const cell_arg *args, int n,
+           const char *why)
+{
+    char all[1024];
+    size_t len = 0;
+    all[0] = '\0';
+    for (int k = 0; k < n && len < sizeof all; k++) {
+        char s[160];
+        int w = snprintf(all + len, sizeof all - len, "%s%s %s %s",
+                         k ? ", " : "", args[k].name,
+                         tfm_shape_str(&in[k].shape, s, sizeof s),
+                         tfm_dtype_name(in[k].dtype));
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+    return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %s; got %s",
+                     tfm_ops[op].name, why, all);
+}
+
+/* Checks the arguments; sets *batch and *units (-1 when unknown). */
+static tfm_code
+check_cell(tfm_op op, const tfm_meta *in, const cell_arg *args, int n,
+           int64_t *batch, int64_t *units)
+{
+    tfm_dtype dt = in[0].dtype;
+    if (dt != TFM_FLOAT32 && dt != TFM_FLOAT64)
+        return cell_error(op, in, args, n, "the arguments must be float32 "
+                          "or float64");
+    for (int k = 1; k < n; k++)
+        if (in[k].dtype != dt)
+            return cell_error(op, in, args, n, "the arguments must all "
+                              "have one dtype");
+    *batch = -1;
+    *units = -1;
+    for (int k = 0; k < n; k++) {
+        const tfm_shape *s = &in[k].shape;
+        if (s->ndim != 2)
+            return cell_error(op, in, args, n, "every argument must be a "
+                              "matrix [batch, width]");
+        int64_t b = s->dims[0], w = s->dims[1];
+        if (b >= 0) {
+            if (*batch >= 0 && *batch != b)
+                return cell_error(op, in, args, n, "the batch sizes "
+                                  "(first dims) differ");
+            *batch = b;
+        }
+        if (w < 0)
+            continue;
+        if (args[k].gates && w % 4)
+            return cell_error(op, in, args, n, "the gate blocks' width "
+                              "must be 4 * units");
+        int64_t u = args[k].gates ? w / 4 : w;
+        if (*units >= 0 && *units != u)
+            return cell_error(op, in, args, n, "the widths disagree (gate "
+                              "blocks 4 * units wide, the others units)");
+        *units = u;
+    }
+    return TFM_OK;
+}
+
+static tfm_meta
+matrix(tfm_dtype dt, int64_t batch, int64_t width)
+{
+    tfm_meta m;
+    m.dtype = dt;
+    m.shape.ndim = 2;
+    m.shape.dims[0] = batch;
+    m.shape.dims[1] = width;
+    return m;
+}
+
+tfm_code
+tfm_infer_lstm_gates(tfm_op op, const tfm_meta *in, int nin,
+                     const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)nin; (void)a;
+    static const cell_arg args[] = {{"z", 1}, {"c_prev", 0}};
+    int64_t b = -1, u = -1;
+    tfm_code rc = check_cell(op, in, args, 2, &b, &u);
+    if (rc)
+        return rc;
+    tfm_dtype dt = in[0].dtype;
+    out[0] = matrix(dt, b, u);
+    out[1] = matrix(dt, b, u);
+    out[2] = matrix(dt, b, u < 0 ? -1 : 4 * u);
+    *nout = 3;
+    return TFM_OK;
+}
+
+tfm_code
+tfm_infer_lstm_gates_grad(tfm_op op, const tfm_meta *in, int nin,
+                          const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)nin; (void)a;
+    static const cell_arg args[] = {{"dh", 0}, {"dc", 0}, {"gates", 1},
+                                    {"c_prev", 0}, {"c", 0}};
+    int64_t b = -1, u = -1;
+    tfm_code rc = check_cell(op, in, args, 5, &b, &u);
+    if (rc)
+        return rc;
+    tfm_dtype dt = in[0].dtype;
+    out[0] = matrix(dt, b, u < 0 ? -1 : 4 * u);
+    out[1] = matrix(dt, b, u);
+    *nout = 2;
+    return TFM_OK;
+}

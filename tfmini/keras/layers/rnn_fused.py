@@ -1,0 +1,96 @@
+"""The LSTM layer's time loop with a gradient of its own.
+
+A differentiated tf.while_loop takes its gradient by rerunning the body
+on the saved loop variables under a tape (Note [Control flow gradients]
+in tfmini/ops/control_flow_grad.py): for an LSTM that is one more
+h_prev @ recurrent_kernel GEMM and the gate math again at every step,
+just to get at values the forward loop had. Here the forward loop keeps
+what the backward needs, as TF's and cuDNN's LSTM kernels do:
+
+- forward, per step: z = xs[t] + h @ R; (h, c, gates) = LSTMGates(z, c),
+  with h, c and the activated gates written into preallocated stacks
+  (in place: Note [Writing over a loop variable] in csrc/graph/exec.c);
+- backward, per step, t = T-1 .. 0: (dz, dc) = LSTMGatesGrad(dh + dhs[t],
+  dc, gates[t], c[t-1], c[t]); dh = dz @ R^T; dz goes into a stack;
+- after it, one GEMM for the recurrent kernel, h_prev^T @ dz over all
+  steps, and the dz stack is the gradient of xs, so the input projection
+  (one GEMM over all steps before the loop) gets its weight gradient in
+  one GEMM too.
+
+Only the built-in LSTM cell with its default activations, no mask and no
+recurrent dropout comes here (RNN.call decides); the loop is used only
+when a tape records it: otherwise there is nothing to save."""
+import tfmini as tf
+
+from ... import _C
+from ...ops.rnn_ops import lstm_gates, lstm_gates_grad
+
+
+def recording(tensors):
+    """Whether a tape would record an op over these tensors."""
+    return bool(_C.should_record(list(tensors)))
+
+
+def _rows(first, n):
+    """[n + 1, *first.shape]: first in row 0, zeros after (first's
+    batch dim may be unknown while tracing, so no static tf.zeros)."""
+    if first.shape.is_fully_defined():
+        rest = tf.zeros([n] + first.shape.as_list(), first.dtype)
+    else:
+        rest = tf.tile(tf.expand_dims(tf.zeros_like(first), 0),
+                       [n] + [1] * len(first.shape))
+    return tf.concat([tf.expand_dims(first, 0), rest], 0)
+
+
+def _put(stack, i, row):
+    return tf.tensor_scatter_nd_update(stack, tf.reshape(i, [1, 1]),
+                                       tf.expand_dims(row, 0))
+
+
+def lstm_while(xs, h0, c0, r, seqs):
+    """xs (time, batch, 4 units): the projected inputs, time-major.
+    Returns (outputs (time, batch, units) or None, [h, c])."""
+    n = int(xs.shape[0])
+    units = int(r.shape[0])
+
+    @tf.custom_gradient
+    def run(xs, h0, c0, r):
+        def body(i, h, c, hs, cs, gs):
+            z = tf.gather(xs, i) + tf.matmul(h, r)
+            h, c, g = lstm_gates(z, c)
+            return (i + 1, h, c, _put(hs, i + 1, h), _put(cs, i + 1, c),
+                    _put(gs, i, g))
+
+        # hs, cs: the states entering each step and the last ones.
+        init = [tf.constant(0), h0, c0, _rows(h0, n), _rows(c0, n),
+                tf.zeros_like(xs)]
+        # back_prop=False: custom_gradient's variable watcher is a tape
+        # above the pause, and a loop it saw would stack its loop
+        # variables for a gradient that this function gives itself.
+        _, h, c, hs, cs, gs = tf.while_loop(
+            lambda i, *_: i < n, body, init, maximum_iterations=n,
+            back_prop=False)
+
+        def grad(d_out, d_h, d_c):
+            def gbody(i, dh, dc, dzs):
+                if seqs:
+                    dh = dh + tf.gather(d_out, i)
+                dz, dc = lstm_gates_grad(dh, dc, tf.gather(gs, i),
+                                         tf.gather(cs, i),
+                                         tf.gather(cs, i + 1))
+                return (i - 1, tf.matmul(dz, r, transpose_b=True), dc,
+                        _put(dzs, i, dz))
+
+            _, dh, dc, dzs = tf.while_loop(
+                lambda i, *_: i >= 0, gbody,
+                [tf.constant(n - 1), d_h, d_c, tf.zeros_like(gs)],
+                maximum_iterations=n)
+            dr = tf.matmul(tf.reshape(hs[:-1], [-1, units]),
+                           tf.reshape(dzs, [-1, 4 * units]),
+                           transpose_a=True)
+            return dzs, dh, dc, dr
+
+        return (hs[1:], h, c), grad
+
+    out, h, c = run(xs, h0, c0, r)
+    return (out if seqs else None), [h, c]
