@@ -400,19 +400,33 @@ def _takes_variables(fn):
 
 
 def _custom_gradient_call(f, args, kwargs):
+    from .ops import control_flow_grad as _cf_grad
     watcher = _C.Tape(False, True, True)
+    # Registered as a VariableWatcher, so that a cond or loop in f neither
+    # takes this variables-only tape for a recording one (a While would
+    # stack its loop variables every iteration for a gradient nobody
+    # takes) nor hides the variables its branches read from it.
+    branches = _cf_grad.VariableWatcher()
+    stack = _cf_grad._local.__dict__.setdefault("watchers", [])
     _C.pause_tapes()
     try:
         watcher.push()
+        stack.append((branches, _C.tapes_active()))
         try:
             result, grad_fn = f(*args, **kwargs)
         finally:
+            stack.pop()
             watcher.pop()
     finally:
         _C.resume_tapes()
+    if stack:           # an enclosing branch or body: tell it
+        stack[-1][0].assigns |= branches.assigns
+        stack[-1][0]._add(branches.variables)
     arg_ids = {id(a) for a in args}
-    variables = [v for v in watcher.watched_variables()
-                 if id(v) not in arg_ids]
+    variables = []
+    for v in list(watcher.watched_variables()) + branches.variables:
+        if id(v) not in arg_ids and all(v is not w for w in variables):
+            variables.append(v)
     takes_variables = _takes_variables(grad_fn)
     if variables and not takes_variables:
         raise TypeError("@tf.custom_gradient grad_fn must accept keyword "
