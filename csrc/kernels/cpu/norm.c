@@ -2,7 +2,7 @@
  * gradient, each one pass over rows that stay in L1. Composed from
  * elementwise ops and reductions, LayerNormalization's forward is about
  * ten passes over the activations and its gradient some twenty; the
- * softmax gradient four. Row statistics are summed in double. */
+ * softmax gradient four. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -14,24 +14,30 @@
  * depend on the thread count. */
 #define NBLK 16
 
-/* mean and 1/sqrt(var + eps) of one row (two passes: no cancellation). */
+/* mean and 1/sqrt(var + eps) of one row (two passes: no cancellation).
+ * Sums in T: a row's partial sums stay short (16 lanes), and double
+ * converts would halve the vector width. */
 #define ROW_STATS(T)                                                         \
 static inline void                                                           \
 row_stats_##T(const T *restrict x, int64_t n, double eps, T *mu, T *rs)      \
 {                                                                            \
-    double s = 0, q = 0;                                                     \
+    T s = 0, q = 0;                                                          \
     _Pragma("omp simd reduction(+:s)")                                       \
     for (int64_t i = 0; i < n; i++)                                          \
         s += x[i];                                                           \
-    double m = s / (double)n;                                                \
+    T m = s / (T)n;                                                          \
     _Pragma("omp simd reduction(+:q)")                                       \
     for (int64_t i = 0; i < n; i++) {                                        \
-        double d = x[i] - m;                                                 \
+        T d = x[i] - m;                                                      \
         q += d * d;                                                          \
     }                                                                        \
-    *mu = (T)m;                                                              \
-    *rs = (T)(1.0 / sqrt(q / (double)n + eps));                              \
+    *mu = m;                                                                 \
+    *rs = (T)(1.0 / sqrt((double)q / (double)n + eps));                      \
 }
+
+/* Rows summed in T into dgamma/dbeta before those go into the block's
+ * double sums: short runs keep T's rounding small. */
+#define FLUSH_ROWS 64
 
 #define LAYER_NORM(T)                                                        \
 ROW_STATS(T)                                                                 \
@@ -51,37 +57,46 @@ layer_norm_##T(const T *x, const T *g, const T *b, T *y, int64_t rows,       \
 }                                                                            \
                                                                              \
 /* dx = rs * (v - mean(v) - xh * mean(v * xh)), v = gamma * dy;             \
- * part[blk] holds that block's sums of dy * xh (dgamma) and dy (dbeta). */  \
+ * part[blk] holds that block's sums of dy * xh (dgamma) and dy (dbeta);    \
+ * acc (2n T per block) the current run of FLUSH_ROWS rows. */               \
 static void                                                                  \
 layer_norm_grad_##T(const T *dy, const T *x, const T *g, T *dx, double *part,\
-                    int nblk, int64_t rows, int64_t n, double eps)           \
+                    T *accs, int nblk, int64_t rows, int64_t n, double eps)  \
 {                                                                            \
     int64_t per = (rows + nblk - 1) / nblk;                                  \
     TFM_PAR_FOR(rows * n >= TFM_PAR_MIN, k, nblk,                            \
-        double *restrict dg = part + k * 2 * n, *restrict db = dg + n;       \
-        for (int64_t i = 0; i < 2 * n; i++)                                  \
+        double *restrict dg = part + k * 2 * n;                              \
+        T *restrict ag = accs + k * 2 * n, *restrict ab = ag + n;            \
+        for (int64_t i = 0; i < 2 * n; i++) {                                \
             dg[i] = 0;                                                       \
+            ag[i] = 0;                                                       \
+        }                                                                    \
+        int64_t r0 = k * per;                                                \
         int64_t r1 = (k + 1) * per < rows ? (k + 1) * per : rows;            \
-        for (int64_t r = k * per; r < r1; r++) {                             \
+        for (int64_t r = r0; r < r1; r++) {                                  \
             const T *restrict xr = x + r * n, *restrict gr = dy + r * n;     \
             T *restrict dr = dx + r * n;                                     \
-            T mu, rs;                                                        \
+            T mu, rs, sv = 0, svx = 0;                                       \
             row_stats_##T(xr, n, eps, &mu, &rs);                             \
-            double sv = 0, svx = 0;                                          \
             _Pragma("omp simd reduction(+:sv, svx)")                         \
             for (int64_t i = 0; i < n; i++) {                                \
                 T xh = (xr[i] - mu) * rs, v = g[i] * gr[i];                  \
                 sv += v;                                                     \
                 svx += v * xh;                                               \
-                dg[i] += gr[i] * xh;                                         \
-                db[i] += gr[i];                                              \
+                ag[i] += gr[i] * xh;                                         \
+                ab[i] += gr[i];                                              \
             }                                                                \
-            T mv = (T)(sv / (double)n), mvx = (T)(svx / (double)n);          \
+            T mv = sv / (T)n, mvx = svx / (T)n;                              \
             _Pragma("omp simd")                                              \
             for (int64_t i = 0; i < n; i++) {                                \
                 T xh = (xr[i] - mu) * rs;                                    \
                 dr[i] = rs * (g[i] * gr[i] - mv - xh * mvx);                 \
             }                                                                \
+            if ((r - r0) % FLUSH_ROWS == FLUSH_ROWS - 1 || r == r1 - 1)      \
+                for (int64_t i = 0; i < 2 * n; i++) {                        \
+                    dg[i] += ag[i];                                          \
+                    ag[i] = 0;                                               \
+                }                                                            \
         }                                                                    \
     );                                                                       \
 }
@@ -125,25 +140,29 @@ tfm_k_layer_norm_grad(tfm_op op, tfm_tensor *const *in, int nin,
     int nblk = rows * n >= TFM_PAR_MIN ? NBLK : 1;
     if (rows < nblk)
         nblk = rows ? (int)rows : 1;
-    double *part = calloc((size_t)nblk * 2 * (size_t)(n ? n : 1),
-                          sizeof *part);
-    if (!part)
+    size_t cells = (size_t)nblk * 2 * (size_t)(n ? n : 1);
+    double *part = calloc(cells, sizeof *part);
+    void *accs = malloc(cells * tfm_dtype_size(in[1]->dtype));
+    if (!part || !accs) {
+        free(part);
+        free(accs);
         return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: out of memory "
                          "for %d x %lld partial sums", tfm_ops[op].name,
                          nblk, (long long)(2 * n));
+    }
     if (rows) {
         if (in[1]->dtype == TFM_FLOAT32)
             layer_norm_grad_float(tfm_tensor_data(in[0]),
                                   tfm_tensor_data(in[1]),
                                   tfm_tensor_data(in[2]),
-                                  tfm_tensor_data(out[0]), part, nblk, rows,
-                                  n, a->f[0]);
+                                  tfm_tensor_data(out[0]), part, accs, nblk,
+                                  rows, n, a->f[0]);
         else
             layer_norm_grad_double(tfm_tensor_data(in[0]),
                                    tfm_tensor_data(in[1]),
                                    tfm_tensor_data(in[2]),
-                                   tfm_tensor_data(out[0]), part, nblk,
-                                   rows, n, a->f[0]);
+                                   tfm_tensor_data(out[0]), part, accs,
+                                   nblk, rows, n, a->f[0]);
     }
     for (int k = 1; k < nblk; k++)
         for (int64_t i = 0; i < 2 * n; i++)
@@ -162,6 +181,7 @@ tfm_k_layer_norm_grad(tfm_op op, tfm_tensor *const *in, int nin,
         }
     }
     free(part);
+    free(accs);
     return TFM_OK;
 }
 
