@@ -99,9 +99,12 @@ plan_memory(tfm_plan *p, const int32_t *last)
         if ((st->kind != STEP_KERNEL && st->kind != STEP_FUSED) ||
             !st->direct)
             continue;
-        /* A matmul's output aliases nothing. */
+        /* A matmul's output aliases nothing. A reshape's (its kernel a
+         * byte copy) may sit on its dying input: the copy is then a
+         * no-op. */
         int inplace_ok = nd->nout == 1 &&
-            (nd->op == TFM_OP_FUSED_ELEMENTWISE ||
+            (nd->op == TFM_OP_FUSED_ELEMENTWISE || nd->op == TFM_OP_RESHAPE ||
+             nd->op == TFM_OP_EXPAND_DIMS || nd->op == TFM_OP_SQUEEZE ||
              (st->kind == STEP_KERNEL && nd->op != TFM_OP_CAST &&
               (tfm_ops[nd->op].flags & TFM_OPF_ELEMENTWISE)));
         for (int k = 0; k < nd->nout; k++) {

@@ -32,16 +32,15 @@ sum_kept(tfm_grad_scope *s, tfm_tensor *t, int axis)
     return axis < 0 ? NULL : tfm_gs_sum(s, t, &axis, 1, 1);
 }
 
-/* d softmax: (g - sum(g * y)) * y */
+/* d softmax: (g - sum(g * y)) * y, one fused op */
 TFM_GRAD(tfm_grad_rule_softmax)
 {
     tfm_grad_scope s;
     tfm_gs_begin(&s, c);
     tfm_tensor *y = c->out[0];
     int axis = norm_axis(c, y, c->attrs->i[0]);
-    gin[0] = tfm_gs_out(&s, mul(&s, sub(&s, g[0],
-                                        sum_kept(&s, mul(&s, g[0], y), axis)),
-                                y));
+    gin[0] = axis < 0 ? NULL : tfm_gs_out(&s, tfm_gs_op2(
+        &s, TFM_OP_SOFTMAX_GRAD, y, g[0], c->attrs));
     tfm_gs_end(&s);
     return tfm_grad_finish(gin, 1, 1);
 }

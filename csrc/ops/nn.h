@@ -15,4 +15,14 @@ tfm_code tfm_infer_sparse_xent(tfm_op op, const tfm_meta *in, int nin,
 tfm_code tfm_infer_xent(tfm_op op, const tfm_meta *in, int nin,
                         const tfm_attrs *a, tfm_meta *out, int *nout);
 
+/* _LayerNorm, _LayerNormGrad, _SoftmaxGrad (ops/norm.c). */
+tfm_code tfm_infer_layer_norm(tfm_op op, const tfm_meta *in, int nin,
+                              const tfm_attrs *a, tfm_meta *out, int *nout);
+tfm_code tfm_infer_layer_norm_grad(tfm_op op, const tfm_meta *in, int nin,
+                                   const tfm_attrs *a, tfm_meta *out,
+                                   int *nout);
+tfm_code tfm_infer_softmax_grad(tfm_op op, const tfm_meta *in, int nin,
+                                const tfm_attrs *a, tfm_meta *out,
+                                int *nout);
+
 #endif

@@ -66,6 +66,60 @@ HAVE_L2 = _have("reduce_sum", "rsqrt")
 HAVE_MOMENTS = _have("reduce_mean", "squeeze", "stop_gradient",
                      "squared_difference")
 
+
+# The fused normalization ops (tfmini's own): references from the
+# composed math.
+def _layer_norm(x, g, b, eps=1e-3):
+    from tfmini import _C
+    from tfmini._opids import ID
+    return _C.call(ID["_LayerNorm"], (x, g, b), f=(eps,))
+
+
+def _layer_norm_grad(dy, x, g, eps=1e-3):
+    from tfmini import _C
+    from tfmini._opids import ID
+    return _C.call(ID["_LayerNormGrad"], (dy, x, g), f=(eps,))
+
+
+def _softmax_grad(y, dy, axis=-1):
+    from tfmini import _C
+    from tfmini._opids import ID
+    return _C.call(ID["_SoftmaxGrad"], (y, dy), i=(axis,))
+
+
+def np_layer_norm(x, g, b, eps=1e-3):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(v + eps) * g + b
+
+
+def np_layer_norm_grad(dy, x, g, eps=1e-3):
+    m = x.mean(-1, keepdims=True)
+    r = 1 / np.sqrt(((x - m) ** 2).mean(-1, keepdims=True) + eps)
+    xh = (x - m) * r
+    v = g * dy
+    dx = r * (v - v.mean(-1, keepdims=True)
+              - xh * (v * xh).mean(-1, keepdims=True))
+    rows = tuple(range(x.ndim - 1))
+    return (dx, (dy * xh).sum(rows), dy.sum(rows))
+
+
+def np_softmax_grad(y, dy, axis=-1):
+    return y * (dy - (dy * y).sum(axis, keepdims=True))
+
+
+def _grad_of_ln(dy, x, g):
+    # _LayerNormGrad's three outputs folded into one value, so that one
+    # finite-difference check covers the second-order rule of each.
+    dx, dg, db = _layer_norm_grad(dy, x, g)
+    return dx * 0.7 + tf.reduce_sum(dg * 1.3 + db * 0.4)
+
+
+def np_grad_of_ln(dy, x, g):
+    dx, dg, db = np_layer_norm_grad(dy, x, g)
+    return dx * 0.7 + (dg * 1.3 + db * 0.4).sum()
+
+
 SOFTMAX_SHAPES = [((3, 5),), ((7,),), ((2, 3, 4),), ((4, 0),), ((0, 3),),
                   ((1, 1),)]
 WIDE = uniform(-30.0, 30.0)   # exp would overflow without the max shift
@@ -73,6 +127,30 @@ WIDE = uniform(-30.0, 30.0)   # exp would overflow without the max shift
 SPECS = [
     OpSpec("softmax", tf.nn.softmax, _like(np_softmax), SOFTMAX_SHAPES,
            FLOATS, grad=(0,), ops=["Softmax"], second_order=True),
+    OpSpec("layer_norm_fused", _layer_norm, np_layer_norm,
+           [((4, 6), (6,), (6,)), ((2, 3, 5), (5,), (5,)),
+            ((7,), (7,), (7,)), ((0, 4), (4,), (4,))],
+           FLOATS, grad=(0, 1, 2), ops=["_LayerNorm"], second_order=True,
+           rtol=1e-5, atol=1e-5),
+    OpSpec("layer_norm_grad_fused",
+           lambda dy, x, g: _layer_norm_grad(dy, x, g)[0],
+           lambda dy, x, g: np_layer_norm_grad(dy, x, g)[0],
+           [((3, 5), (3, 5), (5,)), ((2, 2, 4), (2, 2, 4), (4,))],
+           FLOATS, rtol=1e-5, atol=1e-5),
+    OpSpec("layer_norm_grad_outputs", _grad_of_ln, np_grad_of_ln,
+           [((3, 5), (3, 5), (5,)), ((2, 2, 4), (2, 2, 4), (4,)),
+            ((6,), (6,), (6,))],
+           FLOATS, grad=(0, 1, 2), ops=["_LayerNormGrad"],
+           rtol=1e-5, atol=1e-5),
+    OpSpec("softmax_grad_fused", _softmax_grad, np_softmax_grad,
+           [((3, 5), (3, 5)), ((2, 3, 4), (2, 3, 4)), ((0, 3), (0, 3))],
+           FLOATS, inputs=[lambda rng, s, d: np_softmax(
+               rng.uniform(-2, 2, s)).astype(d), uniform()],
+           grad=(0, 1), ops=["_SoftmaxGrad"], second_order=True),
+    OpSpec("softmax_grad_axis1", lambda y, dy: _softmax_grad(y, dy, 1),
+           lambda y, dy: np_softmax_grad(y, dy, 1),
+           [((2, 3, 4), (2, 3, 4))], FLOATS, grad=(0, 1),
+           ops=["_SoftmaxGrad"]),
     OpSpec("softmax_wide", tf.nn.softmax, _like(np_softmax), [((4, 6),)],
            FLOATS, inputs=[WIDE], ops=["Softmax"]),
     OpSpec("softmax_axis0", lambda x: tf.nn.softmax(x, axis=0),

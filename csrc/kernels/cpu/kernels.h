@@ -7,6 +7,7 @@
 #include "ew_complex.h"
 #include "linalg.h"
 #include "nn.h"
+#include "norm.h"
 #include "random.h"
 #include "reduce.h"
 #include "rnn_cell.h"

@@ -308,8 +308,11 @@ tfm_code
 tfm_k_copy(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
            tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
-    tfm_memcpy_par(tfm_tensor_data(out[0]), tfm_tensor_data(in[0]),
-                   tfm_tensor_nbytes(out[0]));
+    /* The memory plan may put a reshape's output over its input
+     * (Note [Memory plan]): then there is nothing to copy. */
+    if (tfm_tensor_data(out[0]) != tfm_tensor_data(in[0]))
+        tfm_memcpy_par(tfm_tensor_data(out[0]), tfm_tensor_data(in[0]),
+                       tfm_tensor_nbytes(out[0]));
     return TFM_OK;
 }
 

@@ -2,10 +2,16 @@
 GroupNormalization, UnitNormalization. Unlike BatchNormalization they
 keep no statistics: training and inference compute the same thing."""
 import tfmini as tf
+from tfmini import _C
+from tfmini._opids import ID
+
 
 from .. import initializers
 from .base import Layer
 from .weight_args import add_weight_from, init_weight_args
+
+
+_LAYER_NORM = ID["_LayerNorm"]
 
 
 def _axes(axis, rank, name):
@@ -92,6 +98,8 @@ class LayerNormalization(_Affine):
             tf.reshape(v, self._bshape)
 
     def call(self, inputs):
+        if self._bshape is None and not self.rms_scaling:
+            return self._fused(inputs)
         mean, var = tf.nn.moments(inputs, self._axes, keepdims=True)
         inv = tf.math.rsqrt(var + self.epsilon)
         if self.rms_scaling:
@@ -102,6 +110,19 @@ class LayerNormalization(_Affine):
         if self.beta is not None:
             res = res + self._b(self.beta)
         return inputs * inv + res
+
+    def _fused(self, inputs):
+        # The last axis: one _LayerNorm op (one pass forward, one for the
+        # gradient) instead of some thirty elementwise ops and reductions.
+        inputs = tf.convert_to_tensor(inputs)
+        n = int(inputs.shape[-1])
+        gamma, beta = self.gamma, self.beta
+        gamma = tf.ones((n,), inputs.dtype) if gamma is None else \
+            tf.cast(gamma, inputs.dtype)
+        beta = tf.zeros((n,), inputs.dtype) if beta is None else \
+            tf.cast(beta, inputs.dtype)
+        return _C.call(_LAYER_NORM, (inputs, gamma, beta),
+                       f=(self.epsilon,))
 
     def get_config(self):
         config = super().get_config()
