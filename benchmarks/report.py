@@ -74,8 +74,11 @@ def check_interpreter(fw, python):
 
 
 def run(python, json_path, extra):
+    # bench_mixed_precision.py compares dtypes, not frameworks: its
+    # own command writes RESULTS.md's "Mixed precision" section.
     cmd = [python, "-m", "pytest", str(HERE), "-p",
            "no:cacheprovider", "--benchmark-enable",
+           f"--ignore={HERE / 'bench_mixed_precision.py'}",
            f"--benchmark-json={json_path}", "-q"] + extra
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
@@ -107,13 +110,21 @@ def machine():
             f"{platform.python_version()}, NumPy {np.__version__} ({blas})")
 
 
+def framework_rows(data):
+    """The benchmarks with an `impl` parameter: a --json file from a
+    plain pytest run also holds rows that compare something else
+    (dtypes), which have their own sections."""
+    return [b for b in data["benchmarks"]
+            if "impl" in (b.get("params") or {})]
+
+
 def table(data):
     """One row per (benchmark, implementation or variant): its median,
     and NumPy's median over it (NumPy's own row of the group, or for a
     variant like "numpy-forward" the plain "numpy" row); for tfmini's
     rows, the best peer's median over it."""
     groups = {}
-    for b in data["benchmarks"]:
+    for b in framework_rows(data):
         groups.setdefault(b["group"], {})[b["params"]["impl"]] = b
     head = ["benchmark", "implementation", "median (throughput)",
             "NumPy / it", "best peer / it"]
@@ -199,7 +210,7 @@ def frameworks_line(data, pythons, ran):
     versions = dict(data.get("machine_info", {}).get("frameworks", {}))
     for part in data.get("parts", []):
         versions.update(part.get("frameworks", {}))
-    have = {b["params"]["impl"].split("-")[0] for b in data["benchmarks"]}
+    have = {b["params"]["impl"].split("-")[0] for b in framework_rows(data)}
     said, missing = [], []
     for fw in ran:
         if fw not in have:

@@ -64,6 +64,18 @@ def test_table_names_the_best_peer():
     assert "| g | jax | 4 us | **0.50** | - |" in rows
 
 
+def test_rows_without_an_impl_are_left_out():
+    # bench_mixed_precision.py's rows compare dtypes (params "policy",
+    # "dtype"): a --json file of a plain pytest run holds them too.
+    data = {"benchmarks": [
+        {"group": "g", "params": {"impl": "tfmini"}, "stats": {"median": 1e-6}},
+        {"group": "mp", "params": {"policy": "float32"},
+         "stats": {"median": 2e-6}}]}
+    rows = report.table(data).splitlines()
+    assert any(r.startswith("| g | tfmini |") for r in rows)
+    assert not any(r.startswith("| mp |") for r in rows)
+
+
 @pytest.mark.parametrize("t,text", [(0.0009997, "1 ms"), (1.13e-3, "1.13 ms"),
                                     (4.11e-7, "411 ns"), (2.5, "2.5 s")])
 def test_times_print_in_the_unit_that_fits(t, text):
