@@ -79,6 +79,13 @@ def run(python, json_path, extra):
     cmd = [python, "-m", "pytest", str(HERE), "-p",
            "no:cacheprovider", "--benchmark-enable",
            f"--ignore={HERE / 'bench_mixed_precision.py'}",
+           # A warm-up, and rounds of at least 100 us: pytest-benchmark
+           # otherwise sizes a round from the first call, and when that
+           # one is slow (first use of a pool) a sub-microsecond op gets
+           # one call per round, whose median is mostly the timer's
+           # (tiny a + b: 792 ns that way, 320 ns with these).
+           "--benchmark-warmup=on", "--benchmark-warmup-iterations=1000",
+           "--benchmark-min-time=0.0001",
            f"--benchmark-json={json_path}", "-q"] + extra
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
