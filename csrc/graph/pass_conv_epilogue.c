@@ -1,9 +1,11 @@
 /* The conv epilogue: Conv2D, then its bias add (AddV2 with a vector
  * [out_channels], as tf.nn.bias_add and Keras's Conv2D make it), then
- * optionally Relu, Relu6 or Elu, becomes one _FusedConv2D(x, f, bias)
- * node, which oneDNN runs as one primitive with a bias and an eltwise
- * post-op (kernels/cpu/conv_fused.c): no tensor for the pre-bias or
- * pre-activation value, and the output written once.
+ * optionally a residual AddV2 with a tensor r of the output's shape (a
+ * ResNet block's skip connection), then optionally Relu, Relu6 or Elu,
+ * becomes one _FusedConv2D(x, f, bias[, r]) node, which oneDNN runs as
+ * one primitive with a bias and sum/eltwise post-ops
+ * (kernels/cpu/conv_fused.c): no tensor for the pre-bias, pre-residual
+ * or pre-activation value, and the output written once.
  *
  * Gradients stay right because each link must be the only reader of
  * the one before it (uses == 1: a graph output, a control edge or any
@@ -11,7 +13,9 @@
  * gradients read the activation's output, which the fused node still
  * gives, so they fuse; Elu's reads its input too, so there only the
  * bias add joins the conv. The conv's inputs, which its own gradients
- * read, are the fused node's inputs and stay alive.
+ * read, are the fused node's inputs and stay alive; so does r, whose
+ * other readers are untouched (the add's gradient reads neither
+ * operand).
  *
  * Runs before the matmul epilogue and elementwise fusion (which would
  * otherwise take the bias add into a _FusedElementwise node), on CPU
@@ -45,12 +49,35 @@ activation(tfm_op op)
     }
 }
 
-/* One match: the conv, its bias add, the activation (-1: none). */
+/* One match: the conv, its bias add, the residual add and the
+ * activation (-1: none). */
 typedef struct match {
-    int32_t conv, add, act;
-    tfm_ref bias;
+    int32_t conv, add, res_add, act;
+    tfm_ref bias, res;
     int code;
 } match;
+
+/* Whether node k (the bias add's single reader) adds a residual of the
+ * same shape and dtype to it; fills m->res_add and m->res. */
+static int
+find_residual(const tfm_graph *g, int32_t prev, int32_t k, match *m)
+{
+    const tfm_node *ad = tfm_graph_node(g, k);
+    const tfm_node *pn = tfm_graph_node(g, prev);
+    if (ad->op != TFM_OP_ADD || ad->nin != 2 || ad->nctrl ||
+        !same_meta(&ad->out[0], &pn->out[0]))
+        return 0;
+    int side = ad->in[0].node == prev ? 1 : 0;
+    if (ad->in[side].node == prev || ad->in[1 - side].out != 0)
+        return 0;
+    const tfm_meta *rm =
+        &tfm_graph_node(g, ad->in[side].node)->out[ad->in[side].out];
+    if (!same_meta(rm, &pn->out[0]))
+        return 0;
+    m->res_add = k;
+    m->res = ad->in[side];
+    return 1;
+}
 
 /* Whether conv node k starts a match; fills *m. */
 static int
@@ -78,18 +105,29 @@ find(const tfm_graph *g, const int32_t *uses, const int32_t *consumer,
     m->conv = k;
     m->add = consumer[k];
     m->bias = ad->in[side];
-    m->act = -1;
+    m->act = m->res_add = -1;
     m->code = TFM_CONV_ACT_NONE;
-    if (uses[m->add] == 1 && consumer[m->add] >= 0) {
-        const tfm_node *an = tfm_graph_node(g, consumer[m->add]);
+    int32_t last = m->add;
+    if (uses[last] == 1 && consumer[last] >= 0 &&
+        find_residual(g, last, consumer[last], m))
+        last = m->res_add;
+    if (uses[last] == 1 && consumer[last] >= 0) {
+        const tfm_node *an = tfm_graph_node(g, consumer[last]);
         int code = activation(an->op);
         if (code > 0 && !an->nctrl && an->nin == 1 &&
             same_meta(&an->out[0], &cv->out[0])) {
-            m->act = consumer[m->add];
+            m->act = consumer[last];
             m->code = code;
         }
     }
     return 1;
+}
+
+/* The node the fused node stands for: the match's last link. */
+static int32_t
+last_of(const match *m)
+{
+    return m->act >= 0 ? m->act : m->res_add >= 0 ? m->res_add : m->add;
 }
 
 static tfm_code
@@ -97,18 +135,21 @@ emit(tfm_rw *rw, const match *m)
 {
     const tfm_graph *g = rw->src;
     const tfm_node *cv = tfm_graph_node(g, m->conv);
-    const tfm_node *last = tfm_graph_node(g, m->act >= 0 ? m->act : m->add);
-    tfm_ref in[3] = {tfm_rw_ref(rw, cv->in[0]), tfm_rw_ref(rw, cv->in[1]),
-                     tfm_rw_ref(rw, m->bias)};
+    const tfm_node *last = tfm_graph_node(g, last_of(m));
+    tfm_ref in[4] = {tfm_rw_ref(rw, cv->in[0]), tfm_rw_ref(rw, cv->in[1]),
+                     tfm_rw_ref(rw, m->bias), {0, 0}};
+    int nin = 3;
+    if (m->res_add >= 0)
+        in[nin++] = tfm_rw_ref(rw, m->res);
     tfm_attrs a = *cv->attrs;
     a.i[1] = m->code;
-    int d = tfm_rw_add(rw, TFM_OP_FUSED_CONV2D, in, 3, &a, last->out, 1,
+    int d = tfm_rw_add(rw, TFM_OP_FUSED_CONV2D, in, nin, &a, last->out, 1,
                        last->name, cv->site, NULL);
     if (d < 0)
         return tfm_error_code();
     tfm_code rc = tfm_rw_copy_ctrl(rw, m->conv, d);
     if (!rc)
-        tfm_rw_set(rw, m->act >= 0 ? m->act : m->add, d);
+        tfm_rw_set(rw, last_of(m), d);
     return rc;
 }
 
@@ -134,9 +175,12 @@ tfm_pass_conv_epilogue(tfm_graph *g)
     for (int32_t k = 0; k < n; k++) {
         match m;
         if (role[k] >= 0 || !find(g, uses, consumer, k, &m) ||
-            role[m.add] >= 0 || (m.act >= 0 && role[m.act] >= 0))
+            role[m.add] >= 0 || (m.act >= 0 && role[m.act] >= 0) ||
+            (m.res_add >= 0 && role[m.res_add] >= 0))
             continue;
         role[m.conv] = role[m.add] = nm;
+        if (m.res_add >= 0)
+            role[m.res_add] = nm;
         if (m.act >= 0)
             role[m.act] = nm;
         ms[nm++] = m;
@@ -157,7 +201,7 @@ tfm_pass_conv_epilogue(tfm_graph *g)
         /* The links are dropped; the last emits the node, when the
          * conv's inputs and the bias are all in place. */
         const match *m = &ms[role[k]];
-        if (k == (m->act >= 0 ? m->act : m->add) && emit(&rw, m))
+        if (k == last_of(m) && emit(&rw, m))
             goto fail;
     }
     out = tfm_rw_finish(&rw);

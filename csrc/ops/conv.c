@@ -500,18 +500,37 @@ tfm_infer_depthwise_backprop_filter(tfm_op op, const tfm_meta *in, int nin,
     return tfm_check_size(tfm_ops[op].name, &out[0].shape, out[0].dtype);
 }
 
-/* _FusedConv2D(x, f, bias): Conv2D's rule, then bias [out_channels] of
- * the same dtype and an activation code in i[1]. Only float32 and
- * float64 (the pass makes no other). */
+/* _FusedConv2D(x, f, bias[, residual]): Conv2D's rule, then bias
+ * [out_channels] of the same dtype, a residual of the output's shape and
+ * dtype, and an activation code in i[1]. Only float32 and float64 (the
+ * pass makes no other). */
 tfm_code
 tfm_infer_fused_conv2d(tfm_op op, const tfm_meta *in, int nin,
                        const tfm_attrs *a, tfm_meta *out, int *nout)
 {
+    if (nin != 3 && nin != 4)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s takes 3 or 4 inputs "
+                         "(input, filter, bias[, residual]), got %d",
+                         tfm_ops[op].name, nin);
     tfm_code rc = tfm_infer_conv2d(op, in, 2, a, out, nout);
     if (rc)
         return rc;
-    (void)nin;
     char bs[SHAPE_BUF];
+    if (nin == 4) {
+        char ys[SHAPE_BUF];
+        const tfm_meta *r = &in[3];
+        int same = r->shape.ndim == out[0].shape.ndim;
+        for (int d = 0; same && d < r->shape.ndim; d++)
+            same = dim_ok(r->shape.dims[d], out[0].shape.dims[d]);
+        if (!same)
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: residual must "
+                             "have the output's shape %s, got %s",
+                             tfm_ops[op].name,
+                             tfm_shape_str(&out[0].shape, ys, sizeof ys),
+                             tfm_shape_str(&r->shape, bs, sizeof bs));
+        if ((rc = same_dtype(op, &in[0], "input", r, "residual")))
+            return rc;
+    }
     const tfm_meta *b = &in[2];
     if (b->shape.ndim != 1 || !dim_ok(b->shape.dims[0], in[1].shape.dims[3]))
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: bias must be "

@@ -91,7 +91,10 @@ int tfm_conv_dnnl_f32(int kind, const tfm_conv_geom *g, const float *a,
  * i[1]; the conv epilogue pass, graph/pass_conv_epilogue.c). */
 enum { TFM_CONV_ACT_NONE = 0, TFM_CONV_ACT_RELU = 1, TFM_CONV_ACT_RELU6 = 2,
        TFM_CONV_ACT_ELU = 3, TFM_CONV_ACT_COUNT = 4 };
-/* y = act(conv2d(x, f) + bias) as one oneDNN primitive (bias and an
+/* Or'ed into the act of tfm_conv_dnnl_fused_f32: y already holds a
+ * residual, added (oneDNN's sum post-op) before the activation. */
+enum { TFM_CONV_ADD_DST = 0x10 };
+/* y = act(conv2d(x, f) + bias [+ y]) as one oneDNN primitive (bias and an
  * eltwise post-op); returns as tfm_conv_dnnl_f32. */
 int tfm_conv_dnnl_fused_f32(const tfm_conv_geom *g, const float *x,
                             const float *f, const float *bias, int act,

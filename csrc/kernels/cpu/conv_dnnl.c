@@ -158,7 +158,8 @@ post_op(int act, dnnl_alg_kind_t *alg, float *alpha, float *beta)
 }
 
 /* The attributes of a primitive: user scratchpad, and for a fused
- * forward (act >= 0) the activation as an eltwise post-op. NULL on
+ * forward (act >= 0) the residual sum and the activation as post-ops.
+ * NULL on
  * failure. */
 static dnnl_primitive_attr_t
 make_attr(int act)
@@ -170,12 +171,19 @@ make_attr(int act)
         goto fail;
     dnnl_alg_kind_t alg;
     float alpha, beta;
-    if (post_op(act, &alg, &alpha, &beta)) {
+    int sum = act >= 0 && (act & TFM_CONV_ADD_DST);
+    int elt = act >= 0 && post_op(act & ~TFM_CONV_ADD_DST, &alg, &alpha,
+                                  &beta);
+    if (sum || elt) {
         dnnl_post_ops_t po = NULL;
         if (dnnl_post_ops_create(&po))
             goto fail;
-        dnnl_status_t st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha,
-                                                        beta);
+        /* The sum comes first so that the activation sees the residual
+         * (relu(conv + bias + x), a ResNet block's end). */
+        dnnl_status_t st = sum ? dnnl_post_ops_append_sum(po, 1.0f)
+                               : dnnl_success;
+        if (!st && elt)
+            st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta);
         if (!st)
             st = dnnl_primitive_attr_set_post_ops(attr, po);
         dnnl_post_ops_destroy(po);
