@@ -393,6 +393,11 @@ def test_train_step_graph_copies_no_stack():
         outside
     fwd, bwd = [[op.type for op in b.get_operations()] for b in _bodies(g)]
     assert bwd.count("GatherV2") == 2, bwd
+    # Each stack its own initial value: one value fed to two loop
+    # variables would be copied whole by the first iteration.
+    loop = [op for op in g.get_operations() if op.type == "While"][0]
+    stacks = list(loop.inputs)[3:6]
+    assert len(set(stacks)) == 3, stacks
 
 
 def test_inference_in_a_function_keeps_no_stacks(monkeypatch):

@@ -63,8 +63,13 @@ def lstm_while(xs, h0, c0, r, seqs):
             h, c, g = lstm_gates(z, c)
             return i + 1, h, c, hs, cs, _put(gs, i, g)
 
+        # cs has one row more than it needs (never written): two
+        # identical zero fills would be merged into one node, and a value
+        # fed to two loop variables is copied whole by the first
+        # iteration instead of being written in place (last_reader in
+        # csrc/graph/exec.c).
         init = [tf.constant(0), h0, c0, _zero_rows(h0, n),
-                _zero_rows(c0, n), tf.zeros_like(xs)]
+                _zero_rows(c0, n + 1), tf.zeros_like(xs)]
         # back_prop=False: custom_gradient's variable watcher is a tape
         # above the pause, and a loop it saw would stack its loop
         # variables for a gradient that this function gives itself.
