@@ -372,6 +372,34 @@ def test_train_step_graph_saves_the_gates_and_reruns_no_gemm():
     assert sum(t in gemm for t in outside) >= 3
 
 
+def test_train_step_graph_copies_no_stack():
+    # The stacks hold the states entering each step (n rows), so nothing
+    # builds them by concatenation or slices them for dR; the backward
+    # step reads two rows (gates, c_prev) and carries the c it leaves.
+    layer = L.LSTM(8)
+    x = tf.constant(_x(t=7))
+    layer(x)
+
+    @tf.function
+    def run(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(layer(x))
+        return tape.gradient(loss, layer.trainable_weights)
+
+    run(x)
+    g = run.get_concrete_function(x).optimized_graph
+    outside = [op.type for op in g.get_operations()]
+    assert "ConcatV2" not in outside and "StridedSlice" not in outside, \
+        outside
+    fwd, bwd = [[op.type for op in b.get_operations()] for b in _bodies(g)]
+    assert bwd.count("GatherV2") == 2, bwd
+    # Each stack its own initial value: one value fed to two loop
+    # variables would be copied whole by the first iteration.
+    loop = [op for op in g.get_operations() if op.type == "While"][0]
+    stacks = list(loop.inputs)[3:6]
+    assert len(set(stacks)) == 3, stacks
+
+
 def test_inference_in_a_function_keeps_no_stacks(monkeypatch):
     calls = _spy(monkeypatch)
     layer = L.LSTM(4)

@@ -31,15 +31,13 @@ def recording(tensors):
     return bool(_C.should_record(list(tensors)))
 
 
-def _rows(first, n):
-    """[n + 1, *first.shape]: first in row 0, zeros after (first's
-    batch dim may be unknown while tracing, so no static tf.zeros)."""
-    if first.shape.is_fully_defined():
-        rest = tf.zeros([n] + first.shape.as_list(), first.dtype)
-    else:
-        rest = tf.tile(tf.expand_dims(tf.zeros_like(first), 0),
-                       [n] + [1] * len(first.shape))
-    return tf.concat([tf.expand_dims(first, 0), rest], 0)
+def _zero_rows(like, n):
+    """[n, *like.shape] zeros (like's batch dim may be unknown while
+    tracing, so no static tf.zeros then)."""
+    if like.shape.is_fully_defined():
+        return tf.zeros([n] + like.shape.as_list(), like.dtype)
+    return tf.tile(tf.expand_dims(tf.zeros_like(like), 0),
+                   [n] + [1] * len(like.shape))
 
 
 def _put(stack, i, row):
@@ -55,15 +53,23 @@ def lstm_while(xs, h0, c0, r, seqs):
 
     @tf.custom_gradient
     def run(xs, h0, c0, r):
+        # hs[t], cs[t]: the states entering step t. Stacks of n rows,
+        # not n + 1, so that nothing slices them afterwards: dR pairs
+        # hs with the dz stack row for row, and the backward loop
+        # carries the state leaving each step instead of reading it.
         def body(i, h, c, hs, cs, gs):
+            hs, cs = _put(hs, i, h), _put(cs, i, c)
             z = tf.gather(xs, i) + tf.matmul(h, r)
             h, c, g = lstm_gates(z, c)
-            return (i + 1, h, c, _put(hs, i + 1, h), _put(cs, i + 1, c),
-                    _put(gs, i, g))
+            return i + 1, h, c, hs, cs, _put(gs, i, g)
 
-        # hs, cs: the states entering each step and the last ones.
-        init = [tf.constant(0), h0, c0, _rows(h0, n), _rows(c0, n),
-                tf.zeros_like(xs)]
+        # cs has one row more than it needs (never written): two
+        # identical zero fills would be merged into one node, and a value
+        # fed to two loop variables is copied whole by the first
+        # iteration instead of being written in place (last_reader in
+        # csrc/graph/exec.c).
+        init = [tf.constant(0), h0, c0, _zero_rows(h0, n),
+                _zero_rows(c0, n + 1), tf.zeros_like(xs)]
         # back_prop=False: custom_gradient's variable watcher is a tape
         # above the pause, and a loop it saw would stack its loop
         # variables for a gradient that this function gives itself.
@@ -72,25 +78,29 @@ def lstm_while(xs, h0, c0, r, seqs):
             back_prop=False)
 
         def grad(d_out, d_h, d_c):
-            def gbody(i, dh, dc, dzs):
+            def gbody(i, dh, dc, c_next, dzs):
                 if seqs:
                     dh = dh + tf.gather(d_out, i)
-                dz, dc = lstm_gates_grad(dh, dc, tf.gather(gs, i),
-                                         tf.gather(cs, i),
-                                         tf.gather(cs, i + 1))
+                c_prev = tf.gather(cs, i)
+                dz, dc = lstm_gates_grad(dh, dc, tf.gather(gs, i), c_prev,
+                                         c_next)
                 return (i - 1, tf.matmul(dz, r, transpose_b=True), dc,
-                        _put(dzs, i, dz))
+                        c_prev, _put(dzs, i, dz))
 
-            _, dh, dc, dzs = tf.while_loop(
+            _, dh, dc, _, dzs = tf.while_loop(
                 lambda i, *_: i >= 0, gbody,
-                [tf.constant(n - 1), d_h, d_c, tf.zeros_like(gs)],
+                [tf.constant(n - 1), d_h, d_c, c, tf.zeros_like(gs)],
                 maximum_iterations=n)
-            dr = tf.matmul(tf.reshape(hs[:-1], [-1, units]),
+            dr = tf.matmul(tf.reshape(hs, [-1, units]),
                            tf.reshape(dzs, [-1, 4 * units]),
                            transpose_a=True)
             return dzs, dh, dc, dr
 
-        return (hs[1:], h, c), grad
+        # The outputs are the states leaving each step: only a layer
+        # with return_sequences pays for gathering them.
+        out = (tf.concat([hs[1:], tf.expand_dims(h, 0)], 0) if seqs
+               else h[tf.newaxis])
+        return (out, h, c), grad
 
     out, h, c = run(xs, h0, c0, r)
     return (out if seqs else None), [h, c]
