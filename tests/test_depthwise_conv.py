@@ -288,6 +288,7 @@ def test_bad_inputs_raise_clearly():
 
 
 def test_keras_depthwise_conv2d_matches_keras3():
+    tf.keras.backend.clear_session()    # default names count from here
     layer = tf.keras.layers.DepthwiseConv2D(
         3, strides=2, padding="same", depth_multiplier=2, activation="relu")
     x = DATA["keras_dw/x"]
@@ -303,6 +304,7 @@ def test_keras_depthwise_conv2d_matches_keras3():
 
 
 def test_keras_separable_conv2d_matches_keras3():
+    tf.keras.backend.clear_session()    # default names count from here
     layer = tf.keras.layers.SeparableConv2D(
         4, (3, 2), padding="valid", dilation_rate=(2, 1), depth_multiplier=2)
     x = DATA["keras_sep/x"]
