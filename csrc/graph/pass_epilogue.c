@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/shape.h"
 #include "fused.h"
 
 #define MAX_CHAIN 16
@@ -24,12 +25,7 @@
 static int
 same_meta(const tfm_meta *a, const tfm_meta *b)
 {
-    if (a->dtype != b->dtype || a->shape.ndim != b->shape.ndim)
-        return 0;
-    for (int d = 0; d < a->shape.ndim; d++)
-        if (a->shape.dims[d] != b->shape.dims[d])
-            return 0;
-    return 1;
+    return a->dtype == b->dtype && tfm_shape_equal(&a->shape, &b->shape);
 }
 
 /* The chain after matmul node k into chain[] (chain[0] = k); returns its
