@@ -16,7 +16,8 @@
  *   --rest_api_timeout_in_ms  (TF Serving's) a connection idle this
  *                             long is closed (default 30000)
  *   --rest_api_num_threads    (TF Serving's) worker threads (default:
- *                             the online CPUs)
+ *                             the CPUs the process may run on, at
+ *                             least 2)
  * Server-side batching (batch.h), TF Serving's flags:
  *   --enable_batching[=true]  merge concurrent predicts into one run
  *   --batching_parameters_file=FILE  TF Serving's BatchingParameters
@@ -25,13 +26,15 @@
  * and, for the same parameters without a file, --max_batch_size=N
  * (default 1000 rows), --batch_timeout_micros=N (default 0: a batch
  * runs as soon as a batch thread is free, holding what queued
- * meanwhile), --num_batch_threads=N (default: the online CPUs).
+ * meanwhile), --num_batch_threads=N (default: the CPUs the process may
+ * run on).
  *   --tensorflow_intra_op_parallelism=N  (TF Serving's) OpenMP threads
  *                             per run (default 0: OpenMP's default, all
  *                             cores; with many concurrent requests 1
  *                             keeps the cores from being oversubscribed) */
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,7 +305,12 @@ parse(int argc, char **argv)
                 "--model_base_path or --model_config_file\n");
         return -1;
     }
+    /* The CPUs this process may run on (taskset, cgroup cpusets), not
+     * all the machine's: more workers than that only take turns. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t mask;
+    if (sched_getaffinity(0, sizeof mask, &mask) == 0 && CPU_COUNT(&mask))
+        ncpu = CPU_COUNT(&mask);
     ncpu = ncpu < 1 ? 1 : ncpu > 256 ? 256 : ncpu;
     if (!cfg.threads)
         cfg.threads = (int)(ncpu < 2 ? 2 : ncpu);
