@@ -431,13 +431,29 @@ def _ratio(q):
 
 
 def write_results(text, section):
+    """Replace section in benchmarks/RESULTS.md where it stands (the RSS
+    section, when new, goes after the throughput one), else append."""
     path = HERE / "RESULTS.md"
     old = path.read_text()
-    at = old.find(section + "\n")
-    if at >= 0:
-        nxt = old.find("\n## ", at + len(section))
-        old = old[:at] + (old[nxt + 1:] if nxt >= 0 else "")
-    path.write_text(old.rstrip("\n") + "\n\n" + text)
+
+    def span(title):
+        at = old.find(title + "\n")
+        if at < 0:
+            return None
+        nxt = old.find("\n## ", at + len(title))
+        return at, (nxt + 1 if nxt >= 0 else len(old))
+
+    where = span(section)
+    if where:
+        at, end = where
+        new = old[:at] + text + ("\n" if end < len(old) else "") + old[end:]
+    elif section == RSS_SECTION and span(SECTION):
+        end = span(SECTION)[1]
+        new = old[:end].rstrip("\n") + "\n\n" + text + \
+            ("\n" + old[end:] if end < len(old) else "")
+    else:
+        new = old.rstrip("\n") + "\n\n" + text
+    path.write_text(new)
 
 
 if __name__ == "__main__":

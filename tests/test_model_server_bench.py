@@ -35,3 +35,31 @@ def test_serving_bench_smoke():
     for row in rows[:3]:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert float(cells[3]) > 0 and cells[-1] == "0", row
+
+
+@pytest.mark.slow
+def test_rss_stays_flat_over_1e5_requests():
+    """The C server's VmRSS after 10^5 predicts (8 connections) within
+    2 MiB of its size after the warm-up: a leak of 21 bytes a request
+    would pass that. serving_bench.py --rss-only measures 10^6 the same
+    way for RESULTS.md."""
+    if not shutil.which("wrk"):
+        pytest.skip("the serving benchmark needs wrk: apt-get install wrk")
+    if not _have_libraries():
+        pytest.skip("tfmini_model_server needs libmicrohttpd, jansson and "
+                    "cJSON: apt-get install libmicrohttpd-dev "
+                    "libjansson-dev libcjson-dev")
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" /
+                                            "serving_bench.py"),
+                        "--rss-only", "--models=mlp", "--kinds=C",
+                        "--rss-requests=100000", "--rss-sample=5"],
+                       capture_output=True, text=True, timeout=900, env=env)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    rows = [line for line in r.stdout.splitlines()
+            if line.startswith("| mlp | C |")]
+    assert len(rows) == 1, r.stdout
+    cells = [c.strip().replace(",", "") for c in rows[0].strip("|").split("|")]
+    requests, before, top = int(cells[2]), int(cells[4]), int(cells[6])
+    assert requests >= 100000 and cells[-1] == "0", rows[0]
+    assert top - before < 2048, rows[0]
