@@ -398,8 +398,10 @@ def report(rows, rss, args, srv_cpus, wrk_cpus, section):
                      f"{fmt_ms(r['p50'])} | {fmt_ms(r['p99'])} | "
                      f"{_ratio(r.get('ratios'))} | {r['cpu_us']:.1f} us | "
                      f"{_ratio(r.get('cpu_ratios'))} | {r['non2xx']} |")
+    if rows:
+        lines.append("")
     if rss:
-        lines += ["", "RSS (VmRSS of the C server, KiB) after a 2 s "
+        lines += ["RSS (VmRSS of the C server, KiB) after a 2 s "
                   "warm-up, then sampled every "
                   f"{args.rss_sample} s of load ({rss[0]['conns']} "
                   "connections) until the request count was reached:",
