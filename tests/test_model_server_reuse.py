@@ -1,9 +1,13 @@
-"""A worker thread of tfmini_model_server keeps its predict state
-(inputs, outputs, the job) from one request to the next (rest.c,
-thread_pending). On one worker thread every request reuses it: many
+"""tfmini_model_server keeps state from one request to the next: each
+worker thread its predict state (inputs, outputs, the job: rest.c,
+thread_pending), each connection its request state and body buffer
+(main.c). On one worker thread every request reuses the first: many
 requests of different row counts, formats, models (one with one input
 and output, one with two of each) and errors in between must each give
-the Python model's answer, as if each had fresh state."""
+the Python model's answer, as if each had fresh state; and many
+requests on one keep-alive connection, small and large bodies in turn,
+likewise."""
+import http.client
 import json
 import random
 import urllib.error
@@ -108,3 +112,33 @@ def test_reused_state_gives_fresh_answers(one_thread_server):
                                         "instances": [[0.0] * 4]})
             assert code == 400 and "nope" in got["error"], (i, got)
     assert len(seen) == 7
+
+
+def test_keep_alive_connection_reuses_its_request_state(one_thread_server):
+    """Bodies of 1 to ~190 KB in turn on one connection: the buffer
+    grows, is dropped after a body over 64 KiB, and a shorter body after
+    a longer one is read to its own length, not the buffer's."""
+    s = one_thread_server
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+    nprng = np.random.RandomState(4)
+    try:
+        for i, rows in enumerate([1, 40, 3, 5000, 2, 5000, 1, 700, 1]):
+            x = nprng.randn(rows, 4).astype(np.float32)
+            body = json.dumps({"instances": x.tolist()})
+            conn.request("POST", "/v1/models/mlp:predict", body,
+                         {"Content-Type": "application/json"})
+            r = conn.getresponse()
+            got = json.loads(r.read())
+            assert r.status == 200, (i, got)
+            np.testing.assert_allclose(got["predictions"], s.mlp(x).numpy(),
+                                       rtol=1e-5, atol=1e-6,
+                                       err_msg=f"request {i}")
+            # A bad body between good ones on the same connection.
+            conn.request("POST", "/v1/models/mlp:predict", "{\"inst",
+                         {"Content-Type": "application/json"})
+            r = conn.getresponse()
+            assert r.status == 400 and "JSON" in json.loads(r.read())[
+                "error"], i
+            assert not r.will_close, i
+    finally:
+        conn.close()

@@ -72,16 +72,22 @@ static volatile sig_atomic_t stopping;
 /* A request's state across handler calls. With batching, a queued
  * predict suspends its connection: `lock` orders the suspend before the
  * batch thread's resume, and `pending` is replied to when the handler
- * is called again after the resume. */
+ * is called again after the resume. One per connection, made when it
+ * opens and reset after each of its requests (keep-alive clients send
+ * many): the body buffer and the lock are not made again per request. */
 typedef struct request {
     char *body;
-    size_t len;
+    size_t len, cap;
     int too_big;
     struct timespec start;
     pthread_mutex_t lock;
     struct MHD_Connection *conn;
     rest_pending *pending;
 } request;
+
+/* A body buffer larger than this is freed after its request rather
+ * than kept for the connection's next one. */
+#define KEEP_BODY_BYTES (64 << 10)
 
 /* From a batch thread: the queued predict has run. */
 static void
@@ -163,10 +169,10 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
                                                      "Content-Length");
         if (cl && strtoll(cl, NULL, 10) > cfg.max_body)
             return send_reply(c, too_big());
-        if (!(req = calloc(1, sizeof *req)))
-            return MHD_NO;
-        pthread_mutex_init(&req->lock, NULL);
-        req->conn = c;
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+            c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        if (!ci || !(req = ci->socket_context))
+            return MHD_NO;          /* out of memory when it opened */
         clock_gettime(CLOCK_MONOTONIC, &req->start);
         *state = req;
         return MHD_YES;
@@ -185,11 +191,18 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
             return send_reply(c, (reply){408, json_pack("{s:s}", "error",
                                                         msg), NULL, 0});
         }
+        size_t need = req->len + *upload_size + 1;
         if (!req->too_big && req->len + *upload_size <= (size_t)cfg.max_body) {
-            char *b = realloc(req->body, req->len + *upload_size + 1);
-            if (b) {
-                memcpy(b + req->len, upload, *upload_size);
-                req->body = b;
+            if (need > req->cap) {
+                size_t cap = req->cap * 2 > need ? req->cap * 2 : need;
+                char *b = realloc(req->body, cap);
+                if (b) {
+                    req->body = b;
+                    req->cap = cap;
+                }
+            }
+            if (need <= req->cap) {
+                memcpy(req->body + req->len, upload, *upload_size);
                 req->len += *upload_size;
             } else {
                 req->too_big = 1;
@@ -198,6 +211,7 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
             req->too_big = 1;       /* chunked and over the limit */
             free(req->body);
             req->body = NULL;
+            req->len = req->cap = 0;
         }
         *upload_size = 0;
         return MHD_YES;
@@ -229,15 +243,44 @@ completed(void *cls, struct MHD_Connection *c, void **state,
          * (the resume came after it), only the reply is dropped. */
         if (req->pending)
             json_decref(rest_finish(req->pending).body);
+        req->pending = NULL;
         /* The batch thread's wake may still be returning from the
          * resume that led here: it leaves the lock before req is
-         * freed. */
+         * reused or freed. */
         pthread_mutex_lock(&req->lock);
         pthread_mutex_unlock(&req->lock);
+        if (req->cap > KEEP_BODY_BYTES) {
+            free(req->body);
+            req->body = NULL;
+            req->cap = 0;
+        }
+        req->len = 0;
+        req->too_big = 0;
+        *state = NULL;
+    }
+}
+
+/* A connection's request state: made when it opens, freed when it
+ * closes (after its last request's `completed`). */
+static void
+connection(void *cls, struct MHD_Connection *c, void **socket_context,
+           enum MHD_ConnectionNotificationCode what)
+{
+    if (what == MHD_CONNECTION_NOTIFY_STARTED) {
+        request *req = calloc(1, sizeof *req);
+        if (req) {
+            pthread_mutex_init(&req->lock, NULL);
+            req->conn = c;
+        }
+        *socket_context = req;
+        return;
+    }
+    request *req = *socket_context;
+    if (req) {
         pthread_mutex_destroy(&req->lock);
         free(req->body);
         free(req);
-        *state = NULL;
+        *socket_context = NULL;
     }
 }
 
@@ -400,6 +443,7 @@ main(int argc, char **argv)
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg.threads,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+        MHD_OPTION_NOTIFY_CONNECTION, connection, NULL,
         MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "tfmini_model_server: cannot listen on %s:%d\n",
