@@ -22,6 +22,39 @@
 /* Multiply-adds above which a loop is split across threads. */
 #define PAR_FLOPS (1 << 16)
 
+/* The input row that output row oh reads through tap row i, or -1 where
+ * it falls in the padding; in_col the same for columns. */
+static inline int64_t
+in_row(const tfm_conv_geom *g, int64_t oh, int64_t i)
+{
+    const int64_t ih = oh * g->sh - g->pt + i * g->dh;
+    return ih >= 0 && ih < g->h ? ih : -1;
+}
+
+static inline int64_t
+in_col(const tfm_conv_geom *g, int64_t ow, int64_t j)
+{
+    const int64_t iw = ow * g->sw - g->pl + j * g->dw;
+    return iw >= 0 && iw < g->w ? iw : -1;
+}
+
+/* Their inverses, for BPI's gather: the output row that reads input row
+ * ih through tap row i, or -1 where none does (the stride steps over
+ * it, or it lies past the output); out_col the same for columns. */
+static inline int64_t
+out_row(const tfm_conv_geom *g, int64_t ih, int64_t i)
+{
+    const int64_t t = ih + g->pt - i * g->dh;
+    return t >= 0 && t % g->sh == 0 && t / g->sh < g->oh ? t / g->sh : -1;
+}
+
+static inline int64_t
+out_col(const tfm_conv_geom *g, int64_t iw, int64_t j)
+{
+    const int64_t u = iw + g->pl - j * g->dw;
+    return u >= 0 && u % g->sw == 0 && u / g->sw < g->ow ? u / g->sw : -1;
+}
+
 #define DW_IMPL(SUF, T)                                                      \
 static void                                                                  \
 fwd_##SUF(const tfm_conv_geom *g, const T *x, const T *f, T *y)              \
@@ -35,15 +68,15 @@ fwd_##SUF(const tfm_conv_geom *g, const T *x, const T *f, T *y)              \
         T *yrow = y + r * g->ow * CM;                                        \
         memset(yrow, 0, (size_t)(g->ow * CM) * sizeof(T));                   \
         for (int64_t i = 0; i < g->kh; i++) {                                \
-            const int64_t ih = oh * g->sh - g->pt + i * g->dh;               \
-            if (ih < 0 || ih >= g->h)                                        \
+            const int64_t ih = in_row(g, oh, i);                             \
+            if (ih < 0)                                                      \
                 continue;                                                    \
             const T *xrow = x + (n * g->h + ih) * g->w * C;                  \
             for (int64_t j = 0; j < g->kw; j++) {                            \
                 const T *fp = f + (i * g->kw + j) * CM;                      \
                 for (int64_t ow = 0; ow < g->ow; ow++) {                     \
-                    const int64_t iw = ow * g->sw - g->pl + j * g->dw;       \
-                    if (iw < 0 || iw >= g->w)                                \
+                    const int64_t iw = in_col(g, ow, j);                     \
+                    if (iw < 0)                                              \
                         continue;                                            \
                     const T *restrict xp = xrow + iw * C;                    \
                     T *restrict yp = yrow + ow * CM;                         \
@@ -73,21 +106,15 @@ bpi_##SUF(const tfm_conv_geom *g, const T *f, const T *dy, T *dx)            \
         T *dxrow = dx + r * g->w * C;                                        \
         memset(dxrow, 0, (size_t)(g->w * C) * sizeof(T));                    \
         for (int64_t i = 0; i < g->kh; i++) {                                \
-            const int64_t t = ih + g->pt - i * g->dh;                        \
-            if (t < 0 || t % g->sh)                                          \
-                continue;                                                    \
-            const int64_t oh = t / g->sh;                                    \
-            if (oh >= g->oh)                                                 \
+            const int64_t oh = out_row(g, ih, i);                            \
+            if (oh < 0)                                                      \
                 continue;                                                    \
             const T *dyrow = dy + (n * g->oh + oh) * g->ow * CM;             \
             for (int64_t j = 0; j < g->kw; j++) {                            \
                 const T *fp = f + (i * g->kw + j) * CM;                      \
                 for (int64_t iw = 0; iw < g->w; iw++) {                      \
-                    const int64_t u = iw + g->pl - j * g->dw;                \
-                    if (u < 0 || u % g->sw)                                  \
-                        continue;                                            \
-                    const int64_t ow = u / g->sw;                            \
-                    if (ow >= g->ow)                                         \
+                    const int64_t ow = out_col(g, iw, j);                    \
+                    if (ow < 0)                                              \
                         continue;                                            \
                     const T *restrict dp = dyrow + ow * CM;                  \
                     T *restrict xp = dxrow + iw * C;                         \
@@ -121,14 +148,14 @@ bpf_##SUF(const tfm_conv_geom *g, const T *x, const T *dy, T *df)            \
         memset(fp, 0, (size_t)CM * sizeof(T));                               \
         for (int64_t n = 0; n < g->n; n++)                                   \
             for (int64_t oh = 0; oh < g->oh; oh++) {                         \
-                const int64_t ih = oh * g->sh - g->pt + i * g->dh;           \
-                if (ih < 0 || ih >= g->h)                                    \
+                const int64_t ih = in_row(g, oh, i);                         \
+                if (ih < 0)                                                  \
                     continue;                                                \
                 const T *xrow = x + (n * g->h + ih) * g->w * C;              \
                 const T *dyrow = dy + (n * g->oh + oh) * g->ow * CM;         \
                 for (int64_t ow = 0; ow < g->ow; ow++) {                     \
-                    const int64_t iw = ow * g->sw - g->pl + j * g->dw;       \
-                    if (iw < 0 || iw >= g->w)                                \
+                    const int64_t iw = in_col(g, ow, j);                     \
+                    if (iw < 0)                                              \
                         continue;                                            \
                     const T *restrict xp = xrow + iw * C;                    \
                     const T *restrict dp = dyrow + ow * CM;                  \
@@ -161,23 +188,23 @@ loops_##SUF(int kind, const tfm_conv_geom *g, const T *a, const T *b,        \
 DW_IMPL(f32, float)
 DW_IMPL(f64, double)
 
-/* Geometry of a depthwise op: x the input's shape, f the filter's
- * [kh, kw, in, multiplier]. */
-static void
-geom(tfm_conv_geom *g, const tfm_shape *x, const tfm_shape *f,
-     const tfm_attrs *a)
-{
-    tfm_conv_geom_make(g, x, f->dims[0], f->dims[1],
-                       f->dims[2] * f->dims[3], a->ints[TFM_CONV_WIN_H],
-                       a->ints[TFM_CONV_WIN_W], a);
-    g->groups = g->c;
-}
-
-/* a, b, out as for tfm_conv_dnnl_f32. */
+/* The three ops take (x, f), (x, f, dy) and (x, f, dy) and share their
+ * geometry, from x's and f's shapes (the backprops read no more of their
+ * first or second operand); they differ in which two operands the loops
+ * read: (x, f) -> y, (f, dy) -> dx, (x, dy) -> df. */
 static tfm_code
-run(tfm_op op, int kind, const tfm_conv_geom *g, const tfm_tensor *a,
-    const tfm_tensor *b, tfm_tensor *out)
+run(tfm_op op, int kind, tfm_tensor *const *in, const tfm_attrs *attrs,
+    tfm_tensor *out)
 {
+    const tfm_shape *xs = &in[0]->shape, *fs = &in[1]->shape;
+    const tfm_tensor *a = in[kind == TFM_CONV_BWD_DATA];
+    const tfm_tensor *b = in[kind == TFM_CONV_FWD ? 1 : 2];
+    tfm_conv_geom g;
+    tfm_conv_geom_make(&g, xs, fs->dims[0], fs->dims[1],
+                       fs->dims[2] * fs->dims[3],
+                       attrs->ints[TFM_CONV_WIN_H],
+                       attrs->ints[TFM_CONV_WIN_W], attrs);
+    g.groups = g.c;
     if (tfm_tensor_numel(out) == 0)
         return TFM_OK;
     const void *pa = tfm_tensor_data(a), *pb = tfm_tensor_data(b);
@@ -191,16 +218,16 @@ run(tfm_op op, int kind, const tfm_conv_geom *g, const tfm_tensor *a,
     }
     switch (a->dtype) {
     case TFM_FLOAT32: {
-        int rc = tfm_conv_dnnl_f32(kind, g, pa, pb, po);
+        int rc = tfm_conv_dnnl_f32(kind, &g, pa, pb, po);
         if (rc < 0)
             return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: out of memory "
                              "for its work buffers", tfm_ops[op].name);
         if (rc == 0)
-            loops_f32(kind, g, pa, pb, po);
+            loops_f32(kind, &g, pa, pb, po);
         return TFM_OK;
     }
     case TFM_FLOAT64:
-        loops_f64(kind, g, pa, pb, po);
+        loops_f64(kind, &g, pa, pb, po);
         return TFM_OK;
     default:
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s has no CPU kernel "
@@ -215,9 +242,7 @@ tfm_k_depthwise_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
                        const tfm_kctx *ctx)
 {
     (void)nin; (void)nout; (void)ctx;
-    tfm_conv_geom g;
-    geom(&g, &in[0]->shape, &in[1]->shape, a);
-    return run(op, TFM_CONV_FWD, &g, in[0], in[1], out[0]);
+    return run(op, TFM_CONV_FWD, in, a, out[0]);
 }
 
 tfm_code
@@ -226,9 +251,7 @@ tfm_k_depthwise_backprop_input(tfm_op op, tfm_tensor *const *in, int nin,
                                int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout; (void)ctx;
-    tfm_conv_geom g;
-    geom(&g, &out[0]->shape, &in[1]->shape, a);
-    return run(op, TFM_CONV_BWD_DATA, &g, in[1], in[2], out[0]);
+    return run(op, TFM_CONV_BWD_DATA, in, a, out[0]);
 }
 
 tfm_code
@@ -237,7 +260,5 @@ tfm_k_depthwise_backprop_filter(tfm_op op, tfm_tensor *const *in, int nin,
                                 int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout; (void)ctx;
-    tfm_conv_geom g;
-    geom(&g, &in[0]->shape, &out[0]->shape, a);
-    return run(op, TFM_CONV_BWD_WEIGHTS, &g, in[0], in[2], out[0]);
+    return run(op, TFM_CONV_BWD_WEIGHTS, in, a, out[0]);
 }
