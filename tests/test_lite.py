@@ -15,14 +15,9 @@ import tfmini as tf
 from tfmini import _C
 from tfmini.saved_model import file_format as F
 
+from raw_ops import OPS, call as _call
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-OPS = {row[0]: k for k, row in enumerate(_C.op_table())}
-
-
-def _call(op, inputs, **kw):
-    r = _C.call(OPS[op], tuple(tf.constant(x) if isinstance(x, np.ndarray)
-                               else x for x in inputs), **kw)
-    return np.asarray(r[0] if isinstance(r, (tuple, list)) else r)
 
 
 def _digits():
