@@ -8,7 +8,7 @@ import pytest
 
 import tfmini as tf
 
-from raw_ops import call as _call
+from quant_util import call as _call
 
 
 def _windows(x, k, s, same):

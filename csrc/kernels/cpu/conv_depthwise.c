@@ -22,39 +22,6 @@
 /* Multiply-adds above which a loop is split across threads. */
 #define PAR_FLOPS (1 << 16)
 
-/* The input row that output row oh reads through tap row i, or -1 where
- * it falls in the padding; in_col the same for columns. */
-static inline int64_t
-in_row(const tfm_conv_geom *g, int64_t oh, int64_t i)
-{
-    const int64_t ih = oh * g->sh - g->pt + i * g->dh;
-    return ih >= 0 && ih < g->h ? ih : -1;
-}
-
-static inline int64_t
-in_col(const tfm_conv_geom *g, int64_t ow, int64_t j)
-{
-    const int64_t iw = ow * g->sw - g->pl + j * g->dw;
-    return iw >= 0 && iw < g->w ? iw : -1;
-}
-
-/* Their inverses, for BPI's gather: the output row that reads input row
- * ih through tap row i, or -1 where none does (the stride steps over
- * it, or it lies past the output); out_col the same for columns. */
-static inline int64_t
-out_row(const tfm_conv_geom *g, int64_t ih, int64_t i)
-{
-    const int64_t t = ih + g->pt - i * g->dh;
-    return t >= 0 && t % g->sh == 0 && t / g->sh < g->oh ? t / g->sh : -1;
-}
-
-static inline int64_t
-out_col(const tfm_conv_geom *g, int64_t iw, int64_t j)
-{
-    const int64_t u = iw + g->pl - j * g->dw;
-    return u >= 0 && u % g->sw == 0 && u / g->sw < g->ow ? u / g->sw : -1;
-}
-
 #define DW_IMPL(SUF, T)                                                      \
 static void                                                                  \
 fwd_##SUF(const tfm_conv_geom *g, const T *x, const T *f, T *y)              \
@@ -68,15 +35,15 @@ fwd_##SUF(const tfm_conv_geom *g, const T *x, const T *f, T *y)              \
         T *yrow = y + r * g->ow * CM;                                        \
         memset(yrow, 0, (size_t)(g->ow * CM) * sizeof(T));                   \
         for (int64_t i = 0; i < g->kh; i++) {                                \
-            const int64_t ih = in_row(g, oh, i);                             \
-            if (ih < 0)                                                      \
+            const int64_t ih = oh * g->sh - g->pt + i * g->dh;               \
+            if (ih < 0 || ih >= g->h)                                        \
                 continue;                                                    \
             const T *xrow = x + (n * g->h + ih) * g->w * C;                  \
             for (int64_t j = 0; j < g->kw; j++) {                            \
                 const T *fp = f + (i * g->kw + j) * CM;                      \
                 for (int64_t ow = 0; ow < g->ow; ow++) {                     \
-                    const int64_t iw = in_col(g, ow, j);                     \
-                    if (iw < 0)                                              \
+                    const int64_t iw = ow * g->sw - g->pl + j * g->dw;       \
+                    if (iw < 0 || iw >= g->w)                                \
                         continue;                                            \
                     const T *restrict xp = xrow + iw * C;                    \
                     T *restrict yp = yrow + ow * CM;                         \
@@ -106,15 +73,21 @@ bpi_##SUF(const tfm_conv_geom *g, const T *f, const T *dy, T *dx)            \
         T *dxrow = dx + r * g->w * C;                                        \
         memset(dxrow, 0, (size_t)(g->w * C) * sizeof(T));                    \
         for (int64_t i = 0; i < g->kh; i++) {                                \
-            const int64_t oh = out_row(g, ih, i);                            \
-            if (oh < 0)                                                      \
+            const int64_t t = ih + g->pt - i * g->dh;                        \
+            if (t < 0 || t % g->sh)                                          \
+                continue;                                                    \
+            const int64_t oh = t / g->sh;                                    \
+            if (oh >= g->oh)                                                 \
                 continue;                                                    \
             const T *dyrow = dy + (n * g->oh + oh) * g->ow * CM;             \
             for (int64_t j = 0; j < g->kw; j++) {                            \
                 const T *fp = f + (i * g->kw + j) * CM;                      \
                 for (int64_t iw = 0; iw < g->w; iw++) {                      \
-                    const int64_t ow = out_col(g, iw, j);                    \
-                    if (ow < 0)                                              \
+                    const int64_t u = iw + g->pl - j * g->dw;                \
+                    if (u < 0 || u % g->sw)                                  \
+                        continue;                                            \
+                    const int64_t ow = u / g->sw;                            \
+                    if (ow >= g->ow)                                         \
                         continue;                                            \
                     const T *restrict dp = dyrow + ow * CM;                  \
                     T *restrict xp = dxrow + iw * C;                         \
@@ -148,14 +121,14 @@ bpf_##SUF(const tfm_conv_geom *g, const T *x, const T *dy, T *df)            \
         memset(fp, 0, (size_t)CM * sizeof(T));                               \
         for (int64_t n = 0; n < g->n; n++)                                   \
             for (int64_t oh = 0; oh < g->oh; oh++) {                         \
-                const int64_t ih = in_row(g, oh, i);                         \
-                if (ih < 0)                                                  \
+                const int64_t ih = oh * g->sh - g->pt + i * g->dh;           \
+                if (ih < 0 || ih >= g->h)                                    \
                     continue;                                                \
                 const T *xrow = x + (n * g->h + ih) * g->w * C;              \
                 const T *dyrow = dy + (n * g->oh + oh) * g->ow * CM;         \
                 for (int64_t ow = 0; ow < g->ow; ow++) {                     \
-                    const int64_t iw = in_col(g, ow, j);                     \
-                    if (iw < 0)                                              \
+                    const int64_t iw = ow * g->sw - g->pl + j * g->dw;       \
+                    if (iw < 0 || iw >= g->w)                                \
                         continue;                                            \
                     const T *restrict xp = xrow + iw * C;                    \
                     const T *restrict dp = dyrow + ow * CM;                  \
