@@ -10,6 +10,7 @@ import pytest
 
 import tfmini as tf
 
+import _custom_loop
 from _guide_loop import run_guide
 
 CPU = tf.config.list_physical_devices("CPU")[0]
@@ -250,24 +251,7 @@ def custom_loop(n, traced, momentum=0.9):
     with s.scope():
         model = make_model()
         opt = tf.keras.optimizers.SGD(0.1, momentum=momentum)
-
-    def step(xb, yb):
-        with tf.GradientTape() as tape:
-            per_example = tf.reduce_sum((model(xb, training=True) - yb) ** 2,
-                                        axis=1)
-            loss = tf.nn.compute_average_loss(per_example,
-                                              global_batch_size=16)
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
-    def dist_step(batch):
-        return s.reduce("SUM", s.run(step, args=batch), axis=None)
-    if traced:
-        dist_step = tf.function(dist_step)
-    ds = s.experimental_distribute_dataset(
-        tf.data.Dataset.from_tensor_slices((x, y)).batch(16))
-    losses = [float(dist_step(b)) for _ in range(3) for b in ds]
+    losses = _custom_loop.train(s, model, opt, x, y, traced)
     return [w.numpy() for w in model.weights], losses, int(opt.iterations)
 
 

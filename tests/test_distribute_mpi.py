@@ -66,9 +66,33 @@ def mlp():
 
 def save(s, **arrays):
     np.savez(os.path.join(OUT, f"task{task_id(s)}.npz"), **arrays)
+
+
+# The metric scripts' data: (labels, two-class logits, x) in global
+# batches of 8, and the three metrics they update from it.
+def metric_dataset(s):
+    x, _ = data(40)
+    labels = (x[:, 0] > 0).astype(np.int64)
+    logits = np.stack([-x[:, 0], x[:, 0] + 0.3 * x[:, 1]], axis=1)
+    return s.experimental_distribute_dataset(
+        tf.data.Dataset.from_tensor_slices((labels, logits, x)).batch(8))
+
+
+def make_metrics():
+    return (tf.keras.metrics.SparseCategoricalAccuracy(),
+            tf.keras.metrics.Mean(), tf.keras.metrics.AUC(num_thresholds=20))
+
+
+def update_metrics(metrics, lb, lg, xb):
+    acc, mean, auc = metrics
+    acc.update_state(lb, lg)
+    mean.update_state(xb[:, 2])
+    auc.update_state(lb, tf.nn.softmax(lg)[:, 1])
 '''
 
 CUSTOM_LOOP = '''
+import _custom_loop
+
 s = make_strategy()
 x, y = data(32)
 out = {}
@@ -79,24 +103,7 @@ for traced in (False, True):
         tf.keras.utils.set_random_seed(1 + task_id(s))
         model = mlp()
         opt = tf.keras.optimizers.SGD(0.1, momentum=0.9)
-
-    def step(xb, yb):
-        with tf.GradientTape() as tape:
-            per_example = tf.reduce_sum((model(xb, training=True) - yb) ** 2,
-                                        axis=1)
-            loss = tf.nn.compute_average_loss(per_example,
-                                              global_batch_size=16)
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
-    def dist_step(batch):
-        return s.reduce("SUM", s.run(step, args=batch), axis=None)
-    if traced:
-        dist_step = tf.function(dist_step)
-    ds = s.experimental_distribute_dataset(
-        tf.data.Dataset.from_tensor_slices((x, y)).batch(16))
-    losses = [float(dist_step(b)) for _ in range(3) for b in ds]
+    losses = _custom_loop.train(s, model, opt, x, y, traced)
     tag = "traced" if traced else "eager"
     out[tag + "_losses"] = losses
     out[tag + "_iterations"] = int(opt.iterations)
@@ -443,20 +450,14 @@ def test_started_all_reduce_progresses_between_calls(tmp_path):
 # result(), read outside strategy.run, must count all workers' examples.
 METRICS = """
 s = make_strategy()
-x, y = data(40)
-labels = (x[:, 0] > 0).astype(np.int64)
-logits = np.stack([-x[:, 0], x[:, 0] + 0.3 * x[:, 1]], axis=1)
 out = {}
 for traced in (False, True):
     with s.scope():
-        acc = tf.keras.metrics.SparseCategoricalAccuracy()
-        mean = tf.keras.metrics.Mean()
-        auc = tf.keras.metrics.AUC(num_thresholds=20)
+        metrics = make_metrics()
+        acc = metrics[0]
 
     def step(lb, lg, xb):
-        acc.update_state(lb, lg)
-        mean.update_state(xb[:, 2])
-        auc.update_state(lb, tf.nn.softmax(lg)[:, 1])
+        update_metrics(metrics, lb, lg, xb)
         # In the replica: this worker's own state.
         return acc.count
 
@@ -464,8 +465,7 @@ for traced in (False, True):
         return s.run(step, args=batch)
     if traced:
         dist_step = tf.function(dist_step)
-    ds = s.experimental_distribute_dataset(
-        tf.data.Dataset.from_tensor_slices((labels, logits, x)).batch(8))
+    ds = metric_dataset(s)
     tag = "traced" if traced else "eager"
     per_epoch = []
     for epoch in range(2):
@@ -474,8 +474,8 @@ for traced in (False, True):
                             [s.experimental_local_results(dist_step(b))
                              for b in ds])]
         # Read twice: the second read must not count anything twice.
-        per_epoch.append([float(m.result()) for m in (acc, mean, auc)] +
-                         [float(m.result()) for m in (acc, mean, auc)])
+        per_epoch.append([float(m.result()) for m in metrics] +
+                         [float(m.result()) for m in metrics])
         out[f"{tag}_local_count{epoch}"] = local_counts[-1]
     out[tag] = per_epoch
     acc.reset_state()
@@ -484,31 +484,46 @@ save(s, **out)
 """
 
 
-def test_metric_result_in_a_custom_loop_over_workers(tmp_path):
-    """MirroredStrategy (2 logical CPUs) in process, and 2 workers under
-    mpirun when Open MPI is there: every replica's examples counted, as
-    one process on all the data counts them."""
+def in_process(script, tmp_path, keys):
+    """The script on one process and under MirroredStrategy on 2 logical
+    CPUs, which must agree on keys; returns the first's results."""
     one, mirrored = str(tmp_path / "one"), str(tmp_path / "mirrored")
-    ok(run_script(METRICS, one, "one")[0])
-    ok(run_script(METRICS, mirrored, "mirrored")[0])
+    ok(run_script(script, one, "one")[0])
+    ok(run_script(script, mirrored, "mirrored")[0])
     ref = load(one)
-    keys = ["eager", "traced", "eager_reset", "traced_reset"]
     assert_same(ref, load(mirrored), keys)
-    r = np.array(ref["eager"])
-    np.testing.assert_allclose(r[:, :3], r[:, 3:])     # reads are pure
-    assert 0.5 < r[0, 0] < 1.0 and float(ref["eager_reset"]) == 0.0
+    return ref
+
+
+def under_mpirun(script, tmp_path, ref, keys):
+    """The script on 2 workers under mpirun, each of which must agree
+    with ref on keys; returns their results. Skips where there is no
+    Open MPI (after the in-process half has run)."""
     if MPIRUN is None or not HAVE_MPI:
         pytest.skip("the mpirun half needs Open MPI (apt-get install "
                     "libopenmpi-dev openmpi-bin, then rebuild tfmini)")
     mpi = str(tmp_path / "mpi")
-    ok(run_script(METRICS, mpi, "mwms")[0])
-    for task in (0, 1):
-        got = load(mpi, task)
-        assert_same(ref, got, keys)
+    ok(run_script(script, mpi, "mwms")[0])
+    got = [load(mpi, task) for task in (0, 1)]
+    for g in got:
+        assert_same(ref, g, keys)
+    return got
+
+
+def test_metric_result_in_a_custom_loop_over_workers(tmp_path):
+    """MirroredStrategy (2 logical CPUs) in process, and 2 workers under
+    mpirun when Open MPI is there: every replica's examples counted, as
+    one process on all the data counts them."""
+    keys = ["eager", "traced", "eager_reset", "traced_reset"]
+    ref = in_process(METRICS, tmp_path, keys)
+    r = np.array(ref["eager"])
+    np.testing.assert_allclose(r[:, :3], r[:, 3:])     # reads are pure
+    assert 0.5 < r[0, 0] < 1.0 and float(ref["eager_reset"]) == 0.0
+    assert float(ref["eager_local_count1"]) == 80.0
+    for got in under_mpirun(METRICS, tmp_path, ref, keys):
         # Inside strategy.run each worker saw only its own examples:
         # epoch 1's count is its half of 80.
         assert float(got["eager_local_count1"]) == 40.0
-    assert float(ref["eager_local_count1"]) == 80.0
 
 
 # metric.result() read inside a tf.function: after each step, in the same
@@ -517,35 +532,28 @@ def test_metric_result_in_a_custom_loop_over_workers(tmp_path):
 # multi-worker strategy the graph all-reduces the state.
 METRICS_TRACED = """
 s = make_strategy()
-x, y = data(40)
-labels = (x[:, 0] > 0).astype(np.int64)
-logits = np.stack([-x[:, 0], x[:, 0] + 0.3 * x[:, 1]], axis=1)
 with s.scope():
-    acc = tf.keras.metrics.SparseCategoricalAccuracy()
-    mean = tf.keras.metrics.Mean()
-    auc = tf.keras.metrics.AUC(num_thresholds=20)
+    metrics = make_metrics()
+    acc = metrics[0]
 
 
 def step(lb, lg, xb):
-    acc.update_state(lb, lg)
-    mean.update_state(xb[:, 2])
-    auc.update_state(lb, tf.nn.softmax(lg)[:, 1])
+    update_metrics(metrics, lb, lg, xb)
 
 
 @tf.function
 def dist_step(batch):
     s.run(step, args=batch)
-    return [m.result() for m in (acc, mean, auc)]
+    return [m.result() for m in metrics]
 
 
 @tf.function
 def results():
-    return [m.result() for m in (acc, mean, auc)] + \\
-        [m.result() for m in (acc, mean, auc)]
+    return [m.result() for m in metrics] + \\
+        [m.result() for m in metrics]
 
 
-ds = s.experimental_distribute_dataset(
-    tf.data.Dataset.from_tensor_slices((labels, logits, x)).batch(8))
+ds = metric_dataset(s)
 steps, epochs = [], []
 for epoch in range(2):
     steps += [[float(r) for r in dist_step(b)] for b in ds]
@@ -562,24 +570,13 @@ def test_metric_result_in_a_tf_function_over_workers(tmp_path):
     """MirroredStrategy (2 logical CPUs) in process, and 2 workers under
     mpirun when Open MPI is there: the value one process on all the data
     gives, on every worker."""
-    one, mirrored = str(tmp_path / "one"), str(tmp_path / "mirrored")
-    ok(run_script(METRICS_TRACED, one, "one")[0])
-    ok(run_script(METRICS_TRACED, mirrored, "mirrored")[0])
-    ref = load(one)
     keys = ["steps", "epochs", "reset"]
-    assert_same(ref, load(mirrored), keys)
+    ref = in_process(METRICS_TRACED, tmp_path, keys)
     e = np.array(ref["epochs"])
     np.testing.assert_allclose(e[:, :3], e[:, 3:])     # reads are pure
     assert 0.5 < e[0, 0] < 1.0 and float(ref["reset"]) == 0.0
     assert float(ref["local_count"]) == 80.0
-    if MPIRUN is None or not HAVE_MPI:
-        pytest.skip("the mpirun half needs Open MPI (apt-get install "
-                    "libopenmpi-dev openmpi-bin, then rebuild tfmini)")
-    mpi = str(tmp_path / "mpi")
-    ok(run_script(METRICS_TRACED, mpi, "mwms")[0])
-    for task in (0, 1):
-        got = load(mpi, task)
-        assert_same(ref, got, keys)
+    for got in under_mpirun(METRICS_TRACED, tmp_path, ref, keys):
         assert float(got["local_count"]) == 40.0
 
 

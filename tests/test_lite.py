@@ -2,7 +2,6 @@
 saved models, the Interpreter in TF Lite's API shape, the int8 GEMM
 (VNNI and the portable loops) against NumPy's integers, the quantized
 ops' errors, and the C runtime running a quantized model."""
-import json
 import os
 import pathlib
 import subprocess
@@ -15,14 +14,9 @@ import tfmini as tf
 from tfmini import _C
 from tfmini.saved_model import file_format as F
 
+from quant_util import OPS, call as _call, on_portable_gemm
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-OPS = {row[0]: k for k, row in enumerate(_C.op_table())}
-
-
-def _call(op, inputs, **kw):
-    r = _C.call(OPS[op], tuple(tf.constant(x) if isinstance(x, np.ndarray)
-                               else x for x in inputs), **kw)
-    return np.asarray(r[0] if isinstance(r, (tuple, list)) else r)
 
 
 def _digits():
@@ -223,12 +217,7 @@ def test_qgemm_matches_numpy():
 def test_qgemm_portable_path_matches_numpy():
     """The same cases with TFMINI_QGEMM_REF=1: the loops a CPU without
     AVX512-VNNI (or the wasm build) runs."""
-    code = ("import sys; sys.path.insert(0, %r); import test_lite; "
-            "print(test_lite._accum_cases())" % str(ROOT / "tests"))
-    env = dict(os.environ, TFMINI_QGEMM_REF="1")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                       text=True, env=env, timeout=300)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr
+    on_portable_gemm("test_lite", "_accum_cases")
 
 
 def _requant_ref(acc, s_in, ws, s_out, z_out, act):
@@ -519,12 +508,7 @@ def _packed_cases():
 
 def test_packed_weights_give_the_unpacked_results():
     assert _packed_cases() == "ok"
-    code = ("import sys; sys.path.insert(0, %r); import test_lite; "
-            "print(test_lite._packed_cases())" % str(ROOT / "tests"))
-    env = dict(os.environ, TFMINI_QGEMM_REF="1")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                       text=True, env=env, timeout=300)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr
+    on_portable_gemm("test_lite", "_packed_cases")
 
 
 def test_quantized_model_same_with_packed_and_portable_gemm(mlp, tmp_path):

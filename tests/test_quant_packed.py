@@ -4,9 +4,7 @@ unpacked ops, on both GEMM paths (VNNI and the portable loops), the
 fused float input and output, converted models with no cache lookup
 (no memcmp) on any call, and bad inputs."""
 import ctypes
-import os
 import pathlib
-import subprocess
 import sys
 
 import numpy as np
@@ -17,14 +15,9 @@ from tfmini import _C
 from tfmini.lite._convert import pack_weights
 from tfmini.saved_model import file_format as F
 
+from quant_util import OPS, call as _call, on_portable_gemm
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-OPS = {row[0]: k for k, row in enumerate(_C.op_table())}
-
-
-def _call(op, inputs, **kw):
-    r = _C.call(OPS[op], tuple(tf.constant(x) if isinstance(x, np.ndarray)
-                               else x for x in inputs), **kw)
-    return np.asarray(r[0] if isinstance(r, (tuple, list)) else r)
 
 
 def _lookups():
@@ -146,12 +139,7 @@ def test_packed_ops_match_the_unpacked_ones():
 def test_packed_ops_portable_path():
     """The same cases with TFMINI_QGEMM_REF=1: the packed layout read by
     the plain loops (CPUs without VNNI, the wasm build)."""
-    code = ("import sys; sys.path.insert(0, %r); import test_quant_packed "
-            "as t; print(t._packed_cases())" % str(ROOT / "tests"))
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                       text=True, timeout=300,
-                       env=dict(os.environ, TFMINI_QGEMM_REF="1"))
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr
+    on_portable_gemm("test_quant_packed", "_packed_cases")
 
 
 @pytest.fixture(scope="module")

@@ -462,24 +462,37 @@ tfm_infer_depthwise_conv2d(tfm_op op, const tfm_meta *in, int nin,
     return tfm_check_size(tfm_ops[op].name, &out[0].shape, out[0].dtype);
 }
 
+/* A backprop's output has the shape of the operand it is the gradient
+ * of (0: the input, 1: the filter) and that operand's dtype; its batch
+ * and depth, where unknown, follow from the other operands. */
+static tfm_code
+depthwise_backprop(tfm_op op, const tfm_meta *in, const tfm_attrs *a,
+                   int of, tfm_meta *out, int *nout)
+{
+    tfm_shape y;
+    tfm_code rc = depthwise_check(op, &in[0], &in[1], &in[2], a, &y);
+    if (rc)
+        return rc;
+    *nout = 1;
+    out[0].dtype = in[of].dtype;
+    out[0].shape = in[of].shape;
+    int64_t *d = out[0].shape.dims;
+    if (of == 0 && d[0] < 0)
+        d[0] = in[2].shape.dims[0];
+    if (of == 0 && d[3] < 0)
+        d[3] = in[1].shape.dims[2];
+    if (of == 1 && d[2] < 0)
+        d[2] = in[0].shape.dims[3];
+    return tfm_check_size(tfm_ops[op].name, &out[0].shape, out[0].dtype);
+}
+
 tfm_code
 tfm_infer_depthwise_backprop_input(tfm_op op, const tfm_meta *in, int nin,
                                    const tfm_attrs *a, tfm_meta *out,
                                    int *nout)
 {
     (void)nin;
-    tfm_shape y;
-    tfm_code rc = depthwise_check(op, &in[0], &in[1], &in[2], a, &y);
-    if (rc)
-        return rc;
-    *nout = 1;
-    out[0].dtype = in[1].dtype;
-    out[0].shape = in[0].shape;
-    if (out[0].shape.dims[0] < 0)
-        out[0].shape.dims[0] = in[2].shape.dims[0];
-    if (out[0].shape.dims[3] < 0)
-        out[0].shape.dims[3] = in[1].shape.dims[2];
-    return tfm_check_size(tfm_ops[op].name, &out[0].shape, out[0].dtype);
+    return depthwise_backprop(op, in, a, 0, out, nout);
 }
 
 tfm_code
@@ -488,16 +501,7 @@ tfm_infer_depthwise_backprop_filter(tfm_op op, const tfm_meta *in, int nin,
                                     int *nout)
 {
     (void)nin;
-    tfm_shape y;
-    tfm_code rc = depthwise_check(op, &in[0], &in[1], &in[2], a, &y);
-    if (rc)
-        return rc;
-    *nout = 1;
-    out[0].dtype = in[0].dtype;
-    out[0].shape = in[1].shape;
-    if (out[0].shape.dims[2] < 0)
-        out[0].shape.dims[2] = in[0].shape.dims[3];
-    return tfm_check_size(tfm_ops[op].name, &out[0].shape, out[0].dtype);
+    return depthwise_backprop(op, in, a, 1, out, nout);
 }
 
 /* _FusedConv2D(x, f, bias[, residual]): Conv2D's rule, then bias

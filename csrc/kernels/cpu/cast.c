@@ -76,8 +76,21 @@ f2u64(double v)
 #define U64_I(v) ((uint64_t)(v))
 #define U64_F(v) f2u64(v)
 
+/* Complex sources (kind C) read their real part, as floats do, except to
+ * bool and to complex, which see the whole value (WHOLE). */
+#define SRC_c64(x) crealf(x)
+#define SRC_c128(x) creal(x)
+#define NARROW_C NARROW_F
+#define I32_C I32_F
+#define I64_C I64_F
+#define U32_C U32_F
+#define U64_C U64_F
+#define WHOLE_I(SN, x) SRC_##SN(x)
+#define WHOLE_F(SN, x) SRC_##SN(x)
+#define WHOLE_C(SN, x) (x)
+
 #define CASTS_FROM(SN, ST, K)                                                \
-    TFM_UNARY_LOOP(SN##_to_b, ST, uint8_t, SRC_##SN(x) != 0)                 \
+    TFM_UNARY_LOOP(SN##_to_b, ST, uint8_t, WHOLE_##K(SN, x) != 0)            \
     TFM_UNARY_LOOP(SN##_to_i8, ST, int8_t, NARROW_##K(int8_t, SRC_##SN(x)))  \
     TFM_UNARY_LOOP(SN##_to_u8, ST, uint8_t,                                  \
                    NARROW_##K(uint8_t, SRC_##SN(x)))                         \
@@ -91,8 +104,8 @@ f2u64(double v)
                    tfm_float_to_bf16((float)SRC_##SN(x)))                    \
     TFM_UNARY_LOOP(SN##_to_f32, ST, float, SRC_##SN(x))                      \
     TFM_UNARY_LOOP(SN##_to_f64, ST, double, SRC_##SN(x))                     \
-    TFM_UNARY_LOOP(SN##_to_c64, ST, float complex, SRC_##SN(x))              \
-    TFM_UNARY_LOOP(SN##_to_c128, ST, double complex, SRC_##SN(x))            \
+    TFM_UNARY_LOOP(SN##_to_c64, ST, float complex, WHOLE_##K(SN, x))         \
+    TFM_UNARY_LOOP(SN##_to_c128, ST, double complex, WHOLE_##K(SN, x))       \
     TFM_UNARY_LOOP(SN##_to_u16, ST, uint16_t,                                \
                    NARROW_##K(uint16_t, SRC_##SN(x)))                        \
     TFM_UNARY_LOOP(SN##_to_u32, ST, uint32_t, U32_##K(SRC_##SN(x)))          \
@@ -111,33 +124,8 @@ CASTS_FROM(bf16, uint16_t, F)
 CASTS_FROM(u16, uint16_t, I)
 CASTS_FROM(u32, uint32_t, I)
 CASTS_FROM(u64, uint64_t, I)
-
-/* Complex sources: CASTS_FROM reads their real part, except to bool and
- * to complex, which see both parts. */
-#define SRC_c64(x) crealf(x)
-#define SRC_c128(x) creal(x)
-#define CASTS_FROM_COMPLEX(SN, ST)                                           \
-    TFM_UNARY_LOOP(SN##_to_b, ST, uint8_t, (x) != 0)                         \
-    TFM_UNARY_LOOP(SN##_to_i8, ST, int8_t, NARROW_F(int8_t, SRC_##SN(x)))    \
-    TFM_UNARY_LOOP(SN##_to_u8, ST, uint8_t, NARROW_F(uint8_t, SRC_##SN(x)))  \
-    TFM_UNARY_LOOP(SN##_to_i16, ST, int16_t,                                 \
-                   NARROW_F(int16_t, SRC_##SN(x)))                           \
-    TFM_UNARY_LOOP(SN##_to_i32, ST, int32_t, I32_F(SRC_##SN(x)))             \
-    TFM_UNARY_LOOP(SN##_to_i64, ST, int64_t, I64_F(SRC_##SN(x)))             \
-    TFM_UNARY_LOOP(SN##_to_f16, ST, uint16_t,                                \
-                   tfm_float_to_half((float)SRC_##SN(x)))                    \
-    TFM_UNARY_LOOP(SN##_to_bf16, ST, uint16_t,                               \
-                   tfm_float_to_bf16((float)SRC_##SN(x)))                    \
-    TFM_UNARY_LOOP(SN##_to_f32, ST, float, SRC_##SN(x))                      \
-    TFM_UNARY_LOOP(SN##_to_f64, ST, double, SRC_##SN(x))                     \
-    TFM_UNARY_LOOP(SN##_to_c64, ST, float complex, x)                        \
-    TFM_UNARY_LOOP(SN##_to_c128, ST, double complex, x)                      \
-    TFM_UNARY_LOOP(SN##_to_u16, ST, uint16_t,                                \
-                   NARROW_F(uint16_t, SRC_##SN(x)))                          \
-    TFM_UNARY_LOOP(SN##_to_u32, ST, uint32_t, U32_F(SRC_##SN(x)))            \
-    TFM_UNARY_LOOP(SN##_to_u64, ST, uint64_t, U64_F(SRC_##SN(x)))
-CASTS_FROM_COMPLEX(c64, float complex)
-CASTS_FROM_COMPLEX(c128, double complex)
+CASTS_FROM(c64, float complex, C)
+CASTS_FROM(c128, double complex, C)
 
 #define ROW(SN)                                                              \
     { [TFM_BOOL] = SN##_to_b, [TFM_INT8] = SN##_to_i8,                       \

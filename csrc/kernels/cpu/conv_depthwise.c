@@ -161,23 +161,23 @@ loops_##SUF(int kind, const tfm_conv_geom *g, const T *a, const T *b,        \
 DW_IMPL(f32, float)
 DW_IMPL(f64, double)
 
-/* Geometry of a depthwise op: x the input's shape, f the filter's
- * [kh, kw, in, multiplier]. */
-static void
-geom(tfm_conv_geom *g, const tfm_shape *x, const tfm_shape *f,
-     const tfm_attrs *a)
-{
-    tfm_conv_geom_make(g, x, f->dims[0], f->dims[1],
-                       f->dims[2] * f->dims[3], a->ints[TFM_CONV_WIN_H],
-                       a->ints[TFM_CONV_WIN_W], a);
-    g->groups = g->c;
-}
-
-/* a, b, out as for tfm_conv_dnnl_f32. */
+/* The three ops take (x, f), (x, f, dy) and (x, f, dy) and share their
+ * geometry, from x's and f's shapes (the backprops read no more of their
+ * first or second operand); they differ in which two operands the loops
+ * read: (x, f) -> y, (f, dy) -> dx, (x, dy) -> df. */
 static tfm_code
-run(tfm_op op, int kind, const tfm_conv_geom *g, const tfm_tensor *a,
-    const tfm_tensor *b, tfm_tensor *out)
+run(tfm_op op, int kind, tfm_tensor *const *in, const tfm_attrs *attrs,
+    tfm_tensor *out)
 {
+    const tfm_shape *xs = &in[0]->shape, *fs = &in[1]->shape;
+    const tfm_tensor *a = in[kind == TFM_CONV_BWD_DATA];
+    const tfm_tensor *b = in[kind == TFM_CONV_FWD ? 1 : 2];
+    tfm_conv_geom g;
+    tfm_conv_geom_make(&g, xs, fs->dims[0], fs->dims[1],
+                       fs->dims[2] * fs->dims[3],
+                       attrs->ints[TFM_CONV_WIN_H],
+                       attrs->ints[TFM_CONV_WIN_W], attrs);
+    g.groups = g.c;
     if (tfm_tensor_numel(out) == 0)
         return TFM_OK;
     const void *pa = tfm_tensor_data(a), *pb = tfm_tensor_data(b);
@@ -191,16 +191,16 @@ run(tfm_op op, int kind, const tfm_conv_geom *g, const tfm_tensor *a,
     }
     switch (a->dtype) {
     case TFM_FLOAT32: {
-        int rc = tfm_conv_dnnl_f32(kind, g, pa, pb, po);
+        int rc = tfm_conv_dnnl_f32(kind, &g, pa, pb, po);
         if (rc < 0)
             return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: out of memory "
                              "for its work buffers", tfm_ops[op].name);
         if (rc == 0)
-            loops_f32(kind, g, pa, pb, po);
+            loops_f32(kind, &g, pa, pb, po);
         return TFM_OK;
     }
     case TFM_FLOAT64:
-        loops_f64(kind, g, pa, pb, po);
+        loops_f64(kind, &g, pa, pb, po);
         return TFM_OK;
     default:
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s has no CPU kernel "
@@ -215,9 +215,7 @@ tfm_k_depthwise_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
                        const tfm_kctx *ctx)
 {
     (void)nin; (void)nout; (void)ctx;
-    tfm_conv_geom g;
-    geom(&g, &in[0]->shape, &in[1]->shape, a);
-    return run(op, TFM_CONV_FWD, &g, in[0], in[1], out[0]);
+    return run(op, TFM_CONV_FWD, in, a, out[0]);
 }
 
 tfm_code
@@ -226,9 +224,7 @@ tfm_k_depthwise_backprop_input(tfm_op op, tfm_tensor *const *in, int nin,
                                int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout; (void)ctx;
-    tfm_conv_geom g;
-    geom(&g, &out[0]->shape, &in[1]->shape, a);
-    return run(op, TFM_CONV_BWD_DATA, &g, in[1], in[2], out[0]);
+    return run(op, TFM_CONV_BWD_DATA, in, a, out[0]);
 }
 
 tfm_code
@@ -237,7 +233,5 @@ tfm_k_depthwise_backprop_filter(tfm_op op, tfm_tensor *const *in, int nin,
                                 int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout; (void)ctx;
-    tfm_conv_geom g;
-    geom(&g, &in[0]->shape, &out[0]->shape, a);
-    return run(op, TFM_CONV_BWD_WEIGHTS, &g, in[0], in[2], out[0]);
+    return run(op, TFM_CONV_BWD_WEIGHTS, in, a, out[0]);
 }

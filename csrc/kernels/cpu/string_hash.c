@@ -1,9 +1,10 @@
-/* The keyed and the legacy string hashes of tf.strings:
- * StringToHashBucketStrong (SipHash-2-4 under a 128-bit key, so that a
- * caller who keeps the key secret gets buckets an adversary cannot
- * aim at) and StringToHashBucket (TF's older 64-bit Murmur-style
- * hash). Both are reimplemented from the published algorithms; the
- * values equal TF's (tests/test_keras_preprocessing_text.py). */
+/* The string hashes of tf.strings and the three StringToHashBucket ops
+ * over them: Fast (FarmHash's Fingerprint64), Strong (SipHash-2-4 under
+ * a 128-bit key, so that a caller who keeps the key secret gets buckets
+ * an adversary cannot aim at) and the legacy StringToHashBucket (TF's
+ * older 64-bit Murmur-style hash). All are reimplemented from the
+ * published algorithms; the values equal TF's
+ * (tests/test_keras_preprocessing_text.py). */
 #include "string_kernels.h"
 
 #include <string.h>
@@ -31,14 +32,14 @@ rotl(uint64_t x, int b)
         v2 += v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32);           \
     } while (0)
 
-/* SipHash-2-4 (Aumasson and Bernstein), key (k0, k1). */
+/* SipHash-2-4 (Aumasson and Bernstein), key (key0, key1). */
 static uint64_t
-siphash24(uint64_t k0, uint64_t k1, const unsigned char *s, size_t len)
+siphash24(uint64_t key0, uint64_t key1, const unsigned char *s, size_t len)
 {
-    uint64_t v0 = k0 ^ 0x736f6d6570736575ULL;
-    uint64_t v1 = k1 ^ 0x646f72616e646f6dULL;
-    uint64_t v2 = k0 ^ 0x6c7967656e657261ULL;
-    uint64_t v3 = k1 ^ 0x7465646279746573ULL;
+    uint64_t v0 = key0 ^ 0x736f6d6570736575ULL;
+    uint64_t v1 = key1 ^ 0x646f72616e646f6dULL;
+    uint64_t v2 = key0 ^ 0x6c7967656e657261ULL;
+    uint64_t v3 = key1 ^ 0x7465646279746573ULL;
     size_t full = len & ~(size_t)7;
     for (size_t i = 0; i < full; i += 8) {
         uint64_t m = load64_le(s + i);
@@ -88,23 +89,226 @@ murmur64a(const unsigned char *s, size_t len)
     return h;
 }
 
+/* FarmHash (farmhashna), reimplemented from its published algorithm. */
+static const uint64_t k0 = 0xc3a5c85c97cb3127ULL;
+static const uint64_t k1 = 0xb492b66fbe98f273ULL;
+static const uint64_t k2 = 0x9ae16a3b2f90404fULL;
+
+static uint64_t
+fetch64(const char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;       /* little-endian hosts only, as the build targets */
+}
+
+static uint32_t
+fetch32(const char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static uint64_t
+rot(uint64_t v, int s)
+{
+    return s == 0 ? v : (v >> s) | (v << (64 - s));
+}
+
+static uint64_t
+shift_mix(uint64_t v)
+{
+    return v ^ (v >> 47);
+}
+
+static uint64_t
+len16(uint64_t u, uint64_t v, uint64_t mul)
+{
+    uint64_t a = (u ^ v) * mul;
+    a ^= a >> 47;
+    uint64_t b = (v ^ a) * mul;
+    b ^= b >> 47;
+    return b * mul;
+}
+
+static uint64_t
+len0to16(const char *s, size_t len)
+{
+    if (len >= 8) {
+        uint64_t mul = k2 + len * 2;
+        uint64_t a = fetch64(s) + k2;
+        uint64_t b = fetch64(s + len - 8);
+        uint64_t c = rot(b, 37) * mul + a;
+        uint64_t d = (rot(a, 25) + b) * mul;
+        return len16(c, d, mul);
+    }
+    if (len >= 4) {
+        uint64_t mul = k2 + len * 2;
+        uint64_t a = fetch32(s);
+        return len16(len + (a << 3), fetch32(s + len - 4), mul);
+    }
+    if (len > 0) {
+        uint8_t a = (uint8_t)s[0], b = (uint8_t)s[len >> 1],
+                c = (uint8_t)s[len - 1];
+        uint32_t y = (uint32_t)a + ((uint32_t)b << 8);
+        uint32_t z = (uint32_t)len + ((uint32_t)c << 2);
+        return shift_mix(y * k2 ^ z * k0) * k2;
+    }
+    return k2;
+}
+
+static uint64_t
+len17to32(const char *s, size_t len)
+{
+    uint64_t mul = k2 + len * 2;
+    uint64_t a = fetch64(s) * k1;
+    uint64_t b = fetch64(s + 8);
+    uint64_t c = fetch64(s + len - 8) * mul;
+    uint64_t d = fetch64(s + len - 16) * k2;
+    return len16(rot(a + b, 43) + rot(c, 30) + d,
+                 a + rot(b + k2, 18) + c, mul);
+}
+
+static uint64_t
+len33to64(const char *s, size_t len)
+{
+    uint64_t mul = k2 + len * 2;
+    uint64_t a = fetch64(s) * k2;
+    uint64_t b = fetch64(s + 8);
+    uint64_t c = fetch64(s + len - 8) * mul;
+    uint64_t d = fetch64(s + len - 16) * k2;
+    uint64_t y = rot(a + b, 43) + rot(c, 30) + d;
+    uint64_t z = len16(y, a + rot(b + k2, 18) + c, mul);
+    uint64_t e = fetch64(s + 16) * mul;
+    uint64_t f = fetch64(s + 24);
+    uint64_t g = (y + fetch64(s + len - 32)) * mul;
+    uint64_t h = (z + fetch64(s + len - 24)) * mul;
+    return len16(rot(e + f, 43) + rot(g, 30) + h, e + rot(f + a, 18) + g,
+                 mul);
+}
+
+typedef struct { uint64_t first, second; } pair64;
+
+static pair64
+weak32(const char *s, uint64_t a, uint64_t b)
+{
+    uint64_t w = fetch64(s), x = fetch64(s + 8), y = fetch64(s + 16),
+             z = fetch64(s + 24);
+    a += w;
+    b = rot(b + a + z, 21);
+    uint64_t c = a;
+    a += x;
+    a += y;
+    b += rot(a, 44);
+    return (pair64){a + z, b + c};
+}
+
+uint64_t
+tfm_fingerprint64(const char *s, size_t len)
+{
+    if (len <= 16)
+        return len0to16(s, len);
+    if (len <= 32)
+        return len17to32(s, len);
+    if (len <= 64)
+        return len33to64(s, len);
+    const uint64_t seed = 81;
+    uint64_t x = seed, y = seed * k1 + 113, z = shift_mix(y * k2 + 113) * k2;
+    pair64 v = {0, 0}, w = {0, 0};
+    x = x * k2 + fetch64(s);
+    const char *end = s + ((len - 1) / 64) * 64;
+    const char *last64 = end + ((len - 1) & 63) - 63;
+    do {
+        x = rot(x + y + v.first + fetch64(s + 8), 37) * k1;
+        y = rot(y + v.second + fetch64(s + 48), 42) * k1;
+        x ^= w.second;
+        y += v.first + fetch64(s + 40);
+        z = rot(z + w.first, 33) * k1;
+        v = weak32(s, v.second * k1, x + w.first);
+        w = weak32(s + 32, z + w.second, y + fetch64(s + 16));
+        uint64_t t = z;
+        z = x;
+        x = t;
+        s += 64;
+    } while (s != end);
+    uint64_t mul = k1 + ((z & 0xff) << 1);
+    s = last64;
+    w.first += ((len - 1) & 63);
+    v.first += w.first;
+    w.first += v.first;
+    x = rot(x + y + v.first + fetch64(s + 8), 37) * mul;
+    y = rot(y + v.second + fetch64(s + 48), 42) * mul;
+    x ^= w.second * 9;
+    y += v.first * 9 + fetch64(s + 40);
+    z = rot(z + w.first, 33) * mul;
+    v = weak32(s, v.second * mul, x + w.first);
+    w = weak32(s + 32, z + w.second, y + fetch64(s + 16));
+    uint64_t t = z;
+    z = x;
+    x = t;
+    return len16(len16(v.first, w.first, mul) + shift_mix(y) * k0 + z,
+                 len16(v.second, w.second, mul) + x, mul);
+}
+
+/* The three hashes under one signature: `key` is SipHash's pair, and
+ * the unkeyed ones ignore it. */
+typedef uint64_t (*hash_fn)(const uint64_t key[2], const unsigned char *s,
+                            size_t len);
+
+static uint64_t
+sip_keyed(const uint64_t key[2], const unsigned char *s, size_t len)
+{
+    return siphash24(key[0], key[1], s, len);
+}
+
+static uint64_t
+farm_unkeyed(const uint64_t key[2], const unsigned char *s, size_t len)
+{
+    (void)key;
+    return tfm_fingerprint64((const char *)s, len);
+}
+
+static uint64_t
+murmur_unkeyed(const uint64_t key[2], const unsigned char *s, size_t len)
+{
+    (void)key;
+    return murmur64a(s, len);
+}
+
+/* out[i] = hash(x[i]) % buckets, as int64. */
+static tfm_code
+to_buckets(hash_fn hash, const uint64_t key[2], const tfm_tensor *x,
+           uint64_t buckets, tfm_tensor *out)
+{
+    tfm_str *const *s = tfm_tensor_strs(x);
+    int64_t *o = tfm_tensor_data(out);
+    int64_t n = tfm_tensor_numel(x);
+    for (int64_t i = 0; i < n; i++)
+        o[i] = (int64_t)(hash(key, (const unsigned char *)tfm_str_data(s[i]),
+                              (size_t)tfm_str_len(s[i])) %
+                         buckets);
+    return TFM_OK;
+}
+
+tfm_code
+tfm_k_string_hash(tfm_op op, tfm_tensor *const *in, int nin,
+                  const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                  const tfm_kctx *ctx)
+{
+    (void)op; (void)nin; (void)nout; (void)ctx;
+    return to_buckets(farm_unkeyed, NULL, in[0], (uint64_t)a->i[0], out[0]);
+}
+
 tfm_code
 tfm_k_string_hash_strong(tfm_op op, tfm_tensor *const *in, int nin,
                          const tfm_attrs *a, tfm_tensor *const *out,
                          int nout, const tfm_kctx *ctx)
 {
     (void)op; (void)nin; (void)nout; (void)ctx;
-    tfm_str *const *x = tfm_tensor_strs(in[0]);
-    int64_t *o = tfm_tensor_data(out[0]);
-    int64_t n = tfm_tensor_numel(in[0]);
     /* TF's key attribute is int64; the hash reads its bits unsigned. */
-    uint64_t k0 = (uint64_t)a->i[1], k1 = (uint64_t)a->i[2];
-    for (int64_t i = 0; i < n; i++)
-        o[i] = (int64_t)(siphash24(k0, k1,
-                                   (const unsigned char *)tfm_str_data(x[i]),
-                                   (size_t)tfm_str_len(x[i])) %
-                         (uint64_t)a->i[0]);
-    return TFM_OK;
+    const uint64_t key[2] = {(uint64_t)a->i[1], (uint64_t)a->i[2]};
+    return to_buckets(sip_keyed, key, in[0], (uint64_t)a->i[0], out[0]);
 }
 
 tfm_code
@@ -113,12 +317,6 @@ tfm_k_string_hash_legacy(tfm_op op, tfm_tensor *const *in, int nin,
                          int nout, const tfm_kctx *ctx)
 {
     (void)op; (void)nin; (void)nout; (void)ctx;
-    tfm_str *const *x = tfm_tensor_strs(in[0]);
-    int64_t *o = tfm_tensor_data(out[0]);
-    int64_t n = tfm_tensor_numel(in[0]);
-    for (int64_t i = 0; i < n; i++)
-        o[i] = (int64_t)(murmur64a((const unsigned char *)tfm_str_data(x[i]),
-                                   (size_t)tfm_str_len(x[i])) %
-                         (uint64_t)a->i[0]);
-    return TFM_OK;
+    return to_buckets(murmur_unkeyed, NULL, in[0], (uint64_t)a->i[0],
+                      out[0]);
 }

@@ -24,9 +24,9 @@ TFM_STRING_KERNEL(tfm_k_string_add);       /* AddV2: concatenation */
 /* string_convert.c */
 TFM_STRING_KERNEL(tfm_k_string_to_number);
 TFM_STRING_KERNEL(tfm_k_as_string);
-TFM_STRING_KERNEL(tfm_k_string_hash);
 TFM_STRING_KERNEL(tfm_k_decode_raw);
 /* string_hash.c */
+TFM_STRING_KERNEL(tfm_k_string_hash);
 TFM_STRING_KERNEL(tfm_k_string_hash_strong);
 TFM_STRING_KERNEL(tfm_k_string_hash_legacy);
 /* string_regex.c */

@@ -29,21 +29,30 @@ split_at_axis(tfm_op op, const tfm_tensor *x, const tfm_attrs *a,
     return TFM_OK;
 }
 
+/* Softmax, LogSoftmax and SoftmaxCrossEntropyWithLogits (x, labels) all
+ * work along one axis of a float x; the second tensor that must share
+ * x's dtype is the output for the softmaxes, the labels for the cross
+ * entropy. */
 static tfm_code
-k_softmax(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-          tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+k_along_axis(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+             tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     tfm_dtype d = in[0]->dtype;
-    if (!is_float(d) || out[0]->dtype != d)
+    int xent = op == TFM_OP_SOFTMAX_XENT;
+    if (!is_float(d) || (xent ? in[1] : out[0])->dtype != d)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     int64_t outer, n, inner;
     tfm_code rc = split_at_axis(op, in[0], a, &outer, &n, &inner);
     if (rc)
         return rc;
-    tfm_gpu *g = tfm_cu_gpu(ctx);
-    return tfm_cu_launched(op, tfm_cu_softmax(
-        d == TFM_FLOAT64, op == TFM_OP_LOG_SOFTMAX, tfm_tensor_data(in[0]),
-        tfm_tensor_data(out[0]), outer, n, inner, g->stream));
+    void *stream = tfm_cu_gpu(ctx)->stream;
+    const void *x = tfm_tensor_data(in[0]);
+    return tfm_cu_launched(op, xent
+        ? tfm_cu_xent(d == TFM_FLOAT64, x, tfm_tensor_data(in[1]),
+                      tfm_tensor_data(out[0]), tfm_tensor_data(out[1]),
+                      outer, n, inner, stream)
+        : tfm_cu_softmax(d == TFM_FLOAT64, op == TFM_OP_LOG_SOFTMAX, x,
+                         tfm_tensor_data(out[0]), outer, n, inner, stream));
 }
 
 static tfm_code
@@ -63,28 +72,10 @@ k_sparse_xent(tfm_op op, tfm_tensor *const *in, int nin,
         tfm_tensor_data(out[1]), tfm_tensor_numel(in[1]), n, g->stream));
 }
 
-static tfm_code
-k_xent(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-       tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
-{
-    tfm_dtype d = in[0]->dtype;
-    if (!is_float(d) || in[1]->dtype != d)
-        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
-    int64_t outer, n, inner;
-    tfm_code rc = split_at_axis(op, in[0], a, &outer, &n, &inner);
-    if (rc)
-        return rc;
-    tfm_gpu *g = tfm_cu_gpu(ctx);
-    return tfm_cu_launched(op, tfm_cu_xent(
-        d == TFM_FLOAT64, tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
-        tfm_tensor_data(out[0]), tfm_tensor_data(out[1]), outer, n, inner,
-        g->stream));
-}
-
 void
 tfm_cuda_kernels_nn_init(tfm_kernel_fn *table)
 {
-    table[TFM_OP_SOFTMAX] = table[TFM_OP_LOG_SOFTMAX] = k_softmax;
+    table[TFM_OP_SOFTMAX] = table[TFM_OP_LOG_SOFTMAX] = k_along_axis;
+    table[TFM_OP_SOFTMAX_XENT] = k_along_axis;
     table[TFM_OP_SPARSE_SOFTMAX_XENT] = k_sparse_xent;
-    table[TFM_OP_SOFTMAX_XENT] = k_xent;
 }
