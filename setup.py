@@ -75,6 +75,19 @@ def _dnnl_runtime(inc):
     return ""
 
 
+def _dnnl_major(inc):
+    """DNNL_VERSION_MAJOR of the oneDNN headers in inc, or None."""
+    for sub in ("oneapi/dnnl/dnnl_version.h", "dnnl_version.h"):
+        try:
+            with open(os.path.join(inc, sub)) as f:
+                m = re.search(r"#define DNNL_VERSION_MAJOR (\d+)", f.read())
+        except OSError:
+            continue
+        if m:
+            return int(m.group(1))
+    return None
+
+
 def _pip_dnnl():
     """(include dir, library dir) of the onednn-cpu-gomp and
     onednn-devel-cpu-gomp wheels (oneDNN 3.x on GNU OpenMP, the runtime
@@ -410,7 +423,12 @@ C_FLAGS = ["-std=c11", "-D_GNU_SOURCE"]
 CXX_FLAGS = ["-std=c++17", "-DEIGEN_NO_DEBUG"]
 CUDA_DEFINES = ["-DTFMINI_WITH_CUDA"] if CUDA_HOME else []
 DNNL = find_dnnl()
-DNNL_DEFINES = ["-DTFMINI_WITH_DNNL"] if DNNL else []
+# The header major version setup.py chose: dnnl_compat.h stops the build
+# if the compiler finds another dnnl.h first (a wheel installed into
+# /usr/local/include shadows Debian's /usr/include for DNNL_ROOT=/usr).
+DNNL_DEFINES = (["-DTFMINI_WITH_DNNL"] + (
+    [f"-DTFM_DNNL_MAJOR={_dnnl_major(DNNL[0])}"] if _dnnl_major(DNNL[0])
+    else []) if DNNL else [])
 DNNL_INCLUDE = [DNNL[0]] if DNNL and DNNL[0] != "/usr/include" else []
 # The system's own library folders need no -L or rpath.
 _SYSTEM_LIB = DNNL and (DNNL[1] in ("/usr/lib", "/usr/lib64") or

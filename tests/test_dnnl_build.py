@@ -22,7 +22,7 @@ def setup_functions():
     """find_dnnl and its helpers from setup.py, without running setup()."""
     with open(os.path.join(ROOT, "setup.py")) as f:
         tree = ast.parse(f.read())
-    keep = {"_dnnl_runtime", "_pip_dnnl", "find_dnnl"}
+    keep = {"_dnnl_runtime", "_dnnl_major", "_pip_dnnl", "find_dnnl"}
     body = [n for n in tree.body
             if isinstance(n, ast.FunctionDef) and n.name in keep]
     assert {n.name for n in body} == keep
@@ -46,6 +46,8 @@ def fake_wheels(tmp_path, runtime="OMP"):
     (inc / "oneapi" / "dnnl" / "dnnl.h").write_text("")
     (inc / "oneapi" / "dnnl" / "dnnl_config.h").write_text(
         f"#define DNNL_CPU_RUNTIME DNNL_RUNTIME_{runtime}\n")
+    (inc / "oneapi" / "dnnl" / "dnnl_version.h").write_text(
+        "#define DNNL_VERSION_MAJOR 3\n#define DNNL_VERSION_MINOR 2\n")
     (lib / "libdnnl.so").write_text("")
     for name, files in (
             ("onednn_devel_cpu_gomp", ["../../../include/dnnl.h",
@@ -68,6 +70,10 @@ def test_finds_the_wheels_and_prefers_them(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(site))
     assert fns["_pip_dnnl"]() == (inc, lib)
     assert fns["find_dnnl"]({}) == (inc, lib)
+    # setup.py passes the header's major version, and dnnl_compat.h
+    # stops a build whose compiler finds another dnnl.h first.
+    assert fns["_dnnl_major"](inc) == 3
+    assert fns["_dnnl_major"](str(tmp_path)) is None
     # DNNL_ROOT still comes first, and TFMINI_DNNL=0 still turns it off.
     root = tmp_path / "root"
     (root / "include").mkdir(parents=True)

@@ -24,7 +24,12 @@
  * An entry is reference-counted while a call runs it: eviction by
  * another thread never frees a primitive under a running call. Each call
  * brings its own scratchpad (user scratchpad mode), so one primitive can
- * run in several threads at once. */
+ * run in several threads at once.
+ *
+ * Builds against oneDNN 2.x (Debian) and 3.x (the onednn-cpu-gomp
+ * wheel); where their C APIs differ, dnnl_compat.h and conv_pd() hold
+ * the two forms. 3.x is faster here (benchmarks/RESULTS.md): brgemm
+ * kernels for the input gradient. */
 #include "conv.h"
 
 #include <stdlib.h>

@@ -16,6 +16,10 @@
 #include <dnnl.h>
 #include <stddef.h>
 
+#if defined(TFM_DNNL_MAJOR) && TFM_DNNL_MAJOR != DNNL_VERSION_MAJOR
+#error "the dnnl.h found first is not the oneDNN setup.py chose (a wheel's header in /usr/local/include shadows /usr/include?): set DNNL_ROOT to the wheel's prefix or remove the wheel"
+#endif
+
 #if DNNL_VERSION_MAJOR >= 3
 #define TFM_DNNL3 1
 typedef dnnl_memory_desc_t tfm_md;
