@@ -13,9 +13,12 @@ OpenMP for big kernels. Environment switches:
   EIGEN3_INCLUDE_DIR  where Eigen's headers are, if not in a standard place
                       (else third_party/eigen3, which tools/vendor_eigen.sh
                       fills, for machines without Eigen)
-  TFMINI_DNNL=0|1     build without / with oneDNN's float32 GEMM (Debian
-                      libdnnl-dev); unset: with it when its header and
-                      library are found (DNNL_ROOT, else the system's).
+  TFMINI_DNNL=0|1     build without / with oneDNN (GEMM, convolutions);
+                      unset: with it when its header and library are
+                      found: DNNL_ROOT, else the onednn-cpu-gomp +
+                      onednn-devel-cpu-gomp wheels (3.x), else the
+                      system's (Debian libdnnl-dev, 2.x). DNNL_ROOT=/usr
+                      keeps Debian's where the wheels are installed.
                       Without it MatMul uses Eigen's GEMM.
   TFMINI_CUDA=0|1     build without / with the CUDA backend; unset: with it
                       when a toolkit is found (CUDA_HOME, /usr/local/cuda,
@@ -24,6 +27,7 @@ OpenMP for big kernels. Environment switches:
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,13 +60,82 @@ def find_eigen():
              "the folder that holds Eigen/Core.")
 
 
+def _dnnl_runtime(inc):
+    """oneDNN's CPU threading runtime as its dnnl_config.h names it
+    ("OMP", "SEQ", "TBB", "SYCL", ...), or "" when unreadable."""
+    for sub in ("oneapi/dnnl/dnnl_config.h", "dnnl_config.h"):
+        try:
+            with open(os.path.join(inc, sub)) as f:
+                m = re.search(r"#define DNNL_CPU_RUNTIME DNNL_RUNTIME_(\w+)",
+                              f.read())
+        except OSError:
+            continue
+        if m:
+            return m.group(1)
+    return ""
+
+
+def _dnnl_major(inc):
+    """DNNL_VERSION_MAJOR of the oneDNN headers in inc, or None."""
+    for sub in ("oneapi/dnnl/dnnl_version.h", "dnnl_version.h"):
+        try:
+            with open(os.path.join(inc, sub)) as f:
+                m = re.search(r"#define DNNL_VERSION_MAJOR (\d+)", f.read())
+        except OSError:
+            continue
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _pip_dnnl():
+    """(include dir, library dir) of the onednn-cpu-gomp and
+    onednn-devel-cpu-gomp wheels (oneDNN 3.x on GNU OpenMP, the runtime
+    tfmini uses) where this Python sees them installed, or None. The
+    wheels hold no module: their files are data under the install
+    prefix (include/, lib/), found through the distributions' records."""
+    try:
+        from importlib import metadata
+    except ImportError:
+        return None
+    found = {}
+    for dist_name, want in (("onednn-devel-cpu-gomp", "dnnl.h"),
+                            ("onednn-cpu-gomp", "libdnnl.so")):
+        try:
+            dist = metadata.distribution(dist_name)
+        except metadata.PackageNotFoundError:
+            return None
+        for f in dist.files or ():
+            if f.name != want:
+                continue
+            # Recorded relative to site-packages ("../../libdnnl.so").
+            # dnnl.h also sits under include/oneapi/dnnl/: the top one.
+            d = os.path.dirname(os.path.normpath(str(dist.locate_file(f))))
+            if os.path.basename(d) in ("include", "lib", "lib64"):
+                found[want] = d
+    inc, lib = found.get("dnnl.h"), found.get("libdnnl.so")
+    if not (inc and lib and os.path.isdir(inc) and os.path.isdir(lib)):
+        return None
+    return inc, lib
+
+
 def find_dnnl(env=None):
     """(include dir, library dir) of oneDNN, or None: the optional GEMM
-    backend (gemm_dnnl.c). DNNL_ROOT first, then the system's folders
-    (Debian's libdnnl-dev puts dnnl.h in /usr/include)."""
+    and convolution backend (gemm_dnnl.c, conv_dnnl.c; both build against
+    oneDNN 2.x and 3.x). DNNL_ROOT first; then the onednn-cpu-gomp wheels
+    (oneDNN 3.x, whose brgemm backward-convolution kernels beat 2.x's:
+    benchmarks/RESULTS.md); then the system's folders (Debian's
+    libdnnl-dev, 2.x, puts dnnl.h in /usr/include)."""
     env = os.environ if env is None else env
     if env.get("TFMINI_DNNL") == "0":
         return None
+    if not env.get("DNNL_ROOT"):
+        pip = _pip_dnnl()
+        # A TBB or SYCL build (the plain `onednn` wheel) would run its own
+        # thread pool beside tfmini's OpenMP one: only OpenMP or
+        # sequential builds are taken.
+        if pip and _dnnl_runtime(pip[0]) in ("OMP", "SEQ"):
+            return pip
     roots = [env["DNNL_ROOT"]] if env.get("DNNL_ROOT") else ["/usr",
                                                            "/usr/local"]
     arch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True,
@@ -77,9 +150,10 @@ def find_dnnl(env=None):
             if glob.glob(os.path.join(lib, "libdnnl.so*")):
                 return inc, lib
     if env.get("TFMINI_DNNL") == "1":
-        sys.exit("TFMINI_DNNL=1 but oneDNN is not found: install Debian's "
-                 "libdnnl-dev or set DNNL_ROOT to the folder holding "
-                 "include/dnnl.h and lib/libdnnl.so")
+        sys.exit("TFMINI_DNNL=1 but oneDNN is not found: pip install "
+                 "onednn-cpu-gomp onednn-devel-cpu-gomp, or install "
+                 "Debian's libdnnl-dev, or set DNNL_ROOT to the folder "
+                 "holding include/dnnl.h and lib/libdnnl.so")
     return None
 
 
@@ -349,7 +423,12 @@ C_FLAGS = ["-std=c11", "-D_GNU_SOURCE"]
 CXX_FLAGS = ["-std=c++17", "-DEIGEN_NO_DEBUG"]
 CUDA_DEFINES = ["-DTFMINI_WITH_CUDA"] if CUDA_HOME else []
 DNNL = find_dnnl()
-DNNL_DEFINES = ["-DTFMINI_WITH_DNNL"] if DNNL else []
+# The header major version setup.py chose: dnnl_compat.h stops the build
+# if the compiler finds another dnnl.h first (a wheel installed into
+# /usr/local/include shadows Debian's /usr/include for DNNL_ROOT=/usr).
+DNNL_DEFINES = (["-DTFMINI_WITH_DNNL"] + (
+    [f"-DTFM_DNNL_MAJOR={_dnnl_major(DNNL[0])}"] if _dnnl_major(DNNL[0])
+    else []) if DNNL else [])
 DNNL_INCLUDE = [DNNL[0]] if DNNL and DNNL[0] != "/usr/include" else []
 # The system's own library folders need no -L or rpath.
 _SYSTEM_LIB = DNNL and (DNNL[1] in ("/usr/lib", "/usr/lib64") or
@@ -402,7 +481,10 @@ class BuildExt(build_ext):
         except (OSError, ValueError):
             modes = {}
         mode = (MODE + ("+cuda" if CUDA_HOME else "")
-                + ("+dnnl" if DNNL else ""))
+                + ("+dnnl" if DNNL else "")
+                # Another oneDNN (the wheel's 3.x or Debian's 2.x) needs
+                # every object built again against its header.
+                + (":" + DNNL[1] if DNNL and not _SYSTEM_LIB else ""))
         if modes.get(target) != mode:
             self.force = True
         super().build_extension(ext)

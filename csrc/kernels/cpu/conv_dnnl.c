@@ -24,14 +24,19 @@
  * An entry is reference-counted while a call runs it: eviction by
  * another thread never frees a primitive under a running call. Each call
  * brings its own scratchpad (user scratchpad mode), so one primitive can
- * run in several threads at once. */
+ * run in several threads at once.
+ *
+ * Builds against oneDNN 2.x (Debian) and 3.x (the onednn-cpu-gomp
+ * wheel); where their C APIs differ, dnnl_compat.h and conv_pd() hold
+ * the two forms. 3.x is faster here (benchmarks/RESULTS.md): brgemm
+ * kernels for the input gradient. */
 #include "conv.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #ifdef TFMINI_WITH_DNNL
-#include <dnnl.h>
+#include "dnnl_compat.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #ifdef _OPENMP
@@ -48,8 +53,9 @@ typedef struct entry {
     int ok;            /* 0: oneDNN refused (the caller falls back) */
     dnnl_primitive_t prim;
     dnnl_primitive_t wreorder; /* plain <-> the primitive's filter, or NULL */
-    dnnl_memory_desc_t act_in, act_out, wplain, wprim;
-    dnnl_memory_desc_t bias;   /* fused forward: the bias [o] */
+    tfm_md src, dst, wplain, wprim;
+    tfm_md bias;       /* fused forward: the bias [o] */
+    tfm_md spmd;       /* the scratchpad, when scratch > 0 */
     size_t wbytes;     /* the primitive's filter buffer when reordered */
     size_t scratch;
 } entry;
@@ -98,6 +104,12 @@ entry_free(entry *e)
         dnnl_primitive_destroy(e->prim);
     if (e->wreorder)
         dnnl_primitive_destroy(e->wreorder);
+    tfm_md_free(&e->src);
+    tfm_md_free(&e->dst);
+    tfm_md_free(&e->wplain);
+    tfm_md_free(&e->wprim);
+    tfm_md_free(&e->bias);
+    tfm_md_free(&e->spmd);
     free(e);
 }
 
@@ -180,10 +192,9 @@ make_attr(int act)
             goto fail;
         /* The sum comes first so that the activation sees the residual
          * (relu(conv + bias + x), a ResNet block's end). */
-        dnnl_status_t st = sum ? dnnl_post_ops_append_sum(po, 1.0f)
-                               : dnnl_success;
+        dnnl_status_t st = sum ? tfm_post_sum(po, 1.0f) : dnnl_success;
         if (!st && elt)
-            st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta);
+            st = tfm_post_eltwise(po, alg, alpha, beta);
         if (!st)
             st = dnnl_primitive_attr_set_post_ops(attr, po);
         dnnl_post_ops_destroy(po);
@@ -195,6 +206,55 @@ fail:
     if (attr)
         dnnl_primitive_attr_destroy(attr);
     return NULL;
+}
+
+/* The primitive descriptor of one direction. 2.x first describes the
+ * operation (dnnl_*_desc_init) and makes the primitive descriptor from
+ * that; 3.x makes it in one call. training: a forward made as the
+ * backward directions' hint. */
+static dnnl_status_t
+conv_pd(dnnl_primitive_desc_t *pd, int kind, int training, tfm_cmd src,
+        tfm_cmd wei, tfm_cmd bias, tfm_cmd dst, const dnnl_dims_t strides,
+        const dnnl_dims_t dil, const dnnl_dims_t pl, const dnnl_dims_t pr,
+        const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint)
+{
+    dnnl_prop_kind_t prop = training ? dnnl_forward_training
+                                     : dnnl_forward_inference;
+    dnnl_alg_kind_t alg = dnnl_convolution_direct;
+#if TFM_DNNL3
+    switch (kind) {
+    case TFM_CONV_BWD_DATA:
+        return dnnl_convolution_backward_data_primitive_desc_create(
+            pd, engine, alg, src, wei, dst, strides, dil, pl, pr, hint,
+            attr);
+    case TFM_CONV_BWD_WEIGHTS:
+        return dnnl_convolution_backward_weights_primitive_desc_create(
+            pd, engine, alg, src, wei, NULL, dst, strides, dil, pl, pr,
+            hint, attr);
+    default:
+        return dnnl_convolution_forward_primitive_desc_create(
+            pd, engine, prop, alg, src, wei, bias, dst, strides, dil, pl,
+            pr, attr);
+    }
+#else
+    dnnl_convolution_desc_t cd;
+    dnnl_status_t s;
+    switch (kind) {
+    case TFM_CONV_BWD_DATA:
+        s = dnnl_dilated_convolution_backward_data_desc_init(
+            &cd, alg, src, wei, dst, strides, dil, pl, pr);
+        break;
+    case TFM_CONV_BWD_WEIGHTS:
+        s = dnnl_dilated_convolution_backward_weights_desc_init(
+            &cd, alg, src, wei, NULL, dst, strides, dil, pl, pr);
+        break;
+    default:
+        s = dnnl_dilated_convolution_forward_desc_init(
+            &cd, prop, alg, src, wei, bias, dst, strides, dil, pl, pr);
+        break;
+    }
+    return s ? s : dnnl_primitive_desc_create(pd, &cd, attr, engine, hint);
+#endif
 }
 
 /* act: -1 for a plain conv; else (forward only) a conv with a bias [o]
@@ -217,61 +277,46 @@ entry_build(entry *e, int kind, const tfm_conv_geom *g, dnnl_data_type_t dt,
     dnnl_dims_t pl = {g->pt, g->pl};
     dnnl_dims_t pr = {pad_right(g->h, g->kh, g->sh, g->dh, g->pt, g->oh),
                       pad_right(g->w, g->kw, g->sw, g->dw, g->pl, g->ow)};
-    dnnl_memory_desc_t md_src, md_dst, md_any, md_bias;
     dnnl_dims_t bdim = {g->o};
-    if (dnnl_memory_desc_init_by_tag(&md_bias, 1, bdim, dt, dnnl_a) ||
-        dnnl_memory_desc_init_by_tag(&md_src, 4, src, dt, dnnl_nhwc) ||
-        dnnl_memory_desc_init_by_tag(&md_dst, 4, dst, dt, dnnl_nhwc) ||
-        dnnl_memory_desc_init_by_tag(&e->wplain, wnd, G > 1 ? gwei : wei,
-                                     dt, wtag) ||
-        dnnl_memory_desc_init_by_tag(&md_any, wnd, G > 1 ? gwei : wei, dt,
-                                     dnnl_format_tag_any))
-        return;
-    dnnl_primitive_attr_t attr = make_attr(act);
-    if (!attr)
-        return;
-    dnnl_convolution_desc_t fwd, cd;
+    tfm_md md_any = {0};
+    dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t hint = NULL, pd = NULL;
-    if (dnnl_dilated_convolution_forward_desc_init(
-            &fwd, kind == TFM_CONV_FWD ? dnnl_forward_inference
-                                       : dnnl_forward_training,
-            dnnl_convolution_direct, &md_src, &md_any,
-            act >= 0 ? &md_bias : NULL, &md_dst, strides, dil, pl, pr))
+    if (tfm_md_tag(&e->bias, 1, bdim, dt, dnnl_a) ||
+        tfm_md_tag(&e->src, 4, src, dt, dnnl_nhwc) ||
+        tfm_md_tag(&e->dst, 4, dst, dt, dnnl_nhwc) ||
+        tfm_md_tag(&e->wplain, wnd, G > 1 ? gwei : wei, dt, wtag) ||
+        tfm_md_tag(&md_any, wnd, G > 1 ? gwei : wei, dt,
+                   dnnl_format_tag_any))
         goto done;
-    if (kind == TFM_CONV_FWD) {
-        if (dnnl_primitive_desc_create(&pd, &fwd, attr, engine, NULL))
-            goto done;
-    } else {
-        if (dnnl_primitive_desc_create(&hint, &fwd, NULL, engine, NULL))
-            goto done;
-        if (kind == TFM_CONV_BWD_DATA ?
-                dnnl_dilated_convolution_backward_data_desc_init(
-                    &cd, dnnl_convolution_direct, &md_src, &md_any, &md_dst,
-                    strides, dil, pl, pr) :
-                dnnl_dilated_convolution_backward_weights_desc_init(
-                    &cd, dnnl_convolution_direct, &md_src, &md_any, NULL,
-                    &md_dst, strides, dil, pl, pr))
-            goto done;
-        if (dnnl_primitive_desc_create(&pd, &cd, attr, engine, hint))
-            goto done;
-    }
+    if (!(attr = make_attr(act)))
+        goto done;
+    if (kind != TFM_CONV_FWD &&
+        conv_pd(&hint, TFM_CONV_FWD, 1, TFM_MD(e->src), TFM_MD(md_any),
+                NULL, TFM_MD(e->dst), strides, dil, pl, pr, NULL, NULL))
+        goto done;
+    if (conv_pd(&pd, kind, 0, TFM_MD(e->src), TFM_MD(md_any),
+                act >= 0 ? TFM_MD(e->bias) : NULL, TFM_MD(e->dst), strides,
+                dil, pl, pr, attr, hint))
+        goto done;
     if (is_ref_impl(pd))
         goto done;
-    const dnnl_memory_desc_t *w = dnnl_primitive_desc_query_md(
+    tfm_cmd w = dnnl_primitive_desc_query_md(
         pd, kind == TFM_CONV_BWD_WEIGHTS ? dnnl_query_diff_weights_md
                                          : dnnl_query_weights_md, 0);
-    const dnnl_memory_desc_t *sp =
-        dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    if (!w)
+    tfm_cmd sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md,
+                                              0);
+    if (!w || tfm_md_copy(&e->wprim, w))
         goto done;
-    e->wprim = *w;
     e->scratch = sp ? dnnl_memory_desc_get_size(sp) : 0;
-    if (!dnnl_memory_desc_equal(&e->wprim, &e->wplain)) {
+    if (e->scratch && tfm_md_copy(&e->spmd, sp))
+        goto done;
+    if (!dnnl_memory_desc_equal(TFM_MD(e->wprim), TFM_MD(e->wplain))) {
         dnnl_primitive_desc_t rpd = NULL;
         int to_prim = kind != TFM_CONV_BWD_WEIGHTS;
+        tfm_cmd plain = TFM_MD(e->wplain), prim = TFM_MD(e->wprim);
         if (dnnl_reorder_primitive_desc_create(
-                &rpd, to_prim ? &e->wplain : &e->wprim, engine,
-                to_prim ? &e->wprim : &e->wplain, engine, NULL))
+                &rpd, to_prim ? plain : prim, engine,
+                to_prim ? prim : plain, engine, NULL))
             goto done;
         dnnl_status_t s = dnnl_primitive_create(&e->wreorder, rpd);
         dnnl_primitive_desc_destroy(rpd);
@@ -279,22 +324,21 @@ entry_build(entry *e, int kind, const tfm_conv_geom *g, dnnl_data_type_t dt,
             e->wreorder = NULL;
             goto done;
         }
-        e->wbytes = dnnl_memory_desc_get_size(&e->wprim);
+        e->wbytes = dnnl_memory_desc_get_size(TFM_MD(e->wprim));
     }
     if (dnnl_primitive_create(&e->prim, pd)) {
         e->prim = NULL;
         goto done;
     }
-    e->bias = md_bias;
-    e->act_in = kind == TFM_CONV_BWD_DATA ? md_dst : md_src;
-    e->act_out = kind == TFM_CONV_BWD_DATA ? md_src : md_dst;
     e->ok = 1;
 done:
     if (pd)
         dnnl_primitive_desc_destroy(pd);
     if (hint)
         dnnl_primitive_desc_destroy(hint);
-    dnnl_primitive_attr_destroy(attr);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    tfm_md_free(&md_any);
 }
 
 static void
@@ -377,7 +421,7 @@ reorder(const entry *e, dnnl_stream_t stream, dnnl_memory_t from,
 }
 
 static dnnl_memory_t
-mem(const dnnl_memory_desc_t *md, void *p)
+mem(tfm_cmd md, void *p)
 {
     dnnl_memory_t m = NULL;
     if (dnnl_memory_create(&m, md, engine, p) != dnnl_success)
@@ -409,18 +453,18 @@ run(entry *e, int kind, const void *a, const void *b, const void *bias,
     if (dnnl_stream_create(&stream, engine, dnnl_stream_default_flags))
         goto out;
     void *wplain = kind == TFM_CONV_BWD_WEIGHTS ? out : (void *)wsrc;
-    m_in = mem(&e->act_in, (void *)act);
-    m_out = kind == TFM_CONV_BWD_WEIGHTS ? mem(&e->act_out, (void *)b)
-                                         : mem(&e->act_out, out);
-    m_wplain = mem(&e->wplain, wplain);
-    m_wprim = wbuf ? mem(&e->wprim, wbuf) : m_wplain;
-    dnnl_memory_desc_t spmd;
-    dnnl_dims_t spdim = {(dnnl_dim_t)e->scratch};
-    if (scratch &&
-        (dnnl_memory_desc_init_by_tag(&spmd, 1, spdim, dnnl_u8, dnnl_a) ||
-         !(m_sp = mem(&spmd, scratch))))
+    /* The activations' descriptors by direction: backward data reads
+     * dy (the forward's dst) and writes dx (its src). */
+    tfm_cmd in = kind == TFM_CONV_BWD_DATA ? TFM_MD(e->dst) : TFM_MD(e->src);
+    tfm_cmd outmd = kind == TFM_CONV_BWD_DATA ? TFM_MD(e->src)
+                                              : TFM_MD(e->dst);
+    m_in = mem(in, (void *)act);
+    m_out = mem(outmd, kind == TFM_CONV_BWD_WEIGHTS ? (void *)b : out);
+    m_wplain = mem(TFM_MD(e->wplain), wplain);
+    m_wprim = wbuf ? mem(TFM_MD(e->wprim), wbuf) : m_wplain;
+    if (scratch && !(m_sp = mem(TFM_MD(e->spmd), scratch)))
         goto out;
-    if (bias && !(m_bias = mem(&e->bias, (void *)bias)))
+    if (bias && !(m_bias = mem(TFM_MD(e->bias), (void *)bias)))
         goto out;
     if (!m_in || !m_out || !m_wplain || !m_wprim)
         goto out;

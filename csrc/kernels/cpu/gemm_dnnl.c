@@ -52,7 +52,7 @@ gemm_bf16_convert(int64_t m, int64_t n, int64_t k, const uint16_t *a,
 }
 
 #ifdef TFMINI_WITH_DNNL
-#include <dnnl.h>
+#include "dnnl_compat.h"
 
 /* Products below this many multiply-adds (about 10 us on one core) run
  * on the calling thread. oneDNN would split any product over every
@@ -182,12 +182,27 @@ bf16_engine_init(void)
 /* Memory descriptor of a row-major [rows, cols] operand stored
  * transposed when t is set. */
 static dnnl_status_t
-bf16_md(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int t)
+bf16_md(tfm_md *md, int64_t rows, int64_t cols, int t)
 {
     dnnl_dims_t dims = {rows, cols};
     dnnl_dims_t strides = {t ? 1 : cols, t ? rows : 1};
-    return dnnl_memory_desc_init_by_strides(md, 2, dims, dnnl_bf16,
-                                            strides);
+    return tfm_md_strides(md, 2, dims, dnnl_bf16, strides);
+}
+
+/* 2.x describes the matmul first; 3.x makes the primitive descriptor in
+ * one call (dnnl_compat.h). */
+static dnnl_status_t
+matmul_pd(dnnl_primitive_desc_t *pd, tfm_cmd a, tfm_cmd b, tfm_cmd c)
+{
+#if TFM_DNNL3
+    return dnnl_matmul_primitive_desc_create(pd, bf16_engine, a, b, NULL, c,
+                                             NULL);
+#else
+    dnnl_matmul_desc_t desc;
+    dnnl_status_t s = dnnl_matmul_desc_init(&desc, a, b, NULL, c);
+    return s ? s : dnnl_primitive_desc_create(pd, &desc, NULL, bf16_engine,
+                                              NULL);
+#endif
 }
 
 /* 1 when oneDNN computed c, 0 when it declined (the caller converts). */
@@ -198,8 +213,7 @@ gemm_bf16_dnnl(int64_t m, int64_t n, int64_t k, const uint16_t *a, int ta,
     pthread_once(&bf16_once, bf16_engine_init);
     if (!bf16_engine_ok)
         return 0;
-    dnnl_memory_desc_t amd, bmd, cmd;
-    dnnl_matmul_desc_t desc;
+    tfm_md amd = {0}, bmd = {0}, cmd = {0};
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
     dnnl_stream_t stream = NULL;
@@ -207,14 +221,13 @@ gemm_bf16_dnnl(int64_t m, int64_t n, int64_t k, const uint16_t *a, int ta,
     int ok = 0;
     if (bf16_md(&amd, m, k, ta) || bf16_md(&bmd, k, n, tb) ||
         bf16_md(&cmd, m, n, 0) ||
-        dnnl_matmul_desc_init(&desc, &amd, &bmd, NULL, &cmd) ||
-        dnnl_primitive_desc_create(&pd, &desc, NULL, bf16_engine, NULL) ||
+        matmul_pd(&pd, TFM_MD(amd), TFM_MD(bmd), TFM_MD(cmd)) ||
         dnnl_primitive_create(&prim, pd) ||
         dnnl_stream_create(&stream, bf16_engine,
                            dnnl_stream_default_flags) ||
-        dnnl_memory_create(&am, &amd, bf16_engine, (void *)a) ||
-        dnnl_memory_create(&bm, &bmd, bf16_engine, (void *)b) ||
-        dnnl_memory_create(&cm, &cmd, bf16_engine, c))
+        dnnl_memory_create(&am, TFM_MD(amd), bf16_engine, (void *)a) ||
+        dnnl_memory_create(&bm, TFM_MD(bmd), bf16_engine, (void *)b) ||
+        dnnl_memory_create(&cm, TFM_MD(cmd), bf16_engine, c))
         goto done;
     dnnl_exec_arg_t args[3] = {
         {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
@@ -234,6 +247,9 @@ done:
     if (stream) dnnl_stream_destroy(stream);
     if (prim) dnnl_primitive_destroy(prim);
     if (pd) dnnl_primitive_desc_destroy(pd);
+    tfm_md_free(&amd);
+    tfm_md_free(&bmd);
+    tfm_md_free(&cmd);
     return ok;
 }
 
