@@ -201,3 +201,29 @@ def test_views_do_not_leak():
     f = tf.function(_row_sum_loop)
     xs, n = tf.constant(_stack(5)), tf.constant(5)
     assert_no_leak(lambda: f(xs, n), rounds=10)
+
+
+def test_view_of_a_loop_initial_value_survives_the_loops_writes():
+    # s is made for the loop, and the While is its last reader, so the
+    # loop takes it over and its scatters would write over it in place
+    # (Note [Writing over a loop variable]): a row view read after the
+    # loop must hold the buffer and make the first scatter copy.
+    def body(i, s):
+        return i + 1, tf.tensor_scatter_nd_update(
+            s, tf.reshape(i, [1, 1]), tf.fill([1, 3, 4], -1.0))
+
+    @tf.function
+    def f(x):
+        s = x * 2.0
+        row = tf.gather(s, 0)
+        flat = tf.reshape(s, [-1])
+        _, s = tf.while_loop(lambda i, _: i < 4, body, [tf.constant(0), s])
+        return row * 1.0, flat * 1.0, s
+    x = _stack(4)
+    v, _ = _views(f, tf.constant(x))
+    assert v >= 2                   # row and flat are views of s
+    for _ in range(2):
+        row, flat, s = f(tf.constant(x))
+        np.testing.assert_array_equal(row.numpy(), x[0] * 2)
+        np.testing.assert_array_equal(flat.numpy(), x.reshape(-1) * 2)
+        np.testing.assert_array_equal(s.numpy(), np.full_like(x, -1))
