@@ -363,7 +363,7 @@ def test_train_step_graph_saves_the_gates_and_reruns_no_gemm():
     gemm = ("MatMul", "BatchMatMulV2", "_FusedMatMul")
     # Forward: h @ R and the fused cell; backward: dz @ R^T and the
     # cell's gradient, with no second h @ R and no per-step gate math.
-    assert sum(t in gemm for t in fwd) == 1 and "LSTMGates" in fwd, fwd
+    assert sum(t in gemm for t in fwd) == 1 and "_LSTMGatesInto" in fwd, fwd
     assert sum(t in gemm for t in bwd) == 1, bwd
     assert "LSTMGatesGrad" in bwd and "LSTMGates" not in bwd, bwd
     assert "_FusedElementwise" not in bwd and "If" not in fwd, (fwd, bwd)
@@ -452,3 +452,131 @@ def test_bidirectional_and_stateful_lstm_traced_gradients_equal_eager(
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=2e-6,
                                    atol=2e-6)
+
+
+# ---- the stack ops and what a train step copies (branch lstm3) ----------
+
+from tfmini import _C, _opids  # noqa: E402
+
+_GATES_INTO = _opids.ID["_LSTMGatesInto"]
+_EMPTY_ROWS = _opids.ID["_EmptyRows"]
+
+
+def _gates_into(gs, t, z, c):
+    return tuple(_C.call(_GATES_INTO, [tf.constant(gs), tf.constant(t),
+                                       tf.constant(z), tf.constant(c)]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("t_dtype", [np.int32, np.int64])
+def test_gates_into_writes_one_row_of_the_stack(dtype, t_dtype):
+    gs = _rand((4, 3, 8), 1, dtype)
+    z, c = _rand((3, 8), 2, dtype), _rand((3, 2), 3, dtype)
+    before = gs.copy()
+    for t in (0, 3):
+        out, h, c2 = _gates_into(gs, np.array(t, t_dtype), z, c)
+        want_h, want_c, want_g = (x.numpy() for x in lstm_gates(z, c))
+        want = before.copy()
+        want[t] = want_g
+        np.testing.assert_array_equal(out.numpy(), want)
+        np.testing.assert_array_equal(h.numpy(), want_h)
+        np.testing.assert_array_equal(c2.numpy(), want_c)
+    np.testing.assert_array_equal(gs, before)       # eagerly: a copy
+
+
+def test_gates_into_bad_arguments():
+    gs, z, c = (np.zeros(s, np.float32) for s in ((4, 3, 8), (3, 8), (3, 2)))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"_LSTMGatesInto: t = 4 is not in \[0, 4\)"):
+        _gates_into(gs, 4, z, c)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"_LSTMGatesInto: t = -1 is not in"):
+        _gates_into(gs, -1, z, c)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"gates_stack must be \[T, batch, 4 \* units\].*"
+                             r"\[4,3,4\] float32, z \[3,8\] float32"):
+        _gates_into(np.zeros((4, 3, 4), np.float32), 0, z, c)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"\[4,3,8\] float64, z \[3,8\] float32"):
+        _gates_into(gs.astype(np.float64), 0, z, c)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"t must be an int32 or int64 scalar; got "
+                             r"\[1\] int32"):
+        _gates_into(gs, np.array([0], np.int32), z, c)
+
+
+@pytest.mark.parametrize("drop,shape", [(0, (5, 3, 8)), (1, (5, 8)),
+                                         (2, (5,))])
+def test_empty_rows_shape(drop, shape):
+    out = _C.call(_EMPTY_ROWS, [tf.zeros((3, 8), tf.float64)], (),
+                  [5, drop])
+    assert out.shape == shape and out.dtype == tf.float64
+
+
+def test_empty_rows_bad_arguments():
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"_EmptyRows: like must be float32 or float64; "
+                             r"got \[2\] int32"):
+        _C.call(_EMPTY_ROWS, [tf.constant([1, 2])], (), [3, 0])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"_EmptyRows: -1 rows shaped like \[2\] float32"):
+        _C.call(_EMPTY_ROWS, [tf.constant([1.0, 2.0])], (), [-1, 0])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"without its first 2 dims"):
+        _C.call(_EMPTY_ROWS, [tf.constant([1.0, 2.0])], (), [3, 2])
+
+
+class _Counts(__import__("ctypes").Structure):
+    _fields_ = [(n, __import__("ctypes").c_int64)
+                for n in ("steps", "fresh", "iterations")]
+
+
+def _exec_counts():
+    import ctypes
+    lib = ctypes.CDLL(tf._C.__file__)
+    lib.tfm_exec_view_count.restype = ctypes.c_int64
+    c = _Counts()
+    lib.tfm_exec_counters(ctypes.byref(c))
+    return np.array([c.fresh, c.iterations, lib.tfm_exec_view_count()])
+
+
+def _train_step_counts(t):
+    layer = L.LSTM(8)
+    x = tf.constant(_x(n=5, t=t))
+    layer(x)
+
+    @tf.function
+    def run(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(layer(x))
+        return tape.gradient(loss, layer.trainable_weights)
+    run(x)
+    before = _exec_counts()
+    run(x)
+    return _exec_counts() - before, run, x
+
+
+def test_train_step_reads_rows_as_views_and_writes_gates_in_place():
+    # Per time step, views instead of copies: the forward's xs[t] and the
+    # backward's gates[t] and c_prev[t] (the 128 KB and 32 KB rows of
+    # the benchmark), and the rows' reshapes for the stack writes (the
+    # index, h and c in the forward (the index reshape is shared), the
+    # index in the backward; dz comes from the arena, so its
+    # ExpandDims copies). The gates go straight into their stack.
+    # Counted on the executor, independent of the machine.
+    (f1, it1, v1), _, _ = _train_step_counts(5)
+    (f2, it2, v2), run, x = _train_step_counts(13)
+    assert it2 - it1 == 2 * 8               # forward + backward loops
+    assert (v2 - v1) / 8 == 3 + 4, (v1, v2)
+    # Memory of its own per step only for what each loop hands to the
+    # next iteration and isn't a stack: the counter, h and c (forward),
+    # dh and dc (backward), and each condition's bool; the stacks are
+    # written in place, everything else comes from the arena.
+    assert (f2 - f1) / 8 == 8, (f1, f2)
+    g = run.get_concrete_function(x).optimized_graph
+    fwd, bwd = [[op.type for op in b.get_operations()] for b in _bodies(g)]
+    assert fwd.count("_LSTMGatesInto") == 1 and "LSTMGates" not in fwd
+    assert fwd.count("TensorScatterUpdate") == 2, fwd   # h and c rows
+    outside = [op.type for op in g.get_operations()]
+    assert outside.count("_EmptyRows") == 4, outside
+    assert "ZerosLike" not in outside and "Fill" not in outside, outside

@@ -13,7 +13,8 @@
  * only hold on a quiet one. One relaxed add per plan run, per output
  * that gets memory of its own (beside its malloc) and per While
  * iteration: nothing per kernel step. */
-static _Atomic int64_t count_steps, count_fresh, count_iterations;
+static _Atomic int64_t count_steps, count_fresh, count_iterations,
+    count_views;
 
 static inline void
 tally(_Atomic int64_t *c, int64_t n)
@@ -28,6 +29,12 @@ tfm_exec_counters(tfm_exec_counts *out)
     out->fresh = atomic_load_explicit(&count_fresh, memory_order_relaxed);
     out->iterations = atomic_load_explicit(&count_iterations,
                                            memory_order_relaxed);
+}
+
+int64_t
+tfm_exec_view_count(void)
+{
+    return atomic_load_explicit(&count_views, memory_order_relaxed);
 }
 
 static tfm_code plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
@@ -207,8 +214,9 @@ new_output(const tfm_plan *p, tfm_buffer *arena, int32_t slot,
 
 /* Note [Writing over a loop variable]
  * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
- * Tensors are immutable, so a scatter (TensorScatterUpdate/Add/Min/Max)
- * copies its whole input before it writes a few rows. In a loop that
+ * Tensors are immutable, so a scatter (TensorScatterUpdate/Add/Min/Max,
+ * and _LSTMGatesInto, which writes an LSTM step's gates into a row of a
+ * stack) copies its whole input before it writes a few rows. In a loop that
  * fills a buffer one row per iteration (a TensorArray's writes, or the
  * gradient of x[i] summed into an accumulator: Note [Sparse loop
  * accumulators] in pass_simplify.c) that copy makes the loop O(n^2) in
@@ -233,7 +241,8 @@ new_output(const tfm_plan *p, tfm_buffer *arena, int32_t slot,
 int
 tfm_exec_writes_over_input(tfm_op op)
 {
-    return op == TFM_OP_TENSOR_SCATTER_UPDATE ||
+    return op == TFM_OP_LSTM_GATES_INTO ||
+           op == TFM_OP_TENSOR_SCATTER_UPDATE ||
            op == TFM_OP_TENSOR_SCATTER_ADD ||
            op == TFM_OP_TENSOR_SCATTER_MIN ||
            op == TFM_OP_TENSOR_SCATTER_MAX;
@@ -258,6 +267,70 @@ input_to_write_over(const step *st, tfm_tensor **vals)
     return t;
 }
 
+/* Note [Views of live inputs]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A reshape (Reshape, ExpandDims, Squeeze) keeps its input's bytes, and
+ * GatherV2 of one scalar index on axis 0 is one contiguous row of them:
+ * in a run that no tape records, such a step's output is a view of its
+ * input's buffer (tfm_tensor_view, which holds a reference to the
+ * buffer) rather than a copy. An LSTM's loops read a row of a stack
+ * this way at every step (tfmini/keras/layers/rnn_fused.py), and its
+ * gradient reshapes stacks that are also returned.
+ *
+ * A view's bytes must not change while it lives. Nothing writes a
+ * tensor's memory after its kernel but three things, and each one
+ * first checks that no one else holds the buffer:
+ * - a scatter writing over its input (Note [Writing over a loop
+ *   variable]) wants the buffer's refcount to be 1, and a live view is
+ *   one more;
+ * - a fused update written into a variable (claim_variables) counts
+ *   every holder of the variable's buffer;
+ * - a variable assign writes in place only into a buffer no one shares
+ *   (tfm_variable_assign_now).
+ * The arena is the exception: its blocks are reused by slots whose
+ * lives do not overlap, and written in place by elementwise steps, on
+ * the plan's word alone. So the plan makes views only of inputs that
+ * are not in the arena (plan_memory); of an arena input the step copies
+ * as before. Recorded runs go through tfm_call, whose tape must see the
+ * op. The step counts in count_views, so that tests can hold a loop to
+ * its views without timing it (tests/test_exec_views.py). */
+static tfm_tensor *
+view_of_input(const step *st, tfm_tensor **vals)
+{
+    const tfm_node *n = st->node;
+    const tfm_tensor *x = vals[st->in[0]];
+    if (!x->buf || x->device != 0 || x->buf->device != 0 ||
+        x->dtype != n->out[0].dtype)
+        return NULL;
+    size_t off = x->offset;
+    if (st->view == VIEW_ROW) {
+        const tfm_tensor *ix = vals[st->in[1]];
+        if (!ix->buf || ix->device != 0)
+            return NULL;
+        int64_t i;
+        if (ix->dtype == TFM_INT32)
+            i = *(const int32_t *)tfm_tensor_data(ix);
+        else if (ix->dtype == TFM_INT64)
+            i = *(const int64_t *)tfm_tensor_data(ix);
+        else
+            return NULL;
+        /* Out of range: the kernel raises TF's error. */
+        if (i < 0 || i >= x->shape.dims[0])
+            return NULL;
+        off += (size_t)i * (size_t)tfm_shape_numel(&n->out[0].shape) *
+               tfm_dtype_size(x->dtype);
+    } else if (tfm_tensor_numel(x) != tfm_shape_numel(&n->out[0].shape)) {
+        return NULL;
+    }
+    tfm_tensor *v = tfm_tensor_view(x->buf, off, n->out[0].dtype,
+                                    &n->out[0].shape, 0);
+    if (v)
+        tally(&count_views, 1);
+    else
+        tfm_error_clear();
+    return v;
+}
+
 static tfm_code
 run_kernel_step(const tfm_plan *p, const step *st, tfm_tensor **vals,
                 int recorded, tfm_buffer *arena)
@@ -268,6 +341,12 @@ run_kernel_step(const tfm_plan *p, const step *st, tfm_tensor **vals,
     tfm_attrs tmp;
     int nout = 0;
     tfm_code rc;
+    if (st->view && !recorded &&
+        (vals[st->out] = view_of_input(st, vals))) {
+        if (tfm_log_placement)
+            tfm_log_device_placement(n->op, 0);
+        return TFM_OK;
+    }
     for (int i = 0; i < n->nin; i++)
         ins[i] = vals[st->in[i]];
     const tfm_attrs *attrs = runtime_attrs(n, ins, &tmp);
@@ -278,14 +357,19 @@ run_kernel_step(const tfm_plan *p, const step *st, tfm_tensor **vals,
     if (over) {
         tfm_tensor_incref(over);
         vals[st->out] = over;
+        /* (_LSTMGatesInto's other outputs are planned as usual.) */
+        for (int k = 1; k < n->nout; k++)
+            if (!(vals[st->out + k] = new_output(p, arena, st->out + k,
+                                                 &n->out[k])))
+                return tfm_error_code();
         if (tfm_log_placement)
             tfm_log_device_placement(n->op, 0);
         /* The work is the updates now, not the whole tensor. */
         if (tfm_tensor_numel(ins[n->nin - 1]) >= DIRECT_MAX_WORK)
             return tfm_run_kernel_into(n->op, ins, n->nin, n->attrs,
-                                       &vals[st->out], 1);
+                                       &vals[st->out], n->nout);
         return tfm_ops[n->op].cpu(n->op, ins, n->nin, n->attrs,
-                                  &vals[st->out], 1, &tfm_kctx_cpu);
+                                  &vals[st->out], n->nout, &tfm_kctx_cpu);
     }
     int direct = !recorded && st->direct;
     for (int i = 0; direct && i < n->nin; i++)

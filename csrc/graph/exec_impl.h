@@ -71,6 +71,9 @@
  * elsewhere), and the plan lets go of the arena rather than reuse memory
  * someone still reads. */
 
+/* Note [Views of live inputs] in exec.c. */
+enum { VIEW_NONE, VIEW_SAME_BYTES, VIEW_ROW };
+
 enum { STEP_KERNEL, STEP_READ, STEP_ASSIGN, STEP_PRINT, STEP_IF,
        STEP_WHILE, STEP_ASSERT, STEP_FUSED, STEP_COPY };
 
@@ -81,6 +84,8 @@ typedef struct step {
     uint8_t unlock;         /* direct, but big: may release the lock */
     uint8_t over_input;     /* may write over input 0 (Note [Writing
                              * over a loop variable] in exec.c) */
+    uint8_t view;           /* VIEW_*: output is a view of input 0's
+                             * buffer (Note [Views of live inputs]) */
     int32_t *in;            /* input slots */
     int32_t out;            /* first output slot */
     int32_t *free;          /* slots whose last use is this step */
@@ -126,6 +131,10 @@ tfm_plan *tfm_exec_plan_build(tfm_graph *g, const tfm_ref *outs, int nout,
 /* exec.c: whether op's kernel may be given input 0 as its output
  * (Note [Writing over a loop variable]). */
 int tfm_exec_writes_over_input(tfm_op op);
+
+/* exec.c: outputs made as views instead of copies since the process
+ * began (Note [Views of live inputs]); read through ctypes by tests. */
+int64_t tfm_exec_view_count(void);
 
 /* exec_arena.c (Note [Arena budget]) */
 void tfm_exec_arena_drop(tfm_plan *p);

@@ -42,6 +42,33 @@ fused_static(const tfm_graph *g, const tfm_node *n)
     return tfm_shape_is_known(&n->out[0].shape);
 }
 
+/* The view (Note [Views of live inputs] in exec.c) that kernel step n's
+ * output may be, for static shapes on the CPU; VIEW_NONE if none. */
+static uint8_t
+view_kind(const tfm_graph *g, const tfm_node *n)
+{
+    if (n->op != TFM_OP_RESHAPE && n->op != TFM_OP_EXPAND_DIMS &&
+        n->op != TFM_OP_SQUEEZE && n->op != TFM_OP_GATHER)
+        return VIEW_NONE;
+    const tfm_meta *x = meta_of(g, n->in[0]);
+    if (x->dtype == TFM_STRING || n->out[0].dtype != x->dtype)
+        return VIEW_NONE;
+    switch (n->op) {
+    case TFM_OP_RESHAPE:
+    case TFM_OP_EXPAND_DIMS:
+    case TFM_OP_SQUEEZE:
+        return VIEW_SAME_BYTES;
+    case TFM_OP_GATHER:
+        /* params[i] for one scalar index on axis 0: one whole row. */
+        return n->attrs->i[0] == 0 && n->attrs->i[1] == 0 &&
+                       x->shape.ndim >= 1 &&
+                       meta_of(g, n->in[1])->shape.ndim == 0
+                   ? VIEW_ROW : VIEW_NONE;
+    default:
+        return VIEW_NONE;
+    }
+}
+
 static tfm_code
 oom(void)
 {
@@ -94,11 +121,21 @@ plan_memory(tfm_plan *p, const int32_t *last)
     }
     int32_t nblocks = 0;
     for (int32_t s = 0; s < p->nsteps; s++) {
-        const step *st = &p->steps[s];
+        step *st = &p->steps[s];
         const tfm_node *nd = st->node;
         if ((st->kind != STEP_KERNEL && st->kind != STEP_FUSED) ||
             !st->direct)
             continue;
+        /* A view needs no block. Of an input in the arena it would have
+         * to keep that input's block from being reused or written in
+         * place for as long as it lives, so there the step copies as
+         * before (or, for a reshape of a dying input, sits on its
+         * block below). */
+        if (st->view) {
+            if (blk[st->in[0]] < 0)
+                continue;
+            st->view = VIEW_NONE;
+        }
         /* A matmul's output aliases nothing. A reshape's (its kernel a
          * byte copy) may sit on its dying input: the copy is then a
          * no-op. */
@@ -397,6 +434,7 @@ tfm_exec_plan_build(tfm_graph *g, const tfm_ref *outs, int nout,
             /* Static shapes only: the trace checked them, so the kernel
              * may run without the dispatcher's checks. */
             st->over_input = work >= 0 && tfm_exec_writes_over_input(nd->op);
+            st->view = work >= 0 ? view_kind(g, nd) : VIEW_NONE;
         }
         for (int i = 0; i < nd->nin; i++)
             last[base[nd->in[i].node] + nd->in[i].out] = s;

@@ -120,3 +120,86 @@ tfm_infer_lstm_gates_grad(tfm_op op, const tfm_meta *in, int nin,
     *nout = 2;
     return TFM_OK;
 }
+
+tfm_code
+tfm_infer_lstm_gates_into(tfm_op op, const tfm_meta *in, int nin,
+                          const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)nin; (void)a;
+    static const cell_arg args[] = {{"z", 1}, {"c_prev", 0}};
+    char s[160], t[160];
+    int64_t b = -1, u = -1;
+    tfm_code rc = check_cell(op, in + 2, args, 2, &b, &u);
+    if (rc)
+        return rc;
+    const tfm_shape *gs = &in[0].shape;
+    int ok = in[0].dtype == in[2].dtype && gs->ndim == 3 &&
+             (gs->dims[1] < 0 || b < 0 || gs->dims[1] == b) &&
+             (gs->dims[2] < 0 || u < 0 || gs->dims[2] == 4 * u);
+    if (!ok)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: gates_stack must be "
+                         "[T, batch, 4 * units] of z's dtype; got "
+                         "gates_stack %s %s, z %s %s", tfm_ops[op].name,
+                         tfm_shape_str(gs, s, sizeof s),
+                         tfm_dtype_name(in[0].dtype),
+                         tfm_shape_str(&in[2].shape, t, sizeof t),
+                         tfm_dtype_name(in[2].dtype));
+    if (in[1].shape.ndim != 0 ||
+        (in[1].dtype != TFM_INT32 && in[1].dtype != TFM_INT64))
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: t must be an int32 "
+                         "or int64 scalar; got %s %s", tfm_ops[op].name,
+                         tfm_shape_str(&in[1].shape, s, sizeof s),
+                         tfm_dtype_name(in[1].dtype));
+    tfm_dtype dt = in[2].dtype;
+    if (b < 0)
+        b = gs->dims[1];
+    if (u < 0 && gs->dims[2] >= 0)
+        u = gs->dims[2] / 4;
+    out[0] = in[0];
+    out[0].shape.dims[1] = b;
+    out[0].shape.dims[2] = u < 0 ? -1 : 4 * u;
+    out[1] = matrix(dt, b, u);
+    out[2] = matrix(dt, b, u);
+    *nout = 3;
+    return TFM_OK;
+}
+
+tfm_code
+tfm_infer_empty_rows(tfm_op op, const tfm_meta *in, int nin,
+                     const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    (void)nin;
+    char s[160];
+    const tfm_shape *like = &in[0].shape;
+    int64_t n = a->i[0], drop = a->i[1];
+    if (in[0].dtype != TFM_FLOAT32 && in[0].dtype != TFM_FLOAT64)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: like must be "
+                         "float32 or float64; got %s %s", tfm_ops[op].name,
+                         tfm_shape_str(like, s, sizeof s),
+                         tfm_dtype_name(in[0].dtype));
+    if (n < 0 || drop < 0 || drop > like->ndim ||
+        like->ndim - drop + 1 > TFM_MAX_DIMS)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %lld rows shaped "
+                         "like %s %s without its first %lld dims: the rows "
+                         "must be >= 0, the dims dropped 0 .. rank and the "
+                         "result at most %d dims", tfm_ops[op].name,
+                         (long long)n, tfm_shape_str(like, s, sizeof s),
+                         tfm_dtype_name(in[0].dtype), (long long)drop,
+                         TFM_MAX_DIMS);
+    int64_t total = n;
+    for (int d = (int)drop; d < like->ndim; d++)
+        if (like->dims[d] >= 0 &&
+            __builtin_mul_overflow(total, like->dims[d], &total))
+            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: %lld rows "
+                             "shaped like %s %s: too many elements",
+                             tfm_ops[op].name, (long long)n,
+                             tfm_shape_str(like, s, sizeof s),
+                             tfm_dtype_name(in[0].dtype));
+    out[0].dtype = in[0].dtype;
+    out[0].shape.ndim = like->ndim - (int)drop + 1;
+    out[0].shape.dims[0] = n;
+    for (int d = (int)drop; d < like->ndim; d++)
+        out[0].shape.dims[d - drop + 1] = like->dims[d];
+    *nout = 1;
+    return TFM_OK;
+}

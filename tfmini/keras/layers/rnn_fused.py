@@ -9,7 +9,8 @@ what the backward needs, as TF's and cuDNN's LSTM kernels do:
 
 - forward, per step: z = xs[t] + h @ R; (h, c, gates) = LSTMGates(z, c),
   with h, c and the activated gates written into preallocated stacks
-  (in place: Note [Writing over a loop variable] in csrc/graph/exec.c);
+  (in place: Note [Writing over a loop variable] in csrc/graph/exec.c;
+  the gates by _LSTMGatesInto, straight from the cell's loop);
 - backward, per step, t = T-1 .. 0: (dz, dc) = LSTMGatesGrad(dh + dhs[t],
   dc, gates[t], c[t-1], c[t]); dh = dz @ R^T; dz goes into a stack;
 - after it, one GEMM for the recurrent kernel, h_prev^T @ dz over all
@@ -22,8 +23,8 @@ recurrent dropout comes here (RNN.call decides); the loop is used only
 when a tape records it: otherwise there is nothing to save."""
 import tfmini as tf
 
-from ... import _C
-from ...ops.rnn_ops import lstm_gates, lstm_gates_grad
+from ... import _C, _opids
+from ...ops.rnn_ops import lstm_gates_grad
 
 
 def recording(tensors):
@@ -31,13 +32,23 @@ def recording(tensors):
     return bool(_C.should_record(list(tensors)))
 
 
-def _zero_rows(like, n):
-    """[n, *like.shape] zeros (like's batch dim may be unknown while
-    tracing, so no static tf.zeros then)."""
-    if like.shape.is_fully_defined():
-        return tf.zeros([n] + like.shape.as_list(), like.dtype)
-    return tf.tile(tf.expand_dims(tf.zeros_like(like), 0),
-                   [n] + [1] * len(like.shape))
+_EMPTY_ROWS = _opids.ID["_EmptyRows"]
+_GATES_INTO = _opids.ID["_LSTMGatesInto"]
+
+
+def _empty_rows(like, n, drop=0):
+    """[n, *like.shape[drop:]], left unwritten: every stack below has
+    each of its rows written before it is read, so a zero fill would be
+    memory traffic for nothing. (One node per stack: _EmptyRows is never
+    merged with an identical one, which would make two loop variables
+    share one buffer, copied whole by the first iteration.)"""
+    return _C.call(_EMPTY_ROWS, [like], (), [n, drop])
+
+
+def _gates_into(gs, i, z, c):
+    """(gs with row i = the gates, h, c): LSTMGates writing its gates
+    straight into the stack (over it, when the loop holds it alone)."""
+    return tuple(_C.call(_GATES_INTO, [gs, i, z, c]))
 
 
 def _put(stack, i, row):
@@ -57,19 +68,16 @@ def lstm_while(xs, h0, c0, r, seqs):
         # not n + 1, so that nothing slices them afterwards: dR pairs
         # hs with the dz stack row for row, and the backward loop
         # carries the state leaving each step instead of reading it.
+        # xs[i] is a view, not a copy (Note [Views of live inputs] in
+        # csrc/graph/exec.c); the gates go straight into their stack.
         def body(i, h, c, hs, cs, gs):
             hs, cs = _put(hs, i, h), _put(cs, i, c)
             z = tf.gather(xs, i) + tf.matmul(h, r)
-            h, c, g = lstm_gates(z, c)
-            return i + 1, h, c, hs, cs, _put(gs, i, g)
+            gs, h, c = _gates_into(gs, i, z, c)
+            return i + 1, h, c, hs, cs, gs
 
-        # cs has one row more than it needs (never written): two
-        # identical zero fills would be merged into one node, and a value
-        # fed to two loop variables is copied whole by the first
-        # iteration instead of being written in place (last_reader in
-        # csrc/graph/exec.c).
-        init = [tf.constant(0), h0, c0, _zero_rows(h0, n),
-                _zero_rows(c0, n + 1), tf.zeros_like(xs)]
+        init = [tf.constant(0), h0, c0, _empty_rows(h0, n),
+                _empty_rows(c0, n), _empty_rows(xs, n, 1)]
         # back_prop=False: custom_gradient's variable watcher is a tape
         # above the pause, and a loop it saw would stack its loop
         # variables for a gradient that this function gives itself.
@@ -89,7 +97,7 @@ def lstm_while(xs, h0, c0, r, seqs):
 
             _, dh, dc, _, dzs = tf.while_loop(
                 lambda i, *_: i >= 0, gbody,
-                [tf.constant(n - 1), d_h, d_c, c, tf.zeros_like(gs)],
+                [tf.constant(n - 1), d_h, d_c, c, _empty_rows(gs, n, 1)],
                 maximum_iterations=n)
             dr = tf.matmul(tf.reshape(hs, [-1, units]),
                            tf.reshape(dzs, [-1, 4 * units]),
