@@ -382,6 +382,25 @@ tfm_infer_max_pool_grad(tfm_op op, const tfm_meta *in, int nin,
     return TFM_OK;
 }
 
+/* MaxPoolGrad's checks; then dx like x and db [channels]. */
+tfm_code
+tfm_infer_fused_max_pool_grad(tfm_op op, const tfm_meta *in, int nin,
+                              const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    tfm_code rc = tfm_infer_max_pool_grad(op, in, nin, a, out, nout);
+    if (rc)
+        return rc;
+    if (in[0].dtype != TFM_FLOAT32 && in[0].dtype != TFM_FLOAT64)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: only float32 and "
+                         "float64, got %s", tfm_ops[op].name,
+                         tfm_dtype_name(in[0].dtype));
+    *nout = 2;
+    out[1].dtype = in[0].dtype;
+    int64_t c = in[0].shape.dims[3];
+    out[1].shape = tfm_shape_make(1, &c);
+    return TFM_OK;
+}
+
 tfm_code
 tfm_infer_avg_pool_grad(tfm_op op, const tfm_meta *in, int nin,
                         const tfm_attrs *a, tfm_meta *out, int *nout)

@@ -1,0 +1,275 @@
+"""The CNN train step's backward around the convs: MaxPoolGrad for
+disjoint windows (kernels/cpu/conv_pool_grad.c) and the pool gradient
+pass (graph/pass_pool_grad.c), which turns MaxPoolGrad -> ReluGrad ->
+bias Sum into one _FusedMaxPoolGrad node. Fused must equal unfused and
+eager in values and gradients."""
+import numpy as np
+import pytest
+
+import tfmini as tf
+from tfmini import _C
+from tfmini._opids import ID
+from tfmini.ops import conv_ops
+
+from specs.spec_conv import np_max_pool, np_max_pool_grad
+
+
+def _optimized_types(fn, *args):
+    cf = fn.get_concrete_function(*args)
+    return [op.type for op in cf.optimized_graph.get_operations()]
+
+
+def _unfused(step, *args):
+    before = tf._C.graph_passes()
+    tf.config.optimizer.set_experimental_options({"epilogue": False})
+    try:
+        plain = tf.function(step)
+        out = [t.numpy() for t in plain(*args)]
+        types = _optimized_types(plain, *args)
+        assert "_FusedMaxPoolGrad" not in types and "MaxPoolGrad" in types
+        return out
+    finally:
+        tf._C.set_graph_passes(before)
+
+
+def _cnn_step(dtype, pool=2, stride=2, padding="VALID", hw=(9, 8)):
+    """conv + bias -> relu -> max pool, twice, then a dense layer: the
+    loss and the gradients of every weight and of the images."""
+    rng = np.random.default_rng(17)
+    w1 = tf.Variable(rng.standard_normal((3, 3, 3, 4)).astype(dtype) * 0.4)
+    b1 = tf.Variable(rng.standard_normal((4,)).astype(dtype) * 0.3)
+    w2 = tf.Variable(rng.standard_normal((3, 3, 4, 5)).astype(dtype) * 0.4)
+    b2 = tf.Variable(rng.standard_normal((5,)).astype(dtype) * 0.3)
+
+    def features(x):
+        c = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, w1, 1, "SAME"), b1))
+        c = tf.nn.max_pool2d(c, pool, stride, padding)
+        c = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(c, w2, 1, "SAME"), b2))
+        return tf.nn.max_pool2d(c, pool, stride, padding)
+
+    p = features(tf.zeros((1,) + hw + (3,), dtype))
+    wd = tf.Variable(rng.standard_normal(
+        (int(np.prod(p.shape[1:])), 3)).astype(dtype) * 0.3)
+
+    def step(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            f = features(x)
+            logits = tf.matmul(tf.reshape(f, (x.shape[0], -1)), wd)
+            loss = tf.reduce_sum(tf.sin(logits))
+        return (loss,) + tuple(tape.gradient(loss, [w1, b1, w2, b2, wd, x]))
+    x = tf.constant(rng.standard_normal((2,) + hw + (3,)).astype(dtype))
+    return step, x
+
+
+GEOMS = [(2, 2, "VALID", (9, 8)),      # disjoint, odd size: cells left out
+         (2, 2, "SAME", (9, 7)),       # disjoint, clipped windows
+         (2, 3, "VALID", (11, 10)),    # gaps between windows
+         (3, 2, "SAME", (9, 8))]       # overlapping: the scatter path
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("geom", GEOMS,
+                         ids=["2s2valid", "2s2same", "2s3valid", "3s2same"])
+def test_fused_equals_unfused_and_eager(dtype, geom):
+    step, x = _cnn_step(dtype, *geom)
+    eager = [t.numpy() for t in step(x)]
+    fused = tf.function(step)
+    got = [t.numpy() for t in fused(x)]
+    types = _optimized_types(fused, x)
+    assert types.count("_FusedMaxPoolGrad") == 2
+    for op in ("MaxPoolGrad", "ReluGrad"):
+        assert op not in types
+    # Both bias gradients came out of the fused nodes: no Sum over a
+    # conv-sized gradient is left (only the loss's).
+    assert types.count("Sum") <= 1
+    want = _unfused(step, x)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else \
+        dict(rtol=1e-12, atol=1e-12)
+    for g, w, e in zip(got, want, eager):
+        np.testing.assert_allclose(g, w, **tol)
+        np.testing.assert_allclose(g, e, **tol)
+
+
+def test_keras_cnn_step_is_fused():
+    rng = np.random.default_rng(3)
+    L = tf.keras.layers
+    model = tf.keras.Sequential([
+        tf.keras.Input((12, 12, 3)),
+        L.Conv2D(6, 3, padding="same", activation="relu"),
+        L.MaxPooling2D(), L.Conv2D(8, 3, padding="same", activation="relu"),
+        L.MaxPooling2D(), L.Flatten(), L.Dense(4)])
+    x = tf.constant(rng.random((5, 12, 12, 3), dtype=np.float32))
+    y = tf.constant(rng.integers(0, 4, 5).astype(np.int32))
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        return (loss,) + tuple(tape.gradient(loss,
+                                             model.trainable_variables))
+    got = [t.numpy() for t in tf.function(step)(x, y)]
+    assert _optimized_types(tf.function(step), x, y).count(
+        "_FusedMaxPoolGrad") == 2
+    want = _unfused(step, x, y)
+    eager = [t.numpy() for t in step(x, y)]
+    for g, w, e in zip(got, want, eager):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+
+
+def test_second_reader_of_pool_gradient_is_not_fused():
+    """The pool's input gradient is also returned: MaxPoolGrad's output
+    has a second reader, so it must stay a tensor of its own."""
+    rng = np.random.default_rng(5)
+    z = tf.constant(rng.standard_normal((2, 6, 6, 3)).astype(np.float32))
+
+    @tf.function
+    def f(z):
+        with tf.GradientTape() as tape:
+            tape.watch(z)
+            y = tf.nn.relu(z)
+            loss = tf.reduce_sum(tf.sin(tf.nn.max_pool2d(y, 2, 2, "VALID")))
+        return tape.gradient(loss, [z, y])
+    types = _optimized_types(f, z)
+    assert "_FusedMaxPoolGrad" not in types and "MaxPoolGrad" in types
+    dz, dy = (t.numpy() for t in f(z))
+    y = np.maximum(z.numpy(), 0)
+    g = np.cos(np_max_pool(y, (2, 2), (2, 2), "VALID"))
+    np.testing.assert_allclose(dy, np_max_pool_grad(y, g, (2, 2), (2, 2),
+                                                    "VALID"), rtol=1e-6)
+    np.testing.assert_allclose(dz, np.where(y > 0, dy, 0), rtol=1e-6)
+
+
+def test_relu_of_another_tensor_is_not_fused():
+    """ReluGrad against a tensor other than the pooled one: the routed
+    cell's value does not decide its sign, so nothing fuses."""
+    rng = np.random.default_rng(6)
+    z = tf.constant(rng.standard_normal((2, 6, 6, 3)).astype(np.float32))
+
+    @tf.function
+    def f(z):
+        with tf.GradientTape() as tape:
+            tape.watch(z)
+            y = tf.nn.relu(z)
+            loss = tf.reduce_sum(tf.nn.max_pool2d(y * 2.0 - 0.5, 2, 2,
+                                                  "VALID"))
+        return tape.gradient(loss, z)
+    assert "_FusedMaxPoolGrad" not in _optimized_types(f, z)
+    y = np.maximum(z.numpy(), 0) * 2 - 0.5
+    g = np.ones((2, 3, 3, 3), np.float32)
+    want = np_max_pool_grad(y, g, (2, 2), (2, 2), "VALID") * 2
+    want = np.where(z.numpy() > 0, want, 0)
+    np.testing.assert_allclose(f(z).numpy(), want, rtol=1e-6)
+
+
+def test_sum_that_is_not_a_bias_gradient_stays():
+    """A Sum of dx over other axes (or keeping dims) is not db: dx fuses,
+    the Sum stays a node of its own."""
+    rng = np.random.default_rng(7)
+    z = tf.constant(rng.standard_normal((2, 6, 6, 3)).astype(np.float32))
+
+    @tf.function
+    def f(z):
+        with tf.GradientTape() as tape:
+            tape.watch(z)
+            y = tf.nn.relu(z)
+            loss = tf.reduce_sum(tf.sin(tf.nn.max_pool2d(y, 2, 2, "VALID")))
+        dz = tape.gradient(loss, z)
+        return (tf.reduce_sum(dz, [0, 1, 2], keepdims=True),
+                tf.reduce_sum(dz, [1, 2]), tf.reduce_sum(dz, [0, 1, 2]))
+    types = _optimized_types(f, z)
+    assert types.count("_FusedMaxPoolGrad") == 1
+    # The loss's Sum and the three of dz, less the one db took.
+    assert types.count("Sum") == 4 - 1
+    kept, per_image, db = (t.numpy() for t in f(z))
+    y = np.maximum(z.numpy(), 0)
+    g = np.cos(np_max_pool(y, (2, 2), (2, 2), "VALID"))
+    dz = np.where(y > 0, np_max_pool_grad(y, g, (2, 2), (2, 2), "VALID"),
+                  0)
+    np.testing.assert_allclose(kept, dz.sum((0, 1, 2), keepdims=True),
+                               rtol=1e-5)
+    np.testing.assert_allclose(per_image, dz.sum((1, 2)), rtol=1e-5)
+    np.testing.assert_allclose(db, dz.sum((0, 1, 2)), rtol=1e-5)
+
+
+def _raw(x, y, g, k=2, s=2, padding="VALID"):
+    return _C.call(ID["_FusedMaxPoolGrad"], (x, y, g),
+                   **conv_ops._pool_attrs(k, s, padding, "MaxPoolGrad"))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("k,s,padding", [(2, 2, "VALID"), (3, 3, "SAME"),
+                                         (2, 3, "SAME"), (3, 1, "VALID")])
+def test_raw_op_matches_numpy(dtype, k, s, padding):
+    """Ties (values repeat) go to the first maximum; negative maxima and
+    zeros get no gradient; db is the channel sum of dx."""
+    rng = np.random.default_rng(8)
+    x = rng.integers(-3, 4, (3, 7, 8, 19)).astype(dtype)
+    y = np_max_pool(x, (k, k), (s, s), padding)
+    g = rng.standard_normal(y.shape).astype(dtype)
+    dx, db = (t.numpy() for t in _raw(tf.constant(x), tf.constant(y),
+                                      tf.constant(g), k, s, padding))
+    want = np.where(x > 0, np_max_pool_grad(x, g, (k, k), (s, s), padding),
+                    0)
+    np.testing.assert_allclose(dx, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(db, want.sum((0, 1, 2)), rtol=1e-5,
+                               atol=1e-5)
+    # The plain MaxPoolGrad takes the same fast path when windows are
+    # disjoint: it equals the reference without the relu too.
+    plain = conv_ops._max_pool_grad(tf.constant(x), tf.constant(y),
+                                    tf.constant(g), k, s, padding).numpy()
+    np.testing.assert_allclose(plain, np_max_pool_grad(
+        x, g, (k, k), (s, s), padding), rtol=1e-6, atol=1e-6)
+
+
+def test_raw_op_nan_is_a_maximum_and_gets_no_relu_gradient():
+    x = np.array([[[[1.0], [np.nan]], [[3.0], [np.nan]]]], np.float32)
+    y = np.full((1, 1, 1, 1), np.nan, np.float32)
+    g = np.full((1, 1, 1, 1), 2.0, np.float32)
+    plain = conv_ops._max_pool_grad(x, y, g, 2, 2, "VALID").numpy()
+    np.testing.assert_array_equal(plain.ravel(), [0, 2, 0, 0])
+    dx, db = (t.numpy() for t in _raw(tf.constant(x), tf.constant(y),
+                                      tf.constant(g)))
+    np.testing.assert_array_equal(dx.ravel(), [0, 0, 0, 0])
+    np.testing.assert_array_equal(db, [0])
+
+
+def test_many_channels_cross_the_block_size():
+    """C = 150: the channel loop runs in blocks of 64 and a tail."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 4, 6, 150)).astype(np.float32)
+    y = np_max_pool(x, (2, 2), (2, 2), "VALID")
+    g = rng.standard_normal(y.shape).astype(np.float32)
+    dx, db = (t.numpy() for t in _raw(tf.constant(x), tf.constant(y),
+                                      tf.constant(g)))
+    want = np.where(x > 0, np_max_pool_grad(x, g, (2, 2), (2, 2), "VALID"),
+                    0)
+    np.testing.assert_allclose(dx, want, rtol=1e-6)
+    np.testing.assert_allclose(db, want.sum((0, 1, 2)), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_raw_op_errors_name_op_shapes_and_dtypes():
+    x = tf.zeros((1, 4, 4, 2))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"_FusedMaxPoolGrad: grad has shape "
+                             r"\[1,2,2,3\], expected \[1,2,2,2\]"):
+        _raw(x, tf.zeros((1, 2, 2, 2)), tf.zeros((1, 2, 2, 3)))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"_FusedMaxPoolGrad.*float32.*float64|"
+                             r"_FusedMaxPoolGrad.*float64.*float32"):
+        _raw(x, tf.zeros((1, 2, 2, 2)), tf.zeros((1, 2, 2, 2), tf.float64))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"_FusedMaxPoolGrad"):
+        _raw(tf.zeros((1, 4, 4, 2), tf.int32), tf.zeros((1, 2, 2, 2),
+                                                        tf.int32),
+             tf.zeros((1, 2, 2, 2), tf.int32))
+
+
+def test_empty_batch():
+    dx, db = (t.numpy() for t in _raw(tf.zeros((0, 4, 4, 3)),
+                                      tf.zeros((0, 2, 2, 3)),
+                                      tf.zeros((0, 2, 2, 3))))
+    assert dx.shape == (0, 4, 4, 3)
+    np.testing.assert_array_equal(db, np.zeros(3, np.float32))
