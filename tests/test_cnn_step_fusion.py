@@ -273,3 +273,119 @@ def test_empty_batch():
                                       tf.zeros((0, 2, 2, 3))))
     assert dx.shape == (0, 4, 4, 3)
     np.testing.assert_array_equal(db, np.zeros(3, np.float32))
+
+
+# ---- Conv2D -> activation with no bias (pass_conv_epilogue.c) --------
+
+def _fused_conv_arity(fn, *args):
+    cf = fn.get_concrete_function(*args)
+    return [len(op.inputs) for op in cf.optimized_graph.get_operations()
+            if op.type == "_FusedConv2D"]
+
+
+def _nobias_step(act, dtype):
+    rng = np.random.default_rng(31)
+    w1 = tf.Variable(rng.standard_normal((3, 3, 3, 4)).astype(dtype) * 0.4)
+    w2 = tf.Variable(rng.standard_normal((3, 3, 4, 4)).astype(dtype) * 0.4)
+
+    def step(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            c = act(tf.nn.conv2d(x, w1, 1, "SAME"))
+            c = act(tf.nn.conv2d(c, w2, 2, "VALID"))
+            loss = tf.reduce_sum(tf.sin(c))
+        return (loss,) + tuple(tape.gradient(loss, [w1, w2, x]))
+    x = tf.constant(rng.standard_normal((2, 7, 6, 3)).astype(dtype))
+    return step, x
+
+
+@pytest.mark.parametrize("act", [tf.nn.relu, tf.nn.relu6],
+                         ids=["relu", "relu6"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conv_relu_without_bias_fused_equals_unfused(act, dtype):
+    step, x = _nobias_step(act, dtype)
+    eager = [t.numpy() for t in step(x)]
+    fused = tf.function(step)
+    got = [t.numpy() for t in fused(x)]
+    types = _optimized_types(fused, x)
+    assert _fused_conv_arity(fused, x) == [2, 2]
+    assert "Conv2D" not in types and act.__name__.capitalize() not in types
+    before = tf._C.graph_passes()
+    tf.config.optimizer.set_experimental_options({"epilogue": False})
+    try:
+        plain = tf.function(step)
+        want = [t.numpy() for t in plain(x)]
+        assert "_FusedConv2D" not in _optimized_types(plain, x)
+    finally:
+        tf._C.set_graph_passes(before)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else \
+        dict(rtol=1e-12, atol=1e-12)
+    for g, w, e in zip(got, want, eager):
+        np.testing.assert_allclose(g, w, **tol)
+        np.testing.assert_allclose(g, e, **tol)
+
+
+def test_conv_relu_without_bias_second_reader_is_not_fused():
+    """The conv's output is also returned: the pre-activation tensor must
+    exist, so the Relu stays apart."""
+    rng = np.random.default_rng(32)
+    w = tf.constant(rng.standard_normal((3, 3, 2, 3)).astype(np.float32))
+    x = tf.constant(rng.standard_normal((1, 5, 5, 2)).astype(np.float32))
+
+    @tf.function
+    def f(x):
+        c = tf.nn.conv2d(x, w, 1, "SAME")
+        return tf.nn.relu(c), c
+    types = _optimized_types(f, x)
+    assert "_FusedConv2D" not in types and "Relu" in types
+    r, c = (t.numpy() for t in f(x))
+    np.testing.assert_array_equal(r, np.maximum(c, 0))
+
+
+def test_conv_elu_without_bias_in_training_is_not_fused():
+    """Elu's gradient reads its input, the conv's output: a second
+    reader, so in a training graph nothing fuses; in inference it does."""
+    rng = np.random.default_rng(33)
+    w = tf.Variable(rng.standard_normal((3, 3, 2, 3)).astype(np.float32))
+    x = tf.constant(rng.standard_normal((1, 5, 5, 2)).astype(np.float32))
+
+    def train(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.nn.elu(tf.nn.conv2d(x, w, 1, "SAME")))
+        return loss, tape.gradient(loss, w)
+    assert "_FusedConv2D" not in _optimized_types(tf.function(train), x)
+    infer = tf.function(lambda x: tf.nn.elu(tf.nn.conv2d(x, w, 1, "SAME")))
+    assert _fused_conv_arity(infer, x) == [2]
+    c = tf.nn.conv2d(x, w, 1, "SAME").numpy()
+    np.testing.assert_allclose(infer(x).numpy(),
+                               np.where(c > 0, c, np.expm1(c)), rtol=1e-5,
+                               atol=1e-6)
+    got = [t.numpy() for t in tf.function(train)(x)]
+    want = [t.numpy() for t in train(x)]
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+
+
+def test_keras_conv_without_bias_is_fused():
+    rng = np.random.default_rng(34)
+    layer = tf.keras.layers.Conv2D(4, 3, padding="same", use_bias=False,
+                                   activation="relu")
+    x = tf.constant(rng.standard_normal((2, 6, 6, 3)).astype(np.float32))
+    layer(x)
+    f = tf.function(lambda x: layer(x))
+    assert _fused_conv_arity(f, x) == [2]
+    np.testing.assert_allclose(f(x).numpy(), layer(x).numpy(), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_raw_fused_conv_without_bias():
+    rng = np.random.default_rng(35)
+    x = tf.constant(rng.standard_normal((1, 4, 4, 2)).astype(np.float64))
+    f = tf.constant(rng.standard_normal((3, 3, 2, 3)).astype(np.float64))
+    attrs = dict(ints=(1, 1, 1, 1) + tuple(conv_ops._NO_SIZES)
+                 + tuple(conv_ops._NO_PADS), i=(conv_ops._SAME, 2))
+    want = np.clip(tf.nn.conv2d(x, f, 1, "SAME").numpy(), 0, 6)
+    for dt in (np.float64, np.float32):
+        got = _C.call(ID["_FusedConv2D"], (tf.cast(x, dt), tf.cast(f, dt)),
+                      **attrs).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
