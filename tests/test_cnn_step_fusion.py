@@ -389,3 +389,33 @@ def test_raw_fused_conv_without_bias():
         got = _C.call(ID["_FusedConv2D"], (tf.cast(x, dt), tf.cast(f, dt)),
                       **attrs).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_random_geometries_match_numpy():
+    """Windows and strides of 1-4 on each axis, both paddings, channel
+    counts around the block size: plain MaxPoolGrad (disjoint or
+    scatter path) and _FusedMaxPoolGrad against the reference."""
+    rng = np.random.default_rng(40)
+    for _ in range(30):
+        kh, kw, sh, sw = (int(v) for v in rng.integers(1, 5, 4))
+        padding = ["VALID", "SAME"][int(rng.integers(0, 2))]
+        h, w = int(rng.integers(kh, 10)), int(rng.integers(kw, 10))
+        c = int(rng.choice([1, 3, 63, 64, 65]))
+        x = rng.integers(-4, 5, (2, h, w, c)).astype(np.float32)
+        y = np_max_pool(x, (kh, kw), (sh, sw), padding)
+        g = rng.standard_normal(y.shape).astype(np.float32)
+        want = np_max_pool_grad(x, g, (kh, kw), (sh, sw), padding)
+        plain = conv_ops._max_pool_grad(
+            tf.constant(x), tf.constant(y), tf.constant(g), [kh, kw],
+            [sh, sw], padding).numpy()
+        what = f"k=({kh},{kw}) s=({sh},{sw}) {padding} {x.shape}"
+        np.testing.assert_allclose(plain, want, rtol=1e-6, atol=1e-6,
+                                   err_msg=what)
+        dx, db = (t.numpy() for t in _raw(tf.constant(x), tf.constant(y),
+                                          tf.constant(g), [kh, kw],
+                                          [sh, sw], padding))
+        relu = np.where(x > 0, want, 0)
+        np.testing.assert_allclose(dx, relu, rtol=1e-6, atol=1e-6,
+                                   err_msg=what)
+        np.testing.assert_allclose(db, relu.sum((0, 1, 2)), rtol=1e-5,
+                                   atol=1e-5, err_msg=what)
