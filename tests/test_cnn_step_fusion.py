@@ -419,3 +419,26 @@ def test_random_geometries_match_numpy():
                                    err_msg=what)
         np.testing.assert_allclose(db, relu.sum((0, 1, 2)), rtol=1e-5,
                                    atol=1e-5, err_msg=what)
+
+
+def test_large_enough_to_split_over_threads():
+    """4x32x32x64: over the kernels' parallel threshold, so the rows are
+    split over threads and db is summed from per-thread parts."""
+    rng = np.random.default_rng(41)
+    x = rng.standard_normal((4, 32, 32, 64)).astype(np.float32)
+    y = np_max_pool(x, (2, 2), (2, 2), "VALID")
+    g = rng.standard_normal(y.shape).astype(np.float32)
+    want = np_max_pool_grad(x, g, (2, 2), (2, 2), "VALID")
+    relu = np.where(x > 0, want, 0)
+    for _ in range(2):      # the same bits every run
+        dx, db = (t.numpy() for t in _raw(tf.constant(x), tf.constant(y),
+                                          tf.constant(g)))
+        np.testing.assert_array_equal(dx, relu)
+        np.testing.assert_allclose(db, relu.sum((0, 1, 2)), rtol=1e-5,
+                                   atol=1e-5)
+        if _:
+            np.testing.assert_array_equal(db, first)
+        first = db
+    plain = conv_ops._max_pool_grad(tf.constant(x), tf.constant(y),
+                                    tf.constant(g), 2, 2, "VALID").numpy()
+    np.testing.assert_array_equal(plain, want)
