@@ -118,8 +118,8 @@ tiled_##SUF(const tfm_conv_geom *g, const T *x, const T *dy, T *dx,          \
     _Pragma("omp parallel if(par) num_threads(nt)")                          \
     {                                                                        \
         int t = omp_get_thread_num();                                        \
-        _Pragma("omp single")                                                \
-        used = omp_get_num_threads();                                        \
+        if (t == 0) /* no barrier: the region's end is one */                \
+            used = omp_get_num_threads();                                    \
         double *mine = acc ? acc + t * C : NULL;                             \
         _Pragma("omp for schedule(static)")                                  \
         for (int64_t r = 0; r < rows; r++)                                   \
