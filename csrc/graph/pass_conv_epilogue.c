@@ -5,7 +5,9 @@
  * becomes one _FusedConv2D(x, f, bias[, r]) node, which oneDNN runs as
  * one primitive with a bias and sum/eltwise post-ops
  * (kernels/cpu/conv_fused.c): no tensor for the pre-bias, pre-residual
- * or pre-activation value, and the output written once.
+ * or pre-activation value, and the output written once. A conv with
+ * no bias add (Keras's use_bias=False) whose single reader is the
+ * activation becomes _FusedConv2D(x, f) the same way.
  *
  * Gradients stay right because each link must be the only reader of
  * the one before it (uses == 1: a graph output, a control edge or any
@@ -46,7 +48,7 @@ activation(tfm_op op)
 }
 
 /* One match: the conv, its bias add, the residual add and the
- * activation (-1: none). */
+ * activation (-1: none; no bias add means no residual add either). */
 typedef struct match {
     int32_t conv, add, res_add, act;
     tfm_ref bias, res;
@@ -87,7 +89,21 @@ find(const tfm_graph *g, const int32_t *uses, const int32_t *consumer,
         return 0;
     int64_t o = cv->out[0].shape.dims[3];
     const tfm_node *ad = tfm_graph_node(g, consumer[k]);
-    if (ad->op != TFM_OP_ADD || ad->nin != 2 || ad->nctrl || o < 0 ||
+    if (o < 0)
+        return 0;
+    m->conv = k;
+    m->add = m->act = m->res_add = -1;
+    m->bias = (tfm_ref){-1, 0};
+    m->code = TFM_CONV_ACT_NONE;
+    /* No bias (Keras use_bias=False, tf.nn.relu(tf.nn.conv2d(...))):
+     * the activation alone joins the conv. */
+    if (activation(ad->op) > 0 && !ad->nctrl && ad->nin == 1 &&
+        same_meta(&ad->out[0], &cv->out[0])) {
+        m->act = consumer[k];
+        m->code = activation(ad->op);
+        return 1;
+    }
+    if (ad->op != TFM_OP_ADD || ad->nin != 2 || ad->nctrl ||
         !same_meta(&ad->out[0], &cv->out[0]))
         return 0;
     int side = ad->in[0].node == k ? 1 : 0;
@@ -98,11 +114,8 @@ find(const tfm_graph *g, const int32_t *uses, const int32_t *consumer,
     if (bm->dtype != cv->out[0].dtype || bm->shape.ndim != 1 ||
         bm->shape.dims[0] != o)
         return 0;
-    m->conv = k;
     m->add = consumer[k];
     m->bias = ad->in[side];
-    m->act = m->res_add = -1;
-    m->code = TFM_CONV_ACT_NONE;
     int32_t last = m->add;
     if (uses[last] == 1 && consumer[last] >= 0 &&
         find_residual(g, last, consumer[last], m))
@@ -133,8 +146,10 @@ emit(tfm_rw *rw, const match *m)
     const tfm_node *cv = tfm_graph_node(g, m->conv);
     const tfm_node *last = tfm_graph_node(g, last_of(m));
     tfm_ref in[4] = {tfm_rw_ref(rw, cv->in[0]), tfm_rw_ref(rw, cv->in[1]),
-                     tfm_rw_ref(rw, m->bias), {0, 0}};
-    int nin = 3;
+                     {0, 0}, {0, 0}};
+    int nin = 2;
+    if (m->add >= 0)
+        in[nin++] = tfm_rw_ref(rw, m->bias);
     if (m->res_add >= 0)
         in[nin++] = tfm_rw_ref(rw, m->res);
     tfm_attrs a = *cv->attrs;
@@ -171,10 +186,13 @@ tfm_pass_conv_epilogue(tfm_graph *g)
     for (int32_t k = 0; k < n; k++) {
         match m;
         if (role[k] >= 0 || !find(g, uses, consumer, k, &m) ||
-            role[m.add] >= 0 || (m.act >= 0 && role[m.act] >= 0) ||
+            (m.add >= 0 && role[m.add] >= 0) ||
+            (m.act >= 0 && role[m.act] >= 0) ||
             (m.res_add >= 0 && role[m.res_add] >= 0))
             continue;
-        role[m.conv] = role[m.add] = nm;
+        role[m.conv] = nm;
+        if (m.add >= 0)
+            role[m.add] = nm;
         if (m.res_add >= 0)
             role[m.res_add] = nm;
         if (m.act >= 0)

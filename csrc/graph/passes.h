@@ -48,6 +48,9 @@ tfm_graph *tfm_pass_dce(tfm_graph *g);
  * (pass_conv_epilogue.c); under the "epilogue" switch. */
 tfm_graph *tfm_pass_conv_epilogue(tfm_graph *g);
 tfm_graph *tfm_pass_epilogue(tfm_graph *g);
+/* MaxPoolGrad -> ReluGrad (-> bias Sum) -> _FusedMaxPoolGrad
+ * (pass_pool_grad.c); under the "epilogue" switch. */
+tfm_graph *tfm_pass_pool_grad(tfm_graph *g);
 tfm_graph *tfm_pass_fuse(tfm_graph *g);
 /* pass_place.c: devices and _Copy nodes (Note [Device seam]); not a
  * switchable pass: graphs off the CPU need it, others skip it. */

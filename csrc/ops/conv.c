@@ -382,6 +382,25 @@ tfm_infer_max_pool_grad(tfm_op op, const tfm_meta *in, int nin,
     return TFM_OK;
 }
 
+/* MaxPoolGrad's checks; then dx like x and db [channels]. */
+tfm_code
+tfm_infer_fused_max_pool_grad(tfm_op op, const tfm_meta *in, int nin,
+                              const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    tfm_code rc = tfm_infer_max_pool_grad(op, in, nin, a, out, nout);
+    if (rc)
+        return rc;
+    if (in[0].dtype != TFM_FLOAT32 && in[0].dtype != TFM_FLOAT64)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: only float32 and "
+                         "float64, got %s", tfm_ops[op].name,
+                         tfm_dtype_name(in[0].dtype));
+    *nout = 2;
+    out[1].dtype = in[0].dtype;
+    int64_t c = in[0].shape.dims[3];
+    out[1].shape = tfm_shape_make(1, &c);
+    return TFM_OK;
+}
+
 tfm_code
 tfm_infer_avg_pool_grad(tfm_op op, const tfm_meta *in, int nin,
                         const tfm_attrs *a, tfm_meta *out, int *nout)
@@ -504,7 +523,7 @@ tfm_infer_depthwise_backprop_filter(tfm_op op, const tfm_meta *in, int nin,
     return depthwise_backprop(op, in, a, 1, out, nout);
 }
 
-/* _FusedConv2D(x, f, bias[, residual]): Conv2D's rule, then bias
+/* _FusedConv2D(x, f[, bias[, residual]]): Conv2D's rule, then bias
  * [out_channels] of the same dtype, a residual of the output's shape and
  * dtype, and an activation code in i[1]. Only float32 and float64 (the
  * pass makes no other). */
@@ -512,9 +531,9 @@ tfm_code
 tfm_infer_fused_conv2d(tfm_op op, const tfm_meta *in, int nin,
                        const tfm_attrs *a, tfm_meta *out, int *nout)
 {
-    if (nin != 3 && nin != 4)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s takes 3 or 4 inputs "
-                         "(input, filter, bias[, residual]), got %d",
+    if (nin < 2 || nin > 4)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s takes 2 to 4 inputs "
+                         "(input, filter[, bias[, residual]]), got %d",
                          tfm_ops[op].name, nin);
     tfm_code rc = tfm_infer_conv2d(op, in, 2, a, out, nout);
     if (rc)
@@ -535,13 +554,14 @@ tfm_infer_fused_conv2d(tfm_op op, const tfm_meta *in, int nin,
         if ((rc = same_dtype(op, &in[0], "input", r, "residual")))
             return rc;
     }
-    const tfm_meta *b = &in[2];
-    if (b->shape.ndim != 1 || !dim_ok(b->shape.dims[0], in[1].shape.dims[3]))
+    const tfm_meta *b = nin > 2 ? &in[2] : NULL;
+    if (b && (b->shape.ndim != 1 ||
+              !dim_ok(b->shape.dims[0], in[1].shape.dims[3])))
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: bias must be "
                          "[out_channels] = [%lld], got shape %s",
                          tfm_ops[op].name, (long long)in[1].shape.dims[3],
                          tfm_shape_str(&b->shape, bs, sizeof bs));
-    if ((rc = same_dtype(op, &in[0], "input", b, "bias")))
+    if (b && (rc = same_dtype(op, &in[0], "input", b, "bias")))
         return rc;
     if (in[0].dtype != TFM_FLOAT32 && in[0].dtype != TFM_FLOAT64)
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: only float32 and "

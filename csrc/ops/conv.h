@@ -17,6 +17,9 @@ tfm_code tfm_infer_pool(tfm_op op, const tfm_meta *in, int nin,
 tfm_code tfm_infer_max_pool_grad(tfm_op op, const tfm_meta *in, int nin,
                                  const tfm_attrs *a, tfm_meta *out,
                                  int *nout);
+tfm_code tfm_infer_fused_max_pool_grad(tfm_op op, const tfm_meta *in,
+                                       int nin, const tfm_attrs *a,
+                                       tfm_meta *out, int *nout);
 tfm_code tfm_infer_avg_pool_grad(tfm_op op, const tfm_meta *in, int nin,
                                  const tfm_attrs *a, tfm_meta *out,
                                  int *nout);

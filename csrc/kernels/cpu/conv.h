@@ -152,6 +152,21 @@ tfm_code tfm_k_max_pool(tfm_op op, tfm_tensor *const *in, int nin,
 tfm_code tfm_k_max_pool_grad(tfm_op op, tfm_tensor *const *in, int nin,
                              const tfm_attrs *a, tfm_tensor *const *out,
                              int nout, const tfm_kctx *ctx);
+/* _FusedMaxPoolGrad(x, y, dy) -> (dx, db) (conv_pool_grad.c). */
+tfm_code tfm_k_fused_max_pool_grad(tfm_op op, tfm_tensor *const *in,
+                                   int nin, const tfm_attrs *a,
+                                   tfm_tensor *const *out, int nout,
+                                   const tfm_kctx *ctx);
+/* Whether no two pooling windows share an input cell. */
+int tfm_pool_windows_disjoint(const tfm_conv_geom *g);
+/* MaxPoolGrad into dx when the windows are disjoint, with ReluGrad
+ * against x when relu, and the per-channel sums of dx into db (float32
+ * or float64 like x) unless db is NULL. 0 done, 1 out of memory, -1 not
+ * this path (overlapping windows, a window over 64 cells, another
+ * dtype): nothing written. */
+int tfm_max_pool_grad_tiled(const tfm_conv_geom *g, tfm_dtype dt,
+                            const void *x, const void *dy, void *dx,
+                            int relu, void *db);
 tfm_code tfm_k_max_pool_grad_grad(tfm_op op, tfm_tensor *const *in, int nin,
                                   const tfm_attrs *a,
                                   tfm_tensor *const *out, int nout,

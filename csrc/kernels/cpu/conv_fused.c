@@ -1,4 +1,4 @@
-/* _FusedConv2D(x, f, bias[, r]): act(Conv2D(x, f) + bias [+ r]), the
+/* _FusedConv2D(x, f[, bias[, r]]): act(Conv2D(x, f) [+ bias [+ r]]), the
  * node the conv epilogue pass (graph/pass_conv_epilogue.c) makes of
  * Conv2D, its bias add, a residual add of r (same shape as the output)
  * and activation. With r, y starts as a copy of r and oneDNN's sum
@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define EPILOGUE(SUF, T, EXPM1)                                              \
@@ -25,7 +26,7 @@ epilogue_##SUF(T *y, const T *b, const T *res, int64_t rows, int64_t o,      \
         T *p = y + r * o;                                                    \
         const T *q = res ? res + r * o : NULL;                               \
         for (int64_t c = 0; c < o; c++) {                                    \
-            T v = p[c] + b[c];                                               \
+            T v = b ? p[c] + b[c] : p[c];                                    \
             if (q)                                                           \
                 v += q[c];                                                   \
             switch (act) {                                                   \
@@ -62,8 +63,16 @@ tfm_k_fused_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
     int act = (int)a->i[1];
     int64_t o = fs->dims[3], rows = tfm_tensor_numel(y) / o;
     const void *res = nin > 3 ? tfm_tensor_data(in[3]) : NULL;
+    const void *bias = nin > 2 ? tfm_tensor_data(in[2]) : NULL;
     if (y->dtype == TFM_FLOAT32 && tfm_tensor_numel(in[0]) > 0 &&
         tfm_tensor_numel(in[1]) > 0) {
+        /* oneDNN's fused primitive always has a bias: zeros when the
+         * graph had none (o floats, nothing beside the conv). */
+        float *zeros = NULL;
+        if (!bias && !(bias = zeros = calloc((size_t)o, sizeof(float))))
+            return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: out of "
+                             "memory for its work buffers",
+                             tfm_ops[op].name);
         /* y never shares memory with an input (the memory plan aliases
          * only elementwise outputs), so the copy clobbers nothing. */
         if (res)
@@ -73,10 +82,12 @@ tfm_k_fused_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
                            a->ints[TFM_CONV_WIN_H], a->ints[TFM_CONV_WIN_W],
                            a);
         int rc = tfm_conv_dnnl_fused_f32(&g, tfm_tensor_data(in[0]),
-                                         tfm_tensor_data(in[1]),
-                                         tfm_tensor_data(in[2]),
+                                         tfm_tensor_data(in[1]), bias,
                                          res ? act | TFM_CONV_ADD_DST : act,
                                          tfm_tensor_data(y));
+        free(zeros);
+        if (zeros)
+            bias = NULL;
         if (rc < 0)
             return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: out of memory "
                              "for its work buffers", tfm_ops[op].name);
@@ -88,10 +99,8 @@ tfm_k_fused_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
     if (rc)
         return rc;
     if (y->dtype == TFM_FLOAT32)
-        epilogue_f32(tfm_tensor_data(y), tfm_tensor_data(in[2]), res, rows,
-                     o, act);
+        epilogue_f32(tfm_tensor_data(y), bias, res, rows, o, act);
     else
-        epilogue_f64(tfm_tensor_data(y), tfm_tensor_data(in[2]), res, rows,
-                     o, act);
+        epilogue_f64(tfm_tensor_data(y), bias, res, rows, o, act);
     return TFM_OK;
 }

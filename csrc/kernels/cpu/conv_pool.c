@@ -246,6 +246,13 @@ tfm_k_max_pool_grad(tfm_op op, tfm_tensor *const *in, int nin,
                     const tfm_kctx *ctx)
 {
     (void)nin; (void)nout;
+    tfm_conv_geom g;
+    pool_geom(&g, &in[0]->shape, a);
+    if (tfm_tensor_numel(out[0]) > 0 &&
+        tfm_max_pool_grad_tiled(&g, in[0]->dtype, tfm_tensor_data(in[0]),
+                                tfm_tensor_data(in[2]),
+                                tfm_tensor_data(out[0]), 0, NULL) == 0)
+        return TFM_OK;
     return route(op, in, a, out[0], 1);
 }
 
