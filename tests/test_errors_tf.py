@@ -34,6 +34,9 @@ def test_gather_matches_tf_text():
     # TF: "indices[0] = 5 is not in [0, 3) [Op:GatherV2]"
     _, msg = _error(lambda: tf.gather(tf.ones([3]), [5]))
     assert msg.endswith("indices[0] = 5 is not in [0, 3) [Op:GatherV2]")
+    # TF 2.21 writes a scalar index with no position: "indices = 3 ..."
+    _, msg = _error(lambda: tf.gather(tf.ones([3]), 3))
+    assert msg.endswith("indices = 3 is not in [0, 3) [Op:GatherV2]")
 
 
 def test_concat_rank_mismatch():

@@ -14,6 +14,10 @@ static char *
 position_str(const tfm_shape *s, int nd, int64_t flat, char *buf, size_t n)
 {
     int64_t idx[TFM_MAX_DIMS];
+    if (nd == 0) { /* TF writes a scalar index as "indices = 3" */
+        buf[0] = '\0';
+        return buf;
+    }
     for (int d = nd - 1; d >= 0; d--) {
         idx[d] = s->dims[d] ? flat % s->dims[d] : 0;
         flat = s->dims[d] ? flat / s->dims[d] : 0;
