@@ -101,13 +101,16 @@ dblock(int R, int NB, const dconv *d, int64_t b, int64_t oy, int64_t ox0,
        int64_t n0)
 {
     __m512i acc[4][4];
+    _Pragma("GCC unroll 4")
     for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 4")
         for (int j = 0; j < NB; j++)
             acc[r][j] = _mm512_setzero_si512();
     const int8_t *pan[4];
     int64_t step[4];
     __mmask64 mk[4];
     __mmask16 mk16[4];
+    _Pragma("GCC unroll 4")
     for (int j = 0; j < NB; j++) {
         int64_t w = d->O - n0 - j * 16;
         w = w < 16 ? w : 16;
@@ -125,6 +128,7 @@ dblock(int R, int NB, const dconv *d, int64_t b, int64_t oy, int64_t ox0,
                                      : NULL;
         for (int64_t j = 0; j < d->KW; j++) {
             const uint8_t *px[4];
+            _Pragma("GCC unroll 4")
             for (int r = 0; r < R; r++) {
                 int64_t ix = (ox0 + r) * d->sw + j * d->dw - d->pl;
                 px[r] = row_in && ix >= 0 && ix < d->W ? rowp + ix * d->cs
@@ -133,13 +137,16 @@ dblock(int R, int NB, const dconv *d, int64_t b, int64_t oy, int64_t ox0,
             const int64_t kb0 = (i * d->KW + j) * cq;
             for (int64_t c = 0; c < cq; c++) {
                 __m512i bv[4];
+                _Pragma("GCC unroll 4")
                 for (int t = 0; t < NB; t++)
                     bv[t] = _mm512_maskz_loadu_epi8(
                         mk[t], pan[t] + (kb0 + c) * step[t]);
+                _Pragma("GCC unroll 4")
                 for (int r = 0; r < R; r++) {
                     int32_t a4;
                     memcpy(&a4, px[r] + c * 4, 4);
                     __m512i av = _mm512_set1_epi32(a4 ^ xm);
+                    _Pragma("GCC unroll 4")
                     for (int t = 0; t < NB; t++)
                         acc[r][t] = _mm512_dpbusd_epi32(acc[r][t], av, bv[t]);
                 }
@@ -147,7 +154,9 @@ dblock(int R, int NB, const dconv *d, int64_t b, int64_t oy, int64_t ox0,
         }
     }
     int64_t m0 = (b * d->OH + oy) * d->OW + ox0;
+    _Pragma("GCC unroll 4")
     for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 4")
         for (int t = 0; t < NB; t++)
             dfinish(d, acc[r][t], m0 + r, n0 + t * 16, mk16[t]);
 }
