@@ -248,7 +248,9 @@ tfm_qconv2d_direct(tfm_op op, tfm_tensor *const *in, const tfm_attrs *a,
                  a->ints[TFM_CONV_PADS + 3], &ow, &mode_pl);
     int copy = in[0]->dtype != TFM_INT8 || C4 != C;
     int64_t nx = B * H * W;
-    uint8_t *u = copy ? malloc((size_t)(nx * C4) + 1) : NULL;
+    /* zeroed once: channels past C hold zeros (their weights are zero
+     * too), written by no per-pixel memset */
+    uint8_t *u = copy ? calloc((size_t)(nx * C4) + 1, 1) : NULL;
     int8_t *wr = C4 != C ? malloc((size_t)TFM_QPACK_BYTES(KH * KW * C4, O)
                                   + 1) : NULL;
     uint8_t *padpix = malloc((size_t)C4 + 1);
@@ -264,25 +266,19 @@ tfm_qconv2d_direct(tfm_op op, tfm_tensor *const *in, const tfm_attrs *a,
     }
     int32_t zin = (int32_t)a->i[1];
     if (copy) {
-        /* Channels past C hold anything: their weights are zero. */
-        int64_t tail = C4 - C;
         if (in[0]->dtype == TFM_INT8) {
             const int8_t *q = tfm_tensor_data(in[0]);
-            for (int64_t p = 0; p < nx; p++) {
+            for (int64_t p = 0; p < nx; p++)
                 for (int64_t c = 0; c < C; c++)
                     u[p * C4 + c] = (uint8_t)(q[p * C + c] + 128);
-                memset(u + p * C4 + C, 0, (size_t)tail);
-            }
         } else {
             const float *f = tfm_tensor_data(in[0]);
             float inv = (float)(1.0 / a->f[0]);
-            for (int64_t p = 0; p < nx; p++) {
+            for (int64_t p = 0; p < nx; p++)
                 for (int64_t c = 0; c < C; c++)
                     u[p * C4 + c] = (uint8_t)(tfm_qclamp32(
                         tfm_qround_away(f[p * C + c] * inv) + zin, -128,
                         127) + 128);
-                memset(u + p * C4 + C, 0, (size_t)tail);
-            }
         }
         memset(padpix, zin + 128, (size_t)C4);
     } else {
