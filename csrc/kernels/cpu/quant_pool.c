@@ -13,10 +13,9 @@
 #include "loops.h"
 #include "qgemm.h"
 
-/* One pooled value per (b, oy, ox, c), over the window's valid part. */
+/* AvgPool: one mean per (b, oy, ox, c), over the window's valid part. */
 static tfm_code
-pool(tfm_tensor *const *in, const tfm_attrs *a, tfm_tensor *const *out,
-     int is_max)
+avg_pool(tfm_tensor *const *in, const tfm_attrs *a, tfm_tensor *const *out)
 {
     const int64_t *xd = in[0]->shape.dims, *yd = out[0]->shape.dims;
     int64_t B = xd[0], H = xd[1], W = xd[2], C = xd[3];
@@ -44,26 +43,18 @@ pool(tfm_tensor *const *in, const tfm_attrs *a, tfm_tensor *const *out,
             int cw = C - c0 < 64 ? (int)(C - c0) : 64;
             int32_t acc[64];
             for (int c = 0; c < cw; c++)
-                acc[c] = is_max ? -128 : 0;
+                acc[c] = 0;
             for (int64_t iy = y0; iy < y1; iy++)
                 for (int64_t ix = x0; ix < x1; ix++) {
                     const int8_t *xp = x + ((b * H + iy) * W + ix) * C + c0;
-                    if (is_max)
-                        for (int c = 0; c < cw; c++)
-                            acc[c] = xp[c] > acc[c] ? xp[c] : acc[c];
-                    else
-                        for (int c = 0; c < cw; c++)
-                            acc[c] += xp[c];
+                    for (int c = 0; c < cw; c++)
+                        acc[c] += xp[c];
                 }
-            if (is_max)
-                for (int c = 0; c < cw; c++)
-                    yr[c0 + c] = (int8_t)acc[c];
-            else
-                for (int c = 0; c < cw; c++) {
-                    int32_t sum = acc[c];
-                    yr[c0 + c] = (int8_t)(sum >= 0 ? (sum + n / 2) / n
-                                                   : (sum - n / 2) / n);
-                }
+            for (int c = 0; c < cw; c++) {
+                int32_t sum = acc[c];
+                yr[c0 + c] = (int8_t)(sum >= 0 ? (sum + n / 2) / n
+                                               : (sum - n / 2) / n);
+            }
         }
     });
     return TFM_OK;
@@ -72,9 +63,8 @@ pool(tfm_tensor *const *in, const tfm_attrs *a, tfm_tensor *const *out,
 /* MaxPool straight in int8 lanes (a max of int8 is an int8, so no
  * widening), one output row (b, oy) per step, the window's rows and
  * columns clipped once per row and pixel rather than from a division
- * per pixel: pool()'s general loop cost as much as the convolutions
- * around it in a small int8 CNN. An empty window gives -128, as in
- * pool(). */
+ * per pixel: the general loop (now avg_pool's) cost as much as the convolutions
+ * around it in a small int8 CNN. An empty window gives -128. */
 /* Sixteen int8 lanes in GCC's vector extension (clang and emscripten
  * have it too): a loop over 16 channels left to the vectorizer ran as
  * its scalar remainder, after a 64-byte main loop that never ran. */
@@ -144,7 +134,7 @@ tfm_k_quantized_avg_pool(tfm_op op, tfm_tensor *const *in, int nin,
                          int nout, const tfm_kctx *ctx)
 {
     (void)op; (void)nin; (void)nout; (void)ctx;
-    return pool(in, a, out, 0);
+    return avg_pool(in, a, out);
 }
 
 /* TF Lite's int8 softmax, as its optimized kernel computes it: a table
