@@ -9,30 +9,12 @@
 #include "conv.h"
 #include "loops.h"
 #include "qgemm.h"
+#include "quant_conv.h"
 
 static inline int32_t
 clampi(int64_t v, int32_t lo, int32_t hi)
 {
     return v < lo ? lo : v > hi ? hi : (int32_t)v;
-}
-
-/* clampi for int32 values (round_away's range): 32-bit lanes, twice as
- * many per vector as int64 ones. */
-static inline int32_t
-clamp32(int32_t v, int32_t lo, int32_t hi)
-{
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* Round half away from zero (TF Lite's rule), in plain arithmetic the
- * compiler vectorizes (roundf and lroundf are library calls). NaN gives
- * 0; values past +-1e6 saturate, far outside any int8 range. */
-static inline int32_t
-round_away(float v)
-{
-    v = v > 1e6f ? 1e6f : v;
-    v = v >= -1e6f ? v : (v == v ? -1e6f : 0.0f);
-    return (int32_t)(v + (v >= 0 ? 0.5f : -0.5f));
 }
 
 static tfm_code
@@ -53,7 +35,8 @@ tfm_k_quantize(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     int64_t zp = a->i[1];
     TFM_PAR_FOR(tfm_tensor_numel(in[0]) > TFM_PAR_MIN, i,
                 tfm_tensor_numel(in[0]), {
-        q[i] = (int8_t)clampi(round_away(x[i] * inv) + zp, -128, 127);
+        q[i] = (int8_t)clampi(tfm_qround_away(x[i] * inv) + zp, -128,
+                              127);
     });
     return TFM_OK;
 }
@@ -147,10 +130,11 @@ tfm_k_hybrid_fc(tfm_op op, tfm_tensor *const *in, int nin,
         float s = (hi - lo) / 255.0f;
         if (!(s > 0) || !isfinite(s))
             s = 1.0f;
-        int32_t zp = clampi(round_away(-lo / s), 0, 255);
+        int32_t zp = clampi(tfm_qround_away(-lo / s), 0, 255);
         float inv = 1.0f / s;
         for (int64_t k = 0; k < K; k++)
-            u[m * K + k] = (uint8_t)clampi(round_away(xr[k] * inv) + zp,
+            u[m * K + k] = (uint8_t)clampi(tfm_qround_away(xr[k] * inv)
+                                           + zp,
                                            0, 255);
         rs[m] = s;
         rz[m] = zp;
@@ -347,18 +331,15 @@ packed_rows(const tfm_tensor *x, int64_t M, int64_t K, const tfm_attrs *a)
     int32_t zp = (int32_t)a->i[1];
     for (int64_t m = 0; m < M; m++)
         for (int64_t k = 0; k < K; k++)
-            u[m * K4 * 4 + k] = (uint8_t)(clamp32(
-                round_away(f[m * K + k] * inv) + zp, -128, 127) + 128);
+            u[m * K4 * 4 + k] = (uint8_t)(tfm_qclamp32(
+                tfm_qround_away(f[m * K + k] * inv) + zp, -128, 127) + 128);
     return u;
 }
 
-/* The finishing of a static-range layer: requantize (as requantize()
- * above; the offset input already holds bias - zin * column sums), and
- * dequantize when the output is float. cb and mult are N each, owned by
- * the caller. */
-static void
-static_out(tfm_qout *o, const tfm_attrs *a, tfm_tensor *const *in,
-           int64_t N, tfm_tensor *y, int64_t *cb, float *mult)
+/* As requantize() above, in tfm_qout's terms (quant_conv.h). */
+void
+tfm_qstatic_out(tfm_qout *o, const tfm_attrs *a, tfm_tensor *const *in,
+                int64_t N, tfm_tensor *y, int64_t *cb, float *mult)
 {
     int32_t zout = (int32_t)a->i[2];
     double ratio = a->f[0] / a->f[1];
@@ -399,7 +380,7 @@ packed_static(tfm_op op, uint8_t *rows, int64_t M, int64_t N, int64_t K,
         return oom(op);
     }
     tfm_qout o;
-    static_out(&o, a, in, N, out[0], cb, mult);
+    tfm_qstatic_out(&o, a, in, N, out[0], cb, mult);
     tfm_qgemm_packed(M, N, K, rows, tfm_tensor_data(in[1]), &o);
     free(rows);
     free(cb);
@@ -467,11 +448,12 @@ tfm_k_hybrid_fc_packed(tfm_op op, tfm_tensor *const *in, int nin,
         float s = (hi - lo) / 255.0f;
         if (!(s > 0) || !isfinite(s))
             s = 1.0f;
-        int32_t zp = clampi(round_away(-lo / s), 0, 255);
+        int32_t zp = clampi(tfm_qround_away(-lo / s), 0, 255);
         float inv = 1.0f / s;
         uint8_t *ur = u + m * K4 * 4;
         for (int64_t k = 0; k < K; k++)
-            ur[k] = (uint8_t)clamp32(round_away(xr[k] * inv) + zp, 0, 255);
+            ur[k] = (uint8_t)tfm_qclamp32(tfm_qround_away(xr[k] * inv)
+                                          + zp, 0, 255);
         rs[m] = s;
         rz[m] = zp;
     }
@@ -493,6 +475,10 @@ tfm_k_quantized_conv2d_packed(tfm_op op, tfm_tensor *const *in, int nin,
                               int nout, const tfm_kctx *ctx)
 {
     (void)nin; (void)nout; (void)ctx;
+    int done;
+    tfm_code rc = tfm_qconv2d_direct(op, in, a, out, &done);
+    if (done || rc != TFM_OK)
+        return rc;
     const int64_t *xd = in[0]->shape.dims, *fd = a->ints + TFM_CONV_SIZES;
     const int64_t *yd = out[0]->shape.dims;
     int64_t B = xd[0], H = xd[1], W = xd[2], C = xd[3];
@@ -527,8 +513,8 @@ tfm_k_quantized_conv2d_packed(tfm_op op, tfm_tensor *const *in, int nin,
         float inv = (float)(1.0 / a->f[0]);
         int32_t zp = (int32_t)a->i[1];
         for (int64_t i = 0; i < nx; i++)
-            ux[i] = (uint8_t)(clamp32(round_away(f[i] * inv) + zp, -128,
-                                      127) + 128);
+            ux[i] = (uint8_t)(tfm_qclamp32(tfm_qround_away(f[i] * inv)
+                                           + zp, -128, 127) + 128);
     }
     uint8_t pad = (uint8_t)(a->i[1] + 128);
     TFM_PAR_FOR(M * K > TFM_PAR_MIN, r, M, {

@@ -1,0 +1,317 @@
+/* Note [Direct int8 convolution]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * QuantizedConv2DPacked on AVX512-VNNI without im2col. A small CNN's
+ * convolutions (a few input channels, 16 or 32 filters) are cheap in
+ * products; through im2col they cost a written and re-read row of
+ * KH*KW*C bytes per output pixel and a scalar finish per 16 outputs,
+ * which made the digits CNN slower in int8 than oneDNN's float. Here
+ * the products read the input where it lies: for each filter tap, each
+ * of R output pixels (along a row) points at its input pixel, or at a
+ * pixel of the input's zero point where the tap falls in the padding,
+ * and vpdpbusd takes the channels four at a time. The filter's packed
+ * rows (Note [Packed int8 weights] in qgemm.h) run (kh, kw, c), so when
+ * C is a multiple of 4 each quad of k is four channels of one tap and
+ * the converter's weights serve as they are; otherwise the input is
+ * copied with its channels padded to a multiple of 4, and the weights
+ * repacked with zero rows at the padded channels (KH*KW*C4*O bytes a
+ * call: small beside the products). An int8 input is read as it is
+ * (x ^ 0x80 is x + 128, the uint8 the products take); a float one is
+ * quantized into the padded copy. The sums are finished in vectors,
+ * with the arithmetic of finish() in qgemm.c step by step, in int32:
+ * it applies only when every sum plus its offset provably fits in
+ * int32, where the int32 add is exact. So its int8 equals the im2col
+ * path's bit for bit (tests/test_quant_conv.py checks it). */
+#include "quant_conv.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/status.h"
+#include "conv.h"
+#include "loops.h"
+
+#if defined(__x86_64__) && !defined(__EMSCRIPTEN__) &&                   \
+    (defined(__GNUC__) || defined(__clang__))
+#define TFM_QCONV_X86 1
+#include <immintrin.h>
+#endif
+
+int
+tfm_qconv_direct_enabled(void)
+{
+    static _Atomic int cached = -1;
+    int v = atomic_load(&cached);
+    if (v >= 0)
+        return v;
+    const char *env = getenv("TFMINI_QCONV_IM2COL");
+    v = tfm_qgemm_uses_vnni() && !(env && *env && *env != '0');
+    atomic_store(&cached, v);
+    return v;
+}
+
+#ifdef TFM_QCONV_X86
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+typedef struct {
+    const uint8_t *src;         /* [B, H, W, cs] */
+    const uint8_t *padpix;      /* cs bytes: a pixel outside the input */
+    uint32_t xm;                /* src's bytes ^ xm: the uint8 operand */
+    int64_t H, W, cs, OH, OW, O, KH, KW, sh, sw, dh, dw, pt, pl, K4;
+    const int8_t *wp;           /* packed over K = KH * KW * cs */
+    const int32_t *cb;          /* bias - zin * column sums [O] */
+    const float *mult;          /* [O] */
+    int32_t zout;
+    float flo, fhi, s_out;
+    int int8_out;
+    void *y;                    /* [B, OH, OW, O] */
+} dconv;
+
+/* One pixel's 16 sums (k: its valid lanes) finished into y at column n:
+ * finish() in qgemm.c in vectors. min(fhi, d) is d > fhi ? fhi : d and
+ * max(d, flo) is d >= flo ? d : flo, NaN included (it lands on flo). */
+VNNI __attribute__((always_inline)) static inline void
+dfinish(const dconv *d, __m512i acc, int64_t m, int64_t n, __mmask16 k)
+{
+    __m512i s = _mm512_add_epi32(acc, _mm512_maskz_loadu_epi32(k, d->cb + n));
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(s),
+                             _mm512_maskz_loadu_ps(k, d->mult + n));
+    f = _mm512_min_ps(_mm512_set1_ps(d->fhi), f);
+    f = _mm512_max_ps(f, _mm512_set1_ps(d->flo));
+    __mmask16 pos = _mm512_cmp_ps_mask(f, _mm512_setzero_ps(), _CMP_GE_OQ);
+    __m512 half = _mm512_mask_blend_ps(pos, _mm512_set1_ps(-0.5f),
+                                       _mm512_set1_ps(0.5f));
+    __m512i q = _mm512_cvttps_epi32(_mm512_add_ps(f, half));
+    if (d->int8_out)
+        _mm512_mask_cvtepi32_storeu_epi8(
+            (int8_t *)d->y + m * d->O + n, k,
+            _mm512_add_epi32(q, _mm512_set1_epi32(d->zout)));
+    else
+        _mm512_mask_storeu_ps((float *)d->y + m * d->O + n, k,
+                              _mm512_mul_ps(_mm512_cvtepi32_ps(q),
+                                            _mm512_set1_ps(d->s_out)));
+}
+
+/* R (1..4) output pixels of row (b, oy) from ox0, times NB (1..4)
+ * panels of 16 filters from n0: R*NB accumulators in registers (R and
+ * NB are constants at each call, as in qgemm.c's block()), and each
+ * filter load feeds R pixels. */
+VNNI __attribute__((always_inline)) static inline void
+dblock(int R, int NB, const dconv *d, int64_t b, int64_t oy, int64_t ox0,
+       int64_t n0)
+{
+    __m512i acc[4][4];
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 4")
+        for (int j = 0; j < NB; j++)
+            acc[r][j] = _mm512_setzero_si512();
+    const int8_t *pan[4];
+    int64_t step[4];
+    __mmask64 mk[4];
+    __mmask16 mk16[4];
+    _Pragma("GCC unroll 4")
+    for (int j = 0; j < NB; j++) {
+        int64_t w = d->O - n0 - j * 16;
+        w = w < 16 ? w : 16;
+        pan[j] = d->wp + (n0 / 16 + j) * d->K4 * 64;
+        step[j] = w * 4;
+        mk[j] = w == 16 ? ~(__mmask64)0 : (((__mmask64)1 << (w * 4)) - 1);
+        mk16[j] = (__mmask16)((1u << w) - 1);
+    }
+    int64_t cq = d->cs / 4;
+    int32_t xm = (int32_t)d->xm;
+    for (int64_t i = 0; i < d->KH; i++) {
+        int64_t iy = oy * d->sh + i * d->dh - d->pt;
+        int row_in = iy >= 0 && iy < d->H;
+        const uint8_t *rowp = row_in ? d->src + (b * d->H + iy) * d->W * d->cs
+                                     : NULL;
+        for (int64_t j = 0; j < d->KW; j++) {
+            const uint8_t *px[4];
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < R; r++) {
+                int64_t ix = (ox0 + r) * d->sw + j * d->dw - d->pl;
+                px[r] = row_in && ix >= 0 && ix < d->W ? rowp + ix * d->cs
+                                                       : d->padpix;
+            }
+            const int64_t kb0 = (i * d->KW + j) * cq;
+            for (int64_t c = 0; c < cq; c++) {
+                __m512i bv[4];
+                _Pragma("GCC unroll 4")
+                for (int t = 0; t < NB; t++)
+                    bv[t] = _mm512_maskz_loadu_epi8(
+                        mk[t], pan[t] + (kb0 + c) * step[t]);
+                _Pragma("GCC unroll 4")
+                for (int r = 0; r < R; r++) {
+                    int32_t a4;
+                    memcpy(&a4, px[r] + c * 4, 4);
+                    __m512i av = _mm512_set1_epi32(a4 ^ xm);
+                    _Pragma("GCC unroll 4")
+                    for (int t = 0; t < NB; t++)
+                        acc[r][t] = _mm512_dpbusd_epi32(acc[r][t], av, bv[t]);
+                }
+            }
+        }
+    }
+    int64_t m0 = (b * d->OH + oy) * d->OW + ox0;
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < NB; t++)
+            dfinish(d, acc[r][t], m0 + r, n0 + t * 16, mk16[t]);
+}
+
+/* Output row `row` (b * OH + oy), all of its pixels and filters. */
+VNNI static void
+drow(const dconv *d, int64_t row)
+{
+    int64_t b = row / d->OH, oy = row % d->OH;
+    for (int64_t n0 = 0; n0 < d->O; n0 += 64) {
+        int nb = d->O - n0 >= 64 ? 4 : (int)((d->O - n0 + 15) / 16);
+        for (int64_t ox0 = 0; ox0 < d->OW; ox0 += 4) {
+            int R = d->OW - ox0 < 4 ? (int)(d->OW - ox0) : 4;
+#define NBS(R)                                                            \
+    switch (nb) {                                                         \
+    case 4: dblock(R, 4, d, b, oy, ox0, n0); break;                       \
+    case 3: dblock(R, 3, d, b, oy, ox0, n0); break;                       \
+    case 2: dblock(R, 2, d, b, oy, ox0, n0); break;                       \
+    default: dblock(R, 1, d, b, oy, ox0, n0); break;                      \
+    }
+            switch (R) {
+            case 4: NBS(4); break;
+            case 3: NBS(3); break;
+            case 2: NBS(2); break;
+            default: NBS(1); break;
+            }
+#undef NBS
+        }
+    }
+}
+
+/* The converter's packing over K = T*C (T taps) as one over T*C4, with
+ * zero rows at each tap's channels C..C4-1. */
+static void
+repack(const int8_t *wp, int64_t T, int64_t C, int64_t C4, int64_t O,
+       int8_t *out)
+{
+    int64_t K4o = (T * C + 3) / 4, K4n = T * C4 / 4;
+    memset(out, 0, (size_t)TFM_QPACK_BYTES(T * C4, O));
+    for (int64_t p = 0; p * 16 < O; p++) {
+        int64_t w = O - p * 16 < 16 ? O - p * 16 : 16;
+        const int8_t *src = wp + p * K4o * 64;
+        int8_t *dst = out + p * K4n * 64;
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t c = 0; c < C; c++) {
+                int64_t ko = t * C + c, kn = t * C4 + c;
+                for (int64_t n = 0; n < w; n++)
+                    dst[((kn / 4) * w + n) * 4 + kn % 4] =
+                        src[((ko / 4) * w + n) * 4 + ko % 4];
+            }
+    }
+}
+#endif
+
+tfm_code
+tfm_qconv2d_direct(tfm_op op, tfm_tensor *const *in, const tfm_attrs *a,
+                   tfm_tensor *const *out, int *done)
+{
+    *done = 0;
+#ifdef TFM_QCONV_X86
+    if (!tfm_qconv_direct_enabled())
+        return TFM_OK;
+    const int64_t *xd = in[0]->shape.dims, *fd = a->ints + TFM_CONV_SIZES;
+    const int64_t *yd = out[0]->shape.dims;
+    int64_t B = xd[0], H = xd[1], W = xd[2], C = xd[3];
+    int64_t KH = fd[0], KW = fd[1], O = fd[3];
+    int64_t OH = yd[1], OW = yd[2], C4 = (C + 3) / 4 * 4;
+    int64_t K = KH * KW * C;
+    /* Each sum is at most K * 255 * 128 in size; with the largest
+     * offset it must stay inside int32 for the int32 add to be exact. */
+    const int32_t *off = tfm_tensor_data(in[3]);
+    int64_t big = 0;
+    for (int64_t n = 0; n < O; n++) {
+        int64_t v = off[n] < 0 ? -(int64_t)off[n] : off[n];
+        big = v > big ? v : big;
+    }
+    if (K * 255 * 128 + big >= INT32_MAX)
+        return TFM_OK;
+    *done = 1;
+    int64_t M = B * OH * OW;
+    if (M == 0 || O == 0)
+        return TFM_OK;
+    int64_t mode_pt, mode_pl, oh, ow;
+    tfm_conv_dim(H, KH, a->ints[TFM_CONV_STRIDE_H], a->ints[TFM_CONV_WIN_H],
+                 (int)a->i[0], a->ints[TFM_CONV_PADS],
+                 a->ints[TFM_CONV_PADS + 1], &oh, &mode_pt);
+    tfm_conv_dim(W, KW, a->ints[TFM_CONV_STRIDE_W], a->ints[TFM_CONV_WIN_W],
+                 (int)a->i[0], a->ints[TFM_CONV_PADS + 2],
+                 a->ints[TFM_CONV_PADS + 3], &ow, &mode_pl);
+    int copy = in[0]->dtype != TFM_INT8 || C4 != C;
+    int64_t nx = B * H * W;
+    /* zeroed once: channels past C hold zeros (their weights are zero
+     * too), written by no per-pixel memset */
+    uint8_t *u = copy ? calloc((size_t)(nx * C4) + 1, 1) : NULL;
+    int8_t *wr = C4 != C ? malloc((size_t)TFM_QPACK_BYTES(KH * KW * C4, O)
+                                  + 1) : NULL;
+    uint8_t *padpix = malloc((size_t)C4 + 1);
+    int64_t *cb64 = malloc((size_t)O * sizeof *cb64 + 1);
+    int32_t *cb = malloc((size_t)O * sizeof *cb + 1);
+    float *mult = malloc((size_t)O * sizeof *mult + 1);
+    tfm_code rc = TFM_OK;
+    if ((copy && !u) || (C4 != C && !wr) || !padpix || !cb64 || !cb ||
+        !mult) {
+        rc = tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: out of memory for "
+                       "its scratch buffers", tfm_ops[op].name);
+        goto done;
+    }
+    int32_t zin = (int32_t)a->i[1];
+    if (copy) {
+        if (in[0]->dtype == TFM_INT8) {
+            const int8_t *q = tfm_tensor_data(in[0]);
+            for (int64_t p = 0; p < nx; p++)
+                for (int64_t c = 0; c < C; c++)
+                    u[p * C4 + c] = (uint8_t)(q[p * C + c] + 128);
+        } else {
+            const float *f = tfm_tensor_data(in[0]);
+            float inv = (float)(1.0 / a->f[0]);
+            for (int64_t p = 0; p < nx; p++)
+                for (int64_t c = 0; c < C; c++)
+                    u[p * C4 + c] = (uint8_t)(tfm_qclamp32(
+                        tfm_qround_away(f[p * C + c] * inv) + zin, -128,
+                        127) + 128);
+        }
+        memset(padpix, zin + 128, (size_t)C4);
+    } else {
+        memset(padpix, (uint8_t)(int8_t)zin, (size_t)C4);
+    }
+    if (C4 != C)
+        repack(tfm_tensor_data(in[1]), KH * KW, C, C4, O, wr);
+    tfm_qout o;
+    tfm_qstatic_out(&o, a, in, O, out[0], cb64, mult);
+    for (int64_t n = 0; n < O; n++)
+        cb[n] = (int32_t)cb64[n];
+    dconv d = {.src = copy ? u : (const uint8_t *)tfm_tensor_data(in[0]),
+               .padpix = padpix, .xm = copy ? 0u : 0x80808080u,
+               .H = H, .W = W, .cs = C4, .OH = OH, .OW = OW, .O = O,
+               .KH = KH, .KW = KW, .sh = a->ints[TFM_CONV_STRIDE_H],
+               .sw = a->ints[TFM_CONV_STRIDE_W],
+               .dh = a->ints[TFM_CONV_WIN_H], .dw = a->ints[TFM_CONV_WIN_W],
+               .pt = mode_pt, .pl = mode_pl, .K4 = KH * KW * C4 / 4,
+               .wp = C4 != C ? wr : (const int8_t *)tfm_tensor_data(in[1]),
+               .cb = cb, .mult = mult, .zout = o.zout, .flo = o.flo,
+               .fhi = o.fhi, .s_out = o.s_out,
+               .int8_out = o.kind == TFM_QOUT_INT8, .y = o.y};
+    TFM_PAR_FOR(M * O * K > (1 << 22), row, B * OH, { drow(&d, row); });
+done:
+    free(u);
+    free(wr);
+    free(padpix);
+    free(cb64);
+    free(cb);
+    free(mult);
+    return rc;
+#else
+    (void)op; (void)in; (void)a; (void)out;
+    return TFM_OK;
+#endif
+}

@@ -1,0 +1,50 @@
+/* The direct int8 convolution behind QuantizedConv2DPacked (Note [Direct
+ * int8 convolution] in quant_conv.c), and what it shares with the
+ * im2col path of quant_ops.c. */
+#ifndef TFM_KERNELS_CPU_QUANT_CONV_H
+#define TFM_KERNELS_CPU_QUANT_CONV_H
+
+#include <stdint.h>
+
+#include "qgemm.h"
+
+/* clamp for int32 values (tfm_qround_away's range): 32-bit lanes, twice
+ * as many per vector as int64 ones. */
+static inline int32_t
+tfm_qclamp32(int32_t v, int32_t lo, int32_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Round half away from zero (TF Lite's rule), in plain arithmetic the
+ * compiler vectorizes (roundf and lroundf are library calls). NaN gives
+ * 0; values past +-1e6 saturate, far outside any int8 range. */
+static inline int32_t
+tfm_qround_away(float v)
+{
+    v = v > 1e6f ? 1e6f : v;
+    v = v >= -1e6f ? v : (v == v ? -1e6f : 0.0f);
+    return (int32_t)(v + (v >= 0 ? 0.5f : -0.5f));
+}
+
+/* The finishing of a static-range layer (quant_ops.c): o requantizes
+ * (the offset input in[3] already holds bias - zin * column sums) and
+ * dequantizes when y is float. cb and mult are N each, owned by the
+ * caller. */
+void tfm_qstatic_out(tfm_qout *o, const tfm_attrs *a, tfm_tensor *const *in,
+                     int64_t N, tfm_tensor *y, int64_t *cb, float *mult);
+
+/* QuantizedConv2DPacked without im2col, where it applies (AVX512-VNNI
+ * present and chosen, and every sum provably inside int32); sets *done
+ * to 0 and does nothing otherwise, so the caller runs the im2col path.
+ * The environment variable TFMINI_QCONV_IM2COL=1 (read once) declines
+ * it always, so tests and benchmarks can compare the two. */
+tfm_code tfm_qconv2d_direct(tfm_op op, tfm_tensor *const *in,
+                            const tfm_attrs *a, tfm_tensor *const *out,
+                            int *done);
+
+/* 1 when tfm_qconv2d_direct may run (VNNI chosen, not declined by the
+ * environment). */
+int tfm_qconv_direct_enabled(void);
+
+#endif
