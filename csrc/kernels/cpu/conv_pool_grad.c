@@ -20,7 +20,13 @@
  * pool-sized dy while it is in registers. */
 #include "conv.h"
 
+#ifdef _OPENMP
 #include <omp.h>
+#else /* the wasm runtime builds without OpenMP: one thread */
+#define omp_get_max_threads() 1
+#define omp_get_thread_num() 0
+#define omp_get_num_threads() 1
+#endif
 #include <stdlib.h>
 #include <string.h>
 
