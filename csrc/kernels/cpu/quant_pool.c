@@ -13,18 +13,35 @@
 #include "loops.h"
 #include "qgemm.h"
 
+/* NHWC pool geometry: sizes, window, strides and the top/left padding
+ * (the attrs' padding mode in i[0]). */
+typedef struct {
+    int64_t B, H, W, C, OH, OW, kh, kw, sh, sw, pt, pl;
+} pool_geom;
+
+static void
+read_geom(tfm_tensor *const *in, const tfm_attrs *a, tfm_tensor *const *out,
+          pool_geom *g)
+{
+    const int64_t *xd = in[0]->shape.dims, *yd = out[0]->shape.dims;
+    int64_t oh, ow;
+    g->B = xd[0], g->H = xd[1], g->W = xd[2], g->C = xd[3];
+    g->OH = yd[1], g->OW = yd[2];
+    g->kh = a->ints[TFM_CONV_WIN_H], g->kw = a->ints[TFM_CONV_WIN_W];
+    g->sh = a->ints[TFM_CONV_STRIDE_H], g->sw = a->ints[TFM_CONV_STRIDE_W];
+    tfm_conv_dim(g->H, g->kh, g->sh, 1, (int)a->i[0], 0, 0, &oh, &g->pt);
+    tfm_conv_dim(g->W, g->kw, g->sw, 1, (int)a->i[0], 0, 0, &ow, &g->pl);
+}
+
 /* AvgPool: one mean per (b, oy, ox, c), over the window's valid part. */
 static tfm_code
 avg_pool(tfm_tensor *const *in, const tfm_attrs *a, tfm_tensor *const *out)
 {
-    const int64_t *xd = in[0]->shape.dims, *yd = out[0]->shape.dims;
-    int64_t B = xd[0], H = xd[1], W = xd[2], C = xd[3];
-    int64_t OH = yd[1], OW = yd[2];
-    int64_t kh = a->ints[TFM_CONV_WIN_H], kw = a->ints[TFM_CONV_WIN_W];
-    int64_t sh = a->ints[TFM_CONV_STRIDE_H], sw = a->ints[TFM_CONV_STRIDE_W];
-    int64_t oh, ow, pt, pl;
-    tfm_conv_dim(H, kh, sh, 1, (int)a->i[0], 0, 0, &oh, &pt);
-    tfm_conv_dim(W, kw, sw, 1, (int)a->i[0], 0, 0, &ow, &pl);
+    pool_geom g;
+    read_geom(in, a, out, &g);
+    const int64_t B = g.B, H = g.H, W = g.W, C = g.C, OH = g.OH, OW = g.OW;
+    const int64_t kh = g.kh, kw = g.kw, sh = g.sh, sw = g.sw;
+    const int64_t pt = g.pt, pl = g.pl;
     const int8_t *x = tfm_tensor_data(in[0]);
     int8_t *y = tfm_tensor_data(out[0]);
     TFM_PAR_FOR(B * OH * OW * C > TFM_PAR_MIN, r, B * OH * OW, {
@@ -63,9 +80,10 @@ avg_pool(tfm_tensor *const *in, const tfm_attrs *a, tfm_tensor *const *out)
 /* MaxPool straight in int8 lanes (a max of int8 is an int8, so no
  * widening), one output row (b, oy) per step, the window's rows and
  * columns clipped once per row and pixel rather than from a division
- * per pixel: the general loop (now avg_pool's) cost as much as the convolutions
- * around it in a small int8 CNN. An empty window gives -128. */
-/* Sixteen int8 lanes in GCC's vector extension (clang and emscripten
+ * per pixel: a general per-pixel loop cost as much as the convolutions
+ * around it in a small int8 CNN. An empty window gives -128.
+ *
+ * Sixteen int8 lanes in GCC's vector extension (clang and emscripten
  * have it too): a loop over 16 channels left to the vectorizer ran as
  * its scalar remainder, after a 64-byte main loop that never ran. */
 typedef int8_t v16 __attribute__((vector_size(16)));
@@ -73,14 +91,11 @@ typedef int8_t v16 __attribute__((vector_size(16)));
 static void
 max_pool(tfm_tensor *const *in, const tfm_attrs *a, tfm_tensor *const *out)
 {
-    const int64_t *xd = in[0]->shape.dims, *yd = out[0]->shape.dims;
-    int64_t B = xd[0], H = xd[1], W = xd[2], C = xd[3];
-    int64_t OH = yd[1], OW = yd[2];
-    int64_t kh = a->ints[TFM_CONV_WIN_H], kw = a->ints[TFM_CONV_WIN_W];
-    int64_t sh = a->ints[TFM_CONV_STRIDE_H], sw = a->ints[TFM_CONV_STRIDE_W];
-    int64_t oh, ow, pt, pl;
-    tfm_conv_dim(H, kh, sh, 1, (int)a->i[0], 0, 0, &oh, &pt);
-    tfm_conv_dim(W, kw, sw, 1, (int)a->i[0], 0, 0, &ow, &pl);
+    pool_geom g;
+    read_geom(in, a, out, &g);
+    const int64_t B = g.B, H = g.H, W = g.W, C = g.C, OH = g.OH, OW = g.OW;
+    const int64_t kh = g.kh, kw = g.kw, sh = g.sh, sw = g.sw;
+    const int64_t pt = g.pt, pl = g.pl;
     const int8_t *x = tfm_tensor_data(in[0]);
     int8_t *y = tfm_tensor_data(out[0]);
     TFM_PAR_FOR(B * OH * OW * C > TFM_PAR_MIN, row, B * OH, {
