@@ -344,9 +344,11 @@ def _bodies(g):
     return out
 
 
-def test_train_step_graph_saves_the_gates_and_reruns_no_gemm():
+def _traced_train_step(xs):
+    """An LSTM(8) train step as a tf.function, traced and run once on xs:
+    (the function, xs as a tensor)."""
     layer = L.LSTM(8)
-    x = tf.constant(_x(t=7))
+    x = tf.constant(xs)
     layer(x)
 
     @tf.function
@@ -354,8 +356,12 @@ def test_train_step_graph_saves_the_gates_and_reruns_no_gemm():
         with tf.GradientTape() as tape:
             loss = tf.reduce_sum(layer(x))
         return tape.gradient(loss, layer.trainable_weights)
-
     run(x)
+    return run, x
+
+
+def test_train_step_graph_saves_the_gates_and_reruns_no_gemm():
+    run, x = _traced_train_step(_x(t=7))
     g = run.get_concrete_function(x).optimized_graph
     bodies = [[op.type for op in b.get_operations()] for b in _bodies(g)]
     assert len(bodies) == 2, bodies
@@ -376,17 +382,7 @@ def test_train_step_graph_copies_no_stack():
     # The stacks hold the states entering each step (n rows), so nothing
     # builds them by concatenation or slices them for dR; the backward
     # step reads two rows (gates, c_prev) and carries the c it leaves.
-    layer = L.LSTM(8)
-    x = tf.constant(_x(t=7))
-    layer(x)
-
-    @tf.function
-    def run(x):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(layer(x))
-        return tape.gradient(loss, layer.trainable_weights)
-
-    run(x)
+    run, x = _traced_train_step(_x(t=7))
     g = run.get_concrete_function(x).optimized_graph
     outside = [op.type for op in g.get_operations()]
     assert "ConcatV2" not in outside and "StridedSlice" not in outside, \
@@ -541,16 +537,7 @@ def _exec_counts():
 
 
 def _train_step_counts(t):
-    layer = L.LSTM(8)
-    x = tf.constant(_x(n=5, t=t))
-    layer(x)
-
-    @tf.function
-    def run(x):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(layer(x))
-        return tape.gradient(loss, layer.trainable_weights)
-    run(x)
+    run, x = _traced_train_step(_x(n=5, t=t))
     before = _exec_counts()
     run(x)
     return _exec_counts() - before, run, x
