@@ -13,8 +13,9 @@ from test_model_server import _have_libraries
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.slow
-def test_serving_bench_smoke():
+def _serving_bench(args, timeout):
+    """benchmarks/serving_bench.py with args, or a skip naming what is
+    missing (wrk, the server's libraries)."""
     if not shutil.which("wrk"):
         pytest.skip("the serving benchmark needs wrk: apt-get install wrk")
     if not _have_libraries():
@@ -22,12 +23,17 @@ def test_serving_bench_smoke():
                     "cJSON: apt-get install libmicrohttpd-dev "
                     "libjansson-dev libcjson-dev")
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" /
-                                            "serving_bench.py"),
-                        "--duration=1s", "--rounds=2", "--connections=2",
-                        "--models=mlp",
-                        "--kinds=C,C+batching,python", "--rss-requests=1000"],
-                       capture_output=True, text=True, timeout=600, env=env)
+    return subprocess.run([sys.executable,
+                           str(ROOT / "benchmarks" / "serving_bench.py")]
+                          + args, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+@pytest.mark.slow
+def test_serving_bench_smoke():
+    r = _serving_bench(["--duration=1s", "--rounds=2", "--connections=2",
+                        "--models=mlp", "--kinds=C,C+batching,python",
+                        "--rss-requests=1000"], timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     rows = [line for line in r.stdout.splitlines()
             if line.startswith("| mlp |")]
@@ -43,18 +49,9 @@ def test_rss_stays_flat_over_1e5_requests():
     2 MiB of its size after the warm-up: a leak of 21 bytes a request
     would pass that. serving_bench.py --rss-only measures 10^6 the same
     way for RESULTS.md."""
-    if not shutil.which("wrk"):
-        pytest.skip("the serving benchmark needs wrk: apt-get install wrk")
-    if not _have_libraries():
-        pytest.skip("tfmini_model_server needs libmicrohttpd, jansson and "
-                    "cJSON: apt-get install libmicrohttpd-dev "
-                    "libjansson-dev libcjson-dev")
-    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" /
-                                            "serving_bench.py"),
-                        "--rss-only", "--models=mlp", "--kinds=C",
+    r = _serving_bench(["--rss-only", "--models=mlp", "--kinds=C",
                         "--rss-requests=100000", "--rss-sample=5"],
-                       capture_output=True, text=True, timeout=900, env=env)
+                       timeout=900)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     rows = [line for line in r.stdout.splitlines()
             if line.startswith("| mlp | C |")]
