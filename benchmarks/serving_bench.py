@@ -23,7 +23,9 @@ server's RSS (VmRSS), sampled every --rss-sample seconds over
 --rss-requests requests (10^6 by default) at --rss-connections, without
 and with batching; --rss-only skips the throughput table.
 --write-results puts the table into benchmarks/RESULTS.md's "Serving
-(wrk)" section. Needs wrk, libmicrohttpd-dev, libjansson-dev and
+(wrk)" section ("Serving (wrk), nothing pinned" with --pin off: both
+are kept, the servers then free to use every CPU, their worker pools
+sized to them, and wrk beside them). Needs wrk, libmicrohttpd-dev, libjansson-dev and
 libcjson-dev (Debian) and the package built (python3 setup.py
 build_ext --inplace)."""
 import argparse
@@ -51,6 +53,7 @@ import tfmini as tf  # noqa: E402
 import tfmini.rt  # noqa: E402
 
 SECTION = "## Serving (wrk)"
+UNPINNED_SECTION = "## Serving (wrk), nothing pinned"
 RSS_SECTION = "## Serving: RSS over many requests"
 FLAGS = {"C": ["--tensorflow_intra_op_parallelism=1"],
          "C, batching": ["--tensorflow_intra_op_parallelism=1",
@@ -319,7 +322,8 @@ def main():
             rss.append(rss_run(kind, binary, name, base, body, script, args,
                                srv_cpus, wrk_cpus))
     shutil.rmtree(tmp, ignore_errors=True)
-    section = RSS_SECTION if args.rss_only else SECTION
+    section = RSS_SECTION if args.rss_only else \
+        SECTION if srv_cpus else UNPINNED_SECTION
     text = report(rows, rss, args, srv_cpus, wrk_cpus, section)
     print(text)
     if args.write_results:
@@ -434,7 +438,8 @@ def _ratio(q):
 
 def write_results(text, section):
     """Replace section in benchmarks/RESULTS.md where it stands (the RSS
-    section, when new, goes after the throughput one), else append."""
+    and unpinned sections, when new, go after the pinned one), else
+    append."""
     path = HERE / "RESULTS.md"
     old = path.read_text()
 
@@ -449,7 +454,7 @@ def write_results(text, section):
     if where:
         at, end = where
         new = old[:at] + text + ("\n" if end < len(old) else "") + old[end:]
-    elif section == RSS_SECTION and span(SECTION):
+    elif section in (RSS_SECTION, UNPINNED_SECTION) and span(SECTION):
         end = span(SECTION)[1]
         new = old[:end].rstrip("\n") + "\n\n" + text + \
             ("\n" + old[end:] if end < len(old) else "")
