@@ -29,28 +29,22 @@
 #include <dlfcn.h>
 #include <float.h>
 #include <locale.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Both found at the first call, by whichever threads get there (they
- * find the same values): atomics, relaxed, make that race benign. */
-typedef double (*strtod_fn)(const char *, char **);
-static _Atomic(strtod_fn) libc_strtod;
-/* 1: the locale's decimal point is '.', as read at the first call (the
- * server never calls setlocale). */
-static atomic_int dot_locale = -1;
+static double (*libc_strtod)(const char *, char **);
+/* 1: the locale's decimal point is '.' (the server never calls
+ * setlocale; a program that did would get glibc's reading throughout). */
+static int dot_locale = -1;
 
 static double
 slow(const char *s, char **end)
 {
-    strtod_fn f = atomic_load_explicit(&libc_strtod, memory_order_relaxed);
-    if (!f) {
-        f = (strtod_fn)dlsym(RTLD_NEXT, "strtod");
-        atomic_store_explicit(&libc_strtod, f, memory_order_relaxed);
-    }
-    return f(s, end);
+    if (!libc_strtod)
+        libc_strtod = (double (*)(const char *, char **))dlsym(RTLD_NEXT,
+                                                              "strtod");
+    return libc_strtod(s, end);
 }
 
 static const double pow10[23] = {
@@ -73,13 +67,11 @@ scale(double w, int e)
 double
 strtod(const char *s, char **end)
 {
-    int dot = atomic_load_explicit(&dot_locale, memory_order_relaxed);
-    if (dot < 0) {
+    if (dot_locale < 0) {
         const char *dp = localeconv()->decimal_point;
-        dot = dp[0] == '.' && dp[1] == '\0';
-        atomic_store_explicit(&dot_locale, dot, memory_order_relaxed);
+        dot_locale = dp[0] == '.' && dp[1] == '\0';
     }
-    if (!dot)
+    if (!dot_locale)
         return slow(s, end);
     const char *p = s;
     int neg = *p == '-';
