@@ -215,8 +215,10 @@ descs_make(tfm_op op, const plan *p, descs *d)
     return TFM_OK;
 }
 
-/* Whether a ranked algorithm may run under the math mode asked for:
- * never a float16 down-conversion, tensor cores only with TF32 on. */
+/* Whether a ranked result was rated under the math the descriptor asks
+ * for: never a float16 down-conversion, tensor cores only with TF32 on.
+ * The descriptor's math type is what runs either way, so results rated
+ * otherwise still come after these as fallbacks. */
 static int
 math_ok(const plan *p, cudnnMathType_t m)
 {
@@ -230,10 +232,11 @@ math_ok(const plan *p, cudnnMathType_t m)
         PERF r[COUNT];                                                       \
         int got = 0;                                                         \
         s = CALL;                                                            \
-        for (int i = 0; !s && i < got && e->n_algos < MAX_ALGOS; i++)        \
-            if (r[i].status == CUDNN_STATUS_SUCCESS &&                       \
-                math_ok(p, r[i].mathType))                                   \
-                e->algos[e->n_algos++] = (int)r[i].algo;                     \
+        for (int pass = 0; pass < 2; pass++)                                 \
+            for (int i = 0; !s && i < got && e->n_algos < MAX_ALGOS; i++)    \
+                if (r[i].status == CUDNN_STATUS_SUCCESS &&                   \
+                    math_ok(p, r[i].mathType) == !pass)                      \
+                    e->algos[e->n_algos++] = (int)r[i].algo;                 \
     } while (0)
 
 /* The cache entry of p on this GPU, ranking the algorithms the first

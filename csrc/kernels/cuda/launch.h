@@ -100,8 +100,8 @@ typedef struct tfm_cu_pool_geom {
  * one), an average divides by the window's real cells. kind 0 MaxPool
  * (x -> y), 1 AvgPool (x -> y), 2 MaxPoolGrad (x, dy -> dx), 3
  * AvgPoolGrad (dy -> dx; a unused), 4 MaxPoolGradGrad (x, ddx -> ddy).
- * The gradients gather per output cell (no atomics, the CPU's order of
- * additions). pool.cu. */
+ * The input gradients gather per input cell from the windows covering
+ * it (no atomics, the CPU's order of additions). pool.cu. */
 int tfm_cu_pool(int kind, int is64, const tfm_cu_pool_geom *g, const void *a,
                 const void *b, void *o, void *stream);
 
