@@ -39,6 +39,11 @@ def cudnn_calls():
     return _c_fn("tfm_cuda_cudnn_calls", ctypes.c_long)()
 
 
+def cudnn_fallbacks():
+    """Convolutions cuDNN had no algorithm for (run on host copies)."""
+    return _c_fn("tfm_cuda_cudnn_fallbacks", ctypes.c_long)()
+
+
 @pytest.fixture
 def cudnn():
     if not cudnn_version():
@@ -90,9 +95,11 @@ def test_conv_and_its_gradients_match_cpu(cudnn, case):
                           dilations=list(case[4])).shape
     dy = rng.standard_normal(ys).astype(np.float32)
     want = [t.numpy() for t in _conv_three(case, x, f, dy, "/CPU:0")]
-    before = cudnn_calls()
+    before, fell = cudnn_calls(), cudnn_fallbacks()
     got = _conv_three(case, x, f, dy, GPU)
-    assert cudnn_calls() == before + 3
+    assert cudnn_calls() == before + 3, (
+        f"cuDNN ran {cudnn_calls() - before} of 3; "
+        f"{cudnn_fallbacks() - fell} fell back to the CPU")
     for g, w, name in zip(got, want, ("Conv2D", "input grad",
                                       "filter grad")):
         assert g.device == GPU_NAME, name
@@ -238,9 +245,10 @@ def test_keras_cnn_trains_on_gpu_like_cpu(cudnn):
                           verbose=0)
         return h.history["loss"], [w.numpy() for w in model.weights]
 
-    before = cudnn_calls()
+    before, fell = cudnn_calls(), cudnn_fallbacks()
     lg, wg = train(GPU)
     assert cudnn_calls() > before       # the convolutions ran on cuDNN
+    assert cudnn_fallbacks() == fell
     lc, wc = train("/CPU:0")
     assert lg[-1] < lg[0]
     np.testing.assert_allclose(lg, lc, rtol=1e-4, atol=1e-5)

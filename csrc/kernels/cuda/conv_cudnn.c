@@ -26,6 +26,11 @@
  *   CUDNN_FMA_MATH, which keeps exact float32 arithmetic. float64 runs
  *   the CPU kernel on host copies (cuDNN's NHWC paths are float32 and
  *   half); float16/bfloat16 arrive as float32 (the dispatcher upcasts).
+ * - Gaps. A geometry cuDNN has no algorithm for (NOT_SUPPORTED from the
+ *   ranking or from every ranked algorithm) runs the CPU kernel on host
+ *   copies: right, only slower. tfm_cuda_cudnn_fallbacks() counts them,
+ *   and tests/gpu/test_gpu_conv.py asserts its grid never falls back.
+ *   Every other cuDNN status is an error naming the op and geometry.
  * - One cuDNN handle per GPU, on its stream, made at the first
  *   convolution. The handle and the cache are used under one lock, since
  *   a handle must not be used by two threads at once. */
@@ -64,7 +69,11 @@ static pthread_mutex_t dnn_lock = PTHREAD_MUTEX_INITIALIZER;
 static cudnnHandle_t handles[TFM_MAX_DEVICES];
 static cached cache[CACHE_SIZE];
 static int cache_used, cache_next;
-static long calls;
+static long calls, fallbacks;
+/* Set (under dnn_lock) when cuDNN has no algorithm for the last
+ * convolution: a gap in what it supports, not an error, so the op runs
+ * the CPU kernel on host copies instead (counted in fallbacks). */
+static int unsupported;
 
 static const char *const kind_call[3] = {
     "cudnnConvolutionForward", "cudnnConvolutionBackwardData",
@@ -284,6 +293,8 @@ algos_for(tfm_op op, cudnnHandle_t h, int dev, const plan *p,
     if (s || e->n_algos == 0) {
         /* Not cached: the next call asks again. */
         e->key[0] = -1;
+        unsupported = s == CUDNN_STATUS_SUCCESS ||
+                      s == CUDNN_STATUS_NOT_SUPPORTED;
         if (s)
             dnn_error(op, p, "algorithm ranking", s);
         else
@@ -393,6 +404,7 @@ run_ranked(tfm_op op, const tfm_kctx *ctx, tfm_gpu *gpu, const plan *p,
                          "for every cuDNN algorithm's workspace (%s)",
                          tfm_ops[op].name, why);
     }
+    unsupported = last == CUDNN_STATUS_NOT_SUPPORTED;
     return dnn_error(op, p, kind_call[p->kind], last);
 }
 
@@ -531,10 +543,15 @@ conv(tfm_op op, int kind, const tfm_tensor *a, const tfm_tensor *b,
     plan_make(&p, kind, xs, fs, at);
     scratch sc = {.ctx = ctx};
     pthread_mutex_lock(&dnn_lock);
+    unsupported = 0;
     tfm_code rc = conv_locked(op, &p, ctx, gpu, &sc, tfm_tensor_data(a),
                               tfm_tensor_data(b), tfm_tensor_data(out[0]));
+    int on_host = rc && unsupported;
+    fallbacks += on_host;
     pthread_mutex_unlock(&dnn_lock);
     scratch_drop(&sc);
+    if (on_host)
+        return tfm_cu_on_host(op, in, nin, at, out, nout, ctx);
     return rc;
 }
 
@@ -588,6 +605,19 @@ tfm_cuda_cudnn_calls(void)
     return n;
 }
 
+/* Convolutions cuDNN had no algorithm for, run on host copies instead
+ * (read through ctypes, as the two above). */
+long tfm_cuda_cudnn_fallbacks(void);
+
+long
+tfm_cuda_cudnn_fallbacks(void)
+{
+    pthread_mutex_lock(&dnn_lock);
+    long n = fallbacks;
+    pthread_mutex_unlock(&dnn_lock);
+    return n;
+}
+
 #else   /* no cuDNN: the conv ops have no GPU entry (soft placement) */
 
 void
@@ -604,6 +634,14 @@ tfm_cuda_cudnn_version(void)
 
 long
 tfm_cuda_cudnn_calls(void)
+{
+    return 0;
+}
+
+long tfm_cuda_cudnn_fallbacks(void);
+
+long
+tfm_cuda_cudnn_fallbacks(void)
 {
     return 0;
 }
