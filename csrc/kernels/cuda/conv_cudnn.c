@@ -120,6 +120,8 @@ handle_of(tfm_op op, tfm_gpu *gpu)
     return h;
 }
 
+/* The fewest cells after the input that TF's last window needs: with
+ * them cuDNN's floor((in + pads - eff) / s) + 1 is TF's output size. */
 static int64_t
 trailing_pad(int64_t in, int64_t k, int64_t s, int64_t d, int64_t out,
              int64_t lead)
