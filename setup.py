@@ -23,6 +23,11 @@ OpenMP for big kernels. Environment switches:
   TFMINI_CUDA=0|1     build without / with the CUDA backend; unset: with it
                       when a toolkit is found (CUDA_HOME, /usr/local/cuda,
                       nvcc on PATH). 1 without a toolkit fails.
+  TFMINI_CUDNN=0|1    with CUDA: build without / with cuDNN (Conv2D and its
+                      gradients on the GPU); unset: with it when found:
+                      CUDNN_ROOT, else the toolkit's own folders, else the
+                      pip nvidia-cudnn wheel, else the system's. Without
+                      it the convolutions soft-place on the CPU.
 """
 import glob
 import json
@@ -242,6 +247,66 @@ def cuda_lib(root, name):
              "Toolkit's libraries.")
 
 
+def _cudnn_major(inc):
+    """CUDNN_MAJOR of the cudnn.h in inc (cuDNN 8+ keeps it in
+    cudnn_version.h), or None."""
+    for name in ("cudnn_version.h", "cudnn.h"):
+        try:
+            with open(os.path.join(inc, name)) as f:
+                m = re.search(r"#define\s+CUDNN_MAJOR\s+(\d+)", f.read())
+        except OSError:
+            continue
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def find_cudnn(cuda_root, env=None):
+    """(include dir, library dir, linker flag) of cuDNN 8 or newer (the
+    legacy convolution API conv_cudnn.c calls), or None. Only with the
+    CUDA backend. CUDNN_ROOT alone when set; else the toolkit's own
+    include/ and lib64/; else the pip wheel (nvidia-cudnn-cu*:
+    site-packages/nvidia/cudnn/{include,lib}, whose library carries only
+    a versioned name); else the system's (Debian's libcudnn9-dev).
+    Header and library come from the same place, so their versions
+    agree. TFMINI_CUDNN=0 turns it off; =1 fails when none is found."""
+    env = os.environ if env is None else env
+    want = env.get("TFMINI_CUDNN", "").strip()
+    if want not in ("", "0", "1"):
+        sys.exit(f"TFMINI_CUDNN={want!r}: use 0 (no cuDNN) or 1 (cuDNN)")
+    if want == "0" or not cuda_root:
+        return None
+    libs = ("lib64", "lib", os.path.join("lib", "x86_64-linux-gnu"),
+            os.path.join("targets", "x86_64-linux", "lib"))
+    if env.get("CUDNN_ROOT"):
+        places = [env["CUDNN_ROOT"]]
+    else:
+        places = [cuda_root] + [os.path.dirname(d) for d in
+                                _pip_nvidia_dirs("include")
+                                if os.path.basename(os.path.dirname(d))
+                                == "cudnn"] + ["/usr"]
+    for root in places:
+        inc = os.path.join(root, "include")
+        if (_cudnn_major(inc) or 0) < 8:
+            continue
+        for sub in libs:
+            lib = os.path.join(root, sub)
+            if os.path.isfile(os.path.join(lib, "libcudnn.so")):
+                return inc, lib, "-lcudnn"
+            found = sorted(glob.glob(os.path.join(lib, "libcudnn.so.[0-9]*")),
+                           key=len)
+            if found:
+                return inc, lib, "-l:" + os.path.basename(found[0])
+    if want == "1":
+        sys.exit("TFMINI_CUDNN=1 but no cuDNN 8+ was found: looked for "
+                 "include/cudnn_version.h and lib*/libcudnn.so* under "
+                 + (f"CUDNN_ROOT ({env['CUDNN_ROOT']})" if env.get(
+                     "CUDNN_ROOT") else f"{cuda_root}, the pip "
+                     "nvidia-cudnn wheel and /usr") + ". pip install "
+                 "nvidia-cudnn-cu12 (or -cu13), or set CUDNN_ROOT.")
+    return None
+
+
 def cuda_includes(root):
     """The toolkit's include folder, and the pip wheels' when the toolkit
     lacks cuBLAS's headers."""
@@ -446,6 +511,19 @@ if CUDA_HOME:
     for _name in ("cudart", "cublas", "cublasLt"):
         _dir, _flag = cuda_lib(CUDA_HOME, _name)
         CUDA_LINK += ["-L" + _dir, "-Wl,-rpath," + _dir, _flag]
+CUDNN = find_cudnn(CUDA_HOME)
+CUDNN_DEFINES = ["-DTFMINI_WITH_CUDNN"] if CUDNN else []
+CUDNN_INCLUDE = ([CUDNN[0]] if CUDNN and CUDNN[0] not in CUDA_INCLUDE
+                 else [])
+CUDNN_LINK = (["-L" + CUDNN[1], "-Wl,-rpath," + CUDNN[1], CUDNN[2]]
+              if CUDNN else [])
+if CUDA_HOME:
+    print("tfmini: GPU convolutions through " + (
+        f"cuDNN {_cudnn_major(CUDNN[0])} ({CUDNN[1]})" if CUDNN else
+        "nothing: cuDNN is off (TFMINI_CUDNN=0); Conv2D soft-places on "
+        "the CPU" if os.environ.get("TFMINI_CUDNN") == "0" else
+        "nothing: cuDNN not found (pip install nvidia-cudnn-cu12, or set "
+        "CUDNN_ROOT); Conv2D soft-places on the CPU"))
 NVCC_FLAGS = NVCC_ARCH + ["-O3", "-std=c++17", "-Xcompiler", "-fPIC",
                           "-Icsrc", "-DTFMINI_WITH_CUDA"] + [
                               "-I" + d for d in CUDA_INCLUDE[1:]]
@@ -481,6 +559,7 @@ class BuildExt(build_ext):
         except (OSError, ValueError):
             modes = {}
         mode = (MODE + ("+cuda" if CUDA_HOME else "")
+                + ("+cudnn" if CUDNN else "")
                 + ("+dnnl" if DNNL else "")
                 # Another oneDNN (the wheel's 3.x or Debian's 2.x) needs
                 # every object built again against its header.
@@ -525,7 +604,7 @@ class BuildExt(build_ext):
         # With CUDA, the backend's nvcc objects and libraries come along.
         cuda_objs = list(ext.extra_objects or [])
         subprocess.run(["g++", "-shared", "-o", lib] + objs + cuda_objs
-                       + LINK + CUDA_LINK + DNNL_LINK + strip + ["-lm", "-lpthread"],
+                       + LINK + CUDA_LINK + CUDNN_LINK + DNNL_LINK + strip + ["-lm", "-lpthread"],
                        check=True)
 
     def copy_extensions_to_source(self):
@@ -643,10 +722,10 @@ ext = Extension(
     sources=sources(),
     depends=headers() + cu_sources(),
     include_dirs=([numpy.get_include(), find_eigen(), "csrc"] + find_dlpack()
-                  + CUDA_INCLUDE + DNNL_INCLUDE),
-    extra_compile_args=(COMMON + CUDA_DEFINES + PCRE2_CFLAGS + ICU_CFLAGS
-                        + DNNL_DEFINES),
-    extra_link_args=LINK + CUDA_LINK + DNNL_LINK,
+                  + CUDA_INCLUDE + CUDNN_INCLUDE + DNNL_INCLUDE),
+    extra_compile_args=(COMMON + CUDA_DEFINES + CUDNN_DEFINES + PCRE2_CFLAGS
+                        + ICU_CFLAGS + DNNL_DEFINES),
+    extra_link_args=LINK + CUDA_LINK + CUDNN_LINK + DNNL_LINK,
     language="c",
 )
 

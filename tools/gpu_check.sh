@@ -75,13 +75,34 @@ sys.exit(0 if tf.config._gpu_count() else 1)" >> "$SUMMARY" 2>&1; then
     exit 5
 fi
 
-# 4. tests/gpu: one row per OpSpec and the rest first, then every other
-# row (marked slow) in what time is left. addopts is cleared: the
-# project's names pytest-benchmark, which the GPU machine may lack.
+# Whether the convolutions run on cuDNN (setup.py's line, and the
+# library the extension loaded).
+grep -h "GPU convolutions through" "$OUT/build.log" | tee -a "$SUMMARY"
+python3 -c "
+import ctypes, tfmini
+f = getattr(ctypes.CDLL(tfmini._C.__file__), 'tfm_cuda_cudnn_version', None)
+v = f() if f else 0
+print('cudnn', v if v else 'not built in: Conv2D soft-places on the CPU')
+" 2>&1 | tee -a "$SUMMARY"
+
+# 4. tests/gpu: the convolution and pooling tests (cuDNN's first run),
+# then one row per OpSpec and the rest, then every other row (marked
+# slow) in what time is left. addopts is cleared: the project's names
+# pytest-benchmark, which the GPU machine may lack.
 PYTEST=(python3 -m pytest -o addopts= -q -rfE -p no:cacheprovider)
+say "tests/gpu/test_gpu_conv.py (cuDNN convolutions, pooling)"
+t0=$(date +%s)
+timeout "${GPU_CHECK_CONV_S:-90}" "${PYTEST[@]}" tests/gpu/test_gpu_conv.py \
+    --durations=5 --junitxml="$OUT/tests-gpu-conv.xml" \
+    > "$OUT/tests-gpu-conv.log" 2>&1
+CONV_RC=$?
+say "conv tests rc=$CONV_RC in $(( $(date +%s) - t0 ))s:" \
+    "$(tail -1 "$OUT/tests-gpu-conv.log")"
+grep -E "^(FAILED|ERROR)" "$OUT/tests-gpu-conv.log" | head -30 >> "$SUMMARY"
 say "tests/gpu (not slow)"
 t0=$(date +%s)
 timeout "${GPU_CHECK_TESTS_S:-240}" "${PYTEST[@]}" tests/gpu -m "not slow" \
+    --ignore=tests/gpu/test_gpu_conv.py \
     --durations=15 --junitxml="$OUT/tests-gpu.xml" > "$OUT/tests-gpu.log" 2>&1
 TESTS_RC=$?
 say "tests/gpu rc=$TESTS_RC in $(( $(date +%s) - t0 ))s:" \
@@ -102,4 +123,5 @@ say "bench rc=$?"
 cat "$OUT/bench.txt" >> "$SUMMARY"
 
 say "done in $(( $(date +%s) - START ))s"
-exit $TESTS_RC
+[ "$TESTS_RC" -ne 0 ] && exit "$TESTS_RC"
+exit $CONV_RC

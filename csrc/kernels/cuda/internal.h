@@ -44,6 +44,15 @@ extern const void *const tfm_cuda_kernels;
 void tfm_cuda_kernels_init(void);
 void tfm_cuda_kernels_nn_init(tfm_kernel_fn *table);
 void tfm_cuda_kernels_shape_init(tfm_kernel_fn *table);
+/* Pooling (kernels_pool.c) and, where cuDNN is built in, the
+ * convolutions (conv_cudnn.c); both called by the nn init. */
+void tfm_cuda_kernels_pool_init(tfm_kernel_fn *table);
+void tfm_cuda_kernels_conv_init(tfm_kernel_fn *table);
+/* cuDNN's run-time version (cudnnGetVersion: 90100 for 9.1.0), 0 in a
+ * build without it; and how many cuDNN convolutions ran. Read by tests
+ * and tools/gpu_check.sh through ctypes. */
+int tfm_cuda_cudnn_version(void);
+long tfm_cuda_cudnn_calls(void);
 
 /* For the kernel glue (kernels*.c): the kernel context's GPU, made
  * current; a launcher's result as a status naming the op; and the op's

@@ -78,4 +78,6 @@ tfm_cuda_kernels_nn_init(tfm_kernel_fn *table)
     table[TFM_OP_SOFTMAX] = table[TFM_OP_LOG_SOFTMAX] = k_along_axis;
     table[TFM_OP_SOFTMAX_XENT] = k_along_axis;
     table[TFM_OP_SPARSE_SOFTMAX_XENT] = k_sparse_xent;
+    tfm_cuda_kernels_pool_init(table);
+    tfm_cuda_kernels_conv_init(table);
 }

@@ -88,6 +88,31 @@ int tfm_cu_gather(int es, int idx64, const void *x, const void *idx,
                   void *o, int64_t outer, int64_t dim, int64_t inner,
                   int64_t nidx, void *stream);
 
+/* One pooling window geometry, NHWC: x [n, h, w, c], window kh x kw,
+ * strides sh, sw, output [n, oh, ow, c], leading pads pt, pl (the CPU's
+ * tfm_conv_geom, copied into plain fields for nvcc). */
+typedef struct tfm_cu_pool_geom {
+    int64_t n, h, w, c, kh, kw, sh, sw, oh, ow, pt, pl;
+} tfm_cu_pool_geom;
+
+/* Pooling as the CPU computes it (cpu/conv_pool.c): padding never takes
+ * part, a max takes the first maximum in window order (a NaN counts as
+ * one), an average divides by the window's real cells. kind 0 MaxPool
+ * (x -> y), 1 AvgPool (x -> y), 2 MaxPoolGrad (x, dy -> dx), 3
+ * AvgPoolGrad (dy -> dx; a unused), 4 MaxPoolGradGrad (x, ddx -> ddy).
+ * The input gradients gather per input cell from the windows covering
+ * it (no atomics, the CPU's order of additions). pool.cu. */
+int tfm_cu_pool(int kind, int is64, const tfm_cu_pool_geom *g, const void *a,
+                const void *b, void *o, void *stream);
+
+/* dst[n, i, j, :] = src[n, i - top, j - left, :], zero where that is
+ * outside src: es-byte elements, src [n, sh, sw, c], dst [n, dh, dw, c].
+ * Negative top/left crop. Pads and crops around cuDNN's symmetric-only
+ * padding (conv_cudnn.c). pool.cu. */
+int tfm_cu_pad_nhwc(int es, const void *src, void *dst, int64_t n,
+                    int64_t sh, int64_t sw, int64_t c, int64_t dh,
+                    int64_t dw, int64_t top, int64_t left, void *stream);
+
 #ifdef __cplusplus
 }
 #endif
