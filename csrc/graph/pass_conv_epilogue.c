@@ -164,28 +164,33 @@ emit(tfm_rw *rw, const match *m)
     return rc;
 }
 
+/* The links are dropped; the last emits the node, when the conv's
+ * inputs and the bias are all in place. */
+static tfm_code
+emit_role(tfm_rw *rw, int32_t k, int32_t role, void *ms)
+{
+    const match *m = &((const match *)ms)[role];
+    return k == last_of(m) ? emit(rw, m) : TFM_OK;
+}
+
 tfm_graph *
 tfm_pass_conv_epilogue(tfm_graph *g)
 {
-    int32_t n = tfm_graph_node_count(g);
-    size_t sz = (size_t)n + 1;
-    int32_t *uses = malloc(sizeof(int32_t) * sz);
-    int32_t *consumer = malloc(sizeof(int32_t) * sz);
-    int32_t *role = malloc(sizeof(int32_t) * sz); /* -1, or match index */
-    match *ms = malloc(sizeof(match) * sz);
+    tfm_fuse_scratch s;
+    if (tfm_fuse_scratch_init(&s, g))
+        return NULL;
+    int32_t n = s.n;
+    int32_t *role = s.role; /* -1, or match index */
+    match *ms = malloc(sizeof(match) * ((size_t)n + 1));
     tfm_graph *out = NULL;
     int nm = 0;
-    tfm_rw rw;
-    if (!uses || !consumer || !role || !ms) {
-        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+    if (!ms) {
+        tfm_fuse_oom();
         goto done;
     }
-    tfm_fused_uses(g, uses, consumer);
-    for (int32_t k = 0; k < n; k++)
-        role[k] = -1;
     for (int32_t k = 0; k < n; k++) {
         match m;
-        if (role[k] >= 0 || !find(g, uses, consumer, k, &m) ||
+        if (role[k] >= 0 || !find(g, s.uses, s.consumer, k, &m) ||
             (m.add >= 0 && role[m.add] >= 0) ||
             (m.act >= 0 && role[m.act] >= 0) ||
             (m.res_add >= 0 && role[m.res_add] >= 0))
@@ -199,33 +204,9 @@ tfm_pass_conv_epilogue(tfm_graph *g)
             role[m.act] = nm;
         ms[nm++] = m;
     }
-    if (!nm) {
-        tfm_graph_incref(g);
-        out = g;
-        goto done;
-    }
-    if (tfm_rw_begin(&rw, g))
-        goto done;
-    for (int32_t k = 0; k < n; k++) {
-        if (role[k] < 0) {
-            if (tfm_rw_copy(&rw, k) < 0)
-                goto fail;
-            continue;
-        }
-        /* The links are dropped; the last emits the node, when the
-         * conv's inputs and the bias are all in place. */
-        const match *m = &ms[role[k]];
-        if (k == last_of(m) && emit(&rw, m))
-            goto fail;
-    }
-    out = tfm_rw_finish(&rw);
-    goto done;
-fail:
-    tfm_rw_abort(&rw);
+    out = tfm_fuse_rewrite(g, role, nm, emit_role, ms);
 done:
-    free(uses);
-    free(consumer);
-    free(role);
+    tfm_fuse_scratch_free(&s);
     free(ms);
     return out;
 }
