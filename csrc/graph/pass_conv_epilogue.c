@@ -55,25 +55,35 @@ typedef struct match {
     int code;
 } match;
 
-/* Whether node k (the bias add's single reader) adds a residual of the
- * same shape and dtype to it; fills m->res_add and m->res. */
-static int
-find_residual(const tfm_graph *g, int32_t prev, int32_t k, match *m)
+/* When node k is an Add of prev's output 0 (once) and another value,
+ * with prev's shape and dtype: that value's meta, its ref in *other;
+ * else NULL. */
+static const tfm_meta *
+add_other(const tfm_graph *g, int32_t prev, int32_t k, tfm_ref *other)
 {
     const tfm_node *ad = tfm_graph_node(g, k);
     const tfm_node *pn = tfm_graph_node(g, prev);
     if (ad->op != TFM_OP_ADD || ad->nin != 2 || ad->nctrl ||
         !same_meta(&ad->out[0], &pn->out[0]))
-        return 0;
+        return NULL;
     int side = ad->in[0].node == prev ? 1 : 0;
     if (ad->in[side].node == prev || ad->in[1 - side].out != 0)
-        return 0;
-    const tfm_meta *rm =
-        &tfm_graph_node(g, ad->in[side].node)->out[ad->in[side].out];
-    if (!same_meta(rm, &pn->out[0]))
+        return NULL;
+    *other = ad->in[side];
+    return &tfm_graph_node(g, other->node)->out[other->out];
+}
+
+/* Whether node k (the bias add's single reader) adds a residual of the
+ * same shape and dtype to it; fills m->res_add and m->res. */
+static int
+find_residual(const tfm_graph *g, int32_t prev, int32_t k, match *m)
+{
+    tfm_ref res;
+    const tfm_meta *rm = add_other(g, prev, k, &res);
+    if (!rm || !same_meta(rm, &tfm_graph_node(g, prev)->out[0]))
         return 0;
     m->res_add = k;
-    m->res = ad->in[side];
+    m->res = res;
     return 1;
 }
 
@@ -103,19 +113,13 @@ find(const tfm_graph *g, const int32_t *uses, const int32_t *consumer,
         m->code = activation(ad->op);
         return 1;
     }
-    if (ad->op != TFM_OP_ADD || ad->nin != 2 || ad->nctrl ||
-        !same_meta(&ad->out[0], &cv->out[0]))
-        return 0;
-    int side = ad->in[0].node == k ? 1 : 0;
-    if (ad->in[side].node == k || ad->in[1 - side].out != 0)
-        return 0;
-    const tfm_meta *bm =
-        &tfm_graph_node(g, ad->in[side].node)->out[ad->in[side].out];
-    if (bm->dtype != cv->out[0].dtype || bm->shape.ndim != 1 ||
+    tfm_ref bias;
+    const tfm_meta *bm = add_other(g, k, consumer[k], &bias);
+    if (!bm || bm->dtype != cv->out[0].dtype || bm->shape.ndim != 1 ||
         bm->shape.dims[0] != o)
         return 0;
     m->add = consumer[k];
-    m->bias = ad->in[side];
+    m->bias = bias;
     int32_t last = m->add;
     if (uses[last] == 1 && consumer[last] >= 0 &&
         find_residual(g, last, consumer[last], m))
