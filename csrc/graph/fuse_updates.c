@@ -245,21 +245,20 @@ step(upd *u, int k)
 tfm_graph *
 tfm_fuse_prepare_updates(tfm_graph *g)
 {
-    int32_t n = tfm_graph_node_count(g);
+    tfm_fuse_scratch s;
+    if (tfm_fuse_scratch_init(&s, g))
+        return NULL;
+    int32_t n = s.n;
     size_t sz = (size_t)n + 1;
-    int32_t *uses = malloc(sizeof(int32_t) * sz);
-    int32_t *consumer = malloc(sizeof(int32_t) * sz);
-    upd u = {.g = g, .uses = uses, .value = malloc(sizeof(tfm_ref) * sz),
+    upd u = {.g = g, .uses = s.uses, .value = malloc(sizeof(tfm_ref) * sz),
              .deferred = calloc(sz, 1), .pending = calloc(sz, 1),
              .queue = malloc(sizeof(int32_t) * sz),
              .to_fusion = malloc(sz)};
     tfm_graph *out = NULL;
-    if (!uses || !consumer || !u.value || !u.deferred || !u.pending ||
-        !u.queue || !u.to_fusion) {
-        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+    if (!u.value || !u.deferred || !u.pending || !u.queue || !u.to_fusion) {
+        tfm_fuse_oom();
         goto done;
     }
-    tfm_fused_uses(g, uses, consumer);
     for (int32_t k = 0; k < n; k++)
         u.to_fusion[k] = 1;
     for (int32_t k = 0; k < n; k++) {
@@ -293,8 +292,7 @@ tfm_fuse_prepare_updates(tfm_graph *g)
     }
     out = tfm_rw_finish(&u.rw);
 done:
-    free(uses);
-    free(consumer);
+    tfm_fuse_scratch_free(&s);
     free(u.value);
     free(u.deferred);
     free(u.pending);

@@ -7,6 +7,7 @@
 
 #include "../kernels/cpu/loops.h"
 #include "../runtime/dispatch.h"
+#include "passes.h"
 
 /* ---- building ---- */
 
@@ -52,6 +53,60 @@ tfm_fused_uses(const tfm_graph *g, int32_t *uses, int32_t *consumer)
     }
     for (int i = 0; i < tfm_graph_output_count(g); i++)
         uses[tfm_graph_output(g, i).node] += 2;
+}
+
+tfm_code
+tfm_fuse_oom(void)
+{
+    return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+}
+
+tfm_code
+tfm_fuse_scratch_init(tfm_fuse_scratch *s, const tfm_graph *g)
+{
+    int32_t n = tfm_graph_node_count(g);
+    size_t sz = (size_t)n + 1;
+    s->n = n;
+    s->uses = malloc(sizeof(int32_t) * 3 * sz);
+    if (!s->uses) {
+        s->consumer = s->role = NULL;
+        return tfm_fuse_oom();
+    }
+    s->consumer = s->uses + sz;
+    s->role = s->consumer + sz;
+    tfm_fused_uses(g, s->uses, s->consumer);
+    for (int32_t k = 0; k < n; k++)
+        s->role[k] = -1;
+    return TFM_OK;
+}
+
+void
+tfm_fuse_scratch_free(tfm_fuse_scratch *s)
+{
+    free(s->uses);
+    s->uses = s->consumer = s->role = NULL;
+}
+
+tfm_graph *
+tfm_fuse_rewrite(tfm_graph *g, const int32_t *role, int matched,
+                 tfm_fuse_emit_fn emit, void *ctx)
+{
+    if (!matched) {
+        tfm_graph_incref(g);
+        return g;
+    }
+    tfm_rw rw;
+    if (tfm_rw_begin(&rw, g))
+        return NULL;
+    int32_t n = tfm_graph_node_count(g);
+    for (int32_t k = 0; k < n; k++) {
+        if (role[k] == -1 ? tfm_rw_copy(&rw, k) < 0
+                          : emit(&rw, k, role[k], ctx) != TFM_OK) {
+            tfm_rw_abort(&rw);
+            return NULL;
+        }
+    }
+    return tfm_rw_finish(&rw);
 }
 
 void

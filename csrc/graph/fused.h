@@ -78,6 +78,34 @@ int tfm_fused_can_fuse(const tfm_graph *g, const tfm_node *n);
  * last node reading it. Arrays of tfm_graph_node_count(g) entries. */
 void tfm_fused_uses(const tfm_graph *g, int32_t *uses, int32_t *consumer);
 
+/* What every fusion pass opens with (pass_fuse, fuse_updates and the
+ * epilogue passes): uses[] and consumer[] as tfm_fused_uses fills them,
+ * and role[] (-1 for every node) for the pass's own matching; n + 1
+ * entries each, in one block. */
+typedef struct tfm_fuse_scratch {
+    int32_t n;
+    int32_t *uses;
+    int32_t *consumer;
+    int32_t *role;
+} tfm_fuse_scratch;
+/* TFM_OK, or the OOM error set and nothing left to free. */
+tfm_code tfm_fuse_scratch_init(tfm_fuse_scratch *s, const tfm_graph *g);
+void tfm_fuse_scratch_free(tfm_fuse_scratch *s);
+/* Sets the error a fusion pass reports when its scratch is short. */
+tfm_code tfm_fuse_oom(void);
+
+/* How the match-then-emit passes (pool_grad, conv_epilogue, epilogue)
+ * end: when nothing matched, g itself with a new reference; else a
+ * rewrite of g that copies every node whose role is -1 and hands each
+ * other node to emit, which adds the fused node in its place or drops
+ * it (its outputs are then mapped by the node that replaces it). A new
+ * reference, or NULL with the error set. */
+struct tfm_rw;
+typedef tfm_code (*tfm_fuse_emit_fn)(struct tfm_rw *rw, int32_t k,
+                                     int32_t role, void *ctx);
+tfm_graph *tfm_fuse_rewrite(tfm_graph *g, const int32_t *role, int matched,
+                            tfm_fuse_emit_fn emit, void *ctx);
+
 void tfm_fused_init(tfm_fused_prog *p, int first_input);
 /* Append node n's op with operands src[0..n->nin): operands >= 0 here
  * name earlier instructions (by index), not registers. Returns the

@@ -55,25 +55,35 @@ typedef struct match {
     int code;
 } match;
 
-/* Whether node k (the bias add's single reader) adds a residual of the
- * same shape and dtype to it; fills m->res_add and m->res. */
-static int
-find_residual(const tfm_graph *g, int32_t prev, int32_t k, match *m)
+/* When node k is an Add of prev's output 0 (once) and another value,
+ * with prev's shape and dtype: that value's meta, its ref in *other;
+ * else NULL. */
+static const tfm_meta *
+add_other(const tfm_graph *g, int32_t prev, int32_t k, tfm_ref *other)
 {
     const tfm_node *ad = tfm_graph_node(g, k);
     const tfm_node *pn = tfm_graph_node(g, prev);
     if (ad->op != TFM_OP_ADD || ad->nin != 2 || ad->nctrl ||
         !same_meta(&ad->out[0], &pn->out[0]))
-        return 0;
+        return NULL;
     int side = ad->in[0].node == prev ? 1 : 0;
     if (ad->in[side].node == prev || ad->in[1 - side].out != 0)
-        return 0;
-    const tfm_meta *rm =
-        &tfm_graph_node(g, ad->in[side].node)->out[ad->in[side].out];
-    if (!same_meta(rm, &pn->out[0]))
+        return NULL;
+    *other = ad->in[side];
+    return &tfm_graph_node(g, other->node)->out[other->out];
+}
+
+/* Whether node k (the bias add's single reader) adds a residual of the
+ * same shape and dtype to it; fills m->res_add and m->res. */
+static int
+find_residual(const tfm_graph *g, int32_t prev, int32_t k, match *m)
+{
+    tfm_ref res;
+    const tfm_meta *rm = add_other(g, prev, k, &res);
+    if (!rm || !same_meta(rm, &tfm_graph_node(g, prev)->out[0]))
         return 0;
     m->res_add = k;
-    m->res = ad->in[side];
+    m->res = res;
     return 1;
 }
 
@@ -103,19 +113,13 @@ find(const tfm_graph *g, const int32_t *uses, const int32_t *consumer,
         m->code = activation(ad->op);
         return 1;
     }
-    if (ad->op != TFM_OP_ADD || ad->nin != 2 || ad->nctrl ||
-        !same_meta(&ad->out[0], &cv->out[0]))
-        return 0;
-    int side = ad->in[0].node == k ? 1 : 0;
-    if (ad->in[side].node == k || ad->in[1 - side].out != 0)
-        return 0;
-    const tfm_meta *bm =
-        &tfm_graph_node(g, ad->in[side].node)->out[ad->in[side].out];
-    if (bm->dtype != cv->out[0].dtype || bm->shape.ndim != 1 ||
+    tfm_ref bias;
+    const tfm_meta *bm = add_other(g, k, consumer[k], &bias);
+    if (!bm || bm->dtype != cv->out[0].dtype || bm->shape.ndim != 1 ||
         bm->shape.dims[0] != o)
         return 0;
     m->add = consumer[k];
-    m->bias = ad->in[side];
+    m->bias = bias;
     int32_t last = m->add;
     if (uses[last] == 1 && consumer[last] >= 0 &&
         find_residual(g, last, consumer[last], m))
@@ -164,28 +168,33 @@ emit(tfm_rw *rw, const match *m)
     return rc;
 }
 
+/* The links are dropped; the last emits the node, when the conv's
+ * inputs and the bias are all in place. */
+static tfm_code
+emit_role(tfm_rw *rw, int32_t k, int32_t role, void *ms)
+{
+    const match *m = &((const match *)ms)[role];
+    return k == last_of(m) ? emit(rw, m) : TFM_OK;
+}
+
 tfm_graph *
 tfm_pass_conv_epilogue(tfm_graph *g)
 {
-    int32_t n = tfm_graph_node_count(g);
-    size_t sz = (size_t)n + 1;
-    int32_t *uses = malloc(sizeof(int32_t) * sz);
-    int32_t *consumer = malloc(sizeof(int32_t) * sz);
-    int32_t *role = malloc(sizeof(int32_t) * sz); /* -1, or match index */
-    match *ms = malloc(sizeof(match) * sz);
+    tfm_fuse_scratch s;
+    if (tfm_fuse_scratch_init(&s, g))
+        return NULL;
+    int32_t n = s.n;
+    int32_t *role = s.role; /* -1, or match index */
+    match *ms = malloc(sizeof(match) * ((size_t)n + 1));
     tfm_graph *out = NULL;
     int nm = 0;
-    tfm_rw rw;
-    if (!uses || !consumer || !role || !ms) {
-        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+    if (!ms) {
+        tfm_fuse_oom();
         goto done;
     }
-    tfm_fused_uses(g, uses, consumer);
-    for (int32_t k = 0; k < n; k++)
-        role[k] = -1;
     for (int32_t k = 0; k < n; k++) {
         match m;
-        if (role[k] >= 0 || !find(g, uses, consumer, k, &m) ||
+        if (role[k] >= 0 || !find(g, s.uses, s.consumer, k, &m) ||
             (m.add >= 0 && role[m.add] >= 0) ||
             (m.act >= 0 && role[m.act] >= 0) ||
             (m.res_add >= 0 && role[m.res_add] >= 0))
@@ -199,33 +208,9 @@ tfm_pass_conv_epilogue(tfm_graph *g)
             role[m.act] = nm;
         ms[nm++] = m;
     }
-    if (!nm) {
-        tfm_graph_incref(g);
-        out = g;
-        goto done;
-    }
-    if (tfm_rw_begin(&rw, g))
-        goto done;
-    for (int32_t k = 0; k < n; k++) {
-        if (role[k] < 0) {
-            if (tfm_rw_copy(&rw, k) < 0)
-                goto fail;
-            continue;
-        }
-        /* The links are dropped; the last emits the node, when the
-         * conv's inputs and the bias are all in place. */
-        const match *m = &ms[role[k]];
-        if (k == last_of(m) && emit(&rw, m))
-            goto fail;
-    }
-    out = tfm_rw_finish(&rw);
-    goto done;
-fail:
-    tfm_rw_abort(&rw);
+    out = tfm_fuse_rewrite(g, role, nm, emit_role, ms);
 done:
-    free(uses);
-    free(consumer);
-    free(role);
+    tfm_fuse_scratch_free(&s);
     free(ms);
     return out;
 }

@@ -65,7 +65,7 @@ emit_chain(tfm_rw *rw, const int32_t *chain, int len)
     tfm_ref in[2 + TFM_FUSED_MAX_IN];
     int nin = 2;
     if (!p)
-        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+        return tfm_fuse_oom();
     tfm_fused_init(p, 2);
     in[0] = tfm_rw_ref(rw, mm->in[0]);
     in[1] = tfm_rw_ref(rw, mm->in[1]);
@@ -96,30 +96,46 @@ emit_chain(tfm_rw *rw, const int32_t *chain, int len)
     return rc;
 }
 
+/* Links are skipped until the last, which emits the node; the chain is
+ * the matmul's readers, one by one, up to k. */
+static tfm_code
+emit_role(tfm_rw *rw, int32_t k, int32_t head, void *scratch)
+{
+    const tfm_fuse_scratch *s = scratch;
+    int32_t chain[MAX_CHAIN];
+    int32_t c = head;
+    int len = 0;
+    if (s->consumer[k] >= 0 && s->role[s->consumer[k]] == head &&
+        s->uses[k] == 1)
+        return TFM_OK;
+    chain[len++] = c;
+    while (c != k) {
+        c = s->consumer[c];
+        chain[len++] = c;
+    }
+    return emit_chain(rw, chain, len);
+}
+
 tfm_graph *
 tfm_pass_epilogue(tfm_graph *g)
 {
-    int32_t n = tfm_graph_node_count(g);
-    size_t sz = (size_t)n + 1;
-    int32_t *uses = malloc(sizeof(int32_t) * sz);
-    int32_t *consumer = malloc(sizeof(int32_t) * sz);
-    int32_t *head = malloc(sizeof(int32_t) * sz);  /* chain -> matmul */
-    uint8_t *taken = calloc(sz, 1);
+    tfm_fuse_scratch s;
+    if (tfm_fuse_scratch_init(&s, g))
+        return NULL;
+    int32_t n = s.n;
+    int32_t *head = s.role;  /* chain -> matmul */
+    uint8_t *taken = calloc((size_t)n + 1, 1);
     int32_t chain[MAX_CHAIN];
     tfm_graph *out = NULL;
     int found = 0;
-    tfm_rw rw;
-    if (!uses || !consumer || !head || !taken) {
-        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+    if (!taken) {
+        tfm_fuse_oom();
         goto done;
     }
-    tfm_fused_uses(g, uses, consumer);
-    for (int32_t k = 0; k < n; k++)
-        head[k] = -1;
     for (int32_t k = 0; k < n; k++) {
         if (tfm_graph_node(g, k)->op != TFM_OP_MATMUL)
             continue;
-        int len = find_chain(g, uses, consumer, taken, k, chain);
+        int len = find_chain(g, s.uses, s.consumer, taken, k, chain);
         if (len < 2)
             continue;
         for (int i = 0; i < len; i++) {
@@ -128,42 +144,9 @@ tfm_pass_epilogue(tfm_graph *g)
         }
         found = 1;
     }
-    if (!found) {
-        tfm_graph_incref(g);
-        out = g;
-        goto done;
-    }
-    if (tfm_rw_begin(&rw, g))
-        goto done;
-    for (int32_t k = 0; k < n; k++) {
-        if (head[k] < 0) {
-            if (tfm_rw_copy(&rw, k) < 0)
-                goto fail;
-            continue;
-        }
-        /* Links are skipped until the last, which emits the node; the
-         * chain is the matmul's readers, one by one, up to k. */
-        int32_t c = head[k];
-        int len = 0;
-        if (consumer[k] >= 0 && head[consumer[k]] == head[k] &&
-            uses[k] == 1)
-            continue;
-        chain[len++] = c;
-        while (c != k) {
-            c = consumer[c];
-            chain[len++] = c;
-        }
-        if (emit_chain(&rw, chain, len))
-            goto fail;
-    }
-    out = tfm_rw_finish(&rw);
-    goto done;
-fail:
-    tfm_rw_abort(&rw);
+    out = tfm_fuse_rewrite(g, head, found, emit_role, &s);
 done:
-    free(uses);
-    free(consumer);
-    free(head);
+    tfm_fuse_scratch_free(&s);
     free(taken);
     return out;
 }

@@ -121,7 +121,7 @@ emit_group(fuse_state *fs, tfm_rw *rw, int32_t r, const int32_t *mem,
     int next = 0;
     int16_t index_of[TFM_FUSED_MAX_INSTR];
     if (!p)
-        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+        return tfm_fuse_oom();
     tfm_fused_init(p, 0);
     for (int i = 0; i < nmem; i++) {
         const tfm_node *nd = tfm_graph_node(g, mem[i]);
@@ -217,17 +217,20 @@ index_readers(fuse_state *fs, int32_t n)
     free(fill);
     return TFM_OK;
 oom:
-    return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+    return tfm_fuse_oom();
 }
 
 static tfm_graph *
 fuse(tfm_graph *g)
 {
-    int32_t n = tfm_graph_node_count(g);
+    tfm_fuse_scratch s;
+    if (tfm_fuse_scratch_init(&s, g))
+        return NULL;
+    int32_t n = s.n;
     size_t sz = (size_t)n + 1;
-    fuse_state fs = {.g = g, .uses = malloc(sizeof(int32_t) * sz),
-                     .consumer = malloc(sizeof(int32_t) * sz),
-                     .group = malloc(sizeof(int32_t) * sz),
+    /* group[] starts as the scratch's role[]: -1, no group yet. */
+    fuse_state fs = {.g = g, .uses = s.uses, .consumer = s.consumer,
+                     .group = s.role,
                      .inrefs = calloc(sz, sizeof(int32_t)),
                      .ok = calloc(sz, 1)};
     int32_t *count = calloc(sz, sizeof(int32_t));
@@ -235,19 +238,14 @@ fuse(tfm_graph *g)
     int32_t **members = calloc(sz, sizeof(int32_t *));
     tfm_graph *out = NULL;
     int groups = 0;
-    if (!fs.uses || !fs.consumer || !fs.group || !fs.inrefs || !fs.ok ||
-        !count ||
-        !members) {
-        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+    if (!fs.inrefs || !fs.ok || !count || !members) {
+        tfm_fuse_oom();
         goto done;
     }
-    tfm_fused_uses(g, fs.uses, fs.consumer);
     if (index_readers(&fs, n))
         goto done;
-    for (int32_t k = 0; k < n; k++) {
-        fs.group[k] = -1;
+    for (int32_t k = 0; k < n; k++)
         fs.ok[k] = (uint8_t)tfm_fused_can_fuse(g, tfm_graph_node(g, k));
-    }
     for (int32_t r = n - 1; r >= 0; r--) {
         if (fs.group[r] >= 0 || !fs.ok[r])
             continue;
@@ -258,7 +256,7 @@ fuse(tfm_graph *g)
         }
         members[r] = malloc(sizeof(int32_t) * (size_t)nmem);
         if (!members[r]) {
-            tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+            tfm_fuse_oom();
             goto done;
         }
         memcpy(members[r], mem, sizeof(int32_t) * (size_t)nmem);
@@ -290,9 +288,7 @@ done:
         free(members[k]);
     free(members);
     free(count);
-    free(fs.uses);
-    free(fs.consumer);
-    free(fs.group);
+    tfm_fuse_scratch_free(&s);
     free(fs.inrefs);
     free(fs.rstart);
     free(fs.readers);

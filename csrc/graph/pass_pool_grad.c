@@ -101,30 +101,35 @@ emit(tfm_rw *rw, int32_t k, int32_t rg, int32_t sum)
     return TFM_OK;
 }
 
+/* role >= 0: k is a match's ReluGrad and role its MaxPoolGrad; -2: a
+ * match's MaxPoolGrad or Sum, dropped. */
+static tfm_code
+emit_role(tfm_rw *rw, int32_t k, int32_t role, void *sum_of)
+{
+    return role >= 0 ? emit(rw, role, k, ((const int32_t *)sum_of)[role])
+                     : TFM_OK;
+}
+
 tfm_graph *
 tfm_pass_pool_grad(tfm_graph *g)
 {
-    int32_t n = tfm_graph_node_count(g);
-    size_t sz = (size_t)n + 1;
-    int32_t *uses = malloc(sizeof(int32_t) * sz);
-    int32_t *consumer = malloc(sizeof(int32_t) * sz);
+    tfm_fuse_scratch s;
+    if (tfm_fuse_scratch_init(&s, g))
+        return NULL;
+    int32_t n = s.n;
     /* role[k]: -1 copied; -2 dropped (a match's MaxPoolGrad or Sum);
      * else the MaxPoolGrad of the match whose ReluGrad k is. */
-    int32_t *role = malloc(sizeof(int32_t) * sz);
-    int32_t *sum_of = malloc(sizeof(int32_t) * sz);
+    int32_t *role = s.role;
+    int32_t *sum_of = malloc(sizeof(int32_t) * ((size_t)n + 1));
     tfm_graph *out = NULL;
     int nm = 0;
-    tfm_rw rw;
-    if (!uses || !consumer || !role || !sum_of) {
-        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM fusing a graph");
+    if (!sum_of) {
+        tfm_fuse_oom();
         goto done;
     }
-    tfm_fused_uses(g, uses, consumer);
-    for (int32_t k = 0; k < n; k++)
-        role[k] = -1;
     for (int32_t k = 0; k < n; k++) {
         int32_t rg, sum;
-        if (role[k] != -1 || !find(g, uses, consumer, k, &rg, &sum) ||
+        if (role[k] != -1 || !find(g, s.uses, s.consumer, k, &rg, &sum) ||
             role[rg] != -1 || (sum >= 0 && role[sum] != -1))
             continue;
         role[k] = -2;
@@ -134,30 +139,9 @@ tfm_pass_pool_grad(tfm_graph *g)
             role[sum] = -2;
         nm++;
     }
-    if (!nm) {
-        tfm_graph_incref(g);
-        out = g;
-        goto done;
-    }
-    if (tfm_rw_begin(&rw, g))
-        goto done;
-    for (int32_t k = 0; k < n; k++) {
-        if (role[k] == -1) {
-            if (tfm_rw_copy(&rw, k) < 0)
-                goto fail;
-        } else if (role[k] >= 0 &&
-                   emit(&rw, role[k], k, sum_of[role[k]])) {
-            goto fail;
-        }
-    }
-    out = tfm_rw_finish(&rw);
-    goto done;
-fail:
-    tfm_rw_abort(&rw);
+    out = tfm_fuse_rewrite(g, role, nm, emit_role, sum_of);
 done:
-    free(uses);
-    free(consumer);
-    free(role);
+    tfm_fuse_scratch_free(&s);
     free(sum_of);
     return out;
 }

@@ -253,8 +253,11 @@ grads_or_zeros(tfm_grad_scope *s, tfm_tensor *const *g, tfm_tensor **all)
     return 0;
 }
 
-/* Unpack: stack the output gradients back. */
-TFM_GRAD(tfm_grad_rule_unpack)
+/* The output gradients joined back along the op's axis (i[0]) by
+ * `join`, which undoes the op. */
+static tfm_code
+join_grads(const tfm_grad_ctx *c, tfm_tensor *const *g, tfm_tensor **gin,
+           tfm_op join)
 {
     tfm_grad_scope s;
     tfm_tensor *all[TFM_MAX_OUTPUTS];
@@ -264,26 +267,16 @@ TFM_GRAD(tfm_grad_rule_unpack)
         tfm_attrs_init(&a);
         a.i[0] = c->attrs->i[0];
         int n = 0;
-        c->call(TFM_OP_PACK, all, c->nout, &a, gin, &n);
+        c->call(join, all, c->nout, &a, gin, &n);
     }
     return done(&s, gin, 1, 1);
 }
 
+/* Unpack: stack the output gradients back. */
+TFM_GRAD(tfm_grad_rule_unpack) { return join_grads(c, g, gin, TFM_OP_PACK); }
+
 /* Split, SplitV: concatenate the output gradients. */
-TFM_GRAD(tfm_grad_rule_split)
-{
-    tfm_grad_scope s;
-    tfm_tensor *all[TFM_MAX_OUTPUTS];
-    tfm_gs_begin(&s, c);
-    if (!grads_or_zeros(&s, g, all)) {
-        tfm_attrs a;
-        tfm_attrs_init(&a);
-        a.i[0] = c->attrs->i[0];
-        int n = 0;
-        c->call(TFM_OP_CONCAT, all, c->nout, &a, gin, &n);
-    }
-    return done(&s, gin, 1, 1);
-}
+TFM_GRAD(tfm_grad_rule_split) { return join_grads(c, g, gin, TFM_OP_CONCAT); }
 
 TFM_GRAD(tfm_grad_rule_split_v) { return tfm_grad_rule_split(c, g, gin); }
 

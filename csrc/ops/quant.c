@@ -54,6 +54,16 @@ same_dim(tfm_op op, const tfm_meta *x, int ax, const char *xs,
                      tfm_shape_str(&y->shape, b2, sizeof b2), ax, ay);
 }
 
+/* One output of in[0]'s shape and dtype d. */
+static tfm_code
+same_shape(const tfm_meta *in, tfm_dtype d, tfm_meta *out, int *nout)
+{
+    *nout = 1;
+    out[0].dtype = d;
+    out[0].shape = in[0].shape;
+    return TFM_OK;
+}
+
 static tfm_code
 check_qparams(tfm_op op, const tfm_attrs *a, int n_scales)
 {
@@ -108,10 +118,7 @@ tfm_infer_quantize(tfm_op op, const tfm_meta *in, int nin,
     if ((rc = want_dtype(op, &in[0], "input", TFM_FLOAT32))
         || (rc = check_qparams(op, a, 1)))
         return rc;
-    *nout = 1;
-    out[0].dtype = TFM_INT8;
-    out[0].shape = in[0].shape;
-    return TFM_OK;
+    return same_shape(in, TFM_INT8, out, nout);
 }
 
 tfm_code
@@ -135,10 +142,19 @@ tfm_infer_dequantize(tfm_op op, const tfm_meta *in, int nin,
                                  &in[1], 0, "scale"))) {
         return rc;
     }
+    return same_shape(in, TFM_FLOAT32, out, nout);
+}
+
+/* The FC rules' output, packed or not: input [..., K] -> [..., N]. */
+static tfm_code
+fc_out(tfm_op op, const tfm_meta *in, int64_t N, tfm_dtype d,
+       tfm_meta *out, int *nout)
+{
     *nout = 1;
-    out[0].dtype = TFM_FLOAT32;
+    out[0].dtype = d;
     out[0].shape = in[0].shape;
-    return TFM_OK;
+    out[0].shape.dims[in[0].shape.ndim - 1] = N;
+    return tfm_check_size(nm(op), &out[0].shape, d);
 }
 
 /* [..., K] x [K, N] -> [..., N], both ranks checked by the caller. */
@@ -151,11 +167,7 @@ fc_shape(tfm_op op, const tfm_meta *in, tfm_meta *out, tfm_dtype d,
     if ((rc = same_dim(op, &in[0], r - 1, "input", &in[1], 0, "weights"))
         || (rc = check_k(op, in[1].shape.dims[0])))
         return rc;
-    *nout = 1;
-    out[0].dtype = d;
-    out[0].shape = in[0].shape;
-    out[0].shape.dims[r - 1] = in[1].shape.dims[1];
-    return tfm_check_size(nm(op), &out[0].shape, d);
+    return fc_out(op, in, in[1].shape.dims[1], d, out, nout);
 }
 
 tfm_code
@@ -192,6 +204,16 @@ tfm_infer_hybrid_fc(tfm_op op, const tfm_meta *in, int nin,
 }
 
 static tfm_code
+check_act(tfm_op op, const tfm_attrs *a)
+{
+    if (a->i[3] < TFM_QACT_NONE || a->i[3] > TFM_QACT_RELU6)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: activation must be "
+                         "0 (none), 1 (Relu) or 2 (Relu6), got %lld",
+                         nm(op), (long long)a->i[3]);
+    return TFM_OK;
+}
+
+static tfm_code
 check_quantized(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a)
 {
     tfm_code rc;
@@ -203,11 +225,7 @@ check_quantized(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a)
         || (rc = want_dtype(op, &in[1], "weights", TFM_INT8))
         || (rc = check_qparams(op, a, 2)))
         return rc;
-    if (a->i[3] < TFM_QACT_NONE || a->i[3] > TFM_QACT_RELU6)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: activation must be "
-                         "0 (none), 1 (Relu) or 2 (Relu6), got %lld",
-                         nm(op), (long long)a->i[3]);
-    return TFM_OK;
+    return check_act(op, a);
 }
 
 tfm_code
@@ -256,16 +274,6 @@ TFM_GRAD(tfm_grad_rule_quantized)
 }
 
 /* ---- the packed forms (Note [Packed int8 weights] in qgemm.h) ---- */
-
-static tfm_code
-check_act(tfm_op op, const tfm_attrs *a)
-{
-    if (a->i[3] < TFM_QACT_NONE || a->i[3] > TFM_QACT_RELU6)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: activation must be "
-                         "0 (none), 1 (Relu) or 2 (Relu6), got %lld",
-                         nm(op), (long long)a->i[3]);
-    return TFM_OK;
-}
 
 /* A vector of C values of dtype d (scale, column sums, bias). */
 static tfm_code
@@ -356,11 +364,7 @@ tfm_infer_quantized_fc_packed(tfm_op op, const tfm_meta *in, int nin,
     int64_t N;
     if ((rc = check_packed(op, in, in[0].shape.dims[r - 1], "offset", &N)))
         return rc;
-    *nout = 1;
-    out[0].dtype = d;
-    out[0].shape = in[0].shape;
-    out[0].shape.dims[r - 1] = N;
-    return tfm_check_size(nm(op), &out[0].shape, d);
+    return fc_out(op, in, N, d, out, nout);
 }
 
 tfm_code
@@ -383,11 +387,7 @@ tfm_infer_hybrid_fc_packed(tfm_op op, const tfm_meta *in, int nin,
         || (nin == 5
             && (rc = check_vec(op, &in[4], "bias", TFM_FLOAT32, N))))
         return rc;
-    *nout = 1;
-    out[0].dtype = TFM_FLOAT32;
-    out[0].shape = in[0].shape;
-    out[0].shape.dims[r - 1] = N;
-    return tfm_check_size(nm(op), &out[0].shape, TFM_FLOAT32);
+    return fc_out(op, in, N, TFM_FLOAT32, out, nout);
 }
 
 tfm_code
@@ -469,8 +469,5 @@ tfm_infer_quantized_softmax(tfm_op op, const tfm_meta *in, int nin,
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: input scale (f[0]) "
                          "and beta (f[1]) must be finite and > 0, got %g "
                          "and %g", nm(op), a->f[0], a->f[1]);
-    *nout = 1;
-    out[0].dtype = TFM_INT8;
-    out[0].shape = in[0].shape;
-    return TFM_OK;
+    return same_shape(in, TFM_INT8, out, nout);
 }

@@ -204,6 +204,26 @@ weak32(const char *s, uint64_t a, uint64_t b)
     return (pair64){a + z, b + c};
 }
 
+typedef struct { uint64_t x, y, z; pair64 v, w; } farm_state;
+
+/* One 64-byte round of the long-string loop; the last round, over the
+ * final 64 bytes, multiplies by `mul` instead of k1 and weighs w.second
+ * and v.first by 9 (f = 1 in the loop). */
+static inline void
+round64(farm_state *st, const char *s, uint64_t mul, uint64_t f)
+{
+    uint64_t x = st->x, y = st->y, z = st->z;
+    pair64 v = st->v, w = st->w;
+    x = rot(x + y + v.first + fetch64(s + 8), 37) * mul;
+    y = rot(y + v.second + fetch64(s + 48), 42) * mul;
+    x ^= w.second * f;
+    y += v.first * f + fetch64(s + 40);
+    z = rot(z + w.first, 33) * mul;
+    v = weak32(s, v.second * mul, x + w.first);
+    w = weak32(s + 32, z + w.second, y + fetch64(s + 16));
+    *st = (farm_state){z, y, x, v, w};   /* x and z trade places */
+}
+
 uint64_t
 tfm_fingerprint64(const char *s, size_t len)
 {
@@ -214,41 +234,23 @@ tfm_fingerprint64(const char *s, size_t len)
     if (len <= 64)
         return len33to64(s, len);
     const uint64_t seed = 81;
-    uint64_t x = seed, y = seed * k1 + 113, z = shift_mix(y * k2 + 113) * k2;
-    pair64 v = {0, 0}, w = {0, 0};
-    x = x * k2 + fetch64(s);
+    const uint64_t y = seed * k1 + 113;
+    farm_state st = {seed * k2 + fetch64(s), y,
+                     shift_mix(y * k2 + 113) * k2, {0, 0}, {0, 0}};
     const char *end = s + ((len - 1) / 64) * 64;
     const char *last64 = end + ((len - 1) & 63) - 63;
     do {
-        x = rot(x + y + v.first + fetch64(s + 8), 37) * k1;
-        y = rot(y + v.second + fetch64(s + 48), 42) * k1;
-        x ^= w.second;
-        y += v.first + fetch64(s + 40);
-        z = rot(z + w.first, 33) * k1;
-        v = weak32(s, v.second * k1, x + w.first);
-        w = weak32(s + 32, z + w.second, y + fetch64(s + 16));
-        uint64_t t = z;
-        z = x;
-        x = t;
+        round64(&st, s, k1, 1);
         s += 64;
     } while (s != end);
-    uint64_t mul = k1 + ((z & 0xff) << 1);
-    s = last64;
-    w.first += ((len - 1) & 63);
-    v.first += w.first;
-    w.first += v.first;
-    x = rot(x + y + v.first + fetch64(s + 8), 37) * mul;
-    y = rot(y + v.second + fetch64(s + 48), 42) * mul;
-    x ^= w.second * 9;
-    y += v.first * 9 + fetch64(s + 40);
-    z = rot(z + w.first, 33) * mul;
-    v = weak32(s, v.second * mul, x + w.first);
-    w = weak32(s + 32, z + w.second, y + fetch64(s + 16));
-    uint64_t t = z;
-    z = x;
-    x = t;
-    return len16(len16(v.first, w.first, mul) + shift_mix(y) * k0 + z,
-                 len16(v.second, w.second, mul) + x, mul);
+    uint64_t mul = k1 + ((st.z & 0xff) << 1);
+    st.w.first += ((len - 1) & 63);
+    st.v.first += st.w.first;
+    st.w.first += st.v.first;
+    round64(&st, last64, mul, 9);
+    return len16(len16(st.v.first, st.w.first, mul) + shift_mix(st.y) * k0 +
+                     st.z,
+                 len16(st.v.second, st.w.second, mul) + st.x, mul);
 }
 
 /* The three hashes under one signature: `key` is SipHash's pair, and
