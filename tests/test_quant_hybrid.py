@@ -4,8 +4,8 @@ reference of the same quantization steps, bit for bit (the integer part
 is exact, and the float steps are the same float32 operations in the
 same order), across channel counts, batches, strides, paddings,
 dilations and activations; against the float convolution within the
-quantization error; its three paths (direct VNNI, im2col, portable
-loops) against each other; the converter emitting it; a converted model
+quantization error; the direct VNNI conv against im2col and the VNNI
+GEMM; the float path of CPUs without VNNI; the converter emitting it; a converted model
 in the C runtime; and its errors."""
 import os
 import pathlib
@@ -160,55 +160,130 @@ def _cases():
 
 
 def test_hybrid_conv_equals_the_numpy_reference():
+    if not _vnni():
+        pytest.skip("no AVX512-VNNI: this CPU takes the float path "
+                    "(tested below)")
     assert len(_cases()) == len(_SHAPES) * 4
 
 
 _CHILD = ("import sys, numpy as np; sys.path.insert(0, %r); "
           "import test_quant_hybrid as t; "
           "np.savez(sys.argv[1], **{k.replace('/', '_'): v "
-          "for k, v in t._cases()})")
+          "for k, v in t.%s()})")
 
 
-@pytest.mark.parametrize("env", ["TFMINI_QCONV_IM2COL", "TFMINI_QGEMM_REF"])
-def test_every_path_gives_the_same_floats(env, tmp_path):
-    """With env=1 (read once per process) a child runs the same cases
-    through im2col and the packed GEMM (TFMINI_QGEMM_REF: its portable
-    loops, what CPUs without VNNI and the wasm build run)."""
-    mine = {k.replace("/", "_"): v for k, v in _cases()}
+def _child(env, case, tmp_path):
     f = tmp_path / "other.npz"
-    r = subprocess.run([sys.executable, "-c", _CHILD % str(ROOT / "tests"),
-                        str(f)], capture_output=True, text=True, timeout=600,
-                       env=dict(os.environ, **{env: "1"}))
+    r = subprocess.run([sys.executable, "-c",
+                        _CHILD % (str(ROOT / "tests"), case), str(f)],
+                       capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, **env))
     assert r.returncode == 0, r.stderr[-2000:]
-    other = np.load(f)
+    return np.load(f)
+
+
+def _vnni():
+    import ctypes
+    return bool(ctypes.CDLL(_C.__file__).tfm_qgemm_uses_vnni())
+
+
+def test_im2col_path_gives_the_same_floats(tmp_path):
+    """With TFMINI_QCONV_IM2COL=1 (read once per process) a child runs the
+    same cases through im2col and the packed VNNI GEMM: the same floats
+    as the direct conv."""
+    if not _vnni():
+        pytest.skip("no AVX512-VNNI: the int8 paths do not run here")
+    mine = {k.replace("/", "_"): v for k, v in _cases()}
+    other = _child({"TFMINI_QCONV_IM2COL": "1"}, "_cases", tmp_path)
     assert sorted(other.files) == sorted(mine)
     for k, v in mine.items():
         np.testing.assert_array_equal(other[k], v, err_msg=k)
 
 
-@pytest.mark.parametrize("n", [0, 1, 2, 4, 6])
-def test_close_to_the_float_conv(n):
-    """Against Conv2D of the float weights: each product is off by at
+def _float_cases():
+    """[(name, output)] with the float path taken (no VNNI), each checked
+    here against the float convolution of the dequantized filter."""
+    out = []
+    for n, shape in enumerate(_SHAPES):
+        st, dil, mode, pads = shape[7:]
+        pads = pads or (0, 0, 0, 0)
+        x, _, q, ws, bias = _case_inputs(n, shape)
+        for act in (0, 1, 2):
+            got = _hybrid(x, q, ws, bias, st, dil, mode, pads, act)
+            want = _float_conv(x, q * ws, bias, st, dil, mode, pads, act)
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3,
+                                       err_msg=f"{n} act {act}")
+            out.append((f"{n}/{act}", got))
+    return out
+
+
+@pytest.mark.parametrize("conv", ["onednn", "im2col"])
+def test_without_vnni_the_float_conv_of_the_dequantized_filter(conv,
+                                                               tmp_path):
+    """TFMINI_QGEMM_REF=1 stands for a CPU without VNNI (and the wasm
+    build): there the layer is the float conv of the dequantized filter
+    (oneDNN's, or with TFMINI_CONV=im2col, as in builds without oneDNN,
+    im2col and the float GEMM), within the int8 paths' quantization
+    error of them."""
+    env = {"TFMINI_QGEMM_REF": "1"}
+    if conv == "im2col":
+        env["TFMINI_CONV"] = "im2col"
+    other = _child(env, "_float_cases", tmp_path)
+    assert len(other.files) == len(_SHAPES) * 3
+    for n, shape in enumerate(_SHAPES):
+        st, dil, mode, pads = shape[7:]
+        pads = pads or (0, 0, 0, 0)
+        x, wf, q, ws, bias = _case_inputs(n, shape)
+        if not x.size:
+            continue
+        int8 = _reference(x, q, ws, bias, st, dil, mode, pads, 0)
+        fl = other[f"{n}_0"]
+        bound = _error_bound(x, wf, ws) + 1e-4
+        assert (np.abs(int8 - fl).max(axis=(1, 2)) <= bound).all(), n
+
+
+def _float_conv(x, w, bias, strides, dil, mode, pads, act):
+    pad = "SAME" if mode == 1 else "VALID"
+    if mode == 2:
+        x = np.pad(x, ((0, 0), pads[:2], pads[2:], (0, 0)))
+    y = np.asarray(tf.nn.conv2d(x, w.astype(F32), strides=strides,
+                                padding=pad, dilations=dil))
+    if bias is not None:
+        y = y + bias
+    if act:
+        y = np.maximum(y, 0)
+    if act == 2:
+        y = np.minimum(y, 6)
+    return y
+
+
+def _error_bound(x, wf, ws):
+    """[B, O]: each product of the int8 form is off the float one by at
     most |w| s/2 + |x| ws/2 + s ws/4 (s the image's step, ws the
     channel's), summed over the window."""
+    k = wf.shape[0] * wf.shape[1] * wf.shape[2]
+    out = []
+    for b in range(x.shape[0]):
+        _, s, _ = _quantize_image(x[b])
+        out.append(k * (np.abs(wf).max() * s / 2 + np.abs(x[b]).max() * ws
+                        / 2 + s * ws / 4))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 4, 6])
+def test_close_to_the_float_conv(n):
+    """Against Conv2D of the float weights, within the quantization
+    error (_error_bound)."""
     shape = _SHAPES[n]
     st, dil, mode, pads = shape[7:]
     pads = pads or (0, 0, 0, 0)
     x, wf, q, ws, bias = _case_inputs(n, shape)
     got = _hybrid(x, q, ws, bias, st, dil, mode, pads, 0)
-    pad = "SAME" if mode == 1 else "VALID"
-    xp = x
-    if mode == 2:
-        xp = np.pad(x, ((0, 0), pads[:2], pads[2:], (0, 0)))
-    want = np.asarray(tf.nn.conv2d(xp, wf, strides=st, padding=pad,
-                                   dilations=dil)) + bias
+    want = _float_conv(x, wf, bias, st, dil, mode, pads, 0)
+    bound = _error_bound(x, wf, ws) + 1e-4
     for b in range(x.shape[0]):
-        _, s, _ = _quantize_image(x[b])
-        k = wf.shape[0] * wf.shape[1] * wf.shape[2]
-        bound = k * (np.abs(wf).max() * s / 2 + np.abs(x[b]).max() * ws / 2
-                     + s * ws / 4) + 1e-4
         err = np.abs(got[b] - want[b]).max(axis=(0, 1))
-        assert (err <= bound).all(), (b, err, bound)
+        assert (err <= bound[b]).all(), (b, err, bound[b])
         # and not trivially: well inside the output's own scale
         assert err.max() < 0.05 * (np.abs(want[b]).max() + 1)
 

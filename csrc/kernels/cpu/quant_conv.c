@@ -20,7 +20,11 @@
  * with the arithmetic of finish() in qgemm.c step by step, in int32:
  * it applies only when every sum plus its offset provably fits in
  * int32, where the int32 add is exact. So its int8 equals the im2col
- * path's bit for bit (tests/test_quant_conv.py checks it). */
+ * path's bit for bit (tests/test_quant_conv.py checks it).
+ * HybridConv2DPacked (Note [Hybrid convolution] in quant_hybrid.c) runs
+ * the same products over its per-image quantized input: each image's
+ * padding pixel holds that image's zero point (padstep), and the sums
+ * are finished as qgemm.c's TFM_QOUT_HYBRID, in vectors. */
 #include "quant_conv.h"
 
 #include <stdatomic.h>

@@ -11,11 +11,17 @@
  * is scaled back to float by the image's scale times the filter's
  * per-channel scale; the float bias and Relu/Relu6 follow, in float.
  * The products run in the direct VNNI convolution of quant_conv.c (Note
- * [Direct int8 convolution]) where it runs, and otherwise (no VNNI,
- * the wasm build, TFMINI_QCONV_IM2COL=1) through im2col and the packed
- * GEMM (its portable loops without VNNI), finished by qgemm.c's
+ * [Direct int8 convolution]), or with TFMINI_QCONV_IM2COL=1 through
+ * im2col and the packed VNNI GEMM, finished by qgemm.c's
  * TFM_QOUT_HYBRID step; the direct conv repeats that step's float
- * operations in vectors, so every path gives the same floats. */
+ * operations in vectors, so the two give the same floats.
+ * Without VNNI (other CPUs, the wasm build, TFMINI_QGEMM_REF=1) the
+ * int8 products would run in the GEMM's portable loops, which made the
+ * digits CNN's dynamic-range form 5x slower than its float form
+ * (benchmarks/RESULTS.md), so there the weights are dequantized and the
+ * convolution runs in float (no input quantization: closer to the float
+ * model than the int8 paths, within their quantization error of them),
+ * as the float Conv2D's im2col and GEMM do. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +99,100 @@ im2col(const uint8_t *u, const int64_t *xd, const int64_t *yd,
     });
 }
 
+/* The float convolution of x with the dequantized filter, then bias and
+ * activation, as a float model's Conv2D, BiasAdd and Relu compute it:
+ * through oneDNN where the build has it, else im2col and the float
+ * GEMM. */
+static tfm_code
+hybrid_float(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+             tfm_tensor *const *out)
+{
+    const int64_t *xd = in[0]->shape.dims, *fd = a->ints + TFM_CONV_SIZES;
+    const int64_t *yd = out[0]->shape.dims;
+    int64_t H = xd[1], W = xd[2], C = xd[3];
+    int64_t KH = fd[0], KW = fd[1], O = fd[3], OH = yd[1], OW = yd[2];
+    int64_t M = xd[0] * OH * OW, K = KH * KW * C, K4 = (K + 3) / 4;
+    int64_t sh = a->ints[TFM_CONV_STRIDE_H], sw = a->ints[TFM_CONV_STRIDE_W];
+    int64_t dh = a->ints[TFM_CONV_WIN_H], dw = a->ints[TFM_CONV_WIN_W];
+    int64_t oh, ow, pt, pl;
+    tfm_conv_dim(H, KH, sh, dh, (int)a->i[0], a->ints[TFM_CONV_PADS],
+                 a->ints[TFM_CONV_PADS + 1], &oh, &pt);
+    tfm_conv_dim(W, KW, sw, dw, (int)a->i[0], a->ints[TFM_CONV_PADS + 2],
+                 a->ints[TFM_CONV_PADS + 3], &ow, &pl);
+    float *wf = malloc((size_t)(K * O) * sizeof *wf + 1);
+    float *zb = calloc((size_t)O + 1, sizeof *zb);
+    float *rows = NULL;
+    tfm_code rc = TFM_OK;
+    if (!wf || !zb)
+        goto oom;
+    /* Note [Packed int8 weights] read back as [K, O] floats */
+    const int8_t *wp = tfm_tensor_data(in[1]);
+    const float *ws = tfm_tensor_data(in[2]);
+    for (int64_t p = 0; p * 16 < O; p++) {
+        int64_t w = O - p * 16 < 16 ? O - p * 16 : 16;
+        const int8_t *pan = wp + p * K4 * 64;
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t n = 0; n < w; n++)
+                wf[k * O + p * 16 + n] =
+                    pan[((k / 4) * w + n) * 4 + k % 4] * ws[p * 16 + n];
+    }
+    const float *x = tfm_tensor_data(in[0]);
+    float *y = tfm_tensor_data(out[0]);
+    const float *fb = nin == 5 ? tfm_tensor_data(in[4]) : NULL;
+    int act = (int)a->i[3];
+    /* oneDNN's convolution with the bias and activation fused, as the
+     * float model's Conv2D runs after the conv epilogue pass (the
+     * TFM_QACT codes are TFM_CONV_ACT's) */
+    tfm_conv_geom g;
+    tfm_conv_geom_make(&g, &in[0]->shape, KH, KW, O, dh, dw, a);
+    int ran = tfm_conv_dnnl_fused_f32(&g, x, wf, fb ? fb : zb, act, y);
+    if (ran < 0)
+        goto oom;
+    if (ran)
+        goto done;
+    if (!(rows = malloc((size_t)(M * K) * sizeof *rows + 1)))
+        goto oom;
+    TFM_PAR_FOR(M * K > TFM_PAR_MIN, r, M, {
+        int64_t b = r / (OH * OW), q = r % (OH * OW);
+        int64_t oy = q / OW, ox = q % OW;
+        float *row = rows + r * K;
+        for (int64_t i = 0; i < KH; i++) {
+            int64_t iy = oy * sh + i * dh - pt;
+            for (int64_t j = 0; j < KW; j++) {
+                int64_t ix = ox * sw + j * dw - pl;
+                float *dst = row + (i * KW + j) * C;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                    memset(dst, 0, (size_t)C * sizeof *dst);
+                else
+                    memcpy(dst, x + ((b * H + iy) * W + ix) * C,
+                           (size_t)C * sizeof *dst);
+            }
+        }
+    });
+    /* blocks of 64 output pixels, one thread each (the GEMM is single-
+     * threaded), each finished while it is in cache */
+    int64_t nblk = (M + 63) / 64;
+    TFM_PAR_FOR(M * K * O > (1 << 22), blk, nblk, {
+        int64_t r0 = blk * 64, m = M - r0 < 64 ? M - r0 : 64;
+        float *yb = y + r0 * O;
+        tfm_conv_gemm_f32(0, m, O, K, rows + r0 * K, K, wf, O, yb, O, 0);
+        for (int64_t e = 0; e < m * O; e++) {
+            float v = yb[e] + (fb ? fb[e % O] : 0.0f);
+            v = act != TFM_QACT_NONE && v < 0 ? 0.0f : v;
+            yb[e] = act == TFM_QACT_RELU6 && v > 6 ? 6.0f : v;
+        }
+    });
+    goto done;
+oom:
+    rc = tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: out of memory for its "
+                   "scratch buffers", tfm_ops[op].name);
+done:
+    free(wf);
+    free(zb);
+    free(rows);
+    return rc;
+}
+
 tfm_code
 tfm_k_hybrid_conv2d_packed(tfm_op op, tfm_tensor *const *in, int nin,
                            const tfm_attrs *a, tfm_tensor *const *out,
@@ -106,6 +206,8 @@ tfm_k_hybrid_conv2d_packed(tfm_op op, tfm_tensor *const *in, int nin,
     int64_t M = B * yd[1] * yd[2], K = KH * KW * C, K4 = (K + 3) / 4;
     if (M == 0 || O == 0)
         return TFM_OK;
+    if (!tfm_qgemm_uses_vnni())
+        return hybrid_float(op, in, nin, a, out);
     /* The direct conv takes channels four at a time: the copy pads
      * them with zeros (calloc), and it repacks the filter to match. */
     int direct = tfm_qconv_direct_enabled();
@@ -140,7 +242,7 @@ tfm_k_hybrid_conv2d_packed(tfm_op op, tfm_tensor *const *in, int nin,
         goto done;
     }
     im2col(u, xd, yd, a, rz, rows);
-    /* the GEMM's finish reads a scale and zero point per output row:
+    /* (the VNNI GEMM, with the direct conv declined) the GEMM's finish reads a scale and zero point per output row:
      * each row takes its image's (filled from the back, in place) */
     int64_t per = M / B;
     for (int64_t r = M - 1; r >= 0; r--) {
