@@ -428,3 +428,42 @@ def test_c_runtime_runs_the_dynamic_range_model(cnn, tmp_path):
             if line and not line.startswith(("function", "output"))]
     np.testing.assert_allclose(np.array(rows), _run(content, x),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_junk_geometry_raises_or_runs():
+    """Random strides, dilations, paddings, filter sizes and activations
+    (zero, negative, too large) on valid packed weights, and inputs of
+    NaN, 1e30 and empty images: each call runs or raises an error naming
+    the op; nothing crashes."""
+    import random
+    rnd = random.Random(1)
+    steps = [1, 1, 1, 2, 3, 0, -1]
+    pads = [0, 1, 2, -1, 2 ** 40]
+    ran = 0
+    for k in range(600):
+        kh, kw, c, o = (rnd.choice([1, 2, 3]), rnd.choice([1, 3]),
+                        rnd.choice([1, 3, 4]), rnd.choice([1, 5, 17]))
+        q = np.random.default_rng(k).integers(-127, 128, (kh * kw * c, o))
+        wp, cs = pack_weights(q.astype(np.int8))
+        shape = (rnd.choice([0, 1, 2]), rnd.choice([0, 1, 4, 6, 9]),
+                 rnd.choice([1, 5, 8]), rnd.choice([c, c, c + 1]))
+        x = np.random.default_rng(k).standard_normal(shape).astype(F32)
+        x *= F32(rnd.choice([1, 1e30]))
+        if x.size and rnd.random() < 0.2:
+            x.flat[0] = np.nan
+        ints = tuple(rnd.choice(steps) for _ in range(4)) + \
+            (kh, kw, c, o) + tuple(rnd.choice(pads) for _ in range(4))
+        if rnd.random() < 0.2:
+            ints = ints[:rnd.choice([0, 4, 6])]
+        ins = (x, wp, np.full(o, rnd.choice([0.01, 1e30]), F32), cs)
+        if rnd.random() < 0.5:
+            ins += (np.ones(o, F32),)
+        try:
+            _call("HybridConv2DPacked", ins, ints=ints,
+                  i=(rnd.choice([0, 1, 1, 2, 3, -1]), 0, 0,
+                     rnd.choice([0, 1, 2, 3])))
+            ran += 1
+        except (tf.errors.InvalidArgumentError,
+                tf.errors.ResourceExhaustedError) as e:
+            assert "HybridConv2DPacked" in str(e), str(e)
+    assert ran > 0
