@@ -186,9 +186,11 @@ def test_every_differentiable_op_has_a_gradient():
 
 def test_every_gradient_rule_is_checked():
     covered = {op for s in GRAD_SPECS for op in s.ops}
-    # Inference-only ops whose rule only raises (tests/test_lite.py).
+    # Inference-only ops whose rule only raises (tests/test_lite.py,
+    # tests/test_quant_hybrid.py).
     covered |= {"HybridFullyConnected", "HybridFullyConnectedPacked",
-                "QuantizedFullyConnectedPacked", "QuantizedConv2DPacked"}
+                "QuantizedFullyConnectedPacked", "QuantizedConv2DPacked",
+                "HybridConv2DPacked"}
     unchecked = [name for name, _, _, _, has_grad in tf._C.op_table()
                  if has_grad and name not in covered]
     assert not unchecked, f"gradient rules without a finite-difference " \

@@ -96,8 +96,10 @@ def test_converter_api_shape(cnn):
     c = tf.lite.TFLiteConverter.from_saved_model(str(cnn))
     assert c.convert() == _model_bytes(cnn)       # no optimizations
     ops, _ = _ops(content)
-    # conv1's 144 weights are under the 1024 threshold and stay float.
-    assert ops.count("Conv2D") == 2 and ops.count("Dequantize") == 1
+    # conv1's 144 weights are under the 1024 threshold and stay float;
+    # conv2 is a hybrid conv (tests/test_quant_hybrid.py).
+    assert ops.count("Conv2D") == 1 and ops.count("Dequantize") == 0
+    assert ops.count("HybridConv2DPacked") == 1
     assert "HybridFullyConnectedPacked" in ops and "BatchMatMulV2" not in ops
     with pytest.raises(OSError, match="does not exist"):
         tf.lite.TFLiteConverter.from_saved_model(str(cnn) + "_missing")

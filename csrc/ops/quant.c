@@ -390,18 +390,17 @@ tfm_infer_hybrid_fc_packed(tfm_op op, const tfm_meta *in, int nin,
     return fc_out(op, in, N, TFM_FLOAT32, out, nout);
 }
 
-tfm_code
-tfm_infer_quantized_conv2d_packed(tfm_op op, const tfm_meta *in, int nin,
-                                  const tfm_attrs *a, tfm_meta *out,
-                                  int *nout)
+/* The output shape of a packed conv, after its filter's sizes (which
+ * its packed weights do not say: ints[4..7], Conv2D's input_sizes
+ * slots), the input's channels, the packed weights and in[3] (`what`)
+ * are checked; *n is the number of output channels. */
+static tfm_code
+conv_packed_shape(tfm_op op, const tfm_meta *in, const tfm_attrs *a,
+                  const char *what, tfm_meta *out, int *nout, int64_t *n)
 {
     tfm_code rc;
-    tfm_dtype d;
-    if ((rc = check_static(op, in, nin, a, &d))
-        || (rc = want_rank(op, &in[0], "input", 4, 4)))
+    if ((rc = want_rank(op, &in[0], "input", 4, 4)))
         return rc;
-    /* The filter's [kh, kw, in, out], which its packed form does not
-     * say, is in ints[4..7] (Conv2D's input_sizes slots). */
     const int64_t *f = a->ints + TFM_CONV_SIZES;
     for (int k = 0; k < 4; k++)
         if (a->n_ints < TFM_CONV_SIZES + 4 || f[k] <= 0 || f[k] > (1 << 20))
@@ -421,7 +420,7 @@ tfm_infer_quantized_conv2d_packed(tfm_op op, const tfm_meta *in, int nin,
                          (long long)f[2], (long long)f[3], (long long)f[2]);
     }
     int64_t N;
-    if ((rc = check_packed(op, in, f[0] * f[1] * f[2], "offset", &N)))
+    if ((rc = check_packed(op, in, f[0] * f[1] * f[2], what, &N)))
         return rc;
     if (N >= 0 && N != f[3])
         return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: scale has %lld "
@@ -429,11 +428,45 @@ tfm_infer_quantized_conv2d_packed(tfm_op op, const tfm_meta *in, int nin,
                          "output channels", nm(op), (long long)N,
                          (long long)f[0], (long long)f[1], (long long)f[2],
                          (long long)f[3], (long long)f[3]);
+    *n = f[3];
     tfm_meta m[2] = {{TFM_FLOAT32, in[0].shape},
                      {TFM_FLOAT32, tfm_shape_make(4, f)}};
-    if ((rc = tfm_infer_conv2d(op, m, 2, a, out, nout)))
+    return tfm_infer_conv2d(op, m, 2, a, out, nout);
+}
+
+tfm_code
+tfm_infer_quantized_conv2d_packed(tfm_op op, const tfm_meta *in, int nin,
+                                  const tfm_attrs *a, tfm_meta *out,
+                                  int *nout)
+{
+    tfm_code rc;
+    tfm_dtype d;
+    int64_t n;
+    if ((rc = check_static(op, in, nin, a, &d))
+        || (rc = conv_packed_shape(op, in, a, "offset", out, nout, &n)))
         return rc;
     out[0].dtype = d;
+    return TFM_OK;
+}
+
+tfm_code
+tfm_infer_hybrid_conv2d_packed(tfm_op op, const tfm_meta *in, int nin,
+                               const tfm_attrs *a, tfm_meta *out, int *nout)
+{
+    tfm_code rc;
+    int64_t n;
+    if (nin != 4 && nin != 5)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s expects 4 inputs "
+                         "(input, packed weights, scale, column sums) or 5 "
+                         "(and bias), got %d", nm(op), nin);
+    if ((rc = want_dtype(op, &in[0], "input", TFM_FLOAT32))
+        || (rc = check_act(op, a))
+        || (rc = conv_packed_shape(op, in, a, "column sums", out, nout,
+                                   &n))
+        || (nin == 5
+            && (rc = check_vec(op, &in[4], "bias", TFM_FLOAT32, n))))
+        return rc;
+    out[0].dtype = TFM_FLOAT32;
     return TFM_OK;
 }
 

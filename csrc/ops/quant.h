@@ -47,6 +47,7 @@ TFM_QI(tfm_infer_quantized_conv2d);
 TFM_QI(tfm_infer_quantized_fc_packed);
 TFM_QI(tfm_infer_hybrid_fc_packed);
 TFM_QI(tfm_infer_quantized_conv2d_packed);
+TFM_QI(tfm_infer_hybrid_conv2d_packed);
 TFM_QI(tfm_infer_quantized_pool);
 TFM_QI(tfm_infer_quantized_softmax);
 

@@ -4,9 +4,10 @@ arithmetic] in csrc/ops/quant.h says what the new ops compute).
 Dynamic range: float32 weights of MatMul and Conv2D with at least
 1024 elements (TF Lite's default threshold) become int8 constants with
 one symmetric scale per output channel; MatMuls become
-HybridFullyConnectedPacked (activations quantized per row at run time),
-Conv2D reads Dequantize(weights). Full integer: each MatMul or Conv2D,
-with the bias add and Relu/Relu6 that follow it, becomes one
+HybridFullyConnectedPacked (activations quantized per row at run time)
+and Conv2Ds HybridConv2DPacked (per image), with the bias add and
+Relu/Relu6 that follow. Full integer: each MatMul or Conv2D, with the
+bias add and Relu/Relu6 that follow it, becomes one
 QuantizedFullyConnectedPacked or QuantizedConv2DPacked, with activation
 ranges calibrated on the representative dataset; between two of them
 (and through MaxPool, AvgPool, Reshape and Softmax, which run in int8)
@@ -75,6 +76,14 @@ def _matmul_weight(g, node, variables):
         rank = 2
     elif node["op"] == _CONV:
         rank = 4
+        src = node["in"][0]
+        shape = g["nodes"][src[0]]["out"][src[1]][1]
+        w_shape = g["nodes"][node["in"][1][0]]["out"][0][1]
+        # a grouped convolution (filter channels < input channels) has
+        # no quantized form here
+        if len(shape) != 4 or len(w_shape) != 4 or \
+                shape[3] not in (-1, w_shape[2]):
+            return None
     else:
         return None
     k = node["in"][1][0]
@@ -112,8 +121,9 @@ class _Emitter:
 
 def dynamic_range(g, variables):
     """Rewrites g in place; returns the number of layers quantized. A
-    MatMul's bias add and Relu/Relu6 join its HybridFullyConnectedPacked,
-    as in TF Lite's hybrid FULLY_CONNECTED."""
+    MatMul's or Conv2D's bias add and Relu/Relu6 join its
+    HybridFullyConnectedPacked or HybridConv2DPacked, as in TF Lite's
+    hybrid FULLY_CONNECTED and CONV_2D."""
     em, count = _Emitter(g), 0
     chains = {c[0]: c for c in _chains(g, variables)}
     skip = set()
@@ -128,26 +138,25 @@ def dynamic_range(g, variables):
         base = node["name"] + b"/quantized"
         ws = em.add(G.const_node(base + b"/scale", s))
         x = em.ref(node["in"][0])
+        wp, cs = pack_weights(q.reshape(-1, q.shape[-1]))
+        ins = [x, [em.add(G.const_node(base + b"/weights", wp)), 0],
+               [ws, 0], [em.add(G.const_node(base + b"/colsum", cs)), 0]]
+        _, _, bias, act, end, members = chains[k]
+        if bias is not None:
+            ins.append([em.add(G.const_node(
+                base + b"/bias", np.asarray(bias, np.float32))), 0])
         if node["op"] == _FC:
-            wp, cs = pack_weights(q)
-            ins = [x, [em.add(G.const_node(base + b"/weights", wp)), 0],
-                   [ws, 0], [em.add(G.const_node(base + b"/colsum", cs)), 0]]
-            _, _, bias, act, end, members = chains[k]
-            if bias is not None:
-                ins.append([em.add(G.const_node(base + b"/bias", bias)), 0])
-            last = g["nodes"][end]
-            em.remap[end] = em.add(G.op_node(
-                b"HybridFullyConnectedPacked", last["name"], ins,
-                last["out"][0], F.new_attrs(i=[0, 0, 0, act])))
-            skip.update(members[1:])
+            op, ints, i0 = b"HybridFullyConnectedPacked", [], 0
         else:
-            wq = em.add(G.const_node(base + b"/weights", q))
-            deq = em.add(G.op_node(b"Dequantize", base + b"/dequantize",
-                                   [[wq, 0], [ws, 0]], [7, list(q.shape)]))
-            new = dict(node)
-            new["in"] = [x, [deq, 0]]
-            new["ctrl"] = [em.remap[c] for c in node["ctrl"]]
-            em.remap[k] = em.add(new)
+            fa = node["attrs"]
+            op, i0 = b"HybridConv2DPacked", fa["i"][0]
+            ints = list(fa["ints"][:4]) + list(q.shape) + \
+                list(fa["ints"][8:12])
+        last = g["nodes"][end]
+        em.remap[end] = em.add(G.op_node(
+            op, last["name"], ins, last["out"][0],
+            F.new_attrs(ints=ints, i=[i0, 0, 0, act])))
+        skip.update(members[1:])
         count += 1
     em.finish()
     return count

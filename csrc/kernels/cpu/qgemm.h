@@ -96,6 +96,7 @@ TFM_QK(tfm_k_quantized_conv2d);
 TFM_QK(tfm_k_quantized_fc_packed);
 TFM_QK(tfm_k_hybrid_fc_packed);
 TFM_QK(tfm_k_quantized_conv2d_packed);
+TFM_QK(tfm_k_hybrid_conv2d_packed);
 TFM_QK(tfm_k_quantized_max_pool);
 TFM_QK(tfm_k_quantized_avg_pool);
 TFM_QK(tfm_k_quantized_softmax);

@@ -20,7 +20,11 @@
  * with the arithmetic of finish() in qgemm.c step by step, in int32:
  * it applies only when every sum plus its offset provably fits in
  * int32, where the int32 add is exact. So its int8 equals the im2col
- * path's bit for bit (tests/test_quant_conv.py checks it). */
+ * path's bit for bit (tests/test_quant_conv.py checks it).
+ * HybridConv2DPacked (Note [Hybrid convolution] in quant_hybrid.c) runs
+ * the same products over its per-image quantized input: each image's
+ * padding pixel holds that image's zero point (padstep), and the sums
+ * are finished as qgemm.c's TFM_QOUT_HYBRID, in vectors. */
 #include "quant_conv.h"
 
 #include <stdatomic.h>
@@ -55,15 +59,22 @@ tfm_qconv_direct_enabled(void)
 
 typedef struct {
     const uint8_t *src;         /* [B, H, W, cs] */
-    const uint8_t *padpix;      /* cs bytes: a pixel outside the input */
+    const uint8_t *padpix;      /* a pixel outside image b: + b * padstep */
+    int64_t padstep;
     uint32_t xm;                /* src's bytes ^ xm: the uint8 operand */
     int64_t H, W, cs, OH, OW, O, KH, KW, sh, sw, dh, dw, pt, pl, K4;
     const int8_t *wp;           /* packed over K = KH * KW * cs */
-    const int32_t *cb;          /* bias - zin * column sums [O] */
+    const int32_t *cb;          /* static: bias - zin * column sums [O];
+                                 * hybrid: the column sums */
     const float *mult;          /* [O] */
     int32_t zout;
     float flo, fhi, s_out;
     int int8_out;
+    int hybrid;                 /* finish as TFM_QOUT_HYBRID, per image: */
+    const float *rs;            /* [B] */
+    const int32_t *rz;          /* [B] */
+    const float *fbias;         /* [O] or NULL */
+    int act;
     void *y;                    /* [B, OH, OW, O] */
 } dconv;
 
@@ -90,6 +101,30 @@ dfinish(const dconv *d, __m512i acc, int64_t m, int64_t n, __mmask16 k)
         _mm512_mask_storeu_ps((float *)d->y + m * d->O + n, k,
                               _mm512_mul_ps(_mm512_cvtepi32_ps(q),
                                             _mm512_set1_ps(d->s_out)));
+}
+
+/* finish() in qgemm.c for TFM_QOUT_HYBRID, in vectors, the same float
+ * steps in the same order (no fused multiply-add), so the im2col and
+ * portable paths give the same floats bit for bit. max(0, f) and
+ * min(6, f) keep a NaN, as the scalar compares do. The int32 subtract
+ * may wrap in between, but its true value, sum (u - rz) w, is inside
+ * int32 (K * 255 * 127 at most), so the wrapped result is exact. */
+VNNI __attribute__((always_inline)) static inline void
+dfinish_hybrid(const dconv *d, __m512i acc, int64_t b, int64_t m, int64_t n,
+               __mmask16 k)
+{
+    __m512i cs = _mm512_maskz_loadu_epi32(k, d->cb + n);
+    __m512i v = _mm512_sub_epi32(
+        acc, _mm512_mullo_epi32(cs, _mm512_set1_epi32(d->rz[b])));
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(d->rs[b]));
+    f = _mm512_mul_ps(f, _mm512_maskz_loadu_ps(k, d->mult + n));
+    if (d->fbias)
+        f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(k, d->fbias + n));
+    if (d->act != TFM_QACT_NONE)
+        f = _mm512_max_ps(_mm512_setzero_ps(), f);
+    if (d->act == TFM_QACT_RELU6)
+        f = _mm512_min_ps(_mm512_set1_ps(6.0f), f);
+    _mm512_mask_storeu_ps((float *)d->y + m * d->O + n, k, f);
 }
 
 /* R (1..4) output pixels of row (b, oy) from ox0, times NB (1..4)
@@ -121,6 +156,7 @@ dblock(int R, int NB, const dconv *d, int64_t b, int64_t oy, int64_t ox0,
     }
     int64_t cq = d->cs / 4;
     int32_t xm = (int32_t)d->xm;
+    const uint8_t *pad = d->padpix + b * d->padstep;
     for (int64_t i = 0; i < d->KH; i++) {
         int64_t iy = oy * d->sh + i * d->dh - d->pt;
         int row_in = iy >= 0 && iy < d->H;
@@ -132,7 +168,7 @@ dblock(int R, int NB, const dconv *d, int64_t b, int64_t oy, int64_t ox0,
             for (int r = 0; r < R; r++) {
                 int64_t ix = (ox0 + r) * d->sw + j * d->dw - d->pl;
                 px[r] = row_in && ix >= 0 && ix < d->W ? rowp + ix * d->cs
-                                                       : d->padpix;
+                                                       : pad;
             }
             const int64_t kb0 = (i * d->KW + j) * cq;
             for (int64_t c = 0; c < cq; c++) {
@@ -157,8 +193,13 @@ dblock(int R, int NB, const dconv *d, int64_t b, int64_t oy, int64_t ox0,
     _Pragma("GCC unroll 4")
     for (int r = 0; r < R; r++)
         _Pragma("GCC unroll 4")
-        for (int t = 0; t < NB; t++)
-            dfinish(d, acc[r][t], m0 + r, n0 + t * 16, mk16[t]);
+        for (int t = 0; t < NB; t++) {
+            if (d->hybrid)
+                dfinish_hybrid(d, acc[r][t], b, m0 + r, n0 + t * 16,
+                               mk16[t]);
+            else
+                dfinish(d, acc[r][t], m0 + r, n0 + t * 16, mk16[t]);
+        }
 }
 
 /* Output row `row` (b * OH + oy), all of its pixels and filters. */
@@ -211,19 +252,79 @@ repack(const int8_t *wp, int64_t T, int64_t C, int64_t C4, int64_t O,
 }
 #endif
 
+/* Where the direct conv cannot run (no VNNI, or declined), its entries
+ * report it through *done (static) or the caller asks
+ * tfm_qconv_direct_enabled() first (hybrid). */
+tfm_code
+tfm_qconv2d_direct_run(tfm_op op, const tfm_attrs *a, const int64_t *xd,
+                       const int64_t *yd, const tfm_qconv_src *x,
+                       const int8_t *wp, const tfm_qout *o)
+{
+#ifdef TFM_QCONV_X86
+    const int64_t *fd = a->ints + TFM_CONV_SIZES;
+    int64_t B = xd[0], H = xd[1], W = xd[2], C = xd[3];
+    int64_t KH = fd[0], KW = fd[1], O = fd[3];
+    int64_t OH = yd[1], OW = yd[2], cs = x->cs;
+    int64_t M = B * OH * OW;
+    if (M == 0 || O == 0)
+        return TFM_OK;
+    int64_t pt, pl, oh, ow;
+    tfm_conv_dim(H, KH, a->ints[TFM_CONV_STRIDE_H], a->ints[TFM_CONV_WIN_H],
+                 (int)a->i[0], a->ints[TFM_CONV_PADS],
+                 a->ints[TFM_CONV_PADS + 1], &oh, &pt);
+    tfm_conv_dim(W, KW, a->ints[TFM_CONV_STRIDE_W], a->ints[TFM_CONV_WIN_W],
+                 (int)a->i[0], a->ints[TFM_CONV_PADS + 2],
+                 a->ints[TFM_CONV_PADS + 3], &ow, &pl);
+    int hybrid = o->kind == TFM_QOUT_HYBRID;
+    int8_t *wr = cs != C ? malloc((size_t)TFM_QPACK_BYTES(KH * KW * cs, O)
+                                  + 1) : NULL;
+    int32_t *cb = hybrid ? NULL : malloc((size_t)O * sizeof *cb + 1);
+    if ((cs != C && !wr) || (!hybrid && !cb)) {
+        free(wr);
+        free(cb);
+        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: out of memory for "
+                         "its scratch buffers", tfm_ops[op].name);
+    }
+    if (cs != C)
+        repack(wp, KH * KW, C, cs, O, wr);
+    /* the callers checked that every offset fits its int32 add */
+    for (int64_t n = 0; !hybrid && n < O; n++)
+        cb[n] = (int32_t)o->cb[n];
+    dconv d = {.src = x->src, .padpix = x->padpix, .padstep = x->padstep,
+               .xm = x->xm, .H = H, .W = W, .cs = cs, .OH = OH, .OW = OW,
+               .O = O, .KH = KH, .KW = KW,
+               .sh = a->ints[TFM_CONV_STRIDE_H],
+               .sw = a->ints[TFM_CONV_STRIDE_W],
+               .dh = a->ints[TFM_CONV_WIN_H], .dw = a->ints[TFM_CONV_WIN_W],
+               .pt = pt, .pl = pl, .K4 = KH * KW * cs / 4,
+               .wp = cs != C ? wr : wp, .cb = hybrid ? o->cs : cb,
+               .mult = o->mult, .zout = o->zout, .flo = o->flo,
+               .fhi = o->fhi, .s_out = o->s_out,
+               .int8_out = o->kind == TFM_QOUT_INT8, .hybrid = hybrid,
+               .rs = o->rs, .rz = o->rz, .fbias = o->fbias, .act = o->act,
+               .y = o->y};
+    int64_t K = KH * KW * cs;
+    TFM_PAR_FOR(M * O * K > (1 << 22), row, B * OH, { drow(&d, row); });
+    free(wr);
+    free(cb);
+    return TFM_OK;
+#else
+    (void)a; (void)xd; (void)yd; (void)x; (void)wp; (void)o;
+    return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s: the direct int8 "
+                     "convolution is not in this build", tfm_ops[op].name);
+#endif
+}
+
 tfm_code
 tfm_qconv2d_direct(tfm_op op, tfm_tensor *const *in, const tfm_attrs *a,
                    tfm_tensor *const *out, int *done)
 {
     *done = 0;
-#ifdef TFM_QCONV_X86
     if (!tfm_qconv_direct_enabled())
         return TFM_OK;
     const int64_t *xd = in[0]->shape.dims, *fd = a->ints + TFM_CONV_SIZES;
-    const int64_t *yd = out[0]->shape.dims;
     int64_t B = xd[0], H = xd[1], W = xd[2], C = xd[3];
-    int64_t KH = fd[0], KW = fd[1], O = fd[3];
-    int64_t OH = yd[1], OW = yd[2], C4 = (C + 3) / 4 * 4;
+    int64_t KH = fd[0], KW = fd[1], O = fd[3], C4 = (C + 3) / 4 * 4;
     int64_t K = KH * KW * C;
     /* Each sum is at most K * 255 * 128 in size; with the largest
      * offset it must stay inside int32 for the int32 add to be exact. */
@@ -236,30 +337,16 @@ tfm_qconv2d_direct(tfm_op op, tfm_tensor *const *in, const tfm_attrs *a,
     if (K * 255 * 128 + big >= INT32_MAX)
         return TFM_OK;
     *done = 1;
-    int64_t M = B * OH * OW;
-    if (M == 0 || O == 0)
-        return TFM_OK;
-    int64_t mode_pt, mode_pl, oh, ow;
-    tfm_conv_dim(H, KH, a->ints[TFM_CONV_STRIDE_H], a->ints[TFM_CONV_WIN_H],
-                 (int)a->i[0], a->ints[TFM_CONV_PADS],
-                 a->ints[TFM_CONV_PADS + 1], &oh, &mode_pt);
-    tfm_conv_dim(W, KW, a->ints[TFM_CONV_STRIDE_W], a->ints[TFM_CONV_WIN_W],
-                 (int)a->i[0], a->ints[TFM_CONV_PADS + 2],
-                 a->ints[TFM_CONV_PADS + 3], &ow, &mode_pl);
     int copy = in[0]->dtype != TFM_INT8 || C4 != C;
     int64_t nx = B * H * W;
     /* zeroed once: channels past C hold zeros (their weights are zero
      * too), written by no per-pixel memset */
     uint8_t *u = copy ? calloc((size_t)(nx * C4) + 1, 1) : NULL;
-    int8_t *wr = C4 != C ? malloc((size_t)TFM_QPACK_BYTES(KH * KW * C4, O)
-                                  + 1) : NULL;
     uint8_t *padpix = malloc((size_t)C4 + 1);
     int64_t *cb64 = malloc((size_t)O * sizeof *cb64 + 1);
-    int32_t *cb = malloc((size_t)O * sizeof *cb + 1);
     float *mult = malloc((size_t)O * sizeof *mult + 1);
     tfm_code rc = TFM_OK;
-    if ((copy && !u) || (C4 != C && !wr) || !padpix || !cb64 || !cb ||
-        !mult) {
+    if ((copy && !u) || !padpix || !cb64 || !mult) {
         rc = tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: out of memory for "
                        "its scratch buffers", tfm_ops[op].name);
         goto done;
@@ -284,34 +371,18 @@ tfm_qconv2d_direct(tfm_op op, tfm_tensor *const *in, const tfm_attrs *a,
     } else {
         memset(padpix, (uint8_t)(int8_t)zin, (size_t)C4);
     }
-    if (C4 != C)
-        repack(tfm_tensor_data(in[1]), KH * KW, C, C4, O, wr);
     tfm_qout o;
     tfm_qstatic_out(&o, a, in, O, out[0], cb64, mult);
-    for (int64_t n = 0; n < O; n++)
-        cb[n] = (int32_t)cb64[n];
-    dconv d = {.src = copy ? u : (const uint8_t *)tfm_tensor_data(in[0]),
-               .padpix = padpix, .xm = copy ? 0u : 0x80808080u,
-               .H = H, .W = W, .cs = C4, .OH = OH, .OW = OW, .O = O,
-               .KH = KH, .KW = KW, .sh = a->ints[TFM_CONV_STRIDE_H],
-               .sw = a->ints[TFM_CONV_STRIDE_W],
-               .dh = a->ints[TFM_CONV_WIN_H], .dw = a->ints[TFM_CONV_WIN_W],
-               .pt = mode_pt, .pl = mode_pl, .K4 = KH * KW * C4 / 4,
-               .wp = C4 != C ? wr : (const int8_t *)tfm_tensor_data(in[1]),
-               .cb = cb, .mult = mult, .zout = o.zout, .flo = o.flo,
-               .fhi = o.fhi, .s_out = o.s_out,
-               .int8_out = o.kind == TFM_QOUT_INT8, .y = o.y};
-    TFM_PAR_FOR(M * O * K > (1 << 22), row, B * OH, { drow(&d, row); });
+    tfm_qconv_src src = {.src = copy ? u
+                                     : (const uint8_t *)tfm_tensor_data(in[0]),
+                         .cs = C4, .xm = copy ? 0u : 0x80808080u,
+                         .padpix = padpix, .padstep = 0};
+    rc = tfm_qconv2d_direct_run(op, a, xd, out[0]->shape.dims, &src,
+                                tfm_tensor_data(in[1]), &o);
 done:
     free(u);
-    free(wr);
     free(padpix);
     free(cb64);
-    free(cb);
     free(mult);
     return rc;
-#else
-    (void)op; (void)in; (void)a; (void)out;
-    return TFM_OK;
-#endif
 }

@@ -401,25 +401,6 @@ tfm_k_quantized_fc_packed(tfm_op op, tfm_tensor *const *in, int nin,
                          out);
 }
 
-/* min(0, x...) and max(0, x...) of a row: the loop tfm_k_hybrid_fc
- * runs, as a simd reduction (vector min and max; a running scalar min
- * is a reduction the compiler may not reorder on its own). The order
- * does not change a min or a max of numbers, so finite rows get
- * tfm_k_hybrid_fc's range exactly; a row holding NaN may get another
- * one (its outputs mean nothing either way). */
-static void
-row_range(const float *x, int64_t K, float *lo_out, float *hi_out)
-{
-    float lo = 0, hi = 0;
-#pragma omp simd reduction(min : lo) reduction(max : hi)
-    for (int64_t k = 0; k < K; k++) {
-        lo = x[k] < lo ? x[k] : lo;
-        hi = x[k] > hi ? x[k] : hi;
-    }
-    *lo_out = lo;
-    *hi_out = hi;
-}
-
 tfm_code
 tfm_k_hybrid_fc_packed(tfm_op op, tfm_tensor *const *in, int nin,
                        const tfm_attrs *a, tfm_tensor *const *out,
@@ -441,22 +422,9 @@ tfm_k_hybrid_fc_packed(tfm_op op, tfm_tensor *const *in, int nin,
     }
     /* Each row its own asymmetric uint8 range holding 0, as
      * tfm_k_hybrid_fc does. */
-    for (int64_t m = 0; m < M; m++) {
-        const float *xr = x + m * K;
-        float lo, hi;
-        row_range(xr, K, &lo, &hi);
-        float s = (hi - lo) / 255.0f;
-        if (!(s > 0) || !isfinite(s))
-            s = 1.0f;
-        int32_t zp = clampi(tfm_qround_away(-lo / s), 0, 255);
-        float inv = 1.0f / s;
-        uint8_t *ur = u + m * K4 * 4;
-        for (int64_t k = 0; k < K; k++)
-            ur[k] = (uint8_t)tfm_qclamp32(tfm_qround_away(xr[k] * inv)
-                                          + zp, 0, 255);
-        rs[m] = s;
-        rz[m] = zp;
-    }
+    for (int64_t m = 0; m < M; m++)
+        tfm_qhybrid_quantize(x + m * K, 1, K, K, u + m * K4 * 4, &rs[m],
+                             &rz[m]);
     tfm_qout o = {.kind = TFM_QOUT_HYBRID, .y = tfm_tensor_data(out[0]),
                   .cs = tfm_tensor_data(in[3]),
                   .mult = tfm_tensor_data(in[2]), .rs = rs, .rz = rz,
