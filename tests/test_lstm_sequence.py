@@ -44,7 +44,7 @@ def ref_seq(xs, h0, c0, r):
     return st(hs, u), st(cs, u), st(gs, 4 * u), h, c
 
 
-def ref_seq_grad(dh, dc, cs, gs, c, r, d_out=None):
+def ref_seq_grad(dh, dc, hs, cs, gs, c, r, d_out=None):
     u = dh.shape[1]
     dzs = np.zeros(gs.shape, dh.dtype)
     for t in range(len(gs) - 1, -1, -1):
@@ -59,7 +59,8 @@ def ref_seq_grad(dh, dc, cs, gs, c, r, d_out=None):
                                  dh * tc * o * (1 - o)], 1)
         dc = dct * f
         dh = dzs[t] @ r.T
-    return dzs, dh, dc
+    dr = hs.reshape(-1, u).T @ dzs.reshape(-1, 4 * u)
+    return dzs, dh, dc, dr
 
 
 def _rand(shape, seed, dtype, scale=1.0):
@@ -108,36 +109,41 @@ def test_sequence_grad_matches_numpy(dtype, n, b, u, with_out):
     hs, cs, gs, h, c = ref_seq(*a)
     dh, dc = _rand((b, u), 7, dtype), _rand((b, u), 8, dtype)
     rest = [_rand((n, b, u), 9, dtype)] if with_out else []
-    got = _seq_grad(dh, dc, cs.astype(dtype), gs.astype(dtype),
-                    c.astype(dtype), a[3], *rest)
+    got = _seq_grad(dh, dc, hs.astype(dtype), cs.astype(dtype),
+                    gs.astype(dtype), c.astype(dtype), a[3], *rest)
     want = ref_seq_grad(*(v.astype(np.float64) for v in
-                          [dh, dc, cs, gs, c, a[3]] + rest))
+                          [dh, dc, hs, cs, gs, c, a[3]] + rest))
     for g, w in zip(got, want):
         assert g.dtype == dtype and g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=TOL[dtype], atol=TOL[dtype])
 
 
 def test_sequence_grad_is_the_vjp_of_the_sequence():
-    # Numeric differences of <hs, w1> + <h, w2> + <c, w3> through the
-    # forward op against the backward op's dzs (the gradient of xs): the
-    # two ops agree about which state is which.
+    # Numeric differences of <outputs, w1> + <h, w2> + <c, w3> through
+    # the forward op against the backward op's gradients of xs, h0, c0
+    # and r: the two ops agree about which state is which.
     n, b, u = 3, 2, 3
     xs, h0, c0, r = _args(n, b, u, np.float64)
     w = [_rand(s, 20 + k, np.float64) for k, s in
          enumerate([(n, b, u), (b, u), (b, u)])]
 
-    def f(xs):
+    def f(xs, h0, c0, r):
         hs, _, _, h, c = _seq(xs, h0, c0, r)
         out = np.concatenate([hs[1:], h[None]], 0)
         return np.sum(out * w[0]) + np.sum(h * w[1]) + np.sum(c * w[2])
-    num = np.zeros_like(xs)
-    for idx in np.ndindex(*xs.shape):
-        e = np.zeros_like(xs)
-        e[idx] = 1e-6
-        num[idx] = (f(xs + e) - f(xs - e)) / 2e-6
-    _, cs, gs, _, c = _seq(xs, h0, c0, r)
-    dzs, _, _ = _seq_grad(w[1], w[2], cs, gs, c, r, w[0])
-    np.testing.assert_allclose(dzs, num, rtol=1e-6, atol=1e-8)
+    args = [xs, h0, c0, r]
+    hs, cs, gs, _, c = _seq(*args)
+    got = _seq_grad(w[1], w[2], hs, cs, gs, c, r, w[0])
+    for k, (g, v) in enumerate(zip([got[0], got[1], got[2], got[3]], args)):
+        num = np.zeros_like(v)
+        for idx in np.ndindex(*v.shape):
+            e = np.zeros_like(v)
+            e[idx] = 1e-6
+            up = [a + e if j == k else a for j, a in enumerate(args)]
+            dn = [a - e if j == k else a for j, a in enumerate(args)]
+            num[idx] = (f(*up) - f(*dn)) / 2e-6
+        np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-8,
+                                   err_msg=str(k))
 
 
 _CHILD = r"""
@@ -147,8 +153,9 @@ from test_lstm_sequence import _args, _seq, _seq_grad, _rand
 xs, h0, c0, r = _args(7, 64, 64, np.float32)
 hs, cs, gs, h, c = _seq(xs, h0, c0, r)
 g = _seq_grad(_rand((64, 64), 7, np.float32), _rand((64, 64), 8, np.float32),
-              cs, gs, c, r, _rand((7, 64, 64), 9, np.float32))
-np.savez({out!r}, hs=hs, cs=cs, gs=gs, h=h, c=c, dz=g[0], dh=g[1], dc=g[2])
+              hs, cs, gs, c, r, _rand((7, 64, 64), 9, np.float32))
+np.savez({out!r}, hs=hs, cs=cs, gs=gs, h=h, c=c, dz=g[0], dh=g[1], dc=g[2],
+         dr=g[3])
 """
 
 
@@ -232,18 +239,22 @@ def test_sequence_bad_arguments_name_op_shapes_and_dtypes(args, words):
 
 
 def test_sequence_grad_bad_arguments():
-    f = _z(3, 2)
+    f, s = _z(3, 2), _z(4, 3, 2)
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"_LSTMSequenceGrad: the numbers of steps "
                              r"differ.*cs \[4,3,2\] float32, gates \[5,3,8\] "
                              r"float32"):
-        _seq_grad(f, f, _z(4, 3, 2), _z(5, 3, 8), f, _z(2, 8))
+        _seq_grad(f, f, s, s, _z(5, 3, 8), f, _z(2, 8))
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"_LSTMSequenceGrad: .*d_out \[4,3,3\] float32"):
-        _seq_grad(f, f, _z(4, 3, 2), _z(4, 3, 8), f, _z(2, 8), _z(4, 3, 3))
+        _seq_grad(f, f, s, s, _z(4, 3, 8), f, _z(2, 8), _z(4, 3, 3))
     with pytest.raises(tf.errors.InvalidArgumentError,
-                       match=r"_LSTMSequenceGrad: takes 6 arguments .*got 5"):
-        _seq_grad(f, f, _z(4, 3, 2), _z(4, 3, 8), f)
+                       match=r"_LSTMSequenceGrad: .*one dtype.*hs \[4,3,2\] "
+                             r"float64"):
+        _seq_grad(f, f, s.astype(np.float64), s, _z(4, 3, 8), f, _z(2, 8))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"_LSTMSequenceGrad: takes 7 arguments .*got 6"):
+        _seq_grad(f, f, s, s, _z(4, 3, 8), f)
 
 
 def test_unknown_dims_trace():

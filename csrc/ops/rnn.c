@@ -298,21 +298,23 @@ tfm_infer_lstm_sequence_grad(tfm_op op, const tfm_meta *in, int nin,
 {
     (void)a;
     static const seq_arg args[] = {{"dh", "BU"}, {"dc", "BU"},
-                                   {"cs", "TBU"}, {"gates", "TBG"},
-                                   {"c", "BU"}, {"r", "UG"},
-                                   {"d_out", "TBU"}};
-    if (nin != 6 && nin != 7)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: takes 6 arguments "
-                         "(dh, dc, cs, gates, c, r) and d_out optionally; "
-                         "got %d", tfm_ops[op].name, nin);
+                                   {"hs", "TBU"}, {"cs", "TBU"},
+                                   {"gates", "TBG"}, {"c", "BU"},
+                                   {"r", "UG"}, {"d_out", "TBU"}};
+    if (nin != 7 && nin != 8)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: takes 7 arguments "
+                         "(dh, dc, hs, cs, gates, c, r) and d_out "
+                         "optionally; got %d", tfm_ops[op].name, nin);
     int64_t d[3];
     tfm_code rc = check_seq(op, in, args, nin, d);
     if (rc)
         return rc;
     tfm_dtype dt = in[0].dtype;
-    out[0] = stack3(dt, d[0], d[1], d[2] < 0 ? -1 : 4 * d[2]);
+    int64_t g = d[2] < 0 ? -1 : 4 * d[2];
+    out[0] = stack3(dt, d[0], d[1], g);
     out[1] = matrix(dt, d[1], d[2]);
     out[2] = matrix(dt, d[1], d[2]);
-    *nout = 3;
+    out[3] = matrix(dt, d[2], g);
+    *nout = 4;
     return TFM_OK;
 }

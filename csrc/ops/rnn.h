@@ -22,7 +22,8 @@ tfm_code tfm_infer_empty_rows(tfm_op op, const tfm_meta *in, int nin,
 tfm_code tfm_infer_lstm_sequence(tfm_op op, const tfm_meta *in, int nin,
                                  const tfm_attrs *a, tfm_meta *out,
                                  int *nout);
-/* _LSTMSequenceGrad(dh, dc, cs, gates, c, r[, d_out]) -> (dzs, dh0, dc0). */
+/* _LSTMSequenceGrad(dh, dc, hs, cs, gates, c, r[, d_out])
+ *   -> (dzs, dh0, dc0, dr). */
 tfm_code tfm_infer_lstm_sequence_grad(tfm_op op, const tfm_meta *in,
                                       int nin, const tfm_attrs *a,
                                       tfm_meta *out, int *nout);

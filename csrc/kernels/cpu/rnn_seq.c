@@ -15,7 +15,7 @@
  * too little work to share) it is the same loop over all rows, without
  * the executor's per-step ops, and its GEMM splits as any MatMul does.
  * What is left across steps, the recurrent kernel's gradient, is one
- * GEMM over all steps outside (tfmini/keras/layers/rnn_fused.py).
+ * GEMM over all steps after the row blocks, split as any MatMul.
  * The cell's arithmetic is rnn_math.h's, the GEMM MatMul's, summed in
  * the same order (x + h @ R; dh + d_out[t]): values agree with the
  * op-by-op loop to the GEMM's rounding. */
@@ -175,6 +175,24 @@ tfm_k_lstm_sequence(tfm_op op, tfm_tensor *const *in, int nin,
     return TFM_OK;
 }
 
+/* dr = hs^T @ dzs over all steps: the [T * B, U] and [T * B, 4U] stacks
+ * as they lie, one GEMM on every thread (outside the row blocks). */
+static void
+recurrent_grad(const tfm_tensor *hs, const tfm_tensor *dzs, tfm_tensor *dr,
+               int64_t rows, int64_t u)
+{
+    if (rows == 0) {
+        memset(tfm_tensor_data(dr), 0, tfm_tensor_nbytes(dr));
+        return;
+    }
+    if (dr->dtype == TFM_FLOAT32)
+        tfm_gemm_f32_best(u, 4 * u, rows, tfm_tensor_data(hs), 1,
+                          tfm_tensor_data(dzs), 0, tfm_tensor_data(dr));
+    else
+        tfm_gemm_f64(u, 4 * u, rows, tfm_tensor_data(hs), 1,
+                     tfm_tensor_data(dzs), 0, tfm_tensor_data(dr));
+}
+
 tfm_code
 tfm_k_lstm_sequence_grad(tfm_op op, tfm_tensor *const *in, int nin,
                          const tfm_attrs *a, tfm_tensor *const *out,
@@ -183,17 +201,20 @@ tfm_k_lstm_sequence_grad(tfm_op op, tfm_tensor *const *in, int nin,
     (void)op; (void)a; (void)nout; (void)ctx;
     int64_t n = in[2]->shape.dims[0], batch = in[0]->shape.dims[0],
             u = in[0]->shape.dims[1];
-    if (batch == 0 || u == 0)
+    if (u == 0)
         return TFM_OK;
-    int nt = threads_for(n, batch, u);
-    const void *dout = nin > 6 ? D(6) : NULL;
-    if (in[0]->dtype == TFM_FLOAT32)
-        OVER_ROW_BLOCKS(nt, batch, lstm_seq_grad_rows_float(
-            dout, D(0), D(1), D(2), D(3), D(4), D(5), O(0), O(1), O(2), n,
-            batch, u, b0, b1));
-    else
-        OVER_ROW_BLOCKS(nt, batch, lstm_seq_grad_rows_double(
-            dout, D(0), D(1), D(2), D(3), D(4), D(5), O(0), O(1), O(2), n,
-            batch, u, b0, b1));
+    if (batch > 0) {
+        int nt = threads_for(n, batch, u);
+        const void *dout = nin > 7 ? D(7) : NULL;
+        if (in[0]->dtype == TFM_FLOAT32)
+            OVER_ROW_BLOCKS(nt, batch, lstm_seq_grad_rows_float(
+                dout, D(0), D(1), D(3), D(4), D(5), D(6), O(0), O(1), O(2),
+                n, batch, u, b0, b1));
+        else
+            OVER_ROW_BLOCKS(nt, batch, lstm_seq_grad_rows_double(
+                dout, D(0), D(1), D(3), D(4), D(5), D(6), O(0), O(1), O(2),
+                n, batch, u, b0, b1));
+    }
+    recurrent_grad(in[2], out[0], out[3], n * batch, u);
     return TFM_OK;
 }

@@ -15,10 +15,10 @@ sequence] in csrc/kernels/cpu/rnn_seq.c):
 - backward, _LSTMSequenceGrad, t = T-1 .. 0: (dz, dc) = LSTMGatesGrad(dh
   + d_out[t], dc, gates[t], c[t-1], c[t]); dh = dz @ R^T; dz into a
   stack;
-- after it, one GEMM for the recurrent kernel, h_prev^T @ dz over all
-  steps, and the dz stack is the gradient of xs, so the input projection
-  (one GEMM over all steps before the loop) gets its weight gradient in
-  one GEMM too.
+- after it, in the same op, one GEMM for the recurrent kernel, h_prev^T
+  @ dz over all steps; the dz stack is the gradient of xs, so the input
+  projection (one GEMM over all steps before the loop) gets its weight
+  gradient in one GEMM too.
 
 Only the built-in LSTM cell with its default activations, no mask and no
 recurrent dropout comes here (RNN.call decides); the ops are used only
@@ -40,22 +40,16 @@ _SEQ_GRAD = _opids.ID["_LSTMSequenceGrad"]
 def lstm_sequence(xs, h0, c0, r, seqs):
     """xs (time, batch, 4 units): the projected inputs, time-major.
     Returns (outputs (time, batch, units) or None, [h, c])."""
-    units = int(r.shape[0])
-
     @tf.custom_gradient
     def run(xs, h0, c0, r):
         # hs[t], cs[t]: the states entering step t. Stacks of n rows,
         # not n + 1, so that nothing slices them afterwards: dR pairs hs
-        # with the dz stack row for row.
+        # with the dz stack row for row, in the gradient op.
         hs, cs, gs, h, c = _C.call(_SEQ, [xs, h0, c0, r])
 
         def grad(d_out, d_h, d_c):
-            args = [d_h, d_c, cs, gs, c, r] + ([d_out] if seqs else [])
-            dzs, dh, dc = _C.call(_SEQ_GRAD, args)
-            dr = tf.matmul(tf.reshape(hs, [-1, units]),
-                           tf.reshape(dzs, [-1, 4 * units]),
-                           transpose_a=True)
-            return dzs, dh, dc, dr
+            args = [d_h, d_c, hs, cs, gs, c, r] + ([d_out] if seqs else [])
+            return tuple(_C.call(_SEQ_GRAD, args))
 
         # The outputs are the states leaving each step: only a layer
         # with return_sequences pays for gathering them.
