@@ -2,6 +2,7 @@
  * _LSTMSequence and _LSTMSequenceGrad in ops/ops_rnn.def).
  *
  * Note [One parallel region per sequence]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
  * A step of an LSTM is a GEMM (h @ R, forward; dz @ R^T, backward) and
  * the cell's elementwise math; run as a While loop of ops, every step
  * forks and joins the OpenMP team two or three times (the GEMM's split,
