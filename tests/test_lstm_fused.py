@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import tfmini as tf
-from tfmini.function import FuncGraph
 from tfmini.keras.layers import rnn as rnn_mod
 from tfmini.ops.rnn_ops import lstm_gates, lstm_gates_grad
 
@@ -242,12 +241,12 @@ def test_layers_match_tf_outputs_and_gradients(ref, case, traced):
 
 def _spy(monkeypatch):
     calls = []
-    real = rnn_mod.lstm_while
+    real = rnn_mod.lstm_sequence
 
     def spy(*a):
         calls.append(a)
         return real(*a)
-    monkeypatch.setattr(rnn_mod, "lstm_while", spy)
+    monkeypatch.setattr(rnn_mod, "lstm_sequence", spy)
     return calls
 
 
@@ -334,16 +333,6 @@ def test_which_loop_a_traced_train_step_takes(monkeypatch, kw, fused):
     assert len(calls) == (1 if fused else 0)
 
 
-def _bodies(g):
-    out = []
-    for op in g.get_operations():
-        if op.type == "While":
-            out.append(max((FuncGraph(s, [], []) for s in
-                            g._graph.subgraphs(op.name)),
-                           key=lambda b: len(b.get_operations())))
-    return out
-
-
 def _traced_train_step(xs):
     """An LSTM(8) train step as a tf.function, traced and run once on xs:
     (the function, xs as a tensor)."""
@@ -360,40 +349,52 @@ def _traced_train_step(xs):
     return run, x
 
 
-def test_train_step_graph_saves_the_gates_and_reruns_no_gemm():
+def test_train_step_graph_runs_each_direction_in_one_op():
+    # No While: one _LSTMSequence forward, one _LSTMSequenceGrad
+    # backward (the recurrent kernel's gradient inside it), no per-step
+    # gate math anywhere; outside, the input projection and its weight
+    # gradient, one GEMM each over all steps.
     run, x = _traced_train_step(_x(t=7))
     g = run.get_concrete_function(x).optimized_graph
-    bodies = [[op.type for op in b.get_operations()] for b in _bodies(g)]
-    assert len(bodies) == 2, bodies
-    fwd, bwd = bodies
+    types = [op.type for op in g.get_operations()]
+    assert "While" not in types, types
+    assert types.count("_LSTMSequence") == 1, types
+    assert types.count("_LSTMSequenceGrad") == 1, types
+    assert "LSTMGates" not in types and "LSTMGatesGrad" not in types, types
     gemm = ("MatMul", "BatchMatMulV2", "_FusedMatMul")
-    # Forward: h @ R and the fused cell; backward: dz @ R^T and the
-    # cell's gradient, with no second h @ R and no per-step gate math.
-    assert sum(t in gemm for t in fwd) == 1 and "_LSTMGatesInto" in fwd, fwd
-    assert sum(t in gemm for t in bwd) == 1, bwd
-    assert "LSTMGatesGrad" in bwd and "LSTMGates" not in bwd, bwd
-    assert "_FusedElementwise" not in bwd and "If" not in fwd, (fwd, bwd)
-    # The recurrent kernel's gradient: one GEMM over all steps outside.
-    outside = [op.type for op in g.get_operations()]
-    assert sum(t in gemm for t in outside) >= 3
-
-
-def test_train_step_graph_copies_no_stack():
+    assert sum(t in gemm for t in types) == 2, types
     # The stacks hold the states entering each step (n rows), so nothing
-    # builds them by concatenation or slices them for dR; the backward
-    # step reads two rows (gates, c_prev) and carries the c it leaves.
-    run, x = _traced_train_step(_x(t=7))
-    g = run.get_concrete_function(x).optimized_graph
-    outside = [op.type for op in g.get_operations()]
-    assert "ConcatV2" not in outside and "StridedSlice" not in outside, \
-        outside
-    fwd, bwd = [[op.type for op in b.get_operations()] for b in _bodies(g)]
-    assert bwd.count("GatherV2") == 2, bwd
-    # Each stack its own initial value: one value fed to two loop
-    # variables would be copied whole by the first iteration.
-    loop = [op for op in g.get_operations() if op.type == "While"][0]
-    stacks = list(loop.inputs)[3:6]
-    assert len(set(stacks)) == 3, stacks
+    # concatenates or slices them for dR.
+    assert "ConcatV2" not in types and "StridedSlice" not in types, types
+
+
+class _Counts(__import__("ctypes").Structure):
+    _fields_ = [(n, __import__("ctypes").c_int64)
+                for n in ("steps", "fresh", "iterations")]
+
+
+def _exec_counts():
+    import ctypes
+    c = _Counts()
+    ctypes.CDLL(tf._C.__file__).tfm_exec_counters(ctypes.byref(c))
+    return np.array([c.fresh, c.iterations])
+
+
+def _train_step_counts(t):
+    run, x = _traced_train_step(_x(n=5, t=t))
+    before = _exec_counts()
+    run(x)
+    return _exec_counts() - before, run, x
+
+
+def test_train_step_runs_no_loop_iterations_and_allocates_per_step_only():
+    # Counted on the executor, independent of the machine: no loop
+    # iterations, and the tensors a train step allocates outside its
+    # plan's arena do not grow with the number of time steps.
+    (f1, it1), _, _ = _train_step_counts(5)
+    (f2, it2), _, _ = _train_step_counts(13)
+    assert it1 == it2 == 0, (it1, it2)
+    assert f1 == f2, (f1, f2)
 
 
 def test_inference_in_a_function_keeps_no_stacks(monkeypatch):
@@ -520,50 +521,3 @@ def test_empty_rows_bad_arguments():
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"without its first 2 dims"):
         _C.call(_EMPTY_ROWS, [tf.constant([1.0, 2.0])], (), [3, 2])
-
-
-class _Counts(__import__("ctypes").Structure):
-    _fields_ = [(n, __import__("ctypes").c_int64)
-                for n in ("steps", "fresh", "iterations")]
-
-
-def _exec_counts():
-    import ctypes
-    lib = ctypes.CDLL(tf._C.__file__)
-    lib.tfm_exec_view_count.restype = ctypes.c_int64
-    c = _Counts()
-    lib.tfm_exec_counters(ctypes.byref(c))
-    return np.array([c.fresh, c.iterations, lib.tfm_exec_view_count()])
-
-
-def _train_step_counts(t):
-    run, x = _traced_train_step(_x(n=5, t=t))
-    before = _exec_counts()
-    run(x)
-    return _exec_counts() - before, run, x
-
-
-def test_train_step_reads_rows_as_views_and_writes_gates_in_place():
-    # Per time step, views instead of copies: the forward's xs[t] and the
-    # backward's gates[t] and c_prev[t] (the 128 KB and 32 KB rows of
-    # the benchmark), and the rows' reshapes for the stack writes (the
-    # index, h and c in the forward (the index reshape is shared), the
-    # index in the backward; dz comes from the arena, so its
-    # ExpandDims copies). The gates go straight into their stack.
-    # Counted on the executor, independent of the machine.
-    (f1, it1, v1), _, _ = _train_step_counts(5)
-    (f2, it2, v2), run, x = _train_step_counts(13)
-    assert it2 - it1 == 2 * 8               # forward + backward loops
-    assert (v2 - v1) / 8 == 3 + 4, (v1, v2)
-    # Memory of its own per step only for what each loop hands to the
-    # next iteration and isn't a stack: the counter, h and c (forward),
-    # dh and dc (backward), and each condition's bool; the stacks are
-    # written in place, everything else comes from the arena.
-    assert (f2 - f1) / 8 == 8, (f1, f2)
-    g = run.get_concrete_function(x).optimized_graph
-    fwd, bwd = [[op.type for op in b.get_operations()] for b in _bodies(g)]
-    assert fwd.count("_LSTMGatesInto") == 1 and "LSTMGates" not in fwd
-    assert fwd.count("TensorScatterUpdate") == 2, fwd   # h and c rows
-    outside = [op.type for op in g.get_operations()]
-    assert outside.count("_EmptyRows") == 4, outside
-    assert "ZerosLike" not in outside and "Fill" not in outside, outside

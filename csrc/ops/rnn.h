@@ -18,5 +18,14 @@ tfm_code tfm_infer_lstm_gates_into(tfm_op op, const tfm_meta *in, int nin,
 /* _EmptyRows(like) -> [n] + like.shape[k:]. */
 tfm_code tfm_infer_empty_rows(tfm_op op, const tfm_meta *in, int nin,
                               const tfm_attrs *a, tfm_meta *out, int *nout);
+/* _LSTMSequence(xs, h0, c0, r) -> (hs, cs, gates, h, c). */
+tfm_code tfm_infer_lstm_sequence(tfm_op op, const tfm_meta *in, int nin,
+                                 const tfm_attrs *a, tfm_meta *out,
+                                 int *nout);
+/* _LSTMSequenceGrad(dh, dc, hs, cs, gates, c, r[, d_out])
+ *   -> (dzs, dh0, dc0, dr). */
+tfm_code tfm_infer_lstm_sequence_grad(tfm_op op, const tfm_meta *in,
+                                      int nin, const tfm_attrs *a,
+                                      tfm_meta *out, int *nout);
 
 #endif

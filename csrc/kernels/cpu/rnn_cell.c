@@ -2,83 +2,43 @@
  * the [batch, 4 * units] block: what the generic path does in about a
  * dozen elementwise nodes per step (split, three sigmoids, two tanhs,
  * the products) and twice as many in its gradient. Rows are
- * independent; within a row the four gate blocks are read at the same
- * column, so the inner loop is a plain `omp simd` over the units and
- * libmvec gives the vector exp and tanh. sigmoid is written as the
- * elementwise Sigmoid's formula (ew_formulas.def), so the fused cell
- * and the generic one give the same values. */
-#include <math.h>
-
+ * independent: the row arithmetic is rnn_math.h's, shared with the
+ * whole-sequence kernels (rnn_seq.c). */
 #include "loops.h"
 #include "rnn_cell.h"
+#include "rnn_math.h"
 #include "shape.h"
 
-#include "mvec.h"
-
-#define LSTM_GATES(T, EXP, TANH)                                             \
+#define LSTM_GATES(T)                                                        \
 static void                                                                  \
-lstm_gates_##T(const T *restrict z, const T *restrict cp, T *restrict h,     \
-               T *restrict c, T *restrict gates, int64_t batch, int64_t u)   \
+lstm_gates_##T(const T *z, const T *cp, T *h, T *c, T *gates, int64_t batch, \
+               int64_t u)                                                    \
 {                                                                            \
     int big = batch * 4 * u >= TFM_PAR_MIN_HEAVY;                            \
     TFM_PAR_FOR(big, b, batch,                                               \
-        const T *zr = z + b * 4 * u;                                         \
-        T *gr = gates + b * 4 * u;                                           \
-        const T *cpr = cp + b * u;                                           \
-        T *hr = h + b * u, *cr = c + b * u;                                  \
-        _Pragma("omp simd")                                                  \
-        for (int64_t j = 0; j < u; j++) {                                    \
-            T gi = (T)1 / ((T)1 + EXP(-zr[j]));                              \
-            T gf = (T)1 / ((T)1 + EXP(-zr[u + j]));                          \
-            T gc = TANH(zr[2 * u + j]);                                      \
-            T go = (T)1 / ((T)1 + EXP(-zr[3 * u + j]));                      \
-            T cn = gf * cpr[j] + gi * gc;                                    \
-            cr[j] = cn;                                                      \
-            hr[j] = go * TANH(cn);                                           \
-            gr[j] = gi;                                                      \
-            gr[u + j] = gf;                                                  \
-            gr[2 * u + j] = gc;                                              \
-            gr[3 * u + j] = go;                                              \
-        }                                                                    \
+        tfm_lstm_row_##T(z + b * 4 * u, NULL, cp + b * u, h + b * u,         \
+                         c + b * u, gates + b * 4 * u, u);                   \
     );                                                                       \
 }
 
-LSTM_GATES(float, expf, tanhf)
-LSTM_GATES(double, exp, tanh)
+LSTM_GATES(float)
+LSTM_GATES(double)
 
-/* With tc = tanh(c): dc_total = dc + dh * o * (1 - tc^2) carries the
- * gradient of both outputs into the cell state; the gate blocks take
- * the activation derivatives from the saved activations (s' = s(1 - s),
- * tanh' = 1 - tanh^2). */
-#define LSTM_GATES_GRAD(T, TANH)                                             \
+#define LSTM_GATES_GRAD(T)                                                   \
 static void                                                                  \
-lstm_gates_grad_##T(const T *restrict dh, const T *restrict dc,              \
-                    const T *restrict gates, const T *restrict cp,           \
-                    const T *restrict c, T *restrict dz, T *restrict dcp,    \
-                    int64_t batch, int64_t u)                                \
+lstm_gates_grad_##T(const T *dh, const T *dc, const T *gates, const T *cp,   \
+                    const T *c, T *dz, T *dcp, int64_t batch, int64_t u)     \
 {                                                                            \
     int big = batch * 4 * u >= TFM_PAR_MIN_HEAVY;                            \
     TFM_PAR_FOR(big, b, batch,                                               \
-        const T *gr = gates + b * 4 * u;                                     \
-        T *dzr = dz + b * 4 * u;                                             \
         int64_t o_ = b * u;                                                  \
-        _Pragma("omp simd")                                                  \
-        for (int64_t j = 0; j < u; j++) {                                    \
-            T gi = gr[j], gf = gr[u + j], gc = gr[2 * u + j],                \
-              go = gr[3 * u + j];                                            \
-            T tc = TANH(c[o_ + j]), dhj = dh[o_ + j];                        \
-            T dct = dc[o_ + j] + dhj * go * ((T)1 - tc * tc);                \
-            dzr[j] = dct * gc * gi * ((T)1 - gi);                            \
-            dzr[u + j] = dct * cp[o_ + j] * gf * ((T)1 - gf);                \
-            dzr[2 * u + j] = dct * gi * ((T)1 - gc * gc);                    \
-            dzr[3 * u + j] = dhj * tc * go * ((T)1 - go);                    \
-            dcp[o_ + j] = dct * gf;                                          \
-        }                                                                    \
+        tfm_lstm_grad_row_##T(dh + o_, NULL, dc + o_, gates + 4 * o_,        \
+                              cp + o_, c + o_, dz + 4 * o_, dcp + o_, u);    \
     );                                                                       \
 }
 
-LSTM_GATES_GRAD(float, tanhf)
-LSTM_GATES_GRAD(double, tanh)
+LSTM_GATES_GRAD(float)
+LSTM_GATES_GRAD(double)
 
 tfm_code
 tfm_k_lstm_gates(tfm_op op, tfm_tensor *const *in, int nin,

@@ -13,8 +13,9 @@ the state, so it is one GEMM over all steps before the loop (x @ kernel
 @ recurrent_kernel and the gate math, which is elementwise (the graph
 optimizer fuses it; the LSTM's, with the default activations, is one
 op, LSTMGates). A traced LSTM under a tape, with no mask and no
-recurrent dropout, runs a loop with a gradient of its own that saves
-the gates (rnn_fused.py) instead of the generic While gradient. Eagerly the loop is a Python loop; traced (in a
+recurrent dropout, runs every step in one op each way, forward saving
+the gates, with a gradient of its own (rnn_fused.py), instead of a
+While loop and its generic gradient. Eagerly the loop is a Python loop; traced (in a
 tf.function or fit) it is one tf.while_loop writing a TensorArray, so the
 graph has one While node whatever the sequence length.
 
@@ -25,7 +26,7 @@ import tfmini as tf
 from ...ops.rnn_ops import lstm_gates
 from .. import activations, constraints, initializers, regularizers
 from .base import Layer, _ctx, _path_scope
-from .rnn_fused import lstm_while, recording
+from .rnn_fused import lstm_sequence, recording
 
 
 def _dropout_mask(like, rate, seed):
@@ -485,7 +486,7 @@ class RNN(Layer):
     def _loop(self, x, states, mask, step, fused=None, project=None):
         """Run step over time: (last output, outputs (batch, time, out)
         or None, final states). fused: the recurrent kernel, when the
-        cell is an LSTM that lstm_while can run; project: the cell's
+        cell is an LSTM that lstm_sequence can run; project: the cell's
         input projection, applied here to x."""
         time_axis = 1
         # The loop reads time-major steps. The projection widens the
@@ -534,7 +535,7 @@ class RNN(Layer):
             return outs[-1], seq, states
         if fused is not None and xs.shape[0] is not None and \
                 recording([xs, fused] + list(states)):
-            seq, states = lstm_while(xs, states[0], states[1], fused,
+            seq, states = lstm_sequence(xs, states[0], states[1], fused,
                                      self.return_sequences)
             if seq is not None:
                 seq = tf.transpose(seq, [1, 0, 2])
