@@ -112,6 +112,7 @@ main(int argc, char **argv)
         v[i - 1] = atoll(argv[i]);
     N = v[0], H = v[1], W = v[2], C = v[3], O = v[4], K = v[5];
     int reps = (int)v[6];
+    setenv("TFMINI_CONV", "window", 1); /* every shape, not the rule's */
     P = (K - 1) / 2;
     int nt = omp_get_max_threads();
     size_t nx = N * H * W * C, ny = N * H * W * O, nf = K * K * C * O;

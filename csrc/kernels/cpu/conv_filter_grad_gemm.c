@@ -37,21 +37,25 @@ tfm_conv_window_calls(void)
     return atomic_load_explicit(&win_calls, memory_order_relaxed);
 }
 
-/* 0: not yet read, 1: on (default), 2: off (TFMINI_CONV=dnnl or im2col
- * force one backend for every conv). */
-static atomic_int enabled;
+/* TFMINI_CONV, read once: unset (or anything else), this kernel where
+ * the rule in tfm_conv_filter_grad_window_takes says it wins; "window",
+ * wherever it can run (tests); "dnnl" or "im2col", never (those force
+ * one backend for every conv). */
+enum { MODE_UNREAD, MODE_RULE, MODE_OFF, MODE_ALWAYS };
+static atomic_int mode;
 
 static int
-window_enabled(void)
+window_mode(void)
 {
-    int v = atomic_load_explicit(&enabled, memory_order_relaxed);
-    if (v == 0) {
+    int v = atomic_load_explicit(&mode, memory_order_relaxed);
+    if (v == MODE_UNREAD) {
         const char *e = getenv("TFMINI_CONV");
-        v = e && (strcmp(e, "dnnl") == 0 || strcmp(e, "im2col") == 0) ? 2
-                                                                       : 1;
-        atomic_store_explicit(&enabled, v, memory_order_relaxed);
+        v = !e ? MODE_RULE
+            : strcmp(e, "dnnl") == 0 || strcmp(e, "im2col") == 0 ? MODE_OFF
+            : strcmp(e, "window") == 0 ? MODE_ALWAYS : MODE_RULE;
+        atomic_store_explicit(&mode, v, memory_order_relaxed);
     }
-    return v == 1;
+    return v;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__wasm__)
@@ -59,8 +63,9 @@ window_enabled(void)
 
 #define TGT __attribute__((target("avx512f")))
 
-/* Pixels per K block: the dy block (KB x 64 floats) stays in L1 while
- * every filter row and channel tile reads it. */
+/* Pixels per K block (the accumulator tile stays in registers over
+ * them): 256 measured best of 32..1024 (conv_filter_grad_bench.c builds
+ * with -DKB_PIX=n to try others). */
 #ifndef KB_PIX
 #define KB_PIX 256
 #endif
@@ -192,9 +197,18 @@ have_avx512(void)
 int
 tfm_conv_filter_grad_window_takes(const tfm_conv_geom *g)
 {
-    return window_enabled() && have_avx512() && g->sh == 1 && g->sw == 1 &&
-           g->dh == 1 && g->dw == 1 && g->groups <= 1 && g->n > 0 &&
-           g->oh > 0 && g->ow > 0;
+    if (window_mode() == MODE_OFF || !have_avx512() || g->sh != 1 ||
+        g->sw != 1 || g->dh != 1 || g->dw != 1 || g->groups > 1 || g->n <= 0 ||
+        g->oh <= 0 || g->ow <= 0)
+        return 0;
+    /* Where it measured faster than oneDNN (conv_filter_grad_bench.c,
+     * one thread, CPU time; RESULTS.md): whole 64-wide output blocks
+     * (fewer leave the 6 x 4 register tile part empty) and at least
+     * eight full channel tiles per filter row; not 1x1 filters, which
+     * oneDNN serves with its own 1x1 kernel. */
+    if (window_mode() == MODE_ALWAYS)
+        return 1;
+    return g->o % 64 == 0 && g->kw * g->c >= 48 && g->kh * g->kw > 1;
 }
 
 int
@@ -270,7 +284,7 @@ int
 tfm_conv_filter_grad_window_takes(const tfm_conv_geom *g)
 {
     (void)g;
-    (void)window_enabled;
+    (void)window_mode;
     return 0;
 }
 
