@@ -70,6 +70,8 @@ window_mode(void)
 #define KB_PIX 256
 #endif
 enum { KB = KB_PIX, MR = 6, NV = 4 };
+/* The padded rows one item copies, at most (when a row fits). */
+enum { XP_BYTES = 512 * 1024 };
 
 /* c[mr x (16*nv)] += sum over rows x cols pixels of a^T b. a: the
  * pixel's window (mr values used), the next pixel C floats on, the next
@@ -228,15 +230,19 @@ tfm_conv_filter_grad_window_f32(const tfm_conv_geom *g, const float *x,
     if (flops < 4e6)
         nt = 1;
     /* Items: whole images when there are enough of them, else row
-     * bands so that every thread has work. */
+     * bands so that every thread has work; and never more rows than
+     * keep the padded copy within about half of L2. */
+    const int64_t wp = g->ow + g->kw - 1;
     int64_t bands = g->n >= 4 * nt ? 1 : (4 * nt + g->n - 1) / g->n;
-    if (bands > g->oh)
-        bands = g->oh;
+    int64_t band = (g->oh + bands - 1) / bands;
+    int64_t fit = XP_BYTES / (wp * g->c * (int64_t)sizeof(float)) -
+                  (g->kh - 1);
+    if (band > fit)
+        band = fit > 1 ? fit : 1;
+    bands = (g->oh + band - 1) / band;
     const int64_t items = g->n * bands;
     if (nt > items)
         nt = (int)items;
-    const int64_t band = (g->oh + bands - 1) / bands;
-    const int64_t wp = g->ow + g->kw - 1;
     const int64_t xpsz = (band + g->kh - 1) * wp * g->c;
     float *part = malloc((size_t)(nt * fsz) * sizeof(float));
     float *xps = malloc((size_t)(nt * xpsz) * sizeof(float));
