@@ -3,9 +3,9 @@
  *
  * Why not oneDNN: its f32 backward-weights on x64 is the older
  * jit:avx512_core kernel (3.2 and HEAD alike), the slowest pass of a
- * ResNet block's step; dnnl_sgemm per tap only ties it (the operands
- * are 64 x 64 x ~1000, and its packing is half the work).
- * benchmarks/conv_filter_grad_bench.c measures the three.
+ * ResNet block's step; dnnl_sgemm per image and tap (64 x 64 x ~1000
+ * products) only ties it. benchmarks/conv_filter_grad_bench.c measures
+ * the three.
  *
  * The algebra: for filter row i, df[i] (KW*C x O, rows (j, c), which is
  * hwio's layout) = sum over output pixels p of win_i(p)^T dy[p], where
@@ -14,7 +14,7 @@
  * GEMM whose A rows overlap (row stride C, row length KW*C), which no
  * BLAS takes (lda < M), hence the kernel below. The padding is made
  * exact by copying the input rows an item needs into a zero-bordered
- * buffer (an image's rows: ~300 KB, L2-resident) whose width is the
+ * buffer (at most XP_BYTES, so it stays in L2) whose width is the
  * output width plus KW - 1, so a window never wraps into the next row.
  *
  * Threads split (image, row band) items; each sums into a private
