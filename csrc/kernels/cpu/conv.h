@@ -118,6 +118,16 @@ const char *tfm_conv_backend(void);
 /* How many convolutions oneDNN has run in this process (tests check
  * which path ran). */
 long tfm_conv_dnnl_calls(void);
+/* The float32 filter gradient of a stride-1, undilated, ungrouped conv
+ * by shifted-window GEMMs (conv_filter_grad_gemm.c), tried before
+ * oneDNN: 1 when it ran, 0 when it does not take the shape (outside the
+ * measured rule unless TFMINI_CONV=window; no AVX-512; TFMINI_CONV=dnnl
+ * or im2col), -1 when out of memory. */
+int tfm_conv_filter_grad_window_takes(const tfm_conv_geom *g);
+int tfm_conv_filter_grad_window_f32(const tfm_conv_geom *g, const float *x,
+                                    const float *dy, float *df);
+/* How many filter gradients it has run in this process (tests). */
+long tfm_conv_window_calls(void);
 /* How many of them ran in bfloat16 (counted apart from the above). */
 long tfm_conv_dnnl_bf16_calls(void);
 
