@@ -33,3 +33,15 @@ def on_portable_gemm(module, case):
                        text=True, timeout=300,
                        env=dict(os.environ, TFMINI_QGEMM_REF="1"))
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr
+
+
+def lite_predict(content, x):
+    """Run a converted model's first signature on x through the
+    tf.lite.Interpreter API (resized to x's shape)."""
+    it = tf.lite.Interpreter(model_content=content)
+    d = it.get_input_details()[0]
+    it.resize_tensor_input(d["index"], x.shape)
+    it.allocate_tensors()
+    it.set_tensor(d["index"], x)
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"])

@@ -14,7 +14,7 @@ import tfmini as tf
 from tfmini import _C
 from tfmini.saved_model import file_format as F
 
-from quant_util import OPS, call as _call, on_portable_gemm
+from quant_util import OPS, call as _call, lite_predict as _predict, on_portable_gemm
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -68,16 +68,6 @@ def _convert(path, int8=False):
                                             for i in range(0, 1000, 5))
         c.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     return c.convert()
-
-
-def _predict(content, x):
-    it = tf.lite.Interpreter(model_content=content)
-    d = it.get_input_details()[0]
-    it.resize_tensor_input(d["index"], x.shape)
-    it.allocate_tensors()
-    it.set_tensor(d["index"], x)
-    it.invoke()
-    return it.get_tensor(it.get_output_details()[0]["index"])
 
 
 def _ops(content):

@@ -19,7 +19,7 @@ import tfmini as tf
 from tfmini import _C
 from tfmini.lite._convert import pack_weights, quantize_weights
 
-from quant_util import OPS, call as _call
+from quant_util import OPS, call as _call, lite_predict as _run
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 F32 = np.float32
@@ -379,16 +379,6 @@ def cnn(tmp_path_factory):
     c = tf.lite.TFLiteConverter.from_saved_model(str(path))
     c.optimizations = [tf.lite.Optimize.DEFAULT]
     return m, c.convert()
-
-
-def _run(content, x):
-    it = tf.lite.Interpreter(model_content=content)
-    d = it.get_input_details()[0]
-    it.resize_tensor_input(d["index"], x.shape)
-    it.allocate_tensors()
-    it.set_tensor(d["index"], x)
-    it.invoke()
-    return it.get_tensor(it.get_output_details()[0]["index"])
 
 
 def test_converter_emits_hybrid_conv(cnn):
