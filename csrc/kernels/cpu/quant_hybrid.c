@@ -64,23 +64,26 @@ tfm_qhybrid_quantize(const float *x, int64_t n, int64_t C, int64_t cs,
     *zero_point = zp;
 }
 
+/* The convolution's geometry; the attributes are QuantizedConv2DPacked's
+ * (filter sizes in ints[4..7]). */
+static void
+geom(tfm_conv_geom *g, const tfm_tensor *x, const tfm_attrs *a)
+{
+    const int64_t *fd = a->ints + TFM_CONV_SIZES;
+    tfm_conv_geom_make(g, &x->shape, fd[0], fd[1], fd[3],
+                       a->ints[TFM_CONV_WIN_H], a->ints[TFM_CONV_WIN_W], a);
+}
+
 /* u [B, H, W, C] as the packed GEMM's rows [M, K4 * 4], zero-padded
  * past K; a tap in the padding reads image b's zero point rz[b]. */
 static void
-im2col(const uint8_t *u, const int64_t *xd, const int64_t *yd,
-       const tfm_attrs *a, const int32_t *rz, uint8_t *rows)
+im2col(const uint8_t *u, const tfm_conv_geom *g, const int32_t *rz,
+       uint8_t *rows)
 {
-    const int64_t *fd = a->ints + TFM_CONV_SIZES;
-    int64_t H = xd[1], W = xd[2], C = xd[3], KH = fd[0], KW = fd[1];
-    int64_t OH = yd[1], OW = yd[2], K4 = (KH * KW * C + 3) / 4;
-    int64_t sh = a->ints[TFM_CONV_STRIDE_H], sw = a->ints[TFM_CONV_STRIDE_W];
-    int64_t dh = a->ints[TFM_CONV_WIN_H], dw = a->ints[TFM_CONV_WIN_W];
-    int64_t oh, ow, pt, pl;
-    tfm_conv_dim(H, KH, sh, dh, (int)a->i[0], a->ints[TFM_CONV_PADS],
-                 a->ints[TFM_CONV_PADS + 1], &oh, &pt);
-    tfm_conv_dim(W, KW, sw, dw, (int)a->i[0], a->ints[TFM_CONV_PADS + 2],
-                 a->ints[TFM_CONV_PADS + 3], &ow, &pl);
-    int64_t M = xd[0] * OH * OW;
+    int64_t H = g->h, W = g->w, C = g->c, KH = g->kh, KW = g->kw;
+    int64_t OH = g->oh, OW = g->ow, K4 = (KH * KW * C + 3) / 4;
+    int64_t sh = g->sh, sw = g->sw, dh = g->dh, dw = g->dw;
+    int64_t pt = g->pt, pl = g->pl, M = g->n * OH * OW;
     TFM_PAR_FOR(M * K4 > TFM_PAR_MIN, r, M, {
         int64_t b = r / (OH * OW), p = r % (OH * OW);
         int64_t oy = p / OW, ox = p % OW;
@@ -107,18 +110,12 @@ static tfm_code
 hybrid_float(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
              tfm_tensor *const *out)
 {
-    const int64_t *xd = in[0]->shape.dims, *fd = a->ints + TFM_CONV_SIZES;
-    const int64_t *yd = out[0]->shape.dims;
-    int64_t H = xd[1], W = xd[2], C = xd[3];
-    int64_t KH = fd[0], KW = fd[1], O = fd[3], OH = yd[1], OW = yd[2];
-    int64_t M = xd[0] * OH * OW, K = KH * KW * C, K4 = (K + 3) / 4;
-    int64_t sh = a->ints[TFM_CONV_STRIDE_H], sw = a->ints[TFM_CONV_STRIDE_W];
-    int64_t dh = a->ints[TFM_CONV_WIN_H], dw = a->ints[TFM_CONV_WIN_W];
-    int64_t oh, ow, pt, pl;
-    tfm_conv_dim(H, KH, sh, dh, (int)a->i[0], a->ints[TFM_CONV_PADS],
-                 a->ints[TFM_CONV_PADS + 1], &oh, &pt);
-    tfm_conv_dim(W, KW, sw, dw, (int)a->i[0], a->ints[TFM_CONV_PADS + 2],
-                 a->ints[TFM_CONV_PADS + 3], &ow, &pl);
+    tfm_conv_geom g;
+    geom(&g, in[0], a);
+    int64_t H = g.h, W = g.w, C = g.c, KH = g.kh, KW = g.kw, O = g.o;
+    int64_t OH = g.oh, OW = g.ow, M = g.n * OH * OW;
+    int64_t K = KH * KW * C, K4 = (K + 3) / 4;
+    int64_t sh = g.sh, sw = g.sw, dh = g.dh, dw = g.dw, pt = g.pt, pl = g.pl;
     float *wf = malloc((size_t)(K * O) * sizeof *wf + 1);
     float *zb = calloc((size_t)O + 1, sizeof *zb);
     float *rows = NULL;
@@ -143,8 +140,6 @@ hybrid_float(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     /* oneDNN's convolution with the bias and activation fused, as the
      * float model's Conv2D runs after the conv epilogue pass (the
      * TFM_QACT codes are TFM_CONV_ACT's) */
-    tfm_conv_geom g;
-    tfm_conv_geom_make(&g, &in[0]->shape, KH, KW, O, dh, dw, a);
     int ran = tfm_conv_dnnl_fused_f32(&g, x, wf, fb ? fb : zb, act, y);
     if (ran < 0)
         goto oom;
@@ -241,7 +236,9 @@ tfm_k_hybrid_conv2d_packed(tfm_op op, tfm_tensor *const *in, int nin,
                                     tfm_tensor_data(in[1]), &o);
         goto done;
     }
-    im2col(u, xd, yd, a, rz, rows);
+    tfm_conv_geom g;
+    geom(&g, in[0], a);
+    im2col(u, &g, rz, rows);
     /* (the VNNI GEMM, with the direct conv declined) the GEMM's finish reads a scale and zero point per output row:
      * each row takes its image's (filled from the back, in place) */
     int64_t per = M / B;
