@@ -45,3 +45,31 @@ def lite_predict(content, x):
     it.set_tensor(d["index"], x)
     it.invoke()
     return it.get_tensor(it.get_output_details()[0]["index"])
+
+
+def build_c_predict(tmp_path):
+    """examples/c/predict.c compiled against libtfmini_rt into tmp_path;
+    returns the executable's path."""
+    import tfmini.rt
+    lib = tfmini.rt.get_lib()
+    exe = os.path.join(str(tmp_path), "predict")
+    r = subprocess.run(
+        [os.environ.get("CC", "cc"), "-std=c11", "-O1",
+         os.path.join(TESTS, "..", "examples", "c", "predict.c"),
+         "-I" + tfmini.rt.get_include(), "-L" + lib, "-ltfmini_rt",
+         "-lpthread", "-Wl,-rpath," + lib, "-o", exe],
+        capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+def c_predict(exe, model_dir, x):
+    """The rows the C example prints for the saved model in model_dir
+    on input x (its values as arguments), as an array."""
+    r = subprocess.run([exe, str(model_dir)] + [repr(float(v))
+                                                 for v in x.ravel()],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return np.array([[float(v) for v in line.split()]
+                     for line in r.stdout.splitlines()
+                     if line and not line.startswith(("function", "output"))])

@@ -14,7 +14,8 @@ import tfmini as tf
 from tfmini import _C
 from tfmini.saved_model import file_format as F
 
-from quant_util import OPS, call as _call, lite_predict as _predict, on_portable_gemm
+from quant_util import (OPS, build_c_predict, c_predict, call as _call,
+                        lite_predict as _predict, on_portable_gemm)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -343,30 +344,15 @@ def test_quantized_ops_have_no_gradient():
 # ---- the C runtime ------------------------------------------------------
 
 def test_c_runtime_runs_a_quantized_model(cnn, tmp_path):
-    import tfmini.rt
-    lib = tfmini.rt.get_lib()
-    exe = tmp_path / "predict"
-    r = subprocess.run(
-        [os.environ.get("CC", "cc"), "-std=c11", "-O1",
-         str(ROOT / "examples" / "c" / "predict.c"),
-         "-I" + tfmini.rt.get_include(), "-L" + lib, "-ltfmini_rt",
-         "-lpthread", "-Wl,-rpath," + lib, "-o", str(exe)],
-        capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    exe = build_c_predict(tmp_path)
     x = _digits()[2][:2]
     for int8 in (False, True):
         content = _convert(cnn, int8=int8)
         d = tmp_path / ("int8" if int8 else "dynamic")
         d.mkdir()
         (d / "saved_model.tfm").write_bytes(content)
-        r = subprocess.run([str(exe), str(d)] + [repr(float(v))
-                                                  for v in x.ravel()],
-                           capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-        rows = [[float(v) for v in line.split()]
-                for line in r.stdout.splitlines()
-                if line and not line.startswith(("function", "output"))]
-        np.testing.assert_allclose(np.array(rows), _predict(content, x),
+        np.testing.assert_allclose(c_predict(exe, d, x),
+                                   _predict(content, x),
                                    rtol=1e-5, atol=1e-6)
 
 

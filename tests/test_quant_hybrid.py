@@ -19,7 +19,8 @@ import tfmini as tf
 from tfmini import _C
 from tfmini.lite._convert import pack_weights, quantize_weights
 
-from quant_util import OPS, call as _call, lite_predict as _run
+from quant_util import (OPS, build_c_predict, c_predict, call as _call,
+                        lite_predict as _run)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 F32 = np.float32
@@ -395,29 +396,13 @@ def test_converter_emits_hybrid_conv(cnn):
 
 
 def test_c_runtime_runs_the_dynamic_range_model(cnn, tmp_path):
-    import tfmini.rt
     _, content = cnn
-    lib = tfmini.rt.get_lib()
-    exe = tmp_path / "predict"
-    r = subprocess.run(
-        [os.environ.get("CC", "cc"), "-std=c11", "-O1",
-         str(ROOT / "examples" / "c" / "predict.c"),
-         "-I" + tfmini.rt.get_include(), "-L" + lib, "-ltfmini_rt",
-         "-lpthread", "-Wl,-rpath," + lib, "-o", str(exe)],
-        capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    exe = build_c_predict(tmp_path)
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "saved_model.tfm").write_bytes(content)
     x = np.random.default_rng(1).uniform(0, 16, (2, 8, 8, 1)).astype(F32)
-    r = subprocess.run([str(exe), str(tmp_path / "m")]
-                       + [repr(float(v)) for v in x.ravel()],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    rows = [[float(v) for v in line.split()]
-            for line in r.stdout.splitlines()
-            if line and not line.startswith(("function", "output"))]
-    np.testing.assert_allclose(np.array(rows), _run(content, x),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c_predict(exe, tmp_path / "m", x),
+                               _run(content, x), rtol=1e-5, atol=1e-6)
 
 
 def test_junk_geometry_raises_or_runs():
