@@ -104,25 +104,22 @@ im2col(const uint8_t *u, const tfm_conv_geom *g, const int32_t *rz,
 
 /* The float convolution of x with the dequantized filter, then bias and
  * activation, as a float model's Conv2D, BiasAdd and Relu compute it:
- * through oneDNN where the build has it, else im2col and the float
- * GEMM. */
+ * the _FusedConv2D kernel (oneDNN where the build has it, else im2col
+ * and the float GEMM) on the filter read back as HWIO floats. */
 static tfm_code
 hybrid_float(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
              tfm_tensor *const *out)
 {
-    tfm_conv_geom g;
-    geom(&g, in[0], a);
-    int64_t H = g.h, W = g.w, C = g.c, KH = g.kh, KW = g.kw, O = g.o;
-    int64_t OH = g.oh, OW = g.ow, M = g.n * OH * OW;
+    const int64_t *fd = a->ints + TFM_CONV_SIZES;
+    int64_t KH = fd[0], KW = fd[1], C = in[0]->shape.dims[3], O = fd[3];
     int64_t K = KH * KW * C, K4 = (K + 3) / 4;
-    int64_t sh = g.sh, sw = g.sw, dh = g.dh, dw = g.dw, pt = g.pt, pl = g.pl;
-    float *wf = malloc((size_t)(K * O) * sizeof *wf + 1);
-    float *zb = calloc((size_t)O + 1, sizeof *zb);
-    float *rows = NULL;
-    tfm_code rc = TFM_OK;
-    if (!wf || !zb)
-        goto oom;
+    tfm_shape fs = {.ndim = 4, .dims = {KH, KW, C, O}};
+    tfm_tensor *f = tfm_tensor_new(TFM_FLOAT32, &fs, 0);
+    if (!f)
+        return tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: out of memory "
+                         "for its scratch buffers", tfm_ops[op].name);
     /* Note [Packed int8 weights] read back as [K, O] floats */
+    float *wf = tfm_tensor_data(f);
     const int8_t *wp = tfm_tensor_data(in[1]);
     const float *ws = tfm_tensor_data(in[2]);
     for (int64_t p = 0; p * 16 < O; p++) {
@@ -133,58 +130,14 @@ hybrid_float(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
                 wf[k * O + p * 16 + n] =
                     pan[((k / 4) * w + n) * 4 + k % 4] * ws[p * 16 + n];
     }
-    const float *x = tfm_tensor_data(in[0]);
-    float *y = tfm_tensor_data(out[0]);
-    const float *fb = nin == 5 ? tfm_tensor_data(in[4]) : NULL;
-    int act = (int)a->i[3];
-    /* oneDNN's convolution with the bias and activation fused, as the
-     * float model's Conv2D runs after the conv epilogue pass (the
-     * TFM_QACT codes are TFM_CONV_ACT's) */
-    int ran = tfm_conv_dnnl_fused_f32(&g, x, wf, fb ? fb : zb, act, y);
-    if (ran < 0)
-        goto oom;
-    if (ran)
-        goto done;
-    if (!(rows = malloc((size_t)(M * K) * sizeof *rows + 1)))
-        goto oom;
-    TFM_PAR_FOR(M * K > TFM_PAR_MIN, r, M, {
-        int64_t b = r / (OH * OW), q = r % (OH * OW);
-        int64_t oy = q / OW, ox = q % OW;
-        float *row = rows + r * K;
-        for (int64_t i = 0; i < KH; i++) {
-            int64_t iy = oy * sh + i * dh - pt;
-            for (int64_t j = 0; j < KW; j++) {
-                int64_t ix = ox * sw + j * dw - pl;
-                float *dst = row + (i * KW + j) * C;
-                if (iy < 0 || iy >= H || ix < 0 || ix >= W)
-                    memset(dst, 0, (size_t)C * sizeof *dst);
-                else
-                    memcpy(dst, x + ((b * H + iy) * W + ix) * C,
-                           (size_t)C * sizeof *dst);
-            }
-        }
-    });
-    /* blocks of 64 output pixels, one thread each (the GEMM is single-
-     * threaded), each finished while it is in cache */
-    int64_t nblk = (M + 63) / 64;
-    TFM_PAR_FOR(M * K * O > (1 << 22), blk, nblk, {
-        int64_t r0 = blk * 64, m = M - r0 < 64 ? M - r0 : 64;
-        float *yb = y + r0 * O;
-        tfm_conv_gemm_f32(0, m, O, K, rows + r0 * K, K, wf, O, yb, O, 0);
-        for (int64_t e = 0; e < m * O; e++) {
-            float v = yb[e] + (fb ? fb[e % O] : 0.0f);
-            v = act != TFM_QACT_NONE && v < 0 ? 0.0f : v;
-            yb[e] = act == TFM_QACT_RELU6 && v > 6 ? 6.0f : v;
-        }
-    });
-    goto done;
-oom:
-    rc = tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "%s: out of memory for its "
-                   "scratch buffers", tfm_ops[op].name);
-done:
-    free(wf);
-    free(zb);
-    free(rows);
+    /* _FusedConv2D's attributes are these but for the activation's slot
+     * (the TFM_QACT codes are TFM_CONV_ACT's) */
+    tfm_attrs fa = *a;
+    fa.i[1] = a->i[3];
+    tfm_tensor *fin[3] = {in[0], f, nin == 5 ? in[4] : NULL};
+    tfm_code rc = tfm_k_fused_conv2d(op, fin, nin == 5 ? 3 : 2, &fa, out, 1,
+                                     NULL);
+    tfm_tensor_decref(f);
     return rc;
 }
 
