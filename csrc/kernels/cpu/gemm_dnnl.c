@@ -100,7 +100,10 @@ team_end(const team *t)
 #endif
 }
 
-/* 0: not yet read, 1: oneDNN, 2: Eigen (TFMINI_GEMM=eigen). */
+/* Which product TFMINI_GEMM (read once) asks for: oneDNN choosing by
+ * shape (the default), Eigen, or oneDNN's sgemm / matmul primitive for
+ * every float32 product (Note [Big float32 products]). 0: not yet read. */
+enum { BACKEND_DNNL = 1, BACKEND_EIGEN, BACKEND_SGEMM, BACKEND_MATMUL };
 static atomic_int backend;
 
 static int
@@ -109,11 +112,19 @@ use_dnnl(void)
     int b = atomic_load_explicit(&backend, memory_order_relaxed);
     if (b == 0) {
         const char *e = getenv("TFMINI_GEMM");
-        b = e && strcmp(e, "eigen") == 0 ? 2 : 1;
+        b = !e ? BACKEND_DNNL
+            : strcmp(e, "eigen") == 0 ? BACKEND_EIGEN
+            : strcmp(e, "sgemm") == 0 ? BACKEND_SGEMM
+            : strcmp(e, "matmul") == 0 ? BACKEND_MATMUL : BACKEND_DNNL;
         atomic_store_explicit(&backend, b, memory_order_relaxed);
     }
-    return b == 1;
+    return b != BACKEND_EIGEN;
 }
+
+static int f32_use_prim(int64_t m, int64_t n, int64_t k);
+static int gemm_prim(dnnl_data_type_t dt, int64_t m, int64_t n, int64_t k,
+                     const void *a, int ta, const void *b, int tb, void *c);
+static atomic_llong f32_prim_calls;
 
 void
 tfm_gemm_f32_best(int64_t m, int64_t n, int64_t k, const float *a, int ta,
@@ -122,6 +133,12 @@ tfm_gemm_f32_best(int64_t m, int64_t n, int64_t k, const float *a, int ta,
     /* k == 0 is a zero fill, which Eigen's path already does; oneDNN's
      * leading dimensions must also be >= 1. */
     if (k > 0 && use_dnnl()) {
+        if (m > 0 && n > 0 && f32_use_prim(m, n, k) &&
+            gemm_prim(dnnl_f32, m, n, k, a, ta, b, tb, c)) {
+            atomic_fetch_add_explicit(&f32_prim_calls, 1,
+                                      memory_order_relaxed);
+            return;
+        }
         team t;
 #ifdef _OPENMP
         team_begin(&t, m * n * k <= SERIAL_WORK && !omp_in_parallel());
@@ -161,32 +178,34 @@ tfm_gemm_f32_conv(int trans_a, int64_t M, int64_t N, int64_t K,
     return s == dnnl_success;
 }
 
-/* ---- bfloat16 through oneDNN's matmul primitive ----
- * oneDNN 2.x has no BLAS-style bfloat16 call, so each product builds a
- * primitive from its shape; oneDNN's own primitive cache makes a repeated
- * shape cost a lookup. Its bf16 kernels accumulate in float32 and round
- * the result once, which is what TF's CPU MatMul gives. */
+/* ---- oneDNN's matmul primitive: bfloat16, and big float32 products ----
+ * oneDNN 2.x has no BLAS-style bfloat16 call, so each bfloat16 product
+ * builds a primitive from its shape; oneDNN's own primitive cache makes a
+ * repeated shape cost a lookup. Its bf16 kernels accumulate in float32
+ * and round the result once, which is what TF's CPU MatMul gives.
+ *
+ * Big float32 products with a team of threads take the same route (Note
+ * [Big float32 products]). */
 #include <pthread.h>
 
-static dnnl_engine_t bf16_engine;
-static int bf16_engine_ok;
-static pthread_once_t bf16_once = PTHREAD_ONCE_INIT;
+static dnnl_engine_t engine;
+static int engine_ok;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 
 static void
-bf16_engine_init(void)
+engine_init(void)
 {
-    bf16_engine_ok = dnnl_engine_create(&bf16_engine, dnnl_cpu, 0)
-                     == dnnl_success;
+    engine_ok = dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success;
 }
 
 /* Memory descriptor of a row-major [rows, cols] operand stored
  * transposed when t is set. */
 static dnnl_status_t
-bf16_md(tfm_md *md, int64_t rows, int64_t cols, int t)
+prim_md(tfm_md *md, dnnl_data_type_t dt, int64_t rows, int64_t cols, int t)
 {
     dnnl_dims_t dims = {rows, cols};
     dnnl_dims_t strides = {t ? 1 : cols, t ? rows : 1};
-    return tfm_md_strides(md, 2, dims, dnnl_bf16, strides);
+    return tfm_md_strides(md, 2, dims, dt, strides);
 }
 
 /* 2.x describes the matmul first; 3.x makes the primitive descriptor in
@@ -195,23 +214,24 @@ static dnnl_status_t
 matmul_pd(dnnl_primitive_desc_t *pd, tfm_cmd a, tfm_cmd b, tfm_cmd c)
 {
 #if TFM_DNNL3
-    return dnnl_matmul_primitive_desc_create(pd, bf16_engine, a, b, NULL, c,
+    return dnnl_matmul_primitive_desc_create(pd, engine, a, b, NULL, c,
                                              NULL);
 #else
     dnnl_matmul_desc_t desc;
     dnnl_status_t s = dnnl_matmul_desc_init(&desc, a, b, NULL, c);
-    return s ? s : dnnl_primitive_desc_create(pd, &desc, NULL, bf16_engine,
+    return s ? s : dnnl_primitive_desc_create(pd, &desc, NULL, engine,
                                               NULL);
 #endif
 }
 
-/* 1 when oneDNN computed c, 0 when it declined (the caller converts). */
+/* c = op(a) @ op(b) over dt through the matmul primitive: 1 when oneDNN
+ * computed c, 0 when it declined (the caller has another way). */
 static int
-gemm_bf16_dnnl(int64_t m, int64_t n, int64_t k, const uint16_t *a, int ta,
-               const uint16_t *b, int tb, uint16_t *c)
+gemm_prim(dnnl_data_type_t dt, int64_t m, int64_t n, int64_t k,
+          const void *a, int ta, const void *b, int tb, void *c)
 {
-    pthread_once(&bf16_once, bf16_engine_init);
-    if (!bf16_engine_ok)
+    pthread_once(&engine_once, engine_init);
+    if (!engine_ok)
         return 0;
     tfm_md amd = {0}, bmd = {0}, cmd = {0};
     dnnl_primitive_desc_t pd = NULL;
@@ -219,15 +239,14 @@ gemm_bf16_dnnl(int64_t m, int64_t n, int64_t k, const uint16_t *a, int ta,
     dnnl_stream_t stream = NULL;
     dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
     int ok = 0;
-    if (bf16_md(&amd, m, k, ta) || bf16_md(&bmd, k, n, tb) ||
-        bf16_md(&cmd, m, n, 0) ||
+    if (prim_md(&amd, dt, m, k, ta) || prim_md(&bmd, dt, k, n, tb) ||
+        prim_md(&cmd, dt, m, n, 0) ||
         matmul_pd(&pd, TFM_MD(amd), TFM_MD(bmd), TFM_MD(cmd)) ||
         dnnl_primitive_create(&prim, pd) ||
-        dnnl_stream_create(&stream, bf16_engine,
-                           dnnl_stream_default_flags) ||
-        dnnl_memory_create(&am, TFM_MD(amd), bf16_engine, (void *)a) ||
-        dnnl_memory_create(&bm, TFM_MD(bmd), bf16_engine, (void *)b) ||
-        dnnl_memory_create(&cm, TFM_MD(cmd), bf16_engine, c))
+        dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) ||
+        dnnl_memory_create(&am, TFM_MD(amd), engine, (void *)a) ||
+        dnnl_memory_create(&bm, TFM_MD(bmd), engine, (void *)b) ||
+        dnnl_memory_create(&cm, TFM_MD(cmd), engine, c))
         goto done;
     dnnl_exec_arg_t args[3] = {
         {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
@@ -253,11 +272,55 @@ done:
     return ok;
 }
 
+/* Note [Big float32 products]: dnnl_sgemm mallocs its packing buffers
+ * (1.6 MB, 2 x 600 KB and 400 KB at 1024^3, some on each OpenMP thread)
+ * on every call, and glibc's heaps keep growing for the first ~8 calls
+ * of a new size before they hold the pattern: 300-900 first-touch page
+ * faults a call at 1024^3 (0.3-1 ms of a 10 ms product), and a short
+ * benchmark or a program that multiplies a few big matrices sees only
+ * such calls. The matmul primitive draws its buffers from one
+ * scratchpad whose pages stay mapped: measured (C, oneDNN 3.2, the first
+ * 8 calls) 5,500 faults against 50 at 1024^3 and 10,500 against 50 at
+ * 2048^3. With a team of two threads on the shared 2-core machine it
+ * also spent less CPU per product (1024^3: 26 against 39 ms; 2048^3: 180
+ * against 193 ms); alone on one thread the sgemm kernels were 4-9%
+ * faster in steady state, so one thread keeps sgemm. Below PRIM_WORK
+ * multiply-adds (the MLP and attention shapes) sgemm's buffers are small
+ * and its speed was equal or better, and making a primitive descriptor
+ * costs microseconds there. TFMINI_GEMM=sgemm never takes the primitive
+ * for float32, TFMINI_GEMM=matmul always does (outside parallel
+ * regions): for tests and comparisons. */
+#define PRIM_WORK ((int64_t)1 << 28)
+
+static int
+f32_use_prim(int64_t m, int64_t n, int64_t k)
+{
+#ifdef _OPENMP
+    if (omp_in_parallel())
+        return 0;
+    int b = atomic_load_explicit(&backend, memory_order_relaxed);
+    if (b == BACKEND_MATMUL)
+        return 1;
+    return b == BACKEND_DNNL && omp_get_max_threads() > 1 &&
+           m * n * k >= PRIM_WORK;
+#else
+    (void)m; (void)n; (void)k;
+    return 0;
+#endif
+}
+
+long long
+tfm_gemm_f32_prim_calls(void)
+{
+    return atomic_load_explicit(&f32_prim_calls, memory_order_relaxed);
+}
+
 int
 tfm_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int ta,
               const uint16_t *b, int tb, uint16_t *c)
 {
-    if (k > 0 && use_dnnl() && gemm_bf16_dnnl(m, n, k, a, ta, b, tb, c))
+    if (k > 0 && use_dnnl() &&
+        gemm_prim(dnnl_bf16, m, n, k, a, ta, b, tb, c))
         return 0;
     return gemm_bf16_convert(m, n, k, a, ta, b, tb, c);
 }
@@ -267,8 +330,8 @@ tfm_gemm_bf16_backend(void)
 {
     if (!use_dnnl())
         return "convert";
-    pthread_once(&bf16_once, bf16_engine_init);
-    return bf16_engine_ok ? "dnnl" : "convert";
+    pthread_once(&engine_once, engine_init);
+    return engine_ok ? "dnnl" : "convert";
 }
 
 const char *
@@ -311,6 +374,12 @@ const char *
 tfm_gemm_backend(void)
 {
     return "eigen";
+}
+
+long long
+tfm_gemm_f32_prim_calls(void)
+{
+    return 0;
 }
 
 #endif

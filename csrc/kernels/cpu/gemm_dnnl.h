@@ -33,4 +33,10 @@ const char *tfm_gemm_bf16_backend(void);
  * the two or to rule one out. */
 const char *tfm_gemm_backend(void);
 
+/* How many float32 products of this process went through oneDNN's
+ * matmul primitive rather than dnnl_sgemm (Note [Big float32 products]
+ * in gemm_dnnl.c): for tests. TFMINI_GEMM=sgemm or =matmul (read once)
+ * forces one of the two for every float32 product. */
+long long tfm_gemm_f32_prim_calls(void);
+
 #endif
