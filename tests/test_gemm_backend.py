@@ -188,18 +188,21 @@ def test_big_product_path_and_value(threads, mode, prim):
 
 
 @needs_dnnl
-def test_small_products_keep_sgemm():
-    """Below 2^28 multiply-adds (the MLP and attention shapes) the
-    default never makes a primitive."""
+def test_small_and_huge_products_keep_sgemm():
+    """Below 2^28 multiply-adds (the MLP and attention shapes) and above
+    2^31 (where sgemm's kernels measured faster) the default never makes
+    a primitive."""
     out = _run("r = np.random.default_rng(1)\n"
                "for m, k, n in [(32, 784, 128), (256, 512, 512),"
-               " (512, 512, 512), (1023, 256, 1024)]:\n"
+               " (512, 512, 512), (1023, 256, 1024), (2048, 1024, 1025)]:\n"
                "    a = r.random((m, k), dtype=np.float32)\n"
                "    b = r.random((k, n), dtype=np.float32)\n"
                "    np.testing.assert_allclose(tf.matmul(a, b).numpy(),"
                " a @ b, rtol=1e-4)\n"
+               "big = r.random((1024, 2048), dtype=np.float32)\n"
+               "tf.matmul(big, big, transpose_b=True)\n"  # 2^31: the primitive
                "print(json.dumps(calls()))", OMP_NUM_THREADS="2")
-    assert out == 0
+    assert out == 1
 
 
 @needs_dnnl

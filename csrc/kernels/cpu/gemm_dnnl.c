@@ -276,21 +276,24 @@ done:
  * (1.6 MB, 2 x 600 KB and 400 KB at 1024^3, some on each OpenMP thread)
  * on every call, and glibc's heaps keep growing for the first ~8 calls
  * of a new size before they hold the pattern: 300-900 first-touch page
- * faults a call at 1024^3 (0.3-1 ms of a 10 ms product), and a short
- * benchmark or a program that multiplies a few big matrices sees only
- * such calls. The matmul primitive draws its buffers from one
- * scratchpad whose pages stay mapped: measured (C, oneDNN 3.2, the first
- * 8 calls) 5,500 faults against 50 at 1024^3 and 10,500 against 50 at
- * 2048^3. With a team of two threads on the shared 2-core machine it
- * also spent less CPU per product (1024^3: 26 against 39 ms; 2048^3: 180
- * against 193 ms); alone on one thread the sgemm kernels were 4-9%
- * faster in steady state, so one thread keeps sgemm. Below PRIM_WORK
- * multiply-adds (the MLP and attention shapes) sgemm's buffers are small
- * and its speed was equal or better, and making a primitive descriptor
- * costs microseconds there. TFMINI_GEMM=sgemm never takes the primitive
- * for float32, TFMINI_GEMM=matmul always does (outside parallel
- * regions): for tests and comparisons. */
+ * faults a call at 1024^3, 0.4-1 ms of a 10 ms product (2 threads). A
+ * short benchmark, or a program that multiplies a few big matrices,
+ * sees only such calls. The matmul primitive draws its buffers from one
+ * scratchpad that glibc hands back whole each call: measured (C, oneDNN
+ * 3.2, the first 8 calls) 5,500 faults against 50 at 1024^3, and in
+ * tfmini 0 a call after the first. Its kernels are not faster: in steady
+ * state (2 threads, OMP_WAIT_POLICY=passive so that CPU time is work)
+ * the primitive spent 0-4% more CPU than sgemm at 1024^3 and 5-8% more
+ * at 2048^3, where sgemm's faults are under 1% of a call. So the
+ * primitive takes products of PRIM_WORK to PRIM_WORK_MAX multiply-adds
+ * run by a team; one thread (4% more CPU at 1024^3), bigger products and
+ * the MLP and attention shapes below PRIM_WORK (small buffers, equal or
+ * better speed, and a primitive descriptor costs microseconds) keep
+ * sgemm. TFMINI_GEMM=sgemm never takes the primitive for float32,
+ * TFMINI_GEMM=matmul always does (outside parallel regions): for tests
+ * and comparisons. */
 #define PRIM_WORK ((int64_t)1 << 28)
+#define PRIM_WORK_MAX ((int64_t)1 << 31)
 
 static int
 f32_use_prim(int64_t m, int64_t n, int64_t k)
@@ -301,8 +304,9 @@ f32_use_prim(int64_t m, int64_t n, int64_t k)
     int b = atomic_load_explicit(&backend, memory_order_relaxed);
     if (b == BACKEND_MATMUL)
         return 1;
+    int64_t work = m * n * k;
     return b == BACKEND_DNNL && omp_get_max_threads() > 1 &&
-           m * n * k >= PRIM_WORK;
+           work >= PRIM_WORK && work <= PRIM_WORK_MAX;
 #else
     (void)m; (void)n; (void)k;
     return 0;
