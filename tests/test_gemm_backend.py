@@ -267,6 +267,9 @@ def test_big_products_from_two_threads_and_dynamic_teams():
 
 
 @needs_dnnl
+@pytest.mark.skipif(bool(os.environ.get("TFMINI_UNDER_SANITIZER")),
+                    reason="the sanitizers' allocator (and buffer.c's "
+                    "cache, off under ASan) fault pages of their own")
 def test_big_product_faults_few_pages_after_the_first_call():
     """The reason for the primitive: dnnl_sgemm's per-call packing
     buffers faulted 300-900 fresh pages on each of the first ~8 calls
