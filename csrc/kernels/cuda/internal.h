@@ -44,6 +44,7 @@ extern const void *const tfm_cuda_kernels;
 void tfm_cuda_kernels_init(void);
 void tfm_cuda_kernels_nn_init(tfm_kernel_fn *table);
 void tfm_cuda_kernels_shape_init(tfm_kernel_fn *table);
+void tfm_cuda_kernels_fused_init(tfm_kernel_fn *table);   /* fused_nvrtc.c */
 /* Pooling (kernels_pool.c) and, where cuDNN is built in, the
  * convolutions (conv_cudnn.c); both called by the nn init. */
 void tfm_cuda_kernels_pool_init(tfm_kernel_fn *table);
