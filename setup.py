@@ -248,6 +248,15 @@ def cuda_lib(root, name, missing=None):
                  missing or "install the CUDA Toolkit's libraries."))
 
 
+def find_nvrtc(root):
+    """(folder, linker flag) for NVRTC, which compiles a traced graph's
+    fused elementwise nodes for the GPU at run time
+    (csrc/kernels/cuda/fused_nvrtc.c; TFMINI_NVRTC=0 turns that off)."""
+    return cuda_lib(root, "nvrtc", "install the toolkit's NVRTC "
+                    "(apt-get install cuda-nvrtc-dev-<version>, or pip "
+                    "install nvidia-cuda-nvrtc-cu12).")
+
+
 def _cudnn_major(inc):
     """CUDNN_MAJOR of the cudnn.h in inc (cuDNN 8+ keeps it in
     cudnn_version.h), or None."""
@@ -512,11 +521,7 @@ if CUDA_HOME:
     for _name in ("cudart", "cublas", "cublasLt"):
         _dir, _flag = cuda_lib(CUDA_HOME, _name)
         CUDA_LINK += ["-L" + _dir, "-Wl,-rpath," + _dir, _flag]
-    # Fused elementwise nodes are compiled for the GPU at run time
-    # (csrc/kernels/cuda/fused_nvrtc.c; TFMINI_NVRTC=0 turns that off).
-    _dir, _flag = cuda_lib(CUDA_HOME, "nvrtc", "install the toolkit's "
-                           "NVRTC (apt-get install cuda-nvrtc-dev-<version>"
-                           ", or pip install nvidia-cuda-nvrtc-cu12).")
+    _dir, _flag = find_nvrtc(CUDA_HOME)
     CUDA_LINK += ["-L" + _dir, "-Wl,-rpath," + _dir, _flag]
 CUDNN = find_cudnn(CUDA_HOME)
 CUDNN_DEFINES = ["-DTFMINI_WITH_CUDNN"] if CUDNN else []

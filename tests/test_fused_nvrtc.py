@@ -6,7 +6,8 @@ the test hook tfm_cuda_fused_compile_check. Every formula row the GPU
 path takes, each input kind, float32 and float64, multi-output programs;
 programs the path must refuse are refused; and each instruction's
 statement is the same text in the CPU's source and the GPU's. Skips in a
-build without CUDA (the stub has no hook)."""
+build without CUDA (the stub has no hook), but for setup.py's search for
+NVRTC."""
 import ctypes
 import re
 
@@ -36,8 +37,12 @@ def _hook():
 
 
 HOOK = _hook()
-pytestmark = pytest.mark.skipif(
-    HOOK is None, reason="built without CUDA: no NVRTC fused kernels")
+
+
+@pytest.fixture(autouse=True)
+def _need_hook(request):
+    if HOOK is None and not request.node.name.startswith("test_setup_"):
+        pytest.skip("built without CUDA: no NVRTC fused kernels")
 
 
 def inp(k):
@@ -233,3 +238,52 @@ def test_cpu_and_gpu_share_each_statement(dt):
         body = _statements(c)
         assert len(body) > 4 * len(prog)
         assert body == _statements(g)
+
+
+# ---- setup.py finds NVRTC (runs in any build) ----
+
+def _setup_functions():
+    """find_nvrtc and what it calls, from setup.py, without running it."""
+    import ast
+    from pathlib import Path
+    tree = ast.parse((Path(__file__).resolve().parents[1] / "setup.py")
+                     .read_text())
+    keep = {"_pip_nvidia_dirs", "cuda_lib", "find_nvrtc"}
+    body = [n for n in tree.body
+            if isinstance(n, ast.FunctionDef) and n.name in keep]
+    assert {n.name for n in body} == keep
+    ns = {}
+    exec("import glob, os, sys", ns)
+    exec(compile(ast.Module(body=body, type_ignores=[]), "setup.py", "exec"),
+         ns)
+    return ns
+
+
+@pytest.fixture
+def setup_fns():
+    ns = _setup_functions()
+    ns["_pip_nvidia_dirs"] = lambda sub: []     # no wheel unless a test says
+    return ns
+
+
+def test_setup_links_the_toolkits_nvrtc(setup_fns, tmp_path):
+    (tmp_path / "lib64").mkdir()
+    (tmp_path / "lib64" / "libnvrtc.so").write_text("")
+    assert setup_fns["find_nvrtc"](str(tmp_path)) == (
+        str(tmp_path / "lib64"), "-lnvrtc")
+
+
+def test_setup_takes_the_wheels_versioned_nvrtc(setup_fns, tmp_path):
+    wheel = tmp_path / "nvidia" / "cu13" / "lib"
+    wheel.mkdir(parents=True)
+    (wheel / "libnvrtc.so.13").write_text("")
+    setup_fns["_pip_nvidia_dirs"] = lambda sub: [str(wheel)]
+    assert setup_fns["find_nvrtc"](str(tmp_path / "cuda")) == (
+        str(wheel), "-l:libnvrtc.so.13")
+
+
+def test_setup_without_nvrtc_names_the_package(setup_fns, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        setup_fns["find_nvrtc"](str(tmp_path))
+    assert "libnvrtc.so" in str(e.value)
+    assert "nvidia-cuda-nvrtc" in str(e.value)
