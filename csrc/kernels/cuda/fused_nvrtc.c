@@ -60,12 +60,15 @@ typedef struct entry {
     struct entry *next;
 } entry;
 
+/* lock: the compiled kernels (held while NVRTC runs) and the
+ * architectures; prog_lock: the lookup every call makes. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t prog_lock = PTHREAD_MUTEX_INITIALIZER;
 static entry *cache;
 static atomic_long n_compiled, n_hits, n_launched, n_declined;
 
-int
-tfm_cuda_nvrtc_enabled(void)
+static int
+nvrtc_enabled(void)
 {
     const char *v = getenv("TFMINI_NVRTC");
     return !v || !(strcmp(v, "0") == 0 || strcmp(v, "off") == 0 ||
@@ -126,7 +129,8 @@ compile(const char *src, const char *arch, size_t *size, char **log)
 }
 
 /* The architecture to compile for on GPU ordinal dev: sm_XX where this
- * NVRTC knows it, else compute_YY, YY its newest. Computed once. */
+ * NVRTC knows it, else compute_YY, YY its newest. Computed once, under
+ * lock. */
 static const char *
 gpu_arch(int dev)
 {
@@ -302,14 +306,14 @@ static int
 prog_find(const unsigned char *key, size_t len, uint64_t h, cudaKernel_t *fn)
 {
     int found = 0;
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&prog_lock);
     for (prog_entry *e = by_prog[h % NBUCKET]; e; e = e->next)
         if (e->hash == h && e->len == len && !memcmp(e->key, key, len)) {
             *fn = e->fn;
             found = 1;
             break;
         }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&prog_lock);
     return found;
 }
 
@@ -323,10 +327,10 @@ prog_add(const unsigned char *key, size_t len, uint64_t h, cudaKernel_t fn)
     e->len = len;
     e->fn = fn;
     memcpy(e->key, key, len);
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&prog_lock);
     e->next = by_prog[h % NBUCKET];
     by_prog[h % NBUCKET] = e;
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&prog_lock);
 }
 
 /* Program p's kernel on GPU g (NULL: it runs op by op); *why says why
@@ -345,7 +349,9 @@ kernel_of(const tfm_fused_prog *p, const tfm_fused_src_in *ins,
             atomic_fetch_add(&n_hits, 1);
         return fn;
     }
+    pthread_mutex_lock(&lock);
     const char *arch = gpu_arch(g->ordinal);
+    pthread_mutex_unlock(&lock);
     char *src = NULL;
     if (!arch)
         *why = "no NVRTC architecture for this GPU";
@@ -378,7 +384,7 @@ k_fused(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     const tfm_fused_prog *p = a ? ((const tfm_fused_attrs *)a)->prog : NULL;
     tfm_fused_src_in ins[TFM_FUSED_MAX_IN];
     int64_t period;
-    if (!tfm_cuda_nvrtc_enabled())
+    if (!nvrtc_enabled())
         return decline("TFMINI_NVRTC=0");
     if (op != TFM_OP_FUSED_ELEMENTWISE || !p || p->first_input ||
         p->ninstr < 1 || nout != p->nout || nout > TFM_FUSED_MAX_OUT)
