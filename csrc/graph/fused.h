@@ -152,7 +152,9 @@ int tfm_fused_input_kind(const tfm_shape *out, const tfm_shape *in,
  * Without a compiler, when compiling fails (see <key>.<pid>.log), when
  * the cache directory or a cached file is refused, for an op with no
  * formula, with $TFMINI_NATIVE=0 or with the "native" optimizer option
- * off, the node keeps the block evaluator. */
+ * off, the node keeps the block evaluator. The same writer
+ * (tfm_fused_source) gives a GPU its kernels: Note [Fused programs on
+ * the GPU] in kernels/cuda/fused_nvrtc.c. */
 
 /* How program input k is read (tfm_fused_input_kind) and its dtype. */
 typedef struct tfm_fused_src_in {
