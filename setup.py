@@ -230,9 +230,10 @@ def _pip_nvidia_dirs(sub):
                   for d in glob.glob(os.path.join(r, "nvidia", "*", sub)))
 
 
-def cuda_lib(root, name):
+def cuda_lib(root, name, missing=None):
     """(folder, linker flag) for lib<name>: the toolkit's lib64 first,
-    then the pip wheels, whose libraries carry only a versioned name."""
+    then the pip wheels, whose libraries carry only a versioned name.
+    missing: what to install, when neither has it."""
     dirs = [os.path.join(root, d) for d in
             ("lib64", "lib", os.path.join("targets", "x86_64-linux", "lib"))]
     for d in dirs + _pip_nvidia_dirs("lib"):
@@ -243,8 +244,17 @@ def cuda_lib(root, name):
         if found:
             return d, "-l:" + os.path.basename(found[0])
     sys.exit(f"TFMINI_CUDA: the toolkit at {root} has no lib{name}.so, "
-             "and no pip nvidia wheel holds one: install the CUDA "
-             "Toolkit's libraries.")
+             "and no pip nvidia wheel holds one: " + (
+                 missing or "install the CUDA Toolkit's libraries."))
+
+
+def find_nvrtc(root):
+    """(folder, linker flag) for NVRTC, which compiles a traced graph's
+    fused elementwise nodes for the GPU at run time
+    (csrc/kernels/cuda/fused_nvrtc.c; TFMINI_NVRTC=0 turns that off)."""
+    return cuda_lib(root, "nvrtc", "install the toolkit's NVRTC "
+                    "(apt-get install cuda-nvrtc-dev-<version>, or pip "
+                    "install nvidia-cuda-nvrtc-cu12).")
 
 
 def _cudnn_major(inc):
@@ -511,6 +521,8 @@ if CUDA_HOME:
     for _name in ("cudart", "cublas", "cublasLt"):
         _dir, _flag = cuda_lib(CUDA_HOME, _name)
         CUDA_LINK += ["-L" + _dir, "-Wl,-rpath," + _dir, _flag]
+    _dir, _flag = find_nvrtc(CUDA_HOME)
+    CUDA_LINK += ["-L" + _dir, "-Wl,-rpath," + _dir, _flag]
 CUDNN = find_cudnn(CUDA_HOME)
 CUDNN_DEFINES = ["-DTFMINI_WITH_CUDNN"] if CUDNN else []
 CUDNN_INCLUDE = ([CUDNN[0]] if CUDNN and CUDNN[0] not in CUDA_INCLUDE

@@ -99,10 +99,21 @@ CONV_RC=$?
 say "conv tests rc=$CONV_RC in $(( $(date +%s) - t0 ))s:" \
     "$(tail -1 "$OUT/tests-gpu-conv.log")"
 grep -E "^(FAILED|ERROR)" "$OUT/tests-gpu-conv.log" | head -30 >> "$SUMMARY"
+# Fused elementwise nodes compiled with NVRTC: the compile checks (no
+# GPU needed) and the traced functions on the GPU.
+say "fused elementwise nodes through NVRTC"
+t0=$(date +%s)
+timeout "${GPU_CHECK_FUSED_S:-45}" "${PYTEST[@]}" tests/gpu/test_gpu_fused.py \
+    tests/test_fused_nvrtc.py --junitxml="$OUT/tests-gpu-fused.xml" \
+    > "$OUT/tests-gpu-fused.log" 2>&1
+FUSED_RC=$?
+say "fused tests rc=$FUSED_RC in $(( $(date +%s) - t0 ))s:" \
+    "$(tail -1 "$OUT/tests-gpu-fused.log")"
+grep -E "^(FAILED|ERROR)" "$OUT/tests-gpu-fused.log" | head -20 >> "$SUMMARY"
 say "tests/gpu (not slow)"
 t0=$(date +%s)
 timeout "${GPU_CHECK_TESTS_S:-240}" "${PYTEST[@]}" tests/gpu -m "not slow" \
-    --ignore=tests/gpu/test_gpu_conv.py \
+    --ignore=tests/gpu/test_gpu_conv.py --ignore=tests/gpu/test_gpu_fused.py \
     --durations=15 --junitxml="$OUT/tests-gpu.xml" > "$OUT/tests-gpu.log" 2>&1
 TESTS_RC=$?
 say "tests/gpu rc=$TESTS_RC in $(( $(date +%s) - t0 ))s:" \
@@ -124,4 +135,5 @@ cat "$OUT/bench.txt" >> "$SUMMARY"
 
 say "done in $(( $(date +%s) - START ))s"
 [ "$TESTS_RC" -ne 0 ] && exit "$TESTS_RC"
+[ "$FUSED_RC" -ne 0 ] && exit "$FUSED_RC"
 exit $CONV_RC

@@ -76,6 +76,48 @@ tfm_exec_copy(const tfm_node *n, tfm_tensor *x, tfm_tensor **out,
     return rc;
 }
 
+/* The device's own kernel for the whole program (a GPU's is
+ * kernels/cuda/fused_nvrtc.c), when it has one and takes the program:
+ * 1 when it ran (*rc its result), 0 to run the program op by op. */
+static int
+fused_kernel(const tfm_node *n, tfm_tensor *const *in, tfm_tensor **out,
+             tfm_code *rc)
+{
+    tfm_kernel_fn k = tfm_kernel_for(n->op, n->device);
+    tfm_tensor *t[TFM_FUSED_MAX_OUT];
+    tfm_fused_attrs fa;
+    if (!k || !n->prog || n->nout > TFM_FUSED_MAX_OUT)
+        return 0;
+    for (int j = 0; j < n->nout; j++)
+        if (out[j] || !tfm_shape_is_known(&n->out[j].shape))
+            return 0;
+    if (n->attrs)
+        fa.a = *n->attrs;
+    else
+        tfm_attrs_init(&fa.a);
+    fa.prog = n->prog;
+    int j;
+    for (j = 0; j < n->nout; j++)
+        if (!(t[j] = tfm_tensor_new(n->out[j].dtype, &n->out[j].shape,
+                                    n->device)))
+            break;
+    *rc = j < n->nout ? tfm_error_code()
+                      : k(n->op, in, n->nin, &fa.a, t, n->nout,
+                          tfm_device_kctx(n->device));
+    if (!*rc) {
+        for (int i = 0; i < n->nout; i++)
+            out[i] = t[i];
+        return 1;
+    }
+    while (j-- > 0)
+        tfm_tensor_decref(t[j]);
+    if (*rc != TFM_ERR_UNIMPLEMENTED)
+        return 1;
+    tfm_error_clear();      /* declined: the program runs op by op */
+    *rc = TFM_OK;
+    return 0;
+}
+
 tfm_code
 tfm_exec_fused_on_device(const tfm_node *n, tfm_tensor *const *in,
                          tfm_tensor **out, int recorded)
@@ -88,8 +130,11 @@ tfm_exec_fused_on_device(const tfm_node *n, tfm_tensor *const *in,
             rc = tfm_error_code();
             break;
         }
-    if (!rc) {
-        /* Off the CPU the fused program runs op by op (fused.c's
+    /* Replayed under a tape, the ops run one by one so that it records
+     * them. */
+    if (!rc && (recorded || n->op != TFM_OP_FUSED_ELEMENTWISE ||
+                !fused_kernel(n, moved, out, &rc))) {
+        /* Otherwise the fused program runs op by op (fused.c's
          * run_ops), each op where the scope says. */
         int old = tfm_device_scope();
         tfm_device_set_scope(n->device);

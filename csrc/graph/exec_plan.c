@@ -398,8 +398,9 @@ tfm_exec_plan_build(tfm_graph *g, const tfm_ref *outs, int nout,
         case TFM_OP_FUSED_ELEMENTWISE:
         case TFM_OP_FUSED_MATMUL:
             st->kind = STEP_FUSED;
-            /* Off the CPU a fused step runs op by op on its device
-             * (exec_device.c): no direct path, no native code. */
+            /* Off the CPU a fused step runs on its device
+             * (exec_device.c: the device's kernel for the whole program,
+             * else op by op): no direct path, no native code. */
             st->direct = (uint8_t)(fused_static(g, nd) && nd->device <= 0);
             /* Compiled on the first run (tfm_native_lazy_get), so that
              * building a plan (tracing, loading a model) runs no

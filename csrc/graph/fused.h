@@ -152,7 +152,29 @@ int tfm_fused_input_kind(const tfm_shape *out, const tfm_shape *in,
  * Without a compiler, when compiling fails (see <key>.<pid>.log), when
  * the cache directory or a cached file is refused, for an op with no
  * formula, with $TFMINI_NATIVE=0 or with the "native" optimizer option
- * off, the node keeps the block evaluator. */
+ * off, the node keeps the block evaluator. The same writer
+ * (tfm_fused_source) gives a GPU its kernels: Note [Fused programs on
+ * the GPU] in kernels/cuda/fused_nvrtc.c. */
+
+/* How program input k is read (tfm_fused_input_kind) and its dtype. */
+typedef struct tfm_fused_src_in {
+    int kind;
+    tfm_dtype dtype;
+    int64_t period;
+} tfm_fused_src_in;
+
+/* The source text of program p, written from the formula rows with one
+ * statement per instruction, the same for both targets:
+ * TFM_FUSED_SRC_C, the C function `tfm_native` (tfm_fused_native_fn
+ * below); TFM_FUSED_SRC_CUDA, the grid-stride CUDA kernel `tfm_fused`
+ * that kernels/cuda/fused_nvrtc.c compiles with NVRTC. period: that of
+ * every periodic input (they must share it). NULL (no error set) when
+ * an op has no formula, a dtype is not float32/float64 or an input is
+ * some other broadcast. The caller frees it. */
+enum { TFM_FUSED_SRC_C, TFM_FUSED_SRC_CUDA };
+char *tfm_fused_source(const tfm_fused_prog *p, int out_dtype,
+                       const tfm_fused_src_in *ins, int64_t period,
+                       int target);
 
 /* Elements [start, start + len) of a node's outputs: in[k] is program
  * input k's data, out[k] node output k's. */
@@ -188,6 +210,16 @@ typedef struct tfm_native_lazy {
 tfm_fused_native_fn tfm_native_lazy_get(tfm_native_lazy *l,
                                         const tfm_graph *g,
                                         const tfm_node *nd);
+
+/* What a device's kernel for _FusedElementwise is given as its attrs
+ * (the table's signature has no room for a program): the node's attrs
+ * first, so it is also a tfm_attrs, then its program. Such a kernel
+ * returns TFM_ERR_UNIMPLEMENTED for a program it does not take, and the
+ * executor then runs the program op by op (exec_device.c). */
+typedef struct tfm_fused_attrs {
+    tfm_attrs a;
+    const tfm_fused_prog *prog;
+} tfm_fused_attrs;
 
 /* ---- running (the executor) ---- */
 

@@ -15,14 +15,6 @@
 
 /* ---- the C source of a program ---- */
 
-/* A program input: its dtype and how it is read (fused.h's
- * TFM_FUSED_IN_FULL, ...). */
-typedef struct tfm_native_in {
-    int kind;
-    tfm_dtype dtype;
-    int64_t period;
-} tfm_native_in;
-
 typedef struct sbuf {
     char *p;
     size_t len, cap;
@@ -111,10 +103,16 @@ static const char prelude[] =
 #undef ARGS_1_
 #undef ARGS_2_
 
+/* NVRTC has CUDA's math functions built in (no headers to include), and
+ * compiles with -default-device, so the helpers' static inline
+ * definitions are device functions. */
+static const char prelude_cuda[] =
+    TFM_EW_STR(TFM_EW_HELPERS(static inline)) "\n";
+
 /* Operand s of an instruction as a C expression. holder[r]: the
  * instruction whose value register r holds. */
 static void
-put_operand(sbuf *b, int s, const int *holder, const tfm_native_in *ins)
+put_operand(sbuf *b, int s, const int *holder, const tfm_fused_src_in *ins)
 {
     if (s >= 0) {
         put(b, "v%d", holder[s]);
@@ -130,7 +128,7 @@ put_operand(sbuf *b, int s, const int *holder, const tfm_native_in *ins)
 
 static int
 operand_dtype(const tfm_fused_prog *p, int s, const int *holder,
-              const tfm_native_in *ins, int out_dtype)
+              const tfm_fused_src_in *ins, int out_dtype)
 {
     if (s >= 0)
         return p->code[holder[s]].dtype;
@@ -139,39 +137,96 @@ operand_dtype(const tfm_fused_prog *p, int s, const int *holder,
     return ins[TFM_FUSED_INPUT_INDEX(s)].dtype;
 }
 
-/* The source of tfm_native (fused.h's tfm_fused_native_fn) for program
- * p, or NULL (no error set) when an op has no native formula. */
-static char *
-source(const tfm_fused_prog *p, int out_dtype, const tfm_native_in *ins,
-       int64_t period)
+/* The declarations of the program's inputs and outputs: as the CPU
+ * function's locals (from its in[] and out[] arrays), or as the CUDA
+ * kernel's parameters, whose order fused_nvrtc.c's launch follows:
+ * inputs, output 0, then outputs of instructions with out > 0 in
+ * program order. */
+static void
+put_head(sbuf *b, const tfm_fused_prog *p, int out_dtype,
+         const tfm_fused_src_in *ins, int target)
 {
-    sbuf b = {0};
-    int holder[TFM_FUSED_MAX_INSTR];
-    put(&b, "%s\nvoid\ntfm_native(const void *const *in, void *const *out,"
+    if (target == TFM_FUSED_SRC_CUDA) {
+        put(b, "%s\nextern \"C\" __global__ void\ntfm_fused(", prelude_cuda);
+        for (int k = 0; k < p->nin; k++)
+            put(b, "const %s *in%d, ", ctype(ins[k].dtype), k);
+        put(b, "%s *o0", ctype(out_dtype));
+        for (int i = 0; i < p->ninstr; i++)
+            if (p->code[i].out > 0)
+                put(b, ", %s *o%d", ctype(p->code[i].dtype), p->code[i].out);
+        put(b, ", long long n)\n{\n");
+        for (int k = 0; k < p->nin; k++)
+            if (ins[k].kind == TFM_FUSED_IN_SCALAR)
+                put(b, "    const %s s%d = *in%d;\n", ctype(ins[k].dtype), k,
+                    k);
+        return;
+    }
+    put(b, "%s\nvoid\ntfm_native(const void *const *in, void *const *out,"
         " int64_t start, int64_t len)\n{\n", prelude);
     for (int k = 0; k < p->nin; k++) {
         const char *t = ctype(ins[k].dtype);
         if (ins[k].kind == TFM_FUSED_IN_SCALAR)
-            put(&b, "    const %s s%d = *(const %s *)in[%d];\n", t, k, t, k);
+            put(b, "    const %s s%d = *(const %s *)in[%d];\n", t, k, t, k);
         else
-            put(&b, "    const %s *in%d = in[%d];\n", t, k, k);
+            put(b, "    const %s *in%d = in[%d];\n", t, k, k);
     }
-    put(&b, "    %s *o0 = out[0];\n", ctype(out_dtype));
+    put(b, "    %s *o0 = out[0];\n", ctype(out_dtype));
     for (int i = 0; i < p->ninstr; i++)
         if (p->code[i].out > 0)
-            put(&b, "    %s *o%d = out[%d];\n", ctype(p->code[i].dtype),
+            put(b, "    %s *o%d = out[%d];\n", ctype(p->code[i].dtype),
                 p->code[i].out, p->code[i].out);
-    /* Runs of the output that keep j (the index into periodic inputs)
-     * contiguous: one run per period, or the whole range. */
-    put(&b, "    const int64_t period = %lld;\n"
-        "    for (int64_t i0 = start, end = start + len; i0 < end;) {\n"
-        "        int64_t j0 = period ? i0 %% period : 0;\n"
-        "        int64_t run = period ? period - j0 : end - i0;\n"
-        "        if (run > end - i0)\n            run = end - i0;\n"
-        "        #pragma omp simd\n"
-        "        for (int64_t t = 0; t < run; t++) {\n"
-        "            const int64_t i = i0 + t, j = j0 + t;\n"
-        "            (void)j;\n", (long long)period);
+}
+
+static int
+is_float(int dtype)
+{
+    return dtype == TFM_FLOAT32 || dtype == TFM_FLOAT64;
+}
+
+char *
+tfm_fused_source(const tfm_fused_prog *p, int out_dtype,
+                 const tfm_fused_src_in *ins, int64_t period, int target)
+{
+    sbuf b = {0};
+    int holder[TFM_FUSED_MAX_INSTR];
+    /* Only float programs have formulas (tfm_fused_can_fuse); a
+     * program built another way is refused rather than miscompiled. */
+    if (!is_float(out_dtype))
+        return NULL;
+    for (int k = 0; k < p->nin; k++)
+        if (!is_float(ins[k].dtype) || ins[k].kind == TFM_FUSED_IN_OTHER ||
+            (ins[k].kind == TFM_FUSED_IN_PERIODIC && ins[k].period != period))
+            return NULL;
+    for (int i = 0; i < p->ninstr; i++)
+        if (!is_float(p->code[i].dtype))
+            return NULL;
+    put_head(&b, p, out_dtype, ins, target);
+    if (target == TFM_FUSED_SRC_CUDA) {
+        /* One grid-stride loop over the output; j indexes the periodic
+         * inputs, as in the CPU loop. */
+        put(&b, "    for (long long i = (long long)blockIdx.x * blockDim.x +"
+            " threadIdx.x; i < n;\n"
+            "         i += (long long)blockDim.x * gridDim.x) {\n"
+            "        {\n");
+        if (period)
+            put(&b, "            const long long j = i %% %lldLL;\n",
+                (long long)period);
+        else
+            put(&b, "            const long long j = 0;\n");
+        put(&b, "            (void)j;\n");
+    } else {
+        /* Runs of the output that keep j (the index into periodic
+         * inputs) contiguous: one run per period, or the whole range. */
+        put(&b, "    const int64_t period = %lld;\n"
+            "    for (int64_t i0 = start, end = start + len; i0 < end;) {\n"
+            "        int64_t j0 = period ? i0 %% period : 0;\n"
+            "        int64_t run = period ? period - j0 : end - i0;\n"
+            "        if (run > end - i0)\n            run = end - i0;\n"
+            "        #pragma omp simd\n"
+            "        for (int64_t t = 0; t < run; t++) {\n"
+            "            const int64_t i = i0 + t, j = j0 + t;\n"
+            "            (void)j;\n", (long long)period);
+    }
     for (int i = 0; i < p->ninstr; i++) {
         const tfm_fused_instr *c = &p->code[i];
         int in_dt = operand_dtype(p, c->src[0], holder, ins, out_dtype);
@@ -210,8 +265,8 @@ source(const tfm_fused_prog *p, int out_dtype, const tfm_native_in *ins,
     for (int i = 0; i < p->ninstr; i++)
         if (p->code[i].out > 0)
             put(&b, "            o%d[i] = v%d;\n", p->code[i].out, i);
-    put(&b, "            o0[i] = v%d;\n        }\n        i0 += run;\n"
-        "    }\n}\n", p->ninstr - 1);
+    put(&b, "            o0[i] = v%d;\n        }\n%s    }\n}\n",
+        p->ninstr - 1, target == TFM_FUSED_SRC_CUDA ? "" : "        i0 += run;\n");
     if (b.oom) {
         free(b.p);
         return NULL;
@@ -228,7 +283,7 @@ tfm_fused_native(const tfm_graph *g, const tfm_node *nd)
     const tfm_shape *os = &nd->out[0].shape;
     if (!tfm_fused_native_wanted(nd) || !tfm_native_enabled())
         return NULL;
-    tfm_native_in ins[TFM_FUSED_MAX_IN];
+    tfm_fused_src_in ins[TFM_FUSED_MAX_IN];
     int64_t period = 0;
     for (int k = 0; k < p->nin; k++) {
         tfm_ref r = nd->in[p->first_input + k];
@@ -244,7 +299,8 @@ tfm_fused_native(const tfm_graph *g, const tfm_node *nd)
             return NULL;
         }
     }
-    char *src = source(p, nd->out[0].dtype, ins, period);
+    char *src = tfm_fused_source(p, nd->out[0].dtype, ins, period,
+                                 TFM_FUSED_SRC_C);
     if (!src)
         return NULL;
     tfm_fused_native_fn fn = tfm_native_cache_get(src);
