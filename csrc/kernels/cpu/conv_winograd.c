@@ -74,12 +74,19 @@ wino_mode(void)
 #define INL inline __attribute__((always_inline))
 
 enum { T = 6, TT = 36, OUT = 4 }; /* input tile, its points, output tile */
-/* Tiles per block: V and M (36 * TB * 64 floats each at C = O = 64)
- * stay in L2 beside U. Measured in conv_winograd_bench.c (-DWINO_TB). */
+/* Tiles per block: 12 measured best of 6..96 (conv_winograd_bench.c,
+ * -DWINO_TB=n, ResNet shape, one thread): V and M (108 KB each at
+ * C = O = 64) stay in L2 beside U (590 KB), and the 36 points' rows of
+ * one tile in L1 between a transform and the GEMM. */
 #ifndef WINO_TB
-#define WINO_TB 30
+#define WINO_TB 12
 #endif
 enum { TB = WINO_TB, MR = 6, NV = 4 };
+/* Floats from one tile point's rows to the next's in V and M. One cache
+ * line more than the rows: a multiple of 2 KB (TB * 64 floats) would put
+ * the 36 points of a tile, read or written together by the transforms,
+ * in the same two L1 sets. */
+#define PSTRIDE(cols) (TB * (cols) + 16)
 
 /* Geometry of one Winograd conv: input [n, ih, iw, ci], output
  * [n, oh, ow, co], output (r, s) reads input rows r - pt .. r - pt + 2. */
@@ -124,7 +131,7 @@ out_1d(const __m512 m[6], __m512 r[4])
 TGT static void
 input_tf(const wgeom *w, const float *x, int64_t t0, int64_t nt, float *V)
 {
-    const int64_t ci = w->ci, cp = w->cp, pstride = TB * cp;
+    const int64_t ci = w->ci, cp = w->cp, pstride = PSTRIDE(cp);
     for (int64_t t = 0; t < nt; t++) {
         int64_t tile = t0 + t, img = tile / (w->th * w->tw);
         int64_t rem = tile % (w->th * w->tw);
@@ -169,7 +176,7 @@ TGT static void
 output_tf(const wgeom *w, const float *M, int64_t t0, int64_t nt,
           const float *bias, int act, int add, float *y)
 {
-    const int64_t co = w->co, op = w->op, pstride = TB * op;
+    const int64_t co = w->co, op = w->op, pstride = PSTRIDE(op);
     for (int64_t t = 0; t < nt; t++) {
         int64_t tile = t0 + t, img = tile / (w->th * w->tw);
         int64_t rem = tile % (w->th * w->tw);
@@ -274,8 +281,8 @@ block_gemm(const wgeom *w, const float *V, const float *U, int64_t nt,
 {
     const int64_t cp = w->cp, op = w->op;
     for (int p = 0; p < TT; p++) {
-        const float *a = V + p * TB * cp, *u = U + p * cp * op;
-        float *c = M + p * TB * op;
+        const float *a = V + p * PSTRIDE(cp), *u = U + p * cp * op;
+        float *c = M + p * PSTRIDE(op);
         for (int64_t n0 = 0; n0 < op; n0 += 16 * NV) {
             int nv = (int)((op - n0 < 16 * NV ? op - n0 : 16 * NV) / 16);
             for (int64_t m0 = 0; m0 < nt; m0 += MR) {
@@ -412,8 +419,8 @@ tfm_conv_winograd_f32(int kind, const tfm_conv_geom *g, const float *a,
 #endif
     if (nt > blocks)
         nt = (int)blocks;
-    const int64_t usz = TT * w.cp * w.op, vsz = TT * TB * w.cp,
-                  msz = TT * TB * w.op;
+    const int64_t usz = TT * w.cp * w.op, vsz = TT * PSTRIDE(w.cp),
+                  msz = TT * PSTRIDE(w.op);
     float *U = malloc((size_t)usz * sizeof(float));
     float *work = malloc((size_t)(nt * (vsz + msz)) * sizeof(float));
     float *ff = flip ? malloc((size_t)(9 * w.ci * w.co) * sizeof(float))
