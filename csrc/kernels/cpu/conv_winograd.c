@@ -377,10 +377,12 @@ tfm_conv_winograd_takes(int kind, const tfm_conv_geom *g)
     if (wino_mode() == MODE_ALWAYS)
         return 1;
     /* Where it measured faster than oneDNN's brgconv
-     * (conv_winograd_bench.c; RESULTS.md): enough channels both ways
-     * that the 36 GEMMs, not the transforms, dominate, and enough
-     * output pixels to fill the tile blocks. */
-    return g->c >= 32 && g->o >= 32 && g->n * g->oh * g->ow >= 4096;
+     * (conv_winograd_bench.c, one thread, CPU time; RESULTS.md): 1.5-2x
+     * from 16 -> 64 or 32 -> 32 channels and 1024 output pixels up;
+     * a tie at 16 -> 16, 3x slower at 3 -> 32 (the transforms then cost
+     * more than the GEMMs save). */
+    return g->c >= 16 && g->o >= 16 && g->c + g->o >= 64 &&
+           g->n * g->oh * g->ow >= 1024;
 }
 
 int
