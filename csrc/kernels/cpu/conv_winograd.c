@@ -448,8 +448,12 @@ tfm_conv_winograd_f32(int kind, const tfm_conv_geom *g, const float *a,
 #endif
         float *V = work + t * (vsz + msz), *M = V + vsz;
         filter_tf(&w, f, U); /* an omp for: ends in a barrier */
+        /* Blocks handed out as threads come free: on a shared machine
+         * a descheduled thread's static share would hold the others at
+         * the barrier; each block writes its own pixels, so the answer
+         * does not depend on who runs it. */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
 #endif
         for (int64_t blk = 0; blk < blocks; blk++) {
             int64_t t0 = blk * TB;
