@@ -126,6 +126,20 @@ long tfm_conv_dnnl_calls(void);
 int tfm_conv_filter_grad_window_takes(const tfm_conv_geom *g);
 int tfm_conv_filter_grad_window_f32(const tfm_conv_geom *g, const float *x,
                                     const float *dy, float *df);
+/* A float32 3x3 stride-1 conv by Winograd F(4x4, 3x3)
+ * (conv_winograd.c), tried before oneDNN for the forward (a = x, b = f)
+ * and the input gradient (a = f, b = dy). act: -1 for a plain conv,
+ * else TFM_CONV_ACT_* | TFM_CONV_ADD_DST as in tfm_conv_dnnl_fused_f32
+ * (forward only; bias may be NULL). 1 when it ran, 0 when it does not
+ * take the shape (outside the measured rule unless
+ * TFMINI_CONV=winograd; no AVX-512; TFMINI_CONV=dnnl or im2col), -1
+ * when out of memory. */
+int tfm_conv_winograd_takes(int kind, const tfm_conv_geom *g);
+int tfm_conv_winograd_f32(int kind, const tfm_conv_geom *g, const float *a,
+                          const float *b, const float *bias, int act,
+                          float *out);
+/* How many convs it has run in this process (tests). */
+long tfm_conv_winograd_calls(void);
 /* How many filter gradients it has run in this process (tests). */
 long tfm_conv_window_calls(void);
 /* How many of them ran in bfloat16 (counted apart from the above). */

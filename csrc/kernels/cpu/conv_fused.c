@@ -5,7 +5,8 @@
  * post-op adds the conv into it: one copy instead of two full passes
  * (the add, the activation) each reading two tensors. float32 runs as one oneDNN primitive, the bias
  * and activation applied while each output block is still in registers
- * (a bias input and an eltwise post-op); elsewhere (float64, no oneDNN,
+ * (a bias input and an eltwise post-op), or, for the 3x3 stride-1 convs
+ * Winograd takes (conv_winograd.c), in its output transform; elsewhere (float64, no oneDNN,
  * TFMINI_CONV=im2col, a refused shape) the plain Conv2D kernel writes y
  * and one pass over it adds the bias and applies the activation, which
  * still saves the unfused graph's two intermediate tensors. */
@@ -81,9 +82,14 @@ tfm_k_fused_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
         tfm_conv_geom_make(&g, &in[0]->shape, fs->dims[0], fs->dims[1], o,
                            a->ints[TFM_CONV_WIN_H], a->ints[TFM_CONV_WIN_W],
                            a);
-        int rc = tfm_conv_dnnl_fused_f32(&g, tfm_tensor_data(in[0]),
-                                         tfm_tensor_data(in[1]), bias,
-                                         res ? act | TFM_CONV_ADD_DST : act,
+        int fact = res ? act | TFM_CONV_ADD_DST : act;
+        int rc = tfm_conv_winograd_f32(TFM_CONV_FWD, &g,
+                                       tfm_tensor_data(in[0]),
+                                       tfm_tensor_data(in[1]), bias, fact,
+                                       tfm_tensor_data(y));
+        if (!rc)
+            rc = tfm_conv_dnnl_fused_f32(&g, tfm_tensor_data(in[0]),
+                                         tfm_tensor_data(in[1]), bias, fact,
                                          tfm_tensor_data(y));
         free(zeros);
         if (zeros)

@@ -283,10 +283,11 @@ conv_f32(int kind, const tfm_conv_geom *g, const float *a, const float *b,
          float *out)
 {
     /* The filter gradient of a stride-1 conv beats oneDNN's
-     * backward-weights kernel (conv_filter_grad_gemm.c). */
+     * backward-weights kernel (conv_filter_grad_gemm.c); Winograd its
+     * 3x3 forward and input gradient (conv_winograd.c). */
     int rc = kind == TFM_CONV_BWD_WEIGHTS
                  ? tfm_conv_filter_grad_window_f32(g, a, b, out)
-                 : 0;
+                 : tfm_conv_winograd_f32(kind, g, a, b, NULL, -1, out);
     if (rc)
         return rc < 0;
     rc = tfm_conv_dnnl_f32(kind, g, a, b, out);
