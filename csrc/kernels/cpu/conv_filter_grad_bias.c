@@ -27,12 +27,14 @@
             return 1;                                                        \
         BIAS_PARALLEL(nt)                                                    \
         {                                                                    \
-            int t = BIAS_TID;                                                \
-            double *s = acc + t * o;                                         \
-            int64_t r0 = rows * t / nt, r1 = rows * (t + 1) / nt;            \
-            for (int64_t r = r0; r < r1; r++)                                \
-                for (int64_t c = 0; c < o; c++)                              \
-                    s[c] += (double)dy[r * o + c];                           \
+            /* a team smaller than asked still covers every range */        \
+            for (int t = BIAS_TID; t < nt; t += BIAS_TEAM) {                 \
+                double *s = acc + t * o;                                     \
+                int64_t r0 = rows * t / nt, r1 = rows * (t + 1) / nt;        \
+                for (int64_t r = r0; r < r1; r++)                            \
+                    for (int64_t c = 0; c < o; c++)                          \
+                        s[c] += (double)dy[r * o + c];                       \
+            }                                                                \
         }                                                                    \
         for (int64_t c = 0; c < o; c++) {                                    \
             double v = 0;                                                    \
@@ -51,10 +53,12 @@
         nt = omp_get_max_threads();
 #define BIAS_PARALLEL(nt) _Pragma("omp parallel num_threads(nt)")
 #define BIAS_TID omp_get_thread_num()
+#define BIAS_TEAM omp_get_num_threads()
 #else
 #define BIAS_THREADS(nt, n)
 #define BIAS_PARALLEL(nt)
 #define BIAS_TID 0
+#define BIAS_TEAM 1
 #endif
 
 BIAS_SUM(f32, float)

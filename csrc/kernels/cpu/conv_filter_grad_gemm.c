@@ -296,6 +296,7 @@ run(const tfm_conv_geom *g, const float *x, const float *dy, float *df,
         free(bparts);
         return -1;
     }
+    int used = 1;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
@@ -303,6 +304,10 @@ run(const tfm_conv_geom *g, const float *x, const float *dy, float *df,
         int t = 0;
 #ifdef _OPENMP
         t = omp_get_thread_num();
+        /* the team may be smaller than asked (nested or dynamic
+         * OpenMP): only its partial sums are written */
+        if (t == 0)
+            used = omp_get_num_threads();
 #endif
         float *acc = part + t * fsz, *xp = xps + t * xpsz;
         memset(acc, 0, (size_t)fsz * sizeof(float));
@@ -319,14 +324,14 @@ run(const tfm_conv_geom *g, const float *x, const float *dy, float *df,
         }
     }
     memcpy(df, part, (size_t)fsz * sizeof(float));
-    for (int t = 1; t < nt; t++) {
+    for (int t = 1; t < used; t++) {
         const float *s = part + t * fsz;
         for (int64_t k = 0; k < fsz; k++)
             df[k] += s[k];
     }
     for (int64_t o = 0; db && o < O; o++) {
         double v = 0;
-        for (int t = 0; t < nt; t++)
+        for (int t = 0; t < used; t++)
             v += bparts[t * O + o];
         db[o] = (float)v;
     }
