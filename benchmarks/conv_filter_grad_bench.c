@@ -12,7 +12,8 @@
  * PREFIX: where the onednn wheels put include/dnnl.h and lib/libdnnl.so
  * (python3 -c "import sys; print(sys.prefix)"). Default shape: the
  * ResNet block of benchmarks/bench_models.py (mb32 ic64 oc64 32x32 k3 p1).
- * Prints the median ms of each method and the largest difference. */
+ * Prints the median ms of each method (and of the window kernel with
+ * the bias gradient in its pass) and the largest difference. */
 #include <dnnl.h>
 #include "../csrc/kernels/cpu/conv_filter_grad_gemm.c"
 #include <math.h>
@@ -166,8 +167,9 @@ main(int argc, char **argv)
 
     double *ta = malloc(reps * sizeof(double)),
            *tb = malloc(reps * sizeof(double)),
-           *tc = malloc(reps * sizeof(double));
-    float *f3 = malloc(nf * 4);
+           *tc = malloc(reps * sizeof(double)),
+           *td = malloc(reps * sizeof(double));
+    float *f3 = malloc(nf * 4), *f4 = malloc(nf * 4), *db = malloc(O * 4);
     tfm_conv_geom g = {N, H, W, C, K, K, O, 1, 1, 1, 1, H, W, P, P, 1};
     for (int r = -2; r < reps; r++) {
         double t0 = now();
@@ -180,9 +182,26 @@ main(int argc, char **argv)
         if (tfm_conv_filter_grad_window_f32(&g, x, dy, f3) != 1)
             exit(1);
         double t3 = now();
+        /* the same pass with the bias gradient (_Conv2DBackpropFilterBias) */
+        if (tfm_conv_filter_grad_bias_window_f32(&g, x, dy, f4, db) != 1)
+            exit(1);
+        double t4 = now();
         if (r >= 0)
-            ta[r] = t1 - t0, tb[r] = t2 - t1, tc[r] = t3 - t2;
+            ta[r] = t1 - t0, tb[r] = t2 - t1, tc[r] = t3 - t2, td[r] = t4 - t3;
     }
+    qsort(td, reps, sizeof(double), cmp);
+    double dbd = 0;
+    for (int64_t o = 0; o < O; o++) {
+        double s = 0;
+        for (int64_t p = 0; p < N * H * W; p++)
+            s += dy[p * O + o];
+        dbd = fmax(dbd, fabs(s - db[o]));
+    }
+    for (size_t i = 0; i < nf; i++)
+        if (f3[i] != f4[i]) {
+            fprintf(stderr, "the bias pass changed df\n");
+            exit(1);
+        }
     qsort(ta, reps, sizeof(double), cmp);
     qsort(tb, reps, sizeof(double), cmp);
     qsort(tc, reps, sizeof(double), cmp);
@@ -201,6 +220,8 @@ main(int argc, char **argv)
            gf / tb[reps / 2] * 1e3);
     printf("window kernel:          %.2f ms (%.0f GFLOP/s)\n", tc[reps / 2],
            gf / tc[reps / 2] * 1e3);
+    printf("window kernel + bias:   %.2f ms (max |db - sum dy| %.3g)\n",
+           td[reps / 2], dbd);
     printf("max |diff| sgemm %.3g window %.3g (max |df| %.3g)\n", diff,
            diff3, mag);
     return 0;

@@ -26,6 +26,7 @@ static const struct {
     {TFM_PASS_EPILOGUE, tfm_pass_conv_epilogue},
     {TFM_PASS_EPILOGUE, tfm_pass_epilogue},
     {TFM_PASS_EPILOGUE, tfm_pass_pool_grad},
+    {TFM_PASS_EPILOGUE, tfm_pass_filter_grad_bias},
     {TFM_PASS_FUSE, tfm_pass_fuse},
     {TFM_PASS_DCE, tfm_pass_dce},
 };

@@ -51,6 +51,10 @@ tfm_graph *tfm_pass_epilogue(tfm_graph *g);
 /* MaxPoolGrad -> ReluGrad (-> bias Sum) -> _FusedMaxPoolGrad
  * (pass_pool_grad.c); under the "epilogue" switch. */
 tfm_graph *tfm_pass_pool_grad(tfm_graph *g);
+/* Conv2DBackpropFilter + the bias Sum of its dy ->
+ * _Conv2DBackpropFilterBias (pass_filter_grad_bias.c); under the
+ * "epilogue" switch. */
+tfm_graph *tfm_pass_filter_grad_bias(tfm_graph *g);
 tfm_graph *tfm_pass_fuse(tfm_graph *g);
 /* pass_place.c: devices and _Copy nodes (Note [Device seam]); not a
  * switchable pass: graphs off the CPU need it, others skip it. */

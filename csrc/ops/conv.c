@@ -314,6 +314,26 @@ tfm_infer_conv2d_backprop_filter(tfm_op op, const tfm_meta *in, int nin,
                           out[0].dtype);
 }
 
+/* Conv2DBackpropFilter's rule, and db: [out_channels] (dy's last dim). */
+tfm_code
+tfm_infer_conv2d_backprop_filter_bias(tfm_op op, const tfm_meta *in,
+                                      int nin, const tfm_attrs *a,
+                                      tfm_meta *out, int *nout)
+{
+    tfm_code rc = tfm_infer_conv2d_backprop_filter(op, in, nin, a, out, nout);
+    if (rc)
+        return rc;
+    if (in[0].dtype != TFM_FLOAT32 && in[0].dtype != TFM_FLOAT64)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: only float32 and "
+                         "float64, got %s", tfm_ops[op].name,
+                         tfm_dtype_name(in[0].dtype));
+    *nout = 2;
+    out[1].dtype = in[0].dtype;
+    int64_t o = out[0].shape.dims[3];
+    out[1].shape = tfm_shape_make(1, &o);
+    return TFM_OK;
+}
+
 /* Shape of a pooling of x. */
 static tfm_code
 pool_shape(tfm_op op, const tfm_meta *x, const tfm_attrs *a, tfm_shape *y)

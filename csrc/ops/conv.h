@@ -12,6 +12,10 @@ tfm_code tfm_infer_conv2d_backprop_input(tfm_op op, const tfm_meta *in,
 tfm_code tfm_infer_conv2d_backprop_filter(tfm_op op, const tfm_meta *in,
                                           int nin, const tfm_attrs *a,
                                           tfm_meta *out, int *nout);
+tfm_code tfm_infer_conv2d_backprop_filter_bias(tfm_op op,
+                                               const tfm_meta *in, int nin,
+                                               const tfm_attrs *a,
+                                               tfm_meta *out, int *nout);
 tfm_code tfm_infer_pool(tfm_op op, const tfm_meta *in, int nin,
                         const tfm_attrs *a, tfm_meta *out, int *nout);
 tfm_code tfm_infer_max_pool_grad(tfm_op op, const tfm_meta *in, int nin,

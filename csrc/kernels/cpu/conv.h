@@ -126,6 +126,15 @@ long tfm_conv_dnnl_calls(void);
 int tfm_conv_filter_grad_window_takes(const tfm_conv_geom *g);
 int tfm_conv_filter_grad_window_f32(const tfm_conv_geom *g, const float *x,
                                     const float *dy, float *df);
+/* The same, and db[o] = the sum of dy over n, h, w (the bias gradient)
+ * from the same pass over dy. */
+int tfm_conv_filter_grad_bias_window_f32(const tfm_conv_geom *g,
+                                         const float *x, const float *dy,
+                                         float *df, float *db);
+/* How many filter gradients it has run in this process (tests). */
+long tfm_conv_window_calls(void);
+/* How many of them ran in bfloat16 (counted apart from the above). */
+long tfm_conv_dnnl_bf16_calls(void);
 /* A float32 3x3 stride-1 conv by Winograd F(4x4, 3x3)
  * (conv_winograd.c), tried before oneDNN for the forward (a = x, b = f)
  * and the input gradient (a = f, b = dy). act: -1 for a plain conv,
@@ -140,10 +149,6 @@ int tfm_conv_winograd_f32(int kind, const tfm_conv_geom *g, const float *a,
                           float *out);
 /* How many convs it has run in this process (tests). */
 long tfm_conv_winograd_calls(void);
-/* How many filter gradients it has run in this process (tests). */
-long tfm_conv_window_calls(void);
-/* How many of them ran in bfloat16 (counted apart from the above). */
-long tfm_conv_dnnl_bf16_calls(void);
 
 tfm_code tfm_k_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
                       const tfm_attrs *a, tfm_tensor *const *out, int nout,
@@ -156,6 +161,13 @@ tfm_code tfm_k_conv2d_backprop_filter(tfm_op op, tfm_tensor *const *in,
                                       int nin, const tfm_attrs *a,
                                       tfm_tensor *const *out, int nout,
                                       const tfm_kctx *ctx);
+/* The filter gradient and the bias gradient (Sum of dy over n, h, w) in
+ * one pass over dy where the window kernel runs
+ * (conv_filter_grad_bias.c). */
+tfm_code tfm_k_conv2d_backprop_filter_bias(tfm_op op, tfm_tensor *const *in,
+                                           int nin, const tfm_attrs *a,
+                                           tfm_tensor *const *out, int nout,
+                                           const tfm_kctx *ctx);
 tfm_code tfm_k_depthwise_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
                                 const tfm_attrs *a, tfm_tensor *const *out,
                                 int nout, const tfm_kctx *ctx);

@@ -69,7 +69,10 @@ window_mode(void)
 #ifndef KB_PIX
 #define KB_PIX 256
 #endif
-enum { KB = KB_PIX, MR = 6, NV = 4 };
+/* Register tiles: MR x NV vectors for wide outputs (O > 32); for
+ * O <= 32, MR2 x 2 (the 6 x 2 shape leaves half the registers idle and
+ * loads one broadcast per two FMAs). */
+enum { KB = KB_PIX, MR = 6, NV = 4, MR2 = 12, MRX = 12 };
 /* The padded rows one item copies, at most (when a row fits). */
 enum { XP_BYTES = 512 * 1024 };
 
@@ -83,8 +86,8 @@ tile(const float *a, int64_t apx, int64_t arow, const float *b, int64_t o,
      int64_t rows, int64_t cols, float *c, int64_t ldc, const int mr,
      const int nv, __mmask16 tail)
 {
-    __m512 acc[MR][NV];
-#pragma GCC unroll 6
+    __m512 acc[MRX][NV];
+#pragma GCC unroll 12
     for (int m = 0; m < mr; m++)
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
@@ -100,7 +103,7 @@ tile(const float *a, int64_t apx, int64_t arow, const float *b, int64_t o,
             for (int v = 0; v < nv; v++)
                 bv[v] = v == nv - 1 ? _mm512_maskz_loadu_ps(tail, bp + 16 * v)
                                     : _mm512_loadu_ps(bp + 16 * v);
-#pragma GCC unroll 6
+#pragma GCC unroll 12
             for (int m = 0; m < mr; m++) {
                 __m512 av = _mm512_set1_ps(ap[m]);
 #pragma GCC unroll 4
@@ -109,7 +112,7 @@ tile(const float *a, int64_t apx, int64_t arow, const float *b, int64_t o,
             }
         }
     }
-#pragma GCC unroll 6
+#pragma GCC unroll 12
     for (int m = 0; m < mr; m++)
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++) {
@@ -133,16 +136,47 @@ typedef void (*tile_fn)(const float *, int64_t, int64_t, const float *,
         tile(a, apx, arow, b, o, rows, cols, c, ldc, M, V, t);            \
     }
 #define TILES(M) TILE(M, 1) TILE(M, 2) TILE(M, 3) TILE(M, 4)
+#define NARROW(M) TILE(M, 1) TILE(M, 2)
 TILES(1) TILES(2) TILES(3) TILES(4) TILES(5) TILES(6)
+NARROW(7) NARROW(8) NARROW(9) NARROW(10) NARROW(11) NARROW(12)
 #define ROW(M) {tile_##M##_1, tile_##M##_2, tile_##M##_3, tile_##M##_4}
-static const tile_fn tiles[MR][NV] = {ROW(1), ROW(2), ROW(3), ROW(4),
-                                      ROW(5), ROW(6)};
+#define ROW2(M) {tile_##M##_1, tile_##M##_2, NULL, NULL}
+/* [mr - 1][nv - 1]; rows 7..12 only for nv <= 2 (see MR2). */
+static const tile_fn tiles[MRX][NV] = {
+    ROW(1),  ROW(2),  ROW(3),  ROW(4),  ROW(5),  ROW(6),
+    ROW2(7), ROW2(8), ROW2(9), ROW2(10), ROW2(11), ROW2(12)};
 
-/* Output rows [h0, h1) of one image into the private filter acc.
- * xp: room for (h1 - h0 + kh - 1) padded rows. */
+/* db[o] += the sum of the pixels' dy rows: rows x ow pixels, o floats
+ * each, just streamed by the tiles, so still in L2. A float sum per K
+ * block, kept in double across blocks. */
+TGT static void
+bias_rows(const float *b, int64_t pixels, int64_t o, double *db)
+{
+    for (int64_t n0 = 0; n0 < o; n0 += 16) {
+        int64_t nn = o - n0 < 16 ? o - n0 : 16;
+        __mmask16 m = (__mmask16)(nn == 16 ? 0xffffu : (1u << nn) - 1);
+        __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+        int64_t p = 0;
+        for (; p + 1 < pixels; p += 2) {
+            s0 = _mm512_add_ps(s0, _mm512_maskz_loadu_ps(m, b + p * o + n0));
+            s1 = _mm512_add_ps(s1,
+                               _mm512_maskz_loadu_ps(m, b + (p + 1) * o + n0));
+        }
+        if (p < pixels)
+            s0 = _mm512_add_ps(s0, _mm512_maskz_loadu_ps(m, b + p * o + n0));
+        float t[16];
+        _mm512_storeu_ps(t, _mm512_add_ps(s0, s1));
+        for (int64_t k = 0; k < nn; k++)
+            db[n0 + k] += t[k];
+    }
+}
+
+/* Output rows [h0, h1) of one image into the private filter acc (and
+ * the bias sums into db, unless NULL). xp: room for (h1 - h0 + kh - 1)
+ * padded rows. */
 static void
 item(const tfm_conv_geom *g, const float *x, const float *dy, int64_t h0,
-     int64_t h1, float *xp, float *acc)
+     int64_t h1, float *xp, float *acc, double *db)
 {
     const int64_t C = g->c, O = g->o, wp = g->ow + g->kw - 1;
     const int64_t prow = h1 - h0 + g->kh - 1, M = g->kw * C;
@@ -171,15 +205,18 @@ item(const tfm_conv_geom *g, const float *x, const float *dy, int64_t h0,
             for (int64_t n0 = 0; n0 < O; n0 += 16 * NV) {
                 int64_t nn = O - n0 < 16 * NV ? O - n0 : 16 * NV;
                 int nv = (int)((nn + 15) / 16);
+                int64_t mrx = nv <= 2 ? MR2 : MR;
                 __mmask16 tail = (__mmask16)(nn % 16 ? (1u << (nn % 16)) - 1
                                                      : 0xffffu);
-                for (int64_t m0 = 0; m0 < M; m0 += MR) {
-                    int mr = (int)(M - m0 < MR ? M - m0 : MR);
+                for (int64_t m0 = 0; m0 < M; m0 += mrx) {
+                    int mr = (int)(M - m0 < mrx ? M - m0 : mrx);
                     tiles[mr - 1][nv - 1](a + m0, C, wp * C, b + n0, O, rows,
                                           ow, c + m0 * O + n0, O, tail);
                 }
             }
         }
+        if (db)
+            bias_rows(b, rows * ow, O, db);
     }
 }
 
@@ -207,15 +244,20 @@ tfm_conv_filter_grad_window_takes(const tfm_conv_geom *g)
      * one thread, CPU time; RESULTS.md): whole 64-wide output blocks
      * (fewer leave the 6 x 4 register tile part empty) and at least
      * eight full channel tiles per filter row; not 1x1 filters, which
-     * oneDNN serves with its own 1x1 kernel. */
+     * oneDNN serves with its own 1x1 kernel. O = 32 (the 12 x 2 tile)
+     * won only with rows at least 32 wide and KW*C >= 96 (3-4%); at
+     * 16 x 16, or the CNN's first conv (C = 3), oneDNN was faster. */
     if (window_mode() == MODE_ALWAYS)
         return 1;
-    return g->o % 64 == 0 && g->kw * g->c >= 48 && g->kh * g->kw > 1;
+    if (g->kh * g->kw == 1)
+        return 0;
+    return (g->o % 64 == 0 && g->kw * g->c >= 48) ||
+           (g->o == 32 && g->ow >= 32 && g->kw * g->c >= 96);
 }
 
-int
-tfm_conv_filter_grad_window_f32(const tfm_conv_geom *g, const float *x,
-                                const float *dy, float *df)
+static int
+run(const tfm_conv_geom *g, const float *x, const float *dy, float *df,
+    float *db)
 {
     if (!tfm_conv_filter_grad_window_takes(g))
         return 0;
@@ -244,13 +286,17 @@ tfm_conv_filter_grad_window_f32(const tfm_conv_geom *g, const float *x,
     if (nt > items)
         nt = (int)items;
     const int64_t xpsz = (band + g->kh - 1) * wp * g->c;
+    const int64_t O = g->o;
     float *part = malloc((size_t)(nt * fsz) * sizeof(float));
     float *xps = malloc((size_t)(nt * xpsz) * sizeof(float));
-    if (!part || !xps) {
+    double *bparts = db ? calloc((size_t)(nt * O), sizeof(double)) : NULL;
+    if (!part || !xps || (db && !bparts)) {
         free(part);
         free(xps);
+        free(bparts);
         return -1;
     }
+    int used = 1;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
@@ -258,6 +304,10 @@ tfm_conv_filter_grad_window_f32(const tfm_conv_geom *g, const float *x,
         int t = 0;
 #ifdef _OPENMP
         t = omp_get_thread_num();
+        /* the team may be smaller than asked (nested or dynamic
+         * OpenMP): only its partial sums are written */
+        if (t == 0)
+            used = omp_get_num_threads();
 #endif
         float *acc = part + t * fsz, *xp = xps + t * xpsz;
         memset(acc, 0, (size_t)fsz * sizeof(float));
@@ -269,19 +319,41 @@ tfm_conv_filter_grad_window_f32(const tfm_conv_geom *g, const float *x,
             int64_t h1 = h0 + band < g->oh ? h0 + band : g->oh;
             if (h0 < h1)
                 item(g, x + n * g->h * g->w * g->c,
-                     dy + n * g->oh * g->ow * g->o, h0, h1, xp, acc);
+                     dy + n * g->oh * g->ow * g->o, h0, h1, xp, acc,
+                     bparts ? bparts + t * O : NULL);
         }
     }
     memcpy(df, part, (size_t)fsz * sizeof(float));
-    for (int t = 1; t < nt; t++) {
+    for (int t = 1; t < used; t++) {
         const float *s = part + t * fsz;
         for (int64_t k = 0; k < fsz; k++)
             df[k] += s[k];
     }
+    for (int64_t o = 0; db && o < O; o++) {
+        double v = 0;
+        for (int t = 0; t < used; t++)
+            v += bparts[t * O + o];
+        db[o] = (float)v;
+    }
     free(part);
     free(xps);
+    free(bparts);
     atomic_fetch_add_explicit(&win_calls, 1, memory_order_relaxed);
     return 1;
+}
+
+int
+tfm_conv_filter_grad_window_f32(const tfm_conv_geom *g, const float *x,
+                                const float *dy, float *df)
+{
+    return run(g, x, dy, df, NULL);
+}
+
+int
+tfm_conv_filter_grad_bias_window_f32(const tfm_conv_geom *g, const float *x,
+                                     const float *dy, float *df, float *db)
+{
+    return run(g, x, dy, df, db);
 }
 
 #else
@@ -299,6 +371,14 @@ tfm_conv_filter_grad_window_f32(const tfm_conv_geom *g, const float *x,
                                 const float *dy, float *df)
 {
     (void)g; (void)x; (void)dy; (void)df;
+    return 0;
+}
+
+int
+tfm_conv_filter_grad_bias_window_f32(const tfm_conv_geom *g, const float *x,
+                                     const float *dy, float *df, float *db)
+{
+    (void)g; (void)x; (void)dy; (void)df; (void)db;
     return 0;
 }
 
