@@ -120,25 +120,8 @@ tfm_k_hybrid_fc(tfm_op op, tfm_tensor *const *in, int nin,
     /* Each row its own asymmetric uint8 range, holding 0 (TF Lite's
      * asymmetric_quantize_inputs): one large row does not flatten the
      * others. */
-    for (int64_t m = 0; m < M; m++) {
-        const float *xr = x + m * K;
-        float lo = 0, hi = 0;
-        for (int64_t k = 0; k < K; k++) {
-            lo = xr[k] < lo ? xr[k] : lo;
-            hi = xr[k] > hi ? xr[k] : hi;
-        }
-        float s = (hi - lo) / 255.0f;
-        if (!(s > 0) || !isfinite(s))
-            s = 1.0f;
-        int32_t zp = clampi(tfm_qround_away(-lo / s), 0, 255);
-        float inv = 1.0f / s;
-        for (int64_t k = 0; k < K; k++)
-            u[m * K + k] = (uint8_t)clampi(tfm_qround_away(xr[k] * inv)
-                                           + zp,
-                                           0, 255);
-        rs[m] = s;
-        rz[m] = zp;
-    }
+    for (int64_t m = 0; m < M; m++)
+        tfm_qhybrid_quantize(x + m * K, 1, K, K, u + m * K, &rs[m], &rz[m]);
     tfm_qgemm_u8s8_sums(M, N, K, u, K, w, acc, cs);
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++)
