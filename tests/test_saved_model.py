@@ -486,6 +486,20 @@ def test_names_must_be_utf8(models, tmp_path):
             tf.saved_model.load(_write(m, tmp_path / edit))
 
 
+def test_unknown_op_name_is_data_loss(models, tmp_path):
+    # A file naming an op this build lacks (one removed since, such as
+    # the LSTM's old _LSTMGatesInto) must say which op and where.
+    m = copy.deepcopy(models["dense"])
+    g = _graph(m, "pick")
+    k = _nodes(g, "Mean")[0]
+    g["nodes"][k]["op"] = b"_LSTMGatesInto"
+    with pytest.raises(tf.errors.DataLossError,
+                       match=rf"node {k} of graph 'pick' has op "
+                             r"'_LSTMGatesInto', which this tfmini does "
+                             r"not know"):
+        tf.saved_model.load(_write(m, tmp_path / "unknown"))
+
+
 def test_while_body_changing_a_shape_ends_in_an_error(models, tmp_path):
     # The body's outputs were not checked against the loop variables when
     # maximum_iterations ended the loop (no condition runs after the last

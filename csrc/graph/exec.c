@@ -214,9 +214,8 @@ new_output(const tfm_plan *p, tfm_buffer *arena, int32_t slot,
 
 /* Note [Writing over a loop variable]
  * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
- * Tensors are immutable, so a scatter (TensorScatterUpdate/Add/Min/Max,
- * and _LSTMGatesInto, which writes an LSTM step's gates into a row of a
- * stack) copies its whole input before it writes a few rows. In a loop that
+ * Tensors are immutable, so a scatter (TensorScatterUpdate/Add/Min/Max)
+ * copies its whole input before it writes a few rows. In a loop that
  * fills a buffer one row per iteration (a TensorArray's writes, or the
  * gradient of x[i] summed into an accumulator: Note [Sparse loop
  * accumulators] in pass_simplify.c) that copy makes the loop O(n^2) in
@@ -241,8 +240,7 @@ new_output(const tfm_plan *p, tfm_buffer *arena, int32_t slot,
 int
 tfm_exec_writes_over_input(tfm_op op)
 {
-    return op == TFM_OP_LSTM_GATES_INTO ||
-           op == TFM_OP_TENSOR_SCATTER_UPDATE ||
+    return op == TFM_OP_TENSOR_SCATTER_UPDATE ||
            op == TFM_OP_TENSOR_SCATTER_ADD ||
            op == TFM_OP_TENSOR_SCATTER_MIN ||
            op == TFM_OP_TENSOR_SCATTER_MAX;
@@ -356,12 +354,7 @@ run_kernel_step(const tfm_plan *p, const step *st, tfm_tensor **vals,
                            ? NULL : input_to_write_over(st, vals);
     if (over) {
         tfm_tensor_incref(over);
-        vals[st->out] = over;
-        /* (_LSTMGatesInto's other outputs are planned as usual.) */
-        for (int k = 1; k < n->nout; k++)
-            if (!(vals[st->out + k] = new_output(p, arena, st->out + k,
-                                                 &n->out[k])))
-                return tfm_error_code();
+        vals[st->out] = over;       /* a scatter's only output */
         if (tfm_log_placement)
             tfm_log_device_placement(n->op, 0);
         /* The work is the updates now, not the whole tensor. */

@@ -175,11 +175,12 @@ like_value(const tfm_node *n, const tfm_meta *x, int x_stays,
 }
 
 /* Fold src node k if it can be: 1 if its outputs are now Consts of
- * dst, 0 if not, -1 on error (building dst). stays: see
+ * dst, 0 if not, -1 on error (building dst). arg: the stays[] of
  * stays_after_likes. */
 static int
-fold_node(tfm_rw *rw, int k, const uint8_t *stays)
+fold_node(tfm_rw *rw, int k, void *arg)
 {
+    const uint8_t *stays = arg;
     const tfm_node *n = tfm_graph_node(rw->src, k);
     tfm_tensor *in[TFM_MAX_INPUTS], *out[TFM_MAX_OUTPUTS];
     if (!may_fold(n))
@@ -269,31 +270,10 @@ stays_after_likes(const tfm_graph *g)
 tfm_graph *
 tfm_pass_fold(tfm_graph *g)
 {
-    int32_t n = tfm_graph_node_count(g);
-    tfm_rw rw;
-    int changed = 0;
     uint8_t *stays = stays_after_likes(g);
     if (!stays)
         return NULL;
-    if (tfm_rw_begin(&rw, g)) {
-        free(stays);
-        return NULL;
-    }
-    for (int32_t k = 0; k < n; k++) {
-        int r = fold_node(&rw, k, stays);
-        if (r < 0)
-            goto fail;
-        if (r > 0) {
-            changed = 1;
-            continue;
-        }
-        if (tfm_rw_copy(&rw, k) < 0)
-            goto fail;
-    }
+    tfm_graph *out = tfm_rw_each_node(g, fold_node, stays);
     free(stays);
-    return tfm_rw_end(&rw, g, changed);
-fail:
-    free(stays);
-    tfm_rw_abort(&rw);
-    return NULL;
+    return out;
 }

@@ -376,34 +376,24 @@ simplify_node(tfm_rw *rw, int k, const tfm_ref *in)
     return 1;
 }
 
+/* simplify_node for a node whose inputs all reached dst; 0 (a copy)
+ * for one whose input was dropped. */
+static int
+simplify_step(tfm_rw *rw, int k, void *arg)
+{
+    (void)arg;
+    const tfm_node *nd = tfm_graph_node(rw->src, k);
+    tfm_ref in[TFM_MAX_INPUTS];
+    for (int i = 0; i < nd->nin; i++) {
+        in[i] = tfm_rw_ref(rw, nd->in[i]);
+        if (in[i].node < 0)
+            return 0;
+    }
+    return simplify_node(rw, k, in);
+}
+
 tfm_graph *
 tfm_pass_simplify(tfm_graph *g)
 {
-    int32_t n = tfm_graph_node_count(g);
-    tfm_rw rw;
-    int changed = 0;
-    if (tfm_rw_begin(&rw, g))
-        return NULL;
-    for (int32_t k = 0; k < n; k++) {
-        const tfm_node *nd = tfm_graph_node(g, k);
-        tfm_ref in[TFM_MAX_INPUTS];
-        int ok = 1;
-        for (int i = 0; i < nd->nin && ok; i++) {
-            in[i] = tfm_rw_ref(&rw, nd->in[i]);
-            ok = in[i].node >= 0;
-        }
-        int r = ok ? simplify_node(&rw, k, in) : 0;
-        if (r < 0)
-            goto fail;
-        if (r > 0) {
-            changed = 1;
-            continue;
-        }
-        if (tfm_rw_copy(&rw, k) < 0)
-            goto fail;
-    }
-    return tfm_rw_end(&rw, g, changed);
-fail:
-    tfm_rw_abort(&rw);
-    return NULL;
+    return tfm_rw_each_node(g, simplify_step, NULL);
 }

@@ -128,6 +128,13 @@ tfm_code tfm_rw_distinct_outputs(tfm_rw *rw);
  * tfm_rw_distinct_outputs, then tfm_rw_finish. */
 tfm_graph *tfm_rw_end(tfm_rw *rw, tfm_graph *g, int changed);
 
+/* A pass that rewrites node by node (simplify, fold): fn sees each src
+ * node k in order and returns 1 when it replaced k (aliased its outputs
+ * or added nodes in its place), 0 to have k copied as it is, -1 on an
+ * error. Ends as tfm_rw_end; NULL with the error set. */
+typedef int (*tfm_rw_node_fn)(tfm_rw *rw, int k, void *arg);
+tfm_graph *tfm_rw_each_node(tfm_graph *g, tfm_rw_node_fn fn, void *arg);
+
 /* Add src node k's control edges, mapped (edges to dropped nodes are
  * dropped), to dst node d. */
 tfm_code tfm_rw_copy_ctrl(tfm_rw *rw, int k, int d);

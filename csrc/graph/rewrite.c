@@ -343,3 +343,25 @@ tfm_rw_end(tfm_rw *rw, tfm_graph *g, int changed)
     }
     return tfm_rw_finish(rw);
 }
+
+tfm_graph *
+tfm_rw_each_node(tfm_graph *g, tfm_rw_node_fn fn, void *arg)
+{
+    int32_t n = tfm_graph_node_count(g);
+    tfm_rw rw;
+    int changed = 0;
+    if (tfm_rw_begin(&rw, g))
+        return NULL;
+    for (int32_t k = 0; k < n; k++) {
+        int r = fn(&rw, k, arg);
+        if (r > 0) {
+            changed = 1;
+            continue;
+        }
+        if (r < 0 || tfm_rw_copy(&rw, k) < 0) {
+            tfm_rw_abort(&rw);
+            return NULL;
+        }
+    }
+    return tfm_rw_end(&rw, g, changed);
+}

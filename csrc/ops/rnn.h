@@ -11,13 +11,6 @@ tfm_code tfm_infer_lstm_gates(tfm_op op, const tfm_meta *in, int nin,
 tfm_code tfm_infer_lstm_gates_grad(tfm_op op, const tfm_meta *in, int nin,
                                    const tfm_attrs *a, tfm_meta *out,
                                    int *nout);
-/* _LSTMGatesInto(gates_stack, t, z, c_prev) -> (gates_stack', h, c). */
-tfm_code tfm_infer_lstm_gates_into(tfm_op op, const tfm_meta *in, int nin,
-                                   const tfm_attrs *a, tfm_meta *out,
-                                   int *nout);
-/* _EmptyRows(like) -> [n] + like.shape[k:]. */
-tfm_code tfm_infer_empty_rows(tfm_op op, const tfm_meta *in, int nin,
-                              const tfm_attrs *a, tfm_meta *out, int *nout);
 /* _LSTMSequence(xs, h0, c0, r) -> (hs, cs, gates, h, c). */
 tfm_code tfm_infer_lstm_sequence(tfm_op op, const tfm_meta *in, int nin,
                                  const tfm_attrs *a, tfm_meta *out,

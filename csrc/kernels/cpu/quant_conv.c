@@ -261,20 +261,15 @@ tfm_qconv2d_direct_run(tfm_op op, const tfm_attrs *a, const int64_t *xd,
                        const int8_t *wp, const tfm_qout *o)
 {
 #ifdef TFM_QCONV_X86
-    const int64_t *fd = a->ints + TFM_CONV_SIZES;
-    int64_t B = xd[0], H = xd[1], W = xd[2], C = xd[3];
-    int64_t KH = fd[0], KW = fd[1], O = fd[3];
+    tfm_shape xs = {.ndim = 4, .dims = {xd[0], xd[1], xd[2], xd[3]}};
+    tfm_conv_geom g;
+    tfm_qconv_geom(&g, &xs, a);
+    int64_t B = g.n, H = g.h, W = g.w, C = g.c;
+    int64_t KH = g.kh, KW = g.kw, O = g.o;
     int64_t OH = yd[1], OW = yd[2], cs = x->cs;
     int64_t M = B * OH * OW;
     if (M == 0 || O == 0)
         return TFM_OK;
-    int64_t pt, pl, oh, ow;
-    tfm_conv_dim(H, KH, a->ints[TFM_CONV_STRIDE_H], a->ints[TFM_CONV_WIN_H],
-                 (int)a->i[0], a->ints[TFM_CONV_PADS],
-                 a->ints[TFM_CONV_PADS + 1], &oh, &pt);
-    tfm_conv_dim(W, KW, a->ints[TFM_CONV_STRIDE_W], a->ints[TFM_CONV_WIN_W],
-                 (int)a->i[0], a->ints[TFM_CONV_PADS + 2],
-                 a->ints[TFM_CONV_PADS + 3], &ow, &pl);
     int hybrid = o->kind == TFM_QOUT_HYBRID;
     int8_t *wr = cs != C ? malloc((size_t)TFM_QPACK_BYTES(KH * KW * cs, O)
                                   + 1) : NULL;
@@ -293,10 +288,8 @@ tfm_qconv2d_direct_run(tfm_op op, const tfm_attrs *a, const int64_t *xd,
     dconv d = {.src = x->src, .padpix = x->padpix, .padstep = x->padstep,
                .xm = x->xm, .H = H, .W = W, .cs = cs, .OH = OH, .OW = OW,
                .O = O, .KH = KH, .KW = KW,
-               .sh = a->ints[TFM_CONV_STRIDE_H],
-               .sw = a->ints[TFM_CONV_STRIDE_W],
-               .dh = a->ints[TFM_CONV_WIN_H], .dw = a->ints[TFM_CONV_WIN_W],
-               .pt = pt, .pl = pl, .K4 = KH * KW * cs / 4,
+               .sh = g.sh, .sw = g.sw, .dh = g.dh, .dw = g.dw,
+               .pt = g.pt, .pl = g.pl, .K4 = KH * KW * cs / 4,
                .wp = cs != C ? wr : wp, .cb = hybrid ? o->cs : cb,
                .mult = o->mult, .zout = o->zout, .flo = o->flo,
                .fhi = o->fhi, .s_out = o->s_out,

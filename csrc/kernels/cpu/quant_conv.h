@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "conv.h"
 #include "qgemm.h"
 
 /* clamp for int32 values (tfm_qround_away's range): 32-bit lanes, twice
@@ -42,6 +43,17 @@ void tfm_qstatic_out(tfm_qout *o, const tfm_attrs *a, tfm_tensor *const *in,
  * scale 1. */
 void tfm_qhybrid_quantize(const float *x, int64_t n, int64_t C, int64_t cs,
                           uint8_t *u, float *scale, int32_t *zero_point);
+
+/* The geometry of a packed int8 convolution from its input's shape: the
+ * attributes are QuantizedConv2DPacked's (filter sizes in ints[4..7],
+ * the filter itself packed), shared by HybridConv2DPacked. */
+static inline void
+tfm_qconv_geom(tfm_conv_geom *g, const tfm_shape *x, const tfm_attrs *a)
+{
+    const int64_t *fd = a->ints + TFM_CONV_SIZES;
+    tfm_conv_geom_make(g, x, fd[0], fd[1], fd[3], a->ints[TFM_CONV_WIN_H],
+                       a->ints[TFM_CONV_WIN_W], a);
+}
 
 /* The uint8 input of a direct convolution, as its caller laid it out. */
 typedef struct {

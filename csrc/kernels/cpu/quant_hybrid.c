@@ -64,16 +64,6 @@ tfm_qhybrid_quantize(const float *x, int64_t n, int64_t C, int64_t cs,
     *zero_point = zp;
 }
 
-/* The convolution's geometry; the attributes are QuantizedConv2DPacked's
- * (filter sizes in ints[4..7]). */
-static void
-geom(tfm_conv_geom *g, const tfm_tensor *x, const tfm_attrs *a)
-{
-    const int64_t *fd = a->ints + TFM_CONV_SIZES;
-    tfm_conv_geom_make(g, &x->shape, fd[0], fd[1], fd[3],
-                       a->ints[TFM_CONV_WIN_H], a->ints[TFM_CONV_WIN_W], a);
-}
-
 /* u [B, H, W, C] as the packed GEMM's rows [M, K4 * 4], zero-padded
  * past K; a tap in the padding reads image b's zero point rz[b]. */
 static void
@@ -190,7 +180,7 @@ tfm_k_hybrid_conv2d_packed(tfm_op op, tfm_tensor *const *in, int nin,
         goto done;
     }
     tfm_conv_geom g;
-    geom(&g, in[0], a);
+    tfm_qconv_geom(&g, &in[0]->shape, a);
     im2col(u, &g, rz, rows);
     /* (the VNNI GEMM, with the direct conv declined) the GEMM's finish reads a scale and zero point per output row:
      * each row takes its image's (filled from the back, in place) */

@@ -120,25 +120,8 @@ tfm_k_hybrid_fc(tfm_op op, tfm_tensor *const *in, int nin,
     /* Each row its own asymmetric uint8 range, holding 0 (TF Lite's
      * asymmetric_quantize_inputs): one large row does not flatten the
      * others. */
-    for (int64_t m = 0; m < M; m++) {
-        const float *xr = x + m * K;
-        float lo = 0, hi = 0;
-        for (int64_t k = 0; k < K; k++) {
-            lo = xr[k] < lo ? xr[k] : lo;
-            hi = xr[k] > hi ? xr[k] : hi;
-        }
-        float s = (hi - lo) / 255.0f;
-        if (!(s > 0) || !isfinite(s))
-            s = 1.0f;
-        int32_t zp = clampi(tfm_qround_away(-lo / s), 0, 255);
-        float inv = 1.0f / s;
-        for (int64_t k = 0; k < K; k++)
-            u[m * K + k] = (uint8_t)clampi(tfm_qround_away(xr[k] * inv)
-                                           + zp,
-                                           0, 255);
-        rs[m] = s;
-        rz[m] = zp;
-    }
+    for (int64_t m = 0; m < M; m++)
+        tfm_qhybrid_quantize(x + m * K, 1, K, K, u + m * K, &rs[m], &rz[m]);
     tfm_qgemm_u8s8_sums(M, N, K, u, K, w, acc, cs);
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++)
@@ -260,19 +243,13 @@ tfm_k_quantized_conv2d(tfm_op op, tfm_tensor *const *in, int nin,
                        const tfm_kctx *ctx)
 {
     (void)nout; (void)ctx;
-    const int64_t *xd = in[0]->shape.dims, *wd = in[1]->shape.dims;
-    const int64_t *yd = out[0]->shape.dims;
-    int64_t B = xd[0], H = xd[1], W = xd[2], C = xd[3];
-    int64_t KH = wd[0], KW = wd[1], O = wd[3];
-    int64_t OH = yd[1], OW = yd[2];
-    int64_t sh = a->ints[TFM_CONV_STRIDE_H], sw = a->ints[TFM_CONV_STRIDE_W];
-    int64_t dh = a->ints[TFM_CONV_WIN_H], dw = a->ints[TFM_CONV_WIN_W];
-    int mode = (int)a->i[0];
-    int64_t oh, ow, pt, pl;
-    tfm_conv_dim(H, KH, sh, dh, mode, a->ints[TFM_CONV_PADS],
-                 a->ints[TFM_CONV_PADS + 1], &oh, &pt);
-    tfm_conv_dim(W, KW, sw, dw, mode, a->ints[TFM_CONV_PADS + 2],
-                 a->ints[TFM_CONV_PADS + 3], &ow, &pl);
+    const int64_t *wd = in[1]->shape.dims, *yd = out[0]->shape.dims;
+    tfm_conv_geom g;
+    tfm_conv_geom_make(&g, &in[0]->shape, wd[0], wd[1], wd[3],
+                       a->ints[TFM_CONV_WIN_H], a->ints[TFM_CONV_WIN_W], a);
+    int64_t B = g.n, H = g.h, W = g.w, C = g.c, KH = g.kh, KW = g.kw;
+    int64_t O = g.o, OH = yd[1], OW = yd[2];
+    int64_t sh = g.sh, sw = g.sw, dh = g.dh, dw = g.dw, pt = g.pt, pl = g.pl;
     int64_t K = KH * KW * C, M = B * OH * OW;
     const int8_t *x = tfm_tensor_data(in[0]), *w = tfm_tensor_data(in[1]);
     qscratch q;
@@ -447,19 +424,12 @@ tfm_k_quantized_conv2d_packed(tfm_op op, tfm_tensor *const *in, int nin,
     tfm_code rc = tfm_qconv2d_direct(op, in, a, out, &done);
     if (done || rc != TFM_OK)
         return rc;
-    const int64_t *xd = in[0]->shape.dims, *fd = a->ints + TFM_CONV_SIZES;
     const int64_t *yd = out[0]->shape.dims;
-    int64_t B = xd[0], H = xd[1], W = xd[2], C = xd[3];
-    int64_t KH = fd[0], KW = fd[1], O = fd[3];
-    int64_t OH = yd[1], OW = yd[2];
-    int64_t sh = a->ints[TFM_CONV_STRIDE_H], sw = a->ints[TFM_CONV_STRIDE_W];
-    int64_t dh = a->ints[TFM_CONV_WIN_H], dw = a->ints[TFM_CONV_WIN_W];
-    int mode = (int)a->i[0];
-    int64_t oh, ow, pt, pl;
-    tfm_conv_dim(H, KH, sh, dh, mode, a->ints[TFM_CONV_PADS],
-                 a->ints[TFM_CONV_PADS + 1], &oh, &pt);
-    tfm_conv_dim(W, KW, sw, dw, mode, a->ints[TFM_CONV_PADS + 2],
-                 a->ints[TFM_CONV_PADS + 3], &ow, &pl);
+    tfm_conv_geom g;
+    tfm_qconv_geom(&g, &in[0]->shape, a);
+    int64_t B = g.n, H = g.h, W = g.w, C = g.c, KH = g.kh, KW = g.kw;
+    int64_t O = g.o, OH = yd[1], OW = yd[2];
+    int64_t sh = g.sh, sw = g.sw, dh = g.dh, dw = g.dw, pt = g.pt, pl = g.pl;
     int64_t K = KH * KW * C, M = B * OH * OW, K4 = (K + 3) / 4;
     int64_t nx = tfm_tensor_numel(in[0]);
     /* A float input is quantized once (each value lands in up to KH*KW

@@ -13,33 +13,23 @@
 #include "loops.h"
 #include "qgemm.h"
 
-/* NHWC pool geometry: sizes, window, strides and the top/left padding
- * (the attrs' padding mode in i[0]). */
-typedef struct {
-    int64_t B, H, W, C, OH, OW, kh, kw, sh, sw, pt, pl;
-} pool_geom;
-
+/* NHWC pool geometry from x and the window attrs (the padding mode in
+ * i[0]: VALID or SAME, the shape rule refuses EXPLICIT). */
 static void
-read_geom(tfm_tensor *const *in, const tfm_attrs *a, tfm_tensor *const *out,
-          pool_geom *g)
+read_geom(tfm_tensor *const *in, const tfm_attrs *a, tfm_conv_geom *g)
 {
-    const int64_t *xd = in[0]->shape.dims, *yd = out[0]->shape.dims;
-    int64_t oh, ow;
-    g->B = xd[0], g->H = xd[1], g->W = xd[2], g->C = xd[3];
-    g->OH = yd[1], g->OW = yd[2];
-    g->kh = a->ints[TFM_CONV_WIN_H], g->kw = a->ints[TFM_CONV_WIN_W];
-    g->sh = a->ints[TFM_CONV_STRIDE_H], g->sw = a->ints[TFM_CONV_STRIDE_W];
-    tfm_conv_dim(g->H, g->kh, g->sh, 1, (int)a->i[0], 0, 0, &oh, &g->pt);
-    tfm_conv_dim(g->W, g->kw, g->sw, 1, (int)a->i[0], 0, 0, &ow, &g->pl);
+    tfm_conv_geom_make(g, &in[0]->shape, a->ints[TFM_CONV_WIN_H],
+                       a->ints[TFM_CONV_WIN_W], in[0]->shape.dims[3], 1, 1,
+                       a);
 }
 
 /* AvgPool: one mean per (b, oy, ox, c), over the window's valid part. */
 static tfm_code
 avg_pool(tfm_tensor *const *in, const tfm_attrs *a, tfm_tensor *const *out)
 {
-    pool_geom g;
-    read_geom(in, a, out, &g);
-    const int64_t B = g.B, H = g.H, W = g.W, C = g.C, OH = g.OH, OW = g.OW;
+    tfm_conv_geom g;
+    read_geom(in, a, &g);
+    const int64_t B = g.n, H = g.h, W = g.w, C = g.c, OH = g.oh, OW = g.ow;
     const int64_t kh = g.kh, kw = g.kw, sh = g.sh, sw = g.sw;
     const int64_t pt = g.pt, pl = g.pl;
     const int8_t *x = tfm_tensor_data(in[0]);
@@ -91,9 +81,9 @@ typedef int8_t v16 __attribute__((vector_size(16)));
 static void
 max_pool(tfm_tensor *const *in, const tfm_attrs *a, tfm_tensor *const *out)
 {
-    pool_geom g;
-    read_geom(in, a, out, &g);
-    const int64_t B = g.B, H = g.H, W = g.W, C = g.C, OH = g.OH, OW = g.OW;
+    tfm_conv_geom g;
+    read_geom(in, a, &g);
+    const int64_t B = g.n, H = g.h, W = g.w, C = g.c, OH = g.oh, OW = g.ow;
     const int64_t kh = g.kh, kw = g.kw, sh = g.sh, sw = g.sw;
     const int64_t pt = g.pt, pl = g.pl;
     const int8_t *x = tfm_tensor_data(in[0]);

@@ -7,7 +7,6 @@
 #include "loops.h"
 #include "rnn_cell.h"
 #include "rnn_math.h"
-#include "shape.h"
 
 #define LSTM_GATES(T)                                                        \
 static void                                                                  \
@@ -78,49 +77,5 @@ tfm_k_lstm_gates_grad(tfm_op op, tfm_tensor *const *in, int nin,
                                tfm_tensor_data(in[4]),
                                tfm_tensor_data(out[0]),
                                tfm_tensor_data(out[1]), batch, u);
-    return TFM_OK;
-}
-
-tfm_code
-tfm_k_lstm_gates_into(tfm_op op, tfm_tensor *const *in, int nin,
-                      const tfm_attrs *a, tfm_tensor *const *out, int nout,
-                      const tfm_kctx *ctx)
-{
-    (void)nin; (void)a; (void)nout; (void)ctx;
-    const tfm_tensor *gs = in[0], *ti = in[1];
-    int64_t n = gs->shape.dims[0];
-    int64_t t = ti->dtype == TFM_INT32 ? *(const int32_t *)tfm_tensor_data(ti)
-                                       : *(const int64_t *)tfm_tensor_data(ti);
-    if (t < 0 || t >= n)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: t = %lld is not in "
-                         "[0, %lld)", tfm_ops[op].name, (long long)t,
-                         (long long)n);
-    /* Written over its input by the executor when it may: then there is
-     * nothing to copy. */
-    if (tfm_tensor_data(out[0]) != tfm_tensor_data(gs))
-        tfm_memcpy_par(tfm_tensor_data(out[0]), tfm_tensor_data(gs),
-                       tfm_tensor_nbytes(gs));
-    int64_t batch = in[3]->shape.dims[0], u = in[3]->shape.dims[1];
-    size_t row = (size_t)(batch * 4 * u) * tfm_dtype_size(gs->dtype);
-    char *g = (char *)tfm_tensor_data(out[0]) + (size_t)t * row;
-    if (gs->dtype == TFM_FLOAT32)
-        lstm_gates_float(tfm_tensor_data(in[2]), tfm_tensor_data(in[3]),
-                         tfm_tensor_data(out[1]), tfm_tensor_data(out[2]),
-                         (float *)g, batch, u);
-    else
-        lstm_gates_double(tfm_tensor_data(in[2]), tfm_tensor_data(in[3]),
-                          tfm_tensor_data(out[1]), tfm_tensor_data(out[2]),
-                          (double *)g, batch, u);
-    return TFM_OK;
-}
-
-tfm_code
-tfm_k_empty_rows(tfm_op op, tfm_tensor *const *in, int nin,
-                 const tfm_attrs *a, tfm_tensor *const *out, int nout,
-                 const tfm_kctx *ctx)
-{
-    /* Nothing to do: the caller writes every row before reading it. */
-    (void)op; (void)in; (void)nin; (void)a; (void)out; (void)nout;
-    (void)ctx;
     return TFM_OK;
 }

@@ -10,12 +10,6 @@ tfm_code tfm_k_lstm_gates(tfm_op op, tfm_tensor *const *in, int nin,
 tfm_code tfm_k_lstm_gates_grad(tfm_op op, tfm_tensor *const *in, int nin,
                                const tfm_attrs *a, tfm_tensor *const *out,
                                int nout, const tfm_kctx *ctx);
-tfm_code tfm_k_lstm_gates_into(tfm_op op, tfm_tensor *const *in, int nin,
-                               const tfm_attrs *a, tfm_tensor *const *out,
-                               int nout, const tfm_kctx *ctx);
-tfm_code tfm_k_empty_rows(tfm_op op, tfm_tensor *const *in, int nin,
-                          const tfm_attrs *a, tfm_tensor *const *out,
-                          int nout, const tfm_kctx *ctx);
 /* The whole time loop (rnn_seq.c). */
 tfm_code tfm_k_lstm_sequence(tfm_op op, tfm_tensor *const *in, int nin,
                              const tfm_attrs *a, tfm_tensor *const *out,

@@ -53,24 +53,11 @@ namespace {
 #include "../ew_formulas.def"
 #undef EW
 
-const int THREADS = 256;
-
-inline unsigned
-blocks_for(int64_t n)
-{
-    int64_t b = (n + THREADS - 1) / THREADS;
-    return (unsigned)(b < 1 ? 1 : b > 65535 * 4 ? 65535 * 4 : b);
-}
-
-#define GRID_STRIDE(i, n)                                                    \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;         \
-         i < (n); i += (int64_t)gridDim.x * blockDim.x)
-
 template <typename T, typename F>
 __global__ void
 k_unary(const T *__restrict__ x, T *__restrict__ o, int64_t n, F f)
 {
-    GRID_STRIDE(i, n) o[i] = f(x[i]);
+    TFM_CU_GRID_STRIDE(i, n) o[i] = f(x[i]);
 }
 
 template <typename T, typename F>
@@ -78,7 +65,7 @@ __global__ void
 k_binary_same(const T *__restrict__ x, const T *__restrict__ y,
               T *__restrict__ o, int64_t n, F f)
 {
-    GRID_STRIDE(i, n) o[i] = f(x[i], y[i]);
+    TFM_CU_GRID_STRIDE(i, n) o[i] = f(x[i], y[i]);
 }
 
 template <typename T, typename F>
@@ -87,7 +74,7 @@ k_binary_xs(const T *__restrict__ x, const T *__restrict__ y,
             T *__restrict__ o, int64_t n, F f)
 {
     T a = x[0];
-    GRID_STRIDE(i, n) o[i] = f(a, y[i]);
+    TFM_CU_GRID_STRIDE(i, n) o[i] = f(a, y[i]);
 }
 
 template <typename T, typename F>
@@ -96,7 +83,7 @@ k_binary_ys(const T *__restrict__ x, const T *__restrict__ y,
             T *__restrict__ o, int64_t n, F f)
 {
     T b = y[0];
-    GRID_STRIDE(i, n) o[i] = f(x[i], b);
+    TFM_CU_GRID_STRIDE(i, n) o[i] = f(x[i], b);
 }
 
 template <typename T, typename F>
@@ -104,7 +91,7 @@ __global__ void
 k_binary_gen(const T *__restrict__ x, const T *__restrict__ y,
              T *__restrict__ o, tfm_cu_bcast p, F f)
 {
-    GRID_STRIDE(i, p.n) {
+    TFM_CU_GRID_STRIDE(i, p.n) {
         int64_t r = i, a = 0, b = 0;
         for (int d = p.ndim - 1; d >= 0; d--) {
             int64_t k = r % p.dims[d];
@@ -123,12 +110,12 @@ binary(const void *x_, const void *y_, void *o_, const tfm_cu_bcast *p,
 {
     const T *x = (const T *)x_, *y = (const T *)y_;
     T *o = (T *)o_;
-    unsigned g = blocks_for(p->n);
+    unsigned g = tfm_cu_blocks_for(p->n), t = TFM_CU_THREADS;
     switch (p->kind) {
-    case 0: k_binary_same<<<g, THREADS, 0, s>>>(x, y, o, p->n, f); break;
-    case 1: k_binary_xs<<<g, THREADS, 0, s>>>(x, y, o, p->n, f); break;
-    case 2: k_binary_ys<<<g, THREADS, 0, s>>>(x, y, o, p->n, f); break;
-    default: k_binary_gen<<<g, THREADS, 0, s>>>(x, y, o, *p, f); break;
+    case 0: k_binary_same<<<g, t, 0, s>>>(x, y, o, p->n, f); break;
+    case 1: k_binary_xs<<<g, t, 0, s>>>(x, y, o, p->n, f); break;
+    case 2: k_binary_ys<<<g, t, 0, s>>>(x, y, o, p->n, f); break;
+    default: k_binary_gen<<<g, t, 0, s>>>(x, y, o, *p, f); break;
     }
     return (int)cudaGetLastError();
 }
@@ -146,11 +133,11 @@ template <typename F>
 int
 unary_any(int is64, const void *x, void *o, int64_t n, cudaStream_t s, F f)
 {
-    unsigned g = blocks_for(n);
+    unsigned g = tfm_cu_blocks_for(n), t = TFM_CU_THREADS;
     if (is64)
-        k_unary<<<g, THREADS, 0, s>>>((const double *)x, (double *)o, n, f);
+        k_unary<<<g, t, 0, s>>>((const double *)x, (double *)o, n, f);
     else
-        k_unary<<<g, THREADS, 0, s>>>((const float *)x, (float *)o, n, f);
+        k_unary<<<g, t, 0, s>>>((const float *)x, (float *)o, n, f);
     return (int)cudaGetLastError();
 }
 
@@ -159,7 +146,7 @@ __global__ void
 k_compare(int cmp, const T *__restrict__ x, const T *__restrict__ y,
           uint8_t *__restrict__ o, tfm_cu_bcast p)
 {
-    GRID_STRIDE(i, p.n) {
+    TFM_CU_GRID_STRIDE(i, p.n) {
         int64_t a = p.kind == 1 ? 0 : i, b = p.kind == 2 ? 0 : i;
         if (p.kind == 3) {
             int64_t r = i;
@@ -189,27 +176,27 @@ template <typename A, typename B>
 __global__ void
 k_cast(const A *__restrict__ x, B *__restrict__ o, int64_t n)
 {
-    GRID_STRIDE(i, n) o[i] = (B)x[i];
+    TFM_CU_GRID_STRIDE(i, n) o[i] = (B)x[i];
 }
 
 template <typename A>
 __global__ void
 k_to_bool(const A *__restrict__ x, uint8_t *__restrict__ o, int64_t n)
 {
-    GRID_STRIDE(i, n) o[i] = x[i] != (A)0;
+    TFM_CU_GRID_STRIDE(i, n) o[i] = x[i] != (A)0;
 }
 
 template <typename A>
 int
 cast_from(int to, const A *x, void *o, int64_t n, cudaStream_t s)
 {
-    unsigned g = blocks_for(n);
+    unsigned g = tfm_cu_blocks_for(n);
     switch (to) {
-    case 0: k_cast<<<g, THREADS, 0, s>>>(x, (float *)o, n); break;
-    case 1: k_cast<<<g, THREADS, 0, s>>>(x, (double *)o, n); break;
-    case 2: k_cast<<<g, THREADS, 0, s>>>(x, (int32_t *)o, n); break;
-    case 3: k_cast<<<g, THREADS, 0, s>>>(x, (int64_t *)o, n); break;
-    case 4: k_to_bool<<<g, THREADS, 0, s>>>(x, (uint8_t *)o, n); break;
+    case 0: k_cast<<<g, TFM_CU_THREADS, 0, s>>>(x, (float *)o, n); break;
+    case 1: k_cast<<<g, TFM_CU_THREADS, 0, s>>>(x, (double *)o, n); break;
+    case 2: k_cast<<<g, TFM_CU_THREADS, 0, s>>>(x, (int32_t *)o, n); break;
+    case 3: k_cast<<<g, TFM_CU_THREADS, 0, s>>>(x, (int64_t *)o, n); break;
+    case 4: k_to_bool<<<g, TFM_CU_THREADS, 0, s>>>(x, (uint8_t *)o, n); break;
     default: return -1;
     }
     return (int)cudaGetLastError();
@@ -226,7 +213,7 @@ __global__ void
 k_select(const uint8_t *__restrict__ c, const T *__restrict__ x,
          const T *__restrict__ y, T *__restrict__ o, sel_plan p, int64_t n)
 {
-    GRID_STRIDE(i, n) {
+    TFM_CU_GRID_STRIDE(i, n) {
         int64_t r = i, a = 0, b = 0, q = 0;
         for (int d = p.ndim - 1; d >= 0; d--) {
             int64_t k = r % p.dims[d];
@@ -299,12 +286,12 @@ tfm_cu_compare(int cmp, int is64, const void *x, const void *y, void *o,
         return 0;
     if (cmp < 0 || cmp > 5)
         return -1;
-    unsigned g = blocks_for(p->n);
+    unsigned g = tfm_cu_blocks_for(p->n);
     if (is64)
-        k_compare<<<g, THREADS, 0, s>>>(cmp, (const double *)x,
+        k_compare<<<g, TFM_CU_THREADS, 0, s>>>(cmp, (const double *)x,
                                         (const double *)y, (uint8_t *)o, *p);
     else
-        k_compare<<<g, THREADS, 0, s>>>(cmp, (const float *)x,
+        k_compare<<<g, TFM_CU_THREADS, 0, s>>>(cmp, (const float *)x,
                                         (const float *)y, (uint8_t *)o, *p);
     return (int)cudaGetLastError();
 }
@@ -344,16 +331,16 @@ tfm_cu_select(int es, const void *c, const void *x, const void *y, void *o,
         p.sx[d] = sx[d];
         p.sy[d] = sy[d];
     }
-    unsigned g = blocks_for(n);
+    unsigned g = tfm_cu_blocks_for(n);
     const uint8_t *cc = (const uint8_t *)c;
     switch (es) {
-    case 1: k_select<<<g, THREADS, 0, s>>>(cc, (const uint8_t *)x,
+    case 1: k_select<<<g, TFM_CU_THREADS, 0, s>>>(cc, (const uint8_t *)x,
             (const uint8_t *)y, (uint8_t *)o, p, n); break;
-    case 2: k_select<<<g, THREADS, 0, s>>>(cc, (const uint16_t *)x,
+    case 2: k_select<<<g, TFM_CU_THREADS, 0, s>>>(cc, (const uint16_t *)x,
             (const uint16_t *)y, (uint16_t *)o, p, n); break;
-    case 4: k_select<<<g, THREADS, 0, s>>>(cc, (const uint32_t *)x,
+    case 4: k_select<<<g, TFM_CU_THREADS, 0, s>>>(cc, (const uint32_t *)x,
             (const uint32_t *)y, (uint32_t *)o, p, n); break;
-    case 8: k_select<<<g, THREADS, 0, s>>>(cc, (const uint64_t *)x,
+    case 8: k_select<<<g, TFM_CU_THREADS, 0, s>>>(cc, (const uint64_t *)x,
             (const uint64_t *)y, (uint64_t *)o, p, n); break;
     default: return -1;
     }

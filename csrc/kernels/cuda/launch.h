@@ -117,4 +117,27 @@ int tfm_cu_pad_nhwc(int es, const void *src, void *dst, int64_t n,
 }
 #endif
 
+#ifdef __CUDACC__
+/* What every elementwise-shaped kernel of the .cu files launches with:
+ * TFM_CU_THREADS threads a block, tfm_cu_blocks_for(n) blocks, and a
+ * grid-stride loop over the n elements, so that any grid covers them.
+ * The cap, 8 x 65535 blocks (2^27 threads), is many full waves on any
+ * GPU (an H100 holds about 1,000 such blocks at once): past it more
+ * blocks only add launch work, while the loop keeps larger n correct.
+ * (ew.cu capped at 4 x 65535 before; for n past 2^26 elements its grid
+ * is now larger, its values the same: each element is computed alone.) */
+#define TFM_CU_THREADS 256
+
+static inline unsigned
+tfm_cu_blocks_for(int64_t n)
+{
+    int64_t b = (n + TFM_CU_THREADS - 1) / TFM_CU_THREADS;
+    return (unsigned)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
+}
+
+#define TFM_CU_GRID_STRIDE(i, n)                                             \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;         \
+         i < (n); i += (int64_t)gridDim.x * blockDim.x)
+#endif
+
 #endif

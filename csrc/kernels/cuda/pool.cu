@@ -19,19 +19,6 @@
 
 namespace {
 
-const int THREADS = 256;
-
-unsigned
-blocks_for(int64_t n)
-{
-    int64_t b = (n + THREADS - 1) / THREADS;
-    return (unsigned)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
-}
-
-#define GRID_STRIDE(i, n)                                                    \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;         \
-         i < (n); i += (int64_t)gridDim.x * blockDim.x)
-
 // Whether v replaces the running maximum m (NaN wins, ties keep m).
 template <typename T>
 __device__ __forceinline__ bool
@@ -79,7 +66,7 @@ __global__ void
 k_pool_out(int kind, tfm_cu_pool_geom g, const T *__restrict__ x,
            const T *__restrict__ b, T *__restrict__ y, int64_t total)
 {
-    GRID_STRIDE(i, total) {
+    TFM_CU_GRID_STRIDE(i, total) {
         int64_t ch = i % g.c, t = i / g.c;
         int64_t ox = t % g.ow;
         t /= g.ow;
@@ -121,7 +108,7 @@ __global__ void
 k_pool_grad(int kind, tfm_cu_pool_geom g, const T *__restrict__ x,
             const T *__restrict__ dy, T *__restrict__ dx, int64_t total)
 {
-    GRID_STRIDE(i, total) {
+    TFM_CU_GRID_STRIDE(i, total) {
         int64_t ch = i % g.c, t = i / g.c;
         int64_t iw = t % g.w;
         t /= g.w;
@@ -162,12 +149,12 @@ pool_as(int kind, const tfm_cu_pool_geom &g, const void *a, const void *b,
     if (kind == 2 || kind == 3) {
         int64_t n = g.n * g.h * g.w * g.c;
         if (n)
-            k_pool_grad<T><<<blocks_for(n), THREADS, 0, s>>>(
+            k_pool_grad<T><<<tfm_cu_blocks_for(n), TFM_CU_THREADS, 0, s>>>(
                 kind, g, (const T *)a, (const T *)b, (T *)o, n);
     } else {
         int64_t n = g.n * g.oh * g.ow * g.c;
         if (n)
-            k_pool_out<T><<<blocks_for(n), THREADS, 0, s>>>(
+            k_pool_out<T><<<tfm_cu_blocks_for(n), TFM_CU_THREADS, 0, s>>>(
                 kind, g, (const T *)a, (const T *)b, (T *)o, n);
     }
     return (int)cudaGetLastError();
@@ -179,7 +166,7 @@ k_pad(const E *__restrict__ src, E *__restrict__ dst, int64_t total,
       int64_t sh, int64_t sw, int64_t c, int64_t dh, int64_t dw,
       int64_t top, int64_t left)
 {
-    GRID_STRIDE(i, total) {
+    TFM_CU_GRID_STRIDE(i, total) {
         int64_t ch = i % c, t = i / c;
         int64_t j = t % dw;
         t /= dw;
@@ -196,7 +183,7 @@ pad_as(const void *src, void *dst, int64_t total, int64_t sh, int64_t sw,
        int64_t c, int64_t dh, int64_t dw, int64_t top, int64_t left,
        cudaStream_t s)
 {
-    k_pad<E><<<blocks_for(total), THREADS, 0, s>>>(
+    k_pad<E><<<tfm_cu_blocks_for(total), TFM_CU_THREADS, 0, s>>>(
         (const E *)src, (E *)dst, total, sh, sw, c, dh, dw, top, left);
     return (int)cudaGetLastError();
 }

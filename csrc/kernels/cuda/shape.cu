@@ -11,20 +11,7 @@
 
 namespace {
 
-const int THREADS = 256;
-
 struct alignas(16) b16 { uint64_t a, b; };
-
-unsigned
-blocks_for(int64_t n)
-{
-    int64_t b = (n + THREADS - 1) / THREADS;
-    return (unsigned)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
-}
-
-#define GRID_STRIDE(i, n)                                                    \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;         \
-         i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 struct perm_plan {
     int ndim;
@@ -37,7 +24,7 @@ __global__ void
 k_transpose(const E *__restrict__ x, E *__restrict__ o, int64_t n,
             perm_plan p)
 {
-    GRID_STRIDE(i, n) {
+    TFM_CU_GRID_STRIDE(i, n) {
         int64_t r = i, at = 0;
         for (int d = p.ndim - 1; d >= 0; d--) {
             int64_t k = r % p.dims[d];
@@ -54,7 +41,7 @@ k_gather(const E *__restrict__ x, const I *__restrict__ idx,
          E *__restrict__ o, int64_t n, int64_t nidx, int64_t inner,
          int64_t dim)
 {
-    GRID_STRIDE(i, n) {
+    TFM_CU_GRID_STRIDE(i, n) {
         int64_t c = i % inner, t = i / inner;
         int64_t j = t % nidx, outer = t / nidx;
         int64_t k = (int64_t)idx[j];
@@ -67,8 +54,8 @@ int
 transpose_as(const void *x, void *o, int64_t n, const perm_plan &p,
              cudaStream_t s)
 {
-    k_transpose<<<blocks_for(n), THREADS, 0, s>>>((const E *)x, (E *)o, n,
-                                                  p);
+    k_transpose<<<tfm_cu_blocks_for(n), TFM_CU_THREADS, 0, s>>>(
+        (const E *)x, (E *)o, n, p);
     return (int)cudaGetLastError();
 }
 
@@ -78,11 +65,11 @@ gather_as(int idx64, const void *x, const void *idx, void *o, int64_t n,
           int64_t nidx, int64_t inner, int64_t dim, cudaStream_t s)
 {
     if (idx64)
-        k_gather<<<blocks_for(n), THREADS, 0, s>>>(
+        k_gather<<<tfm_cu_blocks_for(n), TFM_CU_THREADS, 0, s>>>(
             (const E *)x, (const long long *)idx, (E *)o, n, nidx, inner,
             dim);
     else
-        k_gather<<<blocks_for(n), THREADS, 0, s>>>(
+        k_gather<<<tfm_cu_blocks_for(n), TFM_CU_THREADS, 0, s>>>(
             (const E *)x, (const int *)idx, (E *)o, n, nidx, inner, dim);
     return (int)cudaGetLastError();
 }
