@@ -517,44 +517,65 @@ conv_locked(tfm_op op, const plan *p, const tfm_kctx *ctx, tfm_gpu *gpu,
     }
 }
 
-/* a, b: FWD x, f; BWD_DATA f, dy; BWD_WEIGHTS x, dy. */
+/* a, b: FWD x, f; BWD_DATA f, dy; BWD_WEIGHTS x, dy. *on_host is set
+ * (and nothing run) when cuDNN cannot take the convolution: the caller
+ * runs its op's CPU kernel on host copies instead. */
 static tfm_code
-conv(tfm_op op, int kind, const tfm_tensor *a, const tfm_tensor *b,
-     tfm_tensor *const *in, int nin, const tfm_attrs *at,
-     tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+conv_gpu(tfm_op op, int kind, const tfm_tensor *a, const tfm_tensor *b,
+         const tfm_attrs *at, tfm_tensor *y, const tfm_kctx *ctx,
+         int *on_host)
 {
-    if (out[0]->dtype != TFM_FLOAT32 || a->dtype != TFM_FLOAT32 ||
-        b->dtype != TFM_FLOAT32)
-        return tfm_cu_on_host(op, in, nin, at, out, nout, ctx);
-    int64_t no = tfm_tensor_numel(out[0]);
+    *on_host = y->dtype != TFM_FLOAT32 || a->dtype != TFM_FLOAT32 ||
+               b->dtype != TFM_FLOAT32;
+    if (*on_host)
+        return TFM_OK;
+    int64_t no = tfm_tensor_numel(y);
     if (no == 0)
         return TFM_OK;
     tfm_gpu *gpu = tfm_cu_gpu(ctx);
     /* Empty sums (no input channels, batch or output channels): zeros,
      * and cuDNN rejects zero-sized descriptors. */
     if (tfm_tensor_numel(a) == 0 || tfm_tensor_numel(b) == 0)
-        return tfm_gpu_check(cudaMemsetAsync(tfm_tensor_data(out[0]), 0,
+        return tfm_gpu_check(cudaMemsetAsync(tfm_tensor_data(y), 0,
                                              (size_t)no * 4, gpu->stream),
                              tfm_ops[op].name);
-    const tfm_shape *xs = kind == TFM_CONV_BWD_DATA ? &out[0]->shape
+    const tfm_shape *xs = kind == TFM_CONV_BWD_DATA ? &y->shape
                                                     : &a->shape;
     const tfm_shape *fs = kind == TFM_CONV_FWD ? &b->shape
                         : kind == TFM_CONV_BWD_DATA ? &a->shape
-                                                    : &out[0]->shape;
+                                                    : &y->shape;
     plan p;
     plan_make(&p, kind, xs, fs, at);
     scratch sc = {.ctx = ctx};
     pthread_mutex_lock(&dnn_lock);
     unsupported = 0;
     tfm_code rc = conv_locked(op, &p, ctx, gpu, &sc, tfm_tensor_data(a),
-                              tfm_tensor_data(b), tfm_tensor_data(out[0]));
-    int on_host = rc && unsupported;
-    fallbacks += on_host;
+                              tfm_tensor_data(b), tfm_tensor_data(y));
+    *on_host = rc && unsupported;
+    fallbacks += *on_host;
     pthread_mutex_unlock(&dnn_lock);
     scratch_drop(&sc);
+    return *on_host ? TFM_OK : rc;
+}
+
+static tfm_code
+conv(tfm_op op, int kind, const tfm_tensor *a, const tfm_tensor *b,
+     tfm_tensor *const *in, int nin, const tfm_attrs *at,
+     tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    int on_host;
+    tfm_code rc = conv_gpu(op, kind, a, b, at, out[0], ctx, &on_host);
     if (on_host)
         return tfm_cu_on_host(op, in, nin, at, out, nout, ctx);
     return rc;
+}
+
+tfm_code
+tfm_cu_conv2d_forward(tfm_op op, const tfm_tensor *x, const tfm_tensor *f,
+                      const tfm_attrs *a, tfm_tensor *y, const tfm_kctx *ctx,
+                      int *on_host)
+{
+    return conv_gpu(op, TFM_CONV_FWD, x, f, a, y, ctx, on_host);
 }
 
 static tfm_code
