@@ -174,3 +174,36 @@ def test_cuda_build_lists_the_fused_ops_gpu_kernels():
     # Ops with no GPU kernel soft-place on the CPU; unknown names are -1.
     assert has("_LSTMSequence") == 0
     assert has("NoSuchOp") == -1
+
+
+def _gpu_test_module():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).parent / "gpu" / "test_gpu_fused_ops.py"
+    spec = importlib.util.spec_from_file_location("gpu_fused_ops", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("name", ["cnn", "transformer", "lstm"])
+def test_model_steps_place_the_fused_ops_as_on_a_gpu(fake, capfd, name):
+    # FAKE given exactly the GPU table's ops (the rest denied): the traced
+    # steps of tests/gpu/test_gpu_fused_ops.py place their fused ops on
+    # it, none on the CPU, and match the CPU's steps.
+    has = _has_kernel()
+    if has is None:
+        pytest.skip("this build has no CUDA backend")
+    if not ctypes.CDLL(_C.__file__).tfm_cuda_cudnn_version():
+        pytest.skip("built without cuDNN: the convolutions soft-place")
+    for row in _C.op_table():
+        if has(row[0]) == 0:
+            _C._fake_device_deny(row[0])
+    m = _gpu_test_module()
+    got, where = m._run(name, FAKE, capfd)
+    want, _ = m._run(name, "/CPU:0", capfd)
+    for op in m.FUSED[name]:
+        assert (op, FAKE_NAME) in where, (op, sorted(where))
+        assert (op, CPU_NAME) not in where, (op, sorted(where))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
