@@ -169,7 +169,9 @@ def test_cuda_build_lists_the_fused_ops_gpu_kernels():
         assert has(op) == 1, op
     cudnn = ctypes.CDLL(_C.__file__).tfm_cuda_cudnn_version() > 0
     for op in ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter",
-               "_FusedConv2D"):
+               "_FusedConv2D", "DepthwiseConv2dNative",
+               "DepthwiseConv2dNativeBackpropInput",
+               "DepthwiseConv2dNativeBackpropFilter"):
         assert has(op) == int(cudnn), op
     # Ops with no GPU kernel soft-place on the CPU; unknown names are -1.
     assert has("_LSTMSequence") == 0

@@ -226,6 +226,61 @@ def test_fused_max_pool_grad(capfd, geom, dtype):
         np.testing.assert_allclose(g.numpy(), w, **tol(dtype))
 
 
+def cudnn_fallbacks():
+    f = ctypes.CDLL(_C.__file__).tfm_cuda_cudnn_fallbacks
+    f.restype = ctypes.c_long
+    return f()
+
+
+DEPTHWISE = ("DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
+             "DepthwiseConv2dNativeBackpropFilter")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("geom", [
+    # (x shape, filter [kh, kw, c, multiplier], strides, padding, dilations)
+    ((2, 7, 9, 3), (3, 3, 3, 1), 1, "SAME", 1),
+    ((1, 8, 8, 4), (3, 3, 4, 2), 2, "SAME", 1),     # odd total pad
+    ((3, 9, 7, 2), (2, 3, 2, 3), 1, "VALID", 1),
+    ((1, 11, 10, 5), (3, 3, 5, 1), 1, "SAME", 2),
+    ((2, 6, 6, 32), (3, 3, 32, 1), 1, "SAME", 1),
+], ids=["same", "strided", "valid-m3", "dilated", "mobilenet"])
+def test_depthwise_conv_and_its_gradients(cudnn, capfd, geom, dtype):
+    xs, fs, s, p, d = geom
+    rng = np.random.default_rng(9)
+    xv = rng.standard_normal(xs).astype(dtype)
+    fv = rng.standard_normal(fs).astype(dtype)
+
+    def run(device):
+        x, f = tf.constant(xv), tf.constant(fv)
+        with tf.device(device):
+            with tf.GradientTape() as tape:
+                tape.watch([x, f])
+                y = tf.nn.depthwise_conv2d(x, f, [1, s, s, 1], p,
+                                           dilations=[d, d])
+                loss = tf.reduce_sum(y * tf.sin(y))
+            return [y] + tape.gradient(loss, [x, f])
+
+    want = [t.numpy() for t in run("/CPU:0")]
+    fell = cudnn_fallbacks()
+    capfd.readouterr()
+    tf.debugging.set_log_device_placement(True)
+    got = run(GPU)
+    tf.debugging.set_log_device_placement(False)
+    where = placed(capfd.readouterr().err)
+    for op in DEPTHWISE:
+        assert (op, GPU_NAME) in where and (op, CPU_NAME) not in where, op
+    t = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else tol(dtype)
+    for g, w, name in zip(got, want, ("y", "dx", "df")):
+        assert g.device == GPU_NAME
+        np.testing.assert_allclose(g.numpy(), w, err_msg=name, **t)
+    # Geometries cuDNN's grouped NHWC convolutions do not take run the
+    # CPU kernel on host copies: right, but say so.
+    if dtype == np.float32 and cudnn_fallbacks() != fell:
+        print(f"depthwise {geom}: {cudnn_fallbacks() - fell} of 3 ran on "
+              "host copies (cuDNN had no algorithm)")
+
+
 # ---- gradients through a tape ----
 
 @pytest.mark.parametrize("dtype", FLOATS)
