@@ -2,7 +2,9 @@
 // each running the column arithmetic of cpu/rnn_math.h (its
 // TFM_LSTM_ROW_BODY / TFM_LSTM_GRAD_ROW_BODY macros, so the formulas are
 // the CPU's own text; only exp and tanh are CUDA's, within a few ulps of
-// libm's).
+// libm's). No pointer is __restrict__: as on the CPU, z and gates (dc
+// and dc_prev) may be one buffer; each thread reads its columns before it
+// writes them.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -24,8 +26,8 @@ __device__ inline double dtanh(double x) { return tanh(x); }
 // the row macros read them.
 template <typename T>
 __global__ void
-k_lstm_gates(const T *__restrict__ z_, const T *__restrict__ cp_,
-             T *__restrict__ h_, T *__restrict__ c_, T *__restrict__ g_,
+k_lstm_gates(const T *z_, const T *cp_,
+             T *h_, T *c_, T *g_,
              int64_t batch, int64_t u)
 {
     int64_t total = batch * u;
@@ -41,10 +43,10 @@ k_lstm_gates(const T *__restrict__ z_, const T *__restrict__ cp_,
 
 template <typename T>
 __global__ void
-k_lstm_gates_grad(const T *__restrict__ dh_, const T *__restrict__ dc_,
-                  const T *__restrict__ g_, const T *__restrict__ cp_,
-                  const T *__restrict__ c_, T *__restrict__ dz_,
-                  T *__restrict__ dcp_, int64_t batch, int64_t u)
+k_lstm_gates_grad(const T *dh_, const T *dc_,
+                  const T *g_, const T *cp_,
+                  const T *c_, T *dz_,
+                  T *dcp_, int64_t batch, int64_t u)
 {
     int64_t total = batch * u;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
