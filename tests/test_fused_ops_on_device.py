@@ -164,7 +164,8 @@ def test_cuda_build_lists_the_fused_ops_gpu_kernels():
     if has is None:
         pytest.skip("this build has no CUDA backend")
     for op in ("_LayerNorm", "_LayerNormGrad", "_SoftmaxGrad", "LSTMGates",
-               "LSTMGatesGrad", "_FusedMaxPoolGrad", "MaxPoolGrad",
+               "LSTMGatesGrad", "_FusedMaxPoolGrad", "MaxPoolGrad", "Fill",
+               "ZerosLike", "OnesLike",
                "Softmax", "AddV2", "BatchMatMulV2"):
         assert has(op) == 1, op
     cudnn = ctypes.CDLL(_C.__file__).tfm_cuda_cudnn_version() > 0

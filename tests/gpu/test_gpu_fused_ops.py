@@ -1,11 +1,12 @@
 """The fused ops' GPU kernels against their CPU kernels (issue 21):
 _LayerNorm, _LayerNormGrad, _SoftmaxGrad (norm.cu), LSTMGates and
-LSTMGatesGrad (rnn.cu), _FusedConv2D (cuDNN + fused_conv.cu's epilogue)
-and _FusedMaxPoolGrad (pool.cu + fused_conv.cu), on random inputs of odd
-sizes and every attribute value; gradients through a tape; and traced
-CNN / Transformer / LSTM steps whose placement log shows these ops on
-the GPU, equal to the CPU's steps. float32 without TF32 (conftest.py).
-Every test skips without a GPU."""
+LSTMGatesGrad (rnn.cu), _FusedConv2D (cuDNN + fused_conv.cu's
+epilogue), _FusedMaxPoolGrad (pool.cu + fused_conv.cu), the depthwise
+convolutions (cuDNN grouped) and Fill/ZerosLike/OnesLike (fill.cu), on
+random inputs of odd sizes and every attribute value; gradients through
+a tape; and traced CNN / Transformer / LSTM steps whose placement log
+shows these ops on the GPU, equal to the CPU's steps. float32 without
+TF32 (conftest.py). Every test skips without a GPU."""
 import ctypes
 
 import numpy as np
@@ -279,6 +280,35 @@ def test_depthwise_conv_and_its_gradients(cudnn, capfd, geom, dtype):
     if dtype == np.float32 and cudnn_fallbacks() != fell:
         print(f"depthwise {geom}: {cudnn_fallbacks() - fell} of 3 ran on "
               "host copies (cuDNN had no algorithm)")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64",
+                                   "bool", "float16", "bfloat16", "uint8",
+                                   "int16", "complex64", "complex128"])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 5, 7), (0, 4), (1000,)],
+                         ids=str)
+def test_fills_match_cpu(capfd, shape, dtype):
+    x = tf.cast(tf.constant(np.arange(int(np.prod(shape))).reshape(shape)
+                            % 3), dtype)
+    value = tf.cast(tf.constant(2), dtype)
+
+    def three(device):
+        with tf.device(device):
+            return (tf.zeros_like(x), tf.ones_like(x),
+                    tf.fill(list(shape), value))
+
+    want = [t.numpy() for t in three("/CPU:0")]
+    capfd.readouterr()
+    tf.debugging.set_log_device_placement(True)
+    got = three(GPU)
+    tf.debugging.set_log_device_placement(False)
+    where = placed(capfd.readouterr().err)
+    for op in ("ZerosLike", "OnesLike", "Fill"):
+        assert (op, GPU_NAME) in where and (op, CPU_NAME) not in where, (
+            op, sorted(where))
+    for g, w in zip(got, want):
+        assert g.device == GPU_NAME and g.dtype == w.dtype
+        np.testing.assert_array_equal(g.numpy(), w)
 
 
 # ---- gradients through a tape ----

@@ -53,6 +53,8 @@ void tfm_cuda_kernels_conv_init(tfm_kernel_fn *table);
 void tfm_cuda_kernels_norm_init(tfm_kernel_fn *table);
 void tfm_cuda_kernels_rnn_init(tfm_kernel_fn *table);
 void tfm_cuda_kernels_fused_conv_init(tfm_kernel_fn *table);
+/* Fill, ZerosLike, OnesLike (kernels_fill.c). */
+void tfm_cuda_kernels_fill_init(tfm_kernel_fn *table);
 /* cuDNN's run-time version (cudnnGetVersion: 90100 for 9.1.0), 0 in a
  * build without it; and how many cuDNN convolutions ran. Read by tests
  * and tools/gpu_check.sh through ctypes. */

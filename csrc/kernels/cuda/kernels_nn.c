@@ -83,4 +83,5 @@ tfm_cuda_kernels_nn_init(tfm_kernel_fn *table)
     tfm_cuda_kernels_fused_conv_init(table);
     tfm_cuda_kernels_norm_init(table);
     tfm_cuda_kernels_rnn_init(table);
+    tfm_cuda_kernels_fill_init(table);
 }

@@ -1,5 +1,5 @@
 /* The launchers of the fused ops' GPU kernels (norm.cu, rnn.cu,
- * fused_conv.cu), for their C glue: plain C types only, so both
+ * fused_conv.cu) and of the fills (fill.cu), for their C glue: plain C types only, so both
  * compilers read it. As in launch.h, each returns 0 or a cudaError_t
  * (> 0). is64: float64 elements, else float32. Each mirrors its CPU
  * kernel, named beside it. */
@@ -54,6 +54,12 @@ int tfm_cu_conv_epilogue(int is64, void *y, const void *bias,
  * place, then db[c] = the sum over rows of dx[., c] in double. */
 int tfm_cu_relu_mask_colsum(int is64, const void *x, void *dx, void *db,
                             int64_t rows, int64_t c, void *stream);
+
+/* Fill, ZerosLike, OnesLike: o's n elements of es bytes (1, 2, 4, 8,
+ * 16; -1 otherwise) set to *src, a device pointer, or when src is NULL
+ * to the es bytes at val (host memory, read before the launch). */
+int tfm_cu_fill(int es, const void *src, const void *val, void *o,
+                int64_t n, void *stream);
 
 #ifdef __cplusplus
 }
