@@ -1,5 +1,5 @@
 /* What the GPU kernel table holds, for tests and tools through ctypes
- * (tests/test_gpu_ops_table.py): a CUDA build compiled where no GPU is
+ * (tests/test_fused_ops_on_device.py): a CUDA build compiled where no GPU is
  * lent can still show which ops would run on one. */
 #include "internal.h"
 
