@@ -20,8 +20,10 @@
  * operand).
  *
  * Runs before the matmul epilogue and elementwise fusion (which would
- * otherwise take the bias add into a _FusedElementwise node), on CPU
- * nodes of float32 or float64 only. */
+ * otherwise take the bias add into a _FusedElementwise node), on nodes
+ * of float32 or float64 only, on the CPU or placed on a device whose
+ * kernel table has _FusedConv2D (tfm_fuse_on_device: a GPU with cuDNN),
+ * every link on the conv's device. */
 #include "passes.h"
 
 #include <stdlib.h>
@@ -93,7 +95,8 @@ find(const tfm_graph *g, const int32_t *uses, const int32_t *consumer,
      int32_t k, match *m)
 {
     const tfm_node *cv = tfm_graph_node(g, k);
-    if (cv->op != TFM_OP_CONV2D || cv->nout != 1 || cv->device > 0 ||
+    if (cv->op != TFM_OP_CONV2D || cv->nout != 1 ||
+        !tfm_fuse_on_device(TFM_OP_FUSED_CONV2D, cv->device) ||
         (cv->out[0].dtype != TFM_FLOAT32 && cv->out[0].dtype != TFM_FLOAT64)
         || cv->out[0].shape.ndim != 4 || uses[k] != 1 || consumer[k] < 0)
         return 0;
@@ -133,6 +136,13 @@ find(const tfm_graph *g, const int32_t *uses, const int32_t *consumer,
             m->code = code;
         }
     }
+    /* Placed nodes (a GPU graph): every link where the conv is. */
+    int32_t links[3] = {m->add, m->res_add, m->act};
+    for (int i = 0; i < 3; i++)
+        if (links[i] >= 0 &&
+            !tfm_same_device(tfm_graph_node(g, links[i])->device,
+                             cv->device))
+            return 0;
     return 1;
 }
 
@@ -162,6 +172,8 @@ emit(tfm_rw *rw, const match *m)
                        last->name, cv->site, NULL);
     if (d < 0)
         return tfm_error_code();
+    if (cv->device > 0)
+        tfm_graph_set_device(rw->dst, d, cv->device);
     tfm_code rc = tfm_rw_copy_ctrl(rw, m->conv, d);
     if (!rc)
         tfm_rw_set(rw, last_of(m), d);

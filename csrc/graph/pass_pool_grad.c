@@ -15,8 +15,9 @@
  *
  * The forward's Relu is usually inside a _FusedConv2D by now
  * (pass_conv_epilogue.c runs first): nothing here depends on who made
- * x. CPU nodes of float32 or float64 only; under the "epilogue"
- * switch. */
+ * x. Nodes of float32 or float64 only, on the CPU or on a device whose
+ * kernel table has _FusedMaxPoolGrad (tfm_fuse_on_device), every link
+ * on MaxPoolGrad's; under the "epilogue" switch. */
 #include "passes.h"
 
 #include <stdlib.h>
@@ -57,12 +58,14 @@ find(const tfm_graph *g, const int32_t *uses, const int32_t *consumer,
 {
     const tfm_node *mp = tfm_graph_node(g, k);
     if (mp->op != TFM_OP_MAX_POOL_GRAD || mp->nout != 1 || mp->nin != 3 ||
-        mp->device > 0 || mp->out[0].shape.ndim != 4 ||
+        !tfm_fuse_on_device(TFM_OP_FUSED_MAX_POOL_GRAD, mp->device) ||
+        mp->out[0].shape.ndim != 4 ||
         (mp->out[0].dtype != TFM_FLOAT32 && mp->out[0].dtype != TFM_FLOAT64)
         || uses[k] != 1 || consumer[k] < 0)
         return 0;
     const tfm_node *rn = tfm_graph_node(g, consumer[k]);
     if (rn->op != TFM_OP_RELU_GRAD || rn->nin != 2 || rn->nctrl ||
+        !tfm_same_device(rn->device, mp->device) ||
         rn->in[0].node != k || !same_ref(rn->in[1], mp->in[0]) ||
         rn->out[0].dtype != mp->out[0].dtype ||
         !tfm_shape_equal(&rn->out[0].shape, &mp->out[0].shape))
@@ -71,7 +74,8 @@ find(const tfm_graph *g, const int32_t *uses, const int32_t *consumer,
     *sum = -1;
     int32_t n = tfm_graph_node_count(g);
     for (int32_t s = *rg + 1; s < n && *sum < 0; s++)
-        if (is_bias_sum(g, s, *rg))
+        if (is_bias_sum(g, s, *rg) &&
+            tfm_same_device(tfm_graph_node(g, s)->device, mp->device))
             *sum = s;
     return 1;
 }
@@ -92,6 +96,8 @@ emit(tfm_rw *rw, int32_t k, int32_t rg, int32_t sum)
                        2, rn->name, mp->site, NULL);
     if (d < 0)
         return tfm_error_code();
+    if (mp->device > 0)
+        tfm_graph_set_device(rw->dst, d, mp->device);
     tfm_code rc = tfm_rw_copy_ctrl(rw, k, d);
     if (rc)
         return rc;

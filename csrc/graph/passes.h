@@ -11,6 +11,7 @@
 #ifndef TFM_GRAPH_PASSES_H
 #define TFM_GRAPH_PASSES_H
 
+#include "../runtime/dispatch.h"
 #include "../runtime/graph_impl.h"
 
 /* One bit per pass, in pipeline order. Names: tfm_pass_names. */
@@ -155,5 +156,22 @@ typedef int (*tfm_live_skip_fn)(const tfm_graph *g, const tfm_node *n);
 tfm_code tfm_graph_mark_live(const tfm_graph *g, const tfm_ref *outs,
                              int nout, int effects, tfm_live_skip_fn no_inputs,
                              uint8_t *live);
+
+/* Whether a fusion pass may make fused op `op` of nodes placed on
+ * device (0, or -1 unplaced: the CPU): the CPU always, another device
+ * (a GPU) when its kernel table has op, so the fused node runs there. */
+static inline int
+tfm_fuse_on_device(tfm_op op, int device)
+{
+    return device <= 0 || tfm_kernel_for(op, device) != NULL;
+}
+
+/* Whether two nodes run on one device: -1 (unplaced) and 0 are both the
+ * CPU. */
+static inline int
+tfm_same_device(int a, int b)
+{
+    return a == b || (a <= 0 && b <= 0);
+}
 
 #endif

@@ -43,6 +43,7 @@ tfm_lstm_row_##T(const T *z, const T *x, const T *cp, T *h, T *c, T *g,      \
     }                                                                        \
 }
 
+/* Column j of the row (also the GPU kernel's body, cuda/rnn.cu). */
 #define TFM_LSTM_ROW_BODY(T, EXP, TANH)                                      \
     T gi = (T)1 / ((T)1 + EXP(-zi));                                         \
     T gf = (T)1 / ((T)1 + EXP(-zf));                                         \
@@ -72,16 +73,21 @@ tfm_lstm_grad_row_##T(const T *dh, const T *dh2, const T *dc, const T *g,    \
 {                                                                            \
     _Pragma("omp simd")                                                      \
     for (int64_t j = 0; j < u; j++) {                                        \
-        T gi = g[j], gf = g[u + j], gc = g[2 * u + j], go = g[3 * u + j];    \
-        T tc = TANH(c[j]), dhj = dh2 ? dh[j] + dh2[j] : dh[j];               \
-        T dct = dc[j] + dhj * go * ((T)1 - tc * tc);                         \
-        dz[j] = dct * gc * gi * ((T)1 - gi);                                 \
-        dz[u + j] = dct * cp[j] * gf * ((T)1 - gf);                          \
-        dz[2 * u + j] = dct * gi * ((T)1 - gc * gc);                         \
-        dz[3 * u + j] = dhj * tc * go * ((T)1 - go);                         \
-        dcp[j] = dct * gf;                                                   \
+        TFM_LSTM_GRAD_ROW_BODY(T, TANH)                                      \
     }                                                                        \
 }
+
+/* Column j of the row's product; also the GPU kernel's body (cuda/rnn.cu),
+ * so both devices run the same arithmetic. */
+#define TFM_LSTM_GRAD_ROW_BODY(T, TANH)                                      \
+    T gi = g[j], gf = g[u + j], gc = g[2 * u + j], go = g[3 * u + j];        \
+    T tc = TANH(c[j]), dhj = dh2 ? dh[j] + dh2[j] : dh[j];                   \
+    T dct = dc[j] + dhj * go * ((T)1 - tc * tc);                             \
+    dz[j] = dct * gc * gi * ((T)1 - gi);                                     \
+    dz[u + j] = dct * cp[j] * gf * ((T)1 - gf);                              \
+    dz[2 * u + j] = dct * gi * ((T)1 - gc * gc);                             \
+    dz[3 * u + j] = dhj * tc * go * ((T)1 - go);                             \
+    dcp[j] = dct * gf;
 
 TFM_LSTM_GRAD_ROW(float, tanhf)
 TFM_LSTM_GRAD_ROW(double, tanh)

@@ -1,7 +1,7 @@
-/* Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter on the GPU
- * through cuDNN's convolution API (built where setup.py finds cuDNN:
- * TFMINI_WITH_CUDNN; without it these ops keep no GPU entry and
- * soft-place on the CPU).
+/* Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter (and the
+ * depthwise ones) on the GPU through cuDNN's convolution API (built
+ * where setup.py finds cuDNN: TFMINI_WITH_CUDNN; without it these ops
+ * keep no GPU entry and soft-place on the CPU).
  *
  * Note [cuDNN convolutions]
  * ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -31,6 +31,11 @@
  *   copies: right, only slower. tfm_cuda_cudnn_fallbacks() counts them,
  *   and tests/gpu/test_gpu_conv.py asserts its grid never falls back.
  *   Every other cuDNN status is an error naming the op and geometry.
+ * - Depthwise. DepthwiseConv2dNative and its gradients are the same
+ *   calls with groups = c (cudnnSetConvolutionGroupCount): TF's filter
+ *   [kh, kw, c, m] is HWIO with one input channel per group and o = c * m
+ *   outputs, output channel c * m + k being group c's k-th, as cuDNN
+ *   orders a grouped convolution's outputs.
  * - One cuDNN handle per GPU, on its stream, made at the first
  *   convolution. The handle and the cache are used under one lock, since
  *   a handle must not be used by two threads at once. */
@@ -93,8 +98,8 @@ dnn_error(tfm_op op, const plan *p, const char *what, cudnnStatus_t s)
                      "[%lld,%lld,%lld,%lld])", tfm_ops[op].name, what,
                      cudnnGetErrorString(s), (long long)g->n,
                      (long long)g->h, (long long)g->w, (long long)g->c,
-                     (long long)g->kh, (long long)g->kw, (long long)g->c,
-                     (long long)g->o, (long long)g->sh, (long long)g->sw,
+                     (long long)g->kh, (long long)g->kw,
+                     (long long)(g->c / g->groups), (long long)g->o, (long long)g->sh, (long long)g->sw,
                      (long long)g->dh, (long long)g->dw, (long long)g->pt,
                      (long long)p->pb, (long long)g->pl, (long long)p->pr);
 }
@@ -130,14 +135,19 @@ trailing_pad(int64_t in, int64_t k, int64_t s, int64_t d, int64_t out,
     return need > 0 ? need : 0;
 }
 
+/* depthwise: f is DepthwiseConv2dNative's [kh, kw, c, m], run as a
+ * grouped convolution (groups = c, o = c * m). */
 static void
 plan_make(plan *p, int kind, const tfm_shape *x, const tfm_shape *f,
-          const tfm_attrs *a)
+          const tfm_attrs *a, int depthwise)
 {
     memset(p, 0, sizeof *p);
     p->kind = kind;
-    tfm_conv_geom_make(&p->g, x, f->dims[0], f->dims[1], f->dims[3],
+    tfm_conv_geom_make(&p->g, x, f->dims[0], f->dims[1],
+                       depthwise ? f->dims[2] * f->dims[3] : f->dims[3],
                        a->ints[TFM_CONV_WIN_H], a->ints[TFM_CONV_WIN_W], a);
+    if (depthwise)
+        p->g.groups = p->g.c;
     const tfm_conv_geom *g = &p->g;
     p->pb = trailing_pad(g->h, g->kh, g->sh, g->dh, g->oh, g->pt);
     p->pr = trailing_pad(g->w, g->kw, g->sw, g->dw, g->ow, g->pl);
@@ -196,11 +206,12 @@ descs_make(tfm_op op, const plan *p, descs *d)
                                         (int)g->ow)) ||
         (s = cudnnSetFilter4dDescriptor(d->f, CUDNN_DATA_FLOAT,
                                         CUDNN_TENSOR_NHWC, (int)g->o,
-                                        (int)g->c, (int)g->kh,
-                                        (int)g->kw)) ||
+                                        (int)(g->c / g->groups),
+                                        (int)g->kh, (int)g->kw)) ||
         (s = cudnnSetConvolution2dDescriptor(
              d->conv, pad_h, pad_w, (int)g->sh, (int)g->sw, (int)g->dh,
              (int)g->dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT)) ||
+        (s = cudnnSetConvolutionGroupCount(d->conv, (int)g->groups)) ||
         (s = cudnnSetConvolutionMathType(d->conv, p->tf32
                                                       ? CUDNN_DEFAULT_MATH
                                                       : CUDNN_FMA_MATH))) {
@@ -259,7 +270,7 @@ algos_for(tfm_op op, cudnnHandle_t h, int dev, const plan *p,
     const tfm_conv_geom *g = &p->g;
     int64_t key[KEY_LEN] = {p->kind, dev, p->tf32, g->n, g->h, g->w, g->c,
                             g->kh, g->kw, g->o, g->sh, g->sw, g->dh, g->dw,
-                            g->pt, g->pl, p->pb, p->pr};
+                            g->pt, g->pl, p->pb, p->pr, g->groups};
     for (int i = 0; i < cache_used; i++)
         if (!memcmp(cache[i].key, key, sizeof key))
             return &cache[i];
@@ -415,7 +426,7 @@ static int
 filter_to_ohwi(const tfm_conv_geom *g, const void *hwio, void *ohwi,
                void *stream)
 {
-    int64_t kh = g->kh, kw = g->kw, c = g->c, o = g->o;
+    int64_t kh = g->kh, kw = g->kw, c = g->c / g->groups, o = g->o;
     int64_t dims[4] = {o, kh, kw, c};
     int64_t src[4] = {1, kw * c * o, c * o, o};
     return tfm_cu_transpose(4, hwio, ohwi, 4, dims, src, o * kh * kw * c,
@@ -426,7 +437,7 @@ static int
 filter_to_hwio(const tfm_conv_geom *g, const void *ohwi, void *hwio,
                void *stream)
 {
-    int64_t kh = g->kh, kw = g->kw, c = g->c, o = g->o;
+    int64_t kh = g->kh, kw = g->kw, c = g->c / g->groups, o = g->o;
     int64_t dims[4] = {kh, kw, c, o};
     int64_t src[4] = {kw * c, c, 1, kh * kw * c};
     return tfm_cu_transpose(4, ohwi, hwio, 4, dims, src, o * kh * kw * c,
@@ -477,7 +488,8 @@ conv_locked(tfm_op op, const plan *p, const tfm_kctx *ctx, tfm_gpu *gpu,
 {
     const tfm_conv_geom *g = &p->g;
     void *stream = gpu->stream;
-    void *fbuf = scratch_get(sc, (size_t)(g->kh * g->kw * g->c * g->o) * 4);
+    void *fbuf = scratch_get(sc, (size_t)(g->kh * g->kw * (g->c / g->groups)
+                                          * g->o) * 4);
     if (!fbuf)
         return tfm_error_code();
     size_t xpad_bytes = (size_t)(g->n * p->hp * p->wp * g->c) * 4;
@@ -517,44 +529,68 @@ conv_locked(tfm_op op, const plan *p, const tfm_kctx *ctx, tfm_gpu *gpu,
     }
 }
 
-/* a, b: FWD x, f; BWD_DATA f, dy; BWD_WEIGHTS x, dy. */
+/* a, b: FWD x, f; BWD_DATA f, dy; BWD_WEIGHTS x, dy. *on_host is set
+ * (and nothing run) when cuDNN cannot take the convolution: the caller
+ * runs its op's CPU kernel on host copies instead. */
 static tfm_code
-conv(tfm_op op, int kind, const tfm_tensor *a, const tfm_tensor *b,
-     tfm_tensor *const *in, int nin, const tfm_attrs *at,
-     tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+conv_gpu(tfm_op op, int kind, int depthwise, const tfm_tensor *a,
+         const tfm_tensor *b, const tfm_attrs *at, tfm_tensor *y,
+         const tfm_kctx *ctx, int *on_host)
 {
-    if (out[0]->dtype != TFM_FLOAT32 || a->dtype != TFM_FLOAT32 ||
-        b->dtype != TFM_FLOAT32)
-        return tfm_cu_on_host(op, in, nin, at, out, nout, ctx);
-    int64_t no = tfm_tensor_numel(out[0]);
+    *on_host = y->dtype != TFM_FLOAT32 || a->dtype != TFM_FLOAT32 ||
+               b->dtype != TFM_FLOAT32;
+    if (*on_host)
+        return TFM_OK;
+    int64_t no = tfm_tensor_numel(y);
     if (no == 0)
         return TFM_OK;
     tfm_gpu *gpu = tfm_cu_gpu(ctx);
     /* Empty sums (no input channels, batch or output channels): zeros,
      * and cuDNN rejects zero-sized descriptors. */
     if (tfm_tensor_numel(a) == 0 || tfm_tensor_numel(b) == 0)
-        return tfm_gpu_check(cudaMemsetAsync(tfm_tensor_data(out[0]), 0,
+        return tfm_gpu_check(cudaMemsetAsync(tfm_tensor_data(y), 0,
                                              (size_t)no * 4, gpu->stream),
                              tfm_ops[op].name);
-    const tfm_shape *xs = kind == TFM_CONV_BWD_DATA ? &out[0]->shape
+    const tfm_shape *xs = kind == TFM_CONV_BWD_DATA ? &y->shape
                                                     : &a->shape;
     const tfm_shape *fs = kind == TFM_CONV_FWD ? &b->shape
                         : kind == TFM_CONV_BWD_DATA ? &a->shape
-                                                    : &out[0]->shape;
+                                                    : &y->shape;
     plan p;
-    plan_make(&p, kind, xs, fs, at);
+    plan_make(&p, kind, xs, fs, at, depthwise);
     scratch sc = {.ctx = ctx};
     pthread_mutex_lock(&dnn_lock);
     unsupported = 0;
     tfm_code rc = conv_locked(op, &p, ctx, gpu, &sc, tfm_tensor_data(a),
-                              tfm_tensor_data(b), tfm_tensor_data(out[0]));
-    int on_host = rc && unsupported;
-    fallbacks += on_host;
+                              tfm_tensor_data(b), tfm_tensor_data(y));
+    *on_host = rc && unsupported;
+    fallbacks += *on_host;
     pthread_mutex_unlock(&dnn_lock);
     scratch_drop(&sc);
+    return *on_host ? TFM_OK : rc;
+}
+
+static tfm_code
+conv(tfm_op op, int kind, const tfm_tensor *a, const tfm_tensor *b,
+     tfm_tensor *const *in, int nin, const tfm_attrs *at,
+     tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    int on_host;
+    int dw = op == TFM_OP_DEPTHWISE_CONV2D ||
+             op == TFM_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT ||
+             op == TFM_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER;
+    tfm_code rc = conv_gpu(op, kind, dw, a, b, at, out[0], ctx, &on_host);
     if (on_host)
         return tfm_cu_on_host(op, in, nin, at, out, nout, ctx);
     return rc;
+}
+
+tfm_code
+tfm_cu_conv2d_forward(tfm_op op, const tfm_tensor *x, const tfm_tensor *f,
+                      const tfm_attrs *a, tfm_tensor *y, const tfm_kctx *ctx,
+                      int *on_host)
+{
+    return conv_gpu(op, TFM_CONV_FWD, 0, x, f, a, y, ctx, on_host);
 }
 
 static tfm_code
@@ -590,6 +626,11 @@ tfm_cuda_kernels_conv_init(tfm_kernel_fn *table)
     table[TFM_OP_CONV2D] = k_conv2d;
     table[TFM_OP_CONV2D_BACKPROP_INPUT] = k_conv2d_backprop_input;
     table[TFM_OP_CONV2D_BACKPROP_FILTER] = k_conv2d_backprop_filter;
+    /* DepthwiseConv2dNative's three ops take the conv ops' operands
+     * (their backprops always the three-input form). */
+    table[TFM_OP_DEPTHWISE_CONV2D] = k_conv2d;
+    table[TFM_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT] = k_conv2d_backprop_input;
+    table[TFM_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER] = k_conv2d_backprop_filter;
 }
 
 int

@@ -49,6 +49,13 @@ void tfm_cuda_kernels_fused_init(tfm_kernel_fn *table);   /* fused_nvrtc.c */
  * convolutions (conv_cudnn.c); both called by the nn init. */
 void tfm_cuda_kernels_pool_init(tfm_kernel_fn *table);
 void tfm_cuda_kernels_conv_init(tfm_kernel_fn *table);
+/* The fused ops' kernels: kernels_norm.c, kernels_rnn.c,
+ * kernels_fused_conv.c; called by the nn init. */
+void tfm_cuda_kernels_norm_init(tfm_kernel_fn *table);
+void tfm_cuda_kernels_rnn_init(tfm_kernel_fn *table);
+void tfm_cuda_kernels_fused_conv_init(tfm_kernel_fn *table);
+/* Fill, ZerosLike, OnesLike (kernels_fill.c). */
+void tfm_cuda_kernels_fill_init(tfm_kernel_fn *table);
 /* cuDNN's run-time version (cudnnGetVersion: 90100 for 9.1.0), 0 in a
  * build without it; and how many cuDNN convolutions ran. Read by tests
  * and tools/gpu_check.sh through ctypes. */
@@ -71,5 +78,15 @@ tfm_code tfm_cu_launched(tfm_op op, int rc);
 tfm_code tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin,
                         const tfm_attrs *a, tfm_tensor *const *out,
                         int nout, const tfm_kctx *ctx);
+#ifdef TFMINI_WITH_CUDNN
+/* Conv2D's forward of x and f (HWIO) into y through cuDNN, for ops that
+ * add to it (kernels_fused_conv.c). *on_host set, with nothing run:
+ * cuDNN cannot take it (not float32, no algorithm), and the caller runs
+ * its own op on host copies. */
+tfm_code tfm_cu_conv2d_forward(tfm_op op, const tfm_tensor *x,
+                               const tfm_tensor *f, const tfm_attrs *a,
+                               tfm_tensor *y, const tfm_kctx *ctx,
+                               int *on_host);
+#endif
 
 #endif

@@ -80,4 +80,8 @@ tfm_cuda_kernels_nn_init(tfm_kernel_fn *table)
     table[TFM_OP_SPARSE_SOFTMAX_XENT] = k_sparse_xent;
     tfm_cuda_kernels_pool_init(table);
     tfm_cuda_kernels_conv_init(table);
+    tfm_cuda_kernels_fused_conv_init(table);
+    tfm_cuda_kernels_norm_init(table);
+    tfm_cuda_kernels_rnn_init(table);
+    tfm_cuda_kernels_fill_init(table);
 }

@@ -1,0 +1,55 @@
+// Fill, ZerosLike and OnesLike on the GPU: every element of o set to one
+// es-byte value (1, 2, 4, 8 or 16 bytes: any dtype but strings), taken
+// from device memory (Fill's value tensor) or passed by value.
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "launch_fused.h"
+
+namespace {
+
+struct B16 {
+    uint64_t lo, hi;
+};
+
+template <typename E>
+__global__ void
+k_fill(E *o, const E *src, E val, int64_t n)
+{
+    E v = src ? *src : val;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        o[i] = v;
+}
+
+template <typename E>
+void
+fill(void *o, const void *src, const void *val, int64_t n, cudaStream_t s)
+{
+    int64_t b = (n + 255) / 256;
+    E v;
+    memcpy(&v, val, sizeof v);
+    k_fill<E><<<(unsigned)(b > 65535 * 8 ? 65535 * 8 : b), 256, 0, s>>>(
+        (E *)o, (const E *)src, v, n);
+}
+
+}  // namespace
+
+extern "C" int
+tfm_cu_fill(int es, const void *src, const void *val, void *o, int64_t n,
+            void *stream)
+{
+    if (n == 0)
+        return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (es) {
+    case 1: fill<uint8_t>(o, src, val, n, s); break;
+    case 2: fill<uint16_t>(o, src, val, n, s); break;
+    case 4: fill<uint32_t>(o, src, val, n, s); break;
+    case 8: fill<uint64_t>(o, src, val, n, s); break;
+    case 16: fill<B16>(o, src, val, n, s); break;
+    default: return -1;
+    }
+    return (int)cudaGetLastError();
+}
