@@ -1,6 +1,7 @@
 /* Tensors: allocation, views sharing buffers, element access for every
  * dtype, symbolic tensors, and huge shapes that must fail cleanly. */
 #include "check.h"
+#include "core/device.h"
 #include "core/tensor.h"
 #include "core/tstring.h"
 
