@@ -5,6 +5,9 @@
 
 #include "../../ops/op.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 /* Attribute slots of every conv-family op (see ops_conv.def). */
 enum {
     TFM_CONV_STRIDE_H = 0, TFM_CONV_STRIDE_W = 1,
@@ -118,6 +121,21 @@ const char *tfm_conv_backend(void);
 /* How many convolutions oneDNN has run in this process (tests check
  * which path ran). */
 long tfm_conv_dnnl_calls(void);
+/* What TFMINI_CONV says about one of the kernels tried before oneDNN
+ * (`kernel`: "window", "winograd"): 1 when it names that kernel (forced
+ * wherever it can run: tests, benchmarks), -1 for "dnnl" or "im2col"
+ * (each forces one backend for every conv), else 0 (the kernel's
+ * measured rule). Callers read it once. */
+static inline int
+tfm_conv_env_choice(const char *kernel)
+{
+    const char *e = getenv("TFMINI_CONV");
+    if (!e)
+        return 0;
+    if (strcmp(e, "dnnl") == 0 || strcmp(e, "im2col") == 0)
+        return -1;
+    return strcmp(e, kernel) == 0 ? 1 : 0;
+}
 /* The float32 filter gradient of a stride-1, undilated, ungrouped conv
  * by shifted-window GEMMs (conv_filter_grad_gemm.c), tried before
  * oneDNN: 1 when it ran, 0 when it does not take the shape (outside the

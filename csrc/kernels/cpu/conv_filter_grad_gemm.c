@@ -37,11 +37,9 @@ tfm_conv_window_calls(void)
     return atomic_load_explicit(&win_calls, memory_order_relaxed);
 }
 
-/* TFMINI_CONV, read once: unset (or anything else), this kernel where
- * the rule in tfm_conv_filter_grad_window_takes says it wins; "window",
- * wherever it can run (tests); "dnnl" or "im2col", never (those force
- * one backend for every conv). */
-enum { MODE_UNREAD, MODE_RULE, MODE_OFF, MODE_ALWAYS };
+/* TFMINI_CONV read once (tfm_conv_env_choice, conv.h): MODE_RULE +
+ * its -1 / 0 / 1 is off / the measured rule / forced. */
+enum { MODE_UNREAD, MODE_OFF, MODE_RULE, MODE_ALWAYS };
 static atomic_int mode;
 
 static int
@@ -49,10 +47,7 @@ window_mode(void)
 {
     int v = atomic_load_explicit(&mode, memory_order_relaxed);
     if (v == MODE_UNREAD) {
-        const char *e = getenv("TFMINI_CONV");
-        v = !e ? MODE_RULE
-            : strcmp(e, "dnnl") == 0 || strcmp(e, "im2col") == 0 ? MODE_OFF
-            : strcmp(e, "window") == 0 ? MODE_ALWAYS : MODE_RULE;
+        v = MODE_RULE + tfm_conv_env_choice("window");
         atomic_store_explicit(&mode, v, memory_order_relaxed);
     }
     return v;

@@ -47,21 +47,17 @@ tfm_conv_winograd_calls(void)
     return atomic_load_explicit(&wino_calls, memory_order_relaxed);
 }
 
-enum { MODE_UNREAD, MODE_RULE, MODE_OFF, MODE_ALWAYS };
+/* TFMINI_CONV read once (tfm_conv_env_choice, conv.h): MODE_RULE +
+ * its -1 / 0 / 1 is off / the measured rule / forced. */
+enum { MODE_UNREAD, MODE_OFF, MODE_RULE, MODE_ALWAYS };
 static atomic_int mode;
 
-/* TFMINI_CONV, read once: unset (or another value), the measured rule;
- * "winograd", wherever the kernel can run (tests, benchmarks); "dnnl" or
- * "im2col", never (each forces one backend for every conv). */
 static int
 wino_mode(void)
 {
     int v = atomic_load_explicit(&mode, memory_order_relaxed);
     if (v == MODE_UNREAD) {
-        const char *e = getenv("TFMINI_CONV");
-        v = !e ? MODE_RULE
-            : strcmp(e, "dnnl") == 0 || strcmp(e, "im2col") == 0 ? MODE_OFF
-            : strcmp(e, "winograd") == 0 ? MODE_ALWAYS : MODE_RULE;
+        v = MODE_RULE + tfm_conv_env_choice("winograd");
         atomic_store_explicit(&mode, v, memory_order_relaxed);
     }
     return v;
