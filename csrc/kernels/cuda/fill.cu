@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "launch.h"
 #include "launch_fused.h"
 
 namespace {
@@ -18,8 +19,7 @@ __global__ void
 k_fill(E *o, const E *src, E val, int64_t n)
 {
     E v = src ? *src : val;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
+    TFM_CU_GRID_STRIDE(i, n)
         o[i] = v;
 }
 
@@ -27,10 +27,9 @@ template <typename E>
 void
 fill(void *o, const void *src, const void *val, int64_t n, cudaStream_t s)
 {
-    int64_t b = (n + 255) / 256;
     E v;
     memcpy(&v, val, sizeof v);
-    k_fill<E><<<(unsigned)(b > 65535 * 8 ? 65535 * 8 : b), 256, 0, s>>>(
+    k_fill<E><<<tfm_cu_blocks_for(n), TFM_CU_THREADS, 0, s>>>(
         (E *)o, (const E *)src, v, n);
 }
 

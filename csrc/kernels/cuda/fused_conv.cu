@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "col_sums.h"
+#include "launch.h"
 #include "launch_fused.h"
 
 namespace {
@@ -22,8 +23,7 @@ __global__ void
 k_epilogue(T *__restrict__ y, const T *__restrict__ bias,
            const T *__restrict__ res, int64_t n, int64_t o, int act)
 {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
+    TFM_CU_GRID_STRIDE(i, n) {
         T v = bias ? y[i] + bias[i % o] : y[i];
         if (res)
             v += res[i];
@@ -48,18 +48,8 @@ template <typename T>
 __global__ void
 k_relu_mask(const T *__restrict__ x, T *__restrict__ dx, int64_t n)
 {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
+    TFM_CU_GRID_STRIDE(i, n)
         dx[i] = x[i] > 0 ? dx[i] : (T)0;
-}
-
-const int THREADS = 256;
-
-unsigned
-blocks(int64_t n)
-{
-    int64_t b = (n + THREADS - 1) / THREADS;
-    return (unsigned)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
 }
 
 }  // namespace
@@ -73,11 +63,11 @@ tfm_cu_conv_epilogue(int is64, void *y, const void *bias, const void *res,
         return 0;
     cudaStream_t s = (cudaStream_t)stream;
     if (is64)
-        k_epilogue<<<blocks(n), THREADS, 0, s>>>(
+        k_epilogue<<<tfm_cu_blocks_for(n), TFM_CU_THREADS, 0, s>>>(
             (double *)y, (const double *)bias, (const double *)res, n, o,
             act);
     else
-        k_epilogue<<<blocks(n), THREADS, 0, s>>>(
+        k_epilogue<<<tfm_cu_blocks_for(n), TFM_CU_THREADS, 0, s>>>(
             (float *)y, (const float *)bias, (const float *)res, n, o, act);
     return (int)cudaGetLastError();
 }
@@ -90,13 +80,13 @@ tfm_cu_relu_mask_colsum(int is64, const void *x, void *dx, void *db,
     int64_t n = rows * c;
     if (is64) {
         if (n)
-            k_relu_mask<<<blocks(n), THREADS, 0, s>>>(
+            k_relu_mask<<<tfm_cu_blocks_for(n), TFM_CU_THREADS, 0, s>>>(
                 (const double *)x, (double *)dx, n);
         tfm_col_sums(tfm_cu_rows<double>{(const double *)dx, c},
                      (double *)db, rows, c, s);
     } else {
         if (n)
-            k_relu_mask<<<blocks(n), THREADS, 0, s>>>(
+            k_relu_mask<<<tfm_cu_blocks_for(n), TFM_CU_THREADS, 0, s>>>(
                 (const float *)x, (float *)dx, n);
         tfm_col_sums(tfm_cu_rows<float>{(const float *)dx, c}, (float *)db,
                      rows, c, s);

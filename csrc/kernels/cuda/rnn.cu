@@ -13,6 +13,7 @@
 // mvec.h, which is gcc's business, not nvcc's: the guard keeps it out.
 #define TFM_KERNELS_MVEC_H
 #include "../cpu/rnn_math.h"
+#include "launch.h"
 #include "launch_fused.h"
 
 namespace {
@@ -31,8 +32,7 @@ k_lstm_gates(const T *z_, const T *cp_,
              int64_t batch, int64_t u)
 {
     int64_t total = batch * u;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-         i < total; i += (int64_t)gridDim.x * blockDim.x) {
+    TFM_CU_GRID_STRIDE(i, total) {
         int64_t b = i / u, j = i % u;
         const T *z = z_ + b * 4 * u, *cp = cp_ + b * u;
         T *h = h_ + b * u, *c = c_ + b * u, *g = g_ + b * 4 * u;
@@ -49,23 +49,13 @@ k_lstm_gates_grad(const T *dh_, const T *dc_,
                   T *dcp_, int64_t batch, int64_t u)
 {
     int64_t total = batch * u;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-         i < total; i += (int64_t)gridDim.x * blockDim.x) {
+    TFM_CU_GRID_STRIDE(i, total) {
         int64_t b = i / u, j = i % u;
         const T *dh = dh_ + b * u, *dh2 = (const T *)0, *dc = dc_ + b * u;
         const T *g = g_ + b * 4 * u, *cp = cp_ + b * u, *c = c_ + b * u;
         T *dz = dz_ + b * 4 * u, *dcp = dcp_ + b * u;
         TFM_LSTM_GRAD_ROW_BODY(T, dtanh)
     }
-}
-
-const int THREADS = 256;
-
-unsigned
-blocks(int64_t n)
-{
-    int64_t b = (n + THREADS - 1) / THREADS;
-    return (unsigned)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
 }
 
 }  // namespace
@@ -78,11 +68,11 @@ tfm_cu_lstm_gates(int is64, const void *z, const void *cp, void *h, void *c,
         return 0;
     cudaStream_t s = (cudaStream_t)stream;
     if (is64)
-        k_lstm_gates<<<blocks(batch * u), THREADS, 0, s>>>(
+        k_lstm_gates<<<tfm_cu_blocks_for(batch * u), TFM_CU_THREADS, 0, s>>>(
             (const double *)z, (const double *)cp, (double *)h, (double *)c,
             (double *)gates, batch, u);
     else
-        k_lstm_gates<<<blocks(batch * u), THREADS, 0, s>>>(
+        k_lstm_gates<<<tfm_cu_blocks_for(batch * u), TFM_CU_THREADS, 0, s>>>(
             (const float *)z, (const float *)cp, (float *)h, (float *)c,
             (float *)gates, batch, u);
     return (int)cudaGetLastError();
@@ -97,7 +87,7 @@ tfm_cu_lstm_gates_grad(int is64, const void *dh, const void *dc,
     if (batch * u == 0)
         return 0;
     cudaStream_t s = (cudaStream_t)stream;
-#define GG(T) k_lstm_gates_grad<<<blocks(batch * u), THREADS, 0, s>>>(       \
+#define GG(T) k_lstm_gates_grad<<<tfm_cu_blocks_for(batch * u), TFM_CU_THREADS, 0, s>>>(       \
         (const T *)dh, (const T *)dc, (const T *)gates, (const T *)cp,       \
         (const T *)c, (T *)dz, (T *)dcp, batch, u)
     if (is64)
