@@ -251,7 +251,7 @@ def cuda_lib(root, name, missing=None):
 def find_nvrtc(root):
     """(folder, linker flag) for NVRTC, which compiles a traced graph's
     fused elementwise nodes for the GPU at run time
-    (csrc/kernels/cuda/fused_nvrtc.c; TFMINI_NVRTC=0 turns that off)."""
+    (csrc/graph/fused_nvrtc.c; TFMINI_NVRTC=0 turns that off)."""
     return cuda_lib(root, "nvrtc", "install the toolkit's NVRTC "
                     "(apt-get install cuda-nvrtc-dev-<version>, or pip "
                     "install nvidia-cuda-nvrtc-cu12).")

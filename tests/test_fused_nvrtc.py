@@ -1,4 +1,4 @@
-"""The GPU's fused elementwise kernels (csrc/kernels/cuda/fused_nvrtc.c,
+"""The GPU's fused elementwise kernels (csrc/graph/fused_nvrtc.c,
 Note [Fused programs on the GPU]) without a GPU: NVRTC needs no device,
 so the CUDA source that graph/fused_native.c writes for a program is
 compiled here, to PTX for sm_80 and sm_90 and to an sm_90 cubin, through

@@ -2,6 +2,7 @@
 #include "exec_device.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "../ops/state.h"
 #include "../runtime/dispatch.h"
@@ -77,13 +78,17 @@ tfm_exec_copy(const tfm_node *n, tfm_tensor *x, tfm_tensor **out,
 }
 
 /* The device's own kernel for the whole program (a GPU's is
- * kernels/cuda/fused_nvrtc.c), when it has one and takes the program:
- * 1 when it ran (*rc its result), 0 to run the program op by op. */
+ * fused_nvrtc.c's; another device's, its table's entry), when it has
+ * one and takes the program: 1 when it ran (*rc its result), 0 to run
+ * the program op by op. */
 static int
 fused_kernel(const tfm_node *n, tfm_tensor *const *in, tfm_tensor **out,
              tfm_code *rc)
 {
-    tfm_kernel_fn k = tfm_kernel_for(n->op, n->device);
+    const tfm_device *d = tfm_device_get(n->device);
+    tfm_kernel_fn k = d && strcmp(d->kind, "GPU") == 0
+                          ? tfm_fused_gpu_kernel()
+                          : tfm_kernel_for(n->op, n->device);
     tfm_tensor *t[TFM_FUSED_MAX_OUT];
     tfm_fused_attrs fa;
     if (!k || !n->prog || n->nout > TFM_FUSED_MAX_OUT)

@@ -20,7 +20,7 @@ tfm_code tfm_exec_copy(const tfm_node *n, tfm_tensor *x, tfm_tensor **out,
                        int recorded);
 /* A fused node placed off the CPU (inputs copied there first): the
  * device's kernel for the whole program where it has one that takes it
- * and the node is not recorded (a GPU's: kernels/cuda/fused_nvrtc.c),
+ * and the node is not recorded (a GPU's: fused_nvrtc.c),
  * else its ops one by one through the dispatcher's kernels. */
 tfm_code tfm_exec_fused_on_device(const tfm_node *n, tfm_tensor *const *in,
                                   tfm_tensor **out, int recorded);

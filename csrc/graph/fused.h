@@ -154,7 +154,7 @@ int tfm_fused_input_kind(const tfm_shape *out, const tfm_shape *in,
  * formula, with $TFMINI_NATIVE=0 or with the "native" optimizer option
  * off, the node keeps the block evaluator. The same writer
  * (tfm_fused_source) gives a GPU its kernels: Note [Fused programs on
- * the GPU] in kernels/cuda/fused_nvrtc.c. */
+ * the GPU] in fused_nvrtc.c. */
 
 /* How program input k is read (tfm_fused_input_kind) and its dtype. */
 typedef struct tfm_fused_src_in {
@@ -167,7 +167,7 @@ typedef struct tfm_fused_src_in {
  * statement per instruction, the same for both targets:
  * TFM_FUSED_SRC_C, the C function `tfm_native` (tfm_fused_native_fn
  * below); TFM_FUSED_SRC_CUDA, the grid-stride CUDA kernel `tfm_fused`
- * that kernels/cuda/fused_nvrtc.c compiles with NVRTC. period: that of
+ * that fused_nvrtc.c compiles with NVRTC. period: that of
  * every periodic input (they must share it). NULL (no error set) when
  * an op has no formula, a dtype is not float32/float64 or an input is
  * some other broadcast. The caller frees it. */
@@ -237,5 +237,18 @@ typedef struct tfm_fused_attrs {
 tfm_code tfm_fused_run(const tfm_node *n, tfm_tensor *const *in,
                        tfm_tensor **out, int recorded,
                        tfm_fused_native_fn native, int keep_lock);
+
+/* A _FusedElementwise node's kernel on a GPU (fused_nvrtc.c, Note
+ * [Fused programs on the GPU]); NULL in a build without CUDA. */
+tfm_kernel_fn tfm_fused_gpu_kernel(void);
+#ifdef TFMINI_WITH_CUDA
+/* fused_nvrtc.c's counters and its test hook (tests, through ctypes). */
+void tfm_cuda_fused_counts(long *compiled, long *hits, long *launched,
+                           long *declined);
+int tfm_cuda_fused_compile_check(int ninstr, const int64_t *code,
+                                 const double *af, int nin,
+                                 const int64_t *inputs, int out_dtype,
+                                 const char *arch, char *text, size_t cap);
+#endif
 
 #endif

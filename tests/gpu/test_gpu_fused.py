@@ -1,5 +1,5 @@
 """Fused elementwise nodes of traced functions on the GPU, compiled with
-NVRTC (csrc/kernels/cuda/fused_nvrtc.c, Note [Fused programs on the
+NVRTC (csrc/graph/fused_nvrtc.c, Note [Fused programs on the
 GPU]): the values the CPU gives (bit for bit for ops the CPU's native
 path promises exact: +, -, *, /, sqrt, comparisons and selects; within
 float tolerance for CUDA's transcendental functions), one compile per

@@ -44,7 +44,6 @@ extern const void *const tfm_cuda_kernels;
 void tfm_cuda_kernels_init(void);
 void tfm_cuda_kernels_nn_init(tfm_kernel_fn *table);
 void tfm_cuda_kernels_shape_init(tfm_kernel_fn *table);
-void tfm_cuda_kernels_fused_init(tfm_kernel_fn *table);   /* fused_nvrtc.c */
 /* Pooling (kernels_pool.c) and, where cuDNN is built in, the
  * convolutions (conv_cudnn.c); both called by the nn init. */
 void tfm_cuda_kernels_pool_init(tfm_kernel_fn *table);
@@ -61,13 +60,6 @@ void tfm_cuda_kernels_fill_init(tfm_kernel_fn *table);
  * and tools/gpu_check.sh through ctypes. */
 int tfm_cuda_cudnn_version(void);
 long tfm_cuda_cudnn_calls(void);
-/* fused_nvrtc.c's counters and its test hook (tests, through ctypes). */
-void tfm_cuda_fused_counts(long *compiled, long *hits, long *launched,
-                           long *declined);
-int tfm_cuda_fused_compile_check(int ninstr, const int64_t *code,
-                                 const double *af, int nin,
-                                 const int64_t *inputs, int out_dtype,
-                                 const char *arch, char *text, size_t cap);
 
 /* For the kernel glue (kernels*.c): the kernel context's GPU, made
  * current; a launcher's result as a status naming the op; and the op's

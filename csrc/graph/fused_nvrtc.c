@@ -36,7 +36,14 @@
  * _FusedElementwise, has an op with no formula, a dtype other than
  * float32/float64, an input it cannot index, or that NVRTC could not
  * compile; and everything when TFMINI_NVRTC=0. */
-#include "internal.h"
+#include "fused.h"
+
+/* The graph layer's, not a kernel file: the kernel reads the node's
+ * program (fused.h) and has fused_native.c write its source; the GPU
+ * side it needs (kernels/cuda/internal.h) sits below. Built only with
+ * CUDA; otherwise tfm_fused_gpu_kernel() is NULL. */
+#ifdef TFMINI_WITH_CUDA
+#include "../kernels/cuda/internal.h"
 
 #include <nvrtc.h>
 #include <stdatomic.h>
@@ -44,7 +51,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../graph/fused.h"
 
 /* Those of Note [Fused programs on the GPU], after the architecture. */
 static const char *const options[] = {
@@ -375,8 +381,8 @@ decline(const char *why)
                      "%s", why);
 }
 
-/* The table's kernel for TFM_OP_FUSED_ELEMENTWISE; a is a
- * tfm_fused_attrs (fused.h). */
+/* The kernel of a _FusedElementwise node on a GPU (exec_device.c
+ * calls it through tfm_fused_gpu_kernel); a is a tfm_fused_attrs. */
 static tfm_code
 k_fused(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
@@ -428,10 +434,10 @@ k_fused(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     return tfm_cu_launched(op, rc);
 }
 
-void
-tfm_cuda_kernels_fused_init(tfm_kernel_fn *table)
+tfm_kernel_fn
+tfm_fused_gpu_kernel(void)
 {
-    table[TFM_OP_FUSED_ELEMENTWISE] = k_fused;
+    return k_fused;
 }
 
 void
@@ -511,3 +517,13 @@ tfm_cuda_fused_compile_check(int ninstr, const int64_t *code,
     free(log);
     return ok ? 1 : -1;
 }
+
+#else
+
+tfm_kernel_fn
+tfm_fused_gpu_kernel(void)
+{
+    return NULL;
+}
+
+#endif
