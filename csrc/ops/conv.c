@@ -314,6 +314,22 @@ tfm_infer_conv2d_backprop_filter(tfm_op op, const tfm_meta *in, int nin,
                           out[0].dtype);
 }
 
+/* The fused gradient ops' second output (their rule has filled
+ * out[0]): db, [channels] of x's dtype, float32 or float64 only. */
+static tfm_code
+bias_grad_out(tfm_op op, const tfm_meta *x, int64_t channels,
+              tfm_meta *out, int *nout)
+{
+    if (x->dtype != TFM_FLOAT32 && x->dtype != TFM_FLOAT64)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: only float32 and "
+                         "float64, got %s", tfm_ops[op].name,
+                         tfm_dtype_name(x->dtype));
+    *nout = 2;
+    out[1].dtype = x->dtype;
+    out[1].shape = tfm_shape_make(1, &channels);
+    return TFM_OK;
+}
+
 /* Conv2DBackpropFilter's rule, and db: [out_channels] (dy's last dim). */
 tfm_code
 tfm_infer_conv2d_backprop_filter_bias(tfm_op op, const tfm_meta *in,
@@ -321,17 +337,8 @@ tfm_infer_conv2d_backprop_filter_bias(tfm_op op, const tfm_meta *in,
                                       tfm_meta *out, int *nout)
 {
     tfm_code rc = tfm_infer_conv2d_backprop_filter(op, in, nin, a, out, nout);
-    if (rc)
-        return rc;
-    if (in[0].dtype != TFM_FLOAT32 && in[0].dtype != TFM_FLOAT64)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: only float32 and "
-                         "float64, got %s", tfm_ops[op].name,
-                         tfm_dtype_name(in[0].dtype));
-    *nout = 2;
-    out[1].dtype = in[0].dtype;
-    int64_t o = out[0].shape.dims[3];
-    out[1].shape = tfm_shape_make(1, &o);
-    return TFM_OK;
+    return rc ? rc : bias_grad_out(op, &in[0], out[0].shape.dims[3], out,
+                                   nout);
 }
 
 /* Shape of a pooling of x. */
@@ -408,17 +415,8 @@ tfm_infer_fused_max_pool_grad(tfm_op op, const tfm_meta *in, int nin,
                               const tfm_attrs *a, tfm_meta *out, int *nout)
 {
     tfm_code rc = tfm_infer_max_pool_grad(op, in, nin, a, out, nout);
-    if (rc)
-        return rc;
-    if (in[0].dtype != TFM_FLOAT32 && in[0].dtype != TFM_FLOAT64)
-        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: only float32 and "
-                         "float64, got %s", tfm_ops[op].name,
-                         tfm_dtype_name(in[0].dtype));
-    *nout = 2;
-    out[1].dtype = in[0].dtype;
-    int64_t c = in[0].shape.dims[3];
-    out[1].shape = tfm_shape_make(1, &c);
-    return TFM_OK;
+    return rc ? rc : bias_grad_out(op, &in[0], in[0].shape.dims[3], out,
+                                   nout);
 }
 
 tfm_code
