@@ -80,6 +80,20 @@ static long calls, fallbacks;
  * the CPU kernel on host copies instead (counted in fallbacks). */
 static int unsupported;
 
+/* cuDNN 9 reports a gap with a NOT_SUPPORTED_* subcode (3001 layout,
+ * 3002 shape, ...: CUDNN_STATUS_CATEGORY gives 3000); earlier versions
+ * with CUDNN_STATUS_NOT_SUPPORTED itself. Comparing with == alone made
+ * a 9.x gap (grouped NHWC, say) an error instead of a CPU fallback. */
+static int
+is_gap(cudnnStatus_t s)
+{
+#ifdef CUDNN_STATUS_CATEGORY
+    return CUDNN_STATUS_CATEGORY((int)s) == (int)CUDNN_STATUS_NOT_SUPPORTED;
+#else
+    return s == CUDNN_STATUS_NOT_SUPPORTED;
+#endif
+}
+
 static const char *const kind_call[3] = {
     "cudnnConvolutionForward", "cudnnConvolutionBackwardData",
     "cudnnConvolutionBackwardFilter"};
@@ -306,8 +320,7 @@ algos_for(tfm_op op, cudnnHandle_t h, int dev, const plan *p,
     if (s || e->n_algos == 0) {
         /* Not cached: the next call asks again. */
         e->key[0] = -1;
-        unsupported = s == CUDNN_STATUS_SUCCESS ||
-                      s == CUDNN_STATUS_NOT_SUPPORTED;
+        unsupported = s == CUDNN_STATUS_SUCCESS || is_gap(s);
         if (s)
             dnn_error(op, p, "algorithm ranking", s);
         else
@@ -417,7 +430,7 @@ run_ranked(tfm_op op, const tfm_kctx *ctx, tfm_gpu *gpu, const plan *p,
                          "for every cuDNN algorithm's workspace (%s)",
                          tfm_ops[op].name, why);
     }
-    unsupported = last == CUDNN_STATUS_NOT_SUPPORTED;
+    unsupported = is_gap(last);
     return dnn_error(op, p, kind_call[p->kind], last);
 }
 
@@ -565,6 +578,12 @@ conv_gpu(tfm_op op, int kind, int depthwise, const tfm_tensor *a,
                               tfm_tensor_data(b), tfm_tensor_data(y));
     *on_host = rc && unsupported;
     fallbacks += *on_host;
+    /* The first gap is said once: the fallback is silent otherwise, and
+     * a device run must show which geometry and status caused it. */
+    if (*on_host && fallbacks == 1)
+        fprintf(stderr, "tfmini: cuDNN cannot run this convolution; it "
+                "runs on host copies (counted in "
+                "tfm_cuda_cudnn_fallbacks): %s\n", tfm_error_message());
     pthread_mutex_unlock(&dnn_lock);
     scratch_drop(&sc);
     return *on_host ? TFM_OK : rc;
