@@ -9,8 +9,10 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+/* Launched with 1024 threads: the bound makes ptxas keep it within 64
+ * registers, past which such a launch fails (too many resources). */
 template <typename T, typename V>
-__global__ void
+__global__ void __launch_bounds__(1024)
 tfm_k_col_sums(V val, T *__restrict__ out, int64_t rows, int64_t cols)
 {
     __shared__ double part[32][33];
