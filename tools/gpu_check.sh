@@ -70,8 +70,11 @@ from tfmini import _C
 print('cuda_built', _C.cuda_built(), 'gpus', tf.config._gpu_count(),
       tf.config._why_no_gpu if not tf.config._gpu_count() else '')
 sys.exit(0 if tf.config._gpu_count() else 1)" >> "$SUMMARY" 2>&1; then
+    # The reason (CUDA's, e.g. a driver older than the runtime) is on
+    # the python line above: on stdout too, where a device run shows it.
     say "no CUDA GPU visible (nvidia-smi / cudaGetDeviceCount): tfmini" \
-        "registered none"
+        "registered none: $(grep -E '^(cuda_built|Traceback|[A-Za-z]*Error)' \
+        "$SUMMARY" | tail -1)"
     exit 5
 fi
 
