@@ -63,7 +63,9 @@ if ! TFMINI_CUDA=1 timeout "${GPU_CHECK_BUILD_S:-300}" python3 setup.py build_ex
     tail -30 "$OUT/build.log" | tee -a "$SUMMARY"
     exit 4
 fi
-say "built in $(( $(date +%s) - b0 ))s"
+# nvcc's share of the build: it runs before the C files, on its own.
+NVCC_T=$(grep -h '^nvcc:' "$OUT/build.log" | tail -1)
+say "built in $(( $(date +%s) - b0 ))s${NVCC_T:+ ($NVCC_T)}"
 if ! python3 -c "
 import tfmini as tf, sys
 from tfmini import _C
