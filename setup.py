@@ -697,18 +697,13 @@ class BuildExt(build_ext):
         if not srcs:
             return []
         nvcc = os.path.join(CUDA_HOME, "bin", "nvcc")
-        # The .cu files read only the formula rows and the launchers.
-        cu_headers = (glob.glob("csrc/kernels/ew_formulas.*")
-                      + glob.glob("csrc/kernels/cuda/*.h"))
-        newest_header = max((os.path.getmtime(h) for h in cu_headers),
-                            default=0)
         objs, todo = [], []
         for src in srcs:
             obj = os.path.join(self.build_temp, src + ".o")
             objs.append(obj)
+            newest = max(os.path.getmtime(f) for f in quoted_includes(src))
             if (not self.force and os.path.exists(obj)
-                    and os.path.getmtime(obj) >= max(os.path.getmtime(src),
-                                                     newest_header)):
+                    and os.path.getmtime(obj) >= newest):
                 continue
             os.makedirs(os.path.dirname(obj), exist_ok=True)
             todo.append([nvcc] + NVCC_FLAGS + ["-c", src, "-o", obj])
@@ -727,6 +722,24 @@ class BuildExt(build_ext):
                         print(r.stderr, file=sys.stderr)
             print(f"nvcc: {len(todo)} file(s) in {time.time() - t0:.1f}s")
         return objs
+
+
+def quoted_includes(src):
+    """src and every file it reaches through #include "...", so that a .cu
+    file is recompiled when a CPU header it shares changes (rnn.cu reads
+    cpu/rnn_math.h)."""
+    seen, todo = set(), [os.path.normpath(src)]
+    while todo:
+        f = todo.pop()
+        if f in seen or not os.path.isfile(f):
+            continue
+        seen.add(f)
+        with open(f, errors="replace") as fh:
+            for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', fh.read(),
+                                   re.M):
+                todo.append(os.path.normpath(
+                    os.path.join(os.path.dirname(f), name)))
+    return seen
 
 
 ext = Extension(
