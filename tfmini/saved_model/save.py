@@ -31,6 +31,7 @@ from ..module import Module
 from ..variables import Variable
 from ..function_structures import _Components
 from . import _structure
+from .options import SaveOptions
 
 # The module (tfmini.function, the package's attribute, is tf.function).
 _function = importlib.import_module("..function", __package__)
@@ -293,9 +294,17 @@ def _signature(saver, key, fn):
                         zip(out_names, specs)]}
 
 
+def _check_options(options, kind, fn):
+    if options is not None and not isinstance(options, kind):
+        raise TypeError(f"tf.saved_model.{fn}: options must be a "
+                        f"tf.saved_model.{kind.__name__}, got "
+                        f"{type(options).__name__}")
+
+
 def save(obj, export_dir, signatures=None, options=None):
     """Save obj's tf.functions (those traced or with an input_signature)
     and the variables reachable from it under export_dir."""
+    _check_options(options, SaveOptions, "save")
     export_dir = os.fspath(export_dir)
     saver = _Saver()
     Layer, _ = _keras_types()
