@@ -61,6 +61,19 @@ KNOWN = {
                               "TensorSpec(None) cannot be saved; and a "
                               "traced graph keeps no custom gradient "
                               "(tests/test_custom_gradient_traced.py)",
+    ("intro_to_modules", 20): "Keras 3 refuses a Python list as a "
+                              "positional layer input; tfmini converts it, "
+                              "as Keras 2 did",
+    ("intro_to_modules", 24): "Keras 3 layers do not track tf.Variables "
+                              "set as attributes (TF prints []); tfmini's "
+                              "track them, as the guide's text expects",
+    ("intro_to_modules", 25): "Keras 3 wraps an error raised in call() "
+                              "with the layer's arguments, and TF's text "
+                              "names _MklMatMul; tfmini's is the bare "
+                              "BatchMatMulV2 error",
+    ("intro_to_modules", 27): "tf.Variables tracked on layers (as cell 24)",
+    ("intro_to_modules", 29): "summary() counts the tracked tf.Variables "
+                              "(as cell 24): 20 params, TF 0",
 }
 
 
