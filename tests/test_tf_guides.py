@@ -144,6 +144,32 @@ def test_normalise_ignores_noise_but_not_numbers():
     assert n("tf.Tensor(3, shape=()") != n("tf.Tensor(4, shape=()")
 
 
+def test_imports_become_tfminis():
+    f = guide_check.for_tfmini
+    assert f("import tensorflow as tf\nimport keras\n") == \
+        "import tfmini as tf\nimport tfmini.keras as keras\n"
+    assert f("from keras import layers") == "from tfmini.keras import layers"
+    assert f("from keras.layers import Dense") == \
+        "from tfmini.keras.layers import Dense"
+    assert f("import keras_tuner") == "import keras_tuner"
+
+
+def test_plotting_statements_go_and_the_rest_stays():
+    src = ("x = tf.range(3)\n"
+           "def show(m):\n  plt.figure()\n  plt.plot(m(x))\n"
+           "for i in range(2):\n  y = x * i\n  _ = plt.xlabel('x')\n"
+           "plt.ylim([0, max(plt.ylim())])\n")
+    got = guide_check.drop_plots(src)
+    assert "plt" not in got
+    assert "x = tf.range(3)" in got and "y = x * i" in got
+    ns = {"tf": _tf()}
+    exec(got, ns)                     # `show` kept a body: it still parses
+    assert ns["y"].numpy().tolist() == [0, 1, 2]
+    nb = {"cells": [{"cell_type": "code", "source": [src]},
+                    {"cell_type": "code", "source": ["plt.show()"]}]}
+    assert guide_check.cells_of(nb) == [got]
+
+
 # Small gaps the guides found, checked directly (values from TF 2.21).
 def _tf():
     import tfmini

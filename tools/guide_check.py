@@ -128,8 +128,10 @@ def for_tfmini(src):
     src = re.sub(r"^(\s*)import tensorflow as (\w+)",
                  r"\1import tfmini as \2", src, flags=re.M)
     # Keras 3 is its own package; tfmini carries the tf.keras it stands for.
-    src = re.sub(r"^(\s*)import keras\s*$", r"\1import tfmini.keras as keras",
-                 src, flags=re.M)
+    src = re.sub(r"^(\s*)import keras[ \t]*$",
+                 r"\1import tfmini.keras as keras", src, flags=re.M)
+    src = re.sub(r"^(\s*)from keras((?:\.\w+)*) import",
+                 r"\1from tfmini.keras\2 import", src, flags=re.M)
     return src
 
 
