@@ -1,7 +1,8 @@
 """@tf.custom_gradient inside a tf.function (advanced_autodiff guide,
 cells 4-6). TF 2.21 gives the custom gradient whether the tape is inside
-the function or around its call; tfmini only inside (see the xfail)."""
-import pytest
+the function or around its call (function.py's Note [Custom gradients
+under a tape around the call])."""
+import numpy as np
 
 import tfmini as tf
 
@@ -28,14 +29,83 @@ def test_custom_gradient_eager_and_with_the_tape_inside():
     assert float(inside(tf.constant(2.0))) == 2.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a tape around a tf.function call replays the traced graph's ops "
-    "(csrc/graph/exec.h, recorded runs), and the graph keeps no trace of "
-    "the custom gradient, so the plain gradient (4.0) comes back; TF "
-    "2.21 gives 2.0"))
 def test_custom_gradient_with_the_tape_around_the_call():
     f = tf.function(lambda x: clip_gradients(x))
     v = tf.Variable(2.0)
     with tf.GradientTape() as t:
         out = f(v * v)
-    assert float(t.gradient(out, v)) == 2.0
+    assert float(t.gradient(out, v)) == 2.0        # TF 2.21: 2.0 (not 4.0)
+    assert float(f(tf.constant(3.0))) == 3.0       # no tape: the plain run
+
+
+v3 = tf.Variable(3.0)
+
+
+@tf.custom_gradient
+def cube(x):
+    def grad(dy, variables=None):
+        return dy * 3.0 * x * x * v3, [tf.reduce_sum(dy) * 10.0]
+    return x * x * x * v3, grad
+
+
+def body(x, n):
+    return {"y": cube(x) * 2.0, "n": n + 1, "none": None, "x": x}
+
+
+def _grads(fn, x):
+    with tf.GradientTape(persistent=True) as t2:
+        t2.watch(x)
+        with tf.GradientTape() as t:
+            t.watch(x)
+            out = fn(x, tf.constant(4))
+            loss = tf.reduce_sum(out["y"]) + tf.reduce_sum(out["x"])
+        gx, gv = t.gradient(loss, [x, v3])
+    return out, gx, gv, t2.gradient(gx, x)
+
+
+def test_traced_custom_gradient_equals_the_eager_one():
+    """Arguments, variables (grad_fn's `variables`), an int argument,
+    structured outputs, and a second derivative through the custom
+    gradient: the traced call under outer tapes gives the eager numbers,
+    on the first call and on the cached one, with one trace."""
+    x = tf.constant([1.0, 2.0])
+    want = _grads(body, x)
+    f = tf.function(body)
+    for _ in range(2):
+        got = _grads(f, x)
+        assert int(got[0]["n"]) == 5 and got[0]["none"] is None
+        for a, b in zip(want[1:], got[1:]):
+            np.testing.assert_allclose(b.numpy(), a.numpy())
+    np.testing.assert_allclose(want[1].numpy(), [19., 73.])
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_module_method_with_a_signature():
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([])])
+        def call(self, x):
+            return cube(x)
+    m, x = M(), tf.constant([1.0, 2.0])
+    with tf.GradientTape() as t:
+        t.watch(x)
+        y = m.call(x[0])
+    gx, gv = t.gradient(y, [x, v3])
+    assert gx.numpy().tolist() == [9.0, 0.0] and float(gv) == 10.0
+
+
+def test_saving_warns_that_the_custom_gradient_stays_behind(tmp_path,
+                                                            caplog):
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([])])
+        def call(self, x):
+            return clip_gradients(x)
+
+        @tf.function(input_signature=[tf.TensorSpec([])])
+        def plain(self, x):
+            return x * 2.0
+    with caplog.at_level("WARNING", logger="tfmini"):
+        tf.saved_model.save(M(), str(tmp_path))
+    assert "'call' uses @tf.custom_gradient" in caplog.text
+    assert "'plain'" not in caplog.text
+    loaded = tf.saved_model.load(str(tmp_path))
+    assert float(loaded.call(tf.constant(3.0))) == 3.0

@@ -58,9 +58,9 @@ KNOWN = {
                       "(LookupError); tfmini's adjust_contrast is built of "
                       "differentiable ops, so the gradient exists",
     ("advanced_autodiff", 6): "tfmini traces graphs of known rank, so "
-                              "TensorSpec(None) cannot be saved; and a "
-                              "traced graph keeps no custom gradient "
-                              "(tests/test_custom_gradient_traced.py)",
+                              "TensorSpec(None) cannot be saved; and "
+                              "tfmini's saved file keeps no custom "
+                              "gradient (save() warns)",
     ("intro_to_modules", 20): "Keras 3 refuses a Python list as a "
                               "positional layer input; tfmini converts it, "
                               "as Keras 2 did",

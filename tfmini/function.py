@@ -801,6 +801,8 @@ class Function(_C.FunctionBase):
                                     structure, canonical_specs, structured)
         concrete._relaxed_key = self._key(canonical, True)[0]
         concrete._on_replica = self._trace_on_replica
+        if self._trace_custom_gradient:
+            concrete._run = _CustomGradientRun(self, concrete)
         self._by_relaxed.setdefault(concrete._relaxed_key, []).append(
             concrete)
         self._traces.append(concrete)
@@ -847,6 +849,7 @@ class Function(_C.FunctionBase):
         if frame.created:
             return None
         self._trace_on_replica = frame.on_replica
+        self._trace_custom_gradient = frame.custom_gradient
         return graph, placeholders, structure, flat, kind
 
     def _change_text(self, description):
@@ -912,7 +915,8 @@ class Function(_C.FunctionBase):
         self._concretes[key] = concrete
         concrete._keys.add(key)
         self._watch(key, idents)
-        if cache:
+        if cache and not isinstance(concrete.__dict__.get("_run"),
+                                    _CustomGradientRun):
             self._cache_put(key, concrete)
 
     def _alias(self, key, concrete, idents, cache):
@@ -923,7 +927,8 @@ class Function(_C.FunctionBase):
         self._aliases[key] = concrete
         concrete._keys.add(key)
         self._watch(key, idents)
-        if cache:
+        if cache and not isinstance(concrete.__dict__.get("_run"),
+                                    _CustomGradientRun):
             self._cache_put(key, concrete)
 
     def _watch(self, key, idents):
@@ -980,6 +985,114 @@ class Function(_C.FunctionBase):
         lst = self._by_relaxed.get(c._relaxed_key)
         if lst and c in lst:
             lst.remove(c)
+
+
+# Note [Custom gradients under a tape around the call]: a tape around a
+# call of a traced function records the traced graph's ops as they are
+# replayed (csrc/graph/function.h), and the graph holds no trace of a
+# @tf.custom_gradient: the tape would take the plain gradient of its
+# forward ops. So a trace that ran a custom gradient is run, under a
+# tape, without recording, and recorded as one custom op, whose gradient
+# is a second trace made on first need: the Python function again, with
+# a tape inside it (where custom gradients are recorded as in eager
+# code), giving the gradients of the tensor arguments and of the
+# variables the function reads. That trace recomputes the forward pass,
+# and Python side effects in the function run once more as it traces.
+# Such traces stay out of the C call cache, so that every call comes
+# here (the cost of a Python call on the slow path).
+
+class _CustomGradientRun:
+    """A ConcreteFunction's _run for a trace with custom gradients."""
+
+    def __init__(self, function, concrete):
+        self._function = weakref.ref(function)
+        self._concrete = weakref.ref(concrete)
+        self._grad = None          # (the gradient trace, its variables)
+
+    def __call__(self, leaves):
+        concrete = self._concrete()
+        run = _C.ConcreteBase._run
+        if not _C.tapes_active():
+            return run(concrete, leaves)
+        leaves = list(leaves)
+        _C.pause_tapes()
+        try:
+            result = run(concrete, leaves)
+        finally:
+            _C.resume_tapes()
+        from . import nest as _nest
+        flat = _nest.flatten(result)
+        at = [i for i, x in enumerate(flat) if isinstance(x, Tensor) and
+              _differentiable(x.dtype)]
+        if not at:
+            return result
+        grad, variables, wrt = self._gradient_trace(
+            [flat[i] for i in at])
+        inputs = leaves + [v._read() for v in variables]
+        if not _C.should_record(inputs):
+            return result
+        outs = [_C.fresh_tensor(flat[i]) for i in at]
+        for i, o in zip(at, outs):
+            flat[i] = o
+
+        def backward(dys):
+            from .ops.array_ops import zeros_like
+            dys = [zeros_like(o) if d is None else d
+                   for d, o in zip(dys, outs)]
+            got = iter(grad(leaves, dys))
+            in_grads = [None] * len(leaves)
+            for i in wrt:
+                in_grads[i] = next(got)
+            return in_grads + list(got)
+
+        _C.record_custom(inputs, outs, backward)
+        return _nest._pack(result, flat)
+
+    def _gradient_trace(self, outs):
+        if self._grad is not None:
+            return self._grad
+        function, concrete = self._function(), self._concrete()
+        if function is None:
+            raise RuntimeError(
+                f"tf.function {concrete.name!r}: the function this trace "
+                f"came from is gone; its gradient cannot be traced")
+        specs = concrete._leaf_specs
+        wrt = [i for i, s in enumerate(specs) if _differentiable(s.dtype)]
+        box = []
+
+        def gradient(leaves, dys):
+            from . import nest as _nest
+            from .backprop import GradientTape
+            leaves, dys = list(leaves), list(dys)
+            it = iter(leaves)
+            canonical = [_map_leaves(lambda _: next(it), v)
+                         for v in concrete._canonical_specs]
+            args, kwargs = function._binder.split(canonical)
+            with GradientTape() as tape:
+                for i in wrt:
+                    tape.watch(leaves[i])
+                result = function._call_python(args, kwargs,
+                                               function._callable())
+            ys = [x for x in _nest.flatten(result) if
+                  isinstance(x, Tensor) and _differentiable(x.dtype)]
+            variables = list(tape.watched_variables())
+            box.append(variables)
+            return tape.gradient(
+                ys, [leaves[i] for i in wrt] + variables,
+                output_gradients=dys,
+                unconnected_gradients="zero")
+
+        sig = [list(specs),
+               [TensorSpec([None] * o.shape.rank, o.dtype) for o in outs]]
+        traced = Function(gradient, name=f"{concrete.name}_gradient",
+                          input_signature=sig, autograph=False)
+        traced.get_concrete_function()
+        self._grad = (traced, box[-1], wrt)
+        return self._grad
+
+
+def _differentiable(dtype):
+    return dtype.is_floating or dtype.is_complex
 
 
 def _normalize_signature(sig):

@@ -2,9 +2,9 @@
 and load() take. tfmini's file has one layout (no device placements, no
 TensorFlow-namespace ops, no sharding), so most settings change nothing
 here; they are kept, checked as TF checks them, so that code passing
-them runs. experimental_custom_gradients changes nothing either: a
-traced graph does not keep a @tf.custom_gradient's gradient function
-(tests/test_custom_gradient_traced.py), so neither does the file."""
+them runs. experimental_custom_gradients changes nothing either: the
+file holds forward graphs only, so a loaded function's gradient is the
+plain one (save() warns where a function used @tf.custom_gradient)."""
 import enum
 
 

@@ -23,10 +23,12 @@ function and one per signature; a signature of a concrete function
 already saved shares its graph). Structures are _structure.encode's."""
 import importlib
 import json
+import logging
 import os
 
 from .. import _C, errors
 from ..function import ConcreteFunction, Function, TensorSpec
+from ..function import _CustomGradientRun
 from ..module import Module
 from ..variables import Variable
 from ..function_structures import _Components
@@ -89,6 +91,15 @@ class _Saver:
         entry = {"name": name, "params": _params(binder), "concretes": []}
         if not isinstance(fn, ConcreteFunction):
             concretes = [fn._saveable_trace(c) for c in concretes]
+        if any(isinstance(c.__dict__.get("_run"), _CustomGradientRun)
+               for c in concretes):
+            # TF saves custom gradients by default; tfmini's file holds
+            # the forward graph only (options.py), so say so.
+            logging.getLogger("tfmini").warning(
+                "tf.saved_model.save: tf.function '%s' uses "
+                "@tf.custom_gradient; the saved file keeps only its forward "
+                "graph, so gradients through the loaded function are the "
+                "plain ones", name)
         for c in concretes:
             what = f"tf.function '{name}'"
             entry["concretes"].append({
