@@ -38,6 +38,21 @@ def test_custom_gradient_with_the_tape_around_the_call():
     assert float(f(tf.constant(3.0))) == 3.0       # no tape: the plain run
 
 
+def test_only_calls_under_a_tape_leave_the_c_call_path():
+    f = tf.function(lambda x: clip_gradients(x) * 2.0)
+    x = tf.constant(3.0)
+    f(x)
+    f._take_calls()
+    for _ in range(5):
+        f(x)
+    assert f._take_calls() == 5                    # all C cache hits
+    with tf.GradientTape() as t:
+        t.watch(x)
+        y = f(x)
+    assert f._take_calls() == 0                    # went through Python
+    assert float(t.gradient(y, x)) == 0.5          # clip_by_norm(2, 0.5)
+
+
 v3 = tf.Variable(3.0)
 
 

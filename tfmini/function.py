@@ -803,6 +803,7 @@ class Function(_C.FunctionBase):
         concrete._on_replica = self._trace_on_replica
         if self._trace_custom_gradient:
             concrete._run = _CustomGradientRun(self, concrete)
+            concrete._set_taped_in_python()
         self._by_relaxed.setdefault(concrete._relaxed_key, []).append(
             concrete)
         self._traces.append(concrete)
@@ -915,8 +916,7 @@ class Function(_C.FunctionBase):
         self._concretes[key] = concrete
         concrete._keys.add(key)
         self._watch(key, idents)
-        if cache and not isinstance(concrete.__dict__.get("_run"),
-                                    _CustomGradientRun):
+        if cache:
             self._cache_put(key, concrete)
 
     def _alias(self, key, concrete, idents, cache):
@@ -927,8 +927,7 @@ class Function(_C.FunctionBase):
         self._aliases[key] = concrete
         concrete._keys.add(key)
         self._watch(key, idents)
-        if cache and not isinstance(concrete.__dict__.get("_run"),
-                                    _CustomGradientRun):
+        if cache:
             self._cache_put(key, concrete)
 
     def _watch(self, key, idents):
@@ -998,8 +997,8 @@ class Function(_C.FunctionBase):
 # code), giving the gradients of the tensor arguments and of the
 # variables the function reads. That trace recomputes the forward pass,
 # and Python side effects in the function run once more as it traces.
-# Such traces stay out of the C call cache, so that every call comes
-# here (the cost of a Python call on the slow path).
+# The C call path sends such a trace's calls under a tape here
+# (_set_taped_in_python); without a tape it runs them itself.
 
 class _CustomGradientRun:
     """A ConcreteFunction's _run for a trace with custom gradients."""
