@@ -64,7 +64,9 @@ def cube(x):
 
 
 def body(x, n):
-    return {"y": cube(x) * 2.0, "n": n + 1, "none": None, "x": x}
+    # A Python float too: the trace makes it a tensor output.
+    return {"y": cube(x) * 2.0, "n": n + 1, "none": None, "x": x,
+            "c": 2.0}
 
 
 def _grads(fn, x):
@@ -73,7 +75,8 @@ def _grads(fn, x):
         with tf.GradientTape() as t:
             t.watch(x)
             out = fn(x, tf.constant(4))
-            loss = tf.reduce_sum(out["y"]) + tf.reduce_sum(out["x"])
+            loss = tf.reduce_sum(out["y"]) + tf.reduce_sum(out["x"]) + \
+                out["c"]
         gx, gv = t.gradient(loss, [x, v3])
     return out, gx, gv, t2.gradient(gx, x)
 
@@ -93,6 +96,26 @@ def test_traced_custom_gradient_equals_the_eager_one():
             np.testing.assert_allclose(b.numpy(), a.numpy())
     np.testing.assert_allclose(want[1].numpy(), [19., 73.])
     assert f.experimental_get_tracing_count() == 1
+
+
+def test_object_and_python_arguments_reach_the_gradient_trace():
+    class Scale(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(2.0)
+
+    @tf.function
+    def f(model, x, double):
+        y = cube(x) * model.w
+        return y * 2.0 if double else y
+
+    m, x = Scale(), tf.constant(1.0)
+    for double, want in ((True, 36.0), (False, 18.0)):
+        with tf.GradientTape() as t:
+            t.watch(x)
+            y = f(m, x, double)
+        gx, gw = t.gradient(y, [x, m.w])
+        # d/dx: 3 x^2 v3 * w (* 2); d/dw: x^3 v3 (* 2)
+        assert float(gx) == want and float(gw) == want / 6.0
 
 
 def test_module_method_with_a_signature():

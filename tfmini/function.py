@@ -802,7 +802,10 @@ class Function(_C.FunctionBase):
         concrete._relaxed_key = self._key(canonical, True)[0]
         concrete._on_replica = self._trace_on_replica
         if self._trace_custom_gradient:
-            concrete._run = _CustomGradientRun(self, concrete)
+            it = iter(specs)
+            args = [_weak_objects(_map_leaves(lambda _: next(it), v))
+                    for v in canonical]
+            concrete._run = _CustomGradientRun(self, concrete, args)
             concrete._set_taped_in_python()
         self._by_relaxed.setdefault(concrete._relaxed_key, []).append(
             concrete)
@@ -1003,10 +1006,15 @@ class Function(_C.FunctionBase):
 class _CustomGradientRun:
     """A ConcreteFunction's _run for a trace with custom gradients."""
 
-    def __init__(self, function, concrete):
+    def __init__(self, function, concrete, args):
         self._function = weakref.ref(function)
         self._concrete = weakref.ref(concrete)
-        self._grad = None          # (the gradient trace, its variables)
+        # The trace's canonical arguments: specs for its tensors, the
+        # objects it was called with (weakly), for the gradient trace.
+        self._args = args
+        # (the gradient trace, the variables it differentiates, and the
+        # arguments it differentiates: the floating ones)
+        self._grad = None
 
     def __call__(self, leaves):
         concrete = self._concrete()
@@ -1064,16 +1072,19 @@ class _CustomGradientRun:
             from .backprop import GradientTape
             leaves, dys = list(leaves), list(dys)
             it = iter(leaves)
-            canonical = [_map_leaves(lambda _: next(it), v)
-                         for v in concrete._canonical_specs]
+            canonical = [_strong_objects(_map_leaves(lambda _: next(it), v))
+                         for v in self._args]
             args, kwargs = function._binder.split(canonical)
             with GradientTape() as tape:
                 for i in wrt:
                     tape.watch(leaves[i])
                 result = function._call_python(args, kwargs,
                                                function._callable())
-            ys = [x for x in _nest.flatten(result) if
-                  isinstance(x, Tensor) and _differentiable(x.dtype)]
+            # Packed as the trace packs its outputs (Python numbers
+            # become tensors), so that ys pair with the call's outputs.
+            structure, flat, _ = _prepare_outputs(result, concrete.name)
+            ys = [x for x in _nest.flatten(_pack_outputs(structure, flat))
+                  if isinstance(x, Tensor) and _differentiable(x.dtype)]
             variables = list(tape.watched_variables())
             box.append(variables)
             return tape.gradient(
@@ -1092,6 +1103,51 @@ class _CustomGradientRun:
 
 def _differentiable(dtype):
     return dtype.is_floating or dtype.is_complex
+
+
+class _WeakArg:
+    """An object argument, held weakly where it can be."""
+    __slots__ = ("_ref", "_obj")
+
+    def __init__(self, obj):
+        try:
+            self._ref, self._obj = weakref.ref(obj), None
+        except TypeError:
+            self._ref, self._obj = None, obj
+
+    def get(self):
+        obj = self._obj if self._ref is None else self._ref()
+        if obj is None:
+            raise ReferenceError("an object argument of this trace is "
+                                 "gone; its gradient cannot be traced")
+        return obj
+
+
+def _weak_objects(x):
+    """x (leaves already specs) with its objects as _WeakArgs."""
+    if x is None or isinstance(x, (bool, int, float, str, TensorSpec)):
+        return x
+    t = type(x)
+    if t is list or t is tuple:
+        return t(_weak_objects(v) for v in x)
+    if t is dict:
+        return {k: _weak_objects(v) for k, v in x.items()}
+    if _is_namedtuple(x):
+        return t(*[_weak_objects(v) for v in x])
+    return _WeakArg(x)
+
+
+def _strong_objects(x):
+    if isinstance(x, _WeakArg):
+        return x.get()
+    t = type(x)
+    if t is list or t is tuple:
+        return t(_strong_objects(v) for v in x)
+    if t is dict:
+        return {k: _strong_objects(v) for k, v in x.items()}
+    if _is_namedtuple(x):
+        return t(*[_strong_objects(v) for v in x])
+    return x
 
 
 def _normalize_signature(sig):
