@@ -36,6 +36,10 @@ def test_custom_gradient_with_the_tape_around_the_call():
         out = f(v * v)
     assert float(t.gradient(out, v)) == 2.0        # TF 2.21: 2.0 (not 4.0)
     assert float(f(tf.constant(3.0))) == 3.0       # no tape: the plain run
+    concrete = f.get_concrete_function(tf.TensorSpec([]))
+    with tf.GradientTape() as t:
+        out = concrete(v * v)
+    assert float(t.gradient(out, v)) == 2.0        # and a ConcreteFunction
 
 
 def test_only_calls_under_a_tape_leave_the_c_call_path():
