@@ -50,7 +50,8 @@ KNOWN = {
                         "optimizer/_trainable_variables",
     ("checkpoint", 15): "key `net/l1/kernel` exists in tfmini (cell 14)",
     ("checkpoint", 16): "key `net/l1/kernel` exists in tfmini (cell 14)",
-    # guides2a: the core guides.
+    # The core guides: tensor, variable, autodiff, advanced_autodiff,
+    # basics, intro_to_modules.
     ("tensor", 31): "TF's eager error text starts with its "
                     "{{function_node __wrapped__Reshape_device_...}} "
                     "prefix; tfmini names the op and input shape instead",
