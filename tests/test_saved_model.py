@@ -652,3 +652,26 @@ def test_fuzz_mutated_files_load_or_fail_cleanly():
 @pytest.mark.parametrize("seed", [2, 3, 4, 5])
 def test_fuzz_long_profile(seed):
     _fuzz(seed, 8000)
+
+
+def test_save_and_load_options_are_checked_and_taken(tmp_path):
+    opts = tf.saved_model.SaveOptions(
+        experimental_custom_gradients=False,
+        experimental_variable_policy="save_variable_devices")
+    # TF 2.21's defaults and the policy parsed as TF parses it.
+    assert tf.saved_model.SaveOptions().experimental_custom_gradients
+    assert tf.saved_model.SaveOptions().function_aliases == {}
+    assert opts.experimental_variable_policy.value == "save_variable_devices"
+    with pytest.raises(ValueError, match="invalid VariablePolicy value: x"):
+        tf.saved_model.SaveOptions(experimental_variable_policy="x")
+    m = tf.Module()
+    m.v = tf.Variable(3.0)
+    tf.saved_model.save(m, str(tmp_path), options=opts)
+    loaded = tf.saved_model.load(
+        str(tmp_path), options=tf.saved_model.LoadOptions(
+            experimental_io_device="/job:localhost"))
+    assert float(loaded.v) == 3.0
+    with pytest.raises(TypeError, match="must be a tf.saved_model.Save"):
+        tf.saved_model.save(m, str(tmp_path), options={})
+    with pytest.raises(TypeError, match="must be a tf.saved_model.Load"):
+        tf.saved_model.load(str(tmp_path), options=opts)

@@ -50,6 +50,31 @@ KNOWN = {
                         "optimizer/_trainable_variables",
     ("checkpoint", 15): "key `net/l1/kernel` exists in tfmini (cell 14)",
     ("checkpoint", 16): "key `net/l1/kernel` exists in tfmini (cell 14)",
+    # The core guides: tensor, variable, autodiff, advanced_autodiff,
+    # basics, intro_to_modules.
+    ("tensor", 31): "TF's eager error text starts with its "
+                    "{{function_node __wrapped__Reshape_device_...}} "
+                    "prefix; tfmini names the op and input shape instead",
+    ("autodiff", 28): "TF has no gradient for AdjustContrastv2 "
+                      "(LookupError); tfmini's adjust_contrast is built of "
+                      "differentiable ops, so the gradient exists",
+    ("advanced_autodiff", 6): "tfmini traces graphs of known rank, so "
+                              "TensorSpec(None) cannot be saved; and "
+                              "tfmini's saved file keeps no custom "
+                              "gradient (save() warns)",
+    ("intro_to_modules", 20): "Keras 3 refuses a Python list as a "
+                              "positional layer input; tfmini converts it, "
+                              "as Keras 2 did",
+    ("intro_to_modules", 24): "Keras 3 layers do not track tf.Variables "
+                              "set as attributes (TF prints []); tfmini's "
+                              "track them, as the guide's text expects",
+    ("intro_to_modules", 25): "Keras 3 wraps an error raised in call() "
+                              "with the layer's arguments, and TF's text "
+                              "names _MklMatMul; tfmini's is the bare "
+                              "BatchMatMulV2 error",
+    ("intro_to_modules", 27): "tf.Variables tracked on layers (as cell 24)",
+    ("intro_to_modules", 29): "summary() counts the tracked tf.Variables "
+                              "(as cell 24): 20 params, TF 0",
 }
 
 
@@ -118,6 +143,32 @@ def test_normalise_ignores_noise_but_not_numbers():
     assert n("[0.43842274 1.6272374 ]") == n("[0.4384227 1.6272373]")
     assert n("[0.1 2.5]") != n("[0.1 2.6]")
     assert n("tf.Tensor(3, shape=()") != n("tf.Tensor(4, shape=()")
+
+
+def test_imports_become_tfminis():
+    f = guide_check.for_tfmini
+    assert f("import tensorflow as tf\nimport keras\n") == \
+        "import tfmini as tf\nimport tfmini.keras as keras\n"
+    assert f("from keras import layers") == "from tfmini.keras import layers"
+    assert f("from keras.layers import Dense") == \
+        "from tfmini.keras.layers import Dense"
+    assert f("import keras_tuner") == "import keras_tuner"
+
+
+def test_plotting_statements_go_and_the_rest_stays():
+    src = ("x = tf.range(3)\n"
+           "def show(m):\n  plt.figure()\n  plt.plot(m(x))\n"
+           "for i in range(2):\n  y = x * i\n  _ = plt.xlabel('x')\n"
+           "plt.ylim([0, max(plt.ylim())])\n")
+    got = guide_check.drop_plots(src)
+    assert "plt" not in got
+    assert "x = tf.range(3)" in got and "y = x * i" in got
+    ns = {"tf": _tf()}
+    exec(got, ns)                     # `show` kept a body: it still parses
+    assert ns["y"].numpy().tolist() == [0, 1, 2]
+    nb = {"cells": [{"cell_type": "code", "source": [src]},
+                    {"cell_type": "code", "source": ["plt.show()"]}]}
+    assert guide_check.cells_of(nb) == [got]
 
 
 # Small gaps the guides found, checked directly (values from TF 2.21).

@@ -36,6 +36,7 @@ from . import keras  # noqa: E402,F401
 from . import saved_model  # noqa: E402,F401
 from . import lite  # noqa: E402,F401
 from . import summary  # noqa: E402,F401
+from . import profiler  # noqa: E402,F401
 from . import distribute  # noqa: E402,F401
 from . import experimental  # noqa: E402,F401
 from . import test  # noqa: E402,F401

@@ -401,6 +401,10 @@ def _takes_variables(fn):
 
 def _custom_gradient_call(f, args, kwargs):
     from .ops import control_flow_grad as _cf_grad
+    from .trace_frames import _frames
+    frames = _frames()
+    if frames and _C.tracing():
+        frames[-1].custom_gradient = True
     watcher = _C.Tape(False, True, True)
     # Registered as a VariableWatcher, so that a cond or loop in f neither
     # takes this variables-only tape for a recording one (a While would

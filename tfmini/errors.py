@@ -61,6 +61,10 @@ class UnavailableError(OpError):
     """A peer of a collective is gone (a worker exited)."""
 
 
+class AlreadyExistsError(OpError):
+    """What was to be created exists already (a second profiler)."""
+
+
 class OperatorNotAllowedInGraphError(TypeError):
     """A symbolic tensor used where a Python value is needed."""
 

@@ -801,6 +801,12 @@ class Function(_C.FunctionBase):
                                     structure, canonical_specs, structured)
         concrete._relaxed_key = self._key(canonical, True)[0]
         concrete._on_replica = self._trace_on_replica
+        if self._trace_custom_gradient:
+            it = iter(specs)
+            args = [_weak_objects(_map_leaves(lambda _: next(it), v))
+                    for v in canonical]
+            concrete._run = _CustomGradientRun(self, concrete, args)
+            concrete._set_taped_in_python()
         self._by_relaxed.setdefault(concrete._relaxed_key, []).append(
             concrete)
         self._traces.append(concrete)
@@ -847,6 +853,7 @@ class Function(_C.FunctionBase):
         if frame.created:
             return None
         self._trace_on_replica = frame.on_replica
+        self._trace_custom_gradient = frame.custom_gradient
         return graph, placeholders, structure, flat, kind
 
     def _change_text(self, description):
@@ -980,6 +987,167 @@ class Function(_C.FunctionBase):
         lst = self._by_relaxed.get(c._relaxed_key)
         if lst and c in lst:
             lst.remove(c)
+
+
+# Note [Custom gradients under a tape around the call]: a tape around a
+# call of a traced function records the traced graph's ops as they are
+# replayed (csrc/graph/function.h), and the graph holds no trace of a
+# @tf.custom_gradient: the tape would take the plain gradient of its
+# forward ops. So a trace that ran a custom gradient is run, under a
+# tape, without recording, and recorded as one custom op, whose gradient
+# is a second trace made on first need: the Python function again, with
+# a tape inside it (where custom gradients are recorded as in eager
+# code), giving the gradients of the tensor arguments and of the
+# variables the function reads. That trace recomputes the forward pass,
+# and Python side effects in the function run once more as it traces.
+# The C call path sends such a trace's calls under a tape here
+# (_set_taped_in_python); without a tape it runs them itself.
+
+class _CustomGradientRun:
+    """A ConcreteFunction's _run for a trace with custom gradients."""
+
+    def __init__(self, function, concrete, args):
+        self._function = weakref.ref(function)
+        self._concrete = weakref.ref(concrete)
+        # The trace's canonical arguments: specs for its tensors, the
+        # objects it was called with (weakly), for the gradient trace.
+        self._args = args
+        # (the gradient trace, the variables it differentiates, and the
+        # arguments it differentiates: the floating ones)
+        self._grad = None
+
+    def __call__(self, leaves):
+        concrete = self._concrete()
+        run = _C.ConcreteBase._run
+        if not _C.tapes_active():
+            return run(concrete, leaves)
+        leaves = list(leaves)
+        _C.pause_tapes()
+        try:
+            result = run(concrete, leaves)
+        finally:
+            _C.resume_tapes()
+        from . import nest as _nest
+        flat = _nest.flatten(result)
+        at = [i for i, x in enumerate(flat) if isinstance(x, Tensor) and
+              _differentiable(x.dtype)]
+        if not at:
+            return result
+        grad, variables, wrt = self._gradient_trace(
+            [flat[i] for i in at])
+        inputs = leaves + [v._read() for v in variables]
+        if not _C.should_record(inputs):
+            return result
+        outs = [_C.fresh_tensor(flat[i]) for i in at]
+        for i, o in zip(at, outs):
+            flat[i] = o
+
+        def backward(dys):
+            from .ops.array_ops import zeros_like
+            dys = [zeros_like(o) if d is None else d
+                   for d, o in zip(dys, outs)]
+            got = iter(grad(leaves, dys))
+            in_grads = [None] * len(leaves)
+            for i in wrt:
+                in_grads[i] = next(got)
+            return in_grads + list(got)
+
+        _C.record_custom(inputs, outs, backward)
+        return _nest._pack(result, flat)
+
+    def _gradient_trace(self, outs):
+        if self._grad is not None:
+            return self._grad
+        function, concrete = self._function(), self._concrete()
+        if function is None:
+            raise RuntimeError(
+                f"tf.function {concrete.name!r}: the function this trace "
+                f"came from is gone; its gradient cannot be traced")
+        specs = concrete._leaf_specs
+        wrt = [i for i, s in enumerate(specs) if _differentiable(s.dtype)]
+        box = []
+
+        def gradient(leaves, dys):
+            from . import nest as _nest
+            from .backprop import GradientTape
+            leaves, dys = list(leaves), list(dys)
+            it = iter(leaves)
+            canonical = [_strong_objects(_map_leaves(lambda _: next(it), v))
+                         for v in self._args]
+            args, kwargs = function._binder.split(canonical)
+            with GradientTape() as tape:
+                for i in wrt:
+                    tape.watch(leaves[i])
+                result = function._call_python(args, kwargs,
+                                               function._callable())
+            # Packed as the trace packs its outputs (Python numbers
+            # become tensors), so that ys pair with the call's outputs.
+            structure, flat, _ = _prepare_outputs(result, concrete.name)
+            ys = [x for x in _nest.flatten(_pack_outputs(structure, flat))
+                  if isinstance(x, Tensor) and _differentiable(x.dtype)]
+            variables = list(tape.watched_variables())
+            box.append(variables)
+            return tape.gradient(
+                ys, [leaves[i] for i in wrt] + variables,
+                output_gradients=dys,
+                unconnected_gradients="zero")
+
+        sig = [list(specs),
+               [TensorSpec([None] * o.shape.rank, o.dtype) for o in outs]]
+        traced = Function(gradient, name=f"{concrete.name}_gradient",
+                          input_signature=sig, autograph=False)
+        traced.get_concrete_function()
+        self._grad = (traced, box[-1], wrt)
+        return self._grad
+
+
+def _differentiable(dtype):
+    return dtype.is_floating or dtype.is_complex
+
+
+class _WeakArg:
+    """An object argument, held weakly where it can be."""
+    __slots__ = ("_ref", "_obj")
+
+    def __init__(self, obj):
+        try:
+            self._ref, self._obj = weakref.ref(obj), None
+        except TypeError:
+            self._ref, self._obj = None, obj
+
+    def get(self):
+        obj = self._obj if self._ref is None else self._ref()
+        if obj is None:
+            raise ReferenceError("an object argument of this trace is "
+                                 "gone; its gradient cannot be traced")
+        return obj
+
+
+def _weak_objects(x):
+    """x (leaves already specs) with its objects as _WeakArgs."""
+    if x is None or isinstance(x, (bool, int, float, str, TensorSpec)):
+        return x
+    t = type(x)
+    if t is list or t is tuple:
+        return t(_weak_objects(v) for v in x)
+    if t is dict:
+        return {k: _weak_objects(v) for k, v in x.items()}
+    if _is_namedtuple(x):
+        return t(*[_weak_objects(v) for v in x])
+    return _WeakArg(x)
+
+
+def _strong_objects(x):
+    if isinstance(x, _WeakArg):
+        return x.get()
+    t = type(x)
+    if t is list or t is tuple:
+        return t(_strong_objects(v) for v in x)
+    if t is dict:
+        return {k: _strong_objects(v) for k, v in x.items()}
+    if _is_namedtuple(x):
+        return t(*[_strong_objects(v) for v in x])
+    return x
 
 
 def _normalize_signature(sig):

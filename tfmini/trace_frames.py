@@ -14,7 +14,7 @@ __all__ = ["init_scope"]
 
 class _TraceFrame:
     __slots__ = ("function", "graph", "allow_variables", "created",
-                 "on_replica")
+                 "on_replica", "custom_gradient")
 
     def __init__(self, function, graph, allow_variables):
         self.function = function
@@ -24,6 +24,9 @@ class _TraceFrame:
         # The trace asks for its replica at run time (a Generator drawn
         # under strategy.run): saved models get a trace made without.
         self.on_replica = False
+        # A @tf.custom_gradient ran in the trace: see function.py's
+        # Note [Custom gradients under a tape around the call].
+        self.custom_gradient = False
 
 
 _local = threading.local()

@@ -174,7 +174,19 @@ class Variable(_C.VariableBase):
         """Write value (same dtype and shape) into the variable. With
         read_value, returns TF's UnreadVariable: the same variable under
         another face, whose reads see the value at the time of reading."""
-        return self._write(value, _ASSIGN, read_value)
+        try:
+            return self._write(value, _ASSIGN, read_value)
+        except ValueError:
+            # The core checks the shapes (it knows no variable names); TF
+            # words this error in the variable's terms. Only on failure,
+            # so the assign path itself pays nothing.
+            got = _shape_of(value)
+            if got is None or self.shape.is_compatible_with(got):
+                raise
+            raise ValueError(
+                f"Cannot assign value to variable ' {self.name}': Shape "
+                f"mismatch.The variable shape {self.shape}, and the "
+                f"assigned value shape {got} are incompatible.") from None
 
     def assign_add(self, delta, use_locking=None, name=None,
                    read_value=True):
@@ -318,6 +330,16 @@ class Variable(_C.VariableBase):
     def __rmatmul__(self, other):
         from .ops import linalg_ops
         return linalg_ops.matmul(other, self)
+
+
+def _shape_of(value):
+    """value's shape as a TensorShape, or None where it has none (a
+    ragged list)."""
+    shape = getattr(value, "shape", None)
+    try:
+        return TensorShape(np.shape(value) if shape is None else shape)
+    except (TypeError, ValueError):
+        return None
 
 
 def _no_inplace(op, use):

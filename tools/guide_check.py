@@ -40,18 +40,65 @@ GUIDES = [
     ("random_numbers", DOCS, "site/en/guide/random_numbers.ipynb"),
     ("tf_numpy", DOCS, "site/en/guide/tf_numpy.ipynb"),
     ("checkpoint", DOCS, "site/en/guide/checkpoint.ipynb"),
+    ("tensor", DOCS, "site/en/guide/tensor.ipynb"),
+    ("variable", DOCS, "site/en/guide/variable.ipynb"),
+    ("autodiff", DOCS, "site/en/guide/autodiff.ipynb"),
+    ("advanced_autodiff", DOCS, "site/en/guide/advanced_autodiff.ipynb"),
+    ("basics", DOCS, "site/en/guide/basics.ipynb"),
+    ("intro_to_modules", DOCS, "site/en/guide/intro_to_modules.ipynb"),
     # The TF2 unicode tutorial lives in tensorflow/text now.
     ("unicode", TEXT, "docs/guide/unicode.ipynb"),
 ]
 TF_PYTHON = "/work/tfvenv/bin/python"
 CELL_TIMEOUT_S = 60
 
-# Cells left out: they need plotting, downloads, or time things (their
-# output is a timing by design).
-_SKIP_CELL = re.compile(r"\bplt\.|get_file\(|tfds\.|timeit\.|benchmark\(")
+# Cells left out: they need downloads, or time things (their output is
+# a timing by design).
+_SKIP_CELL = re.compile(r"get_file\(|tfds\.|timeit\.|benchmark\(")
+# A cell that plots also computes what the next cells use (the data, a
+# training loop): only its plotting statements are dropped.
+_PLOTS = re.compile(r"\bplt\.")
 # Lines dropped from a cell that is otherwise run: shell and magics, and
 # the plotting import (matplotlib is not needed by what remains).
 _DROP_LINE = re.compile(r"^\s*([!%]|import matplotlib)")
+
+
+def _is_plot(stmt):
+    """An expression or assignment whose value is a call of plt.*."""
+    value = getattr(stmt, "value", None)
+    if not isinstance(stmt, (ast.Expr, ast.Assign)) or \
+            not isinstance(value, ast.Call):
+        return False
+    f = value.func
+    while isinstance(f, (ast.Attribute, ast.Call)):
+        f = f.value if isinstance(f, ast.Attribute) else f.func
+    return isinstance(f, ast.Name) and f.id == "plt"
+
+
+class _DropPlots(ast.NodeTransformer):
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if not isinstance(body, list) or not body or \
+                    not isinstance(body[0], ast.stmt):
+                continue
+            kept = [s for s in body if not _is_plot(s)]
+            # A def or loop whose body was all plotting still has to parse.
+            if not kept and field == "body" and \
+                    not isinstance(node, ast.Module):
+                kept = [ast.Pass()]
+            setattr(node, field, kept)
+        return node
+
+
+def drop_plots(src):
+    """The cell without its plotting statements (comments go too)."""
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return src
+    return ast.unparse(_DropPlots().visit(tree))
 
 
 def cells_of(notebook):
@@ -65,6 +112,8 @@ def cells_of(notebook):
             continue
         src = "\n".join(l for l in src.splitlines()
                         if not _DROP_LINE.match(l))
+        if _PLOTS.search(src):
+            src = drop_plots(src)
         if src.strip() and not all(
                 l.strip().startswith("#") or not l.strip()
                 for l in src.splitlines()):
@@ -78,6 +127,11 @@ def for_tfmini(src):
                  r"\1import tfmini.experimental.numpy as \2", src, flags=re.M)
     src = re.sub(r"^(\s*)import tensorflow as (\w+)",
                  r"\1import tfmini as \2", src, flags=re.M)
+    # Keras 3 is its own package; tfmini carries the tf.keras it stands for.
+    src = re.sub(r"^(\s*)import keras[ \t]*$",
+                 r"\1import tfmini.keras as keras", src, flags=re.M)
+    src = re.sub(r"^(\s*)from keras((?:\.\w+)*) import",
+                 r"\1from tfmini.keras\2 import", src, flags=re.M)
     return src
 
 

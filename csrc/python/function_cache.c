@@ -2,6 +2,8 @@
  * (Note [The call path] in function_shared.h). */
 #include "function_shared.h"
 
+#include "../runtime/tape.h"
+
 int tfm_py_run_eagerly;
 
 typedef struct {
@@ -182,7 +184,8 @@ function_call(PyTfmFunction *self, PyObject *args, PyObject *kw)
     }
     tfm_concrete *cf = tfm_fcache_get(self->cache, w.p, w.n,
                                       tfm_fcache_hash(w.p, w.n));
-    if (!cf) {
+    if (!cf || (tfm_tape_active_count > 0 &&
+                tfm_py_concrete_taped_in_python(cf))) {
         tfm_py_walk_free(&w);
         return call_slow((PyObject *)self, args, kw);
     }

@@ -15,6 +15,9 @@ enum { OUT_NONE, OUT_SINGLE, OUT_TUPLE, OUT_LIST, OUT_GENERIC };
 typedef struct {
     int kind;
     PyObject *structure;     /* OUT_GENERIC: for tfm_py_pack_fn */
+    /* Under a tape the call goes to Python's _run (function.py's Note
+     * [Custom gradients under a tape around the call]). */
+    int taped_in_python;
 } out_info;
 
 static void
@@ -109,6 +112,7 @@ concrete_build(PyTfmConcrete *self, PyObject *args)
         return PyErr_NoMemory();
     info->kind = kind;
     info->structure = structure;
+    info->taped_in_python = 0;
     Py_INCREF(structure);
     tfm_concrete *cf = tfm_concrete_new(g);
     if (!cf) {
@@ -323,6 +327,7 @@ tfm_py_concrete_adopt(PyObject *o, tfm_concrete *cf, int kind,
     }
     info->kind = kind;
     info->structure = structure;
+    info->taped_in_python = 0;
     Py_INCREF(structure);
     cf->user = info;
     cf->user_free = out_info_free;
@@ -331,7 +336,28 @@ tfm_py_concrete_adopt(PyObject *o, tfm_concrete *cf, int kind,
     return 0;
 }
 
+int
+tfm_py_concrete_taped_in_python(const tfm_concrete *cf)
+{
+    const out_info *info = cf->user;
+    return info && info->taped_in_python;
+}
+
+static PyObject *
+concrete_set_taped_in_python(PyTfmConcrete *self, PyObject *unused)
+{
+    (void)unused;
+    if (!self->cf || !self->cf->user) {
+        PyErr_SetString(PyExc_RuntimeError, "concrete function not built");
+        return NULL;
+    }
+    ((out_info *)self->cf->user)->taped_in_python = 1;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef concrete_methods[] = {
+    {"_set_taped_in_python", (PyCFunction)concrete_set_taped_in_python,
+     METH_NOARGS, "calls under a tape go to the Python method _run"},
     {"_build", (PyCFunction)concrete_build, METH_VARARGS,
      "_build(graph, outputs, kind, structure): seal and compile"},
     {"_run", (PyCFunction)concrete_run, METH_O,

@@ -92,6 +92,9 @@ extern PyType_Spec tfm_py_concrete_spec;
 extern PyObject *tfm_py_pack_fn;     /* tfmini.function._pack_outputs */
 PyObject *tfm_py_run_concrete(tfm_concrete *cf, tfm_tensor *const *leaves,
                               int n);
+/* Whether calls of cf under a tape go through Python (the fast path
+ * leaves them to _call_slow). */
+int tfm_py_concrete_taped_in_python(const tfm_concrete *cf);
 
 /* ---- _C.FunctionBase (function_cache.c) ---- */
 

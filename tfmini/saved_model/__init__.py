@@ -2,6 +2,7 @@
 C core's checksummed format, and load them back, with no Python source
 and no pickle (see csrc/graph/saved_model.h for the file)."""
 from .load import load
+from .options import LoadOptions, SaveOptions
 from .save import save
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "SaveOptions", "LoadOptions"]

@@ -429,6 +429,9 @@ def _build_plain(var_rows, fn_rows, handle):
 
 def load(export_dir, tags=None, options=None):
     """Load what tf.saved_model.save wrote under export_dir."""
+    from .options import LoadOptions
+    from .save import _check_options
+    _check_options(options, LoadOptions, "load")
     export_dir = os.fspath(export_dir)
     if not os.path.isfile(os.path.join(export_dir, "saved_model.tfm")):
         raise OSError(f"SavedModel file does not exist at: "

@@ -23,14 +23,17 @@ function and one per signature; a signature of a concrete function
 already saved shares its graph). Structures are _structure.encode's."""
 import importlib
 import json
+import logging
 import os
 
 from .. import _C, errors
 from ..function import ConcreteFunction, Function, TensorSpec
+from ..function import _CustomGradientRun
 from ..module import Module
 from ..variables import Variable
 from ..function_structures import _Components
 from . import _structure
+from .options import SaveOptions
 
 # The module (tfmini.function, the package's attribute, is tf.function).
 _function = importlib.import_module("..function", __package__)
@@ -88,6 +91,15 @@ class _Saver:
         entry = {"name": name, "params": _params(binder), "concretes": []}
         if not isinstance(fn, ConcreteFunction):
             concretes = [fn._saveable_trace(c) for c in concretes]
+        if any(isinstance(c.__dict__.get("_run"), _CustomGradientRun)
+               for c in concretes):
+            # TF saves custom gradients by default; tfmini's file holds
+            # the forward graph only (options.py), so say so.
+            logging.getLogger("tfmini").warning(
+                "tf.saved_model.save: tf.function '%s' uses "
+                "@tf.custom_gradient; the saved file keeps only its forward "
+                "graph, so gradients through the loaded function are the "
+                "plain ones", name)
         for c in concretes:
             what = f"tf.function '{name}'"
             entry["concretes"].append({
@@ -293,9 +305,17 @@ def _signature(saver, key, fn):
                         zip(out_names, specs)]}
 
 
+def _check_options(options, kind, fn):
+    if options is not None and not isinstance(options, kind):
+        raise TypeError(f"tf.saved_model.{fn}: options must be a "
+                        f"tf.saved_model.{kind.__name__}, got "
+                        f"{type(options).__name__}")
+
+
 def save(obj, export_dir, signatures=None, options=None):
     """Save obj's tf.functions (those traced or with an input_signature)
     and the variables reachable from it under export_dir."""
+    _check_options(options, SaveOptions, "save")
     export_dir = os.fspath(export_dir)
     saver = _Saver()
     Layer, _ = _keras_types()
