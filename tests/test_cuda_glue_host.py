@@ -1,18 +1,25 @@
-"""kernels_rnn.c's cuBLAS call, checked on the host (issue 21): the
-LSTM sequence ops' GEMMs (h @ R, dz @ R^T, hs^T @ dzs) go through one
-row-major wrapper over cuBLAS's column-major GEMM, whose operand order
-and leading dimensions no GPU has run yet. This builds kernels_rnn.c
-into a host program whose cublasSgemm/cublasDgemm are the documented
-column-major reference (checking the leading dimensions as cuBLAS
-does), links it with every other symbol left unresolved (only the
-wrapper runs), and compares the wrapper's products with row-major
-products for every transpose pair and odd sizes."""
+"""kernels_rnn.c's GPU glue, checked on the host (issue 21): the LSTM
+sequence ops' GEMMs (h @ R, dz @ R^T, hs^T @ dzs) go through one
+row-major wrapper over cuBLAS's column-major GEMM, and their time loops
+index the [T, B, *] stacks, neither run on a GPU yet. These tests build
+kernels_rnn.c into host programs whose cublasSgemm/cublasDgemm are the
+documented column-major reference (leading dimensions checked as cuBLAS
+does), whose CUDA copies are memcpy/memset and whose cell kernels are
+the CPU row functions (rnn.cu's kernels run the same macro text), link
+them with every other symbol left unresolved (never called), and check
+the wrapper against row-major products and the whole forward and
+backward against the CPU kernels."""
 import os
 import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+
+import tfmini as tf
+from tfmini import _C
+from tfmini._opids import ID
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -87,6 +94,156 @@ int main(void)
 """
 
 
+SEQ_HARNESS = r"""
+/* kernels_rnn.c's sequence loops on the host: CUDA's copies and cuBLAS
+ * replaced by host versions (cuBLAS's documented column-major GEMM), the
+ * cell kernels by the CPU row functions their bodies are the text of. */
+#include "kernels/cuda/kernels_rnn.c"
+#include "kernels/cpu/rnn_math.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+const tfm_op_def tfm_ops[TFM_OP_COUNT];
+const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {[TFM_FLOAT64] = 8};
+
+int64_t
+tfm_shape_numel(const tfm_shape *s)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s->ndim; d++)
+        n *= s->dims[d];
+    return n;
+}
+
+cublasStatus_t
+cublasDgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+               int m, int n, int k, const double *alpha, const double *A,
+               int lda, const double *B, int ldb, const double *beta,
+               double *C, int ldc)
+{
+    (void)h; (void)beta;
+    if (lda < (ta == CUBLAS_OP_N ? m : k) ||
+        ldb < (tb == CUBLAS_OP_N ? k : n) || ldc < m)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int l = 0; l < k; l++)
+                s += (ta == CUBLAS_OP_N ? A[i + l * lda] : A[l + i * lda]) *
+                     (tb == CUBLAS_OP_N ? B[l + j * ldb] : B[j + l * ldb]);
+            C[i + j * ldc] = *alpha * s;
+        }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m)
+{ (void)h; (void)m; return CUBLAS_STATUS_SUCCESS; }
+int tfm_cuda_tf32(void) { return 0; }
+static tfm_gpu fake;
+tfm_gpu *tfm_cu_gpu(const tfm_kctx *c) { (void)c; return &fake; }
+cublasHandle_t tfm_gpu_blas(tfm_gpu *g) { (void)g; return (cublasHandle_t)&fake; }
+tfm_code tfm_gpu_check(cudaError_t e, const char *w) { (void)w; return e ? TFM_ERR_INTERNAL : TFM_OK; }
+tfm_code tfm_cu_launched(tfm_op op, int rc) { (void)op; return rc ? TFM_ERR_INTERNAL : TFM_OK; }
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st)
+{ (void)k; (void)st; memcpy(d, s, n); return cudaSuccess; }
+cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
+{ (void)st; memset(d, v, n); return cudaSuccess; }
+
+int
+tfm_cu_lstm_seq_step(int is64, const void *x, void *z, const void *cp,
+                     void *h, void *c, int64_t batch, int64_t u, void *s)
+{
+    (void)is64; (void)s;
+    for (int64_t b = 0; b < batch; b++)
+        tfm_lstm_row_double((double *)z + b * 4 * u,
+                            (const double *)x + b * 4 * u,
+                            (const double *)cp + b * u, (double *)h + b * u,
+                            (double *)c + b * u, (double *)z + b * 4 * u, u);
+    return 0;
+}
+
+int
+tfm_cu_lstm_seq_grad_step(int is64, const void *dh, const void *dh2,
+                          void *dc, const void *g, const void *cp,
+                          const void *c, void *dz, int64_t batch, int64_t u,
+                          void *s)
+{
+    (void)is64; (void)s;
+    for (int64_t b = 0; b < batch; b++)
+        tfm_lstm_grad_row_double(
+            (const double *)dh + b * u,
+            dh2 ? (const double *)dh2 + b * u : NULL,
+            (const double *)dc + b * u, (const double *)g + b * 4 * u,
+            (const double *)cp + b * u, (const double *)c + b * u,
+            (double *)dz + b * 4 * u, (double *)dc + b * u, u);
+    return 0;
+}
+
+static tfm_tensor *
+mk(int nd, int64_t d0, int64_t d1, int64_t d2)
+{
+    tfm_tensor *t = calloc(1, sizeof *t);
+    tfm_buffer *b = calloc(1, sizeof *b);
+    t->dtype = TFM_FLOAT64;
+    t->shape.ndim = nd;
+    int64_t d[3] = {d0, d1, d2};
+    for (int k = 0; k < nd; k++)
+        t->shape.dims[k] = d[k];
+    b->data = calloc((size_t)tfm_shape_numel(&t->shape) + 1, 8);
+    t->buf = b;
+    return t;
+}
+
+static void
+rd(FILE *f, tfm_tensor *t)
+{
+    size_t n = (size_t)tfm_shape_numel(&t->shape);
+    if (fread(tfm_tensor_data(t), 8, n, f) != n)
+        exit(4);
+}
+
+static void
+wr(FILE *f, tfm_tensor *t)
+{
+    fwrite(tfm_tensor_data(t), 8, (size_t)tfm_shape_numel(&t->shape), f);
+}
+
+/* argv: T B U with_dout in out */
+int main(int argc, char **argv)
+{
+    if (argc != 7)
+        return 2;
+    int64_t T = atoll(argv[1]), B = atoll(argv[2]), U = atoll(argv[3]);
+    int dout = atoi(argv[4]);
+    FILE *in = fopen(argv[5], "rb"), *out = fopen(argv[6], "wb");
+    tfm_tensor *xs = mk(3, T, B, 4 * U), *h0 = mk(2, B, U, 0),
+               *c0 = mk(2, B, U, 0), *r = mk(2, U, 4 * U, 0),
+               *dh = mk(2, B, U, 0), *dc = mk(2, B, U, 0),
+               *dout_t = mk(3, T, B, U);
+    rd(in, xs); rd(in, h0); rd(in, c0); rd(in, r); rd(in, dh); rd(in, dc);
+    if (dout)
+        rd(in, dout_t);
+    tfm_tensor *fo[5] = {mk(3, T, B, U), mk(3, T, B, U), mk(3, T, B, 4 * U),
+                         mk(2, B, U, 0), mk(2, B, U, 0)};
+    tfm_tensor *fi[4] = {xs, h0, c0, r};
+    if (k_lstm_sequence(TFM_OP_LSTM_SEQUENCE, fi, 4, NULL, fo, 5, NULL))
+        return 5;
+    tfm_tensor *gi[8] = {dh, dc, fo[0], fo[1], fo[2], fo[4], r, dout_t};
+    tfm_tensor *go[4] = {mk(3, T, B, 4 * U), mk(2, B, U, 0), mk(2, B, U, 0),
+                         mk(2, U, 4 * U, 0)};
+    if (k_lstm_sequence_grad(TFM_OP_LSTM_SEQUENCE_GRAD, gi, dout ? 8 : 7,
+                             NULL, go, 4, NULL))
+        return 6;
+    for (int k = 0; k < 5; k++)
+        wr(out, fo[k]);
+    for (int k = 0; k < 4; k++)
+        wr(out, go[k]);
+    fclose(out);
+    return 0;
+}
+"""
+
+
 def _cuda_include():
     for d in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
         if d and os.path.exists(os.path.join(d, "include", "cublas_v2.h")):
@@ -94,22 +251,63 @@ def _cuda_include():
     return None
 
 
-def test_row_major_gemm_wrapper_is_cublas_column_major(tmp_path):
+def _build(tmp_path, source):
     inc = _cuda_include()
     if not inc or not shutil.which("gcc") or not sys.platform.startswith(
             "linux"):
         pytest.skip("needs the CUDA toolkit's headers and gcc/GNU ld")
-    (tmp_path / "h.c").write_text(HARNESS)
+    (tmp_path / "h.c").write_text(source)
     # No PIE: the unresolved symbols (never called) must not need
     # dynamic relocations.
     r = subprocess.run(["gcc", "-std=c11", "-D_GNU_SOURCE", "-no-pie",
                         "-fno-pic", "-I", os.path.join(ROOT, "csrc"), "-I",
                         inc, str(tmp_path / "h.c"), "-o",
-                        str(tmp_path / "h"),
+                        str(tmp_path / "h"), "-lm",
                         "-Wl,--unresolved-symbols=ignore-all"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    run = subprocess.run([str(tmp_path / "h")], capture_output=True,
+    return str(tmp_path / "h")
+
+
+def test_row_major_gemm_wrapper_is_cublas_column_major(tmp_path):
+    run = subprocess.run([_build(tmp_path, HARNESS)], capture_output=True,
                          text=True)
     assert run.returncode == 0 and run.stdout.strip() == "bad 0", (
         run.returncode, run.stdout, run.stderr)
+
+
+@pytest.fixture(scope="module")
+def seq_harness(tmp_path_factory):
+    return _build(tmp_path_factory.mktemp("lstm_seq"), SEQ_HARNESS)
+
+
+@pytest.mark.parametrize("steps,batch,units", [(1, 1, 1), (5, 3, 7),
+                                               (12, 4, 9), (0, 2, 3),
+                                               (4, 0, 3), (3, 5, 0)],
+                         ids=str)
+@pytest.mark.parametrize("with_dout", [False, True])
+def test_sequence_loops_match_the_cpu_kernels(seq_harness, tmp_path, steps,
+                                              batch, units, with_dout):
+    rng = np.random.default_rng(steps * 100 + batch * 10 + units)
+    xs = rng.standard_normal((steps, batch, 4 * units)) * 2
+    h0, c0, dh, dc = (rng.standard_normal((batch, units)) for _ in range(4))
+    r = rng.standard_normal((units, 4 * units)) * 0.5
+    dout = rng.standard_normal((steps, batch, units))
+    ins = [xs, h0, c0, r, dh, dc] + ([dout] if with_dout else [])
+    (tmp_path / "in.bin").write_bytes(b"".join(a.tobytes() for a in ins))
+    run = subprocess.run([seq_harness, str(steps), str(batch), str(units),
+                          str(int(with_dout)), str(tmp_path / "in.bin"),
+                          str(tmp_path / "out.bin")])
+    assert run.returncode == 0, run.returncode
+    got = np.fromfile(tmp_path / "out.bin", np.float64)
+    with tf.device("/CPU:0"):
+        fwd = _C.call(ID["_LSTMSequence"],
+                      tuple(tf.constant(a) for a in (xs, h0, c0, r)))
+        gin = [tf.constant(dh), tf.constant(dc), fwd[0], fwd[1], fwd[2],
+               fwd[4], tf.constant(r)] + (
+                   [tf.constant(dout)] if with_dout else [])
+        grad = _C.call(ID["_LSTMSequenceGrad"], tuple(gin))
+    want = np.concatenate([t.numpy().ravel()
+                           for t in list(fwd) + list(grad)])
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
