@@ -1,4 +1,5 @@
-"""kernels_rnn.c's GPU glue, checked on the host (issue 21): the LSTM
+"""kernels_rnn.c's and kernels_scatter.c's GPU glue, checked on the host
+(issue 21). kernels_rnn.c: the LSTM
 sequence ops' GEMMs (h @ R, dz @ R^T, hs^T @ dzs) go through one
 row-major wrapper over cuBLAS's column-major GEMM, and their time loops
 index the [T, B, *] stacks, neither run on a GPU yet. These tests build
@@ -8,7 +9,11 @@ does), whose CUDA copies are memcpy/memset and whose cell kernels are
 the CPU row functions (rnn.cu's kernels run the same macro text), link
 them with every other symbol left unresolved (never called), and check
 the wrapper against row-major products and the whole forward and
-backward against the CPU kernels."""
+backward against the CPU kernels. kernels_scatter.c: the index plan
+(depth, dims, slice strides, rows, slice length), the check before any
+write, the copy unless in place, built the same way with serial
+launchers (launch_ops.h's contract) and compared with the CPU kernels;
+a bad index must reach the CPU kernel on host copies (exit code 10)."""
 import os
 import shutil
 import subprocess
@@ -244,6 +249,145 @@ int main(int argc, char **argv)
 """
 
 
+SCATTER_HARNESS = r"""
+/* kernels_scatter.c's glue on the host: CUDA's copies are memcpy/memset,
+ * the launchers serial loops with launch_ops.h's contract (index order,
+ * so repeated rows: adds sum, the last update wins), and the CPU kernel
+ * on host copies an exit code (its error is the CPU's own). */
+#include "kernels/cuda/kernels_scatter.c"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const tfm_op_def tfm_ops[TFM_OP_COUNT];
+const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {[TFM_FLOAT64] = 8,
+                                                 [TFM_INT64] = 8};
+
+int64_t
+tfm_shape_numel(const tfm_shape *s)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s->ndim; d++)
+        n *= s->dims[d];
+    return n;
+}
+
+static tfm_gpu fake;
+tfm_gpu *tfm_cu_gpu(const tfm_kctx *c) { (void)c; return &fake; }
+tfm_code tfm_gpu_check(cudaError_t e, const char *w) { (void)w; return e ? TFM_ERR_INTERNAL : TFM_OK; }
+tfm_code tfm_cu_launched(tfm_op op, int rc) { (void)op; return rc ? TFM_ERR_INTERNAL : TFM_OK; }
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st)
+{ (void)k; (void)st; memcpy(d, s, n); return cudaSuccess; }
+cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
+{ (void)st; memset(d, v, n); return cudaSuccess; }
+tfm_code tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+                        tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{ (void)op; (void)in; (void)nin; (void)a; (void)out; (void)nout; (void)ctx; exit(10); }
+
+static int64_t
+off(const int64_t *idx, int64_t k, const tfm_cu_nd *p)
+{
+    int64_t o = 0;
+    for (int j = 0; j < p->depth; j++) {
+        int64_t v = idx[k * p->depth + j];
+        if (v < 0 || v >= p->dims[j])
+            return -1;
+        o += v * p->st[j];
+    }
+    return o;
+}
+
+int tfm_cu_scatter_check(int idx64, const void *idx, int64_t rows,
+                         const tfm_cu_nd *p, int *flag, void *s)
+{
+    (void)s;
+    if (!idx64)
+        return -1;
+    for (int64_t k = 0; k < rows; k++)
+        if (off(idx, k, p) < 0)
+            *flag = 1;
+    return 0;
+}
+
+int tfm_cu_scatter_add(int kind, int idx64, const void *idx, const void *u,
+                       void *o, int64_t rows, int64_t len,
+                       const tfm_cu_nd *p, void *s)
+{
+    (void)s;
+    if (kind != TFM_CU_F64 || !idx64)
+        return -1;
+    for (int64_t i = 0; i < rows * len; i++)
+        ((double *)o)[off(idx, i / len, p) * len + i % len] +=
+            ((const double *)u)[i];
+    return 0;
+}
+
+int tfm_cu_scatter_update(int es, int idx64, const void *idx, const void *u,
+                          void *o, int64_t rows, int64_t len,
+                          const tfm_cu_nd *p, long long *win,
+                          int64_t nslices, void *s)
+{
+    (void)s; (void)win; (void)nslices;
+    if (es != 8 || !idx64)
+        return -1;
+    for (int64_t i = 0; i < rows * len; i++)
+        ((double *)o)[off(idx, i / len, p) * len + i % len] =
+            ((const double *)u)[i];
+    return 0;
+}
+
+static tfm_tensor *
+mk(tfm_dtype dt, int nd, const int64_t *d)
+{
+    tfm_tensor *t = calloc(1, sizeof *t);
+    tfm_buffer *b = calloc(1, sizeof *b);
+    t->dtype = dt;
+    t->shape.ndim = nd;
+    for (int k = 0; k < nd; k++)
+        t->shape.dims[k] = d[k];
+    b->data = calloc((size_t)tfm_shape_numel(&t->shape) + 1, 8);
+    t->buf = b;
+    return t;
+}
+
+static void *scr_alloc(const tfm_kctx *c, size_t n) { (void)c; return malloc(n + 8); }
+static void scr_free(const tfm_kctx *c, void *p, size_t n) { (void)c; (void)n; free(p); }
+static tfm_code to_host(const tfm_device *d, void *dst, const void *src, size_t n)
+{ (void)d; memcpy(dst, src, n); return TFM_OK; }
+
+/* argv: op(0 add, 1 update) in_place tndim d... indim d... undim d... in out */
+int main(int argc, char **argv)
+{
+    int a = 1, op = atoi(argv[a++]), inplace = atoi(argv[a++]);
+    int64_t d[3][8];
+    int nd[3];
+    for (int t = 0; t < 3; t++) {
+        nd[t] = atoi(argv[a++]);
+        for (int k = 0; k < nd[t]; k++)
+            d[t][k] = atoll(argv[a++]);
+    }
+    FILE *in = fopen(argv[a], "rb"), *out = fopen(argv[a + 1], "wb");
+    tfm_tensor *ts[3] = {mk(TFM_FLOAT64, nd[0], d[0]), mk(TFM_INT64, nd[1], d[1]),
+                         mk(TFM_FLOAT64, nd[2], d[2])};
+    for (int t = 0; t < 3; t++) {
+        size_t n = (size_t)tfm_shape_numel(&ts[t]->shape);
+        if (fread(tfm_tensor_data(ts[t]), 8, n, in) != n)
+            return 4;
+    }
+    tfm_tensor *o = inplace ? ts[0] : mk(TFM_FLOAT64, nd[0], d[0]);
+    tfm_device dev = {.copy_to_host = to_host};
+    tfm_kctx ctx = {.device = &dev, .scratch_alloc = scr_alloc,
+                    .scratch_free = scr_free};
+    if (k_scatter(op ? TFM_OP_TENSOR_SCATTER_UPDATE : TFM_OP_TENSOR_SCATTER_ADD,
+                  ts, 3, NULL, &o, 1, &ctx))
+        return 5;
+    fwrite(tfm_tensor_data(o), 8, (size_t)tfm_shape_numel(&o->shape), out);
+    fclose(out);
+    return 0;
+}
+"""
+
+
 def _cuda_include():
     for d in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
         if d and os.path.exists(os.path.join(d, "include", "cublas_v2.h")):
@@ -311,3 +455,49 @@ def test_sequence_loops_match_the_cpu_kernels(seq_harness, tmp_path, steps,
                            for t in list(fwd) + list(grad)])
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+SCATTER_CASES = [
+    ((8,), [[1], [3], [1], [7], [1]]), ((5, 3), [[0], [4], [0]]),
+    ((4, 3, 2), [[1, 2], [3, 0], [1, 2], [0, 0]]),
+    ((6, 4), [[[2], [5]], [[2], [2]]]), ((3, 4), np.zeros((0, 1), np.int64)),
+    ((2, 0), [[1], [1]]),
+    ((30, 7), np.random.default_rng(3).integers(0, 30, (100, 1))),
+    ((2, 3, 4), [[1, 2, 3], [1, 2, 3], [0, 0, 0]]),
+    ((3, 2), np.zeros((4, 0), np.int64)),
+    ((5,), [[1], [5]]), ((4, 2), [[-1], [0]]),     # bad indices
+]
+
+
+@pytest.fixture(scope="module")
+def scatter_harness(tmp_path_factory):
+    return _build(tmp_path_factory.mktemp("scatter"), SCATTER_HARNESS)
+
+
+@pytest.mark.parametrize("case", range(len(SCATTER_CASES)))
+@pytest.mark.parametrize("in_place", [0, 1])
+@pytest.mark.parametrize("op", ["TensorScatterAdd", "TensorScatterUpdate"])
+def test_scatter_glue_matches_the_cpu_kernel(scatter_harness, tmp_path, op,
+                                             in_place, case):
+    shape, idx = SCATTER_CASES[case]
+    idx = np.asarray(idx, np.int64)
+    rng = np.random.default_rng(1)
+    t = rng.standard_normal(shape)
+    u = rng.standard_normal(idx.shape[:-1] + tuple(shape[idx.shape[-1]:]))
+    args = [str(int(op == "TensorScatterUpdate")), str(in_place)]
+    for a in (t, idx, u):
+        args += [str(a.ndim)] + [str(v) for v in a.shape]
+    (tmp_path / "in.bin").write_bytes(t.tobytes() + idx.tobytes() +
+                                      u.tobytes())
+    run = subprocess.run([scatter_harness] + args + [
+        str(tmp_path / "in.bin"), str(tmp_path / "out.bin")])
+    try:
+        with tf.device("/CPU:0"):
+            want = _C.call(ID[op], (tf.constant(t), tf.constant(idx),
+                                    tf.constant(u))).numpy()
+    except tf.errors.InvalidArgumentError:
+        assert run.returncode == 10, run.returncode   # the CPU's error
+        return
+    assert run.returncode == 0, run.returncode
+    got = np.fromfile(tmp_path / "out.bin", np.float64).reshape(shape)
+    np.testing.assert_array_equal(got, want)
