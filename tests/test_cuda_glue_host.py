@@ -13,7 +13,11 @@ backward against the CPU kernels. kernels_scatter.c: the index plan
 (depth, dims, slice strides, rows, slice length), the check before any
 write, the copy unless in place, built the same way with serial
 launchers (launch_ops.h's contract) and compared with the CPU kernels;
-a bad index must reach the CPU kernel on host copies (exit code 10)."""
+a bad index must reach the CPU kernel on host copies (exit code 10).
+kernels_random.c: parameters, stream (attrs, a traced instance's run
+count, a state input) and the float16 fallback, with random.cu's
+per-thread bodies run serially as its launcher and cpu/random.c linked
+in, equal to the CPU kernels call by call."""
 import os
 import shutil
 import subprocess
@@ -388,6 +392,117 @@ int main(int argc, char **argv)
 """
 
 
+RANDOM_BODIES = r"""
+// kernels_random.c's glue on the host: its tfm_cu_random is random.cu's
+// per-thread bodies run serially on host memory; stream and run counts
+// from cpu/random.c (linked in), as on a GPU.
+#define tfm_cu_random tfm_cu_random_on_device
+#include "kernels/cuda/random.cu"
+#undef tfm_cu_random
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" int
+tfm_cu_random(int dist, int kind, uint64_t key, uint64_t ctr_lo,
+              uint64_t ctr_hi, double p0, double p1, uint64_t ilo,
+              uint64_t isp, void *o, int64_t n, void *stream)
+{
+    (void)stream;
+    stream_at s;
+    s.key = key;
+    s.ctr.lo = ctr_lo;
+    s.ctr.hi = ctr_hi;
+    int64_t per = kind == TFM_CU_F32 || kind == TFM_CU_I32 ? 4 : 2;
+    float f0 = (float)p0, f1 = (float)p1;
+    for (int64_t b = 0; b < (n + per - 1) / per; b++) {
+        switch (dist * 4 + kind) {
+        case TFM_CU_UNIFORM * 4 + TFM_CU_F32: uniform_f32(s, b, f0, f1, (float *)o, n); break;
+        case TFM_CU_UNIFORM * 4 + TFM_CU_F64: uniform_f64(s, b, p0, p1, (double *)o, n); break;
+        case TFM_CU_NORMAL * 4 + TFM_CU_F32: normal_f32(s, b, f0, f1, (float *)o, n); break;
+        case TFM_CU_NORMAL * 4 + TFM_CU_F64: normal_f64(s, b, p0, p1, (double *)o, n); break;
+        case TFM_CU_TRUNCATED * 4 + TFM_CU_F32: truncated_f32(s, b, f0, f1, (float *)o, n); break;
+        case TFM_CU_TRUNCATED * 4 + TFM_CU_F64: truncated_f64(s, b, p0, p1, (double *)o, n); break;
+        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_I32: uniform_i32(s, b, (uint32_t)ilo, (uint32_t)isp, (int32_t *)o, n); break;
+        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_I64: uniform_i64(s, b, ilo, isp, (int64_t *)o, n); break;
+        default: return -1;
+        }
+    }
+    return 0;
+}
+"""
+
+RANDOM_GLUE = r"""
+#include "kernels/cuda/kernels_random.c"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const tfm_op_def tfm_ops[TFM_OP_COUNT];
+const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {
+    [TFM_FLOAT32] = 4, [TFM_FLOAT64] = 8, [TFM_INT32] = 4, [TFM_INT64] = 8,
+    [TFM_FLOAT16] = 2};
+
+int64_t
+tfm_shape_numel(const tfm_shape *s)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s->ndim; d++)
+        n *= s->dims[d];
+    return n;
+}
+
+static tfm_gpu fake;
+tfm_gpu *tfm_cu_gpu(const tfm_kctx *c) { (void)c; return &fake; }
+tfm_code tfm_cu_launched(tfm_op op, int rc) { (void)op; return rc ? TFM_ERR_INTERNAL : TFM_OK; }
+tfm_code tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+                        tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{ (void)op; (void)in; (void)nin; (void)a; (void)out; (void)nout; (void)ctx; exit(10); }
+static tfm_code to_host(const tfm_device *d, void *dst, const void *src, size_t n)
+{ (void)d; memcpy(dst, src, n); return TFM_OK; }
+
+/* argv: op dtype n key hi lo instance f0 f1 i4 i5 calls state(0/1) out;
+ * with state, the stream comes from an input [lo, hi, key] instead. */
+int main(int argc, char **argv)
+{
+    if (argc != 15)
+        return 2;
+    tfm_op op = (tfm_op)atoi(argv[1]);
+    tfm_dtype dt = (tfm_dtype)atoi(argv[2]);
+    int64_t n = atoll(argv[3]);
+    tfm_attrs a;
+    memset(&a, 0, sizeof a);
+    for (int k = 0; k < 4; k++)
+        a.i[k] = strtoll(argv[4 + k], 0, 0);
+    a.f[0] = strtod(argv[8], 0);
+    a.f[1] = strtod(argv[9], 0);
+    a.i[4] = strtoll(argv[10], 0, 0);
+    a.i[5] = strtoll(argv[11], 0, 0);
+    int calls = atoi(argv[12]), with_state = atoi(argv[13]);
+    FILE *out = fopen(argv[14], "wb");
+    tfm_buffer b = {.refcount = 1, .data = calloc((size_t)n + 1, 8)};
+    tfm_tensor t = {.dtype = dt, .buf = &b};
+    t.shape.ndim = 1;
+    t.shape.dims[0] = n;
+    int64_t st[3] = {a.i[2], a.i[1], a.i[0]};
+    tfm_buffer sb = {.refcount = 1, .data = st};
+    tfm_tensor s = {.dtype = TFM_INT64, .buf = &sb};
+    s.shape.ndim = 1;
+    s.shape.dims[0] = 3;
+    tfm_tensor *in[1] = {&s}, *o[1] = {&t};
+    tfm_device dev = {.copy_to_host = to_host};
+    tfm_kctx ctx = {.device = &dev};
+    for (int c = 0; c < calls; c++) {
+        if (k_random(op, in, with_state, &a, o, 1, &ctx))
+            return 5;
+        fwrite(b.data, tfm_dtype_size(dt), (size_t)n, out);
+    }
+    fclose(out);
+    return 0;
+}
+"""
+
+
 def _cuda_include():
     for d in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
         if d and os.path.exists(os.path.join(d, "include", "cublas_v2.h")):
@@ -501,3 +616,92 @@ def test_scatter_glue_matches_the_cpu_kernel(scatter_harness, tmp_path, op,
     assert run.returncode == 0, run.returncode
     got = np.fromfile(tmp_path / "out.bin", np.float64).reshape(shape)
     np.testing.assert_array_equal(got, want)
+
+
+def _nvcc():
+    for d in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if d and os.path.exists(os.path.join(d, "bin", "nvcc")):
+            return os.path.join(d, "bin", "nvcc")
+    return shutil.which("nvcc")
+
+
+@pytest.fixture(scope="module")
+def random_harness(tmp_path_factory):
+    inc, nvcc = _cuda_include(), _nvcc()
+    if not inc or not nvcc or not shutil.which("gcc") or \
+            not sys.platform.startswith("linux"):
+        pytest.skip("needs the CUDA toolkit (nvcc, cudart) and gcc/GNU ld")
+    d = tmp_path_factory.mktemp("random_glue")
+    (d / "h.cu").write_text(RANDOM_BODIES)
+    (d / "m.c").write_text(RANDOM_GLUE)
+    src = os.path.join(ROOT, "csrc")
+    lib = os.path.join(os.path.dirname(inc), "lib64")
+    steps = [
+        [nvcc, "-O2", "-std=c++17", "-gencode", "arch=compute_80,code=sm_80",
+         "-Xcompiler", "-fno-pic", "-I", src, "-c", str(d / "h.cu"), "-o",
+         str(d / "h.o")],
+        ["gcc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-fno-pic", "-I", src,
+         "-I", inc, "-c", str(d / "m.c"), "-o", str(d / "m.o")],
+        ["gcc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-fno-pic", "-I", src,
+         "-c", os.path.join(src, "kernels", "cpu", "random.c"), "-o",
+         str(d / "random.o")],
+        ["g++", "-no-pie", str(d / "m.o"), str(d / "h.o"),
+         str(d / "random.o"), "-o", str(d / "h"), "-L", lib,
+         "-lcudart_static", "-ldl", "-lrt", "-lpthread", "-lm",
+         "-Wl,--unresolved-symbols=ignore-all"],
+    ]
+    for cmd in steps:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, (cmd, r.stderr)
+    return str(d / "h")
+
+
+def _s64(v):
+    return v - 2**64 if v >= 2**63 else v
+
+
+_instance = [10**12 + os.getpid() * 1000]
+
+RANDOM_CASES = [
+    ("RandomUniform", np.float32, (-2.5, 3.0), (0, 0)),
+    ("RandomUniform", np.float64, (-2.5, 3.0), (0, 0)),
+    ("RandomStandardNormal", np.float32, (0.5, 2.0), (0, 0)),
+    ("RandomStandardNormal", np.float64, (0.5, 2.0), (0, 0)),
+    ("TruncatedNormal", np.float32, (0.5, 2.0), (0, 0)),
+    ("TruncatedNormal", np.float64, (0.5, 2.0), (0, 0)),
+    ("RandomUniformInt", np.int32, (0.0, 0.0), (-5, 17)),
+    ("RandomUniformInt", np.int64, (1.0, 0.0), (0, 1)),      # full range
+    ("RandomUniformInt", np.int64, (0.0, 0.0), (-2**40, 2**41)),
+    ("RandomUniform", np.float16, (0.0, 1.0), (0, 0)),       # on host
+]
+
+
+@pytest.mark.parametrize("case", range(len(RANDOM_CASES)),
+                         ids=lambda c: f"{RANDOM_CASES[c][0]}-"
+                                       f"{RANDOM_CASES[c][1].__name__}")
+@pytest.mark.parametrize("traced", [False, True])
+@pytest.mark.parametrize("state", [0, 1])
+def test_random_glue_matches_the_cpu_kernels(random_harness, tmp_path, case,
+                                             traced, state):
+    op, dt, f, (i4, i5) = RANDOM_CASES[case]
+    key, hi, lo, n, calls = 0x1234567890ABCDEF, 3, 2**64 - 20, 37, 3
+    _instance[0] += 1
+    inst = _instance[0] if traced else 0
+    args = [str(ID[op]), str(tf.as_dtype(dt)._enum), str(n)] + [
+        str(_s64(v)) for v in (key, hi, lo)] + [
+        str(inst), repr(f[0]), repr(f[1]), str(i4), str(i5), str(calls),
+        str(state), str(tmp_path / "out.bin")]
+    run = subprocess.run([random_harness] + args)
+    if dt == np.float16:
+        assert run.returncode == 10    # the CPU kernel on host copies
+        return
+    assert run.returncode == 0, run.returncode
+    got = np.fromfile(tmp_path / "out.bin", dt).reshape(calls, n)
+    for c in range(calls):      # a traced instance: runs 0, 1, 2
+        with tf.device("/CPU:0"):
+            ins = (tf.constant([_s64(lo), _s64(hi), _s64(key)], tf.int64),
+                   ) if state else ()
+            want = _C.call(ID[op], ins, ints=[n],
+                           i=[_s64(key), _s64(hi), _s64(lo), inst, i4, i5],
+                           f=f, dtype=tf.as_dtype(dt)._enum).numpy()
+        np.testing.assert_array_equal(got[c], want)
