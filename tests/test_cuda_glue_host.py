@@ -25,6 +25,7 @@ import sys
 
 import numpy as np
 import pytest
+from cuda_host_util import cuda_include, nvcc
 
 import tfmini as tf
 from tfmini import _C
@@ -503,15 +504,9 @@ int main(int argc, char **argv)
 """
 
 
-def _cuda_include():
-    for d in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if d and os.path.exists(os.path.join(d, "include", "cublas_v2.h")):
-            return os.path.join(d, "include")
-    return None
-
 
 def _build(tmp_path, source):
-    inc = _cuda_include()
+    inc = cuda_include()
     if not inc or not shutil.which("gcc") or not sys.platform.startswith(
             "linux"):
         pytest.skip("needs the CUDA toolkit's headers and gcc/GNU ld")
@@ -618,17 +613,11 @@ def test_scatter_glue_matches_the_cpu_kernel(scatter_harness, tmp_path, op,
     np.testing.assert_array_equal(got, want)
 
 
-def _nvcc():
-    for d in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if d and os.path.exists(os.path.join(d, "bin", "nvcc")):
-            return os.path.join(d, "bin", "nvcc")
-    return shutil.which("nvcc")
-
 
 @pytest.fixture(scope="module")
 def random_harness(tmp_path_factory):
-    inc, nvcc = _cuda_include(), _nvcc()
-    if not inc or not nvcc or not shutil.which("gcc") or \
+    inc, cc = cuda_include(), nvcc()
+    if not inc or not cc or not shutil.which("gcc") or \
             not sys.platform.startswith("linux"):
         pytest.skip("needs the CUDA toolkit (nvcc, cudart) and gcc/GNU ld")
     d = tmp_path_factory.mktemp("random_glue")
@@ -637,7 +626,7 @@ def random_harness(tmp_path_factory):
     src = os.path.join(ROOT, "csrc")
     lib = os.path.join(os.path.dirname(inc), "lib64")
     steps = [
-        [nvcc, "-O2", "-std=c++17", "-gencode", "arch=compute_80,code=sm_80",
+        [cc, "-O2", "-std=c++17", "-gencode", "arch=compute_80,code=sm_80",
          "-Xcompiler", "-fno-pic", "-I", src, "-c", str(d / "h.cu"), "-o",
          str(d / "h.o")],
         ["gcc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-fno-pic", "-I", src,

@@ -6,10 +6,10 @@ through the macro's __host__ __device__ path), must print the same bits
 for the Philox blocks, the word-to-float conversions and Box-Muller, and
 the block function must give Random123's known answers."""
 import os
-import shutil
 import subprocess
 
 import pytest
+from cuda_host_util import nvcc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER_DIR = os.path.join(ROOT, "csrc", "kernels", "cpu")
@@ -60,12 +60,6 @@ int main(void)
 """
 
 
-def _nvcc():
-    for d in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if d and os.path.exists(os.path.join(d, "bin", "nvcc")):
-            return os.path.join(d, "bin", "nvcc")
-    return shutil.which("nvcc")
-
 
 def _run(cmd, exe):
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -92,11 +86,11 @@ def test_block_function_gives_random123s_known_answers(c_output):
 
 
 def test_nvcc_host_path_gives_the_same_bits(c_output, tmp_path):
-    nvcc = _nvcc()
-    if not nvcc:
+    cc = nvcc()
+    if not cc:
         pytest.skip("no nvcc (CUDA toolkit) on this machine")
     src = tmp_path / "p.cu"
     src.write_text(PROGRAM)
-    out = _run([nvcc, "-O2", "-std=c++17", "-I", HEADER_DIR, str(src), "-o",
+    out = _run([cc, "-O2", "-std=c++17", "-I", HEADER_DIR, str(src), "-o",
                 str(tmp_path / "p")], str(tmp_path / "p"))
     assert out == c_output

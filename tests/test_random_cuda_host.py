@@ -6,11 +6,11 @@ compare with the CPU kernels bit for bit: the same stream positions,
 conversions, parameters and rounding. On a GPU only CUDA's logf/sincosf
 differ (normals); tests/gpu/test_gpu_ops_more.py checks that there."""
 import os
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
+from cuda_host_util import nvcc
 
 from tfmini import _C
 from tfmini._opids import ID
@@ -74,21 +74,15 @@ int main(int argc, char **argv)
 """
 
 
-def _nvcc():
-    for d in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if d and os.path.exists(os.path.join(d, "bin", "nvcc")):
-            return os.path.join(d, "bin", "nvcc")
-    return shutil.which("nvcc")
-
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    nvcc = _nvcc()
-    if not nvcc:
+    cc = nvcc()
+    if not cc:
         pytest.skip("no nvcc (CUDA toolkit) on this machine")
     d = tmp_path_factory.mktemp("random_cu")
     (d / "h.cu").write_text(HARNESS)
-    r = subprocess.run([nvcc, "-O2", "-std=c++17", "-gencode",
+    r = subprocess.run([cc, "-O2", "-std=c++17", "-gencode",
                         "arch=compute_80,code=sm_80", "-I",
                         os.path.join(ROOT, "csrc"), str(d / "h.cu"), "-o",
                         str(d / "h")], capture_output=True, text=True)
