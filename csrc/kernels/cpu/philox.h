@@ -12,6 +12,16 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The block function and the conversions below are compiled for the GPU
+ * too (cuda/random.cu), so both devices turn a stream's words into the
+ * same numbers: under nvcc they are host-and-device functions; for the
+ * C compiler the macro is empty. */
+#ifdef __CUDACC__
+#define TFM_HOST_DEVICE __host__ __device__
+#else
+#define TFM_HOST_DEVICE
+#endif
+
 #define TFM_PHILOX_M0 0xD2511F53u
 #define TFM_PHILOX_M1 0xCD9E8D57u
 #define TFM_PHILOX_W0 0x9E3779B9u
@@ -22,7 +32,7 @@ typedef struct tfm_philox_ctr {
     uint64_t lo, hi;
 } tfm_philox_ctr;
 
-static inline tfm_philox_ctr
+static inline TFM_HOST_DEVICE tfm_philox_ctr
 tfm_philox_ctr_add(tfm_philox_ctr c, uint64_t n)
 {
     uint64_t lo = c.lo + n;
@@ -31,7 +41,7 @@ tfm_philox_ctr_add(tfm_philox_ctr c, uint64_t n)
 }
 
 /* The four words of block `c` under `key` (words 0,1 = key lo, hi). */
-static inline void
+static inline TFM_HOST_DEVICE void
 tfm_philox(uint64_t key, tfm_philox_ctr ctr, uint32_t out[4])
 {
     uint32_t c0 = (uint32_t)ctr.lo, c1 = (uint32_t)(ctr.lo >> 32),
@@ -57,7 +67,7 @@ tfm_philox(uint64_t key, tfm_philox_ctr ctr, uint32_t out[4])
 
 /* [0, 1) from the low 23 bits: the float in [1, 2) with those mantissa
  * bits, minus one (TF's Uint32ToFloat). */
-static inline float
+static inline TFM_HOST_DEVICE float
 tfm_u32_to_float(uint32_t x)
 {
     uint32_t bits = (127u << 23) | (x & 0x7fffffu);
@@ -68,7 +78,7 @@ tfm_u32_to_float(uint32_t x)
 
 /* [0, 1) from 52 bits: 20 of x0 above the 32 of x1 (TF's
  * Uint64ToDouble). */
-static inline double
+static inline TFM_HOST_DEVICE double
 tfm_u64_to_double(uint32_t x0, uint32_t x1)
 {
     uint64_t bits = (1023ull << 52) |
@@ -81,7 +91,7 @@ tfm_u64_to_double(uint32_t x0, uint32_t x1)
 /* Box-Muller, computed as TF computes it: float logf/sqrtf/sincosf, the
  * angle rounded from a double product, u1 floored at 1e-7. Scalar libm
  * on purpose: vector versions differ in the last bits. */
-static inline void
+static inline TFM_HOST_DEVICE void
 tfm_box_muller_f(uint32_t x0, uint32_t x1, float *f0, float *f1)
 {
     float u1 = tfm_u32_to_float(x0);
@@ -94,7 +104,7 @@ tfm_box_muller_f(uint32_t x0, uint32_t x1, float *f0, float *f1)
     *f1 *= u2;
 }
 
-static inline void
+static inline TFM_HOST_DEVICE void
 tfm_box_muller_d(const uint32_t x[4], double *d0, double *d1)
 {
     double u1 = tfm_u64_to_double(x[0], x[1]);

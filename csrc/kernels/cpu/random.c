@@ -136,18 +136,15 @@ typedef struct stream {
  * ReserveRandomOutputs), whatever the distribution uses. */
 #define BLOCKS_PER_OUTPUT 256
 
-/* The stream of one call: from the state input when there is one, else
- * from the attrs, a graph run r starting r * blocks_per_run blocks
- * further. */
-static tfm_code
-stream_of(const tfm_attrs *a, tfm_tensor *const *in, int nin,
-          uint64_t blocks_per_run, stream *s)
+tfm_code
+tfm_random_stream(const tfm_attrs *a, const int64_t *state,
+                  uint64_t blocks_per_run, uint64_t *key, uint64_t *ctr_lo,
+                  uint64_t *ctr_hi)
 {
-    if (nin == 1) {
-        const int64_t *st = tfm_tensor_data(in[0]);
-        s->ctr.lo = (uint64_t)st[0];
-        s->ctr.hi = (uint64_t)st[1];
-        s->key = (uint64_t)st[2];
+    if (state) {
+        *ctr_lo = (uint64_t)state[0];
+        *ctr_hi = (uint64_t)state[1];
+        *key = (uint64_t)state[2];
         return TFM_OK;
     }
     uint64_t run = 0;
@@ -156,11 +153,24 @@ stream_of(const tfm_attrs *a, tfm_tensor *const *in, int nin,
         if (rc)
             return rc;
     }
-    s->key = (uint64_t)a->i[0];
-    s->ctr.hi = (uint64_t)a->i[1];
-    s->ctr.lo = (uint64_t)a->i[2];
-    s->ctr = tfm_philox_ctr_add(s->ctr, run * blocks_per_run);
+    tfm_philox_ctr c = {(uint64_t)a->i[2], (uint64_t)a->i[1]};
+    c = tfm_philox_ctr_add(c, run * blocks_per_run);
+    *key = (uint64_t)a->i[0];
+    *ctr_lo = c.lo;
+    *ctr_hi = c.hi;
     return TFM_OK;
+}
+
+/* The stream of one call: from the state input when there is one, else
+ * from the attrs, a graph run r starting r * blocks_per_run blocks
+ * further. */
+static tfm_code
+stream_of(const tfm_attrs *a, tfm_tensor *const *in, int nin,
+          uint64_t blocks_per_run, stream *s)
+{
+    return tfm_random_stream(a, nin == 1 ? tfm_tensor_data(in[0]) : NULL,
+                             blocks_per_run, &s->key, &s->ctr.lo,
+                             &s->ctr.hi);
 }
 
 /* ---- chunks of blocks, vectorized --------------------------------------- */

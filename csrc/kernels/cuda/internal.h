@@ -55,6 +55,10 @@ void tfm_cuda_kernels_rnn_init(tfm_kernel_fn *table);
 void tfm_cuda_kernels_fused_conv_init(tfm_kernel_fn *table);
 /* Fill, ZerosLike, OnesLike (kernels_fill.c). */
 void tfm_cuda_kernels_fill_init(tfm_kernel_fn *table);
+/* The random ops (kernels_random.c) and TensorScatterAdd/Update
+ * (kernels_scatter.c); called by tfm_cuda_kernels_init. */
+void tfm_cuda_kernels_random_init(tfm_kernel_fn *table);
+void tfm_cuda_kernels_scatter_init(tfm_kernel_fn *table);
 /* cuDNN's run-time version (cudnnGetVersion: 90100 for 9.1.0), 0 in a
  * build without it; and how many cuDNN convolutions ran. Read by tests
  * and tools/gpu_check.sh through ctypes. */

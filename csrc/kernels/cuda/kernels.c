@@ -440,4 +440,6 @@ tfm_cuda_kernels_init(void)
         table[TFM_OP_SQUEEZE] = table[TFM_OP_IDENTITY] = k_copy;
     tfm_cuda_kernels_nn_init(table);
     tfm_cuda_kernels_shape_init(table);
+    tfm_cuda_kernels_random_init(table);
+    tfm_cuda_kernels_scatter_init(table);
 }

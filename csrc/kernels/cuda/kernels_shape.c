@@ -1,6 +1,7 @@
-/* The GPU's Transpose, GatherV2, ConcatV2 and Pack: the C glue over
- * shape.cu's kernels and CUDA's 2-D copies. Every dtype runs here (they
- * move whole elements); GatherV2 with batch_dims runs on host copies. */
+/* The GPU's Transpose, GatherV2, ConcatV2, Pack, BroadcastTo, Shape,
+ * Size and Rank: the C glue over shape.cu's kernels and CUDA's copies.
+ * Every dtype runs here (they move whole elements); GatherV2 with
+ * batch_dims runs on host copies. */
 #include "internal.h"
 
 #include "../cpu/shape.h"
@@ -26,6 +27,54 @@ k_transpose(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     if (rc < 0)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     return tfm_cu_launched(op, rc);
+}
+
+/* BroadcastTo is shape.cu's strided gather (its transpose) with the
+ * input's broadcast strides: 0 along every dim it is repeated on. */
+static tfm_code
+k_broadcast_to(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+               tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    const tfm_shape *os = &out[0]->shape;
+    if (os->ndim > TFM_CU_MAX_DIMS)
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    int64_t ss[TFM_MAX_DIMS];
+    tfm_shape_broadcast_strides(&in[0]->shape, os, ss);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
+    int rc = tfm_cu_transpose((int)tfm_dtype_size(in[0]->dtype),
+                              tfm_tensor_data(in[0]),
+                              tfm_tensor_data(out[0]), os->ndim, os->dims,
+                              ss, tfm_tensor_numel(out[0]), g->stream);
+    if (rc < 0)
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    return tfm_cu_launched(op, rc);
+}
+
+/* Shape, Size and Rank read only their input's shape, which the host
+ * knows: the CPU kernel (its values, its int32 overflow error) fills a
+ * host tensor, and the few bytes are copied in, with no launch. (TF
+ * keeps Shape's output in host memory; here it lives on the GPU like
+ * every output of a GPU op, and its consumers read it there.) */
+static tfm_code
+k_shape_of(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+           tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    int64_t vals[TFM_MAX_DIMS];
+    tfm_tensor *o = out[0];
+    size_t nb = tfm_tensor_nbytes(o);
+    if (nb > sizeof vals)
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    tfm_buffer b = {.refcount = 1, .data = vals, .nbytes = nb};
+    tfm_tensor t = *o;
+    t.device = 0;
+    t.buf = &b;
+    t.offset = 0;
+    tfm_tensor *ht = &t;
+    tfm_code rc = tfm_ops[op].cpu(op, in, nin, a, &ht, 1, &tfm_kctx_cpu);
+    if (rc || !nb)
+        return rc;
+    const tfm_device *d = ctx->device;
+    return d->copy_from_host(d, tfm_tensor_data(o), vals, nb);
 }
 
 static tfm_code
@@ -86,4 +135,7 @@ tfm_cuda_kernels_shape_init(tfm_kernel_fn *table)
     table[TFM_OP_TRANSPOSE] = k_transpose;
     table[TFM_OP_GATHER] = k_gather;
     table[TFM_OP_CONCAT] = table[TFM_OP_PACK] = k_concat;
+    table[TFM_OP_BROADCAST_TO] = k_broadcast_to;
+    table[TFM_OP_SHAPE] = table[TFM_OP_SIZE] = table[TFM_OP_RANK] =
+        k_shape_of;
 }

@@ -1,0 +1,696 @@
+"""kernels_rnn.c's and kernels_scatter.c's GPU glue, checked on the host
+(issue 21). kernels_rnn.c: the LSTM
+sequence ops' GEMMs (h @ R, dz @ R^T, hs^T @ dzs) go through one
+row-major wrapper over cuBLAS's column-major GEMM, and their time loops
+index the [T, B, *] stacks, neither run on a GPU yet. These tests build
+kernels_rnn.c into host programs whose cublasSgemm/cublasDgemm are the
+documented column-major reference (leading dimensions checked as cuBLAS
+does), whose CUDA copies are memcpy/memset and whose cell kernels are
+the CPU row functions (rnn.cu's kernels run the same macro text), link
+them with every other symbol left unresolved (never called), and check
+the wrapper against row-major products and the whole forward and
+backward against the CPU kernels. kernels_scatter.c: the index plan
+(depth, dims, slice strides, rows, slice length), the check before any
+write, the copy unless in place, built the same way with serial
+launchers (launch_ops.h's contract) and compared with the CPU kernels;
+a bad index must reach the CPU kernel on host copies (exit code 10).
+kernels_random.c: parameters, stream (attrs, a traced instance's run
+count, a state input) and the float16 fallback, with random.cu's
+per-thread bodies run serially as its launcher and cpu/random.c linked
+in, equal to the CPU kernels call by call."""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from cuda_host_util import cuda_include, nvcc
+
+import tfmini as tf
+from tfmini import _C
+from tfmini._opids import ID
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+HARNESS = r"""
+#include "kernels/cuda/kernels_rnn.c"
+#include <stdio.h>
+#include <stdlib.h>
+
+/* cuBLAS's column-major GEMM, as documented, on host memory. */
+#define REF_GEMM(NAME, T)                                                    \
+cublasStatus_t NAME(cublasHandle_t h, cublasOperation_t ta,                  \
+                    cublasOperation_t tb, int m, int n, int k,               \
+                    const T *alpha, const T *A, int lda, const T *B,         \
+                    int ldb, const T *beta, T *C, int ldc)                   \
+{                                                                            \
+    (void)h;                                                                 \
+    if (lda < (ta == CUBLAS_OP_N ? m : k) || ldb < (tb == CUBLAS_OP_N ? k : n) \
+        || ldc < m)                                                          \
+        return CUBLAS_STATUS_INVALID_VALUE;                                  \
+    for (int i = 0; i < m; i++)                                              \
+        for (int j = 0; j < n; j++) {                                        \
+            double s = 0;                                                    \
+            for (int l = 0; l < k; l++)                                      \
+                s += (double)(ta == CUBLAS_OP_N ? A[i + l * lda]             \
+                                                : A[l + i * lda]) *          \
+                     (double)(tb == CUBLAS_OP_N ? B[l + j * ldb]             \
+                                                : B[j + l * ldb]);           \
+            C[i + j * ldc] = (T)(*alpha * s + *beta * 0);                    \
+        }                                                                    \
+    return CUBLAS_STATUS_SUCCESS;                                            \
+}
+REF_GEMM(cublasSgemm_v2, float)
+REF_GEMM(cublasDgemm_v2, double)
+
+int main(void)
+{
+    int bad = 0;
+    for (int ta = 0; ta < 2; ta++)
+    for (int tb = 0; tb < 2; tb++)
+    for (int m = 1; m < 6; m += 2)
+    for (int n = 1; n < 7; n += 3)
+    for (int k = 1; k < 5; k++) {
+        double A[64], B[64], C[64];
+        for (int i = 0; i < 64; i++) {
+            A[i] = rand() % 7 - 3;
+            B[i] = rand() % 5 - 2;
+        }
+        if (gemm(0, NULL, 1, ta, tb, m, n, k, A, B, C))
+            return 2;
+        /* row-major: A is [m, k] or, when ta, [k, m]; B [k, n] or [n, k] */
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                double s = 0;
+                for (int l = 0; l < k; l++)
+                    s += (ta ? A[l * m + i] : A[i * k + l]) *
+                         (tb ? B[j * k + l] : B[l * n + j]);
+                bad += s != C[i * n + j];
+            }
+        float Af[64], Bf[64], Cf[64];
+        for (int i = 0; i < 64; i++) {
+            Af[i] = (float)A[i];
+            Bf[i] = (float)B[i];
+        }
+        if (gemm(0, NULL, 0, ta, tb, m, n, k, Af, Bf, Cf))
+            return 3;
+        for (int i = 0; i < m * n; i++)
+            bad += Cf[i] != (float)C[i];
+    }
+    printf("bad %d\n", bad);
+    return bad != 0;
+}
+"""
+
+
+SEQ_HARNESS = r"""
+/* kernels_rnn.c's sequence loops on the host: CUDA's copies and cuBLAS
+ * replaced by host versions (cuBLAS's documented column-major GEMM), the
+ * cell kernels by the CPU row functions their bodies are the text of. */
+#include "kernels/cuda/kernels_rnn.c"
+#include "kernels/cpu/rnn_math.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+const tfm_op_def tfm_ops[TFM_OP_COUNT];
+const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {[TFM_FLOAT64] = 8};
+
+int64_t
+tfm_shape_numel(const tfm_shape *s)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s->ndim; d++)
+        n *= s->dims[d];
+    return n;
+}
+
+cublasStatus_t
+cublasDgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+               int m, int n, int k, const double *alpha, const double *A,
+               int lda, const double *B, int ldb, const double *beta,
+               double *C, int ldc)
+{
+    (void)h; (void)beta;
+    if (lda < (ta == CUBLAS_OP_N ? m : k) ||
+        ldb < (tb == CUBLAS_OP_N ? k : n) || ldc < m)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int l = 0; l < k; l++)
+                s += (ta == CUBLAS_OP_N ? A[i + l * lda] : A[l + i * lda]) *
+                     (tb == CUBLAS_OP_N ? B[l + j * ldb] : B[j + l * ldb]);
+            C[i + j * ldc] = *alpha * s;
+        }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m)
+{ (void)h; (void)m; return CUBLAS_STATUS_SUCCESS; }
+int tfm_cuda_tf32(void) { return 0; }
+static tfm_gpu fake;
+tfm_gpu *tfm_cu_gpu(const tfm_kctx *c) { (void)c; return &fake; }
+cublasHandle_t tfm_gpu_blas(tfm_gpu *g) { (void)g; return (cublasHandle_t)&fake; }
+tfm_code tfm_gpu_check(cudaError_t e, const char *w) { (void)w; return e ? TFM_ERR_INTERNAL : TFM_OK; }
+tfm_code tfm_cu_launched(tfm_op op, int rc) { (void)op; return rc ? TFM_ERR_INTERNAL : TFM_OK; }
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st)
+{ (void)k; (void)st; memcpy(d, s, n); return cudaSuccess; }
+cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
+{ (void)st; memset(d, v, n); return cudaSuccess; }
+
+int
+tfm_cu_lstm_seq_step(int is64, const void *x, void *z, const void *cp,
+                     void *h, void *c, int64_t batch, int64_t u, void *s)
+{
+    (void)is64; (void)s;
+    for (int64_t b = 0; b < batch; b++)
+        tfm_lstm_row_double((double *)z + b * 4 * u,
+                            (const double *)x + b * 4 * u,
+                            (const double *)cp + b * u, (double *)h + b * u,
+                            (double *)c + b * u, (double *)z + b * 4 * u, u);
+    return 0;
+}
+
+int
+tfm_cu_lstm_seq_grad_step(int is64, const void *dh, const void *dh2,
+                          void *dc, const void *g, const void *cp,
+                          const void *c, void *dz, int64_t batch, int64_t u,
+                          void *s)
+{
+    (void)is64; (void)s;
+    for (int64_t b = 0; b < batch; b++)
+        tfm_lstm_grad_row_double(
+            (const double *)dh + b * u,
+            dh2 ? (const double *)dh2 + b * u : NULL,
+            (const double *)dc + b * u, (const double *)g + b * 4 * u,
+            (const double *)cp + b * u, (const double *)c + b * u,
+            (double *)dz + b * 4 * u, (double *)dc + b * u, u);
+    return 0;
+}
+
+static tfm_tensor *
+mk(int nd, int64_t d0, int64_t d1, int64_t d2)
+{
+    tfm_tensor *t = calloc(1, sizeof *t);
+    tfm_buffer *b = calloc(1, sizeof *b);
+    t->dtype = TFM_FLOAT64;
+    t->shape.ndim = nd;
+    int64_t d[3] = {d0, d1, d2};
+    for (int k = 0; k < nd; k++)
+        t->shape.dims[k] = d[k];
+    b->data = calloc((size_t)tfm_shape_numel(&t->shape) + 1, 8);
+    t->buf = b;
+    return t;
+}
+
+static void
+rd(FILE *f, tfm_tensor *t)
+{
+    size_t n = (size_t)tfm_shape_numel(&t->shape);
+    if (fread(tfm_tensor_data(t), 8, n, f) != n)
+        exit(4);
+}
+
+static void
+wr(FILE *f, tfm_tensor *t)
+{
+    fwrite(tfm_tensor_data(t), 8, (size_t)tfm_shape_numel(&t->shape), f);
+}
+
+/* argv: T B U with_dout in out */
+int main(int argc, char **argv)
+{
+    if (argc != 7)
+        return 2;
+    int64_t T = atoll(argv[1]), B = atoll(argv[2]), U = atoll(argv[3]);
+    int dout = atoi(argv[4]);
+    FILE *in = fopen(argv[5], "rb"), *out = fopen(argv[6], "wb");
+    tfm_tensor *xs = mk(3, T, B, 4 * U), *h0 = mk(2, B, U, 0),
+               *c0 = mk(2, B, U, 0), *r = mk(2, U, 4 * U, 0),
+               *dh = mk(2, B, U, 0), *dc = mk(2, B, U, 0),
+               *dout_t = mk(3, T, B, U);
+    rd(in, xs); rd(in, h0); rd(in, c0); rd(in, r); rd(in, dh); rd(in, dc);
+    if (dout)
+        rd(in, dout_t);
+    tfm_tensor *fo[5] = {mk(3, T, B, U), mk(3, T, B, U), mk(3, T, B, 4 * U),
+                         mk(2, B, U, 0), mk(2, B, U, 0)};
+    tfm_tensor *fi[4] = {xs, h0, c0, r};
+    if (k_lstm_sequence(TFM_OP_LSTM_SEQUENCE, fi, 4, NULL, fo, 5, NULL))
+        return 5;
+    tfm_tensor *gi[8] = {dh, dc, fo[0], fo[1], fo[2], fo[4], r, dout_t};
+    tfm_tensor *go[4] = {mk(3, T, B, 4 * U), mk(2, B, U, 0), mk(2, B, U, 0),
+                         mk(2, U, 4 * U, 0)};
+    if (k_lstm_sequence_grad(TFM_OP_LSTM_SEQUENCE_GRAD, gi, dout ? 8 : 7,
+                             NULL, go, 4, NULL))
+        return 6;
+    for (int k = 0; k < 5; k++)
+        wr(out, fo[k]);
+    for (int k = 0; k < 4; k++)
+        wr(out, go[k]);
+    fclose(out);
+    return 0;
+}
+"""
+
+
+SCATTER_HARNESS = r"""
+/* kernels_scatter.c's glue on the host: CUDA's copies are memcpy/memset,
+ * the launchers serial loops with launch_ops.h's contract (index order,
+ * so repeated rows: adds sum, the last update wins), and the CPU kernel
+ * on host copies an exit code (its error is the CPU's own). */
+#include "kernels/cuda/kernels_scatter.c"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const tfm_op_def tfm_ops[TFM_OP_COUNT];
+const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {[TFM_FLOAT64] = 8,
+                                                 [TFM_INT64] = 8};
+
+int64_t
+tfm_shape_numel(const tfm_shape *s)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s->ndim; d++)
+        n *= s->dims[d];
+    return n;
+}
+
+static tfm_gpu fake;
+tfm_gpu *tfm_cu_gpu(const tfm_kctx *c) { (void)c; return &fake; }
+tfm_code tfm_gpu_check(cudaError_t e, const char *w) { (void)w; return e ? TFM_ERR_INTERNAL : TFM_OK; }
+tfm_code tfm_cu_launched(tfm_op op, int rc) { (void)op; return rc ? TFM_ERR_INTERNAL : TFM_OK; }
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st)
+{ (void)k; (void)st; memcpy(d, s, n); return cudaSuccess; }
+cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
+{ (void)st; memset(d, v, n); return cudaSuccess; }
+tfm_code tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+                        tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{ (void)op; (void)in; (void)nin; (void)a; (void)out; (void)nout; (void)ctx; exit(10); }
+
+static int64_t
+off(const int64_t *idx, int64_t k, const tfm_cu_nd *p)
+{
+    int64_t o = 0;
+    for (int j = 0; j < p->depth; j++) {
+        int64_t v = idx[k * p->depth + j];
+        if (v < 0 || v >= p->dims[j])
+            return -1;
+        o += v * p->st[j];
+    }
+    return o;
+}
+
+int tfm_cu_scatter_check(int idx64, const void *idx, int64_t rows,
+                         const tfm_cu_nd *p, int *flag, void *s)
+{
+    (void)s;
+    if (!idx64)
+        return -1;
+    for (int64_t k = 0; k < rows; k++)
+        if (off(idx, k, p) < 0)
+            *flag = 1;
+    return 0;
+}
+
+int tfm_cu_scatter_add(int kind, int idx64, const void *idx, const void *u,
+                       void *o, int64_t rows, int64_t len,
+                       const tfm_cu_nd *p, void *s)
+{
+    (void)s;
+    if (kind != TFM_CU_F64 || !idx64)
+        return -1;
+    for (int64_t i = 0; i < rows * len; i++)
+        ((double *)o)[off(idx, i / len, p) * len + i % len] +=
+            ((const double *)u)[i];
+    return 0;
+}
+
+int tfm_cu_scatter_update(int es, int idx64, const void *idx, const void *u,
+                          void *o, int64_t rows, int64_t len,
+                          const tfm_cu_nd *p, long long *win,
+                          int64_t nslices, void *s)
+{
+    (void)s; (void)win; (void)nslices;
+    if (es != 8 || !idx64)
+        return -1;
+    for (int64_t i = 0; i < rows * len; i++)
+        ((double *)o)[off(idx, i / len, p) * len + i % len] =
+            ((const double *)u)[i];
+    return 0;
+}
+
+static tfm_tensor *
+mk(tfm_dtype dt, int nd, const int64_t *d)
+{
+    tfm_tensor *t = calloc(1, sizeof *t);
+    tfm_buffer *b = calloc(1, sizeof *b);
+    t->dtype = dt;
+    t->shape.ndim = nd;
+    for (int k = 0; k < nd; k++)
+        t->shape.dims[k] = d[k];
+    b->data = calloc((size_t)tfm_shape_numel(&t->shape) + 1, 8);
+    t->buf = b;
+    return t;
+}
+
+static void *scr_alloc(const tfm_kctx *c, size_t n) { (void)c; return malloc(n + 8); }
+static void scr_free(const tfm_kctx *c, void *p, size_t n) { (void)c; (void)n; free(p); }
+static tfm_code to_host(const tfm_device *d, void *dst, const void *src, size_t n)
+{ (void)d; memcpy(dst, src, n); return TFM_OK; }
+
+/* argv: op(0 add, 1 update) in_place tndim d... indim d... undim d... in out */
+int main(int argc, char **argv)
+{
+    int a = 1, op = atoi(argv[a++]), inplace = atoi(argv[a++]);
+    int64_t d[3][8];
+    int nd[3];
+    for (int t = 0; t < 3; t++) {
+        nd[t] = atoi(argv[a++]);
+        for (int k = 0; k < nd[t]; k++)
+            d[t][k] = atoll(argv[a++]);
+    }
+    FILE *in = fopen(argv[a], "rb"), *out = fopen(argv[a + 1], "wb");
+    tfm_tensor *ts[3] = {mk(TFM_FLOAT64, nd[0], d[0]), mk(TFM_INT64, nd[1], d[1]),
+                         mk(TFM_FLOAT64, nd[2], d[2])};
+    for (int t = 0; t < 3; t++) {
+        size_t n = (size_t)tfm_shape_numel(&ts[t]->shape);
+        if (fread(tfm_tensor_data(ts[t]), 8, n, in) != n)
+            return 4;
+    }
+    tfm_tensor *o = inplace ? ts[0] : mk(TFM_FLOAT64, nd[0], d[0]);
+    tfm_device dev = {.copy_to_host = to_host};
+    tfm_kctx ctx = {.device = &dev, .scratch_alloc = scr_alloc,
+                    .scratch_free = scr_free};
+    if (k_scatter(op ? TFM_OP_TENSOR_SCATTER_UPDATE : TFM_OP_TENSOR_SCATTER_ADD,
+                  ts, 3, NULL, &o, 1, &ctx))
+        return 5;
+    fwrite(tfm_tensor_data(o), 8, (size_t)tfm_shape_numel(&o->shape), out);
+    fclose(out);
+    return 0;
+}
+"""
+
+
+RANDOM_BODIES = r"""
+// kernels_random.c's glue on the host: its tfm_cu_random is random.cu's
+// per-thread bodies run serially on host memory; stream and run counts
+// from cpu/random.c (linked in), as on a GPU.
+#define tfm_cu_random tfm_cu_random_on_device
+#include "kernels/cuda/random.cu"
+#undef tfm_cu_random
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" int
+tfm_cu_random(int dist, int kind, uint64_t key, uint64_t ctr_lo,
+              uint64_t ctr_hi, double p0, double p1, uint64_t ilo,
+              uint64_t isp, void *o, int64_t n, void *stream)
+{
+    (void)stream;
+    stream_at s;
+    s.key = key;
+    s.ctr.lo = ctr_lo;
+    s.ctr.hi = ctr_hi;
+    int64_t per = kind == TFM_CU_F32 || kind == TFM_CU_I32 ? 4 : 2;
+    float f0 = (float)p0, f1 = (float)p1;
+    for (int64_t b = 0; b < (n + per - 1) / per; b++) {
+        switch (dist * 4 + kind) {
+        case TFM_CU_UNIFORM * 4 + TFM_CU_F32: uniform_f32(s, b, f0, f1, (float *)o, n); break;
+        case TFM_CU_UNIFORM * 4 + TFM_CU_F64: uniform_f64(s, b, p0, p1, (double *)o, n); break;
+        case TFM_CU_NORMAL * 4 + TFM_CU_F32: normal_f32(s, b, f0, f1, (float *)o, n); break;
+        case TFM_CU_NORMAL * 4 + TFM_CU_F64: normal_f64(s, b, p0, p1, (double *)o, n); break;
+        case TFM_CU_TRUNCATED * 4 + TFM_CU_F32: truncated_f32(s, b, f0, f1, (float *)o, n); break;
+        case TFM_CU_TRUNCATED * 4 + TFM_CU_F64: truncated_f64(s, b, p0, p1, (double *)o, n); break;
+        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_I32: uniform_i32(s, b, (uint32_t)ilo, (uint32_t)isp, (int32_t *)o, n); break;
+        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_I64: uniform_i64(s, b, ilo, isp, (int64_t *)o, n); break;
+        default: return -1;
+        }
+    }
+    return 0;
+}
+"""
+
+RANDOM_GLUE = r"""
+#include "kernels/cuda/kernels_random.c"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const tfm_op_def tfm_ops[TFM_OP_COUNT];
+const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {
+    [TFM_FLOAT32] = 4, [TFM_FLOAT64] = 8, [TFM_INT32] = 4, [TFM_INT64] = 8,
+    [TFM_FLOAT16] = 2};
+
+int64_t
+tfm_shape_numel(const tfm_shape *s)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s->ndim; d++)
+        n *= s->dims[d];
+    return n;
+}
+
+static tfm_gpu fake;
+tfm_gpu *tfm_cu_gpu(const tfm_kctx *c) { (void)c; return &fake; }
+tfm_code tfm_cu_launched(tfm_op op, int rc) { (void)op; return rc ? TFM_ERR_INTERNAL : TFM_OK; }
+tfm_code tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+                        tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{ (void)op; (void)in; (void)nin; (void)a; (void)out; (void)nout; (void)ctx; exit(10); }
+static tfm_code to_host(const tfm_device *d, void *dst, const void *src, size_t n)
+{ (void)d; memcpy(dst, src, n); return TFM_OK; }
+
+/* argv: op dtype n key hi lo instance f0 f1 i4 i5 calls state(0/1) out;
+ * with state, the stream comes from an input [lo, hi, key] instead. */
+int main(int argc, char **argv)
+{
+    if (argc != 15)
+        return 2;
+    tfm_op op = (tfm_op)atoi(argv[1]);
+    tfm_dtype dt = (tfm_dtype)atoi(argv[2]);
+    int64_t n = atoll(argv[3]);
+    tfm_attrs a;
+    memset(&a, 0, sizeof a);
+    for (int k = 0; k < 4; k++)
+        a.i[k] = strtoll(argv[4 + k], 0, 0);
+    a.f[0] = strtod(argv[8], 0);
+    a.f[1] = strtod(argv[9], 0);
+    a.i[4] = strtoll(argv[10], 0, 0);
+    a.i[5] = strtoll(argv[11], 0, 0);
+    int calls = atoi(argv[12]), with_state = atoi(argv[13]);
+    FILE *out = fopen(argv[14], "wb");
+    tfm_buffer b = {.refcount = 1, .data = calloc((size_t)n + 1, 8)};
+    tfm_tensor t = {.dtype = dt, .buf = &b};
+    t.shape.ndim = 1;
+    t.shape.dims[0] = n;
+    int64_t st[3] = {a.i[2], a.i[1], a.i[0]};
+    tfm_buffer sb = {.refcount = 1, .data = st};
+    tfm_tensor s = {.dtype = TFM_INT64, .buf = &sb};
+    s.shape.ndim = 1;
+    s.shape.dims[0] = 3;
+    tfm_tensor *in[1] = {&s}, *o[1] = {&t};
+    tfm_device dev = {.copy_to_host = to_host};
+    tfm_kctx ctx = {.device = &dev};
+    for (int c = 0; c < calls; c++) {
+        if (k_random(op, in, with_state, &a, o, 1, &ctx))
+            return 5;
+        fwrite(b.data, tfm_dtype_size(dt), (size_t)n, out);
+    }
+    fclose(out);
+    return 0;
+}
+"""
+
+
+
+def _build(tmp_path, source):
+    inc = cuda_include()
+    if not inc or not shutil.which("gcc") or not sys.platform.startswith(
+            "linux"):
+        pytest.skip("needs the CUDA toolkit's headers and gcc/GNU ld")
+    (tmp_path / "h.c").write_text(source)
+    # No PIE: the unresolved symbols (never called) must not need
+    # dynamic relocations.
+    r = subprocess.run(["gcc", "-std=c11", "-D_GNU_SOURCE", "-no-pie",
+                        "-fno-pic", "-I", os.path.join(ROOT, "csrc"), "-I",
+                        inc, str(tmp_path / "h.c"), "-o",
+                        str(tmp_path / "h"), "-lm",
+                        "-Wl,--unresolved-symbols=ignore-all"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return str(tmp_path / "h")
+
+
+def test_row_major_gemm_wrapper_is_cublas_column_major(tmp_path):
+    run = subprocess.run([_build(tmp_path, HARNESS)], capture_output=True,
+                         text=True)
+    assert run.returncode == 0 and run.stdout.strip() == "bad 0", (
+        run.returncode, run.stdout, run.stderr)
+
+
+@pytest.fixture(scope="module")
+def seq_harness(tmp_path_factory):
+    return _build(tmp_path_factory.mktemp("lstm_seq"), SEQ_HARNESS)
+
+
+@pytest.mark.parametrize("steps,batch,units", [(1, 1, 1), (5, 3, 7),
+                                               (12, 4, 9), (0, 2, 3),
+                                               (4, 0, 3), (3, 5, 0)],
+                         ids=str)
+@pytest.mark.parametrize("with_dout", [False, True])
+def test_sequence_loops_match_the_cpu_kernels(seq_harness, tmp_path, steps,
+                                              batch, units, with_dout):
+    rng = np.random.default_rng(steps * 100 + batch * 10 + units)
+    xs = rng.standard_normal((steps, batch, 4 * units)) * 2
+    h0, c0, dh, dc = (rng.standard_normal((batch, units)) for _ in range(4))
+    r = rng.standard_normal((units, 4 * units)) * 0.5
+    dout = rng.standard_normal((steps, batch, units))
+    ins = [xs, h0, c0, r, dh, dc] + ([dout] if with_dout else [])
+    (tmp_path / "in.bin").write_bytes(b"".join(a.tobytes() for a in ins))
+    run = subprocess.run([seq_harness, str(steps), str(batch), str(units),
+                          str(int(with_dout)), str(tmp_path / "in.bin"),
+                          str(tmp_path / "out.bin")])
+    assert run.returncode == 0, run.returncode
+    got = np.fromfile(tmp_path / "out.bin", np.float64)
+    with tf.device("/CPU:0"):
+        fwd = _C.call(ID["_LSTMSequence"],
+                      tuple(tf.constant(a) for a in (xs, h0, c0, r)))
+        gin = [tf.constant(dh), tf.constant(dc), fwd[0], fwd[1], fwd[2],
+               fwd[4], tf.constant(r)] + (
+                   [tf.constant(dout)] if with_dout else [])
+        grad = _C.call(ID["_LSTMSequenceGrad"], tuple(gin))
+    want = np.concatenate([t.numpy().ravel()
+                           for t in list(fwd) + list(grad)])
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+SCATTER_CASES = [
+    ((8,), [[1], [3], [1], [7], [1]]), ((5, 3), [[0], [4], [0]]),
+    ((4, 3, 2), [[1, 2], [3, 0], [1, 2], [0, 0]]),
+    ((6, 4), [[[2], [5]], [[2], [2]]]), ((3, 4), np.zeros((0, 1), np.int64)),
+    ((2, 0), [[1], [1]]),
+    ((30, 7), np.random.default_rng(3).integers(0, 30, (100, 1))),
+    ((2, 3, 4), [[1, 2, 3], [1, 2, 3], [0, 0, 0]]),
+    ((3, 2), np.zeros((4, 0), np.int64)),
+    ((5,), [[1], [5]]), ((4, 2), [[-1], [0]]),     # bad indices
+]
+
+
+@pytest.fixture(scope="module")
+def scatter_harness(tmp_path_factory):
+    return _build(tmp_path_factory.mktemp("scatter"), SCATTER_HARNESS)
+
+
+@pytest.mark.parametrize("case", range(len(SCATTER_CASES)))
+@pytest.mark.parametrize("in_place", [0, 1])
+@pytest.mark.parametrize("op", ["TensorScatterAdd", "TensorScatterUpdate"])
+def test_scatter_glue_matches_the_cpu_kernel(scatter_harness, tmp_path, op,
+                                             in_place, case):
+    shape, idx = SCATTER_CASES[case]
+    idx = np.asarray(idx, np.int64)
+    rng = np.random.default_rng(1)
+    t = rng.standard_normal(shape)
+    u = rng.standard_normal(idx.shape[:-1] + tuple(shape[idx.shape[-1]:]))
+    args = [str(int(op == "TensorScatterUpdate")), str(in_place)]
+    for a in (t, idx, u):
+        args += [str(a.ndim)] + [str(v) for v in a.shape]
+    (tmp_path / "in.bin").write_bytes(t.tobytes() + idx.tobytes() +
+                                      u.tobytes())
+    run = subprocess.run([scatter_harness] + args + [
+        str(tmp_path / "in.bin"), str(tmp_path / "out.bin")])
+    try:
+        with tf.device("/CPU:0"):
+            want = _C.call(ID[op], (tf.constant(t), tf.constant(idx),
+                                    tf.constant(u))).numpy()
+    except tf.errors.InvalidArgumentError:
+        assert run.returncode == 10, run.returncode   # the CPU's error
+        return
+    assert run.returncode == 0, run.returncode
+    got = np.fromfile(tmp_path / "out.bin", np.float64).reshape(shape)
+    np.testing.assert_array_equal(got, want)
+
+
+
+@pytest.fixture(scope="module")
+def random_harness(tmp_path_factory):
+    inc, cc = cuda_include(), nvcc()
+    if not inc or not cc or not shutil.which("gcc") or \
+            not sys.platform.startswith("linux"):
+        pytest.skip("needs the CUDA toolkit (nvcc, cudart) and gcc/GNU ld")
+    d = tmp_path_factory.mktemp("random_glue")
+    (d / "h.cu").write_text(RANDOM_BODIES)
+    (d / "m.c").write_text(RANDOM_GLUE)
+    src = os.path.join(ROOT, "csrc")
+    lib = os.path.join(os.path.dirname(inc), "lib64")
+    steps = [
+        [cc, "-O2", "-std=c++17", "-gencode", "arch=compute_80,code=sm_80",
+         "-Xcompiler", "-fno-pic", "-I", src, "-c", str(d / "h.cu"), "-o",
+         str(d / "h.o")],
+        ["gcc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-fno-pic", "-I", src,
+         "-I", inc, "-c", str(d / "m.c"), "-o", str(d / "m.o")],
+        ["gcc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-fno-pic", "-I", src,
+         "-c", os.path.join(src, "kernels", "cpu", "random.c"), "-o",
+         str(d / "random.o")],
+        ["g++", "-no-pie", str(d / "m.o"), str(d / "h.o"),
+         str(d / "random.o"), "-o", str(d / "h"), "-L", lib,
+         "-lcudart_static", "-ldl", "-lrt", "-lpthread", "-lm",
+         "-Wl,--unresolved-symbols=ignore-all"],
+    ]
+    for cmd in steps:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, (cmd, r.stderr)
+    return str(d / "h")
+
+
+def _s64(v):
+    return v - 2**64 if v >= 2**63 else v
+
+
+_instance = [10**12 + os.getpid() * 1000]
+
+RANDOM_CASES = [
+    ("RandomUniform", np.float32, (-2.5, 3.0), (0, 0)),
+    ("RandomUniform", np.float64, (-2.5, 3.0), (0, 0)),
+    ("RandomStandardNormal", np.float32, (0.5, 2.0), (0, 0)),
+    ("RandomStandardNormal", np.float64, (0.5, 2.0), (0, 0)),
+    ("TruncatedNormal", np.float32, (0.5, 2.0), (0, 0)),
+    ("TruncatedNormal", np.float64, (0.5, 2.0), (0, 0)),
+    ("RandomUniformInt", np.int32, (0.0, 0.0), (-5, 17)),
+    ("RandomUniformInt", np.int64, (1.0, 0.0), (0, 1)),      # full range
+    ("RandomUniformInt", np.int64, (0.0, 0.0), (-2**40, 2**41)),
+    ("RandomUniform", np.float16, (0.0, 1.0), (0, 0)),       # on host
+]
+
+
+@pytest.mark.parametrize("case", range(len(RANDOM_CASES)),
+                         ids=lambda c: f"{RANDOM_CASES[c][0]}-"
+                                       f"{RANDOM_CASES[c][1].__name__}")
+@pytest.mark.parametrize("traced", [False, True])
+@pytest.mark.parametrize("state", [0, 1])
+def test_random_glue_matches_the_cpu_kernels(random_harness, tmp_path, case,
+                                             traced, state):
+    op, dt, f, (i4, i5) = RANDOM_CASES[case]
+    key, hi, lo, n, calls = 0x1234567890ABCDEF, 3, 2**64 - 20, 37, 3
+    _instance[0] += 1
+    inst = _instance[0] if traced else 0
+    args = [str(ID[op]), str(tf.as_dtype(dt)._enum), str(n)] + [
+        str(_s64(v)) for v in (key, hi, lo)] + [
+        str(inst), repr(f[0]), repr(f[1]), str(i4), str(i5), str(calls),
+        str(state), str(tmp_path / "out.bin")]
+    run = subprocess.run([random_harness] + args)
+    if dt == np.float16:
+        assert run.returncode == 10    # the CPU kernel on host copies
+        return
+    assert run.returncode == 0, run.returncode
+    got = np.fromfile(tmp_path / "out.bin", dt).reshape(calls, n)
+    for c in range(calls):      # a traced instance: runs 0, 1, 2
+        with tf.device("/CPU:0"):
+            ins = (tf.constant([_s64(lo), _s64(hi), _s64(key)], tf.int64),
+                   ) if state else ()
+            want = _C.call(ID[op], ins, ints=[n],
+                           i=[_s64(key), _s64(hi), _s64(lo), inst, i4, i5],
+                           f=f, dtype=tf.as_dtype(dt)._enum).numpy()
+        np.testing.assert_array_equal(got[c], want)

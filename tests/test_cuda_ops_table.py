@@ -1,0 +1,40 @@
+"""The GPU kernel table of a CUDA build lists the ops the model steps and
+acceptance programs used to soft-place (issue 21): BroadcastTo, Shape,
+Size, Rank, the Philox random ops, TensorScatterAdd/Update and the LSTM
+sequence ops, read through tfm_cuda_has_kernel without a GPU. Their
+values on a GPU are checked by tests/gpu/test_gpu_ops_more.py."""
+import ctypes
+
+import pytest
+
+from tfmini import _C
+
+NEW_OPS = ("BroadcastTo", "Shape", "Size", "Rank", "RandomUniform",
+           "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt",
+           "TensorScatterAdd", "TensorScatterUpdate", "_LSTMSequence",
+           "_LSTMSequenceGrad")
+
+
+def _has_kernel():
+    if not _C.cuda_built():
+        pytest.skip("this build has no CUDA backend")
+    try:
+        f = ctypes.CDLL(_C.__file__).tfm_cuda_has_kernel
+    except AttributeError:
+        pytest.skip("this build has no tfm_cuda_has_kernel")
+    f.argtypes = [ctypes.c_char_p]
+    f.restype = ctypes.c_int
+    return lambda name: f(name.encode())
+
+
+@pytest.mark.parametrize("op", NEW_OPS)
+def test_cuda_build_has_a_gpu_kernel_for(op):
+    assert _has_kernel()(op) == 1, op
+
+
+@pytest.mark.parametrize("op", ["RandomShuffle", "Multinomial",
+                                "TensorScatterMin", "TensorScatterMax"])
+def test_ops_left_to_soft_placement_have_no_entry(op):
+    # These still run on the CPU with copies: an entry would claim a
+    # kernel that does not exist.
+    assert _has_kernel()(op) == 0, op
