@@ -31,10 +31,11 @@ def _c_fn(name, restype, argtypes=()):
     return f
 
 
-def lt_calls():
-    """Matmuls run through cuBLASLt so far (kernels_matmul.c)."""
+def matmul_calls():
+    """Matmuls run so far through cuBLASLt, through the cuBLAS fall-back,
+    and those cuBLASLt refused with an error (kernels_matmul.c)."""
     f = _c_fn("tfm_cuda_matmul_calls", ctypes.c_long, [ctypes.c_int])
-    return f(0) if f else 0
+    return tuple(f(i) for i in range(3)) if f else (0, 0, 0)
 
 
 def _on(device, *arrays):
@@ -92,10 +93,12 @@ def test_half_matmul_matches_float64(dtype, shapes, adj):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_matmul_runs_through_cublaslt(dtype):
-    before = lt_calls()
+    lt, _, refused = matmul_calls()
     _half_matmul_check(dtype, (256, 512), (512, 128), False, False)
     _half_matmul_check(dtype, (4, 32, 48), (4, 48, 16), False, True)
-    assert lt_calls() >= before + 2
+    now = matmul_calls()
+    assert now[2] == refused, f"cuBLASLt refused: {now}"
+    assert now[0] >= lt + 2, now
 
 
 def test_float32_matmul_tf32_on_and_off():

@@ -17,11 +17,14 @@
  * training loop asks once per shape. Its workspace comes from the
  * device's stream-ordered allocator (ctx->scratch_alloc) for the call.
  *
- * Anything cuBLASLt refuses (no heuristic answer, an error status) and
- * batches that reuse one matrix (stride 0, which Lt's documentation does
- * not promise) run through cublasGemmStridedBatchedEx with the same
- * compute type: the same arithmetic, only without the cached choice.
- * tfm_cuda_matmul_calls counts both ways, for the GPU tests. */
+ * Anything cuBLASLt refuses (no heuristic answer, an error status other
+ * than out-of-memory) and batches that reuse one matrix (stride 0, which
+ * Lt's documentation does not promise) run through
+ * cublasGemmStridedBatchedEx with the same compute type: the same
+ * arithmetic, only without the cached choice. This code has not yet run
+ * on a GPU: a refusal must cost speed, never a result.
+ * tfm_cuda_matmul_calls counts each way and the refusals, for the GPU
+ * tests. */
 #include "internal.h"
 
 #include <cublasLt.h>
@@ -35,18 +38,19 @@
 #define LT_MAX_WORKSPACE ((uint64_t)32 << 20)
 #define CACHE_SIZE 256
 
-static long lt_calls, ex_calls;
+static long calls[3];
 
-/* How many matmuls ran through cuBLASLt (which 0) and through the
- * cublasGemmEx / cublasDgemm fall-back (1) since the process began;
+/* How many matmuls ran through cuBLASLt (which 0), through the
+ * cublasGemmEx / cublasDgemm fall-back (1), and how many of those
+ * cuBLASLt refused with an error status (2), since the process began;
  * read by tests/gpu/test_gpu_mixed.py through ctypes. */
 long tfm_cuda_matmul_calls(int which);
 
 long
 tfm_cuda_matmul_calls(int which)
 {
-    return which ? __atomic_load_n(&ex_calls, __ATOMIC_RELAXED)
-                 : __atomic_load_n(&lt_calls, __ATOMIC_RELAXED);
+    return which >= 0 && which < 3
+               ? __atomic_load_n(&calls[which], __ATOMIC_RELAXED) : -1;
 }
 
 typedef struct lt_key {
@@ -302,11 +306,13 @@ gemm_lt(tfm_op op, tfm_tensor *const *in, tfm_gpu *g, const tfm_kctx *ctx,
         ctx->scratch_free(ctx, ws, p.workspace);
     if (owned)
         plan_free(&p);
-    if (s == CUBLAS_STATUS_NOT_SUPPORTED)
-        return TFM_OK;              /* the fall-back takes it */
-    if (s)
+    if (s == CUBLAS_STATUS_ALLOC_FAILED)
         return blas_error(op, in, "cuBLASLt", (int)s);
-    __atomic_add_fetch(&lt_calls, 1, __ATOMIC_RELAXED);
+    if (s) {
+        __atomic_add_fetch(&calls[2], 1, __ATOMIC_RELAXED);
+        return TFM_OK;              /* the fall-back takes it */
+    }
+    __atomic_add_fetch(&calls[0], 1, __ATOMIC_RELAXED);
     *done = 1;
     return TFM_OK;
 }
@@ -336,7 +342,7 @@ gemm_ex(tfm_op op, tfm_tensor *const *in, cublasHandle_t h, const mm *x)
     }
     if (s)
         return blas_error(op, in, "cuBLAS", (int)s);
-    __atomic_add_fetch(&ex_calls, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&calls[1], 1, __ATOMIC_RELAXED);
     return TFM_OK;
 }
 
