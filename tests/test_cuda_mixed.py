@@ -41,7 +41,8 @@ def test_gpu_table_lists_the_half_kernels():
         assert has(op.encode()) == 1, op
     # Cast takes every dtype anyway; reductions and softmax run in
     # float32 with casts around them (GPU casts now); unknown is -1.
-    for op in ("Cast", "Sum", "Softmax", "SparseSoftmaxCrossEntropyWithLogits"):
+    for op in ("Cast", "Sum", "Softmax",
+               "SparseSoftmaxCrossEntropyWithLogits"):
         assert half(op.encode()) == 0, op
     assert half(b"NoSuchOp") == -1
 

@@ -208,7 +208,7 @@ def tfm_cnn(tf):
     record("CNN train step 64x32x32x3", "tfmini traced", s)
 
 
-# ---- PyTorch (eager) ---------------------------------------------------------
+# ---- PyTorch (eager) --------------------------------------------------------
 
 def torch_matmuls(peak):
     try:
@@ -301,7 +301,7 @@ def torch_models(peak, moved):
     record("MLP 784-512-512-10 b256 SGD step", "torch eager", s)
 
 
-# ---- JAX (jax.jit) -----------------------------------------------------------
+# ---- JAX (jax.jit) ----------------------------------------------------------
 
 def jax_matmuls(peak):
     try:

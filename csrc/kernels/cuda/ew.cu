@@ -235,6 +235,16 @@ k_compare(int cmp, const T *__restrict__ x, const T *__restrict__ y,
     }
 }
 
+template <typename T>
+int
+compare(int cmp, const void *x, const void *y, void *o,
+        const tfm_cu_bcast *p, cudaStream_t s)
+{
+    k_compare<<<tfm_cu_blocks_for(p->n), TFM_CU_THREADS, 0, s>>>(
+        cmp, (const T *)x, (const T *)y, (uint8_t *)o, *p);
+    return (int)cudaGetLastError();
+}
+
 template <typename A, typename B>
 __global__ void
 k_cast(const A *__restrict__ x, B *__restrict__ o, int64_t n)
@@ -353,20 +363,13 @@ tfm_cu_compare(int cmp, int ty, const void *x, const void *y, void *o,
         return 0;
     if (cmp < 0 || cmp > 5)
         return -1;
-    unsigned g = tfm_cu_blocks_for(p->n), t = TFM_CU_THREADS;
-    uint8_t *r = (uint8_t *)o;
     switch (ty) {
-    case TFM_CU_F32: k_compare<<<g, t, 0, s>>>(cmp, (const float *)x,
-                                               (const float *)y, r, *p); break;
-    case TFM_CU_F64: k_compare<<<g, t, 0, s>>>(cmp, (const double *)x,
-                                               (const double *)y, r, *p); break;
-    case TFM_CU_F16: k_compare<<<g, t, 0, s>>>(cmp, (const __half *)x,
-                                               (const __half *)y, r, *p); break;
-    case TFM_CU_BF16: k_compare<<<g, t, 0, s>>>(cmp,
-            (const __nv_bfloat16 *)x, (const __nv_bfloat16 *)y, r, *p); break;
+    case TFM_CU_F32: return compare<float>(cmp, x, y, o, p, s);
+    case TFM_CU_F64: return compare<double>(cmp, x, y, o, p, s);
+    case TFM_CU_F16: return compare<__half>(cmp, x, y, o, p, s);
+    case TFM_CU_BF16: return compare<__nv_bfloat16>(cmp, x, y, o, p, s);
     default: return -1;
     }
-    return (int)cudaGetLastError();
 }
 
 extern "C" int
