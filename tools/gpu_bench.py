@@ -8,9 +8,9 @@ RESULTS.md, the device named. Numbers only: nothing here fails on a
 timing. Without a GPU it says so and exits 2.
 
 Kept short (gpu_check.sh gives it GPU_CHECK_BENCH_S, ~35 s): few
-repetitions, and GPU_BENCH_BUDGET_S (default 30) after which the
-remaining sections are skipped; a SIGTERM (timeout's) still prints the
-table of what ran."""
+repetitions, and GPU_BENCH_BUDGET_S (default 80% of GPU_CHECK_BENCH_S)
+after which the remaining sections are skipped; a SIGTERM (timeout's)
+still prints the table of what ran."""
 import os
 import signal
 import subprocess
@@ -35,7 +35,10 @@ PEAK_COL = {"fp32": 0, "tf32": 1, "bf16": 2, "fp16": 3}
 
 N = 4096
 FLOPS = 2.0 * N ** 3
-BUDGET = float(os.environ.get("GPU_BENCH_BUDGET_S", "30"))
+# Seconds after which no new section starts: 80% of what gpu_check.sh
+# gives the whole script, so the table is printed inside its timeout.
+BUDGET = float(os.environ.get("GPU_BENCH_BUDGET_S") or
+               0.8 * float(os.environ.get("GPU_CHECK_BENCH_S") or 38))
 START = time.perf_counter()
 ROWS = []       # (workload, framework, seconds, note)
 # Where the peers run: the GPU (a dry run of this script's code on a
