@@ -7,6 +7,7 @@
 #include "../core/tstring.h"
 #include "../kernels/cpu/conv.h"
 #include "../kernels/cpu/string_kernels.h"
+#include "../kernels/cuda/cuda.h"
 #include "tape.h"
 #include "trace.h"
 
@@ -148,6 +149,13 @@ tfm_kernel_takes(tfm_op op, tfm_dtype d, int device)
     unsigned flags = tfm_ops[op].flags;
     if (flags & TFM_OPF_ANY_DTYPE)
         return 1;
+    /* A GPU's cuBLASLt matmul and elementwise kernels take the 16-bit
+     * floats themselves (kernels/cuda/kernels.c). */
+    if (tfm_dtype_is_half16(d) && device != TFM_CPU) {
+        const tfm_device *dv = tfm_device_get(device);
+        if (dv && tfm_cuda_takes_half(dv->kernels, (int)op, (int)d))
+            return 1;
+    }
     if (d == TFM_FLOAT16)
         return (flags & TFM_OPF_F16) != 0;
     /* bfloat16 GEMM and convolutions with float32 accumulation

@@ -26,5 +26,10 @@ tfm_code tfm_cuda_reset_peak(int n);
 /* TF32 tensor cores for float32 matmuls (TF's default: on). */
 void tfm_cuda_set_tf32(int on);
 int tfm_cuda_tf32(void);
+/* 1 when kernels is the GPU's kernel table and its kernel for op takes
+ * float16 / bfloat16 (dtype) itself, computing in float32 inside
+ * (cuBLASLt matmuls, the elementwise rows); 0 otherwise, where the
+ * dispatcher casts to float32 around the kernel. */
+int tfm_cuda_takes_half(const void *kernels, int op, int dtype);
 
 #endif

@@ -4,7 +4,15 @@
  * calls are the row's F32 and F64 expressions, compiled as device code.
  * Broadcasting follows cpu/loops.h's plan (tfm_bcast): same shape, a
  * scalar operand, or general strides over merged dims. Also casts and
- * SelectV2, which have no formula row. */
+ * SelectV2, which have no formula row.
+ *
+ * float16 and bfloat16 elements are read into float, run through the
+ * row's F32 expression and rounded (to nearest even) once on the store
+ * (Elt below): the value the CPU gets by casting to float32, running the
+ * float32 kernel and casting back (dispatch.c's run_half_upcast), in one
+ * pass instead of three. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -14,6 +22,41 @@
 #include "launch.h"
 
 namespace {
+
+/* An element type as the kernels see it: acc is what the formula
+ * computes in, load widens an element to it, from narrows any
+ * arithmetic value back (through float for the 16-bit types, as the
+ * CPU's casts do: cpu/cast.c). */
+template <typename T> struct Elt {
+    typedef T acc;
+    static __device__ __forceinline__ T load(T v) { return v; }
+    template <typename U>
+    static __device__ __forceinline__ T from(U v) { return (T)v; }
+};
+template <> struct Elt<__half> {
+    typedef float acc;
+    static __device__ __forceinline__ float load(__half v)
+    {
+        return __half2float(v);
+    }
+    template <typename U>
+    static __device__ __forceinline__ __half from(U v)
+    {
+        return __float2half_rn((float)v);
+    }
+};
+template <> struct Elt<__nv_bfloat16> {
+    typedef float acc;
+    static __device__ __forceinline__ float load(__nv_bfloat16 v)
+    {
+        return __bfloat162float(v);
+    }
+    template <typename U>
+    static __device__ __forceinline__ __nv_bfloat16 from(U v)
+    {
+        return __float2bfloat16_rn((float)v);
+    }
+};
 
 #define EWF_BINARY(OP, F32, F64)                                             \
     struct F_##OP {                                                          \
@@ -57,7 +100,8 @@ template <typename T, typename F>
 __global__ void
 k_unary(const T *__restrict__ x, T *__restrict__ o, int64_t n, F f)
 {
-    TFM_CU_GRID_STRIDE(i, n) o[i] = f(x[i]);
+    typedef Elt<T> E;
+    TFM_CU_GRID_STRIDE(i, n) o[i] = E::from(f(E::load(x[i])));
 }
 
 template <typename T, typename F>
@@ -65,7 +109,8 @@ __global__ void
 k_binary_same(const T *__restrict__ x, const T *__restrict__ y,
               T *__restrict__ o, int64_t n, F f)
 {
-    TFM_CU_GRID_STRIDE(i, n) o[i] = f(x[i], y[i]);
+    typedef Elt<T> E;
+    TFM_CU_GRID_STRIDE(i, n) o[i] = E::from(f(E::load(x[i]), E::load(y[i])));
 }
 
 template <typename T, typename F>
@@ -73,8 +118,9 @@ __global__ void
 k_binary_xs(const T *__restrict__ x, const T *__restrict__ y,
             T *__restrict__ o, int64_t n, F f)
 {
-    T a = x[0];
-    TFM_CU_GRID_STRIDE(i, n) o[i] = f(a, y[i]);
+    typedef Elt<T> E;
+    typename E::acc a = E::load(x[0]);
+    TFM_CU_GRID_STRIDE(i, n) o[i] = E::from(f(a, E::load(y[i])));
 }
 
 template <typename T, typename F>
@@ -82,8 +128,9 @@ __global__ void
 k_binary_ys(const T *__restrict__ x, const T *__restrict__ y,
             T *__restrict__ o, int64_t n, F f)
 {
-    T b = y[0];
-    TFM_CU_GRID_STRIDE(i, n) o[i] = f(x[i], b);
+    typedef Elt<T> E;
+    typename E::acc b = E::load(y[0]);
+    TFM_CU_GRID_STRIDE(i, n) o[i] = E::from(f(E::load(x[i]), b));
 }
 
 template <typename T, typename F>
@@ -99,7 +146,7 @@ k_binary_gen(const T *__restrict__ x, const T *__restrict__ y,
             a += k * p.sa[d];
             b += k * p.sb[d];
         }
-        o[i] = f(x[a], y[b]);
+        o[i] = Elt<T>::from(f(Elt<T>::load(x[a]), Elt<T>::load(y[b])));
     }
 }
 
@@ -120,25 +167,41 @@ binary(const void *x_, const void *y_, void *o_, const tfm_cu_bcast *p,
     return (int)cudaGetLastError();
 }
 
+/* ty: TFM_CU_F32, _F64, _F16, _BF16 (launch.h). */
 template <typename F>
 int
-binary_any(int is64, const void *x, const void *y, void *o,
+binary_any(int ty, const void *x, const void *y, void *o,
            const tfm_cu_bcast *p, cudaStream_t s, F f)
 {
-    return is64 ? binary<double>(x, y, o, p, s, f)
-                : binary<float>(x, y, o, p, s, f);
+    switch (ty) {
+    case TFM_CU_F32: return binary<float>(x, y, o, p, s, f);
+    case TFM_CU_F64: return binary<double>(x, y, o, p, s, f);
+    case TFM_CU_F16: return binary<__half>(x, y, o, p, s, f);
+    case TFM_CU_BF16: return binary<__nv_bfloat16>(x, y, o, p, s, f);
+    default: return -1;
+    }
+}
+
+template <typename T, typename F>
+int
+unary(const void *x, void *o, int64_t n, cudaStream_t s, F f)
+{
+    k_unary<<<tfm_cu_blocks_for(n), TFM_CU_THREADS, 0, s>>>(
+        (const T *)x, (T *)o, n, f);
+    return (int)cudaGetLastError();
 }
 
 template <typename F>
 int
-unary_any(int is64, const void *x, void *o, int64_t n, cudaStream_t s, F f)
+unary_any(int ty, const void *x, void *o, int64_t n, cudaStream_t s, F f)
 {
-    unsigned g = tfm_cu_blocks_for(n), t = TFM_CU_THREADS;
-    if (is64)
-        k_unary<<<g, t, 0, s>>>((const double *)x, (double *)o, n, f);
-    else
-        k_unary<<<g, t, 0, s>>>((const float *)x, (float *)o, n, f);
-    return (int)cudaGetLastError();
+    switch (ty) {
+    case TFM_CU_F32: return unary<float>(x, o, n, s, f);
+    case TFM_CU_F64: return unary<double>(x, o, n, s, f);
+    case TFM_CU_F16: return unary<__half>(x, o, n, s, f);
+    case TFM_CU_BF16: return unary<__nv_bfloat16>(x, o, n, s, f);
+    default: return -1;
+    }
 }
 
 template <typename T>
@@ -158,7 +221,7 @@ k_compare(int cmp, const T *__restrict__ x, const T *__restrict__ y,
                 b += k * p.sb[d];
             }
         }
-        T u = x[a], v = y[b];
+        typename Elt<T>::acc u = Elt<T>::load(x[a]), v = Elt<T>::load(y[b]);
         bool r;
         switch (cmp) {
         case 0: r = u == v; break;
@@ -172,18 +235,28 @@ k_compare(int cmp, const T *__restrict__ x, const T *__restrict__ y,
     }
 }
 
+template <typename T>
+int
+compare(int cmp, const void *x, const void *y, void *o,
+        const tfm_cu_bcast *p, cudaStream_t s)
+{
+    k_compare<<<tfm_cu_blocks_for(p->n), TFM_CU_THREADS, 0, s>>>(
+        cmp, (const T *)x, (const T *)y, (uint8_t *)o, *p);
+    return (int)cudaGetLastError();
+}
+
 template <typename A, typename B>
 __global__ void
 k_cast(const A *__restrict__ x, B *__restrict__ o, int64_t n)
 {
-    TFM_CU_GRID_STRIDE(i, n) o[i] = (B)x[i];
+    TFM_CU_GRID_STRIDE(i, n) o[i] = Elt<B>::from(Elt<A>::load(x[i]));
 }
 
 template <typename A>
 __global__ void
 k_to_bool(const A *__restrict__ x, uint8_t *__restrict__ o, int64_t n)
 {
-    TFM_CU_GRID_STRIDE(i, n) o[i] = x[i] != (A)0;
+    TFM_CU_GRID_STRIDE(i, n) o[i] = Elt<A>::load(x[i]) != 0;
 }
 
 template <typename A>
@@ -197,6 +270,10 @@ cast_from(int to, const A *x, void *o, int64_t n, cudaStream_t s)
     case 2: k_cast<<<g, TFM_CU_THREADS, 0, s>>>(x, (int32_t *)o, n); break;
     case 3: k_cast<<<g, TFM_CU_THREADS, 0, s>>>(x, (int64_t *)o, n); break;
     case 4: k_to_bool<<<g, TFM_CU_THREADS, 0, s>>>(x, (uint8_t *)o, n); break;
+    case 5: k_cast<<<g, TFM_CU_THREADS, 0, s>>>(x, (__half *)o, n); break;
+    case 6:
+        k_cast<<<g, TFM_CU_THREADS, 0, s>>>(x, (__nv_bfloat16 *)o, n);
+        break;
     default: return -1;
     }
     return (int)cudaGetLastError();
@@ -229,7 +306,7 @@ k_select(const uint8_t *__restrict__ c, const T *__restrict__ x,
 } // namespace
 
 extern "C" int
-tfm_cu_binary(int row, int is64, const void *x, const void *y, void *o,
+tfm_cu_binary(int row, int ty, const void *x, const void *y, void *o,
               const tfm_cu_bcast *p, void *stream)
 {
     cudaStream_t s = (cudaStream_t)stream;
@@ -237,7 +314,7 @@ tfm_cu_binary(int row, int is64, const void *x, const void *y, void *o,
         return 0;
     switch (row) {
 #define CASE_BINARY(OP)                                                      \
-    case TFM_CU_EW_##OP: return binary_any(is64, x, y, o, p, s, F_##OP{});
+    case TFM_CU_EW_##OP: return binary_any(ty, x, y, o, p, s, F_##OP{});
 #define CASE_UNARY(OP)
 #define CASE_HEAVY(OP)
 #define CASE_PARAM(OP)
@@ -255,7 +332,7 @@ tfm_cu_binary(int row, int is64, const void *x, const void *y, void *o,
 }
 
 extern "C" int
-tfm_cu_unary(int row, int is64, const void *x, void *o, int64_t n,
+tfm_cu_unary(int row, int ty, const void *x, void *o, int64_t n,
              double prm, int iprm, void *stream)
 {
     cudaStream_t s = (cudaStream_t)stream;
@@ -264,11 +341,11 @@ tfm_cu_unary(int row, int is64, const void *x, void *o, int64_t n,
     switch (row) {
 #define CASE_BINARY(OP)
 #define CASE_UNARY(OP)                                                       \
-    case TFM_CU_EW_##OP: return unary_any(is64, x, o, n, s, F_##OP{});
+    case TFM_CU_EW_##OP: return unary_any(ty, x, o, n, s, F_##OP{});
 #define CASE_HEAVY(OP) CASE_UNARY(OP)
 #define CASE_PARAM(OP)                                                       \
     case TFM_CU_EW_##OP:                                                     \
-        return unary_any(is64, x, o, n, s, F_##OP{prm, iprm != 0});
+        return unary_any(ty, x, o, n, s, F_##OP{prm, iprm != 0});
 #define CASE_OWN(OP)
 #define EW(OP, LOOP, F32, F64) CASE_##LOOP(OP)
 #include "../ew_formulas.def"
@@ -278,7 +355,7 @@ tfm_cu_unary(int row, int is64, const void *x, void *o, int64_t n,
 }
 
 extern "C" int
-tfm_cu_compare(int cmp, int is64, const void *x, const void *y, void *o,
+tfm_cu_compare(int cmp, int ty, const void *x, const void *y, void *o,
                const tfm_cu_bcast *p, void *stream)
 {
     cudaStream_t s = (cudaStream_t)stream;
@@ -286,14 +363,13 @@ tfm_cu_compare(int cmp, int is64, const void *x, const void *y, void *o,
         return 0;
     if (cmp < 0 || cmp > 5)
         return -1;
-    unsigned g = tfm_cu_blocks_for(p->n);
-    if (is64)
-        k_compare<<<g, TFM_CU_THREADS, 0, s>>>(cmp, (const double *)x,
-                                        (const double *)y, (uint8_t *)o, *p);
-    else
-        k_compare<<<g, TFM_CU_THREADS, 0, s>>>(cmp, (const float *)x,
-                                        (const float *)y, (uint8_t *)o, *p);
-    return (int)cudaGetLastError();
+    switch (ty) {
+    case TFM_CU_F32: return compare<float>(cmp, x, y, o, p, s);
+    case TFM_CU_F64: return compare<double>(cmp, x, y, o, p, s);
+    case TFM_CU_F16: return compare<__half>(cmp, x, y, o, p, s);
+    case TFM_CU_BF16: return compare<__nv_bfloat16>(cmp, x, y, o, p, s);
+    default: return -1;
+    }
 }
 
 extern "C" int
@@ -309,6 +385,8 @@ tfm_cu_cast(int from, int to, const void *x, void *o, int64_t n,
     case 2: return cast_from(to, (const int32_t *)x, o, n, s);
     case 3: return cast_from(to, (const int64_t *)x, o, n, s);
     case 4: return cast_from(to, (const uint8_t *)x, o, n, s);
+    case 5: return cast_from(to, (const __half *)x, o, n, s);
+    case 6: return cast_from(to, (const __nv_bfloat16 *)x, o, n, s);
     default: return -1;
     }
 }

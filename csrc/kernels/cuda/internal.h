@@ -44,6 +44,9 @@ extern const void *const tfm_cuda_kernels;
 void tfm_cuda_kernels_init(void);
 void tfm_cuda_kernels_nn_init(tfm_kernel_fn *table);
 void tfm_cuda_kernels_shape_init(tfm_kernel_fn *table);
+/* BatchMatMulV2 through cuBLASLt / cuBLAS (kernels_matmul.c, Note [GPU
+ * matmul]); its kernel takes float16 and bfloat16. */
+void tfm_cuda_kernels_matmul_init(tfm_kernel_fn *table);
 /* Pooling (kernels_pool.c) and, where cuDNN is built in, the
  * convolutions (conv_cudnn.c); both called by the nn init. */
 void tfm_cuda_kernels_pool_init(tfm_kernel_fn *table);

@@ -2,7 +2,8 @@
  * seam] in core/device.h). Elementwise ops run the rows of
  * ../ew_formulas.def compiled for the GPU (ew.cu), float comparisons a
  * kernel of their own there, reductions reduce.cu,
- * BatchMatMulV2 cuBLAS, the byte-copy shape ops a device copy. Every
+ * BatchMatMulV2 kernels_matmul.c, the byte-copy shape ops a device
+ * copy. Every
  * other op has no entry, so the dispatcher runs it on the CPU with
  * copies (TF's soft placement).
  *
@@ -128,6 +129,44 @@ is_float(tfm_dtype d)
     return d == TFM_FLOAT32 || d == TFM_FLOAT64;
 }
 
+/* The launchers' element type (launch.h), or -1. */
+static int
+ew_type(tfm_dtype d)
+{
+    switch (d) {
+    case TFM_FLOAT32: return TFM_CU_F32;
+    case TFM_FLOAT64: return TFM_CU_F64;
+    case TFM_FLOAT16: return TFM_CU_F16;
+    case TFM_BFLOAT16: return TFM_CU_BF16;
+    default: return -1;
+    }
+}
+
+/* Ops whose GPU kernel takes float16 and bfloat16 itself (computing in
+ * float32 inside): tfm_cuda_takes_half tells the dispatcher, which
+ * otherwise casts around the kernel (tfm_kernel_takes in
+ * runtime/dispatch.c). Every kernel marked here must handle both types
+ * on the GPU: the CPU kernel it could fall back to takes no float16. */
+static unsigned char takes_half[TFM_OP_COUNT];
+
+/* A kernel marked in takes_half was handed a 16-bit float it cannot
+ * run: never hand it to the CPU kernel, which would misread it. */
+static tfm_code
+host_unless_half(tfm_op op, tfm_tensor *const *in, int nin,
+                 const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                 const tfm_kctx *ctx)
+{
+    for (int i = 0; i < nin + nout; i++) {
+        tfm_dtype d = i < nin ? in[i]->dtype : out[i - nin]->dtype;
+        if (d == TFM_FLOAT16 || d == TFM_BFLOAT16)
+            return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s: no GPU kernel for "
+                             "%s %s", tfm_ops[op].name,
+                             tfm_dtype_name(in[0]->dtype),
+                             nin > 1 ? tfm_dtype_name(in[1]->dtype) : "");
+    }
+    return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+}
+
 /* The broadcast plan of in[0] op in[1] -> out[0] for the launchers. */
 static int64_t
 plan(tfm_tensor *const *in, tfm_tensor *const *out, tfm_cu_bcast *c)
@@ -152,17 +191,18 @@ k_binary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
          tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     tfm_dtype d = in[0]->dtype;
-    if (!is_float(d) || in[1]->dtype != d || out[0]->dtype != d)
-        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    int ty = ew_type(d);
+    if (ty < 0 || in[1]->dtype != d || out[0]->dtype != d)
+        return host_unless_half(op, in, nin, a, out, nout, ctx);
     tfm_gpu *g = tfm_cu_gpu(ctx);
     tfm_cu_bcast c;
     if (plan(in, out, &c) == 0)
         return TFM_OK;
-    int rc = tfm_cu_binary(ew_row[op] - 1, d == TFM_FLOAT64,
-                           tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
-                           tfm_tensor_data(out[0]), &c, g->stream);
+    int rc = tfm_cu_binary(ew_row[op] - 1, ty, tfm_tensor_data(in[0]),
+                           tfm_tensor_data(in[1]), tfm_tensor_data(out[0]),
+                           &c, g->stream);
     if (rc < 0)
-        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+        return host_unless_half(op, in, nin, a, out, nout, ctx);
     return tfm_cu_launched(op, rc);
 }
 
@@ -174,17 +214,18 @@ k_compare(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     int cmp = op == TFM_OP_EQUAL ? 0 : op == TFM_OP_NOT_EQUAL ? 1
             : op == TFM_OP_LESS ? 2 : op == TFM_OP_LESS_EQUAL ? 3
             : op == TFM_OP_GREATER ? 4 : 5;
-    if (!is_float(d) || in[1]->dtype != d || out[0]->dtype != TFM_BOOL)
-        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    int ty = ew_type(d);
+    if (ty < 0 || in[1]->dtype != d || out[0]->dtype != TFM_BOOL)
+        return host_unless_half(op, in, nin, a, out, nout, ctx);
     tfm_gpu *g = tfm_cu_gpu(ctx);
     tfm_cu_bcast c;
     if (plan(in, out, &c) == 0)
         return TFM_OK;
-    int rc = tfm_cu_compare(cmp, d == TFM_FLOAT64, tfm_tensor_data(in[0]),
+    int rc = tfm_cu_compare(cmp, ty, tfm_tensor_data(in[0]),
                             tfm_tensor_data(in[1]), tfm_tensor_data(out[0]),
                             &c, g->stream);
     if (rc < 0)
-        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+        return host_unless_half(op, in, nin, a, out, nout, ctx);
     return tfm_cu_launched(op, rc);
 }
 
@@ -193,15 +234,16 @@ k_unary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     tfm_dtype d = in[0]->dtype;
-    if (!is_float(d) || out[0]->dtype != d)
-        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    int ty = ew_type(d);
+    if (ty < 0 || out[0]->dtype != d)
+        return host_unless_half(op, in, nin, a, out, nout, ctx);
     tfm_gpu *g = tfm_cu_gpu(ctx);
-    int rc = tfm_cu_unary(ew_row[op] - 1, d == TFM_FLOAT64,
-                          tfm_tensor_data(in[0]), tfm_tensor_data(out[0]),
-                          tfm_tensor_numel(out[0]), a ? a->f[0] : 0.0,
-                          a ? (int)a->i[0] : 0, g->stream);
+    int rc = tfm_cu_unary(ew_row[op] - 1, ty, tfm_tensor_data(in[0]),
+                          tfm_tensor_data(out[0]), tfm_tensor_numel(out[0]),
+                          a ? a->f[0] : 0.0, a ? (int)a->i[0] : 0,
+                          g->stream);
     if (rc < 0)
-        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+        return host_unless_half(op, in, nin, a, out, nout, ctx);
     return tfm_cu_launched(op, rc);
 }
 
@@ -214,6 +256,8 @@ cast_code(tfm_dtype d)
     case TFM_INT32: return 2;
     case TFM_INT64: return 3;
     case TFM_BOOL: return 4;
+    case TFM_FLOAT16: return 5;
+    case TFM_BFLOAT16: return 6;
     default: return -1;
     }
 }
@@ -225,8 +269,10 @@ k_cast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     int from = cast_code(in[0]->dtype), to = cast_code(out[0]->dtype);
     /* Float to integer: the CPU's conversion of out-of-range values and
      * NaN is what TF gives; the GPU's saturates. Only the exact ways
-     * run here. */
-    if (from < 0 || to < 0 || (from <= 1 && (to == 2 || to == 3)))
+     * run here (the CPU's Cast takes every dtype, the 16-bit floats
+     * too). */
+    int from_float = from <= 1 || from >= 5;
+    if (from < 0 || to < 0 || (from_float && (to == 2 || to == 3)))
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     tfm_gpu *g = tfm_cu_gpu(ctx);
     if (from == to)
@@ -304,102 +350,6 @@ k_reduce(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     return tfm_cu_launched(op, rc);
 }
 
-/* ---- BatchMatMulV2 through cuBLAS ---- */
-
-static tfm_code
-blas_status(tfm_op op, cublasStatus_t s)
-{
-    if (s == CUBLAS_STATUS_SUCCESS)
-        return TFM_OK;
-    return tfm_error(s == CUBLAS_STATUS_ALLOC_FAILED
-                         ? TFM_ERR_RESOURCE_EXHAUSTED : TFM_ERR_INTERNAL,
-                     "%s: cuBLAS error %d", tfm_ops[op].name, (int)s);
-}
-
-/* Row-major C[m,n] = A[m,k] B[k,n] is column-major C^T = B^T A^T: cuBLAS
- * gets B as its first operand and A as its second, with m and n
- * swapped, and reads each row-major matrix as its column-major
- * transpose. */
-static cublasStatus_t
-gemm(cublasHandle_t h, int f64, int adj_x, int adj_y, int m, int n, int k,
-     const void *A, long long sA, const void *B, long long sB, void *C,
-     long long sC, int batch)
-{
-    cublasOperation_t ta = adj_y ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasOperation_t tb = adj_x ? CUBLAS_OP_T : CUBLAS_OP_N;
-    int ldb_ = adj_y ? k : n, lda_ = adj_x ? m : k;
-    if (f64) {
-        const double one = 1.0, zero = 0.0;
-        return cublasDgemmStridedBatched(h, ta, tb, n, m, k, &one, B, ldb_,
-                                         sB, A, lda_, sA, &zero, C, n, sC,
-                                         batch);
-    }
-    const float one = 1.0f, zero = 0.0f;
-    return cublasSgemmStridedBatched(h, ta, tb, n, m, k, &one, B, ldb_, sB,
-                                     A, lda_, sA, &zero, C, n, sC, batch);
-}
-
-static tfm_code
-k_matmul(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-         tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
-{
-    const tfm_shape *as = &in[0]->shape, *bs = &in[1]->shape;
-    const tfm_shape *os = &out[0]->shape;
-    tfm_dtype d = in[0]->dtype;
-    int adj_x = a->i[0] != 0, adj_y = a->i[1] != 0;
-    int64_t m = os->dims[os->ndim - 2], n = os->dims[os->ndim - 1];
-    int64_t k = adj_x ? as->dims[as->ndim - 2] : as->dims[as->ndim - 1];
-    int64_t na = tfm_shape_numel(as), nb = tfm_shape_numel(bs);
-    int64_t no = tfm_shape_numel(os);
-    if (!is_float(d) || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
-        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
-    if (no == 0)
-        return TFM_OK;
-    tfm_gpu *g = tfm_cu_gpu(ctx);
-    size_t es = tfm_dtype_size(d);
-    if (k == 0)
-        return tfm_gpu_check(cudaMemsetAsync(tfm_tensor_data(out[0]), 0,
-                                             (size_t)no * es, g->stream),
-                             "BatchMatMulV2");
-    cublasHandle_t h = tfm_gpu_blas(g);
-    if (!h)
-        return tfm_error_code();
-    cublasSetMathMode(h, tfm_cuda_tf32() && d == TFM_FLOAT32
-                             ? CUBLAS_TF32_TENSOR_OP_MATH
-                             : CUBLAS_DEFAULT_MATH);
-    int64_t bo = no / (m * n), ba = na / (m * k), bb = nb / (k * n);
-    const char *A = tfm_tensor_data(in[0]), *B = tfm_tensor_data(in[1]);
-    char *C = tfm_tensor_data(out[0]);
-    /* Batch dims the same, or one side a single matrix: one strided
-     * call (stride 0 reuses that matrix). */
-    if ((ba == bo || ba == 1) && (bb == bo || bb == 1) && bo <= INT32_MAX)
-        return blas_status(op, gemm(h, d == TFM_FLOAT64, adj_x, adj_y,
-                                    (int)m, (int)n, (int)k, A,
-                                    ba == 1 ? 0 : m * k, B,
-                                    bb == 1 ? 0 : k * n, C, m * n,
-                                    (int)bo));
-    /* Batch dims that broadcast both ways: a call per output matrix. */
-    int nbd = os->ndim - 2;
-    tfm_shape oa = *as, ob = *bs, ob_ = *os;
-    oa.ndim = as->ndim - 2;
-    ob.ndim = bs->ndim - 2;
-    ob_.ndim = nbd;
-    int64_t sa[TFM_MAX_DIMS], sb[TFM_MAX_DIMS];
-    tfm_shape_broadcast_strides(&oa, &ob_, sa);
-    tfm_shape_broadcast_strides(&ob, &ob_, sb);
-    for (int64_t t = 0; t < bo; t++) {
-        int64_t ia, ib;
-        tfm_batch_inputs(nbd, os->dims, sa, sb, t, &ia, &ib);
-        tfm_code rc = blas_status(op, gemm(
-            h, d == TFM_FLOAT64, adj_x, adj_y, (int)m, (int)n, (int)k,
-            A + (size_t)(ia * m * k) * es, 0, B + (size_t)(ib * k * n) * es,
-            0, C + (size_t)(t * m * n) * es, 0, 1));
-        if (rc)
-            return rc;
-    }
-    return TFM_OK;
-}
-
 /* ---- shape ops that move bytes unchanged ---- */
 
 static tfm_code
@@ -435,11 +385,40 @@ tfm_cuda_kernels_init(void)
     table[TFM_OP_SELECT] = k_select;
     table[TFM_OP_SUM] = table[TFM_OP_MEAN] = table[TFM_OP_MAX] =
         table[TFM_OP_MIN] = table[TFM_OP_PROD] = k_reduce;
-    table[TFM_OP_MATMUL] = k_matmul;
+    tfm_cuda_kernels_matmul_init(table);
     table[TFM_OP_RESHAPE] = table[TFM_OP_EXPAND_DIMS] =
         table[TFM_OP_SQUEEZE] = table[TFM_OP_IDENTITY] = k_copy;
     tfm_cuda_kernels_nn_init(table);
     tfm_cuda_kernels_shape_init(table);
     tfm_cuda_kernels_random_init(table);
     tfm_cuda_kernels_scatter_init(table);
+    for (int op = 0; op < TFM_OP_COUNT; op++)
+        takes_half[op] = table[op] == k_binary || table[op] == k_unary ||
+                         table[op] == k_compare;
+    takes_half[TFM_OP_MATMUL] = 1;       /* cuBLASLt, kernels_matmul.c */
+}
+
+int
+tfm_cuda_takes_half(const void *kernels, int op, int dtype)
+{
+    return kernels == tfm_cuda_kernels && op >= 0 && op < TFM_OP_COUNT &&
+           (dtype == TFM_FLOAT16 || dtype == TFM_BFLOAT16) &&
+           takes_half[op];
+}
+
+/* tfm_cuda_takes_half by TF's op name, for tests through ctypes (the
+ * table filled if no GPU has): 1 takes both 16-bit floats, 0 not, -1
+ * no such op. */
+int tfm_cuda_half_kernel(const char *name);
+
+int
+tfm_cuda_half_kernel(const char *name)
+{
+    int op = tfm_op_lookup(name);
+    if (op < 0)
+        return -1;
+    if (!table[TFM_OP_MATMUL])
+        tfm_cuda_kernels_init();
+    return tfm_cuda_takes_half(tfm_cuda_kernels, op, TFM_FLOAT16) &&
+           tfm_cuda_takes_half(tfm_cuda_kernels, op, TFM_BFLOAT16);
 }

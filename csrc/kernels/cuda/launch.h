@@ -33,19 +33,23 @@ typedef struct tfm_cu_bcast {
     int64_t sa[TFM_CU_MAX_DIMS], sb[TFM_CU_MAX_DIMS];
 } tfm_cu_bcast;
 
-/* is64: float64 elements, else float32. */
-int tfm_cu_binary(int row, int is64, const void *x, const void *y, void *o,
+/* The element types of the elementwise launchers (ty): the 16-bit
+ * floats compute in float32 inside the kernel (ew.cu). */
+enum { TFM_CU_F32, TFM_CU_F64, TFM_CU_F16, TFM_CU_BF16 };
+
+int tfm_cu_binary(int row, int ty, const void *x, const void *y, void *o,
                   const tfm_cu_bcast *p, void *stream);
-int tfm_cu_unary(int row, int is64, const void *x, void *o, int64_t n,
+int tfm_cu_unary(int row, int ty, const void *x, void *o, int64_t n,
                  double prm, int iprm, void *stream);
 
 /* Comparisons cmp 0 ==, 1 !=, 2 <, 3 <=, 4 >, 5 >= into bool (one byte)
  * elements, broadcasting as tfm_cu_binary. */
-int tfm_cu_compare(int cmp, int is64, const void *x, const void *y, void *o,
+int tfm_cu_compare(int cmp, int ty, const void *x, const void *y, void *o,
                    const tfm_cu_bcast *p, void *stream);
 
-/* Casts between float32 (0), float64 (1), int32 (2), int64 (3) and
- * bool (4, one byte). */
+/* Casts between float32 (0), float64 (1), int32 (2), int64 (3),
+ * bool (4, one byte), float16 (5) and bfloat16 (6); to a 16-bit float
+ * through float32, as the CPU rounds (cpu/cast.c). */
 int tfm_cu_cast(int from, int to, const void *x, void *o, int64_t n,
                 void *stream);
 
