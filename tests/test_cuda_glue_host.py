@@ -319,7 +319,7 @@ int tfm_cu_scatter_add(int kind, int idx64, const void *idx, const void *u,
                        const tfm_cu_nd *p, void *s)
 {
     (void)s;
-    if (kind != TFM_CU_F64 || !idx64)
+    if (kind != TFM_CU_OUT_F64 || !idx64)
         return -1;
     for (int64_t i = 0; i < rows * len; i++)
         ((double *)o)[off(idx, i / len, p) * len + i % len] +=
@@ -414,18 +414,18 @@ tfm_cu_random(int dist, int kind, uint64_t key, uint64_t ctr_lo,
     s.key = key;
     s.ctr.lo = ctr_lo;
     s.ctr.hi = ctr_hi;
-    int64_t per = kind == TFM_CU_F32 || kind == TFM_CU_I32 ? 4 : 2;
+    int64_t per = kind == TFM_CU_OUT_F32 || kind == TFM_CU_OUT_I32 ? 4 : 2;
     float f0 = (float)p0, f1 = (float)p1;
     for (int64_t b = 0; b < (n + per - 1) / per; b++) {
         switch (dist * 4 + kind) {
-        case TFM_CU_UNIFORM * 4 + TFM_CU_F32: uniform_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_UNIFORM * 4 + TFM_CU_F64: uniform_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_NORMAL * 4 + TFM_CU_F32: normal_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_NORMAL * 4 + TFM_CU_F64: normal_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_TRUNCATED * 4 + TFM_CU_F32: truncated_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_TRUNCATED * 4 + TFM_CU_F64: truncated_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_I32: uniform_i32(s, b, (uint32_t)ilo, (uint32_t)isp, (int32_t *)o, n); break;
-        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_I64: uniform_i64(s, b, ilo, isp, (int64_t *)o, n); break;
+        case TFM_CU_UNIFORM * 4 + TFM_CU_OUT_F32: uniform_f32(s, b, f0, f1, (float *)o, n); break;
+        case TFM_CU_UNIFORM * 4 + TFM_CU_OUT_F64: uniform_f64(s, b, p0, p1, (double *)o, n); break;
+        case TFM_CU_NORMAL * 4 + TFM_CU_OUT_F32: normal_f32(s, b, f0, f1, (float *)o, n); break;
+        case TFM_CU_NORMAL * 4 + TFM_CU_OUT_F64: normal_f64(s, b, p0, p1, (double *)o, n); break;
+        case TFM_CU_TRUNCATED * 4 + TFM_CU_OUT_F32: truncated_f32(s, b, f0, f1, (float *)o, n); break;
+        case TFM_CU_TRUNCATED * 4 + TFM_CU_OUT_F64: truncated_f64(s, b, p0, p1, (double *)o, n); break;
+        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_OUT_I32: uniform_i32(s, b, (uint32_t)ilo, (uint32_t)isp, (int32_t *)o, n); break;
+        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_OUT_I64: uniform_i64(s, b, ilo, isp, (int64_t *)o, n); break;
         default: return -1;
         }
     }

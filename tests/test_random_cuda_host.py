@@ -37,27 +37,27 @@ int main(int argc, char **argv)
     double p0 = strtod(argv[6], 0), p1 = strtod(argv[7], 0);
     uint64_t ilo = strtoull(argv[8], 0, 0), isp = strtoull(argv[9], 0, 0);
     int64_t n = strtoll(argv[10], 0, 0);
-    int64_t per = kind == TFM_CU_F32 || kind == TFM_CU_I32 ? 4 : 2;
+    int64_t per = kind == TFM_CU_OUT_F32 || kind == TFM_CU_OUT_I32 ? 4 : 2;
     void *o = calloc((size_t)n + 1, 8);
     float f0 = (float)p0, f1 = (float)p1;
     for (int64_t b = 0; b < (n + per - 1) / per; b++) {
         switch (dist * 4 + kind) {
-        case TFM_CU_UNIFORM * 4 + TFM_CU_F32:
+        case TFM_CU_UNIFORM * 4 + TFM_CU_OUT_F32:
             uniform_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_UNIFORM * 4 + TFM_CU_F64:
+        case TFM_CU_UNIFORM * 4 + TFM_CU_OUT_F64:
             uniform_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_NORMAL * 4 + TFM_CU_F32:
+        case TFM_CU_NORMAL * 4 + TFM_CU_OUT_F32:
             normal_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_NORMAL * 4 + TFM_CU_F64:
+        case TFM_CU_NORMAL * 4 + TFM_CU_OUT_F64:
             normal_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_TRUNCATED * 4 + TFM_CU_F32:
+        case TFM_CU_TRUNCATED * 4 + TFM_CU_OUT_F32:
             truncated_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_TRUNCATED * 4 + TFM_CU_F64:
+        case TFM_CU_TRUNCATED * 4 + TFM_CU_OUT_F64:
             truncated_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_I32:
+        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_OUT_I32:
             uniform_i32(s, b, (uint32_t)ilo, (uint32_t)isp, (int32_t *)o,
                         n); break;
-        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_I64:
+        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_OUT_I64:
             uniform_i64(s, b, ilo, isp, (int64_t *)o, n); break;
         default:
             return 3;

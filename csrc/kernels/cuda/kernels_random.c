@@ -33,10 +33,10 @@ k_random(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 {
     tfm_dtype d = out[0]->dtype;
     int dist = dist_of(op);
-    int kind = d == TFM_FLOAT32 ? TFM_CU_F32 : d == TFM_FLOAT64 ? TFM_CU_F64
-             : d == TFM_INT32 ? TFM_CU_I32 : d == TFM_INT64 ? TFM_CU_I64
+    int kind = d == TFM_FLOAT32 ? TFM_CU_OUT_F32 : d == TFM_FLOAT64 ? TFM_CU_OUT_F64
+             : d == TFM_INT32 ? TFM_CU_OUT_I32 : d == TFM_INT64 ? TFM_CU_OUT_I64
              : -1;
-    if (kind < 0 || (dist == TFM_CU_UNIFORM_INT) != (kind >= TFM_CU_I32))
+    if (kind < 0 || (dist == TFM_CU_UNIFORM_INT) != (kind >= TFM_CU_OUT_I32))
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     int64_t n = tfm_tensor_numel(out[0]);
     /* A traced Generator's state [counter lo, counter hi, key] is an
@@ -58,7 +58,7 @@ k_random(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     /* The parameters rounded as the CPU kernel rounds them. */
     double p0 = a->f[0], p1 = a->f[1];
     if (dist == TFM_CU_UNIFORM)
-        p1 = kind == TFM_CU_F32 ? (double)((float)a->f[1] - (float)a->f[0])
+        p1 = kind == TFM_CU_OUT_F32 ? (double)((float)a->f[1] - (float)a->f[0])
                                 : a->f[1] - a->f[0];
     int full = a->f[0] != 0.0;
     uint64_t ilo = 0, ispan = 0;

@@ -14,10 +14,10 @@ static int
 add_kind(tfm_dtype d)
 {
     switch (d) {
-    case TFM_FLOAT32: return TFM_CU_F32;
-    case TFM_FLOAT64: return TFM_CU_F64;
-    case TFM_INT32: return TFM_CU_I32;
-    case TFM_INT64: return TFM_CU_I64;
+    case TFM_FLOAT32: return TFM_CU_OUT_F32;
+    case TFM_FLOAT64: return TFM_CU_OUT_F64;
+    case TFM_INT32: return TFM_CU_OUT_I32;
+    case TFM_INT64: return TFM_CU_OUT_I64;
     default: return -1;
     }
 }

@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 /* Output kinds of the random and scatter launchers. */
-enum { TFM_CU_F32, TFM_CU_F64, TFM_CU_I32, TFM_CU_I64 };
+enum { TFM_CU_OUT_F32, TFM_CU_OUT_F64, TFM_CU_OUT_I32, TFM_CU_OUT_I64 };
 /* Distributions, as cpu/random.c draws them (Note [Random streams]). */
 enum { TFM_CU_UNIFORM, TFM_CU_NORMAL, TFM_CU_TRUNCATED, TFM_CU_UNIFORM_INT };
 

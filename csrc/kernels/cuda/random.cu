@@ -228,35 +228,35 @@ tfm_cu_random(int dist, int kind, uint64_t key, uint64_t ctr_lo,
     cudaStream_t st = (cudaStream_t)stream;
     // Threads: one per block (a truncated group per thread makes as
     // many outputs as a block does).
-    int64_t per = kind == TFM_CU_F32 || kind == TFM_CU_I32 ? 4 : 2;
+    int64_t per = kind == TFM_CU_OUT_F32 || kind == TFM_CU_OUT_I32 ? 4 : 2;
     int64_t threads = (n + per - 1) / per;
     unsigned grid = tfm_cu_blocks_for(threads);
     float f0 = (float)p0, f1 = (float)p1;
 #define LAUNCH(NAME, T, A, B)                                              \
     k_##NAME<<<grid, TFM_CU_THREADS, 0, st>>>(s, A, B, (T *)o, n, threads)
     switch (dist * 4 + kind) {
-    case TFM_CU_UNIFORM * 4 + TFM_CU_F32:
+    case TFM_CU_UNIFORM * 4 + TFM_CU_OUT_F32:
         LAUNCH(uniform_f32, float, f0, f1);
         break;
-    case TFM_CU_UNIFORM * 4 + TFM_CU_F64:
+    case TFM_CU_UNIFORM * 4 + TFM_CU_OUT_F64:
         LAUNCH(uniform_f64, double, p0, p1);
         break;
-    case TFM_CU_NORMAL * 4 + TFM_CU_F32:
+    case TFM_CU_NORMAL * 4 + TFM_CU_OUT_F32:
         LAUNCH(normal_f32, float, f0, f1);
         break;
-    case TFM_CU_NORMAL * 4 + TFM_CU_F64:
+    case TFM_CU_NORMAL * 4 + TFM_CU_OUT_F64:
         LAUNCH(normal_f64, double, p0, p1);
         break;
-    case TFM_CU_TRUNCATED * 4 + TFM_CU_F32:
+    case TFM_CU_TRUNCATED * 4 + TFM_CU_OUT_F32:
         LAUNCH(truncated_f32, float, f0, f1);
         break;
-    case TFM_CU_TRUNCATED * 4 + TFM_CU_F64:
+    case TFM_CU_TRUNCATED * 4 + TFM_CU_OUT_F64:
         LAUNCH(truncated_f64, double, p0, p1);
         break;
-    case TFM_CU_UNIFORM_INT * 4 + TFM_CU_I32:
+    case TFM_CU_UNIFORM_INT * 4 + TFM_CU_OUT_I32:
         LAUNCH(uniform_i32, int32_t, (uint32_t)ilo, (uint32_t)ispan);
         break;
-    case TFM_CU_UNIFORM_INT * 4 + TFM_CU_I64:
+    case TFM_CU_UNIFORM_INT * 4 + TFM_CU_OUT_I64:
         LAUNCH(uniform_i64, int64_t, ilo, ispan);
         break;
     default:

@@ -150,10 +150,10 @@ tfm_cu_scatter_add(int kind, int idx64, const void *idx, const void *u,
         return 0;
     cudaStream_t s = (cudaStream_t)stream;
     switch (kind) {
-    case TFM_CU_F32: return add_as<float>(idx64, idx, u, o, rows, len, *p, s);
-    case TFM_CU_F64: return add_as<double>(idx64, idx, u, o, rows, len, *p, s);
-    case TFM_CU_I32: return add_as<int32_t>(idx64, idx, u, o, rows, len, *p, s);
-    case TFM_CU_I64: return add_as<int64_t>(idx64, idx, u, o, rows, len, *p, s);
+    case TFM_CU_OUT_F32: return add_as<float>(idx64, idx, u, o, rows, len, *p, s);
+    case TFM_CU_OUT_F64: return add_as<double>(idx64, idx, u, o, rows, len, *p, s);
+    case TFM_CU_OUT_I32: return add_as<int32_t>(idx64, idx, u, o, rows, len, *p, s);
+    case TFM_CU_OUT_I64: return add_as<int64_t>(idx64, idx, u, o, rows, len, *p, s);
     default: return -1;
     }
 }
