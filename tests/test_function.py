@@ -1128,3 +1128,78 @@ def test_outer_tape_sees_the_taken_branch():
             t.watch(x)
             y = f(x, c(p))
         assert t.gradient(y, x).numpy() == want
+
+
+# ---- what TF's function guide inspects (values from TF 2.21) -------------
+
+def test_graph_def_ends_each_output_in_an_identity_node():
+    @tf.function
+    def f(a):
+        return a + 1.0, tf.identity(a), a
+
+    nodes = f.get_concrete_function(c(1.0)).graph.as_graph_def().node
+    # The user's own tf.identity keeps "Identity"; outputs number on.
+    assert [(n.name, n.op, list(n.input)) for n in nodes[-4:]] == [
+        ("Identity", "Identity", ["a"]),
+        ("Identity_1", "Identity", ["add"]),
+        ("Identity_2", "Identity", ["Identity"]),
+        ("Identity_3", "Identity", ["a"])]
+
+
+def test_function_type_and_inference_fn():
+    @tf.function
+    def double(a):
+        return a + a
+
+    cf = double.get_concrete_function(c("a"))
+    spec = "TensorSpec(shape=(), dtype=tf.string, name=None)"
+    assert str(cf.function_type) == f"(a: {spec}) -> {spec}"
+    assert repr(cf.function_type) == (
+        f"Input Parameters:\n  a (POSITIONAL_OR_KEYWORD): {spec}\n"
+        f"Output Type:\n  {spec}\nCaptures:\n  None")
+    assert cf.inference_fn(c("x")).numpy() == b"xx"
+
+    @tf.function
+    def two(a):
+        return a + 1.0, a * 2.0
+
+    outs = two.get_concrete_function(c(1.0)).inference_fn(c(2.0))
+    assert isinstance(outs, tuple) and [float(o) for o in outs] == [3., 4.]
+    with pytest.raises(TypeError, match="takes 1 tensors, got 2"):
+        cf.inference_fn(c("x"), c("y"))
+
+
+def test_leaked_symbolic_tensor_has_no_numpy_as_in_tf():
+    leaked = []
+
+    @tf.function
+    def leak(a):
+        leaked.append(a + 1)
+        return a
+
+    leak(c(1))
+    assert not hasattr(leaked[0], "numpy")
+    with pytest.raises(AttributeError) as e:
+        leaked[0].numpy()
+    assert str(e.value) == "'SymbolicTensor' object has no attribute 'numpy'"
+
+
+def test_trace_type_is_an_abstract_base():
+    TraceType = tf.types.experimental.TraceType
+    with pytest.raises(TypeError):
+        TraceType()
+
+    class Kind(TraceType):
+        def is_subtype_of(self, other):
+            return self == other
+
+        def most_specific_common_supertype(self, others):
+            return self
+
+        def __eq__(self, other):
+            return type(other) is Kind
+
+        def __hash__(self):
+            return 0
+
+    assert Kind() == Kind()
