@@ -50,6 +50,28 @@ KNOWN = {
                         "optimizer/_trainable_variables",
     ("checkpoint", 15): "key `net/l1/kernel` exists in tfmini (cell 14)",
     ("checkpoint", 16): "key `net/l1/kernel` exists in tfmini (cell 14)",
+    ("intro_to_graphs", 4): "tf.autograph.to_code shows tfmini's "
+                            "converted code, not TF's (no FunctionScope, "
+                            "ld(), do_return)",
+    ("intro_to_graphs", 5): "as_graph_def() lists nodes and inputs only: "
+                            "no attrs, no function library, tfmini's node "
+                            "names (Const, If)",
+    ("intro_to_graphs", 20): "eager op errors start `GatherV2: `, not TF's "
+                             "`{{function_node __wrapped__...}}` prefix",
+    ("function", 18): "the error class is tfmini.errors.InvalidArgumentError,"
+                      " not tensorflow.python.framework.errors_impl's",
+    ("function", 19): "tfmini traces graphs of known rank: "
+                      "TensorSpec(None) is refused",
+    ("function", 20): "uses cell 19's concrete function",
+    ("function", 24): "tf.autograph.to_code (as intro_to_graphs cell 4)",
+    ("function", 26): "Dataset.from_generator without shapes: tfmini "
+                      "cannot trace an element of unknown rank",
+    ("function", 30): "tf.py_function in a tf.function needs Tout with "
+                      "known shapes (tfmini allocates outputs before the "
+                      "call)",
+    ("function", 31): "tf.py_function Tout shape (as cell 30)",
+    ("function", 36): "next() on an iterator made outside the tf.function "
+                      "is refused (it would repeat one element)",
 }
 
 
