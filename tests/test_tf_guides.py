@@ -70,6 +70,14 @@ KNOWN = {
                       "known shapes (tfmini allocates outputs before the "
                       "call)",
     ("function", 31): "tf.py_function Tout shape (as cell 30)",
+    ("basic_training_loops", 11): "Keras 3 (TF 2.21) refuses save_weights "
+                                  "without .weights.h5; tfmini writes a TF "
+                                  "checkpoint",
+    ("basic_training_loops", 12): "TF 2.21's tf.keras.losses lacks "
+                                  "mean_squared_error (only mse/MSE); "
+                                  "tfmini has it",
+    ("basic_training_loops", 13): "TF never compiled the model (cell 12); "
+                                  "tfmini trains it",
     ("function", 36): "next() on an iterator made outside the tf.function "
                       "is refused (it would repeat one element)",
 }
