@@ -57,10 +57,11 @@ GUIDES = [
 TF_PYTHON = "/work/tfvenv/bin/python"
 CELL_TIMEOUT_S = 60
 
-# Cells left out: they need downloads (or data sets downloaded), or time
-# things (their output is a timing by design).
+# Cells left out: they need downloads (or data sets downloaded), time
+# things (their output is a timing by design), or draw scikit-learn
+# confusion matrices (plots; TF's venv has no scikit-learn).
 _SKIP_CELL = re.compile(r"get_file\(|tfds\.|timeit\.|benchmark\(|"
-                        r"requests\.get\(|read_csv\(")
+                        r"requests\.get\(|read_csv\(|sk_metrics\.")
 # Lines dropped from a cell that is otherwise run: shell and magics, and
 # the plotting imports (plotting goes to _NoPlot instead).
 _DROP_LINE = re.compile(r"^\s*([!%]|import matplotlib|from matplotlib |"
