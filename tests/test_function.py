@@ -1203,3 +1203,54 @@ def test_trace_type_is_an_abstract_base():
             return 0
 
     assert Kind() == Kind()
+
+
+def test_tracing_type_protocol_shares_a_trace_between_equal_types():
+    class ByClass(tf.types.experimental.TraceType):
+        def __init__(self, obj):
+            self.cls = type(obj)
+
+        def is_subtype_of(self, other):
+            return self == other
+
+        def most_specific_common_supertype(self, others):
+            return self if all(self == o for o in others) else None
+
+        def __eq__(self, other):
+            return type(other) is ByClass and self.cls is other.cls
+
+        def __hash__(self):
+            return hash(self.cls)
+
+    class Fruit:
+        def __tf_tracing_type__(self, context):
+            return ByClass(self)
+
+    class Apple(Fruit):
+        flavor = c([1, 2])
+
+    class Mango(Fruit):
+        flavor = c([3, 4])
+
+    traces = []
+
+    @tf.function
+    def mix(a, b):
+        traces.append(1)
+        return a.flavor + b.flavor
+
+    # TF 2.21: one trace for (Apple, Mango) however many objects, a new
+    # one for (Mango, Mango).
+    assert mix(Apple(), Mango()).numpy().tolist() == [4, 6]
+    assert mix(Apple(), Mango()).numpy().tolist() == [4, 6]
+    assert len(traces) == 1
+    assert mix(Mango(), Mango()).numpy().tolist() == [6, 8]
+    assert len(traces) == 2
+    assert "ByClass object at" in mix.pretty_printed_concrete_signatures()
+
+    class Unhashable(Fruit):
+        def __tf_tracing_type__(self, context):
+            return []
+
+    with pytest.raises(TypeError, match="unhashable"):
+        mix(Unhashable(), Apple())

@@ -17,12 +17,12 @@ PolymorphicFunction = GenericFunction
 
 
 class TraceType(abc.ABC):
-    """The base of a custom tracing type (what `__tf_tracing_type__`
-    returns in TF). tfmini's tf.function keys other objects by identity
-    and does not consult `__tf_tracing_type__` (see
-    ../shared/TF_SEMANTICS.md): such an argument traces once per object,
-    with the object itself as its value in the trace, never with a stale
-    one."""
+    """The base of a custom tracing type: what an argument's
+    `__tf_tracing_type__(context)` returns. tf.function keys such an
+    argument by its TraceType's __eq__/__hash__ (objects of equal types
+    share a trace), and the trace sees the first object as the value.
+    Subtyping (is_subtype_of, most_specific_common_supertype) is not
+    consulted: a new type traces anew."""
 
     @abc.abstractmethod
     def is_subtype_of(self, other):
