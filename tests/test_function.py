@@ -1128,3 +1128,129 @@ def test_outer_tape_sees_the_taken_branch():
             t.watch(x)
             y = f(x, c(p))
         assert t.gradient(y, x).numpy() == want
+
+
+# ---- what TF's function guide inspects (values from TF 2.21) -------------
+
+def test_graph_def_ends_each_output_in_an_identity_node():
+    @tf.function
+    def f(a):
+        return a + 1.0, tf.identity(a), a
+
+    nodes = f.get_concrete_function(c(1.0)).graph.as_graph_def().node
+    # The user's own tf.identity keeps "Identity"; outputs number on.
+    assert [(n.name, n.op, list(n.input)) for n in nodes[-4:]] == [
+        ("Identity", "Identity", ["a"]),
+        ("Identity_1", "Identity", ["add"]),
+        ("Identity_2", "Identity", ["Identity"]),
+        ("Identity_3", "Identity", ["a"])]
+
+
+def test_function_type_and_inference_fn():
+    @tf.function
+    def double(a):
+        return a + a
+
+    cf = double.get_concrete_function(c("a"))
+    spec = "TensorSpec(shape=(), dtype=tf.string, name=None)"
+    assert str(cf.function_type) == f"(a: {spec}) -> {spec}"
+    assert repr(cf.function_type) == (
+        f"Input Parameters:\n  a (POSITIONAL_OR_KEYWORD): {spec}\n"
+        f"Output Type:\n  {spec}\nCaptures:\n  None")
+    assert cf.inference_fn(c("x")).numpy() == b"xx"
+
+    @tf.function
+    def two(a):
+        return a + 1.0, a * 2.0
+
+    outs = two.get_concrete_function(c(1.0)).inference_fn(c(2.0))
+    assert isinstance(outs, tuple) and [float(o) for o in outs] == [3., 4.]
+    with pytest.raises(TypeError, match="takes 1 tensors, got 2"):
+        cf.inference_fn(c("x"), c("y"))
+
+
+def test_leaked_symbolic_tensor_has_no_numpy_as_in_tf():
+    leaked = []
+
+    @tf.function
+    def leak(a):
+        leaked.append(a + 1)
+        return a
+
+    leak(c(1))
+    assert not hasattr(leaked[0], "numpy")
+    with pytest.raises(AttributeError) as e:
+        leaked[0].numpy()
+    assert str(e.value) == "'SymbolicTensor' object has no attribute 'numpy'"
+
+
+def test_trace_type_is_an_abstract_base():
+    TraceType = tf.types.experimental.TraceType
+    with pytest.raises(TypeError):
+        TraceType()
+
+    class Kind(TraceType):
+        def is_subtype_of(self, other):
+            return self == other
+
+        def most_specific_common_supertype(self, others):
+            return self
+
+        def __eq__(self, other):
+            return type(other) is Kind
+
+        def __hash__(self):
+            return 0
+
+    assert Kind() == Kind()
+
+
+def test_tracing_type_protocol_shares_a_trace_between_equal_types():
+    class ByClass(tf.types.experimental.TraceType):
+        def __init__(self, obj):
+            self.cls = type(obj)
+
+        def is_subtype_of(self, other):
+            return self == other
+
+        def most_specific_common_supertype(self, others):
+            return self if all(self == o for o in others) else None
+
+        def __eq__(self, other):
+            return type(other) is ByClass and self.cls is other.cls
+
+        def __hash__(self):
+            return hash(self.cls)
+
+    class Fruit:
+        def __tf_tracing_type__(self, context):
+            return ByClass(self)
+
+    class Apple(Fruit):
+        flavor = c([1, 2])
+
+    class Mango(Fruit):
+        flavor = c([3, 4])
+
+    traces = []
+
+    @tf.function
+    def mix(a, b):
+        traces.append(1)
+        return a.flavor + b.flavor
+
+    # TF 2.21: one trace for (Apple, Mango) however many objects, a new
+    # one for (Mango, Mango).
+    assert mix(Apple(), Mango()).numpy().tolist() == [4, 6]
+    assert mix(Apple(), Mango()).numpy().tolist() == [4, 6]
+    assert len(traces) == 1
+    assert mix(Mango(), Mango()).numpy().tolist() == [6, 8]
+    assert len(traces) == 2
+    assert "ByClass object at" in mix.pretty_printed_concrete_signatures()
+
+    class Unhashable(Fruit):
+        def __tf_tracing_type__(self, context):
+            return []
+
+    with pytest.raises(TypeError, match="unhashable"):
+        mix(Unhashable(), Apple())

@@ -150,13 +150,15 @@ def test_as_graph_def_lists_nodes_with_inputs():
 
     graph = twice.get_concrete_function(tf.constant(1.0)).graph
     nodes = graph.as_graph_def().node
-    # TF 2.21 printed `[] -> a`, `['a', 'a'] -> add` (and an Identity).
+    # TF 2.21 printed `[] -> a`, `['a', 'a'] -> add`, `['add'] -> Identity`.
     assert [(list(n.input), n.name, n.op) for n in nodes] == [
-        ([], "a", "Placeholder"), (["a", "a"], "add", "AddV2")]
+        ([], "a", "Placeholder"), (["a", "a"], "add", "AddV2"),
+        (["add"], "Identity", "Identity")]
     assert str(graph.as_graph_def()) == (
         'node {\n  name: "a"\n  op: "Placeholder"\n}\n'
         'node {\n  name: "add"\n  op: "AddV2"\n  input: "a"\n'
-        '  input: "a"\n}\n')
+        '  input: "a"\n}\n'
+        'node {\n  name: "Identity"\n  op: "Identity"\n  input: "add"\n}\n')
 
 
 def test_python_loop_unrolls_into_a_bigger_graph():

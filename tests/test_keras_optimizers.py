@@ -192,3 +192,27 @@ def test_minimize_and_get():
     assert isinstance(opt_mod.get("adam"), opt_mod.Adam)
     with pytest.raises(ValueError, match="optimizer identifier"):
         opt_mod.get("nope")
+
+
+def test_new_optimizer_in_a_traced_step_is_tfs_singleton_error():
+    # TF's function guide: the second optimizer's slots would be new
+    # variables on a later trace, which TF refuses.
+    opt1 = tf.keras.optimizers.Adam(learning_rate=1e-2)
+    opt2 = tf.keras.optimizers.Adam(learning_rate=1e-3)
+
+    @tf.function
+    def train_step(w, x, y, optimizer):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(w * x - y))
+        optimizer.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
+
+    w = tf.Variable(2.)
+    x, y = tf.constant([-1.]), tf.constant([2.])
+    train_step(w, x, y, opt1)
+    with pytest.raises(ValueError, match="singleton tf.Variables"):
+        train_step(w, x, y, opt2)
+    # Slots made before the call are fine.
+    opt3 = tf.keras.optimizers.Adam(learning_rate=1e-3)
+    opt3.build([w])
+    train_step(w, x, y, opt3)
+    assert len(opt3.variables) == 4

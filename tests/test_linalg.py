@@ -605,3 +605,67 @@ def test_set_diag_replaces_only_the_diagonal():
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match="diagonal must be at least 1-dim"):
         tf.linalg.set_diag(x, 1.0)
+
+
+# ---- svd ------------------------------------------------------------------
+
+def test_svd_reconstructs_and_matches_numpy_values():
+    rng = np.random.default_rng(0)
+    for shape, full in [((5, 3), False), ((3, 5), False), ((2, 4, 4), False),
+                        ((5, 3), True), ((3, 5), True)]:
+        a = rng.standard_normal(shape)
+        s, u, v = tf.linalg.svd(tf.constant(a), full_matrices=full)
+        m, n = shape[-2:]
+        p = min(m, n)
+        assert s.shape == shape[:-2] + (p,)
+        assert u.shape == shape[:-2] + (m, m if full else p)
+        assert v.shape == shape[:-2] + (n, n if full else p)
+        np.testing.assert_allclose(s.numpy(), np.linalg.svd(a)[1],
+                                   rtol=1e-10)
+        rebuilt = (u.numpy()[..., :, :p] * s.numpy()[..., None, :]) @ \
+            np.swapaxes(v.numpy()[..., :, :p], -1, -2)
+        np.testing.assert_allclose(rebuilt, a, atol=1e-10)
+        # The vectors are orthonormal.
+        for q in (u.numpy(), v.numpy()):
+            gram = np.swapaxes(q, -1, -2) @ q
+            np.testing.assert_allclose(
+                gram, np.broadcast_to(np.eye(q.shape[-1]), gram.shape),
+                atol=1e-10)
+
+
+def test_svd_values_only_and_tf_numbers():
+    a = tf.reshape(tf.range(6.0), [2, 3])
+    # TF 2.21: [7.3484697, 1.0000001]; u's first column [-0.2747, -0.9615].
+    s = tf.linalg.svd(a, compute_uv=False)
+    np.testing.assert_allclose(s.numpy(), [7.3484697, 1.0000001], rtol=1e-5)
+    _, u, v = tf.linalg.svd(a)
+    np.testing.assert_allclose(np.abs(u.numpy()[:, 0]), [0.27472118,
+                                                         0.96152395],
+                               rtol=1e-5)
+    assert s.dtype == tf.float32 and v.shape == (3, 2)
+
+
+def test_svd_of_empty_and_bad_inputs():
+    s, u, v = tf.linalg.svd(tf.zeros([2, 0, 3]))
+    assert (s.shape, u.shape, v.shape) == ((2, 0), (2, 0, 0), (2, 3, 0))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"Svd: input must have rank >= 2, got shape \[2\]"):
+        tf.linalg.svd(tf.constant([1., 2.]))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Svd.*int32"):
+        tf.linalg.svd(tf.constant([[1, 2]]))
+
+
+def test_svd_gradient_through_values_and_clear_error_through_vectors():
+    a = tf.Variable([[0., 1., 2.], [3., 4., 5.]])
+    with tf.GradientTape() as t:
+        y = tf.reduce_sum(tf.linalg.svd(a, compute_uv=False))
+    # TF 2.21's gradient of the nuclear norm of this matrix.
+    np.testing.assert_allclose(t.gradient(y, a).numpy(),
+                               [[-0.68461376, 0.02198054, 0.7285747],
+                                [0.6038523, 0.57693166, 0.5500113]],
+                               atol=1e-5)
+    with tf.GradientTape() as t:
+        s, u, v = tf.linalg.svd(a)
+        y = tf.reduce_sum(u)
+    with pytest.raises(Exception, match="through u or v"):
+        t.gradient(y, a)

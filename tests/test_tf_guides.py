@@ -75,6 +75,42 @@ KNOWN = {
     ("intro_to_modules", 27): "tf.Variables tracked on layers (as cell 24)",
     ("intro_to_modules", 29): "summary() counts the tracked tf.Variables "
                               "(as cell 24): 20 params, TF 0",
+    ("intro_to_graphs", 4): "tf.autograph.to_code shows tfmini's "
+                            "converted code, not TF's (no FunctionScope, "
+                            "ld(), do_return)",
+    ("intro_to_graphs", 5): "as_graph_def() lists nodes and inputs only: "
+                            "no attrs, no function library, tfmini's node "
+                            "names (Const, If)",
+    ("intro_to_graphs", 20): "eager op errors start `GatherV2: `, not TF's "
+                             "`{{function_node __wrapped__...}}` prefix",
+    ("function", 18): "the error class is tfmini.errors.InvalidArgumentError,"
+                      " not tensorflow.python.framework.errors_impl's",
+    ("function", 19): "tfmini traces graphs of known rank: "
+                      "TensorSpec(None) is refused",
+    ("function", 20): "uses cell 19's concrete function",
+    ("function", 24): "tf.autograph.to_code (as intro_to_graphs cell 4)",
+    ("function", 26): "Dataset.from_generator without shapes: tfmini "
+                      "cannot trace an element of unknown rank",
+    ("function", 30): "tf.py_function in a tf.function needs Tout with "
+                      "known shapes (tfmini allocates outputs before the "
+                      "call)",
+    ("function", 31): "tf.py_function Tout shape (as cell 30)",
+    ("basic_training_loops", 11): "Keras 3 (TF 2.21) refuses save_weights "
+                                  "without .weights.h5; tfmini writes a TF "
+                                  "checkpoint",
+    ("basic_training_loops", 12): "TF 2.21's tf.keras.losses lacks "
+                                  "mean_squared_error (only mse/MSE); "
+                                  "tfmini has it",
+    ("basic_training_loops", 13): "TF never compiled the model (cell 12); "
+                                  "tfmini trains it",
+    ("function", 36): "next() on an iterator made outside the tf.function "
+                      "is refused (it would repeat one element)",
+    ("quickstart_core", 14): "the missing saved model's file is named as "
+                             "tfmini's (saved_model.tfm), not TF's "
+                             "saved_model.pb (the data is a download, so "
+                             "nothing was saved)",
+    ("optimizers_core", 1): "tf.__version__ is tfmini's own",
+    ("matrix_core", 1): "tf.__version__ is tfmini's own",
 }
 
 

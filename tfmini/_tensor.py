@@ -230,6 +230,13 @@ class SymbolicTensor(Tensor):
 
     __slots__ = ()
 
+    @property
+    def numpy(self):
+        # TF's SymbolicTensor has no numpy at all: hasattr() is False,
+        # and code written for TF prints the AttributeError's text.
+        raise AttributeError("'SymbolicTensor' object has no attribute "
+                             "'numpy'")
+
 
 # What `type(x) is Tensor` meant before the split: a plain tensor.
 PLAIN_TENSOR_TYPES = (EagerTensor, SymbolicTensor)

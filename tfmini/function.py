@@ -121,7 +121,8 @@ class FuncGraph:
         """The nodes as a GraphDef look-alike (see tfmini/graph_def.py):
         `.node` with each node's name, op and inputs."""
         from .graph_def import graph_def
-        return graph_def(self.get_operations())
+        return graph_def(self.get_operations(),
+                         [o.name for o in self.outputs])
 
     def as_text(self):
         """One line per node: name = Op(inputs) -> outputs, with control
@@ -232,12 +233,64 @@ class ConcreteFunction(_C.ConcreteBase):
         lines += ["Output Type:", f"  {out}", "Captures:", "  None"]
         return "\n".join(lines)
 
+    @property
+    def function_type(self):
+        """TF's FunctionType of this trace: str() is the one-line
+        signature, repr() the parameter block."""
+        return _FunctionType(self.pretty_printed_signature(False),
+                             self.pretty_printed_signature())
+
+    @property
+    def inference_fn(self):
+        """TF's AtomicFunction: the graph called on its flat inputs,
+        returning its flat outputs."""
+        return _AtomicFunction(self)
+
     def __str__(self):
         return "ConcreteFunction " + self.pretty_printed_signature()
 
     def __repr__(self):
         return (f"<ConcreteFunction {self.pretty_printed_signature(False)} "
                 f"at 0x{id(self):X}>")
+
+
+class _FunctionType:
+    __slots__ = ("_line", "_block")
+
+    def __init__(self, line, block):
+        self._line, self._block = line, block
+
+    def __str__(self):
+        return self._line
+
+    def __repr__(self):
+        return self._block
+
+
+class _AtomicFunction:
+    __slots__ = ("_concrete",)
+
+    def __init__(self, concrete):
+        self._concrete = concrete
+
+    def __call__(self, *tensors):
+        c = self._concrete
+        if len(tensors) != len(c._leaf_specs):
+            raise TypeError(
+                f"AtomicFunction of {c._short_name()} takes "
+                f"{len(c._leaf_specs)} tensors, got {len(tensors)}")
+        from . import nest
+        flat = nest.flatten(c(*tensors), expand_composites=True)
+        return flat[0] if len(flat) == 1 else tuple(flat)
+
+    @property
+    def function_type(self):
+        return self._concrete.function_type
+
+    def __repr__(self):
+        return (f"AtomicFunction(name=b'__inference_"
+                f"{self._concrete.name}', function_type="
+                f"{self._concrete.function_type!r})")
 
 
 def _type_text(x):

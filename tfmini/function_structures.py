@@ -177,6 +177,11 @@ class _ObjectArg:
     __slots__ = ("text",)
 
     def __init__(self, obj):
+        if hasattr(type(obj), "__tf_tracing_type__"):
+            # Keyed by its TraceType (csrc/python/function_key.c), which
+            # TF shows.
+            self.text = repr(obj.__tf_tracing_type__(None))
+            return
         # TF 2.21's text for such an argument, unbalanced ')' included.
         self.text = (f"Weakref[<weakref at {id(self):#x}; to "
                      f"'{type(obj).__name__}' at {id(obj):#x}>])")

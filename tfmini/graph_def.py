@@ -53,10 +53,22 @@ def _input_name(ref):
     return name if index == "0" else ref
 
 
-def graph_def(operations):
-    """A GraphDef of FuncGraph.get_operations()."""
-    return GraphDef([
-        NodeDef(op.name, op.type,
-                [_input_name(i) for i in op.inputs] +
-                ["^" + c for c in op.control_inputs])
-        for op in operations])
+def graph_def(operations, outputs=()):
+    """A GraphDef of FuncGraph.get_operations(). A TF function graph
+    ends each output in an Identity node ("Identity", "Identity_1", ...)
+    that tfmini's graph does without; the GraphDef lists them, so node
+    counts and names read as in TF."""
+    nodes = [NodeDef(op.name, op.type,
+                     [_input_name(i) for i in op.inputs] +
+                     ["^" + c for c in op.control_inputs])
+             for op in operations]
+    taken = {n.name for n in nodes}
+    k = 0
+    for ref in outputs:
+        name = "Identity"
+        while name in taken:
+            k += 1
+            name = f"Identity_{k}"
+        taken.add(name)
+        nodes.append(NodeDef(name, "Identity", [_input_name(ref)]))
+    return GraphDef(nodes)

@@ -79,6 +79,22 @@ def init_scope():
         _C.init_scope_exit()
 
 
+def _refuse_variable_on_retrace():
+    """TF's rule: a tf.function may create variables only on its first
+    trace. Code that makes its variables inside tf.init_scope (Keras
+    optimizer slots) asks here first, as init_scope hides the trace."""
+    frames = _frames()
+    if not _C.tracing() or not frames or frames[-1].allow_variables:
+        return
+    raise ValueError(
+        "tf.function only supports singleton tf.Variables created on "
+        "the first call. Make sure the tf.Variable is only created once "
+        "or created outside tf.function. (tf.function "
+        f"'{frames[-1].function._name}' created a variable while tracing "
+        "it again.) See https://www.tensorflow.org/guide/"
+        "function#creating_tfvariables for more information.")
+
+
 @contextlib.contextmanager
 def _variable_creation_scope():
     """tf.Variable.__init__ runs under this. While a tf.function is being
@@ -89,16 +105,8 @@ def _variable_creation_scope():
     if not _C.tracing() or not frames:
         yield
         return
-    frame = frames[-1]
-    if not frame.allow_variables:
-        raise ValueError(
-            "tf.function only supports singleton tf.Variables created on "
-            "the first call. Make sure the tf.Variable is only created once "
-            "or created outside tf.function. (tf.function "
-            f"'{frame.function._name}' created a variable while tracing it "
-            "again.) See https://www.tensorflow.org/guide/"
-            "function#creating_tfvariables for more information.")
-    frame.created += 1
+    _refuse_variable_on_retrace()
+    frames[-1].created += 1
     with init_scope():
         yield
 

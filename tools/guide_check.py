@@ -24,6 +24,7 @@ import ast
 import contextlib
 import io
 import json
+import linecache
 import os
 import re
 import signal
@@ -46,21 +47,59 @@ GUIDES = [
     ("advanced_autodiff", DOCS, "site/en/guide/advanced_autodiff.ipynb"),
     ("basics", DOCS, "site/en/guide/basics.ipynb"),
     ("intro_to_modules", DOCS, "site/en/guide/intro_to_modules.ipynb"),
+    ("intro_to_graphs", DOCS, "site/en/guide/intro_to_graphs.ipynb"),
+    ("function", DOCS, "site/en/guide/function.ipynb"),
+    ("basic_training_loops", DOCS,
+     "site/en/guide/basic_training_loops.ipynb"),
+    ("quickstart_core", DOCS, "site/en/guide/core/quickstart_core.ipynb"),
+    ("logistic_regression_core", DOCS,
+     "site/en/guide/core/logistic_regression_core.ipynb"),
+    ("mlp_core", DOCS, "site/en/guide/core/mlp_core.ipynb"),
+    ("optimizers_core", DOCS, "site/en/guide/core/optimizers_core.ipynb"),
+    ("matrix_core", DOCS, "site/en/guide/core/matrix_core.ipynb"),
     # The TF2 unicode tutorial lives in tensorflow/text now.
     ("unicode", TEXT, "docs/guide/unicode.ipynb"),
 ]
 TF_PYTHON = "/work/tfvenv/bin/python"
 CELL_TIMEOUT_S = 60
 
-# Cells left out: they need downloads, or time things (their output is
-# a timing by design).
-_SKIP_CELL = re.compile(r"get_file\(|tfds\.|timeit\.|benchmark\(")
+# Cells left out: they need downloads (or data sets downloaded), time
+# things (their output is a timing by design), or draw scikit-learn
+# confusion matrices (plots; TF's venv has no scikit-learn).
+_SKIP_CELL = re.compile(r"get_file\(|tfds\.|timeit\.|benchmark\(|"
+                        r"requests\.get\(|read_csv\(|sk_metrics\.")
 # A cell that plots also computes what the next cells use (the data, a
-# training loop): only its plotting statements are dropped.
+# training loop): only its plt.* statements are dropped, and what plotting
+# is left (seaborn, a plot inside a larger expression) runs on _NoPlot.
 _PLOTS = re.compile(r"\bplt\.")
 # Lines dropped from a cell that is otherwise run: shell and magics, and
-# the plotting import (matplotlib is not needed by what remains).
-_DROP_LINE = re.compile(r"^\s*([!%]|import matplotlib)")
+# the plotting imports (plotting goes to _NoPlot instead).
+_DROP_LINE = re.compile(r"^\s*([!%]|import matplotlib|from matplotlib |"
+                        r"import seaborn)")
+
+
+class _NoPlot:
+    """matplotlib and seaborn as the cells see them (neither is needed
+    here): every call does nothing, so a plotting cell still computes
+    the tensors it plots, and prints what it prints."""
+
+    def __getattr__(self, name):
+        return self
+
+    def __call__(self, *args, **kwargs):
+        return self
+
+    def __getitem__(self, key):
+        return self
+
+    def __setitem__(self, key, value):
+        pass
+
+    def __repr__(self):
+        return "<plot>"
+
+
+_PLOT_NAMES = ("plt", "matplotlib", "sns")
 
 
 def _is_plot(stmt):
@@ -142,11 +181,18 @@ def _timeout(signum, frame):
 def run_cells(cells):
     """Runs the cells in one namespace; per cell {stdout, result, error}."""
     ns = {"__name__": "__main__"}
+    ns.update(dict.fromkeys(_PLOT_NAMES, _NoPlot()))
     results = []
     signal.signal(signal.SIGALRM, _timeout)
-    for src in cells:
+    for n, src in enumerate(cells):
         rec = {"stdout": "", "result": None, "error": None}
         buf = io.StringIO()
+        # Jupyter keeps each cell's source in linecache, so that
+        # inspect.getsource (and so AutoGraph and tf.autograph.to_code)
+        # finds a function defined in a cell; a notebook user sees that.
+        fname = f"<cell-{n}>"
+        linecache.cache[fname] = (len(src), None, src.splitlines(True),
+                                  fname)
         try:
             tree = ast.parse(src)
             last = None
@@ -154,9 +200,9 @@ def run_cells(cells):
                 last = ast.Expression(tree.body.pop().value)
             signal.alarm(CELL_TIMEOUT_S)
             with contextlib.redirect_stdout(buf):
-                exec(compile(tree, "<cell>", "exec"), ns)
+                exec(compile(tree, fname, "exec"), ns)
                 if last is not None:
-                    value = eval(compile(last, "<cell>", "eval"), ns)
+                    value = eval(compile(last, fname, "eval"), ns)
                     if value is not None:
                         rec["result"] = repr(value)
         except BaseException as e:  # noqa: B036 - a cell may raise anything

@@ -242,3 +242,37 @@ TFM_GRAD(tfm_grad_rule_triangular_solve)
     tfm_gs_end(&s);
     return tfm_grad_finish(gin, 2, (unsigned)(wa | wb << 1));
 }
+
+/* Svd, through the singular values only (tf.linalg.svd(compute_uv=
+ * False), norms): ds_k / da = u_k v_k^T, so ga = u diag(gs) v^T =
+ * (u * gs[..., None, :]) @ v^T. A gradient reaching u or v (TF's long
+ * rule, with its 1 / (s_i^2 - s_j^2) terms) is not written yet: an
+ * error, never a wrong gradient. */
+TFM_GRAD(tfm_grad_rule_svd)
+{
+    if (g[1] || g[2])
+        return tfm_error(TFM_ERR_UNIMPLEMENTED, "Svd: tfmini has the "
+                         "gradient through the singular values only, not "
+                         "through u or v");
+    if (!g[0]) {
+        gin[0] = NULL;
+        return TFM_OK;
+    }
+    const tfm_shape *xs = &c->in[0]->shape;
+    int r = xs->ndim;
+    if (c->attrs->i[0] && xs->dims[r - 2] != xs->dims[r - 1])
+        return tfm_error(TFM_ERR_UNIMPLEMENTED, "Svd: the gradient of a "
+                         "full_matrices=True SVD of a non-square matrix is "
+                         "not written yet; use full_matrices=False");
+    tfm_grad_scope s;
+    tfm_gs_begin(&s, c);
+    tfm_shape row = g[0]->shape;           /* [..., P] -> [..., 1, P] */
+    row.dims[row.ndim] = row.dims[row.ndim - 1];
+    row.dims[row.ndim - 1] = 1;
+    row.ndim++;
+    tfm_tensor *scaled = tfm_gs_op2(&s, TFM_OP_MUL, c->out[1],
+                                    tfm_gs_reshape(&s, g[0], &row), NULL);
+    gin[0] = tfm_gs_out(&s, matmul(&s, scaled, c->out[2], 0, 1));
+    tfm_gs_end(&s);
+    return tfm_grad_finish(gin, 1, 1);
+}

@@ -241,3 +241,37 @@ tfm_infer_triangular_solve(tfm_op op, const tfm_meta *in, int nin,
     *nout = 1;
     return TFM_OK;
 }
+
+tfm_code
+tfm_infer_svd(tfm_op op, const tfm_meta *in, int nin, const tfm_attrs *a,
+              tfm_meta *out, int *nout)
+{
+    (void)nin;
+    char buf[160];
+    const tfm_meta *x = &in[0];
+    int r = x->shape.ndim;
+    if (r < 2)
+        return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: input must have "
+                         "rank >= 2, got shape %s (rank %d)",
+                         tfm_ops[op].name,
+                         tfm_shape_str(&x->shape, buf, sizeof buf), r);
+    tfm_code rc = lu_dtype(op, x->dtype);
+    if (rc)
+        return rc;
+    int64_t m = x->shape.dims[r - 2], n = x->shape.dims[r - 1];
+    /* An unknown dim leaves P unknown unless the other is 0. */
+    int64_t p = (m >= 0 && n >= 0) ? (m < n ? m : n)
+              : (m == 0 || n == 0) ? 0 : -1;
+    int full = a->i[0] != 0;
+    for (int k = 0; k < 3; k++) {
+        out[k].dtype = x->dtype;
+        out[k].shape = x->shape;
+    }
+    out[0].shape.ndim = r - 1;
+    out[0].shape.dims[r - 2] = p;
+    out[1].shape.dims[r - 1] = full ? m : p;
+    out[2].shape.dims[r - 2] = n;
+    out[2].shape.dims[r - 1] = full ? n : p;
+    *nout = 3;
+    return TFM_OK;
+}

@@ -25,5 +25,9 @@ tfm_code tfm_infer_band_part(tfm_op op, const tfm_meta *in, int nin,
 tfm_code tfm_infer_triangular_solve(tfm_op op, const tfm_meta *in, int nin,
                                     const tfm_attrs *a, tfm_meta *out,
                                     int *nout);
+/* Svd: [..., M, N] float16/32/64 -> s [..., P], u [..., M, P or M],
+ * v [..., N, P or N]; P = min(M, N), i[0] full_matrices. */
+tfm_code tfm_infer_svd(tfm_op op, const tfm_meta *in, int nin,
+                       const tfm_attrs *a, tfm_meta *out, int *nout);
 
 #endif

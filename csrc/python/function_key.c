@@ -140,6 +140,31 @@ put_ident(walk *w, char tag, PyObject *o)
     return tfm_py_walk_tag(w, tag, (int64_t)(intptr_t)o);
 }
 
+/* An object whose type has __tf_tracing_type__ (TF's custom TraceType
+ * protocol) keys by its TraceType's equality, not by its identity: each
+ * distinct TraceType is interned here once, and the key holds the
+ * interned one's address, so equal types share a trace. The trace keeps
+ * the object it was made with as the value, which is what TF's
+ * placeholder_value gives back for the guide's types. */
+static PyObject *trace_types;     /* {TraceType: TraceType}; only grows */
+
+static int
+put_trace_type(walk *w, PyObject *o, PyObject *name)
+{
+    PyObject *tt = PyObject_CallMethodObjArgs(o, name, Py_None, NULL);
+    if (!tt)
+        return WALK_ERR;
+    if (!trace_types && !(trace_types = PyDict_New())) {
+        Py_DECREF(tt);
+        return WALK_ERR;
+    }
+    PyObject *canon = PyDict_SetDefault(trace_types, tt, tt); /* borrowed */
+    Py_DECREF(tt);
+    if (!canon)
+        return WALK_ERR;
+    return put_ident(w, 'T', canon);
+}
+
 static int
 put_text(walk *w, char tag, PyObject *s)
 {
@@ -266,6 +291,14 @@ tfm_py_walk_value(walk *w, PyObject *o, int depth)
         return tfm_py_walk_items(w, 'U', &PyTuple_GET_ITEM(o, 0),
                                  PyTuple_GET_SIZE(o), depth);
     }
+    static PyObject *tracing_type;
+    if (!tracing_type &&
+        !(tracing_type = PyUnicode_InternFromString("__tf_tracing_type__")))
+        return WALK_ERR;
+    /* A type lookup (cached by CPython), so other objects pay no failed
+     * attribute lookup on the call path. */
+    if (_PyType_Lookup(Py_TYPE(o), tracing_type))
+        return put_trace_type(w, o, tracing_type);
     return put_ident(w, 'O', o);
 }
 

@@ -194,3 +194,16 @@ SPECS += [
            grad=(0, 1), ops=["MatrixTriangularSolve"], **_LU)
     for lo in (True, False) for adj in (False, True)
 ]
+
+# Svd through its singular values (unique, unlike the vectors' signs):
+# random matrices have distinct values, where the gradient is defined.
+SVD = [((3, 3),), ((2, 4, 3),), ((3, 5),), ((1, 1),), ((2, 3, 0),)]
+SPECS += [
+    OpSpec("linalg_svd_values",
+           lambda x: tf.linalg.svd(x, compute_uv=False),
+           lambda x: np.linalg.svd(x, compute_uv=False) if x.size else
+           np.zeros(x.shape[:-2] + (min(x.shape[-2:]),), x.dtype),
+           SVD, grad=(0,), ops=["Svd"],
+           # The gradient reads u and v, whose own gradient is not written.
+           **dict(_LU, second_order=False)),
+]

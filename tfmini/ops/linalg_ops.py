@@ -14,13 +14,14 @@ _NAMESPACES = {"linalg": ["matmul", "matvec", "tensordot", "einsum",
                           "matrix_transpose", "adjoint", "solve", "inv",
                           "det", "slogdet", "band_part", "diag_part",
                           "diag", "set_diag", "trace", "cholesky", "cholesky_solve",
-                          "triangular_solve", "logdet"]}
+                          "triangular_solve", "logdet", "svd"]}
 
 _MATMUL = ID["BatchMatMulV2"]
 _SOLVE, _INVERSE = ID["MatrixSolve"], ID["MatrixInverse"]
 _DET, _LOGDET = ID["MatrixDeterminant"], ID["LogMatrixDeterminant"]
 _BAND, _CHOLESKY = ID["MatrixBandPart"], ID["Cholesky"]
 _TRISOLVE = ID["MatrixTriangularSolve"]
+_SVD = ID["Svd"]
 
 
 def _as_tensor(x, hint=None):
@@ -529,6 +530,17 @@ def triangular_solve(matrix, rhs, lower=True, adjoint=False, name=None):
     matrix, rhs = _pair(matrix, rhs)
     return _C.call(_TRISOLVE, (matrix, rhs),
                    i=(1 if lower else 0, 1 if adjoint else 0))
+
+
+def svd(tensor, full_matrices=False, compute_uv=True, name=None):
+    """The singular value decomposition of each [..., M, N] matrix:
+    tensor = u @ diag(s) @ adjoint(v). Returns s ([..., P], P = min(M,
+    N), descending) when not compute_uv, else (s, u, v) with u [..., M,
+    P] and v [..., N, P], or [..., M, M] and [..., N, N] when
+    full_matrices. The vectors are unique only up to sign."""
+    s, u, v = _C.call(_SVD, (_as_tensor(tensor),),
+                      i=(1 if full_matrices else 0,))
+    return (s, u, v) if compute_uv else s
 
 
 def cholesky_solve(chol, rhs, name=None):

@@ -50,6 +50,14 @@ void tfm_trisolve_f32(int64_t n, int64_t k, const float *a, int lower,
 void tfm_trisolve_f64(int64_t n, int64_t k, const double *a, int lower,
                       int adjoint, const double *b, double *x);
 
+/* One m x n matrix a (row-major) (svd_eigen.cc): s[min(m, n)]
+ * descending, u [m, p] and v [n, p] row-major with p = min(m, n), or
+ * u [m, m] and v [n, n] when full. */
+void tfm_svd_f32(int64_t m, int64_t n, const float *a, int full, float *s,
+                 float *u, float *v);
+void tfm_svd_f64(int64_t m, int64_t n, const double *a, int full,
+                 double *s, double *u, double *v);
+
 #ifdef __cplusplus
 }
 #else
@@ -92,6 +100,11 @@ tfm_code tfm_k_cholesky(tfm_op op, tfm_tensor *const *in, int nin,
 tfm_code tfm_k_triangular_solve(tfm_op op, tfm_tensor *const *in, int nin,
                                 const tfm_attrs *a, tfm_tensor *const *out,
                                 int nout, const tfm_kctx *ctx);
+
+/* Svd (svd.c). */
+tfm_code tfm_k_svd(tfm_op op, tfm_tensor *const *in, int nin,
+                   const tfm_attrs *a, tfm_tensor *const *out, int nout,
+                   const tfm_kctx *ctx);
 
 #endif
 

@@ -11,6 +11,7 @@ assign/assign_add/assign_sub, i.e. an op in the graph when traced.
 import logging
 
 import tfmini as tf
+from tfmini import trace_frames as _trace_frames
 from tfmini import trackable as _tracking
 
 from .. import backend
@@ -159,6 +160,7 @@ class Optimizer(_tracking.Trackable):
         # Keras 3's slot names ('dense_kernel_momentum'); get_slot keeps
         # tfmini's short keys.
         name = self._keras_slot_names.get(name, name)
+        _trace_frames._refuse_variable_on_retrace()
         with backend.init_scope():
             if initializer == "zeros":
                 value = tf.zeros(tuple(v.shape), v.dtype)
