@@ -210,3 +210,40 @@ def test_input_shapes_may_change_between_calls():
         a = np.arange(n, dtype=np.float32)
         np.testing.assert_allclose(f(tf.constant(a)).numpy(),
                                    (a * a).sum(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("optimizer", ["manual", "SGD", "Adam"])
+def test_train_step_is_eligible(optimizer):
+    """An MLP step with its variables and optimizer on the device: the
+    mean's divisor (a host constant read straight by RealDiv, made after
+    placement) and the optimizer's slots do not keep it off a graph."""
+    rng = np.random.default_rng(0)
+    with tf.device(FAKE):
+        w1 = tf.Variable(rng.standard_normal((8, 16)).astype(np.float32))
+        b1 = tf.Variable(np.zeros(16, np.float32))
+        w2 = tf.Variable(rng.standard_normal((16, 1)).astype(np.float32))
+        opt = (None if optimizer == "manual"
+               else getattr(tf.keras.optimizers, optimizer)(0.01))
+    ws = [w1, b1, w2]
+
+    @tf.function
+    def step(x, y):
+        with tf.device(FAKE):
+            with tf.GradientTape() as tape:
+                h = tf.nn.relu(tf.matmul(x, w1) + b1)
+                loss = tf.reduce_mean(tf.square(tf.matmul(h, w2) - y))
+            gs = tape.gradient(loss, ws)
+            if opt is None:
+                for v, g in zip(ws, gs):
+                    v.assign_sub(0.01 * g)
+            else:
+                opt.apply_gradients(zip(gs, ws))
+        return loss
+
+    x = tf.constant(rng.standard_normal((32, 8)).astype(np.float32))
+    y = tf.constant(rng.standard_normal((32, 1)).astype(np.float32))
+    (ok, why), loss0 = judge(step, x, y)
+    assert ok == 1, why
+    for _ in range(5):
+        loss = step(x, y)
+    assert float(loss) < float(loss0)

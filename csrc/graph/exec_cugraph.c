@@ -15,8 +15,10 @@
  * no Print, Assert, If or While (each reads a value on the host); no
  * output shape known only from values (Where); no random op (its stream
  * is counted on the host per call) and no other stateful kernel; a
- * _Copy only of a function input or a constant, and no other step that
- * reads a constant held in host memory. The verdict is cached on the
+ * _Copy only of a function input or a constant. Host constants (a
+ * _Copy's input, or read straight by a node that a pass after placement
+ * made, which a plain run moves to the device before the kernel) get
+ * device copies in the record. The verdict is cached on the
  * plan (cugraph_ok); a plan on a device that is not a GPU, or in a build
  * without CUDA, is judged and then never captured.
  *
@@ -192,10 +194,14 @@ step_blocks(const tfm_plan *p, const step *st, int *dev)
     default:
         return "is a step the rule does not know";
     }
+    /* A host constant read by a device step (nodes that passes after
+     * placement made read them without a _Copy) is moved to the device
+     * before the kernel in a plain run; the record gives it the copy. */
     for (int i = 0; *dev > 0 && i < nd->nin; i++) {
         const tfm_tensor *c = const_in(p, st->in[i]);
-        if (c && c->device == 0)
-            return "reads a constant held in host memory";
+        if (c && c->device != *dev &&
+            (c->device != 0 || c->dtype == TFM_STRING))
+            return "reads a constant it cannot have on its device";
     }
     return NULL;
 }
