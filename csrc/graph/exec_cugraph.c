@@ -72,7 +72,11 @@
  *
  * Not covered: another Python thread queueing work on the GPU's stream
  * while a capture runs a big kernel without the interpreter lock would
- * have that work captured too (the stream is shared). Counters
+ * have that work captured too (the stream is shared); the record's busy
+ * flag only keeps such a call of the same plan off the record. A
+ * function that returns a variable's read hands the caller a view of
+ * the variable's buffer; while the caller holds it, an assignment makes
+ * a new buffer, so such a capture fails and the plan stays plain. Counters
  * (tfm_cugraph_counters) prove replays happened without a timing. */
 #include "exec_cugraph.h"
 
@@ -247,6 +251,7 @@ note(const tfm_plan *p, int m, const char *what, const char *why)
 
 struct tfm_cugraph {
     int dev;
+    int busy;               /* a capture or replay is under way */
     int warm;               /* a plain call had this signature */
     int drops;
     int nin, nvar, nout, nconst;
@@ -587,15 +592,21 @@ call_gpu(tfm_plan *p, int m, tfm_tensor *const *in, int nin,
          tfm_tensor **out, tfm_code *rc)
 {
     struct tfm_cugraph *r = p->cugraph;
-    if (!r || p->busy || nin != p->nin)
+    /* busy: a call on another thread while a capture's big kernel runs
+     * without the interpreter lock; it must not touch the record. */
+    if (!r || r->busy || p->busy || nin != p->nin)
         return 0;
     for (int i = 0; i < nin; i++)
         if (tfm_tensor_is_symbolic(in[i]))
             return 0;       /* the plain run raises */
     if (r->exec) {
         int vars = vars_unchanged(r);
-        if (vars && same_signature(r, in))
-            return replay(p, r, m, in, out, rc);
+        if (vars && same_signature(r, in)) {
+            r->busy = 1;
+            int done = replay(p, r, m, in, out, rc);
+            r->busy = 0;
+            return done;
+        }
         clear(r);
         tally(&n_fallback);
         if (++r->drops >= MAX_DROPS) {
@@ -612,7 +623,10 @@ call_gpu(tfm_plan *p, int m, tfm_tensor *const *in, int nin,
         set_signature(r, in);
         return 0;
     }
-    return capture(p, r, m, in, out, rc);
+    r->busy = 1;
+    int done = capture(p, r, m, in, out, rc);
+    r->busy = 0;
+    return done;
 }
 #else
 void
