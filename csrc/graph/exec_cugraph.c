@@ -55,7 +55,7 @@
  * record, runs the call the plain way, and captures again on the next
  * call; so do other input shapes. After four drops the plan stays plain
  * (a function called with ever new shapes would otherwise capture on
- * every other call). An assignment inside the
+ * every other call), unless TFMINI_CUDA_GRAPHS=1. An assignment inside the
  * capture that gave a variable a new buffer (someone else held the old
  * one) makes the capture fail: that buffer would be graph memory.
  *
@@ -67,8 +67,10 @@
  * with TFMINI_CUDA_GRAPHS=1), the plan is marked never to capture, and
  * the call runs the plain way. After a launch succeeded, the call's work
  * is done: an error copying the outputs out is returned, never run a
- * second time. TFMINI_CUDA_GRAPHS=0 turns all of it off; =1 logs every
- * capture, drop and failure; unset, eligible plans on a GPU capture.
+ * second time. TFMINI_CUDA_GRAPHS=0 turns all of it off; =1 forces
+ * attempts (no limit on drops: every new shape or variable buffer is
+ * captured again) and logs every capture, drop and failure; unset,
+ * eligible plans on a GPU capture, within the drop limit.
  *
  * Not covered: another Python thread queueing work on the GPU's stream
  * while a capture runs a big kernel without the interpreter lock would
@@ -476,6 +478,7 @@ capture(tfm_plan *p, struct tfm_cugraph *r, int m, tfm_tensor *const *in,
         }
     for (int c = 0; c < r->nconst; c++)
         if (p->const_val[c]->device == 0 &&
+            p->const_val[c]->dtype != TFM_STRING &&
             !(r->consts[c] = tfm_tensor_to_device(p->const_val[c], r->dev))) {
             snprintf(why, sizeof why, "constant copy: %s",
                      tfm_error_message());
@@ -609,7 +612,7 @@ call_gpu(tfm_plan *p, int m, tfm_tensor *const *in, int nin,
         }
         clear(r);
         tally(&n_fallback);
-        if (++r->drops >= MAX_DROPS) {
+        if (++r->drops >= MAX_DROPS && m != 1) {
             note(p, m, "off", "its inputs or variables kept changing");
             p->cugraph_ok = -1;
         } else {
