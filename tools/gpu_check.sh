@@ -136,6 +136,7 @@ grep -E "^(FAILED|ERROR)" "$OUT/tests-gpu-slow.log" | head -20 >> "$SUMMARY"
 say "benchmark"
 timeout "${GPU_CHECK_BENCH_S:-120}" python3 tools/gpu_bench.py > "$OUT/bench.txt" 2>&1
 say "bench rc=$?"
+timeout 60 python3 tools/cugraph_bench.py --calls 200 --rounds 5 >> "$OUT/bench.txt" 2>&1
 cat "$OUT/bench.txt" >> "$SUMMARY"
 
 say "done in $(( $(date +%s) - START ))s"

@@ -4,6 +4,8 @@
 
 #include <stdatomic.h>
 
+#include "exec_cugraph.h"
+
 /* Note [Executor counters]
  * ~~~~~~~~~~~~~~~~~~~~~~~~
  * What a loop costs per iteration beyond its kernels is the steps it
@@ -39,7 +41,7 @@ tfm_exec_view_count(void)
 
 static tfm_code plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
                          tfm_tensor **out, int recorded,
-                         const uint8_t *owned);
+                         const uint8_t *owned, tfm_tensor *const *consts);
 
 /* Whether slot sl's last reader is step st. */
 static int
@@ -533,7 +535,7 @@ run_while(const step *st, tfm_tensor **vals, int recorded)
         for (int i = 0; i < nb; i++)
             if (owned[i])
                 cur[n->submap[1][i]] = NULL;
-        rc = plan_run(st->sub[1], in, nb, next, recorded, owned);
+        rc = plan_run(st->sub[1], in, nb, next, recorded, owned, NULL);
         if (rc)
             goto done;
         tally(&count_iterations, 1);
@@ -679,10 +681,12 @@ run_step(const tfm_plan *p, const step *st, tfm_tensor **vals, int recorded,
 /* tfm_plan_run, where owned[i] (owned may be NULL) says that the run
  * takes over the caller's reference to in[i] rather than adding one of
  * its own (run_while's loop variables: Note [Writing over a loop
- * variable]); those references are dropped on every path. */
+ * variable]); those references are dropped on every path. consts (may
+ * be NULL): tfm_plan_run_consts's. */
 static tfm_code
 plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
-         tfm_tensor **out, int recorded, const uint8_t *owned)
+         tfm_tensor **out, int recorded, const uint8_t *owned,
+         tfm_tensor *const *consts)
 {
     tfm_tensor *local[64];
     tfm_tensor **vals = local;
@@ -719,8 +723,9 @@ plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
         }
     }
     for (int32_t c = 0; c < p->nconst; c++) {
-        tfm_tensor_incref(p->const_val[c]);
-        vals[p->const_slot[c]] = p->const_val[c];
+        tfm_tensor *v = consts && consts[c] ? consts[c] : p->const_val[c];
+        tfm_tensor_incref(v);
+        vals[p->const_slot[c]] = v;
     }
     arena = tfm_exec_arena_take(p, recorded, &rc);
     if (rc)
@@ -769,7 +774,14 @@ tfm_code
 tfm_plan_run(const tfm_plan *p, tfm_tensor *const *in, int nin,
              tfm_tensor **out, int recorded)
 {
-    return plan_run(p, in, nin, out, recorded, NULL);
+    return plan_run(p, in, nin, out, recorded, NULL, NULL);
+}
+
+tfm_code
+tfm_plan_run_consts(const tfm_plan *p, tfm_tensor *const *in, int nin,
+                    tfm_tensor **out, tfm_tensor *const *consts)
+{
+    return plan_run(p, in, nin, out, 0, NULL, consts);
 }
 
 tfm_code

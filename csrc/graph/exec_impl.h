@@ -120,6 +120,10 @@ struct tfm_plan {
     int busy;               /* a run is using arena */
     /* Note [Arena budget]: plans holding an arena, last run first. */
     tfm_plan *lru_prev, *lru_next;
+    /* Note [CUDA graphs for cached calls] (exec_cugraph.c): the record
+     * and the verdict (0 not judged yet, 1 eligible, -1 never). */
+    struct tfm_cugraph *cugraph;
+    int8_t cugraph_ok;
 };
 
 /* exec_plan.c: the plan that computes outs (and, with effects, every

@@ -1,6 +1,7 @@
 /* Building a plan: a graph's nodes as steps over value slots, with the
  * memory plan (Note [Memory plan] in exec_impl.h). */
 #include "exec_impl.h"
+#include "exec_cugraph.h"
 
 static const tfm_meta *
 meta_of(const tfm_graph *g, tfm_ref r)
@@ -191,6 +192,7 @@ tfm_plan_free(tfm_plan *p)
 {
     if (!p)
         return;
+    tfm_cugraph_free(p);
     for (int32_t i = 0; i < p->nconst; i++)
         if (p->const_val && p->const_val[i])
             tfm_tensor_decref(p->const_val[i]);

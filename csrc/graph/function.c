@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../runtime/tape.h"
+#include "exec_cugraph.h"
 #include "passes.h"
 
 static int64_t live_concretes;
@@ -62,8 +63,13 @@ tfm_concrete_call(tfm_concrete *cf, tfm_tensor *const *in, int nin,
                   tfm_tensor **out)
 {
     cf->last_call = ++tfm_concrete_clock;
-    if (tfm_tape_active_count == 0)
+    if (tfm_tape_active_count == 0) {
+        /* Note [CUDA graphs for cached calls]: a replay, or 0. */
+        tfm_code rc;
+        if (tfm_cugraph_call(cf->plan, in, nin, out, &rc))
+            return rc;
         return tfm_plan_run(cf->plan, in, nin, out, 0);
+    }
     if (!cf->replay && !(cf->replay = tfm_plan_new(cf->graph)))
         return tfm_error_code();
     return tfm_plan_run(cf->replay, in, nin, out, 1);

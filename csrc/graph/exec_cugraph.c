@@ -1,0 +1,686 @@
+/* A cached tf.function call replayed through a CUDA graph. See Note
+ * [CUDA graphs for cached calls].
+ *
+ * Note [CUDA graphs for cached calls]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A plan on a GPU costs host time per step: the executor's bookkeeping,
+ * an allocation per output and a kernel launch. When every step of a
+ * plan only queues work on the GPU's one stream, that work is the same
+ * on every call with the same input shapes, so the call can be recorded
+ * once as a CUDA graph and replayed with one cudaGraphLaunch.
+ *
+ * Eligibility (tfm_cugraph_eligible, a pure function of the plan, so
+ * tests check it on the FAKE device without a GPU): every step placed on
+ * one device other than the CPU, a kernel step having a kernel there;
+ * no Print, Assert, If or While (each reads a value on the host); no
+ * output shape known only from values (Where); no random op (its stream
+ * is counted on the host per call) and no other stateful kernel; a
+ * _Copy only of a function input or a constant. Host constants (a
+ * _Copy's input, or read straight by a node that a pass after placement
+ * made, which a plain run moves to the device before the kernel) get
+ * device copies in the record. The verdict is cached on the
+ * plan (cugraph_ok); a plan on a device that is not a GPU, or in a build
+ * without CUDA, is judged and then never captured.
+ *
+ * The record (struct tfm_cugraph, one per plan) is made on the first
+ * call and captures on the second call with the same input dtypes and
+ * shapes, not the first: that one compiled the fused kernels (NVRTC),
+ * created the cuBLAS/cuDNN handles and found the algorithms, none of
+ * which may happen inside a capture. cuBLAS from CUDA 12.2 on takes its
+ * workspace with cudaMallocAsync while the stream captures, so the
+ * handle needs no cublasSetWorkspace.
+ *
+ * Capture runs the plan as usual between cudaStreamBeginCapture (mode
+ * ThreadLocal: only this thread's unsafe calls break it) and
+ * cudaStreamEndCapture, on inputs the record owns (device tensors the
+ * caller's values are copied into) and with device copies of the host
+ * constants, so the captured run copies nothing from the host. Every
+ * allocation in it is cudaMallocAsync on the capturing stream (Note [GPU
+ * allocator]), which becomes a graph memory node: intermediates are
+ * freed inside the graph; outputs are not, and the record keeps them.
+ * The graph is instantiated with AutoFreeOnLaunch, so each launch frees
+ * the previous launch's outputs and makes them again at the same
+ * addresses (a graph allocation's address is fixed for the graph's
+ * life). That is why graph memory rather than buffers the record
+ * allocates beforehand: no sizes to guess, and the graph reuses its
+ * intermediates' memory as the plain run does. Nothing runs during a
+ * capture, so the call's own result comes from the first launch, right
+ * after instantiation. The caller always gets fresh tensors, copied on
+ * the stream from the record's outputs: the next launch overwrites them.
+ *
+ * Variables: a captured read or assignment uses the variable's buffer
+ * address as it was. Before every replay each variable's data pointer,
+ * device and shape are compared with those captured (cheap); any change
+ * (an assign that made a new buffer, assign of another shape) drops the
+ * record, runs the call the plain way, and captures again on the next
+ * call; so do other input shapes. After four drops the plan stays plain
+ * (a function called with ever new shapes would otherwise capture on
+ * every other call), unless TFMINI_CUDA_GRAPHS=1. An assignment inside the
+ * capture that gave a variable a new buffer (someone else held the old
+ * one) makes the capture fail: that buffer would be graph memory.
+ *
+ * Failure (capture, instantiate, launch): the capture is always ended,
+ * the variables are put back to the tensors they held before (a failed
+ * capture ran nothing, so their bytes never changed), the last CUDA
+ * error is cleared, the reason is logged once (under
+ * tf.debugging.set_log_device_placement on a machine with a GPU, or
+ * with TFMINI_CUDA_GRAPHS=1), the plan is marked never to capture, and
+ * the call runs the plain way. After a launch succeeded, the call's work
+ * is done: an error copying the outputs out is returned, never run a
+ * second time. TFMINI_CUDA_GRAPHS=0 turns all of it off; =1 forces
+ * attempts (no limit on drops: every new shape or variable buffer is
+ * captured again) and logs every capture, drop and failure; unset,
+ * eligible plans on a GPU capture, within the drop limit.
+ *
+ * Not covered: another Python thread queueing work on the GPU's stream
+ * while a capture runs a big kernel without the interpreter lock would
+ * have that work captured too (the stream is shared); the record's busy
+ * flag only keeps such a call of the same plan off the record. A
+ * function that returns a variable's read hands the caller a view of
+ * the variable's buffer; while the caller holds it, an assignment makes
+ * a new buffer, so such a capture fails and the plan stays plain. Counters
+ * (tfm_cugraph_counters) prove replays happened without a timing. */
+#include "exec_cugraph.h"
+
+#include <stdatomic.h>
+
+#include "exec_impl.h"
+
+static _Atomic int64_t n_capture, n_replay, n_fallback, n_fail, n_yes, n_no;
+/* Under the interpreter lock, as every cached call is. */
+static int last_ok = -1;
+static char last_why[256];
+
+static void
+tally(_Atomic int64_t *c)
+{
+    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+void
+tfm_cugraph_counters(int64_t out[6])
+{
+    _Atomic int64_t *c[6] = {&n_capture, &n_replay, &n_fallback, &n_fail,
+                             &n_yes, &n_no};
+    for (int k = 0; k < 6; k++)
+        out[k] = atomic_load_explicit(c[k], memory_order_relaxed);
+}
+
+int
+tfm_cugraph_last_verdict(char *buf, size_t n)
+{
+    if (n)
+        snprintf(buf, n, "%s", last_why);
+    return last_ok;
+}
+
+/* 0: off; 1: on, logging every decision; 2: on (the default). */
+static int
+mode(void)
+{
+    const char *v = getenv("TFMINI_CUDA_GRAPHS");
+    if (!v || !*v)
+        return 2;
+    if (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "false"))
+        return 0;
+    return strcmp(v, "1") == 0 ? 1 : 2;
+}
+
+static int
+say_no(char *why, size_t n, const step *st, const char *what)
+{
+    if (st)
+        snprintf(why, n, "node '%s' (%s) %s", st->node->name,
+                 tfm_ops[st->node->op].name, what);
+    else
+        snprintf(why, n, "%s", what);
+    return 0;
+}
+
+static int
+is_input(const tfm_plan *p, int32_t sl)
+{
+    for (int32_t i = 0; i < p->nin; i++)
+        if (p->in_slot[i] == sl)
+            return 1;
+    return 0;
+}
+
+/* The plan constant in slot sl, or NULL. */
+static const tfm_tensor *
+const_in(const tfm_plan *p, int32_t sl)
+{
+    for (int32_t c = 0; c < p->nconst; c++)
+        if (p->const_slot[c] == sl)
+            return p->const_val[c];
+    return NULL;
+}
+
+/* Why step st keeps the plan off a graph (NULL: it does not); *dev is
+ * where it runs, 0 for the CPU. */
+static const char *
+step_blocks(const tfm_plan *p, const step *st, int *dev)
+{
+    const tfm_node *nd = st->node;
+    *dev = nd->device;
+    switch (st->kind) {
+    case STEP_PRINT:
+        return "prints on the host every call";
+    case STEP_ASSERT:
+        return "reads its condition on the host";
+    case STEP_IF:
+        return "is a tf.cond whose predicate is read on the host";
+    case STEP_WHILE:
+        return "is a tf.while_loop whose condition is read on the host";
+    case STEP_READ:
+        *dev = nd->var->value->device;
+        return NULL;
+    case STEP_COPY:
+        if (!is_input(p, st->in[0]) && !const_in(p, st->in[0]))
+            return "copies a value between devices";
+        return NULL;
+    case STEP_ASSIGN:
+        *dev = nd->var->value->device;
+        break;
+    case STEP_KERNEL:
+    case STEP_FUSED: {
+        unsigned f = tfm_ops[nd->op].flags;
+        if (f & TFM_OPF_RANDOM)
+            return "is a random op, whose stream is counted on the host";
+        if (f & TFM_OPF_STATEFUL)
+            return "has effects outside its outputs";
+        for (int k = 0; k < nd->nout; k++)
+            if (!tfm_shape_is_known(&nd->out[k].shape))
+                return "has an output shape known only from its values";
+        if (st->kind == STEP_KERNEL && *dev > 0 &&
+            !tfm_kernel_for(nd->op, *dev))
+            return "has no kernel on its device";
+        break;
+    }
+    default:
+        return "is a step the rule does not know";
+    }
+    /* A host constant read by a device step (nodes that passes after
+     * placement made read them without a _Copy) is moved to the device
+     * before the kernel in a plain run; the record gives it the copy. */
+    for (int i = 0; *dev > 0 && i < nd->nin; i++) {
+        const tfm_tensor *c = const_in(p, st->in[i]);
+        if (c && c->device != *dev &&
+            (c->device != 0 || c->dtype == TFM_STRING))
+            return "reads a constant it cannot have on its device";
+    }
+    return NULL;
+}
+
+int
+tfm_cugraph_eligible(const tfm_plan *p, char *why, size_t n)
+{
+    int dev = 0;
+    if (!p->nsteps)
+        return say_no(why, n, NULL, "the function runs no step");
+    for (int32_t s = 0; s < p->nsteps; s++) {
+        const step *st = &p->steps[s];
+        int d;
+        const char *no = step_blocks(p, st, &d);
+        if (no)
+            return say_no(why, n, st, no);
+        if (d <= 0)
+            return say_no(why, n, st, "runs on the CPU");
+        if (dev && d != dev)
+            return say_no(why, n, st, "runs on another device than the "
+                          "steps before it");
+        dev = d;
+    }
+    if (!tfm_device_get(dev))
+        return say_no(why, n, NULL, "its device is not registered");
+    snprintf(why, n, "eligible: %d steps on device %d", (int)p->nsteps, dev);
+    return dev;
+}
+
+static void
+note(const tfm_plan *p, int m, const char *what, const char *why)
+{
+    if (m == 1 || (tfm_log_placement && tfm_default_device > 0))
+        fprintf(stderr, "tfmini: tf.function '%s': CUDA graph %s: %s\n",
+                tfm_graph_name(p->g), what, why);
+}
+
+#ifdef TFMINI_WITH_CUDA
+#include "../kernels/cuda/internal.h"
+
+/* Four drops (changed shapes or variables), then the plan stays plain. */
+#define MAX_DROPS 4
+
+struct tfm_cugraph {
+    int dev;
+    int busy;               /* a capture or replay is under way */
+    int warm;               /* a plain call had this signature */
+    int drops;
+    int nin, nvar, nout, nconst;
+    tfm_dtype *dtype;       /* the signature: per input */
+    tfm_shape *shape;
+    tfm_tensor **in;        /* the graph's inputs (device tensors) */
+    tfm_tensor **consts;    /* per plan constant: its device copy, or NULL */
+    tfm_tensor **out;       /* the graph's outputs (graph memory) */
+    tfm_variable **var;     /* every variable the plan reads or assigns */
+    tfm_tensor **snap;      /* their tensors while a capture runs */
+    const void **var_data;  /* their data when captured */
+    tfm_shape *var_shape;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+};
+
+static tfm_gpu *
+gpu(const struct tfm_cugraph *r)
+{
+    return tfm_gpu_of(tfm_device_get(r->dev));
+}
+
+static void
+drop_all(tfm_tensor **t, int n)
+{
+    for (int i = 0; t && i < n; i++)
+        if (t[i]) {
+            tfm_tensor_decref(t[i]);
+            t[i] = NULL;
+        }
+}
+
+/* Lets go of the captured graph and its buffers; the signature stays. */
+static void
+clear(struct tfm_cugraph *r)
+{
+    if (r->exec) {
+        /* No launch may still read what is freed below. */
+        cudaStreamSynchronize(gpu(r)->stream);
+    }
+    drop_all(r->out, r->nout);
+    drop_all(r->in, r->nin);
+    drop_all(r->consts, r->nconst);
+    if (r->exec)
+        cudaGraphExecDestroy(r->exec);
+    if (r->graph)
+        cudaGraphDestroy(r->graph);
+    r->exec = NULL;
+    r->graph = NULL;
+    r->warm = 0;
+    cudaGetLastError();
+}
+
+static void
+add_var(struct tfm_cugraph *r, tfm_variable *v)
+{
+    for (int k = 0; k < r->nvar; k++)
+        if (r->var[k] == v)
+            return;
+    r->var[r->nvar++] = v;
+}
+
+static struct tfm_cugraph *
+record_new(const tfm_plan *p, int dev)
+{
+    struct tfm_cugraph *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    size_t ni = (size_t)p->nin + 1, ns = (size_t)p->nsteps + 1;
+    r->dev = dev;
+    r->nin = p->nin;
+    r->nout = p->nout;
+    r->nconst = p->nconst;
+    r->dtype = calloc(ni, sizeof *r->dtype);
+    r->shape = calloc(ni, sizeof *r->shape);
+    r->in = calloc(ni, sizeof *r->in);
+    r->consts = calloc((size_t)p->nconst + 1, sizeof *r->consts);
+    r->out = calloc((size_t)p->nout + 1, sizeof *r->out);
+    r->var = calloc(ns, sizeof *r->var);
+    r->snap = calloc(ns, sizeof *r->snap);
+    r->var_data = calloc(ns, sizeof *r->var_data);
+    r->var_shape = calloc(ns, sizeof *r->var_shape);
+    if (!r->dtype || !r->shape || !r->in || !r->consts || !r->out ||
+        !r->var || !r->snap || !r->var_data || !r->var_shape) {
+        tfm_cugraph_free(&(tfm_plan){.cugraph = r});
+        return NULL;
+    }
+    for (int32_t s = 0; s < p->nsteps; s++)
+        if (p->steps[s].kind == STEP_READ || p->steps[s].kind == STEP_ASSIGN)
+            add_var(r, p->steps[s].node->var);
+    return r;
+}
+
+void
+tfm_cugraph_free(tfm_plan *p)
+{
+    struct tfm_cugraph *r = p->cugraph;
+    if (!r)
+        return;
+    clear(r);
+    free(r->dtype);
+    free(r->shape);
+    free(r->in);
+    free(r->consts);
+    free(r->out);
+    free(r->var);
+    free(r->snap);
+    free(r->var_data);
+    free(r->var_shape);
+    free(r);
+    p->cugraph = NULL;
+}
+
+static int
+same_signature(const struct tfm_cugraph *r, tfm_tensor *const *in)
+{
+    for (int i = 0; i < r->nin; i++)
+        if (in[i]->dtype != r->dtype[i] ||
+            !tfm_shape_equal(&in[i]->shape, &r->shape[i]))
+            return 0;
+    return 1;
+}
+
+static void
+set_signature(struct tfm_cugraph *r, tfm_tensor *const *in)
+{
+    for (int i = 0; i < r->nin; i++) {
+        r->dtype[i] = in[i]->dtype;
+        r->shape[i] = in[i]->shape;
+    }
+    r->warm = 1;
+}
+
+static int
+vars_unchanged(const struct tfm_cugraph *r)
+{
+    for (int k = 0; k < r->nvar; k++) {
+        const tfm_tensor *v = r->var[k]->value;
+        if (v->device != r->dev || tfm_tensor_data(v) != r->var_data[k] ||
+            !tfm_shape_equal(&v->shape, &r->var_shape[k]))
+            return 0;
+    }
+    return 1;
+}
+
+/* What a plain run returns for output slot sl without computing it (a
+ * function input or a constant, as they are), else NULL. */
+static tfm_tensor *
+passed_through(const tfm_plan *p, int32_t sl, tfm_tensor *const *in)
+{
+    for (int32_t i = 0; i < p->nin; i++)
+        if (p->in_slot[i] == sl)
+            return in[i];
+    for (int32_t c = 0; c < p->nconst; c++)
+        if (p->const_slot[c] == sl)
+            return p->const_val[c];
+    return NULL;
+}
+
+/* out[] as fresh copies of the graph's outputs, queued on the stream
+ * before any later launch can overwrite them. */
+static tfm_code
+copy_out(const tfm_plan *p, const struct tfm_cugraph *r,
+         tfm_tensor *const *in, tfm_tensor **out)
+{
+    tfm_code rc = TFM_OK;
+    int32_t i;
+    for (i = 0; i < p->nout && !rc; i++) {
+        tfm_tensor *same = passed_through(p, p->out_slot[i], in);
+        const tfm_tensor *g = r->out[i];
+        if (same) {
+            tfm_tensor_incref(same);
+            out[i] = same;
+        } else if (!(out[i] = tfm_tensor_new(g->dtype, &g->shape,
+                                             g->device)) ||
+                   (rc = tfm_tensor_copy_into(out[i], g))) {
+            rc = tfm_error_code();
+            if (out[i])
+                tfm_tensor_decref(out[i]);
+            out[i] = NULL;
+            break;
+        }
+    }
+    if (rc)
+        for (int32_t j = 0; j < i; j++) {
+            tfm_tensor_decref(out[j]);
+            out[j] = NULL;
+        }
+    return rc;
+}
+
+/* Drops the graph and keeps the plan plain from now on. */
+static void
+give_up(tfm_plan *p, int m, const char *why)
+{
+    tally(&n_fail);
+    note(p, m, "off", why);
+    clear(p->cugraph);
+    p->cugraph_ok = -1;
+    tfm_error_clear();
+}
+
+/* Capture the call, instantiate, launch: 1 with *rc the call's result,
+ * or 0 (the plan marked plain, nothing changed) to run it the plain
+ * way. */
+static int
+capture(tfm_plan *p, struct tfm_cugraph *r, int m, tfm_tensor *const *in,
+        tfm_tensor **out, tfm_code *rc)
+{
+    tfm_gpu *g = gpu(r);
+    tfm_tensor **snap = r->snap;
+    char why[400] = "";
+    cudaGraph_t graph = NULL;
+    cudaError_t e;
+    int nsnap = 0, captured = 0;
+    for (int i = 0; i < r->nin; i++)
+        if (!(r->in[i] = tfm_tensor_new(in[i]->dtype, &in[i]->shape,
+                                        r->dev)) ||
+            (p->in_slot[i] >= 0 && tfm_tensor_copy_into(r->in[i], in[i]))) {
+            snprintf(why, sizeof why, "input copy: %s", tfm_error_message());
+            goto fail;
+        }
+    for (int c = 0; c < r->nconst; c++)
+        if (p->const_val[c]->device == 0 &&
+            p->const_val[c]->dtype != TFM_STRING &&
+            !(r->consts[c] = tfm_tensor_to_device(p->const_val[c], r->dev))) {
+            snprintf(why, sizeof why, "constant copy: %s",
+                     tfm_error_message());
+            goto fail;
+        }
+    for (; nsnap < r->nvar; nsnap++) {
+        tfm_tensor *v = r->var[nsnap]->value;
+        tfm_tensor_incref(v);
+        snap[nsnap] = v;
+        r->var_data[nsnap] = tfm_tensor_data(v);
+        r->var_shape[nsnap] = v->shape;
+    }
+    tfm_gpu_use(g);
+    e = cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) {
+        snprintf(why, sizeof why, "cudaStreamBeginCapture: %s",
+                 cudaGetErrorString(e));
+        goto fail;
+    }
+    captured = 1;
+    tfm_code run = tfm_plan_run_consts(p, r->in, r->nin, r->out, r->consts);
+    if (run)
+        snprintf(why, sizeof why, "the captured run failed: %s",
+                 tfm_error_message());
+    e = cudaStreamEndCapture(g->stream, &graph);
+    captured = 0;
+    if (run)
+        goto fail;
+    if (e != cudaSuccess || !graph) {
+        snprintf(why, sizeof why, "cudaStreamEndCapture: %s",
+                 cudaGetErrorString(e));
+        goto fail;
+    }
+    for (int k = 0; k < nsnap; k++)
+        if (r->var[k]->value != snap[k]) {
+            snprintf(why, sizeof why, "an assignment gave a variable a new "
+                     "buffer while capturing (another tensor held its old "
+                     "one)");
+            goto fail;
+        }
+    e = cudaGraphInstantiateWithFlags(&r->exec, graph,
+                                      cudaGraphInstantiateFlagAutoFreeOnLaunch);
+    if (e != cudaSuccess) {
+        r->exec = NULL;
+        snprintf(why, sizeof why, "cudaGraphInstantiate: %s",
+                 cudaGetErrorString(e));
+        goto fail;
+    }
+    r->graph = graph;
+    graph = NULL;
+    e = cudaGraphLaunch(r->exec, g->stream);
+    if (e != cudaSuccess) {
+        snprintf(why, sizeof why, "cudaGraphLaunch: %s",
+                 cudaGetErrorString(e));
+        goto fail;
+    }
+    for (int k = 0; k < nsnap; k++)
+        tfm_tensor_decref(snap[k]);
+    tally(&n_capture);
+    note(p, m, "captured", "the call replays from now on");
+    /* The work is done: from here an error is the call's, not a retry. */
+    *rc = copy_out(p, r, in, out);
+    return 1;
+fail:
+    if (captured) {
+        cudaGraph_t left = NULL;
+        cudaStreamEndCapture(g->stream, &left);
+        if (left)
+            cudaGraphDestroy(left);
+    }
+    if (graph)
+        cudaGraphDestroy(graph);
+    /* Nothing ran: each variable gets back the tensor it held, whose
+     * bytes no captured assignment ever wrote. */
+    for (int k = 0; k < nsnap; k++) {
+        tfm_variable *v = r->var[k];
+        if (v->value != snap[k]) {
+            tfm_tensor_decref(v->value);
+            v->value = snap[k];
+        } else {
+            tfm_tensor_decref(snap[k]);
+        }
+    }
+    give_up(p, m, why);
+    return 0;
+}
+
+static int
+replay(tfm_plan *p, struct tfm_cugraph *r, int m, tfm_tensor *const *in,
+       tfm_tensor **out, tfm_code *rc)
+{
+    for (int i = 0; i < r->nin; i++)
+        if (p->in_slot[i] >= 0 && tfm_tensor_copy_into(r->in[i], in[i])) {
+            /* Nothing launched yet: the plain run raises it properly. */
+            tfm_error_clear();
+            tally(&n_fallback);
+            return 0;
+        }
+    cudaError_t e = cudaGraphLaunch(r->exec, gpu(r)->stream);
+    if (e != cudaSuccess) {
+        char why[200];
+        snprintf(why, sizeof why, "cudaGraphLaunch: %s",
+                 cudaGetErrorString(e));
+        give_up(p, m, why);
+        return 0;
+    }
+    tally(&n_replay);
+    *rc = copy_out(p, r, in, out);
+    return 1;
+}
+
+static int
+call_gpu(tfm_plan *p, int m, tfm_tensor *const *in, int nin,
+         tfm_tensor **out, tfm_code *rc)
+{
+    struct tfm_cugraph *r = p->cugraph;
+    /* busy: a call on another thread while a capture's big kernel runs
+     * without the interpreter lock; it must not touch the record. */
+    if (!r || r->busy || p->busy || nin != p->nin)
+        return 0;
+    for (int i = 0; i < nin; i++)
+        if (tfm_tensor_is_symbolic(in[i]))
+            return 0;       /* the plain run raises */
+    if (r->exec) {
+        int vars = vars_unchanged(r);
+        if (vars && same_signature(r, in)) {
+            r->busy = 1;
+            int done = replay(p, r, m, in, out, rc);
+            r->busy = 0;
+            return done;
+        }
+        clear(r);
+        tally(&n_fallback);
+        if (++r->drops >= MAX_DROPS && m != 1) {
+            note(p, m, "off", "its inputs or variables kept changing");
+            p->cugraph_ok = -1;
+        } else {
+            note(p, m, "dropped", vars ? "the input shapes changed"
+                                       : "a variable changed its buffer");
+        }
+        set_signature(r, in);
+        return 0;
+    }
+    if (!r->warm || !same_signature(r, in)) {
+        set_signature(r, in);
+        return 0;
+    }
+    r->busy = 1;
+    int done = capture(p, r, m, in, out, rc);
+    r->busy = 0;
+    return done;
+}
+#else
+void
+tfm_cugraph_free(tfm_plan *p)
+{
+    p->cugraph = NULL;
+}
+#endif
+
+int
+tfm_cugraph_call(tfm_plan *p, tfm_tensor *const *in, int nin,
+                 tfm_tensor **out, tfm_code *rc)
+{
+    if (p->cugraph_ok < 0)
+        return 0;
+    int m = mode();
+    if (!m)
+        return 0;
+    if (!p->cugraph_ok) {
+        char why[256];
+        int dev = tfm_cugraph_eligible(p, why, sizeof why);
+        const tfm_device *d = dev ? tfm_device_get(dev) : NULL;
+        last_ok = dev > 0;
+        snprintf(last_why, sizeof last_why, "%s", why);
+        tally(dev ? &n_yes : &n_no);
+#ifdef TFMINI_WITH_CUDA
+        if (d && strcmp(d->kind, "GPU") == 0 &&
+            !(p->cugraph = record_new(p, dev)))
+            snprintf(why, sizeof why, "out of memory for its record");
+        else if (d && strcmp(d->kind, "GPU") != 0)
+            snprintf(why, sizeof why, "its device is %s, not a GPU",
+                     d->kind);
+#else
+        if (d)
+            snprintf(why, sizeof why, "built without CUDA");
+#endif
+        if (!p->cugraph) {
+            p->cugraph_ok = -1;
+            if (dev)
+                note(p, m, "off", why);
+            return 0;
+        }
+        p->cugraph_ok = 1;
+    }
+#ifdef TFMINI_WITH_CUDA
+    return call_gpu(p, m, in, nin, out, rc);
+#else
+    (void)in;
+    (void)nin;
+    (void)out;
+    (void)rc;
+    return 0;
+#endif
+}
