@@ -68,10 +68,6 @@ CELL_TIMEOUT_S = 60
 # confusion matrices (plots; TF's venv has no scikit-learn).
 _SKIP_CELL = re.compile(r"get_file\(|tfds\.|timeit\.|benchmark\(|"
                         r"requests\.get\(|read_csv\(|sk_metrics\.")
-# A cell that plots also computes what the next cells use (the data, a
-# training loop): only its plt.* statements are dropped, and what plotting
-# is left (seaborn, a plot inside a larger expression) runs on _NoPlot.
-_PLOTS = re.compile(r"\bplt\.")
 # Lines dropped from a cell that is otherwise run: shell and magics, and
 # the plotting imports (plotting goes to _NoPlot instead).
 _DROP_LINE = re.compile(r"^\s*([!%]|import matplotlib|from matplotlib |"
@@ -81,7 +77,8 @@ _DROP_LINE = re.compile(r"^\s*([!%]|import matplotlib|from matplotlib |"
 class _NoPlot:
     """matplotlib and seaborn as the cells see them (neither is needed
     here): every call does nothing, so a plotting cell still computes
-    the tensors it plots, and prints what it prints."""
+    the tensors it plots (the data, a training loop the next cells use),
+    and prints what it prints."""
 
     def __getattr__(self, name):
         return self
@@ -95,49 +92,21 @@ class _NoPlot:
     def __setitem__(self, key, value):
         pass
 
+    def __iter__(self):
+        # Two of itself: `fig, ax = plt.subplots()` and
+        # `fig, (a, b) = plt.subplots(1, 2)` unpack, and loops end.
+        return iter((self, self))
+
+    def __lt__(self, other):
+        return False          # max(plt.ylim()) and the like
+
+    __gt__ = __le__ = __ge__ = __lt__
+
     def __repr__(self):
         return "<plot>"
 
 
 _PLOT_NAMES = ("plt", "matplotlib", "sns")
-
-
-def _is_plot(stmt):
-    """An expression or assignment whose value is a call of plt.*."""
-    value = getattr(stmt, "value", None)
-    if not isinstance(stmt, (ast.Expr, ast.Assign)) or \
-            not isinstance(value, ast.Call):
-        return False
-    f = value.func
-    while isinstance(f, (ast.Attribute, ast.Call)):
-        f = f.value if isinstance(f, ast.Attribute) else f.func
-    return isinstance(f, ast.Name) and f.id == "plt"
-
-
-class _DropPlots(ast.NodeTransformer):
-    def generic_visit(self, node):
-        super().generic_visit(node)
-        for field in ("body", "orelse", "finalbody"):
-            body = getattr(node, field, None)
-            if not isinstance(body, list) or not body or \
-                    not isinstance(body[0], ast.stmt):
-                continue
-            kept = [s for s in body if not _is_plot(s)]
-            # A def or loop whose body was all plotting still has to parse.
-            if not kept and field == "body" and \
-                    not isinstance(node, ast.Module):
-                kept = [ast.Pass()]
-            setattr(node, field, kept)
-        return node
-
-
-def drop_plots(src):
-    """The cell without its plotting statements (comments go too)."""
-    try:
-        tree = ast.parse(src)
-    except SyntaxError:
-        return src
-    return ast.unparse(_DropPlots().visit(tree))
 
 
 def cells_of(notebook):
@@ -151,8 +120,6 @@ def cells_of(notebook):
             continue
         src = "\n".join(l for l in src.splitlines()
                         if not _DROP_LINE.match(l))
-        if _PLOTS.search(src):
-            src = drop_plots(src)
         if src.strip() and not all(
                 l.strip().startswith("#") or not l.strip()
                 for l in src.splitlines()):
