@@ -20,6 +20,7 @@ from ...ops import linalg_ops as _L
 from ...ops import math_ops as _M
 from ...ops import reduce_ops as _R
 from ..._tensor import Tensor as ndarray
+from . import promotion as _promotion
 from . import random  # noqa: F401
 
 bool_ = _np.bool_
@@ -29,7 +30,7 @@ float16, float32, float64 = _np.float16, _np.float32, _np.float64
 newaxis = None
 pi, e, inf, nan = _np.pi, _np.e, _np.inf, _np.nan
 
-_state = {"prefer_float32": False, "enabled": False}
+_state = {"prefer_float32": False, "enabled": False, "mode": "legacy"}
 
 
 def _default_float():
@@ -74,7 +75,10 @@ def _is_weak(x):
 
 
 def result_type(*args):
-    """NumPy's promotion of the arguments' dtypes (Python scalars weak)."""
+    """NumPy's promotion of the arguments' dtypes (Python scalars weak);
+    TF's lattice in dtype_conversion_mode "all" or "safe"."""
+    if _state["mode"] in ("all", "safe"):
+        return _promotion.result_dtype(_state["mode"], *args).as_numpy_dtype
     strong = [_np_dtype(a.dtype) if isinstance(a, ndarray) else
               _np.asarray(a).dtype for a in args if not _is_weak(a)]
     weak = [a for a in args if _is_weak(a)]

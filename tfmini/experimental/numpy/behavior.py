@@ -83,8 +83,16 @@ def _methods(tnp):
 
 def experimental_enable_numpy_behavior(prefer_float32=False,
                                        dtype_conversion_mode="legacy"):
-    """Turn on NumPy behavior for all tensors (for the process)."""
+    """Turn on NumPy behavior for all tensors (for the process).
+    dtype_conversion_mode "all" or "safe" promotes mixed dtypes by TF's
+    lattice (promotion.py), "legacy" (and "off") as NumPy does."""
     tnp = _tnp()
+    if dtype_conversion_mode not in tnp._promotion.MODES:
+        raise ValueError(
+            f"The provided promotion mode {dtype_conversion_mode} does not "
+            f"exist. Make sure the provided dtype conversion mode is one of "
+            f"the followings: 'off', 'legacy', 'safe' or 'all'.")
+    tnp._state["mode"] = dtype_conversion_mode
     tnp._state["prefer_float32"] = bool(prefer_float32)
     tnp._state["enabled"] = True
     if _installed:
