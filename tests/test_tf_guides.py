@@ -41,6 +41,31 @@ KNOWN = {
     ("tf_numpy", 10): "the tensor class is tfmini._tensor.EagerTensor, "
                       "not tensorflow.python.framework.ops.EagerTensor",
     ("tf_numpy", 12): "tensor class module (as cell 10)",
+    ("tf_numpy_type_promotion", 0): "tf.__version__ is tfmini's own",
+    ("tf_numpy_type_promotion", 7): "tfmini has no WeakTensor: "
+                                    "tf.constant(1.2) is a strong float32, "
+                                    "so + float16 gives float32 (TF: a weak "
+                                    "float32 yields to float16)",
+    ("tf_numpy_type_promotion", 8): "no WeakTensor: the repr lacks "
+                                    "`weak=True`",
+    ("tf_numpy_type_promotion", 9): "no WeakTensor (as cell 8)",
+    ("tf_numpy_type_promotion", 11): "no WeakTensor (as cell 8)",
+    ("tf_numpy_type_promotion", 13): "legacy tf.add: TF converts x first "
+                                     "(a NumPy int8 array stays int8, then "
+                                     "int32 is refused) and casts a NumPy "
+                                     "float16 array to int32; tfmini takes "
+                                     "the tensor's dtype for both operands "
+                                     "and refuses lossy array casts",
+    ("tf_numpy_type_promotion", 14): "TF casts the NumPy float16 array to "
+                                     "int32 (as cell 13)",
+    ("tf_numpy_type_promotion", 22): "no WeakTensor (as cell 8)",
+    ("tf_numpy_type_promotion", 24): "Variable.assign_add does not promote "
+                                     "(int16 into an int32 variable) in "
+                                     "dtype_conversion_mode='all'",
+    ("tf_numpy_type_promotion", 26): "no WeakTensor: tnp.array(1) is a "
+                                     "strong int64 (TF: weak int32)",
+    ("tf_numpy_type_promotion", 27): "no WeakTensor: tnp.array(1.0) is a "
+                                     "strong float64 (TF: weak float32)",
     ("checkpoint", 3): "Keras 3 (TF 2.21) refuses save_weights without "
                        ".weights.h5; tfmini writes a TF checkpoint",
     ("checkpoint", 12): "CheckpointLoadStatus repr names tfmini's module",

@@ -69,6 +69,10 @@ print((tf.constant(10) + tf.constant(5.0)).dtype.name)
 print((tf.constant(1, tf.int64) + tf.constant(3.2, tf.float16)).dtype.name)
 print((np.array(3.2, np.float16) + tf.constant(1, tf.int8)).dtype.name)
 print((tf.constant(1, tf.int8) + 2).dtype.name)
+# TF's math functions promote too in these modes, not only operators.
+print(tf.add(tf.add(np.array(1, np.int8), tf.constant(1)),
+             np.array(1, np.float16)).dtype.name)
+print(tf.maximum(tf.constant(1, tf.int8), 2.5).numpy())
 tnp.experimental_enable_numpy_behavior(dtype_conversion_mode="safe")
 try:
     tf.constant(1, tf.int8) + tf.constant(5, tf.uint32)
@@ -76,6 +80,10 @@ except TypeError as e:
     print("TypeError", str(e)[:60])
 tnp.experimental_enable_numpy_behavior(dtype_conversion_mode="legacy")
 print((tf.constant(10) + tf.constant(5.0)).dtype.name)
+try:
+    tf.add(tf.constant(1, tf.int8), tf.constant(1))
+except tf.errors.InvalidArgumentError:
+    print("legacy tf.add does not promote")
 '''
 
 
@@ -90,6 +98,6 @@ def test_operators_follow_the_mode():
         "The provided promotion mode most does not exist. Make sure the "
         "provided dtype conversion mode is one of the followings: 'off', "
         "'legacy', 'safe' or 'all'.",
-        "float32", "float16", "float16", "int8",
+        "float32", "float16", "float16", "int8", "float16", "2.5",
         "TypeError In promotion mode PromoMode.SAFE, implicit dtype promotion b",
-        "float64"]
+        "float64", "legacy tf.add does not promote"]

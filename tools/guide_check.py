@@ -40,6 +40,8 @@ GUIDES = [
     ("tensor_slicing", DOCS, "site/en/guide/tensor_slicing.ipynb"),
     ("random_numbers", DOCS, "site/en/guide/random_numbers.ipynb"),
     ("tf_numpy", DOCS, "site/en/guide/tf_numpy.ipynb"),
+    ("tf_numpy_type_promotion", DOCS,
+     "site/en/guide/tf_numpy_type_promotion.ipynb"),
     ("checkpoint", DOCS, "site/en/guide/checkpoint.ipynb"),
     ("tensor", DOCS, "site/en/guide/tensor.ipynb"),
     ("variable", DOCS, "site/en/guide/variable.ipynb"),

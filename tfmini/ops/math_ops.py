@@ -44,10 +44,24 @@ _NAMESPACES = {
 }
 
 
+# experimental_enable_numpy_behavior(dtype_conversion_mode="all"/"safe")
+# sets this to a function that casts both operands to TF's promoted dtype
+# (experimental/numpy/promotion.py); TF's math ops promote in those
+# modes, not only the operators.
+_promote_operands = None
+
+
+def _set_promotion(fn):
+    global _promote_operands
+    _promote_operands = fn
+
+
 def _binary(op_name, public, doc):
     op = ID[op_name]
 
     def f(x, y, name=None):
+        if _promote_operands is not None:
+            x, y = _promote_operands(x, y)
         return _C.binary(op, x, y)
     f.__name__ = f.__qualname__ = public
     f.__doc__ = doc + f"\n\nThe `{op_name}` op; broadcasts like NumPy."
