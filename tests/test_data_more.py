@@ -223,3 +223,70 @@ def test_bytes_elements_refuse_batching_by_name(tmp_path):
         list(tf.data.TFRecordDataset(p).batch(2))
     with pytest.raises(TypeError, match="string dtype"):
         list(tf.data.TFRecordDataset(p).padded_batch(2))
+
+
+def test_dataset_repr_names_tfs_class_and_element_spec():
+    # TF 2.21's reprs.
+    d = tf.data.Dataset.range(5)
+    spec = "TensorSpec(shape=(), dtype=tf.int64, name=None)"
+    assert repr(d) == f"<_RangeDataset element_spec={spec}>"
+    assert repr(d.map(lambda x: x)) == f"<_MapDataset element_spec={spec}>"
+    assert repr(d.map(lambda x: x, num_parallel_calls=2)) == \
+        f"<_ParallelMapDataset element_spec={spec}>"
+    assert repr(d.batch(2)) == ("<_BatchDataset element_spec=TensorSpec("
+                                "shape=(None,), dtype=tf.int64, name=None)>")
+    assert repr(d.enumerate()) == \
+        f"<_ZipDataset element_spec=({spec}, {spec})>"
+    s = tf.data.Dataset.from_tensor_slices(tf.constant([[1, 2]]))
+    assert repr(s) == ("<_TensorSliceDataset element_spec=TensorSpec("
+                       "shape=(2,), dtype=tf.int32, name=None)>")
+    assert repr(s.batch(1, drop_remainder=True)).startswith(
+        "<_BatchDataset element_spec=TensorSpec(shape=(1, 2)")
+    assert repr(d.cache()) == f"<CacheDataset element_spec={spec}>"
+    assert [repr(w) for w in d.window(2).take(1)] == \
+        [f"<_VariantDataset element_spec={spec}>"]
+
+
+def test_choose_from_datasets_stops_as_tf():
+    a, b = tf.data.Dataset.range(3), tf.data.Dataset.range(10, 12)
+    c = tf.data.Dataset.from_tensor_slices(
+        tf.constant([0, 1, 1, 1, 0], tf.int64))
+    ch = tf.data.Dataset.choose_from_datasets
+    assert list(ch([a, b], c).as_numpy_iterator()) == [0, 10, 11]
+    assert list(ch([a, b], c, stop_on_empty_dataset=False)
+                .as_numpy_iterator()) == [0, 10, 11, 1]
+    bad = tf.data.Dataset.from_tensor_slices(tf.constant([2], tf.int64))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="Selector index out of range: 2 >= 2"):
+        list(ch([a, b], bad))
+    with pytest.raises(TypeError, match="scalar `tf.int64`"):
+        ch([a, b], tf.data.Dataset.from_tensor_slices([1]))
+
+
+def test_sample_from_datasets_takes_every_element_by_weight():
+    a, b = tf.data.Dataset.range(3), tf.data.Dataset.range(10, 12)
+    s = tf.data.Dataset.sample_from_datasets([a, b], seed=1)
+    assert sorted(s.as_numpy_iterator()) == [0, 1, 2, 10, 11]
+    assert list(tf.data.Dataset.sample_from_datasets(
+        [a, b], [1.0, 0.0]).as_numpy_iterator()) == [0, 1, 2]
+    once = list(tf.data.Dataset.sample_from_datasets(
+        [a, b], seed=3, stop_on_empty_dataset=True).as_numpy_iterator())
+    assert 2 <= len(once) <= 4       # ends at the first exhausted dataset
+    with pytest.raises(ValueError, match="same length as `datasets`"):
+        tf.data.Dataset.sample_from_datasets([a, b], [0.5])
+
+
+def test_list_files_globs_sorted_or_shuffled(tmp_path):
+    for n in ("b.txt", "a.txt", "c.csv"):
+        (tmp_path / n).write_text("x")
+    lf = tf.data.Dataset.list_files
+    got = list(lf(str(tmp_path / "*.txt"), shuffle=False)
+               .as_numpy_iterator())
+    assert got == [str(tmp_path / n).encode() for n in ("a.txt", "b.txt")]
+    both = lf([str(tmp_path / "*.txt"), str(tmp_path / "*.csv")], seed=2)
+    assert sorted(both.as_numpy_iterator()) == \
+        sorted(str(tmp_path / n).encode() for n in ("a.txt", "b.txt",
+                                                   "c.csv"))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="No files matched pattern"):
+        lf(str(tmp_path / "*.png"))

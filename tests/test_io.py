@@ -334,3 +334,14 @@ def test_ragged_feature_and_string_fixed_len():
     with pytest.raises(NotImplementedError, match="partitions"):
         tf.io.parse_example([e1], {"a": tf.io.RaggedFeature(
             tf.int64, partitions=[tf.io.RaggedFeature.RowLengths("b")])})
+
+
+def test_parsing_a_non_string_tensor_is_tfs_conversion_error():
+    spec = {"a": tf.io.FixedLenFeature((), tf.string)}
+    x = tf.constant([[1, 2]])
+    with pytest.raises(ValueError) as e:
+        tf.io.parse_example(x, spec)
+    assert str(e.value) == ("Tensor conversion requested dtype string for "
+                            f"Tensor with dtype int32: {x!r}")
+    with pytest.raises(ValueError, match="dtype float32"):
+        tf.io.parse_single_example(tf.constant(1.5), spec)

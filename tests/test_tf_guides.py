@@ -66,6 +66,27 @@ KNOWN = {
                                      "strong int64 (TF: weak int32)",
     ("tf_numpy_type_promotion", 27): "no WeakTensor: tnp.array(1.0) is a "
                                      "strong float64 (TF: weak float32)",
+    ("data", 10): "value_type is tfmini.sparse.sparse_tensor.SparseTensor, "
+                  "not tensorflow.python.framework.sparse_tensor's",
+    ("data", 24): "an error raised in a from_generator generator: TF wraps "
+                  "it in UnknownError with its {{function_node}} prefix; "
+                  "tfmini raises it as it is",
+    ("data", 25): "tf.keras.preprocessing (ImageDataGenerator) is not "
+                  "built (Keras 3 keeps it as a legacy API)",
+    ("data", 26): "follows cell 25 (img_gen undefined)",
+    ("data", 29): "follows cell 25; and TF's {{function_node}} prefix",
+    ("data", 39): "tf.data.experimental.make_csv_dataset is not built",
+    ("data", 41): "make_csv_dataset (as cell 39)",
+    ("data", 43): "tf.data.experimental.CsvDataset is not built",
+    ("data", 45): "CsvDataset (as cell 43)",
+    ("data", 46): "follows cell 45 (and TF's {{function_node}} prefix on "
+                  "the missing file's NotFoundError)",
+    ("data", 47): "CsvDataset (as cell 43)",
+    ("data", 48): "follows cell 47 (as cell 46)",
+    ("data", 79): "Dataset.map runs its function per element when "
+                  "iterated; TF traces it at map() and raises there",
+    ("data", 80): "follows cell 79",
+    ("data", 92): "make_csv_dataset (as cell 39)",
     ("checkpoint", 3): "Keras 3 (TF 2.21) refuses save_weights without "
                        ".weights.h5; tfmini writes a TF checkpoint",
     ("checkpoint", 12): "CheckpointLoadStatus repr names tfmini's module",
@@ -137,6 +158,12 @@ KNOWN = {
     ("optimizers_core", 1): "tf.__version__ is tfmini's own",
     ("matrix_core", 1): "tf.__version__ is tfmini's own",
 }
+
+# TF's venv has no scipy: the cell fails there, and here where scipy is
+# also missing.
+if importlib.util.find_spec("scipy") is not None:
+    KNOWN[("data", 71)] = "TF's venv has no scipy (ModuleNotFoundError); " \
+                          "this one has"
 
 
 def _guides():

@@ -43,6 +43,7 @@ GUIDES = [
     ("tf_numpy_type_promotion", DOCS,
      "site/en/guide/tf_numpy_type_promotion.ipynb"),
     ("checkpoint", DOCS, "site/en/guide/checkpoint.ipynb"),
+    ("data", DOCS, "site/en/guide/data.ipynb"),
     ("tensor", DOCS, "site/en/guide/tensor.ipynb"),
     ("variable", DOCS, "site/en/guide/variable.ipynb"),
     ("autodiff", DOCS, "site/en/guide/autodiff.ipynb"),
@@ -65,11 +66,13 @@ GUIDES = [
 TF_PYTHON = "/work/tfvenv/bin/python"
 CELL_TIMEOUT_S = 60
 
-# Cells left out: they need downloads (or data sets downloaded), time
+# Cells left out: they need downloads (get_file, Keras' load_data, tfds,
+# or data sets downloaded), time
 # things (their output is a timing by design), or draw scikit-learn
 # confusion matrices (plots; TF's venv has no scikit-learn).
 _SKIP_CELL = re.compile(r"get_file\(|tfds\.|timeit\.|benchmark\(|"
-                        r"requests\.get\(|read_csv\(|sk_metrics\.")
+                        r"requests\.get\(|read_csv\(|sk_metrics\.|"
+                        r"datasets\.\w+\.load_data\(")
 # Lines dropped from a cell that is otherwise run: shell and magics, and
 # the plotting imports (plotting goes to _NoPlot instead).
 _DROP_LINE = re.compile(r"^\s*([!%]|import matplotlib|from matplotlib |"

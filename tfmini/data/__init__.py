@@ -5,3 +5,13 @@ from .readers import from_generator as _from_generator
 from .transforms import DatasetSpec  # noqa: F401
 
 Dataset.from_generator = staticmethod(_from_generator)
+
+from . import tf_names as _tf_names  # noqa: E402
+from .dataset import _Slices  # noqa: E402
+
+from . import sampling as _sampling  # noqa: E402
+
+for _f in ("sample_from_datasets", "choose_from_datasets", "list_files"):
+    setattr(Dataset, _f, staticmethod(getattr(_sampling, _f)))
+_tf_names.tag_methods(Dataset)
+_tf_names.tag_methods(_Slices)

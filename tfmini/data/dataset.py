@@ -178,6 +178,12 @@ class Dataset(DatasetOpsMixin):
         return _to_tensor(np.int64(-2 if self._length is None
                                    else self._length))
 
+    _tf_default = "_VariantDataset"
+
+    def __repr__(self):
+        from . import tf_names
+        return tf_names.dataset_repr(self)
+
     # ---- notebooks (tfmini/notebook_repr.py) -------------------------
     def _repr_html_(self):
         from .. import notebook_repr as nr

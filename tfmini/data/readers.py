@@ -62,6 +62,7 @@ def _existing(files):
 class TFRecordDataset(_StringDataset):
     """tf.data.TFRecordDataset(filenames, compression_type=None, ...):
     the records of each file in turn, as bytes."""
+    _tf_default = "TFRecordDatasetV2"
     _what = "tf.data.TFRecordDataset"
 
     def __init__(self, filenames, compression_type=None, buffer_size=None,
@@ -79,6 +80,7 @@ class TFRecordDataset(_StringDataset):
 class TextLineDataset(_StringDataset):
     """tf.data.TextLineDataset(filenames, compression_type=None, ...): the
     lines of each file, without '\n' or any '\r' (as TF), as bytes."""
+    _tf_default = "TextLineDatasetV2"
     _what = "tf.data.TextLineDataset"
 
     def __init__(self, filenames, compression_type=None, buffer_size=None,

@@ -104,7 +104,16 @@ def _np_dtype(dt):
     return object if dt == _dtypes.string else dt.as_numpy_dtype
 
 
+def _not_strings(serialized):
+    """TF converts serialized to a string tensor first: its words."""
+    dt = getattr(serialized, "dtype", None)
+    if isinstance(dt, _dtypes.DType) and dt != _dtypes.string:
+        raise ValueError(f"Tensor conversion requested dtype string for "
+                         f"Tensor with dtype {dt.name}: {serialized!r}")
+
+
 def _as_bytes(serialized):
+    _not_strings(serialized)
     if isinstance(serialized, (bytes, bytearray, memoryview)):
         return bytes(serialized)
     if isinstance(serialized, np.bytes_):
@@ -281,6 +290,7 @@ def _value_key(key, spec):
 
 def _batch_bytes(serialized):
     """parse_example's batch as a list of bytes."""
+    _not_strings(serialized)
     if isinstance(serialized, (bytes, bytearray)):
         raise ValueError("parse_example takes a batch (a list of "
                          "serialized examples); use parse_single_example "
