@@ -675,3 +675,28 @@ def test_save_and_load_options_are_checked_and_taken(tmp_path):
         tf.saved_model.save(m, str(tmp_path), options={})
     with pytest.raises(TypeError, match="must be a tf.saved_model.Load"):
         tf.saved_model.load(str(tmp_path), options=opts)
+
+
+def test_a_function_without_outputs_is_no_default_signature(tmp_path):
+    # TF's saved_model guide: __call__ has no input_signature and mutate
+    # returns nothing, so TF 2.21 saves no signatures at all.
+    class M(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.v = tf.Variable(1.)
+
+        @tf.function
+        def __call__(self, x):
+            return x * self.v
+
+        @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
+        def mutate(self, new_v):
+            self.v.assign(new_v)
+
+    m = M()
+    m(tf.constant(0.))
+    tf.saved_model.save(m, str(tmp_path / "m"))
+    loaded = tf.saved_model.load(str(tmp_path / "m"))
+    assert len(loaded.signatures) == 0
+    loaded.mutate(tf.constant(2.))
+    assert loaded(tf.constant(3.)).numpy() == 6.0

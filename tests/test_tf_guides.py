@@ -87,6 +87,22 @@ KNOWN = {
                   "iterated; TF traces it at map() and raises there",
     ("data", 80): "follows cell 79",
     ("data", 92): "make_csv_dataset (as cell 39)",
+    ("saved_model", 2): "tf.keras.applications is not built (and "
+                        "MobileNet's weights are a download: TF fails "
+                        "fetching them)",
+    ("saved_model", 4): "the missing saved model's file is named as "
+                        "tfmini's (saved_model.tfm), not TF's "
+                        "{saved_model.pbtxt|saved_model.pb}",
+    ("saved_model", 8): "TF retraces the function while saving (its "
+                        "print runs again); tfmini saves the trace it has",
+    ("saved_model", 12): "saved model file name (as cell 4)",
+    ("saved_model", 15): "tfmini traces graphs of known rank: "
+                         "TensorSpec(None) is refused",
+    ("saved_model", 16): "follows cell 15",
+    ("saved_model", 17): "uses cell 15's concrete function",
+    ("saved_model", 18): "follows cell 17",
+    ("saved_model", 19): "TensorSpec(None) (as cell 15)",
+    ("saved_model", 20): "follows cell 19",
     ("checkpoint", 3): "Keras 3 (TF 2.21) refuses save_weights without "
                        ".weights.h5; tfmini writes a TF checkpoint",
     ("checkpoint", 12): "CheckpointLoadStatus repr names tfmini's module",

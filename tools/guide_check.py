@@ -44,6 +44,7 @@ GUIDES = [
      "site/en/guide/tf_numpy_type_promotion.ipynb"),
     ("checkpoint", DOCS, "site/en/guide/checkpoint.ipynb"),
     ("data", DOCS, "site/en/guide/data.ipynb"),
+    ("saved_model", DOCS, "site/en/guide/saved_model.ipynb"),
     ("tensor", DOCS, "site/en/guide/tensor.ipynb"),
     ("variable", DOCS, "site/en/guide/variable.ipynb"),
     ("autodiff", DOCS, "site/en/guide/autodiff.ipynb"),

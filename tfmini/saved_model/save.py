@@ -331,8 +331,12 @@ def save(obj, export_dir, signatures=None, options=None):
                     call["fn"]]["concretes"][0]["record"]}
         else:
             found = [getattr(obj, n) for n in _attribute_names(obj)]
+            # TF's rule: the one tf.function with an input_signature
+            # that returns something (one with no outputs cannot be a
+            # signature, as mutate(v) in TF's saved_model guide).
             found = [f for f in found if isinstance(f, Function) and
-                     f.input_signature is not None]
+                     f.input_signature is not None and
+                     f.get_concrete_function().outputs]
             if len(found) == 1:
                 signatures = found[0]
     if signatures is not None and not isinstance(signatures, dict):
