@@ -257,6 +257,9 @@ def test_imports_become_tfminis():
     assert f("from keras.layers import Dense") == \
         "from tfmini.keras.layers import Dense"
     assert f("import keras_tuner") == "import keras_tuner"
+    assert f("from tensorflow import keras\n"
+             "from tensorflow.keras import mixed_precision") == \
+        "from tfmini import keras\nfrom tfmini.keras import mixed_precision"
 
 
 def test_plotting_runs_on_a_stand_in_and_the_rest_computes():

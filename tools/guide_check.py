@@ -45,6 +45,7 @@ GUIDES = [
     ("checkpoint", DOCS, "site/en/guide/checkpoint.ipynb"),
     ("data", DOCS, "site/en/guide/data.ipynb"),
     ("saved_model", DOCS, "site/en/guide/saved_model.ipynb"),
+    ("mixed_precision", DOCS, "site/en/guide/mixed_precision.ipynb"),
     ("tensor", DOCS, "site/en/guide/tensor.ipynb"),
     ("variable", DOCS, "site/en/guide/variable.ipynb"),
     ("autodiff", DOCS, "site/en/guide/autodiff.ipynb"),
@@ -139,6 +140,8 @@ def for_tfmini(src):
                  r"\1import tfmini.experimental.numpy as \2", src, flags=re.M)
     src = re.sub(r"^(\s*)import tensorflow as (\w+)",
                  r"\1import tfmini as \2", src, flags=re.M)
+    src = re.sub(r"^(\s*)from tensorflow((?:\.\w+)*) import",
+                 r"\1from tfmini\2 import", src, flags=re.M)
     # Keras 3 is its own package; tfmini carries the tf.keras it stands for.
     src = re.sub(r"^(\s*)import keras[ \t]*$",
                  r"\1import tfmini.keras as keras", src, flags=re.M)
