@@ -463,3 +463,23 @@ def test_weights_files_key_by_path_and_old_names_still_load(tmp_path):
     m.load_weights(old, by_name=True)
     assert m.layers[0].bias.numpy().tolist() == [7.0]
     assert m.layers[0].kernel.numpy().ravel().tolist() == [1.0, 2.0]
+
+
+def test_metrics_have_no_reset_states_and_model_init_takes_keywords():
+    # TF 2.21: AttributeError, and Layer.__init__'s positional TypeError
+    # (effective_tf2 guide: super().__init__(self)).
+    m = keras.metrics.Mean(name="m")
+    m.update_state(3.0)
+    with pytest.raises(AttributeError,
+                       match="'Mean' object has no attribute 'reset_states'"):
+        m.reset_states()
+    m.reset_state()
+    assert float(m.result()) == 0.0
+
+    class Sub(keras.Model):
+        def __init__(self):
+            super().__init__(self)
+
+    with pytest.raises(TypeError, match=r"^Layer.__init__\(\) takes 1 "
+                       r"positional argument but 2 were given$"):
+        Sub()

@@ -46,6 +46,7 @@ GUIDES = [
     ("data", DOCS, "site/en/guide/data.ipynb"),
     ("saved_model", DOCS, "site/en/guide/saved_model.ipynb"),
     ("mixed_precision", DOCS, "site/en/guide/mixed_precision.ipynb"),
+    ("effective_tf2", DOCS, "site/en/guide/effective_tf2.ipynb"),
     ("tensor", DOCS, "site/en/guide/tensor.ipynb"),
     ("variable", DOCS, "site/en/guide/variable.ipynb"),
     ("autodiff", DOCS, "site/en/guide/autodiff.ipynb"),

@@ -84,7 +84,9 @@ class Metric(_tracking.Trackable):
         for v in self._variables:
             v.assign(tf.zeros(tuple(v.shape), v.dtype), read_value=False)
 
-    reset_states = reset_state
+    # No reset_states: Keras 3 (TF 2.21's tf.keras) dropped it from
+    # metrics (RNN layers keep theirs), and code written for TF 2.21
+    # meets its AttributeError.
 
     def __call__(self, *args, **kwargs):
         self.update_state(*args, **kwargs)

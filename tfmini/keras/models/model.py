@@ -216,9 +216,11 @@ class Model(Layer):
         known = {k: kwargs.pop(k) for k in ("name", "trainable", "dtype")
                  if k in kwargs}
         if args:
-            raise TypeError(f"Model.__init__ got unexpected positional "
-                            f"arguments {args!r} (keras.Model(inputs, "
-                            f"outputs) builds a functional model)")
+            # Keras 3's words (its Layer.__init__ takes keywords only).
+            # Not the arguments' repr: a subclass passing `self` (as
+            # TF's effective_tf2 guide does) has no name yet to show.
+            raise TypeError(f"Layer.__init__() takes 1 positional argument "
+                            f"but {len(args) + 1} were given")
         kwargs.pop("autocast", None)
         super().__init__(**known, **kwargs)
         self._keras_compiled = False
