@@ -59,9 +59,6 @@ KNOWN = {
     ("tf_numpy_type_promotion", 14): "TF casts the NumPy float16 array to "
                                      "int32 (as cell 13)",
     ("tf_numpy_type_promotion", 22): "no WeakTensor (as cell 8)",
-    ("tf_numpy_type_promotion", 24): "Variable.assign_add does not promote "
-                                     "(int16 into an int32 variable) in "
-                                     "dtype_conversion_mode='all'",
     ("tf_numpy_type_promotion", 26): "no WeakTensor: tnp.array(1) is a "
                                      "strong int64 (TF: weak int32)",
     ("tf_numpy_type_promotion", 27): "no WeakTensor: tnp.array(1.0) is a "

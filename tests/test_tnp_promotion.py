@@ -73,6 +73,13 @@ print((tf.constant(1, tf.int8) + 2).dtype.name)
 print(tf.add(tf.add(np.array(1, np.int8), tf.constant(1)),
              np.array(1, np.float16)).dtype.name)
 print(tf.maximum(tf.constant(1, tf.int8), 2.5).numpy())
+# A variable keeps its dtype: a value that promotes to it is cast.
+v = tf.Variable(10, dtype=tf.int32)
+print(v.assign_add(tf.constant(5, tf.int16)).numpy())
+try:
+    v.assign_add(tf.constant(5, tf.int64))
+except TypeError as e:
+    print(str(e)[:59])
 tnp.experimental_enable_numpy_behavior(dtype_conversion_mode="safe")
 try:
     tf.constant(1, tf.int8) + tf.constant(5, tf.uint32)
@@ -98,6 +105,7 @@ def test_operators_follow_the_mode():
         "The provided promotion mode most does not exist. Make sure the "
         "provided dtype conversion mode is one of the followings: 'off', "
         "'legacy', 'safe' or 'all'.",
-        "float32", "float16", "float16", "int8", "float16", "2.5",
+        "float32", "float16", "float16", "int8", "float16", "2.5", "15",
+        "Variable dtype is immutable. Calling assign_add of Variable",
         "TypeError In promotion mode PromoMode.SAFE, implicit dtype promotion b",
         "float64", "legacy tf.add does not promote"]

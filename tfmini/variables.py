@@ -23,6 +23,11 @@ _ASSIGN, _ASSIGN_ADD, _ASSIGN_SUB = 0, 1, 2
 # Set by tfmini.distribute: writes from replica threads of a strategy
 # with several replicas combine the replicas' values (its updates.py).
 _replica_write = None
+# Set by experimental_enable_numpy_behavior(dtype_conversion_mode="all" /
+# "safe"): (variable, value, op name) -> the value in the variable's
+# dtype, or TF's TypeError (experimental/numpy/promotion.py).
+_promote_value = None
+_WRITE_NAMES = ("assign", "assign_add", "assign_sub")
 # Set by MultiWorkerMirroredStrategy: a new variable takes the chief's
 # value on every worker (tfmini/distribute/multi_worker.py).
 _on_create = None
@@ -165,6 +170,8 @@ class Variable(_C.VariableBase):
 
     # ---- writing ----------------------------------------------------
     def _write(self, value, mode, read_value):
+        if _promote_value is not None:
+            value = _promote_value(self, value, _WRITE_NAMES[mode])
         if _replica_write is None or \
                 not _replica_write(self, value, mode):
             self._assign(value, mode)

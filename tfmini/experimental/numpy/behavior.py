@@ -93,8 +93,12 @@ def experimental_enable_numpy_behavior(prefer_float32=False,
             f"exist. Make sure the provided dtype conversion mode is one of "
             f"the followings: 'off', 'legacy', 'safe' or 'all'.")
     tnp._state["mode"] = dtype_conversion_mode
-    _M._set_promotion(tnp._promote if dtype_conversion_mode in
-                      ("all", "safe") else None)
+    new = dtype_conversion_mode in ("all", "safe")
+    _M._set_promotion(tnp._promote if new else None)
+    from ... import variables
+    variables._promote_value = (
+        lambda var, value, op: tnp._promotion.variable_value(
+            dtype_conversion_mode, var, value, op)) if new else None
     tnp._state["prefer_float32"] = bool(prefer_float32)
     tnp._state["enabled"] = True
     if _installed:

@@ -130,3 +130,29 @@ def result_dtype(mode, *args):
         alone = all(k in ("bool", r) for k in kinds)
         r = (_WEAK_ALONE if alone else _WEAK_RESULT)[r]
     return _dtypes.as_dtype(r)
+
+
+def variable_value(mode, var, value, op):
+    """value as var's dtype where TF's promotion keeps that dtype (int16
+    into an int32 variable); TF's TypeError where it would change it."""
+    dt = getattr(value, "dtype", None)
+    if dt is None and not isinstance(value, (_builtins.bool, int, float,
+                                             complex)):
+        return value                  # lists and such: converted as ever
+    if dt is not None and _dtypes.as_dtype(dt) == var.dtype:
+        return value
+    if result_dtype(mode, var, value) != var.dtype:
+        try:
+            shown = value.numpy()
+        except AttributeError:        # a Python scalar, or a traced tensor
+            shown = value
+        raise TypeError(
+            f"Variable dtype is immutable. Calling {op} of Variable (with "
+            f"dtype {var.dtype}) on {shown} requires converting {shown} to "
+            f"{var.dtype}. This is disabled in the current promotion "
+            f"semantics. Please convert {shown} manually before calling "
+            f"{op}.")
+    if dt is None:
+        return value                  # a Python scalar converts as ever
+    from ...ops import math_ops
+    return math_ops.cast(value, var.dtype)
