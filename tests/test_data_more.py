@@ -290,3 +290,55 @@ def test_list_files_globs_sorted_or_shuffled(tmp_path):
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match="No files matched pattern"):
         lf(str(tmp_path / "*.png"))
+
+
+def _csv(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def test_csv_dataset_reads_typed_records_as_tf(tmp_path):
+    # Values and error texts from TF 2.21.
+    f = _csv(tmp_path, "f.csv", 'a,b,c,d\n1,2.5,x,"q,r"\n,3.0,,s\n4,,y,t\n')
+    Csv = tf.data.experimental.CsvDataset
+    d = Csv(f, [-1, 0.5, "zz", "w"], header=True)
+    assert repr(d).startswith("<CsvDatasetV2 element_spec=(TensorSpec("
+                              "shape=(), dtype=tf.int32, name=None), ")
+    got = [[x.numpy() for x in r] for r in d]
+    assert got == [[1, 2.5, b"x", b"q,r"], [-1, 3.0, b"zz", b"s"],
+                   [4, 0.5, b"y", b"t"]]
+    assert [r[0].dtype for r in d][0] == tf.int32
+    sel = Csv(f, [0.5, "w"], header=True, select_cols=[1, 3])
+    assert [[x.numpy() for x in r] for r in sel] == \
+        [[2.5, b"q,r"], [3.0, b"s"], [0.5, b"t"]]
+    na = Csv(f, ["a", "b", "c", "d"], na_value="x")
+    assert [x.numpy() for x in list(na)[1]] == [b"1", b"2.5", b"c", b"q,r"]
+    req = Csv(f, [tf.int64, tf.float64], header=True, exclude_cols=[2, 3])
+    assert req.element_spec[1].dtype == tf.float64
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="^Field 0 is required but missing in record!$"):
+        list(req)
+
+
+def test_csv_dataset_errors_are_tfs(tmp_path):
+    Csv = tf.data.experimental.CsvDataset
+    bad = _csv(tmp_path, "bad.csv", "1,abc\n")
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="^Field 1 in record is not a valid int32: abc$"):
+        list(Csv(bad, [0, 0]))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="not a valid float: abc"):
+        list(Csv(bad, [0, 0.0, 0]))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="^Expect 2 fields but have 1 in record$"):
+        list(Csv(_csv(tmp_path, "s.csv", "1\n"), [0, 0]))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="select_cols should match output size"):
+        Csv(bad, [0, 0, 0], select_cols=[1, 0])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="strictly increasing"):
+        Csv(bad, [0, 0], select_cols=[1, 0])
+    with pytest.raises(tf.errors.NotFoundError,
+                       match="missing.csv; No such file or directory"):
+        list(Csv(str(tmp_path / "missing.csv"), [0]))

@@ -74,12 +74,13 @@ KNOWN = {
     ("data", 29): "follows cell 25; and TF's {{function_node}} prefix",
     ("data", 39): "tf.data.experimental.make_csv_dataset is not built",
     ("data", 41): "make_csv_dataset (as cell 39)",
-    ("data", 43): "tf.data.experimental.CsvDataset is not built",
-    ("data", 45): "CsvDataset (as cell 43)",
-    ("data", 46): "follows cell 45 (and TF's {{function_node}} prefix on "
-                  "the missing file's NotFoundError)",
-    ("data", 47): "CsvDataset (as cell 43)",
-    ("data", 48): "follows cell 47 (as cell 46)",
+    ("data", 45): "Dataset.map's element_spec is read from its first "
+                  "element (TF's comes from tracing the function), and "
+                  "missing.csv has none",
+    ("data", 46): "TF's {{function_node}} prefix on the missing file's "
+                  "NotFoundError",
+    ("data", 47): "map's element_spec (as cell 45)",
+    ("data", 48): "TF's error prefix (as cell 46)",
     ("data", 79): "Dataset.map runs its function per element when "
                   "iterated; TF traces it at map() and raises there",
     ("data", 80): "follows cell 79",
