@@ -342,3 +342,35 @@ def test_csv_dataset_errors_are_tfs(tmp_path):
     with pytest.raises(tf.errors.NotFoundError,
                        match="missing.csv; No such file or directory"):
         list(Csv(str(tmp_path / "missing.csv"), [0]))
+
+
+def test_make_csv_dataset_infers_types_and_splits_the_label(tmp_path):
+    f = _csv(tmp_path, "t.csv",
+             "survived,sex,age,fare,class\n0,male,22.0,7.25,Third\n"
+             "1,female,38.0,71.2833,First\n1,female,26.0,7.925,Third\n"
+             "1,female,35,53.1,First\n0,male,,8.05,Third\n")
+    mk = tf.data.experimental.make_csv_dataset
+    d = mk(f, batch_size=2, label_name="survived", shuffle=False,
+           num_epochs=1)
+    # TF 2.21's repr.
+    assert repr(d) == (
+        "<_PrefetchDataset element_spec=(OrderedDict([('sex', TensorSpec("
+        "shape=(None,), dtype=tf.string, name=None)), ('age', TensorSpec("
+        "shape=(None,), dtype=tf.float32, name=None)), ('fare', TensorSpec("
+        "shape=(None,), dtype=tf.float32, name=None)), ('class', TensorSpec("
+        "shape=(None,), dtype=tf.string, name=None))]), TensorSpec(shape=("
+        "None,), dtype=tf.int32, name=None))>")
+    feats, label = next(iter(d))
+    assert list(feats) == ["sex", "age", "fare", "class"]
+    assert label.numpy().tolist() == [0, 1]
+    assert feats["sex"].numpy().tolist() == [b"male", b"female"]
+    sel = mk(f, batch_size=2, select_columns=["class", "fare", "survived"],
+             shuffle=False, num_epochs=1)
+    assert list(sel.element_spec) == ["survived", "fare", "class"]
+    ages = mk(f, batch_size=4, label_name="age", shuffle=False,
+              num_epochs=1, column_defaults=[0, "x", 0.0, 0.0, "y"])
+    assert [lab.numpy().tolist() for _, lab in ages] == \
+        [[22.0, 38.0, 26.0, 35.0], [0.0]]
+    assert int(mk(f, batch_size=2).cardinality()) == -1    # repeats
+    with pytest.raises(ValueError, match="must be one of the columns"):
+        mk(f, batch_size=2, label_name="nope")

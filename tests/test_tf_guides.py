@@ -72,8 +72,6 @@ KNOWN = {
                   "built (Keras 3 keeps it as a legacy API)",
     ("data", 26): "follows cell 25 (img_gen undefined)",
     ("data", 29): "follows cell 25; and TF's {{function_node}} prefix",
-    ("data", 39): "tf.data.experimental.make_csv_dataset is not built",
-    ("data", 41): "make_csv_dataset (as cell 39)",
     ("data", 45): "Dataset.map's element_spec is read from its first "
                   "element (TF's comes from tracing the function), and "
                   "missing.csv has none",
@@ -84,7 +82,6 @@ KNOWN = {
     ("data", 79): "Dataset.map runs its function per element when "
                   "iterated; TF traces it at map() and raises there",
     ("data", 80): "follows cell 79",
-    ("data", 92): "make_csv_dataset (as cell 39)",
     ("saved_model", 2): "tf.keras.applications is not built (and "
                         "MobileNet's weights are a download: TF fails "
                         "fetching them)",

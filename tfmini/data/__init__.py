@@ -10,9 +10,10 @@ from . import tf_names as _tf_names  # noqa: E402
 from .dataset import _Slices  # noqa: E402
 
 from . import sampling as _sampling  # noqa: E402
-from .csv_dataset import CsvDataset as _CsvDataset  # noqa: E402
+from . import csv_dataset as _csv  # noqa: E402
 
-experimental.CsvDataset = _CsvDataset
+experimental.CsvDataset = _csv.CsvDataset
+experimental.make_csv_dataset = staticmethod(_csv.make_csv_dataset)
 
 for _f in ("sample_from_datasets", "choose_from_datasets", "list_files"):
     setattr(Dataset, _f, staticmethod(getattr(_sampling, _f)))

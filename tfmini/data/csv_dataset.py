@@ -149,3 +149,135 @@ class CsvDataset(_ds.Dataset):
                     stream.close()
         super().__init__(gen, None, tuple(TensorSpec((), dt)
                                           for dt, _ in cols))
+
+
+def _infer(values):
+    """TF's column type from sample values (empty ones ignored): int32,
+    int64, float32, else string."""
+    vals = [v for v in values if v != b""]
+    try:
+        ints = [int(v) for v in vals]
+        return _dtypes.int32 if all(-2**31 <= i < 2**31 for i in ints) \
+            else _dtypes.int64
+    except ValueError:
+        pass
+    try:
+        [float(v) for v in vals]
+        return _dtypes.float32
+    except ValueError:
+        return _dtypes.string
+
+
+def _sample_rows(files, comp, header, n, split):
+    from ..io.tfrecord import open_stream
+    rows = []
+    for f in _existing(files):
+        stream = open_stream(f, comp)
+        try:
+            for i, line in enumerate(stream):
+                line = line.rstrip(b"\n").rstrip(b"\r")
+                if (i == 0 and header) or not line:
+                    continue
+                rows.append(split(line))
+                if len(rows) >= n:
+                    return rows
+        finally:
+            stream.close()
+    return rows
+
+
+def make_csv_dataset(file_pattern, batch_size, column_names=None,
+                     column_defaults=None, label_name=None,
+                     select_columns=None, field_delim=",",
+                     use_quote_delim=True, na_value="", header=True,
+                     num_epochs=None, shuffle=True, shuffle_buffer_size=10000,
+                     shuffle_seed=None, prefetch_buffer_size=None,
+                     num_parallel_reads=None, sloppy=False,
+                     num_rows_for_inference=100, compression_type=None,
+                     ignore_errors=False, encoding="utf-8"):
+    """Batches of CSV records as (OrderedDict of feature columns, label
+    column) (or the dict alone without label_name), as TF: column names
+    from the header, types inferred from the first rows, files and rows
+    shuffled, repeated num_epochs times (None: forever)."""
+    import collections
+    from ..io.tfrecord import _compression, open_stream
+    from .sampling import list_files
+    files = [f.numpy().decode() for f in
+             list_files(file_pattern, shuffle=shuffle, seed=shuffle_seed)]
+    comp = _compression(compression_type)
+    delim = field_delim
+
+    def split(line):
+        text = line.decode(encoding, "surrogateescape")
+        row = next(csv.reader([text], delimiter=delim,
+                              quoting=csv.QUOTE_MINIMAL if use_quote_delim
+                              else csv.QUOTE_NONE), [""])
+        return [f.encode(encoding, "surrogateescape") for f in row]
+
+    if column_names is None:
+        if not header:
+            raise ValueError("Expected `column_names` or `header` "
+                             "arguments. Neither is provided.")
+        stream = open_stream(files[0], comp)
+        try:
+            column_names = [c.decode(encoding)
+                            for c in split(stream.readline().rstrip(
+                                b"\r\n"))]
+        finally:
+            stream.close()
+    column_names = list(column_names)
+    if select_columns is not None:
+        idx = sorted({column_names.index(c) if isinstance(c, str)
+                      else int(c) for c in select_columns}
+                     if all(not isinstance(c, str) or c in column_names
+                            for c in select_columns) else [])
+        if not idx:
+            raise ValueError(f"`select_columns` must be column names or "
+                             f"indices in {column_names}; got "
+                             f"{list(select_columns)}")
+    else:
+        idx = list(range(len(column_names)))
+    names = [column_names[i] for i in idx]
+    if label_name is not None and label_name not in names:
+        raise ValueError(f"`label_name` provided must be one of the "
+                         f"columns: {names}. Received: {label_name}.")
+    if column_defaults is None:
+        rows = _sample_rows(files, comp, header, num_rows_for_inference,
+                            split)
+        kinds = [_infer([r[i] for r in rows if i < len(r)]) for i in idx]
+        column_defaults = [{"int32": 0, "int64": _zero64(),
+                            "float32": 0.0}.get(k.name, "") for k in kinds]
+    elif len(column_defaults) != len(idx):
+        raise ValueError(f"The number of `column_defaults` "
+                         f"({len(column_defaults)}) does not match the "
+                         f"number of columns ({len(idx)}).")
+    ds = CsvDataset(files, column_defaults, compression_type=compression_type,
+                    header=header, field_delim=field_delim,
+                    use_quote_delim=use_quote_delim, na_value=na_value,
+                    select_cols=idx if select_columns is not None else None)
+    # The spec TF gets by tracing, known here without reading a row.
+    dim = batch_size if num_epochs is None else None
+    from ..tensor_spec import TensorSpec
+    spec = collections.OrderedDict(
+        (n, TensorSpec((dim,), sp.dtype)) for n, sp in zip(names, ds._spec))
+    if label_name is not None:
+        label_spec = spec.pop(label_name)
+        spec = (spec, label_spec)
+    ds = ds.map(lambda *row: collections.OrderedDict(zip(names, row)))
+    if shuffle:
+        ds = ds.shuffle(shuffle_buffer_size, seed=shuffle_seed)
+    if num_epochs != 1:
+        ds = ds.repeat(num_epochs)
+    ds = ds.batch(batch_size, drop_remainder=num_epochs is None)
+    if label_name is not None:
+        def split_label(features):
+            features = collections.OrderedDict(features)
+            return features, features.pop(label_name)
+        ds = ds.map(split_label)
+    ds._spec = spec
+    return ds.prefetch(prefetch_buffer_size)
+
+
+def _zero64():
+    from ..ops.constant_op import constant
+    return constant(0, _dtypes.int64)
