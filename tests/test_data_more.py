@@ -374,3 +374,20 @@ def test_make_csv_dataset_infers_types_and_splits_the_label(tmp_path):
     assert int(mk(f, batch_size=2).cardinality()) == -1    # repeats
     with pytest.raises(ValueError, match="must be one of the columns"):
         mk(f, batch_size=2, label_name="nope")
+
+
+def test_map_element_spec_is_traced_not_read(tmp_path):
+    # As TF: the function is traced on the source's spec, so a None
+    # dimension stays None and nothing is read (the file is missing).
+    d = tf.data.Dataset.range(5).batch(2).map(lambda x: x * 2)
+    assert repr(d.element_spec) == \
+        "TensorSpec(shape=(None,), dtype=tf.int64, name=None)"
+    csv = tf.data.experimental.CsvDataset(str(tmp_path / "missing.csv"),
+                                          [999] * 4)
+    m = csv.map(lambda *items: tf.stack(items))
+    assert repr(m) == ("<_MapDataset element_spec=TensorSpec(shape=(4,), "
+                       "dtype=tf.int32, name=None)>")
+    # A function that needs eager values: the first element tells.
+    e = tf.data.Dataset.range(3).map(lambda x: x.numpy() + 1)
+    assert e.element_spec.dtype == tf.int64
+    assert list(e.as_numpy_iterator()) == [1, 2, 3]

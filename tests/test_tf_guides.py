@@ -72,12 +72,8 @@ KNOWN = {
                   "built (Keras 3 keeps it as a legacy API)",
     ("data", 26): "follows cell 25 (img_gen undefined)",
     ("data", 29): "follows cell 25; and TF's {{function_node}} prefix",
-    ("data", 45): "Dataset.map's element_spec is read from its first "
-                  "element (TF's comes from tracing the function), and "
-                  "missing.csv has none",
     ("data", 46): "TF's {{function_node}} prefix on the missing file's "
                   "NotFoundError",
-    ("data", 47): "map's element_spec (as cell 45)",
     ("data", 48): "TF's error prefix (as cell 46)",
     ("data", 79): "Dataset.map runs its function per element when "
                   "iterated; TF traces it at map() and raises there",

@@ -242,7 +242,9 @@ class Dataset(DatasetOpsMixin):
                                 "it must return tensors (or tuples or "
                                 "dicts of them)")
             return _map_structure(_to_tensor, out)
-        return Dataset(lambda: (call(e) for e in src), self._length)
+        out = Dataset(lambda: (call(e) for e in src), self._length)
+        out._mapped_from = (self, map_func)
+        return out
 
     def filter(self, predicate):
         src = self

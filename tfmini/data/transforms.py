@@ -18,6 +18,33 @@ def _new(make_iter, length=None):
     return _ds().Dataset(make_iter, length)
 
 
+def _traced_map_spec(src, map_func):
+    """A mapped dataset's element_spec as TF has it: map_func traced once
+    on the source's spec (so a None dimension stays None, and nothing is
+    read). None where that cannot be done (the function needs eager
+    values, Python control flow on tensors, ...): the caller then reads
+    the first element."""
+    import importlib
+    _function = importlib.import_module("tfmini.function")
+    try:
+        in_spec = src.element_spec
+        if isinstance(in_spec, tuple) and not hasattr(in_spec, "_fields"):
+            args = in_spec
+        else:
+            args = (in_spec,)
+        if not all(hasattr(a, "dtype") or isinstance(a, dict)
+                   for a in args):
+            return None
+        traced = _function.function(lambda *a: map_func(*a),
+                                    autograph=False)
+        outs = traced.get_concrete_function(*args).structured_outputs
+        if outs is None:
+            return None
+        return _ds()._map_structure(_spec_of, outs)
+    except Exception:  # noqa: BLE001 - any failure: read an element instead
+        return None
+
+
 def _spec_of(x):
     from ..tensor_spec import TensorSpec
     if isinstance(x, _ds().Dataset):
@@ -149,6 +176,12 @@ class DatasetOpsMixin:
         if spec is not None:
             return spec
         ds = _ds()
+        mapped = getattr(self, "_mapped_from", None)
+        if mapped is not None:
+            spec = _traced_map_spec(*mapped)
+            if spec is not None:
+                self._spec = spec
+                return spec
         batched = getattr(self, "_batched_from", None)
         if batched is not None:
             src, size = batched
