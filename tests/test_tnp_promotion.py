@@ -73,6 +73,12 @@ print((tf.constant(1, tf.int8) + 2).dtype.name)
 print(tf.add(tf.add(np.array(1, np.int8), tf.constant(1)),
              np.array(1, np.float16)).dtype.name)
 print(tf.maximum(tf.constant(1, tf.int8), 2.5).numpy())
+# Lists of Python numbers are weak, NumPy arrays are not; strings are
+# outside the lattice and left to the op.
+print(tf.add(tf.constant(1, tf.int8), [1, 2]).dtype.name,
+      (tf.constant(1, tf.float16) + [1.5, 2]).dtype.name,
+      tf.add(tf.constant(1, tf.int8), np.array([1, 2])).dtype.name,
+      tf.add(tf.constant("a"), tf.constant("b")).numpy())
 # A variable keeps its dtype: a value that promotes to it is cast.
 v = tf.Variable(10, dtype=tf.int32)
 print(v.assign_add(tf.constant(5, tf.int16)).numpy())
@@ -105,7 +111,8 @@ def test_operators_follow_the_mode():
         "The provided promotion mode most does not exist. Make sure the "
         "provided dtype conversion mode is one of the followings: 'off', "
         "'legacy', 'safe' or 'all'.",
-        "float32", "float16", "float16", "int8", "float16", "2.5", "15",
+        "float32", "float16", "float16", "int8", "float16", "2.5",
+        "int8 float16 int64 b'ab'", "15",
         "Variable dtype is immutable. Calling assign_add of Variable",
         "TypeError In promotion mode PromoMode.SAFE, implicit dtype promotion b",
         "float64", "legacy tf.add does not promote"]

@@ -94,7 +94,9 @@ def experimental_enable_numpy_behavior(prefer_float32=False,
             f"the followings: 'off', 'legacy', 'safe' or 'all'.")
     tnp._state["mode"] = dtype_conversion_mode
     new = dtype_conversion_mode in ("all", "safe")
-    _M._set_promotion(tnp._promote if new else None)
+    _M._set_promotion(
+        (lambda x, y: tnp._promotion.promote_operands(
+            dtype_conversion_mode, x, y)) if new else None)
     from ... import variables
     variables._promote_value = (
         lambda var, value, op: tnp._promotion.variable_value(

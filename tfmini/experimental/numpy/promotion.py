@@ -102,6 +102,13 @@ def _kind(x):
     dt = getattr(x, "dtype", None)
     if dt is None:
         dt = _np.asarray(x).dtype
+        if isinstance(x, (list, tuple)):
+            # Python numbers in a list are weak too (TF: int8 + [1, 2]
+            # is int8).
+            weak = {"b": "bool", "i": "i*", "u": "i*", "f": "f*",
+                    "c": "c*"}.get(dt.kind)
+            if weak is not None:
+                return weak
     return _dtypes.as_dtype(dt).name
 
 
@@ -156,3 +163,27 @@ def variable_value(mode, var, value, op):
         return value                  # a Python scalar converts as ever
     from ...ops import math_ops
     return math_ops.cast(value, var.dtype)
+
+
+def promote_operands(mode, x, y):
+    """x and y cast to their promoted dtype, for tf.add & co. Operands of
+    a dtype outside the lattice (strings, ...) are left to the op."""
+    dx, dy = getattr(x, "dtype", None), getattr(y, "dtype", None)
+    if dx is not None and dx == dy:
+        return x, y                   # the common case: nothing to do
+    try:
+        kinds = (_kind(x), _kind(y))
+    except (TypeError, ValueError):
+        return x, y
+    if any(k not in _EDGES for k in kinds):
+        return x, y
+    dt = result_dtype(mode, x, y)
+    from ...ops import constant_op, math_ops
+    out = []
+    for v, d in ((x, dx), (y, dy)):
+        if d is None:
+            v = constant_op.constant(v, dt)
+        elif _dtypes.as_dtype(d) != dt:
+            v = math_ops.cast(v, dt)
+        out.append(v)
+    return tuple(out)
