@@ -114,5 +114,6 @@ def test_operators_follow_the_mode():
         "float32", "float16", "float16", "int8", "float16", "2.5",
         "int8 float16 int64 b'ab'", "15",
         "Variable dtype is immutable. Calling assign_add of Variable",
-        "TypeError In promotion mode PromoMode.SAFE, implicit dtype promotion b",
+        "TypeError In promotion mode PromoMode.SAFE, implicit dtype "
+        "promotion b",
         "float64", "legacy tf.add does not promote"]
