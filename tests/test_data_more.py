@@ -280,8 +280,11 @@ def test_list_files_globs_sorted_or_shuffled(tmp_path):
     for n in ("b.txt", "a.txt", "c.csv"):
         (tmp_path / n).write_text("x")
     lf = tf.data.Dataset.list_files
-    got = list(lf(str(tmp_path / "*.txt"), shuffle=False)
-               .as_numpy_iterator())
+    plain = lf(str(tmp_path / "*.txt"), shuffle=False)
+    assert repr(plain) == ("<_TensorSliceDataset element_spec=TensorSpec("
+                           "shape=(), dtype=tf.string, name=None)>")
+    assert repr(lf(str(tmp_path / "*.txt"))).startswith("<_ShuffleDataset")
+    got = list(plain.as_numpy_iterator())
     assert got == [str(tmp_path / n).encode() for n in ("a.txt", "b.txt")]
     both = lf([str(tmp_path / "*.txt"), str(tmp_path / "*.csv")], seed=2)
     assert sorted(both.as_numpy_iterator()) == \

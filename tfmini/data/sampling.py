@@ -120,6 +120,7 @@ def list_files(file_pattern, shuffle=None, seed=None, name=None):
             f"{', '.join(patterns)}'")
     ds = Dataset(lambda: (_to_tensor(np.array(f.encode(), dtype=object))
                           for f in files), len(files))
+    ds._tf_class = "_TensorSliceDataset"    # TF slices the names
     if shuffle is None or shuffle:
         ds = ds.shuffle(len(files), seed=seed)
     return ds

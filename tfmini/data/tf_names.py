@@ -24,7 +24,6 @@ _PLAIN = {
     "with_options": "_OptionsDataset",
     "sample_from_datasets": "_DirectedInterleaveDataset",
     "choose_from_datasets": "_DirectedInterleaveDataset",
-    "list_files": "_ShuffleDataset",
 }
 # These two are parallel variants when num_parallel_calls is given.
 _PARALLEL = {"map": ("_MapDataset", "_ParallelMapDataset"),
