@@ -394,3 +394,20 @@ def test_map_element_spec_is_traced_not_read(tmp_path):
     e = tf.data.Dataset.range(3).map(lambda x: x.numpy() + 1)
     assert e.element_spec.dtype == tf.int64
     assert list(e.as_numpy_iterator()) == [1, 2, 3]
+
+
+def test_repr_of_a_shuffled_pipeline_reads_nothing():
+    read = []
+
+    def gen():
+        for i in range(1000):
+            read.append(i)
+            yield i
+    ds = tf.data.Dataset.from_generator(
+        gen, output_signature=tf.TensorSpec((), tf.int64))
+    s = ds.shuffle(500).repeat().take(3).prefetch(2)
+    assert repr(s) == ("<_PrefetchDataset element_spec=TensorSpec(shape=(), "
+                       "dtype=tf.int64, name=None)>")
+    assert read == []
+    empty = tf.data.Dataset.range(5).filter(lambda x: x > 10)
+    assert empty.element_spec.dtype == tf.int64      # no element needed

@@ -31,10 +31,24 @@ _PARALLEL = {"map": ("_MapDataset", "_ParallelMapDataset"),
                             "_ParallelInterleaveDataset")}
 
 
-def _tagging(fn, name, parallel=None):
+# Transformations whose elements are their source's: their element_spec
+# is the source's, found without reading (a repr of ds.shuffle(60000)
+# must not fill the buffer).
+_SAME_ELEMENTS = {"shuffle", "repeat", "take", "skip", "prefetch", "cache",
+                  "filter", "shard", "take_while", "ignore_errors",
+                  "unique", "with_options"}
+
+
+def _tagging(fn, name, parallel=None, same=False):
     @functools.wraps(fn)
     def f(*args, **kwargs):
         out = fn(*args, **kwargs)
+        if same and args and out is not args[0] and \
+                getattr(out, "_spec", None) is None:
+            try:
+                out._spec_from = args[0]
+            except AttributeError:
+                pass
         tag = name
         if parallel is not None and \
                 kwargs.get("num_parallel_calls") is not None:
@@ -62,7 +76,8 @@ def tag_methods(cls):
             setattr(cls, attr, staticmethod(_tagging(raw.__func__, plain,
                                                      parallel)))
         else:
-            setattr(cls, attr, _tagging(raw, plain, parallel))
+            setattr(cls, attr, _tagging(raw, plain, parallel,
+                                        attr in _SAME_ELEMENTS))
 
 
 def dataset_repr(ds):

@@ -176,6 +176,9 @@ class DatasetOpsMixin:
         if spec is not None:
             return spec
         ds = _ds()
+        same = getattr(self, "_spec_from", None)
+        if same is not None:
+            return same.element_spec
         mapped = getattr(self, "_mapped_from", None)
         if mapped is not None:
             spec = _traced_map_spec(*mapped)
