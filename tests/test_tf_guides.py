@@ -60,9 +60,9 @@ KNOWN = {
                                      "int32 (as cell 13)",
     ("tf_numpy_type_promotion", 22): "no WeakTensor (as cell 8)",
     ("tf_numpy_type_promotion", 26): "no WeakTensor: tnp.array(1) is a "
-                                     "strong int64 (TF: weak int32)",
-    ("tf_numpy_type_promotion", 27): "no WeakTensor: tnp.array(1.0) is a "
-                                     "strong float64 (TF: weak float32)",
+                                     "strong int32 (the repr lacks "
+                                     "`weak=True`)",
+    ("tf_numpy_type_promotion", 27): "no WeakTensor (as cell 26)",
     ("data", 10): "value_type is tfmini.sparse.sparse_tensor.SparseTensor, "
                   "not tensorflow.python.framework.sparse_tensor's",
     ("data", 24): "an error raised in a from_generator generator: TF wraps "

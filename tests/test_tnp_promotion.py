@@ -79,6 +79,9 @@ print(tf.add(tf.constant(1, tf.int8), [1, 2]).dtype.name,
       (tf.constant(1, tf.float16) + [1.5, 2]).dtype.name,
       tf.add(tf.constant(1, tf.int8), np.array([1, 2])).dtype.name,
       tf.add(tf.constant("a"), tf.constant("b")).numpy())
+# Python values made arrays take TF's weak dtypes; NumPy's keep theirs.
+print(tnp.array(1).dtype.name, tnp.asarray([1.0, 2]).dtype.name,
+      tnp.array(1j).dtype.name, tnp.array(np.array(1)).dtype.name)
 # A variable keeps its dtype: a value that promotes to it is cast.
 v = tf.Variable(10, dtype=tf.int32)
 print(v.assign_add(tf.constant(5, tf.int16)).numpy())
@@ -112,7 +115,7 @@ def test_operators_follow_the_mode():
         "provided dtype conversion mode is one of the followings: 'off', "
         "'legacy', 'safe' or 'all'.",
         "float32", "float16", "float16", "int8", "float16", "2.5",
-        "int8 float16 int64 b'ab'", "15",
+        "int8 float16 int64 b'ab'", "int32 float32 complex128 int64", "15",
         "Variable dtype is immutable. Calling assign_add of Variable",
         "TypeError In promotion mode PromoMode.SAFE, implicit dtype "
         "promotion b",

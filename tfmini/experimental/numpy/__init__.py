@@ -52,8 +52,19 @@ def asarray(a, dtype=None):
         return asarray(a._as_tensor(), dtype)
     if dtype is None:
         arr = _np.asarray(a)
-        if arr.dtype == _np.float64 and not isinstance(a, (_np.ndarray,
-                                                           _np.generic)):
+        python = not isinstance(a, (_np.ndarray, _np.generic))
+        if python and _state["mode"] in ("all", "safe"):
+            # TF's weak dtypes for Python values: int32, float32,
+            # complex128 (tfmini's tensors are never weak).
+            if arr.dtype.kind in "iu":
+                if arr.size and not (-2**31 <= arr.min() and
+                                     arr.max() < 2**31):
+                    raise OverflowError(f"Python int {a} too large to "
+                                        f"convert to np.int32")
+                arr = arr.astype(_np.int32)
+            elif arr.dtype.kind == "f":
+                arr = arr.astype(_np.float32)
+        elif arr.dtype == _np.float64 and python:
             arr = arr.astype(_default_float())
     else:
         arr = _np.asarray(a, dtype=_np_dtype(dtype))
