@@ -411,3 +411,16 @@ def test_repr_of_a_shuffled_pipeline_reads_nothing():
     assert read == []
     empty = tf.data.Dataset.range(5).filter(lambda x: x > 10)
     assert empty.element_spec.dtype == tf.int64      # no element needed
+
+
+def test_csv_fields_split_by_tfs_quote_rules(tmp_path):
+    from tfmini.data.csv_dataset import split_record
+    # TF 2.21 reads this line as these five fields.
+    assert split_record(b'a,"b,""c",,d,', b",", True) == \
+        [b"a", b'b,"c', b"", b"d", b""]
+    assert split_record(b'a"b', b",", False) == [b'a"b']
+    Csv = tf.data.experimental.CsvDataset
+    for text, msg in (('"ab\n', "without closing quoted field"),
+                      ('1,x"y\n', "Unquoted fields cannot have quotes")):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=msg):
+            list(Csv(_csv(tmp_path, "q.csv", text), ["", ""]))

@@ -3,7 +3,6 @@ of scalar tensors per line, typed by record_defaults (a dtype: the field
 is required; a value: its dtype, and the value where the field is empty
 or na_value). Errors are TF's InvalidArgumentError texts, raised when the
 bad record is reached, as TF's iterator does."""
-import csv
 import zlib
 
 import numpy as np
@@ -33,6 +32,53 @@ def _column(d):
                         f"string; got {d!r}")
     return (_dtypes.int32, d) if isinstance(d, int) else \
         (_dtypes.float32, d)
+
+
+def _bad(msg):
+    return _errors.InvalidArgumentError(None, None, msg)
+
+
+# Records are lines here: a quoted field that does not close on its line
+# (TF would read on into the next lines) is an error.
+_UNCLOSED = "Reached end of file without closing quoted field in record"
+
+
+def split_record(line, delim, quoted):
+    """One line's fields by TF's CSV rules: a field starting with a quote
+    runs to the closing quote ("" is a quote inside); a quote anywhere
+    else is an error, as TF's parser has it."""
+    fields, i, n = [], 0, len(line)
+    while True:
+        if quoted and line[i:i + 1] == b'"':
+            i += 1
+            buf = bytearray()
+            while True:
+                if i >= n:
+                    raise _bad(_UNCLOSED)
+                c = line[i:i + 1]
+                if c == b'"':
+                    if line[i + 1:i + 2] == b'"':
+                        buf += b'"'
+                        i += 2
+                        continue
+                    i += 1
+                    if i < n and line[i:i + 1] != delim:
+                        raise _bad(_UNCLOSED)      # TF 2.21's text here
+                    break
+                buf += c
+                i += 1
+            fields.append(bytes(buf))
+        else:
+            j = line.find(delim, i)
+            j = n if j < 0 else j
+            field = line[i:j]
+            if quoted and b'"' in field:
+                raise _bad("Unquoted fields cannot have quotes inside")
+            fields.append(field)
+            i = j
+        if i >= n:
+            return fields
+        i += 1                        # past the delimiter
 
 
 def _value(text, dt, col):
@@ -84,17 +130,15 @@ class CsvDataset(_ds.Dataset):
         exclude = set() if exclude_cols is None else \
             {int(c) for c in exclude_cols}
         na = na_value.encode() if isinstance(na_value, str) else na_value
-        delim = field_delim.decode() if isinstance(field_delim, bytes) \
-            else field_delim
+        delim = field_delim.encode() if isinstance(field_delim, str) \
+            else bytes(field_delim)
+        if len(delim) != 1:
+            raise ValueError(f"CsvDataset: field_delim must be one "
+                             f"character, got {field_delim!r}")
         n = len(cols)
 
         def fields_of(line):
-            text = line.decode("utf-8", "surrogateescape")
-            row = next(csv.reader(
-                [text], delimiter=delim,
-                quoting=csv.QUOTE_MINIMAL if use_quote_delim
-                else csv.QUOTE_NONE), [""])
-            return [f.encode("utf-8", "surrogateescape") for f in row]
+            return split_record(line, delim, use_quote_delim)
 
         def record(fields):
             if select is not None:
@@ -205,14 +249,11 @@ def make_csv_dataset(file_pattern, batch_size, column_names=None,
     files = [f.numpy().decode() for f in
              list_files(file_pattern, shuffle=shuffle, seed=shuffle_seed)]
     comp = _compression(compression_type)
-    delim = field_delim
+    delim = field_delim.encode() if isinstance(field_delim, str) \
+        else bytes(field_delim)
 
     def split(line):
-        text = line.decode(encoding, "surrogateescape")
-        row = next(csv.reader([text], delimiter=delim,
-                              quoting=csv.QUOTE_MINIMAL if use_quote_delim
-                              else csv.QUOTE_NONE), [""])
-        return [f.encode(encoding, "surrogateescape") for f in row]
+        return split_record(line, delim, use_quote_delim)
 
     if column_names is None:
         if not header:
