@@ -66,6 +66,20 @@ int tfm_cu_lstm_seq_grad_step(int is64, const void *dh, const void *dh2,
                               const void *c, void *dz, int64_t batch,
                               int64_t u, void *stream);
 
+/* slice.cu. o[sum k_d * dst_strides[d]] = x[i] for the n elements of
+ * a dense x of shape dims (ndim <= TFM_CU_MAX_DIMS): StridedSliceGrad's
+ * dy onto its zeroed slice, PadV2's input into its interior. The
+ * positions must be distinct. */
+int tfm_cu_strided_scatter(int es, const void *x, void *o, int ndim,
+                           const int64_t *dims, const int64_t *dst_strides,
+                           int64_t n, void *stream);
+/* ArgMax (is_min 0) / ArgMin of x viewed as [A, R, B] along R (R >= 1)
+ * into o [A, B], int64 when wide else int32; x of kind TFM_CU_OUT_*.
+ * cpu/reduce_arg.c's rule: first index of the best, the first NaN
+ * beats every number. */
+int tfm_cu_argreduce(int is_min, int kind, int wide, const void *x, void *o,
+                     int64_t A, int64_t R, int64_t B, void *stream);
+
 #ifdef __cplusplus
 }
 #endif
