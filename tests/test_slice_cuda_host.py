@@ -1,14 +1,14 @@
 """kernels_slice.c's GPU glue, checked on the host (issue 21): no GPU is
 lent, so the C that turns StridedSlice's masks (through the CPU's slice
-plan), Slice, ReverseV2, Tile, Split/SplitV/Unpack, PadV2 and
-ArgMax/ArgMin into views for shape.cu's strided gather and slice.cu's
-strided scatter is built here into a shared library whose launchers are
-serial host loops following launch.h / launch_ops.h's contracts, whose
-CUDA copies are memcpy/memset, and whose every other tfm_* symbol is the
-real one from the loaded tfmini._C. Each op's output (and its errors)
-must equal the CPU kernel's, byte for byte; where the glue hands an op
-to the CPU kernel (tfm_cu_on_host) the test says whether it should
-have."""
+plan), Slice, ReverseV2, Tile, Split/SplitV/Unpack, PadV2, MirrorPad,
+ArgMax/ArgMin, Cumsum/Cumprod and OneHot into views and launches for
+shape.cu's strided gather and slice.cu's kernels is built here into a
+shared library whose launchers are serial host loops following launch.h
+/ launch_ops.h's contracts, whose CUDA copies are memcpy/memset, and
+whose every other tfm_* symbol is the real one from the loaded
+tfmini._C. Each op's output (and its errors) must equal the CPU
+kernel's, byte for byte; where the glue hands an op to the CPU kernel
+(tfm_cu_on_host) the test says whether it should have."""
 import ctypes
 import os
 import shutil
@@ -127,6 +127,83 @@ int tfm_cu_argreduce(int is_min, int kind, int wide, const void *x, void *o,
     return 0;
 }
 
+/* slice.cu's k_scan and k_one_hot, one column / index at a time. */
+#define SCAN(T, AT)                                                         \
+    for (int64_t i = 0; i < A * B; i++) {                                   \
+        int64_t step = rev ? -B : B;                                        \
+        int64_t o = (i / B) * R * B + i % B + (rev ? (R - 1) * B : 0);      \
+        AT acc = prod ? (AT)1 : (AT)0;                                      \
+        for (int64_t k = 0; k < R; k++, o += step) {                        \
+            AT v = (AT)((const T *)x)[o];                                   \
+            if (excl) ((T *)y)[o] = (T)acc;                                 \
+            acc = prod ? acc * v : acc + v;                                 \
+            if (!excl) ((T *)y)[o] = (T)acc;                                \
+        }                                                                   \
+    }
+int tfm_cu_scan(int prod, int kind, const void *x, void *y, int64_t A,
+                int64_t R, int64_t B, int excl, int rev, void *s)
+{
+    (void)s;
+    if (A * R * B == 0)
+        return 0;
+    switch (kind) {
+    case TFM_CU_OUT_F32: SCAN(float, double) break;
+    case TFM_CU_OUT_F64: SCAN(double, double) break;
+    case TFM_CU_OUT_I32: SCAN(int32_t, uint64_t) break;
+    case TFM_CU_OUT_I64: SCAN(int64_t, uint64_t) break;
+    default: return -1;
+    }
+    return 0;
+}
+int tfm_cu_one_hot(int es, int idx64, const void *idx, const void *on,
+                   void *o, int64_t m, int64_t depth, int64_t suffix, void *s)
+{
+    (void)s;
+    if (m == 0 || depth == 0)
+        return 0;
+    if (suffix < 1 || (es != 1 && es != 2 && es != 4 && es != 8 && es != 16))
+        return -1;
+    for (int64_t k = 0; k < m; k++) {
+        int64_t v = idx64 ? ((const int64_t *)idx)[k] : ((const int32_t *)idx)[k];
+        if (v >= 0 && v < depth)
+            memcpy((char *)o + (((k / suffix) * depth + v) * suffix + k % suffix) * es, on, es);
+    }
+    return 0;
+}
+
+/* slice.cu's k_mirror_pad, one element at a time. */
+int tfm_cu_mirror_pad(int es, int sym, const void *x, void *o, int nd,
+                      const int64_t *od, const int64_t *id, const int64_t *lo,
+                      int64_t n, void *s)
+{
+    (void)s;
+    if (n == 0)
+        return 0;
+    if (nd < 0 || nd > TFM_CU_MAX_DIMS || (es != 1 && es != 2 && es != 4 && es != 8 && es != 16))
+        return -1;
+    int64_t ist[8], st = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        if (id[d] < 1)
+            return -1;
+        ist[d] = st;
+        st *= id[d];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = i, at = 0;
+        for (int d = nd - 1; d >= 0; d--) {
+            int64_t k = r % od[d] - lo[d], len = id[d];
+            r /= od[d];
+            if (k < 0)
+                k = sym ? -k - 1 : -k;
+            else if (k >= len)
+                k = sym ? 2 * len - 1 - k : 2 * len - 2 - k;
+            at += k * ist[d];
+        }
+        memcpy((char *)o + i * es, (const char *)x + at * es, es);
+    }
+    return 0;
+}
+
 int dtype_of(const char *name)
 {
     for (int d = 0; d < TFM_DTYPE_COUNT; d++)
@@ -137,24 +214,29 @@ int dtype_of(const char *name)
 
 static tfm_kernel_fn table[TFM_OP_COUNT];
 
-/* One call of op's GPU kernel on host tensors. Returns the tfm_code;
- * *host set when the glue handed the op to the CPU kernel; err gets the
- * error text. */
-int run(int op, int dt, int nd, const int64_t *dims, void *x, int nout,
-        int odt, const int *ond, const int64_t *odims, void **outs,
-        const int64_t *ints, int n_ints, const int64_t *iv, double f0,
-        int *host, char *err, int errlen)
+/* One call of op's GPU kernel on host tensors (nin inputs of dtypes
+ * dts, ranks nds, dims 8 a row). Returns the tfm_code; *host set when
+ * the glue handed the op to the CPU kernel; err gets the error text. */
+int run(int op, int nin, const int *dts, const int *nds, const int64_t *dims,
+        void **xs, int nout, int odt, const int *ond, const int64_t *odims,
+        void **outs, const int64_t *ints, int n_ints, const int64_t *iv,
+        double f0, int *host, char *err, int errlen)
 {
     if (!table[TFM_OP_STRIDED_SLICE])
         tfm_cuda_kernels_slice_init(table);
     if (!table[op])
         return -1;
-    tfm_buffer bx = {.refcount = 1, .data = x};
-    tfm_tensor tx = {.dtype = (tfm_dtype)dt, .buf = &bx};
-    tx.shape = tfm_shape_make(nd, dims);
-    bx.nbytes = tfm_tensor_nbytes(&tx);
-    tfm_buffer bo[16];
-    tfm_tensor to[16], *po[16];
+    tfm_buffer bi[4], bo[16];
+    tfm_tensor ti[4], to[16], *pi[4], *po[16];
+    for (int k = 0; k < nin; k++) {
+        memset(&ti[k], 0, sizeof ti[k]);
+        ti[k].dtype = (tfm_dtype)dts[k];
+        ti[k].shape = tfm_shape_make(nds[k], dims + 8 * k);
+        bi[k] = (tfm_buffer){.refcount = 1, .data = xs[k],
+                             .nbytes = tfm_tensor_nbytes(&ti[k])};
+        ti[k].buf = &bi[k];
+        pi[k] = &ti[k];
+    }
     for (int k = 0; k < nout; k++) {
         memset(&to[k], 0, sizeof to[k]);
         to[k].dtype = (tfm_dtype)odt;
@@ -171,10 +253,9 @@ int run(int op, int dt, int nd, const int64_t *dims, void *x, int nout,
     memcpy(a.i, iv, sizeof a.i);
     a.f[0] = f0;
     a.dtype = (tfm_dtype)odt;
-    tfm_tensor *pin = &tx;
     on_host = 0;
     tfm_error_clear();
-    int rc = table[op]((tfm_op)op, &pin, 1, &a, po, nout, NULL);
+    int rc = table[op]((tfm_op)op, pi, nin, &a, po, nout, NULL);
     *host = on_host;
     snprintf(err, (size_t)errlen, "%s", rc ? tfm_error_message() : "");
     return rc;
@@ -209,28 +290,35 @@ def glue(tmp_path_factory):
 
 def gpu_glue(lib, op, x, outs_like, ints=(), i=(), f0=0.0, dtype=None):
     """op's GPU kernel through the host harness: (code, outputs, on_host,
-    error text); outs_like gives each output's shape (and dtype)."""
-    x = np.array(x, order="C")       # keeps 0-d (ascontiguousarray does not)
-    dt = lib.dtype_of(np.dtype(x.dtype).name.encode())
-    odt_np = np.dtype(outs_like[0].dtype) if outs_like else x.dtype
+    error text); x one input or a list; outs_like gives each output's
+    shape (and dtype)."""
+    xs = [np.array(v, order="C") for v in (x if isinstance(x, list)
+                                           else [x])]    # keeps 0-d
+    odt_np = np.dtype(outs_like[0].dtype) if outs_like else xs[0].dtype
     odt = lib.dtype_of(odt_np.name.encode())
-    assert dt >= 0 and odt >= 0
+    dts = [lib.dtype_of(np.dtype(v.dtype).name.encode()) for v in xs]
+    assert min(dts) >= 0 and odt >= 0
     # Garbage first: a kernel must write every output byte.
     outs = [np.frombuffer(bytearray(b"\x5a" * o.nbytes), odt_np).reshape(
         o.shape) for o in outs_like]
     I64 = ctypes.c_int64
-    dims = (I64 * 8)(*x.shape)
-    ond = (ctypes.c_int * 16)(*[o.ndim for o in outs])
-    odims = (I64 * (8 * 16))()
-    for k, o in enumerate(outs):
-        for j, v in enumerate(o.shape):
-            odims[8 * k + j] = v
+
+    def dims_of(arrs, n):
+        d = (I64 * (8 * n))()
+        for k, a in enumerate(arrs):
+            for j, v in enumerate(a.shape):
+                d[8 * k + j] = v
+        return d
+
     ptrs = (ctypes.c_void_p * 16)(*[o.ctypes.data for o in outs])
     iv = list(i) + [0] * (6 - len(i))
     host = ctypes.c_int()
     err = ctypes.create_string_buffer(512)
-    rc = lib.run(ID[op], dt, x.ndim, dims, ctypes.c_void_p(x.ctypes.data),
-                 len(outs), odt, ond, odims, ptrs,
+    rc = lib.run(ID[op], len(xs), (ctypes.c_int * 4)(*dts),
+                 (ctypes.c_int * 4)(*[v.ndim for v in xs]), dims_of(xs, 4),
+                 (ctypes.c_void_p * 4)(*[v.ctypes.data for v in xs]),
+                 len(outs), odt, (ctypes.c_int * 16)(*[o.ndim for o in outs]),
+                 dims_of(outs, 16), ptrs,
                  (I64 * max(1, len(ints)))(*ints), len(ints), (I64 * 6)(*iv),
                  ctypes.c_double(f0), ctypes.byref(host), err, 512)
     return rc, outs, host.value, err.value.decode()
@@ -246,8 +334,9 @@ def cpu(op, x, ints=(), i=(), f0=None, dtype=None):
         kw["f"] = (f0,)
     if dtype is not None:
         kw["dtype"] = tf.as_dtype(dtype)._enum
+    xs = x if isinstance(x, list) else [x]
     with tf.device("/CPU:0"):
-        out = _C.call(ID[op], (tf.constant(x),), **kw)
+        out = _C.call(ID[op], tuple(tf.constant(v) for v in xs), **kw)
     out = list(out) if isinstance(out, (list, tuple)) else [out]
     return [o.numpy() for o in out]
 
@@ -440,3 +529,70 @@ def test_argreduce_glue_nans_and_other_dtypes(glue, op):
     # uint8 has no GPU loop: the CPU kernel on host copies.
     assert same(glue, op, np.array([[3, 9, 9], [1, 0, 200]], np.uint8),
                 i=(1,), dtype=tf.int64, host=True) is None
+
+
+@pytest.mark.parametrize("shape,axis", [
+    ((7,), 0), ((3, 5), 1), ((3, 5), 0), ((2, 3, 4), 1), ((2, 3, 4), -1),
+    ((0, 4), 1), ((4, 0), 1), ((3, 1000), 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32,
+                                   np.int64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", ["Cumsum", "Cumprod"])
+def test_scan_glue_matches_the_cpu(glue, op, shape, axis, dtype):
+    x = rand(shape, np.float64, 5)
+    if op == "Cumprod":
+        x = x / 8 + 1
+    x = x.astype(dtype)
+    for excl in (0, 1):
+        for rev in (0, 1):
+            assert same(glue, op, x, i=(axis, excl, rev)) is None
+
+
+@pytest.mark.parametrize("op", ["Cumsum", "Cumprod"])
+def test_scan_glue_wraps_integers_as_the_cpu(glue, op):
+    big = np.array([2**62, 2**62, 3, -5, 2**40], np.int64)
+    assert same(glue, op, big, i=(0, 0, 0)) is None
+    assert same(glue, op, (big % 2**31).astype(np.int32) * 3,
+                i=(0, 1, 0)) is None
+
+
+@pytest.mark.parametrize("op", ["Cumsum", "Cumprod"])
+def test_scan_glue_other_dtypes_run_the_cpu_kernel(glue, op):
+    assert same(glue, op, rand((3, 4), np.complex64), i=(1, 0, 0),
+                host=True) is None
+    assert same(glue, op, rand((3, 4), np.int8), i=(0, 1, 1),
+                host=True) is None
+
+
+@pytest.mark.parametrize("ishape,depth,axis", [
+    ((5,), 4, -1), ((2, 3), 5, -1), ((2, 3), 5, 0), ((2, 3), 5, 1),
+    ((0,), 3, -1), ((4,), 0, -1), ((), 6, -1)])
+@pytest.mark.parametrize("idt", [np.int32, np.int64])
+@pytest.mark.parametrize("dtype,on,off", [
+    (np.float32, 1.0, 0.0), (np.float64, 2.5, -1.0), (np.int32, 7, 3),
+    (np.bool_, True, False), (np.complex128, 1 + 2j, 0), (np.uint8, 9, 1),
+    (np.float16, 0.5, 0.25)], ids=str)
+def test_one_hot_glue_matches_the_cpu(glue, ishape, depth, axis, idt, dtype,
+                                      on, off):
+    idx = (np.arange(int(np.prod(ishape))) % (depth + 3) - 1).reshape(
+        ishape).astype(idt)                # some -1 and >= depth
+    assert same(glue, "OneHot", [idx, np.array(on, dtype),
+                                 np.array(off, dtype)],
+                i=(depth, axis)) is None
+
+
+def test_one_hot_glue_uint8_indices_run_the_cpu_kernel(glue):
+    assert same(glue, "OneHot", [np.array([0, 2, 1], np.uint8),
+                                 np.float32(1), np.float32(0)],
+                i=(3, -1), host=True) is None
+
+
+@pytest.mark.parametrize("shape,pads", [
+    ((3,), [2, 1]), ((2, 3), [0, 1, 2, 0]), ((3, 4), [2, 2, 3, 3]),
+    ((2, 3), [0, 0, 0, 0]), ((3, 1, 4), [1, 2, 0, 0, 3, 1]), ((4,), [0, 3])])
+@pytest.mark.parametrize("mode", [0, 1], ids=["REFLECT", "SYMMETRIC"])
+def test_mirror_pad_glue_matches_the_cpu(glue, shape, pads, mode):
+    for dtype in (np.float32, np.int64, np.uint8, np.complex128):
+        x = rand(shape, dtype)
+        err = same(glue, "MirrorPad", x, ints=tuple(pads), i=(mode,))
+        # REFLECT allows pads up to dim - 1 only: the shape rule's error.
+        assert err is None or (mode == 0 and "MirrorPad" in err), err

@@ -1,10 +1,11 @@
 """kernels_slice.c's GPU kernels against the CPU's (issue 21):
 StridedSlice (every mask, negative strides, empty and odd shapes, every
 dtype) and its gradient through GradientTape, Slice, ReverseV2, Tile,
-Split/SplitV/Unpack, PadV2 and ArgMax/ArgMin, each placed on the GPU
-with nothing soft-placed. Data movement is compared bit for bit. Every
-test skips without a GPU (conftest.py); the glue was checked on the host
-by tests/test_slice_cuda_host.py."""
+Split/SplitV/Unpack, PadV2, MirrorPad, ArgMax/ArgMin, Cumsum/Cumprod
+and OneHot, each placed on the GPU with nothing soft-placed. Data
+movement and the scans are compared bit for bit. Every test skips
+without a GPU (conftest.py); the glue was checked on the host by
+tests/test_slice_cuda_host.py."""
 import numpy as np
 import pytest
 
@@ -257,3 +258,73 @@ def test_keras_accuracy_step_places_argmax_on_the_gpu(capfd):
     g, c, where = both(capfd, acc)
     np.testing.assert_array_equal(g.numpy(), c.numpy())
     assert ("ArgMax", CPU_NAME) not in where, sorted(where)
+
+
+@pytest.mark.parametrize("shape,axis", [
+    ((7,), 0), ((3, 5), 1), ((3, 5), 0), ((2, 3, 4), 1), ((0, 4), 1),
+    ((3, 3000), 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32,
+                                   np.int64], ids=lambda d: np.dtype(d).name)
+def test_cumsum_cumprod(capfd, shape, axis, dtype):
+    x = rand(shape, np.float64, 5)
+    for fn, name in ((tf.math.cumsum, "Cumsum"), (tf.math.cumprod,
+                                                   "Cumprod")):
+        v = (x / 8 + 1 if name == "Cumprod" else x).astype(dtype)
+        for excl in (False, True):
+            for rev in (False, True):
+                g, c, where = both(capfd, lambda: fn(
+                    tf.constant(v), axis, exclusive=excl, reverse=rev))
+                bits_equal(g, c)     # the CPU's order and accumulators
+                if v.size:
+                    on_gpu_only(where, [name])
+
+
+def test_cumsum_gradient(capfd):
+    x = rand((4, 6), np.float32)
+
+    def grad():
+        v = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(v)
+            loss = tf.reduce_sum(tf.math.cumsum(v, 1, reverse=True) * v)
+        return tape.gradient(loss, v)
+
+    g, c, where = both(capfd, grad)
+    np.testing.assert_allclose(g.numpy(), c.numpy(), rtol=1e-6)
+    assert ("Cumsum", CPU_NAME) not in where, sorted(where)
+
+
+@pytest.mark.parametrize("ishape,depth,axis", [
+    ((5,), 4, -1), ((2, 3), 5, -1), ((2, 3), 5, 0), ((0,), 3, -1),
+    ((4,), 0, -1), ((64,), 10, -1)])
+@pytest.mark.parametrize("idt", [np.int32, np.int64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32,
+                                   np.bool_], ids=lambda d: np.dtype(d).name)
+def test_one_hot(capfd, ishape, depth, axis, idt, dtype):
+    idx = (np.arange(int(np.prod(ishape))) % (depth + 3) - 1).reshape(
+        ishape).astype(idt)                 # some -1 and >= depth
+    g, c, where = both(capfd, lambda: tf.one_hot(
+        tf.constant(idx), depth, on_value=np.array(1, dtype).item(),
+        off_value=np.array(0, dtype).item(), axis=axis, dtype=dtype))
+    bits_equal(g, c)
+    if c.numpy().size:
+        on_gpu_only(where, ["OneHot"])
+
+
+@pytest.mark.parametrize("shape,pads", [
+    ((3,), [[2, 1]]), ((2, 3), [[0, 1], [2, 0]]), ((3, 4), [[2, 2], [3, 3]]),
+    ((3, 1, 4), [[1, 2], [0, 0], [3, 1]])])
+@pytest.mark.parametrize("mode", ["REFLECT", "SYMMETRIC"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.complex128],
+                         ids=lambda d: np.dtype(d).name)
+def test_mirror_pad(capfd, shape, pads, mode, dtype):
+    if mode == "REFLECT" and any(p > d - 1 for d, pp in zip(shape, pads)
+                                 for p in pp):
+        pytest.skip("REFLECT pads past dim - 1 are an error")
+    x = rand(shape, dtype)
+    g, c, where = both(capfd, lambda: tf.pad(tf.constant(x), pads,
+                                             mode=mode))
+    bits_equal(g, c)
+    np.testing.assert_array_equal(c.numpy(), np.pad(x, pads,
+                                                    mode=mode.lower()))
+    on_gpu_only(where, ["MirrorPad"])

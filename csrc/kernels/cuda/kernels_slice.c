@@ -1,6 +1,6 @@
 /* The GPU's Slice, StridedSlice, StridedSliceGrad, ReverseV2, Tile,
- * Split, SplitV, Unpack, PadV2, ArgMax and ArgMin: C glue over shape.cu's
- * strided gather and slice.cu's strided scatter and arg-reduction. Each
+ * Split, SplitV, Unpack, PadV2, MirrorPad, ArgMax, ArgMin, Cumsum,
+ * Cumprod and OneHot: C glue over shape.cu's strided gather and slice.cu's kernels. Each
  * view (first element, per-dim steps, counts) is computed here on the
  * host by the CPU kernel's own code: StridedSlice's masks are resolved
  * by cpu/slice_plan.c alone, so the GPU cannot disagree with the CPU on
@@ -194,7 +194,8 @@ k_split(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 
 /* PadV2: the constant everywhere, then the input into the interior. The
  * constant in the output's dtype is what the CPU kernel writes: it pads
- * an empty host tensor of the same rank to one element. */
+ * an empty host tensor of the same rank to one element (its int64 and
+ * float16 conversions included). */
 static tfm_code
 k_pad(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
       tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
@@ -221,8 +222,8 @@ k_pad(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         for (int d = 0; d < r; d++) {
             hx.shape.dims[d] = 0;
             ht.shape.dims[d] = 1;
-            pa.ints[2 * d] = 1;
-            pa.ints[2 * d + 1] = 0;
+            pa.ints[2 * d] = 0;         /* after, so its interior */
+            pa.ints[2 * d + 1] = 1;     /* (empty) starts at 0 */
         }
         tfm_tensor *hi = &hx, *ho = &ht;
         tfm_code rc = tfm_ops[op].cpu(op, &hi, 1, &pa, &ho, 1,
@@ -249,6 +250,28 @@ k_pad(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     if (lr < 0)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     return tfm_cu_launched(op, lr);
+}
+
+/* MirrorPad: every output element reads the input element it mirrors. */
+static tfm_code
+k_mirror_pad(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+             tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    const tfm_shape *x = &in[0]->shape, *os = &out[0]->shape;
+    int r = x->ndim;
+    int64_t n = tfm_shape_numel(os), lo[TFM_MAX_DIMS];
+    if (n == 0)
+        return TFM_OK;
+    for (int d = 0; d < r; d++)
+        lo[d] = a->ints[2 * d];
+    tfm_gpu *g = tfm_cu_gpu(ctx);
+    int rc = tfm_cu_mirror_pad((int)tfm_dtype_size(in[0]->dtype),
+                               a->i[0] == 1, tfm_tensor_data(in[0]),
+                               tfm_tensor_data(out[0]), r, os->dims, x->dims,
+                               lo, n, g->stream);
+    if (rc < 0)
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    return tfm_cu_launched(op, rc);
 }
 
 static tfm_code
@@ -283,6 +306,70 @@ k_argreduce(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     return tfm_cu_launched(op, rc);
 }
 
+/* x's dtype as a launcher kind, or -1 (those run on host copies). */
+static int
+kind_of(tfm_dtype d)
+{
+    switch (d) {
+    case TFM_FLOAT32: return TFM_CU_OUT_F32;
+    case TFM_FLOAT64: return TFM_CU_OUT_F64;
+    case TFM_INT32: return TFM_CU_OUT_I32;
+    case TFM_INT64: return TFM_CU_OUT_I64;
+    default: return -1;
+    }
+}
+
+static tfm_code
+k_scan(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+       tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    const tfm_tensor *x = in[0];
+    int kind = kind_of(x->dtype), rank = x->shape.ndim;
+    if (kind < 0 || rank == 0)
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    int axis = (int)(a->i[0] < 0 ? a->i[0] + rank : a->i[0]);
+    int64_t A = tfm_dims_prod(x->shape.dims, 0, axis);
+    int64_t R = x->shape.dims[axis];
+    int64_t B = tfm_dims_prod(x->shape.dims, axis + 1, rank);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
+    int rc = tfm_cu_scan(op == TFM_OP_CUMPROD, kind, tfm_tensor_data(x),
+                         tfm_tensor_data(out[0]), A, R, B, a->i[1] != 0,
+                         a->i[2] != 0, g->stream);
+    if (rc < 0)
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    return tfm_cu_launched(op, rc);
+}
+
+/* OneHot: off everywhere (read on the GPU: on and off are device
+ * scalars), then on where an index falls in [0, depth). */
+static tfm_code
+k_one_hot(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
+          tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
+{
+    const tfm_shape *is = &in[0]->shape;
+    tfm_dtype id = in[0]->dtype;
+    size_t es = tfm_dtype_size(out[0]->dtype);
+    int64_t n = tfm_tensor_numel(out[0]);
+    if ((id != TFM_INT32 && id != TFM_INT64) || es > 16 ||
+        out[0]->dtype == TFM_STRING)
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    if (n == 0)
+        return TFM_OK;
+    int ax = a->i[1] < 0 ? is->ndim : (int)a->i[1];
+    int64_t suffix = tfm_dims_prod(is->dims, ax, is->ndim);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
+    int rc = tfm_cu_fill((int)es, tfm_tensor_data(in[2]), NULL,
+                         tfm_tensor_data(out[0]), n, g->stream);
+    if (rc == 0)
+        rc = tfm_cu_one_hot((int)es, id == TFM_INT64, tfm_tensor_data(in[0]),
+                            tfm_tensor_data(in[1]), tfm_tensor_data(out[0]),
+                            tfm_tensor_numel(in[0]), a->i[0], suffix,
+                            g->stream);
+    if (rc < 0)
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
+    return tfm_cu_launched(op, rc);
+}
+
 void
 tfm_cuda_kernels_slice_init(tfm_kernel_fn *table)
 {
@@ -294,5 +381,8 @@ tfm_cuda_kernels_slice_init(tfm_kernel_fn *table)
     table[TFM_OP_SPLIT] = table[TFM_OP_SPLIT_V] = table[TFM_OP_UNPACK] =
         k_split;
     table[TFM_OP_PAD] = k_pad;
+    table[TFM_OP_MIRROR_PAD] = k_mirror_pad;
     table[TFM_OP_ARGMAX] = table[TFM_OP_ARGMIN] = k_argreduce;
+    table[TFM_OP_CUMSUM] = table[TFM_OP_CUMPROD] = k_scan;
+    table[TFM_OP_ONE_HOT] = k_one_hot;
 }
