@@ -38,3 +38,18 @@ def test_ops_left_to_soft_placement_have_no_entry(op):
     # These still run on the CPU with copies: an entry would claim a
     # kernel that does not exist.
     assert _has_kernel()(op) == 0, op
+
+
+# kernels_slice.c (issue 21, branch cuslice): StridedSlice and its
+# gradient on the CPU's slice plan, and the data-movement ops and
+# ArgMax/ArgMin, Cumsum/Cumprod, OneHot and MirrorPad the guides and
+# Keras models ran on the CPU.
+SLICE_OPS = ("StridedSlice", "StridedSliceGrad", "Slice", "ReverseV2",
+             "Tile", "Split", "SplitV", "Unpack", "PadV2", "ArgMax",
+             "ArgMin", "Cumsum", "Cumprod", "OneHot", "MirrorPad")
+
+
+@pytest.mark.parametrize("op", SLICE_OPS)
+def test_cuda_build_has_a_slice_kernel_for(op):
+    assert _has_kernel()(op) == 1, op
+

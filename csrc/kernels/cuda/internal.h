@@ -62,6 +62,9 @@ void tfm_cuda_kernels_fill_init(tfm_kernel_fn *table);
  * (kernels_scatter.c); called by tfm_cuda_kernels_init. */
 void tfm_cuda_kernels_random_init(tfm_kernel_fn *table);
 void tfm_cuda_kernels_scatter_init(tfm_kernel_fn *table);
+/* Slice, StridedSlice(Grad), ReverseV2, Tile, Split(V), Unpack, PadV2,
+ * ArgMax/ArgMin (kernels_slice.c); called by tfm_cuda_kernels_init. */
+void tfm_cuda_kernels_slice_init(tfm_kernel_fn *table);
 /* cuDNN's run-time version (cudnnGetVersion: 90100 for 9.1.0), 0 in a
  * build without it; and how many cuDNN convolutions ran. Read by tests
  * and tools/gpu_check.sh through ctypes. */

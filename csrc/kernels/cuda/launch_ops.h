@@ -66,6 +66,38 @@ int tfm_cu_lstm_seq_grad_step(int is64, const void *dh, const void *dh2,
                               const void *c, void *dz, int64_t batch,
                               int64_t u, void *stream);
 
+/* slice.cu. o[sum k_d * dst_strides[d]] = x[i] for the n elements of
+ * a dense x of shape dims (ndim <= TFM_CU_MAX_DIMS): StridedSliceGrad's
+ * dy onto its zeroed slice, PadV2's input into its interior. The
+ * positions must be distinct. */
+int tfm_cu_strided_scatter(int es, const void *x, void *o, int ndim,
+                           const int64_t *dims, const int64_t *dst_strides,
+                           int64_t n, void *stream);
+/* ArgMax (is_min 0) / ArgMin of x viewed as [A, R, B] along R (R >= 1)
+ * into o [A, B], int64 when wide else int32; x of kind TFM_CU_OUT_*.
+ * cpu/reduce_arg.c's rule: first index of the best, the first NaN
+ * beats every number. */
+int tfm_cu_argreduce(int is_min, int kind, int wide, const void *x, void *o,
+                     int64_t A, int64_t R, int64_t B, void *stream);
+/* Cumsum (prod 0) / Cumprod of x [A, R, B] along R into y, exclusive
+ * and/or reversed; kind TFM_CU_OUT_*; cpu/scan.c's order and
+ * accumulators (double, wrapping uint64), so bit for bit. */
+int tfm_cu_scan(int prod, int kind, const void *x, void *y, int64_t A,
+                int64_t R, int64_t B, int excl, int rev, void *stream);
+/* OneHot's on-values: o (already filled with off) gets *on (device
+ * memory, es bytes) at [k / suffix, idx[k], k % suffix] of its [pre,
+ * depth, suffix] view for each of the m indices in [0, depth); int32
+ * indices, or int64 with idx64. */
+int tfm_cu_one_hot(int es, int idx64, const void *idx, const void *on,
+                   void *o, int64_t m, int64_t depth, int64_t suffix,
+                   void *stream);
+/* MirrorPad (REFLECT, or SYMMETRIC when symmetric) of a dense x of
+ * shape idims (every dim >= 1; -1 otherwise) into o of shape odims,
+ * lo[d] the leading pad: cpu/shape_pad.c's mirror_index per dim. */
+int tfm_cu_mirror_pad(int es, int symmetric, const void *x, void *o,
+                      int ndim, const int64_t *odims, const int64_t *idims,
+                      const int64_t *lo, int64_t n, void *stream);
+
 #ifdef __cplusplus
 }
 #endif
