@@ -540,7 +540,7 @@ fold(const tfm_shape *as, const tfm_shape *bs, const tfm_shape *os,
         bb *= bs->dims[d];
     if (bo == 1 && ba == 1 && bb == 1)
         return 1;
-    if (bb != 1 || ba != bo || adj_x || *m > INT32_MAX / bo)
+    if (bo < 1 || bb != 1 || ba != bo || adj_x || *m > INT32_MAX / bo)
         return 0;
     *m *= bo;
     return 1;
