@@ -28,11 +28,12 @@
  *   AddV2(matmul, b), then Relu or Gelu(approx.)  RELU_BIAS, GELU_BIAS
  * with b of shape [n], or [1, ..., 1, n], n the output's last dim, and
  * no intermediate value read after the node. Float addition commutes
- * exactly, so AddV2's operand order does not matter. The one difference
- * from the CPU for float32: the bias is added to the unrounded float32
- * accumulator, as the CPU's rounded product is float32 already, so the
- * sums agree; Relu's NaN and -0.0 (the CPU passes both through) may come
- * out as cuBLASLt's max(x, 0) gives them. */
+ * exactly, so AddV2's operand order does not matter. For float32 the
+ * accumulator is the float32 product the CPU adds the bias to, so only
+ * the matmul's summation order differs (as it does for a plain GPU
+ * matmul); a half output is rounded once, after the activation, where
+ * the CPU rounds after each op. Relu's NaN and -0.0 (the CPU passes both
+ * through) may come out as cuBLASLt's max(x, 0) gives them. */
 #include "fused_epilogue.h"
 
 #include <string.h>
