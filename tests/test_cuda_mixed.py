@@ -51,8 +51,9 @@ def test_matmul_counters_exist_and_start_at_zero_without_a_gpu():
     calls = _fn("tfm_cuda_matmul_calls", ctypes.c_long, [ctypes.c_int])
     if tf.config._gpu_count():
         pytest.skip("a GPU is present: tests/gpu/test_gpu_mixed.py counts")
-    assert [calls(i) for i in range(3)] == [0, 0, 0]
-    assert calls(3) == -1
+    # 3 and 4: _FusedMatMul epilogues run and declined (kernels_matmul.c)
+    assert [calls(i) for i in range(5)] == [0, 0, 0, 0, 0]
+    assert calls(5) == -1
 
 
 @pytest.fixture

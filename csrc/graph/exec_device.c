@@ -7,6 +7,7 @@
 #include "../ops/state.h"
 #include "../runtime/dispatch.h"
 #include "fused.h"
+#include "fused_epilogue.h"
 
 double
 tfm_exec_scalar(tfm_tensor *t)
@@ -123,6 +124,59 @@ fused_kernel(const tfm_node *n, tfm_tensor *const *in, tfm_tensor **out,
     return 0;
 }
 
+/* A _FusedMatMul on a GPU as one cublasLtMatmul with an epilogue, when
+ * its program is one (Note [Matmul epilogues on the GPU] in
+ * fused_epilogue.c): 1 when it ran (*rc its result), 0 to run the
+ * matmul and then the program as before. */
+static int
+matmul_epilogue(const tfm_node *n, tfm_tensor *const *in, tfm_tensor **out,
+                tfm_code *rc)
+{
+#ifdef TFMINI_WITH_CUDA
+    const tfm_device *d = tfm_device_get(n->device);
+    const tfm_fused_prog *p = n->prog;
+    tfm_shape shapes[TFM_FUSED_MAX_IN];
+    tfm_dtype dtypes[TFM_FUSED_MAX_IN];
+    int bias, done = 0;
+    if (!d || strcmp(d->kind, "GPU") != 0 || !p || n->nout != 1 ||
+        out[0] || n->nin < 2 || p->nin != n->nin - 2 ||
+        !tfm_shape_is_known(&n->out[0].shape))
+        return 0;
+    for (int k = 0; k < p->nin; k++) {
+        shapes[k] = in[2 + k]->shape;
+        dtypes[k] = in[2 + k]->dtype;
+    }
+    int epi = tfm_fused_epilogue(p, n->out[0].dtype, &n->out[0].shape,
+                                 shapes, dtypes, &bias);
+    if (epi == TFM_LT_EPI_NONE)
+        return 0;
+    tfm_attrs none;
+    tfm_attrs_init(&none);
+    tfm_tensor *t = tfm_tensor_new(n->out[0].dtype, &n->out[0].shape,
+                                   n->device);
+    if (!t) {
+        /* No room now: the general path may still find it. */
+        tfm_error_clear();
+        return 0;
+    }
+    *rc = tfm_cuda_matmul_epilogue(in, n->attrs ? n->attrs : &none, epi,
+                                   bias >= 0 ? in[2 + bias] : NULL, t,
+                                   tfm_device_kctx(n->device), &done);
+    if (*rc || !done) {
+        tfm_tensor_decref(t);
+        return *rc != TFM_OK;
+    }
+    out[0] = t;
+    return 1;
+#else
+    (void)n;
+    (void)in;
+    (void)out;
+    (void)rc;
+    return 0;
+#endif
+}
+
 tfm_code
 tfm_exec_fused_on_device(const tfm_node *n, tfm_tensor *const *in,
                          tfm_tensor **out, int recorded)
@@ -137,8 +191,13 @@ tfm_exec_fused_on_device(const tfm_node *n, tfm_tensor *const *in,
         }
     /* Replayed under a tape, the ops run one by one so that it records
      * them. */
-    if (!rc && (recorded || n->op != TFM_OP_FUSED_ELEMENTWISE ||
-                !fused_kernel(n, moved, out, &rc))) {
+    int ran = 0;
+    if (!rc && !recorded)
+        ran = n->op == TFM_OP_FUSED_ELEMENTWISE
+                  ? fused_kernel(n, moved, out, &rc)
+                  : n->op == TFM_OP_FUSED_MATMUL
+                        ? matmul_epilogue(n, moved, out, &rc) : 0;
+    if (!rc && !ran) {
         /* Otherwise the fused program runs op by op (fused.c's
          * run_ops), each op where the scope says. */
         int old = tfm_device_scope();

@@ -24,11 +24,24 @@
  * arithmetic, only without the cached choice. This code has not yet run
  * on a GPU: a refusal must cost speed, never a result.
  * tfm_cuda_matmul_calls counts each way and the refusals, for the GPU
- * tests. */
+ * tests.
+ *
+ * tfm_cuda_matmul_epilogue (lt_epilogue.h) is the same call with
+ * cuBLASLt's bias/ReLU/GELU epilogue for a _FusedMatMul (Note [Matmul
+ * epilogues on the GPU] in graph/fused_epilogue.c). The epilogue is part
+ * of the key; the heuristic sees a bias pointer of exactly the key's
+ * alignment (it reads the pointer's value, never its data), and each
+ * call sets the real one on the cached descriptor under epi_lock, held
+ * until cublasLtMatmul has read it. Whatever it cannot take (no fold
+ * into one matrix, no heuristic answer, an error status) returns
+ * undone, and the executor runs the plain matmul and then the program:
+ * nothing is written before cuBLASLt succeeds. */
 #include "internal.h"
+#include "lt_epilogue.h"
 
 #include <cublasLt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../cpu/loops.h"
@@ -38,23 +51,26 @@
 #define LT_MAX_WORKSPACE ((uint64_t)32 << 20)
 #define CACHE_SIZE 256
 
-static long calls[3];
+static long calls[5];
 
 /* How many matmuls ran through cuBLASLt (which 0), through the
  * cublasGemmEx / cublasDgemm fall-back (1), and how many of those
  * cuBLASLt refused with an error status (2), since the process began;
- * read by tests/gpu/test_gpu_mixed.py through ctypes. */
+ * of _FusedMatMul epilogues: how many ran as one cublasLtMatmul (3, also
+ * counted in 0) and how many it could not take, leaving the matmul and
+ * the program to the general path (4); read by tests/gpu/test_gpu_mixed.py
+ * and test_gpu_fused_matmul.py through ctypes. */
 long tfm_cuda_matmul_calls(int which);
 
 long
 tfm_cuda_matmul_calls(int which)
 {
-    return which >= 0 && which < 3
+    return which >= 0 && which < 5
                ? __atomic_load_n(&calls[which], __ATOMIC_RELAXED) : -1;
 }
 
 typedef struct lt_key {
-    int ordinal, dtype, compute, adj_x, adj_y, align;
+    int ordinal, dtype, compute, adj_x, adj_y, align, epilogue;
     int64_t m, n, k, batch, sa, sb;
 } lt_key;
 
@@ -70,6 +86,7 @@ typedef struct lt_plan {
 static lt_plan cache[CACHE_SIZE];
 static cublasLtHandle_t lt_handles[TFM_MAX_DEVICES];
 static pthread_mutex_t lt_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t epi_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *
 shapes_str(tfm_tensor *const *in, char *buf, size_t n)
@@ -153,6 +170,40 @@ layout(cublasLtMatrixLayout_t *l, cudaDataType_t t, int64_t rows,
     return s;
 }
 
+static int
+has_bias(int epilogue)
+{
+    return epilogue == TFM_LT_EPI_BIAS || epilogue == TFM_LT_EPI_RELU_BIAS ||
+           epilogue == TFM_LT_EPI_GELU_BIAS;
+}
+
+/* The epilogue of key k on desc; a bias is of the output's dtype (what
+ * cuBLASLt assumes unless told, said explicitly), at a stand-in pointer
+ * of the key's alignment until a call sets its own. */
+static cublasStatus_t
+set_epilogue(cublasLtMatmulDesc_t desc, const lt_key *k)
+{
+    cublasLtEpilogue_t e =
+        k->epilogue == TFM_LT_EPI_BIAS ? CUBLASLT_EPILOGUE_BIAS
+      : k->epilogue == TFM_LT_EPI_RELU ? CUBLASLT_EPILOGUE_RELU
+      : k->epilogue == TFM_LT_EPI_RELU_BIAS ? CUBLASLT_EPILOGUE_RELU_BIAS
+      : k->epilogue == TFM_LT_EPI_GELU ? CUBLASLT_EPILOGUE_GELU
+                                       : CUBLASLT_EPILOGUE_GELU_BIAS;
+    cublasStatus_t s = cublasLtMatmulDescSetAttribute(
+        desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e);
+    if (!s && has_bias(k->epilogue)) {
+        const void *stand_in = (const void *)(uintptr_t)k->align;
+        int32_t bt = (int32_t)cuda_type((tfm_dtype)k->dtype);
+        s = cublasLtMatmulDescSetAttribute(
+            desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &stand_in,
+            sizeof stand_in);
+        if (!s)
+            s = cublasLtMatmulDescSetAttribute(
+                desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
+    }
+    return s;
+}
+
 /* Descriptors and the heuristic's first algorithm for key k, in the
  * column-major form gemm() below explains: the library's A is our B. */
 static int
@@ -178,6 +229,8 @@ plan_make(cublasLtHandle_t lt, const lt_key *k, lt_plan *p)
         s = cublasLtMatmulDescSetAttribute(p->desc,
                                            CUBLASLT_MATMUL_DESC_TRANSB, &tb,
                                            sizeof tb);
+    if (!s && k->epilogue != TFM_LT_EPI_NONE)
+        s = set_epilogue(p->desc, k);
     if (!s)
         s = k->adj_y ? layout(&p->la, t, k->k, k->n, k->k, k->batch, k->sb)
                      : layout(&p->la, t, k->n, k->k, k->n, k->batch, k->sb);
@@ -266,6 +319,8 @@ typedef struct mm {
     int64_t m, n, k, batch, sa, sb;
     const void *A, *B;
     void *C;
+    int epilogue;             /* TFM_LT_EPI_*, NONE for a plain matmul */
+    const void *bias;
 } mm;
 
 static tfm_code
@@ -282,6 +337,10 @@ gemm_lt(tfm_op op, tfm_tensor *const *in, tfm_gpu *g, const tfm_kctx *ctx,
     key.adj_x = x->adj_x;
     key.adj_y = x->adj_y;
     key.align = alignment(x->A, x->B, x->C);
+    if (x->bias)
+        key.align = alignment(x->bias, x->C, (const void *)(uintptr_t)
+                                                 key.align);
+    key.epilogue = x->epilogue;
     key.m = x->m;
     key.n = x->n;
     key.k = x->k;
@@ -299,21 +358,35 @@ gemm_lt(tfm_op op, tfm_tensor *const *in, tfm_gpu *g, const tfm_kctx *ctx,
         return TFM_OK;
     }
     const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t s = cublasLtMatmul(
-        lt_handles[g->ordinal], p.desc, &one, x->B, p.la, x->A, p.lb, &zero,
-        x->C, p.lc, x->C, p.lc, &p.algo, ws, p.workspace,
-        (cudaStream_t)g->stream);
+    cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+    int locked = has_bias(x->epilogue);
+    if (locked) {
+        /* The cached descriptor is shared: its bias pointer is ours
+         * until cublasLtMatmul has read it. */
+        pthread_mutex_lock(&epi_lock);
+        s = cublasLtMatmulDescSetAttribute(
+            p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &x->bias,
+            sizeof x->bias);
+    }
+    if (!s)
+        s = cublasLtMatmul(lt_handles[g->ordinal], p.desc, &one, x->B, p.la,
+                           x->A, p.lb, &zero, x->C, p.lc, x->C, p.lc, &p.algo,
+                           ws, p.workspace, (cudaStream_t)g->stream);
+    if (locked)
+        pthread_mutex_unlock(&epi_lock);
     if (ws)
         ctx->scratch_free(ctx, ws, p.workspace);
     if (owned)
         plan_free(&p);
-    if (s == CUBLAS_STATUS_ALLOC_FAILED)
+    if (s == CUBLAS_STATUS_ALLOC_FAILED && x->epilogue == TFM_LT_EPI_NONE)
         return blas_error(op, in, "cuBLASLt", (int)s);
     if (s) {
         __atomic_add_fetch(&calls[2], 1, __ATOMIC_RELAXED);
         return TFM_OK;              /* the fall-back takes it */
     }
     __atomic_add_fetch(&calls[0], 1, __ATOMIC_RELAXED);
+    if (x->epilogue != TFM_LT_EPI_NONE)
+        __atomic_add_fetch(&calls[3], 1, __ATOMIC_RELAXED);
     *done = 1;
     return TFM_OK;
 }
@@ -441,6 +514,92 @@ k_matmul(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         if (rc)
             return rc;
     }
+    return TFM_OK;
+}
+
+static int
+lt_epilogue_enabled(void)
+{
+    const char *v = getenv("TFMINI_LT_EPILOGUE");
+    return !v || strcmp(v, "0") != 0;
+}
+
+/* One matrix per operand after folding: none of a batch, or A's batch
+ * folded into its rows (A [batch, m, k] row-major is [batch * m, k] when
+ * not adjoint, with one B for every matrix, and C follows A). */
+static int
+fold(const tfm_shape *as, const tfm_shape *bs, const tfm_shape *os,
+     int adj_x, int64_t *m)
+{
+    int64_t bo = 1, ba = 1, bb = 1;
+    for (int d = 0; d < os->ndim - 2; d++)
+        bo *= os->dims[d];
+    for (int d = 0; d < as->ndim - 2; d++)
+        ba *= as->dims[d];
+    for (int d = 0; d < bs->ndim - 2; d++)
+        bb *= bs->dims[d];
+    if (bo == 1 && ba == 1 && bb == 1)
+        return 1;
+    if (bo < 1 || bb != 1 || ba != bo || adj_x || *m > INT32_MAX / bo)
+        return 0;
+    *m *= bo;
+    return 1;
+}
+
+static void
+epilogue_run(tfm_tensor *const *in, const tfm_attrs *a, int epilogue,
+             const tfm_tensor *bias, tfm_tensor *out, const tfm_kctx *ctx,
+             int *done)
+{
+    const tfm_shape *as = &in[0]->shape, *bs = &in[1]->shape;
+    const tfm_shape *os = &out->shape;
+    tfm_dtype d = out->dtype;
+    int adj_x = a->i[0] != 0, adj_y = a->i[1] != 0;
+    if ((d != TFM_FLOAT32 && d != TFM_FLOAT16 && d != TFM_BFLOAT16) ||
+        in[0]->dtype != d || in[1]->dtype != d || as->ndim < 2 ||
+        bs->ndim < 2 || os->ndim < 2 || out->device != in[0]->device ||
+        in[1]->device != out->device)
+        return;
+    int64_t m = os->dims[os->ndim - 2], n = os->dims[os->ndim - 1];
+    int64_t k = adj_x ? as->dims[as->ndim - 2] : as->dims[as->ndim - 1];
+    int64_t ka = adj_x ? as->dims[as->ndim - 1] : as->dims[as->ndim - 2];
+    int64_t kb = adj_y ? bs->dims[bs->ndim - 1] : bs->dims[bs->ndim - 2];
+    int64_t nb = adj_y ? bs->dims[bs->ndim - 2] : bs->dims[bs->ndim - 1];
+    /* The dispatcher checked these when the graph was traced; a
+     * mismatch here must not reach cuBLASLt. */
+    if (ka != m || kb != k || nb != n || m < 1 || n < 1 || k < 1 ||
+        m > INT32_MAX || n > INT32_MAX || k > INT32_MAX ||
+        !fold(as, bs, os, adj_x, &m))
+        return;
+    if (has_bias(epilogue) &&
+        (!bias || bias->dtype != d || tfm_tensor_numel(bias) != n ||
+         bias->device != out->device ||
+         ((uintptr_t)tfm_tensor_data(bias) & 15)))
+        return;
+    if (!has_bias(epilogue))
+        bias = NULL;
+    tfm_gpu *g = tfm_cu_gpu(ctx);
+    mm x = {.d = d, .adj_x = adj_x, .adj_y = adj_y, .m = m, .n = n, .k = k,
+            .batch = 1, .A = tfm_tensor_data(in[0]),
+            .B = tfm_tensor_data(in[1]), .C = tfm_tensor_data(out),
+            .epilogue = epilogue,
+            .bias = bias ? tfm_tensor_data(bias) : NULL};
+    /* gemm_lt errs only for a plain matmul's out of memory: an epilogue
+     * it cannot run is left undone. */
+    (void)gemm_lt(TFM_OP_MATMUL, in, g, ctx, &x, done);
+}
+
+tfm_code
+tfm_cuda_matmul_epilogue(tfm_tensor *const *in, const tfm_attrs *a,
+                         int epilogue, const tfm_tensor *bias,
+                         tfm_tensor *out, const tfm_kctx *ctx, int *done)
+{
+    *done = 0;
+    if (epilogue == TFM_LT_EPI_NONE || !lt_epilogue_enabled())
+        return TFM_OK;
+    epilogue_run(in, a, epilogue, bias, out, ctx, done);
+    if (!*done)
+        __atomic_add_fetch(&calls[4], 1, __ATOMIC_RELAXED);
     return TFM_OK;
 }
 
