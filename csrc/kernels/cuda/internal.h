@@ -10,6 +10,7 @@
 #include "../../core/device.h"
 #include "../../ops/op.h"
 #include "cuda.h"
+#include "launch_ops.h"
 
 /* One GPU: its device-table entry first, so a const tfm_device * of a
  * GPU is also its tfm_gpu. */
@@ -28,6 +29,20 @@ static inline tfm_gpu *
 tfm_gpu_of(const tfm_device *d)
 {
     return (tfm_gpu *)d;
+}
+
+/* d as the output kind of launch_ops.h's random, scatter and scan
+ * launchers, or -1 for a dtype they do not take (run on host copies). */
+static inline int
+tfm_cu_out_kind(tfm_dtype d)
+{
+    switch (d) {
+    case TFM_FLOAT32: return TFM_CU_OUT_F32;
+    case TFM_FLOAT64: return TFM_CU_OUT_F64;
+    case TFM_INT32: return TFM_CU_OUT_I32;
+    case TFM_INT64: return TFM_CU_OUT_I64;
+    default: return -1;
+    }
 }
 
 /* Make d's GPU current for this thread (a no-op with one GPU after

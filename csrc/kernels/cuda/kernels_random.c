@@ -33,9 +33,7 @@ k_random(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 {
     tfm_dtype d = out[0]->dtype;
     int dist = dist_of(op);
-    int kind = d == TFM_FLOAT32 ? TFM_CU_OUT_F32 : d == TFM_FLOAT64 ? TFM_CU_OUT_F64
-             : d == TFM_INT32 ? TFM_CU_OUT_I32 : d == TFM_INT64 ? TFM_CU_OUT_I64
-             : -1;
+    int kind = tfm_cu_out_kind(d);
     if (kind < 0 || (dist == TFM_CU_UNIFORM_INT) != (kind >= TFM_CU_OUT_I32))
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     int64_t n = tfm_tensor_numel(out[0]);

@@ -10,18 +10,6 @@
 
 #include "launch_ops.h"
 
-static int
-add_kind(tfm_dtype d)
-{
-    switch (d) {
-    case TFM_FLOAT32: return TFM_CU_OUT_F32;
-    case TFM_FLOAT64: return TFM_CU_OUT_F64;
-    case TFM_INT32: return TFM_CU_OUT_I32;
-    case TFM_INT64: return TFM_CU_OUT_I64;
-    default: return -1;
-    }
-}
-
 /* tensor [dims], indices [rows, depth], updates [rows, len]. */
 static tfm_code
 k_scatter(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
@@ -31,7 +19,7 @@ k_scatter(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     tfm_dtype d = in[0]->dtype, idt = in[1]->dtype;
     int depth = (int)is->dims[is->ndim - 1];
     size_t es = tfm_dtype_size(d);
-    int kind = add_kind(d);
+    int kind = tfm_cu_out_kind(d);
     if ((op == TFM_OP_TENSOR_SCATTER_ADD && kind < 0) ||
         (op == TFM_OP_TENSOR_SCATTER_UPDATE && d == TFM_STRING) ||
         (idt != TFM_INT32 && idt != TFM_INT64) || depth > TFM_CU_MAX_DIMS)

@@ -306,25 +306,12 @@ k_argreduce(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     return tfm_cu_launched(op, rc);
 }
 
-/* x's dtype as a launcher kind, or -1 (those run on host copies). */
-static int
-kind_of(tfm_dtype d)
-{
-    switch (d) {
-    case TFM_FLOAT32: return TFM_CU_OUT_F32;
-    case TFM_FLOAT64: return TFM_CU_OUT_F64;
-    case TFM_INT32: return TFM_CU_OUT_I32;
-    case TFM_INT64: return TFM_CU_OUT_I64;
-    default: return -1;
-    }
-}
-
 static tfm_code
 k_scan(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
        tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     const tfm_tensor *x = in[0];
-    int kind = kind_of(x->dtype), rank = x->shape.ndim;
+    int kind = tfm_cu_out_kind(x->dtype), rank = x->shape.ndim;
     if (kind < 0 || rank == 0)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     int axis = (int)(a->i[0] < 0 ? a->i[0] + rank : a->i[0]);
