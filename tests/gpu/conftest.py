@@ -9,6 +9,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 
 import tfmini as tf  # noqa: E402
+from gpu_util import cudnn_version  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -22,3 +23,10 @@ def _need_gpu():
     yield
     tf.config.experimental.enable_tensor_float_32_execution(old)
     tf.debugging.set_log_device_placement(False)
+
+
+@pytest.fixture
+def cudnn():
+    if not cudnn_version():
+        pytest.skip("built without cuDNN: the convolutions soft-place on "
+                    "the CPU")

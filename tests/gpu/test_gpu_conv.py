@@ -11,43 +11,18 @@ import numpy as np
 import pytest
 
 import tfmini as tf
-from tfmini import _C
 from tfmini.ops import conv_ops
 
-GPU = "/GPU:0"
-GPU_NAME = "/job:localhost/replica:0/task:0/device:GPU:0"
-CPU_NAME = "/job:localhost/replica:0/task:0/device:CPU:0"
-
-
-def _c_fn(name, restype):
-    """A C function of the extension, or None in a build without it (the
-    CUDA stub has neither)."""
-    try:
-        f = getattr(ctypes.CDLL(_C.__file__), name)
-    except AttributeError:
-        return None
-    f.restype = restype
-    return f
-
-
-def cudnn_version():
-    f = _c_fn("tfm_cuda_cudnn_version", ctypes.c_int)
-    return f() if f else 0
+from gpu_util import CPU_NAME, GPU, GPU_NAME, c_fn
 
 
 def cudnn_calls():
-    return _c_fn("tfm_cuda_cudnn_calls", ctypes.c_long)()
+    return c_fn("tfm_cuda_cudnn_calls", ctypes.c_long)()
 
 
 def cudnn_fallbacks():
     """Convolutions cuDNN had no algorithm for (run on host copies)."""
-    return _c_fn("tfm_cuda_cudnn_fallbacks", ctypes.c_long)()
-
-
-@pytest.fixture
-def cudnn():
-    if not cudnn_version():
-        pytest.skip("built without cuDNN: Conv2D soft-places on the CPU")
+    return c_fn("tfm_cuda_cudnn_fallbacks", ctypes.c_long)()
 
 
 def _padding(p):

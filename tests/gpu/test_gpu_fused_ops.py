@@ -16,37 +16,7 @@ import tfmini as tf
 from tfmini import _C
 from tfmini._opids import ID
 
-GPU = "/GPU:0"
-GPU_NAME = "/job:localhost/replica:0/task:0/device:GPU:0"
-CPU_NAME = "/job:localhost/replica:0/task:0/device:CPU:0"
-FLOATS = [np.float32, np.float64]
-
-
-def tol(dtype):
-    return dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else \
-        dict(rtol=1e-11, atol=1e-11)
-
-
-def cudnn_version():
-    try:
-        f = ctypes.CDLL(_C.__file__).tfm_cuda_cudnn_version
-    except AttributeError:
-        return 0
-    return f()
-
-
-@pytest.fixture
-def cudnn():
-    if not cudnn_version():
-        pytest.skip("built without cuDNN: _FusedConv2D soft-places on the "
-                    "CPU")
-
-
-def on(device, op, ins, **kw):
-    """op's outputs on device, as a list."""
-    with tf.device(device):
-        out = _C.call(ID[op], tuple(tf.constant(v) for v in ins), **kw)
-    return list(out) if isinstance(out, (list, tuple)) else [out]
+from gpu_util import CPU_NAME, FLOATS, GPU, GPU_NAME, on, placed, tol
 
 
 def check(op, ins, dtype, **kw):
@@ -58,16 +28,6 @@ def check(op, ins, dtype, **kw):
         assert g.dtype == tf.as_dtype(dtype) and g.shape == w.shape
         np.testing.assert_allclose(g.numpy(), w, err_msg=f"{op} out {k}",
                                    **tol(dtype))
-
-
-def placed(err):
-    """{(op, device)} of the "Executing op" lines."""
-    out = set()
-    for line in err.splitlines():
-        if line.startswith("Executing op "):
-            op, _, dev = line[len("Executing op "):].partition(" in device ")
-            out.add((op, dev))
-    return out
 
 
 # ---- the kernels, op by op ----

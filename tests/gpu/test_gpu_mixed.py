@@ -11,30 +11,20 @@ import numpy as np
 import pytest
 
 import tfmini as tf
-from tfmini import _C
 
 ml_dtypes = pytest.importorskip(
     "ml_dtypes", reason="bfloat16's NumPy type comes from ml_dtypes")
 
-GPU = "/GPU:0"
-CPU = "/CPU:0"
+from gpu_util import CPU, GPU, c_fn  # noqa: E402
+
 HALF = {"float16": (np.float16, 2.0 ** -11),
         "bfloat16": (ml_dtypes.bfloat16, 2.0 ** -8)}
-
-
-def _c_fn(name, restype, argtypes=()):
-    try:
-        f = getattr(ctypes.CDLL(_C.__file__), name)
-    except AttributeError:
-        return None
-    f.restype, f.argtypes = restype, list(argtypes)
-    return f
 
 
 def matmul_calls():
     """Matmuls run so far through cuBLASLt, through the cuBLAS fall-back,
     and those cuBLASLt refused with an error (kernels_matmul.c)."""
-    f = _c_fn("tfm_cuda_matmul_calls", ctypes.c_long, [ctypes.c_int])
+    f = c_fn("tfm_cuda_matmul_calls", ctypes.c_long, [ctypes.c_int])
     return tuple(f(i) for i in range(3)) if f else (0, 0, 0)
 
 

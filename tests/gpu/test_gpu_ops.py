@@ -7,8 +7,7 @@ import pytest
 import tfmini as tf
 from specs import case_id, device_cases, outputs
 
-GPU = "/GPU:0"
-GPU_NAME = "/job:localhost/replica:0/task:0/device:GPU:0"
+from gpu_util import GPU, GPU_NAME
 
 
 

@@ -14,47 +14,12 @@ import tfmini as tf
 from tfmini import _C
 from tfmini._opids import ID
 
-GPU = "/GPU:0"
-GPU_NAME = "/job:localhost/replica:0/task:0/device:GPU:0"
-CPU_NAME = "/job:localhost/replica:0/task:0/device:CPU:0"
-FLOATS = [np.float32, np.float64]
-
-
-def tol(dtype):
-    return dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else \
-        dict(rtol=1e-11, atol=1e-11)
-
+from gpu_util import CPU_NAME, FLOATS, GPU, GPU_NAME, logged, on, tol
 
 # CUDA's logf and sincosf are within 1-2 ulps of glibc's: a normal draw
 # may differ from the CPU's in its last bits, never more.
 NORMAL_TOL = {np.float32: dict(rtol=3e-6, atol=3e-6),
               np.float64: dict(rtol=1e-14, atol=1e-14)}
-
-
-def on(device, op, ins, **kw):
-    with tf.device(device):
-        out = _C.call(ID[op], tuple(tf.constant(v) for v in ins), **kw)
-    return list(out) if isinstance(out, (list, tuple)) else [out]
-
-
-def placed(err):
-    out = set()
-    for line in err.splitlines():
-        if line.startswith("Executing op "):
-            op, _, dev = line[len("Executing op "):].partition(" in device ")
-            out.add((op, dev))
-    return out
-
-
-def logged(capfd, fn):
-    """fn()'s result and the placement log of its ops."""
-    capfd.readouterr()
-    tf.debugging.set_log_device_placement(True)
-    try:
-        out = fn()
-    finally:
-        tf.debugging.set_log_device_placement(False)
-    return out, placed(capfd.readouterr().err)
 
 
 def on_gpu_only(where, ops):

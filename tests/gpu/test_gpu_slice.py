@@ -11,22 +11,10 @@ import pytest
 
 import tfmini as tf
 
-GPU = "/GPU:0"
-GPU_NAME = "/job:localhost/replica:0/task:0/device:GPU:0"
-CPU = "/CPU:0"
-CPU_NAME = "/job:localhost/replica:0/task:0/device:CPU:0"
+from gpu_util import CPU, CPU_NAME, GPU, GPU_NAME, placed
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_,
           np.float16, np.complex64, np.complex128]
-
-
-def placed(err):
-    out = set()
-    for line in err.splitlines():
-        if line.startswith("Executing op "):
-            op, _, dev = line[len("Executing op "):].partition(" in device ")
-            out.add((op, dev))
-    return out
 
 
 def both(capfd, fn):
