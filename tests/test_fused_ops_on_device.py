@@ -182,7 +182,12 @@ def test_cuda_build_lists_the_fused_ops_gpu_kernels():
 def _gpu_test_module():
     import importlib.util
     import pathlib
-    path = pathlib.Path(__file__).parent / "gpu" / "test_gpu_fused_ops.py"
+    import sys
+    gpu_dir = pathlib.Path(__file__).parent / "gpu"
+    # It imports tests/gpu/gpu_util.py, as pytest's rootdir import would.
+    if str(gpu_dir) not in sys.path:
+        sys.path.insert(0, str(gpu_dir))
+    path = gpu_dir / "test_gpu_fused_ops.py"
     spec = importlib.util.spec_from_file_location("gpu_fused_ops", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
