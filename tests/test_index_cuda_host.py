@@ -611,6 +611,8 @@ CONDITIONS = [
     np.array([0.0, -0.0, 1.0, np.nan], np.float16),
     np.zeros((3, 0, 2), np.int64),
     np.zeros((7,), np.uint8),
+    np.array(3, np.int32),              # rank 0 through the op: [1, 0]
+    np.array([-1, 0, 7], np.int64).astype(np.uint32),
 ]
 
 
