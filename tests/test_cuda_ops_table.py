@@ -32,8 +32,7 @@ def test_cuda_build_has_a_gpu_kernel_for(op):
     assert _has_kernel()(op) == 1, op
 
 
-@pytest.mark.parametrize("op", ["RandomShuffle", "Multinomial",
-                                "TensorScatterMin", "TensorScatterMax"])
+@pytest.mark.parametrize("op", ["RandomShuffle", "Multinomial"])
 def test_ops_left_to_soft_placement_have_no_entry(op):
     # These still run on the CPU with copies: an entry would claim a
     # kernel that does not exist.
@@ -53,3 +52,15 @@ SLICE_OPS = ("StridedSlice", "StridedSliceGrad", "Slice", "ReverseV2",
 def test_cuda_build_has_a_slice_kernel_for(op):
     assert _has_kernel()(op) == 1, op
 
+
+
+# kernels_index.c, kernels_scatter.c, kernels_shape.c (issue 21, branch
+# cuops3): the ops that soft-placed after the slicing ops, checked on
+# the host by tests/test_index_cuda_host.py.
+INDEX_OPS = ("IsNan", "IsInf", "IsFinite", "Range", "LinSpace", "GatherNd",
+             "Where", "TensorScatterMin", "TensorScatterMax")
+
+
+@pytest.mark.parametrize("op", INDEX_OPS)
+def test_cuda_build_has_an_index_kernel_for(op):
+    assert _has_kernel()(op) == 1, op

@@ -73,13 +73,16 @@ void tfm_cuda_kernels_rnn_init(tfm_kernel_fn *table);
 void tfm_cuda_kernels_fused_conv_init(tfm_kernel_fn *table);
 /* Fill, ZerosLike, OnesLike (kernels_fill.c). */
 void tfm_cuda_kernels_fill_init(tfm_kernel_fn *table);
-/* The random ops (kernels_random.c) and TensorScatterAdd/Update
- * (kernels_scatter.c); called by tfm_cuda_kernels_init. */
+/* The random ops (kernels_random.c) and TensorScatterAdd/Update/
+ * Min/Max (kernels_scatter.c); called by tfm_cuda_kernels_init. */
 void tfm_cuda_kernels_random_init(tfm_kernel_fn *table);
 void tfm_cuda_kernels_scatter_init(tfm_kernel_fn *table);
 /* Slice, StridedSlice(Grad), ReverseV2, Tile, Split(V), Unpack, PadV2,
  * ArgMax/ArgMin (kernels_slice.c); called by tfm_cuda_kernels_init. */
 void tfm_cuda_kernels_slice_init(tfm_kernel_fn *table);
+/* IsNan/IsInf/IsFinite, Range, LinSpace, GatherNd, Where
+ * (kernels_index.c); called by tfm_cuda_kernels_init. */
+void tfm_cuda_kernels_index_init(tfm_kernel_fn *table);
 /* cuDNN's run-time version (cudnnGetVersion: 90100 for 9.1.0), 0 in a
  * build without it; and how many cuDNN convolutions ran. Read by tests
  * and tools/gpu_check.sh through ctypes. */
@@ -95,6 +98,12 @@ tfm_code tfm_cu_launched(tfm_op op, int rc);
 tfm_code tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin,
                         const tfm_attrs *a, tfm_tensor *const *out,
                         int nout, const tfm_kctx *ctx);
+/* Whether any of the rows [rows, p->depth] of the index tensor idx
+ * lies outside p->dims (*bad), checked on the GPU and read back
+ * (kernels_scatter.c): GatherNd and the scatters then run their CPU
+ * kernel on host copies, which raises its error. */
+tfm_code tfm_cu_nd_check(tfm_op op, const tfm_tensor *idx, int64_t rows,
+                         const tfm_cu_nd *p, const tfm_kctx *ctx, int *bad);
 #ifdef TFMINI_WITH_CUDNN
 /* Conv2D's forward of x and f (HWIO) into y through cuDNN, for ops that
  * add to it (kernels_fused_conv.c). *on_host set, with nothing run:

@@ -393,6 +393,7 @@ tfm_cuda_kernels_init(void)
     tfm_cuda_kernels_random_init(table);
     tfm_cuda_kernels_scatter_init(table);
     tfm_cuda_kernels_slice_init(table);
+    tfm_cuda_kernels_index_init(table);
     for (int op = 0; op < TFM_OP_COUNT; op++)
         takes_half[op] = table[op] == k_binary || table[op] == k_unary ||
                          table[op] == k_compare;

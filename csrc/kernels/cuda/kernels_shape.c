@@ -1,11 +1,11 @@
 /* The GPU's Transpose, GatherV2, ConcatV2, Pack, BroadcastTo, Shape,
  * Size and Rank: the C glue over shape.cu's kernels and CUDA's copies.
- * Every dtype runs here (they move whole elements); GatherV2 with
- * batch_dims runs on host copies. */
+ * Every dtype runs here (they move whole elements). */
 #include "internal.h"
 
 #include "../cpu/shape.h"
 #include "launch.h"
+#include "launch_index.h"
 
 static tfm_code
 k_transpose(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
@@ -83,17 +83,21 @@ k_gather(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 {
     const tfm_shape *ps = &in[0]->shape;
     tfm_dtype id = in[1]->dtype;
-    int axis = (int)a->i[0];
-    if (a->i[1] != 0 || (id != TFM_INT32 && id != TFM_INT64) || axis < 0 ||
-        axis >= ps->ndim)
+    int axis = (int)a->i[0], bd = (int)a->i[1];
+    if (bd < 0 || bd > axis || bd > in[1]->shape.ndim ||
+        (id != TFM_INT32 && id != TFM_INT64) || axis >= ps->ndim)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     tfm_gpu *g = tfm_cu_gpu(ctx);
-    int rc = tfm_cu_gather((int)tfm_dtype_size(in[0]->dtype), id == TFM_INT64,
-                           tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
-                           tfm_tensor_data(out[0]),
-                           tfm_dims_prod(ps->dims, 0, axis), ps->dims[axis],
-                           tfm_dims_prod(ps->dims, axis + 1, ps->ndim),
-                           tfm_tensor_numel(in[1]), g->stream);
+    /* cpu/shape_gather.c's tfm_k_gather: [batch, outer, dim, inner]
+     * params, [batch, m] indices. */
+    const tfm_shape *is = &in[1]->shape;
+    int rc = tfm_cu_gather_batched(
+        (int)tfm_dtype_size(in[0]->dtype), id == TFM_INT64,
+        tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
+        tfm_tensor_data(out[0]), tfm_dims_prod(ps->dims, 0, bd),
+        tfm_dims_prod(ps->dims, bd, axis), ps->dims[axis],
+        tfm_dims_prod(ps->dims, axis + 1, ps->ndim),
+        tfm_dims_prod(is->dims, bd, is->ndim), g->stream);
     if (rc < 0)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     return tfm_cu_launched(op, rc);

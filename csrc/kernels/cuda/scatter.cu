@@ -1,4 +1,4 @@
-// TensorScatterAdd and TensorScatterUpdate on the GPU (cpu/
+// TensorScatterAdd, Update, Min and Max on the GPU (cpu/
 // shape_gather.c's tfm_k_scatter). The indices are checked first by
 // their own kernel, whose flag the C glue reads back before anything is
 // written: the output may be the input itself (the executor's in-place
@@ -7,11 +7,17 @@
 // order (floats may differ from the CPU's index-order sum in the last
 // bits; integers are exact). Updates keep the CPU's rule, the last
 // repeated index row wins: each slice's winning row is found first
-// (atomicMax over row numbers), then only winners write.
+// (atomicMax over row numbers), then only winners write. Mins and maxes
+// are atomic too (a compare-and-swap loop for floats) and keep the CPU's
+// rule, under which the order does not matter: an update wins only when
+// strictly less (greater), so a NaN update never wins and a NaN already
+// there stays. (Equal values of another bit pattern, -0.0 and 0.0 from
+// repeated indices, may keep another one than the CPU's first.)
 #include <cuda_runtime.h>
 #include <stdint.h>
 
 #include "launch.h"
+#include "launch_index.h"
 #include "launch_ops.h"
 
 namespace {
@@ -20,7 +26,7 @@ struct alignas(16) b16 { uint64_t a, b; };
 
 // Slice offset of index row k, or -1 when an index is out of range.
 template <typename I>
-__device__ inline int64_t
+__host__ __device__ inline int64_t
 nd_offset(const I *idx, int64_t k, const tfm_cu_nd &p)
 {
     int64_t off = 0;
@@ -66,6 +72,86 @@ k_add(const I *idx, const T *u, T *o, int64_t rows, int64_t len,
         int64_t k = i / len, j = i % len;
         add_to(o + nd_offset(idx, k, p) * len + j, u[i]);
     }
+}
+
+// Whether update b replaces a (cpu/shape_gather.c's SCATTER_MIN/MAX).
+template <typename T>
+__host__ __device__ inline bool
+wins(int is_max, T b, T a)
+{
+    return is_max ? b > a : b < a;
+}
+
+__device__ inline void
+minmax_to(int is_max, int32_t *a, int32_t v)
+{
+    if (is_max)
+        atomicMax((int *)a, (int)v);
+    else
+        atomicMin((int *)a, (int)v);
+}
+
+__device__ inline void
+minmax_to(int is_max, int64_t *a, int64_t v)
+{
+    if (is_max)
+        atomicMax((long long *)a, (long long)v);
+    else
+        atomicMin((long long *)a, (long long)v);
+}
+
+__device__ inline void
+minmax_to(int is_max, float *a, float v)
+{
+    unsigned *p = (unsigned *)a, old = *(volatile unsigned *)p;
+    while (wins(is_max, v, __uint_as_float(old))) {
+        unsigned seen = atomicCAS(p, old, __float_as_uint(v));
+        if (seen == old)
+            break;
+        old = seen;
+    }
+}
+
+__device__ inline void
+minmax_to(int is_max, double *a, double v)
+{
+    unsigned long long *p = (unsigned long long *)a;
+    unsigned long long old = *(volatile unsigned long long *)p;
+    while (wins(is_max, v, __longlong_as_double((long long)old))) {
+        unsigned long long seen = atomicCAS(
+            p, old, (unsigned long long)__double_as_longlong(v));
+        if (seen == old)
+            break;
+        old = seen;
+    }
+}
+
+template <typename T, typename I>
+__global__ void
+k_minmax(int is_max, const I *idx, const T *u, T *o, int64_t rows,
+         int64_t len, tfm_cu_nd p)
+{
+    TFM_CU_GRID_STRIDE(i, rows * len) {
+        int64_t k = i / len, j = i % len;
+        minmax_to(is_max, o + nd_offset(idx, k, p) * len + j, u[i]);
+    }
+}
+
+template <typename T>
+int
+minmax_as(int is_max, int idx64, const void *idx, const void *u, void *o,
+          int64_t rows, int64_t len, const tfm_cu_nd &p, cudaStream_t s)
+{
+    unsigned g = tfm_cu_blocks_for(rows * len);
+    if (idx64)
+        k_minmax<<<g, TFM_CU_THREADS, 0, s>>>(is_max, (const long long *)idx,
+                                              (const T *)u, (T *)o, rows,
+                                              len, p);
+    else
+        k_minmax<<<g, TFM_CU_THREADS, 0, s>>>(is_max, (const int *)idx,
+                                              (const T *)u, (T *)o, rows,
+                                              len, p);
+    return (int)cudaGetLastError();
 }
 
 template <typename I>
@@ -154,6 +240,27 @@ tfm_cu_scatter_add(int kind, int idx64, const void *idx, const void *u,
     case TFM_CU_OUT_F64: return add_as<double>(idx64, idx, u, o, rows, len, *p, s);
     case TFM_CU_OUT_I32: return add_as<int32_t>(idx64, idx, u, o, rows, len, *p, s);
     case TFM_CU_OUT_I64: return add_as<int64_t>(idx64, idx, u, o, rows, len, *p, s);
+    default: return -1;
+    }
+}
+
+extern "C" int
+tfm_cu_scatter_minmax(int is_max, int kind, int idx64, const void *idx,
+                      const void *u, void *o, int64_t rows, int64_t len,
+                      const tfm_cu_nd *p, void *stream)
+{
+    if (rows * len == 0)
+        return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (kind) {
+    case TFM_CU_OUT_F32:
+        return minmax_as<float>(is_max, idx64, idx, u, o, rows, len, *p, s);
+    case TFM_CU_OUT_F64:
+        return minmax_as<double>(is_max, idx64, idx, u, o, rows, len, *p, s);
+    case TFM_CU_OUT_I32:
+        return minmax_as<int32_t>(is_max, idx64, idx, u, o, rows, len, *p, s);
+    case TFM_CU_OUT_I64:
+        return minmax_as<int64_t>(is_max, idx64, idx, u, o, rows, len, *p, s);
     default: return -1;
     }
 }
