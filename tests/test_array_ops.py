@@ -185,6 +185,15 @@ def test_where_forms():
     expect(ValueError, lambda: tf.where(c, x=1.0), "both")
 
 
+def test_where_of_bfloat16_and_complex_conditions():
+    # As TF 2.21: -0.0 is zero; a complex is nonzero when either part is.
+    b = tf.constant([1.0, 0.0, -0.0, 2.0], tf.bfloat16)
+    assert tf.where(b).numpy().tolist() == [[0], [3]]
+    assert tf.function(tf.where)(b).numpy().tolist() == [[0], [3]]
+    z = tf.constant([[0, 1j], [2, 0]], tf.complex128)
+    assert tf.where(z).numpy().tolist() == [[0, 1], [1, 0]]
+
+
 def test_boolean_mask_axis():
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
     m = np.array([True, False, True, True])

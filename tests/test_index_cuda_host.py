@@ -641,14 +641,27 @@ def test_where_with_a_wrong_count_is_the_cpus_error(glue):
     assert "Where" in err and "2 nonzero" in err
 
 
-def test_where_of_bfloat16_runs_the_cpu_kernel(glue):
-    # cpu/shape_select.c's nonzero() has no bfloat16 case (every element
-    # reads as zero): the GPU hands it over rather than differ.
-    bits = np.array([0x3f80, 0, 0x8000], np.uint16)
+def test_where_of_bfloat16_runs_on_the_gpu_as_on_the_cpu(glue):
+    # 0x8000 is -0.0 (zero); 0x7fc0 a NaN (nonzero).
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bits = np.array([[0x3f80, 0, 0x8000], [0x7fc0, 0x0001, 0]], np.uint16)
+    want = cpu("Where", [bits.view(ml_dtypes.bfloat16)], i=(3,))
+    np.testing.assert_array_equal(want, [[0, 0], [1, 0], [1, 1]])
     rc, got, on_host, leak, err = gpu_glue(glue, "Where", [bits], np.int64,
-                                           (0, 1), i=(0,),
+                                           want.shape, i=(3,),
                                            names=["bfloat16"])
-    assert on_host and leak == 0
+    assert rc == 0 and not on_host and leak == 0, err
+    np.testing.assert_array_equal(got, want)
+
+
+def test_where_of_complex_runs_the_cpu_kernel(glue):
+    c = np.array([0, 1j, -0.0 + 0j, 2], np.complex64)
+    want = cpu("Where", [c], i=(2,))
+    np.testing.assert_array_equal(want, [[1], [3]])
+    rc, got, on_host, leak, err = gpu_glue(glue, "Where", [c], np.int64,
+                                           want.shape, i=(2,))
+    assert rc == 0 and on_host and leak == 0, err
+    np.testing.assert_array_equal(got, want)
 
 
 SCATTER = [

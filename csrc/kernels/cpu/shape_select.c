@@ -90,11 +90,18 @@ nonzero(const void *p, tfm_dtype d, int64_t k)
     case TFM_UINT16: return ((const int16_t *)p)[k] != 0;
     case TFM_UINT32: return ((const uint32_t *)p)[k] != 0;
     case TFM_UINT64: return ((const uint64_t *)p)[k] != 0;
-    case TFM_FLOAT16: return (((const uint16_t *)p)[k] & 0x7fff) != 0;
+    case TFM_FLOAT16:
+    case TFM_BFLOAT16: return (((const uint16_t *)p)[k] & 0x7fff) != 0;
     case TFM_INT32: return ((const int32_t *)p)[k] != 0;
     case TFM_FLOAT32: return ((const float *)p)[k] != 0;
     case TFM_INT64: return ((const int64_t *)p)[k] != 0;
     case TFM_FLOAT64: return ((const double *)p)[k] != 0;
+    case TFM_COMPLEX64:
+        return ((const float *)p)[2 * k] != 0 ||
+               ((const float *)p)[2 * k + 1] != 0;
+    case TFM_COMPLEX128:
+        return ((const double *)p)[2 * k] != 0 ||
+               ((const double *)p)[2 * k + 1] != 0;
     default: return 0;
     }
 }

@@ -123,10 +123,12 @@ k_gather_nd(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 static int
 nonzero_size(tfm_dtype d, int *is_float)
 {
-    *is_float = d == TFM_FLOAT16 || d == TFM_FLOAT32 || d == TFM_FLOAT64;
+    *is_float = d == TFM_FLOAT16 || d == TFM_BFLOAT16 || d == TFM_FLOAT32 ||
+                d == TFM_FLOAT64;
     switch (d) {
     case TFM_BOOL: case TFM_INT8: case TFM_UINT8: return 1;
-    case TFM_INT16: case TFM_UINT16: case TFM_FLOAT16: return 2;
+    case TFM_INT16: case TFM_UINT16: case TFM_FLOAT16:
+    case TFM_BFLOAT16: return 2;
     case TFM_INT32: case TFM_UINT32: case TFM_FLOAT32: return 4;
     case TFM_INT64: case TFM_UINT64: case TFM_FLOAT64: return 8;
     default: return 0;
