@@ -877,3 +877,63 @@ def test_random_glue_matches_the_cpu_kernels(random_harness, tmp_path, case,
                            i=[_s64(key), _s64(hi), _s64(lo), inst, i4, i5],
                            f=f, dtype=tf.as_dtype(dt)._enum).numpy()
         np.testing.assert_array_equal(got[c], want)
+
+
+CUDNN_SIZE_HARNESS = r"""
+/* conv_cudnn.c's descriptor guard on the host: a convolution whose x, y
+ * or filter has 2^31 elements or more (cuDNN's int sizes) is a gap (the
+ * op runs on host copies), found before any cuDNN call. */
+#include "kernels/cuda/conv_cudnn.c"
+#include <stdio.h>
+
+const tfm_op_def tfm_ops[TFM_OP_COUNT];
+static int dnn_calls;
+tfm_code tfm_error(tfm_code c, const char *fmt, ...) { (void)fmt; return c; }
+cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *t)
+{ (void)t; dnn_calls++; return CUDNN_STATUS_NOT_INITIALIZED; }
+const char *cudnnGetErrorString(cudnnStatus_t s) { (void)s; return "fake"; }
+
+int main(void)
+{
+    /* n, c, hp, wp; o, oh, ow; kh, kw: x past 2^31, y past it, the
+     * filter past it, and one within every limit. */
+    int64_t cases[4][9] = {{70000, 64, 32, 32, 8, 32, 32, 1, 1},
+                           {8, 1, 32, 32, 70000000, 32, 32, 1, 1},
+                           {1, 50000, 4, 4, 50000, 4, 4, 1, 1},
+                           {8, 3, 32, 32, 16, 32, 32, 3, 3}};
+    for (int i = 0; i < 4; i++) {
+        plan p;
+        descs d;
+        memset(&p, 0, sizeof p);
+        int64_t *v = cases[i];
+        p.g = (tfm_conv_geom){.n = v[0], .c = v[1], .h = v[2], .w = v[3],
+                              .o = v[4], .oh = v[5], .ow = v[6],
+                              .kh = v[7], .kw = v[8], .sh = 1, .sw = 1,
+                              .dh = 1, .dw = 1, .groups = 1};
+        p.hp = v[2];
+        p.wp = v[3];
+        unsupported = 0;
+        dnn_calls = 0;
+        tfm_code rc = descs_make(TFM_OP_CONV2D, &p, &d);
+        printf("%d %d %d\n", rc != 0, unsupported, dnn_calls);
+    }
+    return 0;
+}
+"""
+
+
+def test_cudnn_size_past_int_is_a_gap_not_an_error(tmp_path):
+    inc = cuda_include()
+    if not inc or not any(os.path.exists(os.path.join(d, "cudnn.h"))
+                          for d in (inc, "/usr/include", "/usr/local/include")):
+        pytest.skip("needs cudnn.h")
+    src = CUDNN_SIZE_HARNESS.replace(
+        '#include "kernels/cuda/conv_cudnn.c"',
+        '#define TFMINI_WITH_CUDNN 1\n#include "kernels/cuda/conv_cudnn.c"')
+    run = subprocess.run([_build(tmp_path, src)], capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    rows = [tuple(map(int, ln.split())) for ln in run.stdout.splitlines()]
+    # Too big: refused as a gap before cuDNN sees it (the op then runs
+    # on host copies); within limits: on to cuDNN (whose fake fails).
+    assert rows == [(1, 1, 0), (1, 1, 0), (1, 1, 0), (1, 0, 1)], rows
