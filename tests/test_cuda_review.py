@@ -226,3 +226,27 @@ def test_gpu_check_keeps_its_deadline_when_steps_hang(tmp_path):
     assert "skipped: out of time" in r.stdout, r.stdout
     assert "done in" in (out / "summary.txt").read_text()
 
+
+# The .cu files this review covers; the others are listed in
+# /work/notes (their owners add the bound).
+BOUNDED = ("slice.cu", "rnn.cu", "pool.cu", "fused_conv.cu")
+
+
+@pytest.mark.parametrize("name", BOUNDED)
+def test_kernels_declare_the_block_they_are_launched_with(name):
+    """Every kernel says __launch_bounds__(TFM_CU_THREADS) and every
+    launch in the file uses TFM_CU_THREADS threads: ptxas then budgets
+    registers for that block, and a launch larger than the bound (which
+    would fail with too many resources) cannot be written unnoticed."""
+    src = _strip_comments(_read(os.path.join(CUDA_DIR, name)))
+    src = src.replace("\\\n", " ")      # macros' continued lines
+    kernels = re.findall(
+        r"__global__\s+void\s*(__launch_bounds__\([^)]*\))?\s*(\w+)\s*\(",
+        src)
+    assert kernels, name
+    unbounded = [k for bound, k in kernels
+                 if bound != "__launch_bounds__(TFM_CU_THREADS)"]
+    assert not unbounded, unbounded
+    for m in re.finditer(r"<<<(.*?)>>>", src, flags=re.S):
+        args = _top_level_args(m.group(1))
+        assert args[1] == "TFM_CU_THREADS", (name, m.group(0))

@@ -19,7 +19,7 @@ __device__ inline double dexpm1(double x) { return expm1(x); }
 // act as TFM_CONV_ACT_* (cpu/conv.h): 1 Relu, 2 Relu6, 3 Elu; NaN
 // passes through Relu and Relu6, as the CPU's comparisons let it.
 template <typename T>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS)
 k_epilogue(T *__restrict__ y, const T *__restrict__ bias,
            const T *__restrict__ res, int64_t n, int64_t o, int act)
 {
@@ -45,7 +45,7 @@ k_epilogue(T *__restrict__ y, const T *__restrict__ bias,
 }
 
 template <typename T>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS)
 k_relu_mask(const T *__restrict__ x, T *__restrict__ dx, int64_t n)
 {
     TFM_CU_GRID_STRIDE(i, n)

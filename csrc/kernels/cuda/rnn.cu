@@ -30,7 +30,7 @@ __device__ inline double dtanh(double x) { return tanh(x); }
 // projected input, added first as cpu/rnn_math.h's tfm_lstm_row adds it;
 // z_ and g_ are then one buffer.
 template <typename T>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS)
 k_lstm_gates(const T *z_, const T *x_, const T *cp_,
              T *h_, T *c_, T *g_,
              int64_t batch, int64_t u)
@@ -53,7 +53,7 @@ k_lstm_gates(const T *z_, const T *x_, const T *cp_,
 }
 
 template <typename T>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS)
 k_lstm_gates_grad(const T *dh_, const T *dh2_, const T *dc_,
                   const T *g_, const T *cp_,
                   const T *c_, T *dz_,
