@@ -24,7 +24,9 @@
  * arithmetic, only without the cached choice. This code has not yet run
  * on a GPU: a refusal must cost speed, never a result.
  * tfm_cuda_matmul_calls counts each way and the refusals, for the GPU
- * tests.
+ * tests. tfm_cu_gemm (internal.h) is this path for one row-major
+ * product of another kernel (kernels_rnn.c's LSTM steps), counted with
+ * the rest.
  *
  * tfm_cuda_matmul_epilogue (lt_epilogue.h) is the same call with
  * cuBLASLt's bias/ReLU/GELU epilogue for a _FusedMatMul (Note [Matmul
