@@ -16,18 +16,19 @@ say() { echo "[gpu_check $(date -u +%H:%M:%S)] $*" | tee -a "$SUMMARY"; }
 START=$(date +%s)
 # One deadline for the whole run: a device check is lent for minutes, and
 # its script must end inside 8 of them (GPU_CHECK_TOTAL_S, 470 s by
-# default, leaves a margin for the copies back). Each step runs under
-# `timeout "$(cap CAP RESERVE)"`: its own cap, cut to what is left after
-# RESERVE seconds (of the default total; scaled with another) kept for
-# the steps after it, so a slow build takes time from the slow tests and
-# the benchmark, never from the deadline.
+# default, leaves a margin for the copies back). Each long step runs
+# through run_for: its own cap, cut to what is left after RESERVE seconds
+# (of the default total; scaled with another) kept for the steps after
+# it, so a slow build takes time from the slow tests and the benchmark,
+# never from the deadline.
 TOTAL=${GPU_CHECK_TOTAL_S:-470}
 cap() {
     local left=$(( TOTAL - ($(date +%s) - START) - ${2:-0} * TOTAL / 470 ))
     echo $(( left < $1 ? (left > 0 ? left : 0) : $1 ))
 }
-# run_for NAME CAP RESERVE CMD...: CMD under the cap, or a line saying
-# it was skipped when under 5 s are left for it (exit 124, timeout's).
+# run_for NAME CAP RESERVE CMD...: CMD under the cap (killed 5 s after
+# its TERM if it ignores it), or a line saying it was skipped when under
+# 5 s are left for it (exit 124, timeout's).
 run_for() {
     local name=$1 t
     t=$(cap "$2" "$3")
@@ -36,7 +37,7 @@ run_for() {
         say "$name skipped: out of time (${TOTAL}s in all)"
         return 124
     fi
-    timeout "$t" "$@"
+    timeout -k 5 "$(( t > 10 ? t - 5 : t ))" "$@"
 }
 
 # 1. A GPU, or stop now.
