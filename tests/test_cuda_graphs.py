@@ -247,3 +247,133 @@ def test_train_step_is_eligible(optimizer):
     for _ in range(5):
         loss = step(x, y)
     assert float(loss) < float(loss0)
+
+
+# exec_cugraph.c's check of a captured graph's copies, built on the host
+# with the CUDA runtime's graph queries replaced: each fake node is (type,
+# kind, source is device memory, destination is device memory), and
+# cudaPointerGetAttributes answers from those flags.
+COPY_HARNESS = r"""
+#include "graph/exec_cugraph.c"
+#include <stdio.h>
+#include <stdlib.h>
+
+static int nnodes, types[16], kinds[16], src_dev[16], dst_dev[16];
+static int fail_get;
+static char mem[64];            /* what the fake pointers point into */
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes,
+                              size_t *n)
+{
+    (void)g;
+    if (fail_get)
+        return cudaErrorInvalidValue;
+    if (nodes)
+        for (int i = 0; i < nnodes && (size_t)i < *n; i++)
+            nodes[i] = (cudaGraphNode_t)(intptr_t)(i + 1);
+    *n = (size_t)nnodes;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphNodeGetType(cudaGraphNode_t nd, enum cudaGraphNodeType *t)
+{
+    *t = (enum cudaGraphNodeType)types[(intptr_t)nd - 1];
+    return cudaSuccess;
+}
+cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t nd,
+                                         struct cudaMemcpy3DParms *p)
+{
+    int i = (int)((intptr_t)nd - 1);
+    memset(p, 0, sizeof *p);
+    p->kind = (enum cudaMemcpyKind)kinds[i];
+    p->srcPtr.ptr = &mem[2 * i + (src_dev[i] ? 32 : 0)];
+    p->dstPtr.ptr = &mem[2 * i + 1 + (dst_dev[i] ? 32 : 0)];
+    p->extent.width = 8;
+    p->extent.height = p->extent.depth = 1;
+    return cudaSuccess;
+}
+/* The upper half of mem plays device memory. */
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a,
+                                     const void *p)
+{
+    memset(a, 0, sizeof *a);
+    a->type = (const char *)p >= mem + 32 ? cudaMemoryTypeDevice
+                                          : cudaMemoryTypeUnregistered;
+    return cudaSuccess;
+}
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+const char *cudaGetErrorString(cudaError_t e) { (void)e; return "fake"; }
+
+/* argv: fail_get, then per node: type kind src_dev dst_dev */
+int main(int argc, char **argv)
+{
+    char why[256] = "";
+    fail_get = atoi(argv[1]);
+    for (int a = 2; a + 3 < argc; a += 4, nnodes++) {
+        types[nnodes] = atoi(argv[a]);
+        kinds[nnodes] = atoi(argv[a + 1]);
+        src_dev[nnodes] = atoi(argv[a + 2]);
+        dst_dev[nnodes] = atoi(argv[a + 3]);
+    }
+    int ok = copies_stay_on_device((cudaGraph_t)mem, why, sizeof why);
+    printf("%d %s\n", ok, why);
+    return 0;
+}
+"""
+
+KERNEL, MEMCPY, MEMSET = 0, 1, 2     # cudaGraphNodeType
+H2H, H2D, D2H, D2D, DEFAULT = 0, 1, 2, 3, 4     # cudaMemcpyKind
+
+
+@pytest.fixture(scope="module")
+def copy_check(tmp_path_factory):
+    import os
+    import shutil
+    import subprocess
+    from cuda_host_util import cuda_include
+    inc = cuda_include()
+    if not inc or not shutil.which("gcc"):
+        pytest.skip("needs the CUDA toolkit's headers and gcc")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    d = tmp_path_factory.mktemp("cugraph_copies")
+    (d / "h.c").write_text(COPY_HARNESS)
+    r = subprocess.run(["gcc", "-std=c11", "-D_GNU_SOURCE",
+                        "-DTFMINI_WITH_CUDA", "-no-pie", "-fno-pic", "-I",
+                        os.path.join(root, "csrc"), "-I", inc,
+                        str(d / "h.c"), "-o", str(d / "h"), "-lm",
+                        "-Wl,--unresolved-symbols=ignore-all"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+    def run(*nodes, fail_get=0):
+        args = [str(d / "h"), str(fail_get)]
+        for nd in nodes:
+            args += [str(v) for v in nd]
+        out = subprocess.run(args, capture_output=True, text=True,
+                             check=True).stdout
+        ok, _, why = out.partition(" ")
+        return int(ok), why.strip()
+    return run
+
+
+def test_captured_device_copies_are_kept(copy_check):
+    assert copy_check() == (1, "")
+    assert copy_check((KERNEL, 0, 0, 0), (MEMSET, 0, 0, 0),
+                      (MEMCPY, D2D, 1, 1))[0] == 1
+    # cudaMemcpyDefault: the pointers say where the memory is.
+    assert copy_check((MEMCPY, DEFAULT, 1, 1))[0] == 1
+
+
+@pytest.mark.parametrize("kind,src,dst", [
+    (H2D, 0, 1), (D2H, 1, 0), (H2H, 0, 0), (DEFAULT, 0, 1),
+    (DEFAULT, 1, 0)])
+def test_captured_host_copies_refuse_the_graph(copy_check, kind, src, dst):
+    # A replay would read (or write) the host address again, long after
+    # the kernel that queued the copy returned: never kept.
+    ok, why = copy_check((KERNEL, 0, 0, 0), (MEMCPY, D2D, 1, 1),
+                         (MEMCPY, kind, src, dst))
+    assert ok == 0 and "host memory" in why and f"kind {kind}" in why
+
+
+def test_unreadable_graph_is_refused(copy_check):
+    ok, why = copy_check((MEMCPY, D2D, 1, 1), fail_get=1)
+    assert ok == 0 and "captured graph's nodes" in why

@@ -49,12 +49,17 @@ tfm_code tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin,
 }
 cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t s)
 { (void)s; memset(d, v, n); return cudaSuccess; }
+cudaError_t cudaMemcpyAsync(void *d, const void *src, size_t n,
+                            enum cudaMemcpyKind k, cudaStream_t s)
+{ (void)k; (void)s; memcpy(d, src, n); return cudaSuccess; }
+/* The build lowers kernels_slice.c's TFM_CU_MAX_PITCH; a pitch past it
+ * fails here as one past cudaDevAttrMaxPitch fails on a GPU. */
 cudaError_t cudaMemcpy2DAsync(void *dst, size_t dp, const void *src,
                               size_t sp, size_t w, size_t h,
                               enum cudaMemcpyKind k, cudaStream_t s)
 {
     (void)k; (void)s;
-    if (w > dp || w > sp)
+    if (w > dp || w > sp || dp > TFM_CU_MAX_PITCH || sp > TFM_CU_MAX_PITCH)
         return cudaErrorInvalidPitchValue;
     for (size_t r = 0; r < h; r++)
         memcpy((char *)dst + r * dp, (const char *)src + r * sp, w);
@@ -94,6 +99,10 @@ int tfm_cu_strided_scatter(int es, const void *x, void *o, int nd,
 int tfm_cu_fill(int es, const void *src, const void *val, void *o, int64_t n, void *s)
 {
     (void)s;
+    /* fill.cu copies val's bytes on the host before the launch, src
+     * or not: a NULL val crashed the process there. */
+    if (!val)
+        return 99;
     const void *v = src ? src : val;
     for (int64_t i = 0; i < n; i++)
         memcpy((char *)o + i * es, v, es);
@@ -276,8 +285,11 @@ def glue(tmp_path_factory):
     (d / "h.c").write_text(HARNESS)
     # -Bsymbolic: the harness's own host launchers and CUDA stand-ins win
     # over _C's real ones, which the global load below also exposes.
+    # TFM_CU_MAX_PITCH: Split's rows past 64 bytes take the strided
+    # gather, as rows past 2 GiB do on a GPU.
     r = subprocess.run(["gcc", "-std=c11", "-D_GNU_SOURCE", "-shared",
-                        "-fPIC", "-O1", "-Wl,-Bsymbolic", "-I",
+                        "-fPIC", "-O1", "-Wl,-Bsymbolic",
+                        "-DTFM_CU_MAX_PITCH=((size_t)64)", "-I",
                         os.path.join(ROOT, "csrc"), "-I", inc,
                         str(d / "h.c"), "-o", str(d / "h.so")],
                        capture_output=True, text=True)
@@ -481,7 +493,10 @@ def test_tile_glue_matches_the_cpu(glue, shape, mult, host):
                                         (1,)),
     ("SplitV", (5, 3), (4, -1), (0,)), ("Unpack", (3, 4), (), (0, 3)),
     ("Unpack", (3, 4, 2), (), (1, 4)), ("Unpack", (3, 2), (), (-1, 2)),
-    ("Split", (0, 4), (), (1, 2)), ("Unpack", (2, 0), (), (0, 2))])
+    ("Split", (0, 4), (), (1, 2)), ("Unpack", (2, 0), (), (0, 2)),
+    # Rows past the (lowered) pitch limit: the strided gather.
+    ("SplitV", (3, 40), (10, 0, 30), (1,)), ("Split", (2, 3, 24), (), (1, 3)),
+    ("Unpack", (2, 4, 30), (), (1, 4))])
 def test_split_glue_matches_the_cpu(glue, op, shape, ints, i):
     for dtype in (np.float32, np.int64, np.complex128):
         assert same(glue, op, rand(shape, dtype), ints=ints, i=i) is None

@@ -14,6 +14,31 @@ SUMMARY="$OUT/summary.txt"
 : > "$SUMMARY"
 say() { echo "[gpu_check $(date -u +%H:%M:%S)] $*" | tee -a "$SUMMARY"; }
 START=$(date +%s)
+# One deadline for the whole run: a device check is lent for minutes, and
+# its script must end inside 8 of them (GPU_CHECK_TOTAL_S, 470 s by
+# default, leaves a margin for the copies back). Each long step runs
+# through run_for: its own cap, cut to what is left after RESERVE seconds
+# (of the default total; scaled with another) kept for the steps after
+# it, so a slow build takes time from the slow tests and the benchmark,
+# never from the deadline.
+TOTAL=${GPU_CHECK_TOTAL_S:-470}
+cap() {
+    local left=$(( TOTAL - ($(date +%s) - START) - ${2:-0} * TOTAL / 470 ))
+    echo $(( left < $1 ? (left > 0 ? left : 0) : $1 ))
+}
+# run_for NAME CAP RESERVE CMD...: CMD under the cap (killed 5 s after
+# its TERM if it ignores it), or a line saying it was skipped when under
+# 5 s are left for it (exit 124, timeout's).
+run_for() {
+    local name=$1 t
+    t=$(cap "$2" "$3")
+    shift 3
+    if [ "$t" -lt 5 ]; then
+        say "$name skipped: out of time (${TOTAL}s in all)"
+        return 124
+    fi
+    timeout -k 5 "$(( t > 10 ? t - 5 : t ))" "$@"
+}
 
 # 1. A GPU, or stop now.
 if ! command -v nvidia-smi > /dev/null 2>&1 ||
@@ -57,8 +82,8 @@ cat "$OUT/env.txt" >> "$SUMMARY"
 # 3. Build with CUDA (every core).
 say "building with TFMINI_CUDA=1"
 b0=$(date +%s)
-if ! TFMINI_CUDA=1 timeout "${GPU_CHECK_BUILD_S:-300}" python3 setup.py build_ext --inplace \
-        > "$OUT/build.log" 2>&1; then
+if ! run_for build "${GPU_CHECK_BUILD_S:-300}" 170 env TFMINI_CUDA=1 \
+        python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1; then
     say "BUILD FAILED (tail of $OUT/build.log):"
     tail -30 "$OUT/build.log" | tee -a "$SUMMARY"
     exit 4
@@ -91,13 +116,15 @@ print('cudnn', v if v else 'not built in: Conv2D soft-places on the CPU')
 " 2>&1 | tee -a "$SUMMARY"
 
 # 4. tests/gpu: the convolution and pooling tests (cuDNN's first run),
-# then one row per OpSpec and the rest, then every other row (marked
-# slow) in what time is left. addopts is cleared: the project's names
-# pytest-benchmark, which the GPU machine may lack.
+# then one row per OpSpec and the rest; every other row (marked slow)
+# comes last, after the benchmark, in what time is left. addopts is
+# cleared: the project's names pytest-benchmark, which the GPU machine
+# may lack.
 PYTEST=(python3 -m pytest -o addopts= -q -rfE -p no:cacheprovider)
 say "tests/gpu/test_gpu_conv.py (cuDNN convolutions, pooling)"
 t0=$(date +%s)
-timeout "${GPU_CHECK_CONV_S:-90}" "${PYTEST[@]}" tests/gpu/test_gpu_conv.py \
+run_for "conv tests" "${GPU_CHECK_CONV_S:-60}" 140 \
+    "${PYTEST[@]}" tests/gpu/test_gpu_conv.py \
     --durations=5 --junitxml="$OUT/tests-gpu-conv.xml" \
     > "$OUT/tests-gpu-conv.log" 2>&1
 CONV_RC=$?
@@ -108,7 +135,8 @@ grep -E "^(FAILED|ERROR)" "$OUT/tests-gpu-conv.log" | head -30 >> "$SUMMARY"
 # GPU needed) and the traced functions on the GPU.
 say "fused elementwise nodes through NVRTC"
 t0=$(date +%s)
-timeout "${GPU_CHECK_FUSED_S:-45}" "${PYTEST[@]}" tests/gpu/test_gpu_fused.py \
+run_for "fused tests" "${GPU_CHECK_FUSED_S:-40}" 110 \
+    "${PYTEST[@]}" tests/gpu/test_gpu_fused.py \
     tests/test_fused_nvrtc.py --junitxml="$OUT/tests-gpu-fused.xml" \
     > "$OUT/tests-gpu-fused.log" 2>&1
 FUSED_RC=$?
@@ -117,27 +145,34 @@ say "fused tests rc=$FUSED_RC in $(( $(date +%s) - t0 ))s:" \
 grep -E "^(FAILED|ERROR)" "$OUT/tests-gpu-fused.log" | head -20 >> "$SUMMARY"
 say "tests/gpu (not slow)"
 t0=$(date +%s)
-timeout "${GPU_CHECK_TESTS_S:-240}" "${PYTEST[@]}" tests/gpu -m "not slow" \
+run_for tests/gpu "${GPU_CHECK_TESTS_S:-200}" 25 \
+    "${PYTEST[@]}" tests/gpu -m "not slow" \
     --ignore=tests/gpu/test_gpu_conv.py --ignore=tests/gpu/test_gpu_fused.py \
     --durations=15 --junitxml="$OUT/tests-gpu.xml" > "$OUT/tests-gpu.log" 2>&1
 TESTS_RC=$?
 say "tests/gpu rc=$TESTS_RC in $(( $(date +%s) - t0 ))s:" \
     "$(tail -1 "$OUT/tests-gpu.log")"
 grep -E "^(FAILED|ERROR)" "$OUT/tests-gpu.log" | head -60 >> "$SUMMARY"
-say "tests/gpu (slow: every other OpSpec row)"
-t0=$(date +%s)
-timeout "${GPU_CHECK_SLOW_S:-150}" "${PYTEST[@]}" tests/gpu -m slow --maxfail=20 \
-    > "$OUT/tests-gpu-slow.log" 2>&1
-say "tests/gpu slow rc=$? (124: out of time) in $(( $(date +%s) - t0 ))s:" \
-    "$(tail -1 "$OUT/tests-gpu-slow.log")"
-grep -E "^(FAILED|ERROR)" "$OUT/tests-gpu-slow.log" | head -20 >> "$SUMMARY"
 
 # 5. The GPU benchmark (numbers, never a failure).
 say "benchmark"
-timeout "${GPU_CHECK_BENCH_S:-120}" python3 tools/gpu_bench.py > "$OUT/bench.txt" 2>&1
+run_for benchmark "${GPU_CHECK_BENCH_S:-60}" 10 python3 tools/gpu_bench.py \
+    > "$OUT/bench.txt" 2>&1
 say "bench rc=$?"
-timeout 60 python3 tools/cugraph_bench.py --calls 200 --rounds 5 >> "$OUT/bench.txt" 2>&1
+run_for "CUDA graph benchmark" 25 0 python3 tools/cugraph_bench.py \
+    --calls 200 --rounds 5 >> "$OUT/bench.txt" 2>&1
 cat "$OUT/bench.txt" >> "$SUMMARY"
+
+# 6. Every other OpSpec row (marked slow), in what time is left.
+say "tests/gpu (slow: every other OpSpec row)"
+t0=$(date +%s)
+run_for "slow tests" "${GPU_CHECK_SLOW_S:-150}" 0 \
+    "${PYTEST[@]}" tests/gpu -m slow --maxfail=20 \
+    > "$OUT/tests-gpu-slow.log" 2>&1
+say "tests/gpu slow rc=$? (124: out of time) in $(( $(date +%s) - t0 ))s:" \
+    "$(tail -1 "$OUT/tests-gpu-slow.log" 2> /dev/null)"
+grep -E "^(FAILED|ERROR)" "$OUT/tests-gpu-slow.log" 2> /dev/null | head -20 \
+    >> "$SUMMARY"
 
 say "done in $(( $(date +%s) - START ))s"
 [ "$TESTS_RC" -ne 0 ] && exit "$TESTS_RC"

@@ -34,7 +34,10 @@
  * ThreadLocal: only this thread's unsafe calls break it) and
  * cudaStreamEndCapture, on inputs the record owns (device tensors the
  * caller's values are copied into) and with device copies of the host
- * constants, so the captured run copies nothing from the host. Every
+ * constants, so the captured run copies nothing from the host; a graph
+ * with a copy node that still touches host memory (a kernel's own small
+ * upload) is refused before instantiation, since a replay would read
+ * that host address again after its value is gone. Every
  * allocation in it is cudaMallocAsync on the capturing stream (Note [GPU
  * allocator]), which becomes a graph memory node: intermediates are
  * freed inside the graph; outputs are not, and the record keeps them.
@@ -456,6 +459,67 @@ give_up(tfm_plan *p, int m, const char *why)
     tfm_error_clear();
 }
 
+/* Whether copy endpoint p (memory or array) of a captured copy of kind
+ * k is device memory. */
+static int
+device_side(enum cudaMemcpyKind k, const void *p, cudaArray_t arr)
+{
+    if (k == cudaMemcpyDeviceToDevice || (!p && arr))
+        return 1;
+    if (k != cudaMemcpyDefault)
+        return 0;               /* to, from or within the host */
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice;
+}
+
+/* Whether every copy in a captured graph stays in device memory (0 with
+ * why set otherwise). A kernel may queue a copy from host memory without
+ * synchronizing (a small value from its own stack, or pinned staging):
+ * the graph would replay it from that address on every launch, long
+ * after the value is gone, giving wrong numbers silently, so such a
+ * graph is never kept. Only a copy node can touch host memory here. */
+static int
+copies_stay_on_device(cudaGraph_t graph, char *why, size_t n)
+{
+    size_t count = 0;
+    cudaGraphNode_t *nodes = NULL;
+    cudaError_t e = cudaGraphGetNodes(graph, NULL, &count);
+    if (e == cudaSuccess && count &&
+        !(nodes = malloc(count * sizeof *nodes)))
+        e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess && count)
+        e = cudaGraphGetNodes(graph, nodes, &count);
+    for (size_t i = 0; e == cudaSuccess && i < count; i++) {
+        enum cudaGraphNodeType t;
+        struct cudaMemcpy3DParms c;
+        if ((e = cudaGraphNodeGetType(nodes[i], &t)) != cudaSuccess ||
+            t != cudaGraphNodeTypeMemcpy ||
+            (e = cudaGraphMemcpyNodeGetParams(nodes[i], &c)) != cudaSuccess)
+            continue;
+        if (!device_side(c.kind, c.srcPtr.ptr, c.srcArray) ||
+            !device_side(c.kind, c.dstPtr.ptr, c.dstArray)) {
+            snprintf(why, n, "a captured copy (kind %d, %zu bytes) reads or "
+                     "writes host memory, which a replay would read again",
+                     (int)c.kind, c.extent.width * c.extent.height *
+                                      c.extent.depth);
+            free(nodes);
+            return 0;
+        }
+    }
+    free(nodes);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(why, n, "reading the captured graph's nodes: %s",
+                 cudaGetErrorString(e));
+        return 0;
+    }
+    return 1;
+}
+
 /* Capture the call, instantiate, launch: 1 with *rc the call's result,
  * or 0 (the plan marked plain, nothing changed) to run it the plain
  * way. */
@@ -519,6 +583,8 @@ capture(tfm_plan *p, struct tfm_cugraph *r, int m, tfm_tensor *const *in,
                      "one)");
             goto fail;
         }
+    if (!copies_stay_on_device(graph, why, sizeof why))
+        goto fail;
     e = cudaGraphInstantiateWithFlags(&r->exec, graph,
                                       cudaGraphInstantiateFlagAutoFreeOnLaunch);
     if (e != cudaSuccess) {

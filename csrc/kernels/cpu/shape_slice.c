@@ -35,12 +35,8 @@ tfm_k_strided_slice(tfm_op op, tfm_tensor *const *in, int nin,
         return rc;
     if (tfm_tensor_numel(out[0]) == 0)
         return TFM_OK;
-    int64_t st[TFM_MAX_DIMS], base = 0;
-    tfm_row_strides(&in[0]->shape, st);
-    for (int d = 0; d < p.ndim; d++) {
-        base += p.begin[d] * st[d];
-        st[d] *= p.stride[d];
-    }
+    int64_t st[TFM_MAX_DIMS];
+    int64_t base = tfm_slice_plan_view(&p, &in[0]->shape, st);
     size_t esz = tfm_dtype_size(in[0]->dtype);
     tfm_copy_strided(tfm_tensor_data(out[0]),
                      (const char *)tfm_tensor_data(in[0]) +
@@ -68,12 +64,8 @@ tfm_k_strided_slice_grad(tfm_op op, tfm_tensor *const *in, int nin,
                    esz);
     if (tfm_tensor_numel(in[0]) == 0)
         return TFM_OK;
-    int64_t st[TFM_MAX_DIMS], ds[TFM_MAX_DIMS], base = 0;
-    tfm_row_strides(&shape, st);
-    for (int d = 0; d < p.ndim; d++) {
-        base += p.begin[d] * st[d];
-        st[d] *= p.stride[d];
-    }
+    int64_t st[TFM_MAX_DIMS], ds[TFM_MAX_DIMS];
+    int64_t base = tfm_slice_plan_view(&p, &shape, st);
     int64_t acc = 1;
     for (int d = p.ndim - 1; d >= 0; d--) {
         ds[d] = acc;

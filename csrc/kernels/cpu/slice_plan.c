@@ -1,5 +1,7 @@
 #include "slice_plan.h"
 
+#include "shape.h"
+
 typedef struct { char s[160]; } shape_text;
 
 static const char *
@@ -138,6 +140,18 @@ tfm_strided_slice_plan(const char *name, const tfm_shape *in,
 too_many:
     return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: the result would have "
                      "more than %d dims", name, TFM_MAX_DIMS);
+}
+
+int64_t
+tfm_slice_plan_view(const tfm_slice_plan *p, const tfm_shape *s, int64_t *st)
+{
+    int64_t base = 0;
+    tfm_row_strides(s, st);
+    for (int d = 0; d < p->ndim; d++) {
+        base += p->begin[d] * st[d];
+        st[d] *= p->stride[d];
+    }
+    return base;
 }
 
 tfm_code

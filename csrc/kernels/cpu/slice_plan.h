@@ -22,6 +22,14 @@ typedef struct tfm_slice_plan {
  * stride, shrunk index out of range. */
 tfm_code tfm_strided_slice_plan(const char *op, const tfm_shape *in,
                                 const tfm_attrs *a, tfm_slice_plan *p);
+/* Where plan p reads in a row-major tensor of shape s (the one it was
+ * resolved against): returns the offset, in elements, of the view's
+ * first element, and sets st[d] to the step of input dim d (the row
+ * stride times the plan's stride, negative when it runs backwards).
+ * StridedSlice and its gradient on both devices copy through this view;
+ * one function, so they cannot disagree on where it is. */
+int64_t tfm_slice_plan_view(const tfm_slice_plan *p, const tfm_shape *s,
+                            int64_t *st);
 /* StridedSliceGrad's attrs: the input shape, and StridedSlice's attrs
  * (the spec after the shape). */
 tfm_code tfm_strided_slice_grad_attrs(const tfm_attrs *a, tfm_shape *shape,

@@ -194,14 +194,23 @@ static tfm_code
 descs_make(tfm_op op, const plan *p, descs *d)
 {
     const tfm_conv_geom *g = &p->g;
+    /* cuDNN's descriptors hold int sizes and strides, so a tensor of 2^31
+     * elements or more (x, y or the filter; each stride is at most the
+     * count) is a gap, run on host copies as one cuDNN has no algorithm
+     * for, not an error. */
     int64_t dims[] = {g->n, g->c, p->hp, p->wp, g->o, g->oh, g->ow, g->kh,
-                      g->kw, g->sh, g->sw, g->dh, g->dw, g->pt, g->pl};
-    for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++)
-        if (dims[k] > INT_MAX)
-            return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: a dimension "
-                             "(%lld) is too large for cuDNN's int sizes",
-                             tfm_ops[op].name, (long long)dims[k]);
+                      g->kw, g->sh, g->sw, g->dh, g->dw, g->pt, g->pl,
+                      g->n * g->c * p->hp * p->wp,
+                      g->n * g->o * g->oh * g->ow,
+                      g->o * (g->c / g->groups) * g->kh * g->kw};
     memset(d, 0, sizeof *d);
+    for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++)
+        if (dims[k] > INT_MAX) {
+            unsupported = 1;
+            return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s: a size (%lld) past "
+                             "cuDNN's int sizes", tfm_ops[op].name,
+                             (long long)dims[k]);
+        }
     int pad_h = p->padded ? 0 : (int)g->pt, pad_w = p->padded ? 0
                                                                : (int)g->pl;
     cudnnStatus_t s;

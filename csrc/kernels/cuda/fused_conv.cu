@@ -3,6 +3,11 @@
 // epilogue_* in cpu/conv_fused.c: bias, then the residual, then the
 // activation), and _FusedMaxPoolGrad's ReluGrad mask and bias gradient
 // after pool.cu's MaxPoolGrad (cpu/conv_pool_grad.c's mask_sum_*).
+//
+// Kernels say __launch_bounds__(TFM_CU_THREADS, 1), the block every
+// launcher here uses; the 1 (one block an SM at least) keeps ptxas
+// from trading registers for occupancy: the bound alone made it spill
+// (k_pool_grad on sm_90, k_scan on sm_80).
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -19,7 +24,7 @@ __device__ inline double dexpm1(double x) { return expm1(x); }
 // act as TFM_CONV_ACT_* (cpu/conv.h): 1 Relu, 2 Relu6, 3 Elu; NaN
 // passes through Relu and Relu6, as the CPU's comparisons let it.
 template <typename T>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_epilogue(T *__restrict__ y, const T *__restrict__ bias,
            const T *__restrict__ res, int64_t n, int64_t o, int act)
 {
@@ -45,7 +50,7 @@ k_epilogue(T *__restrict__ y, const T *__restrict__ bias,
 }
 
 template <typename T>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_relu_mask(const T *__restrict__ x, T *__restrict__ dx, int64_t n)
 {
     TFM_CU_GRID_STRIDE(i, n)

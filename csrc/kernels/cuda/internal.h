@@ -62,6 +62,13 @@ void tfm_cuda_kernels_shape_init(tfm_kernel_fn *table);
 /* BatchMatMulV2 through cuBLASLt / cuBLAS (kernels_matmul.c, Note [GPU
  * matmul]); its kernel takes float16 and bfloat16. */
 void tfm_cuda_kernels_matmul_init(tfm_kernel_fn *table);
+/* Row-major C [m, n] = op(A) [m, k] op(B) [k, n] (A stored [k, m] when
+ * ta, B [n, k] when tb) on g's stream, through BatchMatMulV2's path
+ * (float32 TF32 when enabled, float64, float16, bfloat16), for kernels
+ * that multiply matrices (kernels_rnn.c); errors name op. */
+tfm_code tfm_cu_gemm(tfm_op op, tfm_gpu *g, const tfm_kctx *ctx,
+                     tfm_dtype d, int ta, int tb, int64_t m, int64_t n,
+                     int64_t k, const void *A, const void *B, void *C);
 /* Pooling (kernels_pool.c) and, where cuDNN is built in, the
  * convolutions (conv_cudnn.c); both called by the nn init. */
 void tfm_cuda_kernels_pool_init(tfm_kernel_fn *table);

@@ -24,7 +24,9 @@
  * arithmetic, only without the cached choice. This code has not yet run
  * on a GPU: a refusal must cost speed, never a result.
  * tfm_cuda_matmul_calls counts each way and the refusals, for the GPU
- * tests.
+ * tests. tfm_cu_gemm (internal.h) is this path for one row-major
+ * product of another kernel (kernels_rnn.c's LSTM steps), counted with
+ * the rest.
  *
  * tfm_cuda_matmul_epilogue (lt_epilogue.h) is the same call with
  * cuBLASLt's bias/ReLU/GELU epilogue for a _FusedMatMul (Note [Matmul
@@ -98,14 +100,32 @@ shapes_str(tfm_tensor *const *in, char *buf, size_t n)
     return buf;
 }
 
+/* Row-major C[m,n] = A[m,k] B[k,n] is column-major C^T = B^T A^T: the
+ * library gets B as its first operand and A as its second, with m and n
+ * swapped, and reads each row-major matrix as its column-major
+ * transpose. sA, sB, sC: elements between a batch's matrices. */
+typedef struct mm {
+    tfm_dtype d;
+    int adj_x, adj_y;
+    int64_t m, n, k, batch, sa, sb;
+    const void *A, *B;
+    void *C;
+    int epilogue;             /* TFM_LT_EPI_*, NONE for a plain matmul */
+    const void *bias;
+} mm;
+
+/* A cuBLAS / cuBLASLt failure, naming the op and the product (the
+ * shared gemm entry has no tensors to name). */
 static tfm_code
-blas_error(tfm_op op, tfm_tensor *const *in, const char *lib, int s)
+blas_error(tfm_op op, const mm *x, const char *lib, int s)
 {
-    char b[256];
     return tfm_error(s == CUBLAS_STATUS_ALLOC_FAILED
                          ? TFM_ERR_RESOURCE_EXHAUSTED : TFM_ERR_INTERNAL,
-                     "%s: %s error %d for %s", tfm_ops[op].name, lib, s,
-                     shapes_str(in, b, sizeof b));
+                     "%s: %s error %d for a [%lld, %lld] x [%lld, %lld] %s "
+                     "product (batch %lld)", tfm_ops[op].name, lib, s,
+                     (long long)x->m, (long long)x->k, (long long)x->k,
+                     (long long)x->n, tfm_dtype_name(x->d),
+                     (long long)x->batch);
 }
 
 static cudaDataType_t
@@ -205,7 +225,8 @@ set_epilogue(cublasLtMatmulDesc_t desc, const lt_key *k)
 }
 
 /* Descriptors and the heuristic's first algorithm for key k, in the
- * column-major form gemm() below explains: the library's A is our B. */
+ * column-major form struct mm's comment explains: the library's A is
+ * our B. */
 static int
 plan_make(cublasLtHandle_t lt, const lt_key *k, lt_plan *p)
 {
@@ -309,23 +330,8 @@ done:
     return ok;
 }
 
-/* Row-major C[m,n] = A[m,k] B[k,n] is column-major C^T = B^T A^T: the
- * library gets B as its first operand and A as its second, with m and n
- * swapped, and reads each row-major matrix as its column-major
- * transpose. sA, sB, sC: elements between a batch's matrices. */
-typedef struct mm {
-    tfm_dtype d;
-    int adj_x, adj_y;
-    int64_t m, n, k, batch, sa, sb;
-    const void *A, *B;
-    void *C;
-    int epilogue;             /* TFM_LT_EPI_*, NONE for a plain matmul */
-    const void *bias;
-} mm;
-
 static tfm_code
-gemm_lt(tfm_op op, tfm_tensor *const *in, tfm_gpu *g, const tfm_kctx *ctx,
-        const mm *x, int *done)
+gemm_lt(tfm_op op, tfm_gpu *g, const tfm_kctx *ctx, const mm *x, int *done)
 {
     lt_key key;
     lt_plan p;
@@ -379,7 +385,7 @@ gemm_lt(tfm_op op, tfm_tensor *const *in, tfm_gpu *g, const tfm_kctx *ctx,
     if (owned)
         plan_free(&p);
     if (s == CUBLAS_STATUS_ALLOC_FAILED && x->epilogue == TFM_LT_EPI_NONE)
-        return blas_error(op, in, "cuBLASLt", (int)s);
+        return blas_error(op, x, "cuBLASLt", (int)s);
     if (s) {
         __atomic_add_fetch(&calls[2], 1, __ATOMIC_RELAXED);
         return TFM_OK;              /* the fall-back takes it */
@@ -392,7 +398,7 @@ gemm_lt(tfm_op op, tfm_tensor *const *in, tfm_gpu *g, const tfm_kctx *ctx,
 }
 
 static tfm_code
-gemm_ex(tfm_op op, tfm_tensor *const *in, cublasHandle_t h, const mm *x)
+gemm_ex(tfm_op op, cublasHandle_t h, const mm *x)
 {
     cublasOperation_t ta = x->adj_y ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t tb = x->adj_x ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -415,19 +421,18 @@ gemm_ex(tfm_op op, tfm_tensor *const *in, cublasHandle_t h, const mm *x)
             CUBLAS_GEMM_DEFAULT);
     }
     if (s)
-        return blas_error(op, in, "cuBLAS", (int)s);
+        return blas_error(op, x, "cuBLAS", (int)s);
     __atomic_add_fetch(&calls[1], 1, __ATOMIC_RELAXED);
     return TFM_OK;
 }
 
 static tfm_code
-gemm(tfm_op op, tfm_tensor *const *in, tfm_gpu *g, const tfm_kctx *ctx,
-     const mm *x)
+gemm(tfm_op op, tfm_gpu *g, const tfm_kctx *ctx, const mm *x)
 {
     int done = 0;
     if (x->d != TFM_FLOAT64 &&
         (x->batch == 1 || (x->sa != 0 && x->sb != 0))) {
-        tfm_code rc = gemm_lt(op, in, g, ctx, x, &done);
+        tfm_code rc = gemm_lt(op, g, ctx, x, &done);
         if (rc || done)
             return rc;
     }
@@ -437,7 +442,28 @@ gemm(tfm_op op, tfm_tensor *const *in, tfm_gpu *g, const tfm_kctx *ctx,
     /* The compute type says TF32 or not; the handle's math mode must not
      * turn on tensor-op rounding of its own. */
     cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
-    return gemm_ex(op, in, h, x);
+    return gemm_ex(op, h, x);
+}
+
+tfm_code
+tfm_cu_gemm(tfm_op op, tfm_gpu *g, const tfm_kctx *ctx, tfm_dtype d, int ta,
+            int tb, int64_t m, int64_t n, int64_t k, const void *A,
+            const void *B, void *C)
+{
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+        return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s: a [%lld, %lld] x "
+                         "[%lld, %lld] product is past cuBLAS's int sizes",
+                         tfm_ops[op].name, (long long)m, (long long)k,
+                         (long long)k, (long long)n);
+    if (m == 0 || n == 0)
+        return TFM_OK;
+    if (k == 0)
+        return tfm_gpu_check(cudaMemsetAsync(C, 0, (size_t)(m * n) *
+                                             tfm_dtype_size(d), g->stream),
+                             tfm_ops[op].name);
+    mm x = {.d = d, .adj_x = ta != 0, .adj_y = tb != 0, .m = m, .n = n,
+            .k = k, .batch = 1, .A = A, .B = B, .C = C};
+    return gemm(op, g, ctx, &x);
 }
 
 static int
@@ -492,7 +518,7 @@ k_matmul(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         x.A = A;
         x.B = B;
         x.C = C;
-        return gemm(op, in, g, ctx, &x);
+        return gemm(op, g, ctx, &x);
     }
     /* Batch dims that broadcast both ways: a call per output matrix. */
     int nbd = os->ndim - 2;
@@ -510,7 +536,7 @@ k_matmul(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         x.A = A + (size_t)(ia * m * k) * es;
         x.B = B + (size_t)(ib * k * n) * es;
         x.C = C + (size_t)(t * m * n) * es;
-        tfm_code rc = gemm(op, in, g, ctx, &x);
+        tfm_code rc = gemm(op, g, ctx, &x);
         if (rc)
             return rc;
     }
@@ -586,7 +612,7 @@ epilogue_run(tfm_tensor *const *in, const tfm_attrs *a, int epilogue,
             .bias = bias ? tfm_tensor_data(bias) : NULL};
     /* gemm_lt errs only for a plain matmul's out of memory: an epilogue
      * it cannot run is left undone. */
-    (void)gemm_lt(TFM_OP_MATMUL, in, g, ctx, &x, done);
+    (void)gemm_lt(TFM_OP_MATMUL, g, ctx, &x, done);
 }
 
 tfm_code

@@ -50,46 +50,9 @@ k_lstm_gates_grad(tfm_op op, tfm_tensor *const *in, int nin,
  * parallel region per sequence]): forward, gates[t] = h @ R, then the
  * cell adds xs[t] and activates it in place; backward, the cell kernel,
  * then dh = dz @ R^T; dR = hs^T @ dzs over all steps in one GEMM. The
- * host waits for nothing: the loop only queues work. */
-
-/* Row-major C [m, n] = op(A) [m, k] op(B) [k, n] (A stored [k, m] when
- * ta, B [n, k] when tb): cuBLAS is column-major, so it computes C^T =
- * op(B)^T op(A)^T, reading each row-major matrix as its transpose. As
- * BatchMatMulV2 on this GPU, float32 uses TF32 when enabled. */
-static tfm_code
-gemm(tfm_op op, cublasHandle_t h, int f64, int ta, int tb, int64_t m,
-     int64_t n, int64_t k, const void *A, const void *B, void *C)
-{
-    cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
-    cublasStatus_t st;
-    if (f64) {
-        const double one = 1.0, zero = 0.0;
-        st = cublasDgemm(h, ob, oa, (int)n, (int)m, (int)k, &one, B, ldb, A,
-                         lda, &zero, C, (int)n);
-    } else {
-        const float one = 1.0f, zero = 0.0f;
-        st = cublasSgemm(h, ob, oa, (int)n, (int)m, (int)k, &one, B, ldb, A,
-                         lda, &zero, C, (int)n);
-    }
-    if (st == CUBLAS_STATUS_SUCCESS)
-        return TFM_OK;
-    return tfm_error(st == CUBLAS_STATUS_ALLOC_FAILED
-                         ? TFM_ERR_RESOURCE_EXHAUSTED : TFM_ERR_INTERNAL,
-                     "%s: cuBLAS error %d", tfm_ops[op].name, (int)st);
-}
-
-static cublasHandle_t
-blas_for(tfm_gpu *g, tfm_dtype d)
-{
-    cublasHandle_t h = tfm_gpu_blas(g);
-    if (h)
-        cublasSetMathMode(h, tfm_cuda_tf32() && d == TFM_FLOAT32
-                                 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                 : CUBLAS_DEFAULT_MATH);
-    return h;
-}
+ * GEMMs are BatchMatMulV2's (tfm_cu_gemm in kernels_matmul.c: TF32 for
+ * float32 when enabled, the cached cuBLASLt algorithm). The host waits
+ * for nothing: the loop only queues work. */
 
 static tfm_code
 d2d(tfm_op op, tfm_gpu *g, void *dst, const void *src, size_t nb)
@@ -133,9 +96,6 @@ k_lstm_sequence(tfm_op op, tfm_tensor *const *in, int nin,
         tfm_code rc = d2d(op, g, h, tfm_tensor_data(in[1]), hb);
         return rc ? rc : d2d(op, g, c, tfm_tensor_data(in[2]), hb);
     }
-    cublasHandle_t bl = blas_for(g, d);
-    if (!bl)
-        return tfm_error_code();
     tfm_code rc = d2d(op, g, hs, tfm_tensor_data(in[1]), hb);
     if (!rc)
         rc = d2d(op, g, cs, tfm_tensor_data(in[2]), hb);
@@ -143,7 +103,8 @@ k_lstm_sequence(tfm_op op, tfm_tensor *const *in, int nin,
         char *z = gs + 4 * t * hb;
         char *hn = t + 1 < n ? hs + (t + 1) * hb : h;
         char *cn = t + 1 < n ? cs + (t + 1) * hb : c;
-        rc = gemm(op, bl, f64, 0, 0, batch, 4 * u, u, hs + t * hb, r, z);
+        rc = tfm_cu_gemm(op, g, ctx, d, 0, 0, batch, 4 * u, u, hs + t * hb,
+                         r, z);
         if (!rc)
             rc = tfm_cu_launched(op, tfm_cu_lstm_seq_step(
                 f64, xs + 4 * t * hb, z, cs + t * hb, hn, cn, batch, u,
@@ -183,9 +144,6 @@ k_lstm_sequence_grad(tfm_op op, tfm_tensor *const *in, int nin,
     if (n * batch == 0)     /* dr sums over no rows */
         return tfm_gpu_check(cudaMemsetAsync(dr, 0, tfm_tensor_nbytes(out[3]),
                                              g->stream), tfm_ops[op].name);
-    cublasHandle_t bl = blas_for(g, d);
-    if (!bl)
-        return tfm_error_code();
     for (int64_t t = n - 1; !rc && t >= 0; t--) {
         const char *cn = t + 1 < n ? cs + (t + 1) * hb : c;
         char *dz = dzs + 4 * t * hb;
@@ -193,12 +151,13 @@ k_lstm_sequence_grad(tfm_op op, tfm_tensor *const *in, int nin,
             f64, dh, dout ? dout + t * hb : NULL, dc, gs + 4 * t * hb,
             cs + t * hb, cn, dz, batch, u, g->stream));
         if (!rc)
-            rc = gemm(op, bl, f64, 0, 1, batch, u, 4 * u, dz, r, dh);
+            rc = tfm_cu_gemm(op, g, ctx, d, 0, 1, batch, u, 4 * u, dz, r,
+                             dh);
     }
     /* dr [U, 4U] = hs^T [U, T*B] @ dzs [T*B, 4U]. */
     if (!rc)
-        rc = gemm(op, bl, f64, 1, 0, u, 4 * u, n * batch,
-                  tfm_tensor_data(in[2]), dzs, dr);
+        rc = tfm_cu_gemm(op, g, ctx, d, 1, 0, u, 4 * u, n * batch,
+                         tfm_tensor_data(in[2]), dzs, dr);
     return rc;
 }
 

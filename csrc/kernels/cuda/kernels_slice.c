@@ -39,20 +39,6 @@ gather_view(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     return tfm_cu_launched(op, rc);
 }
 
-/* The strided view a slice plan selects in a row-major tensor of shape
- * s: returns its first element's offset; st gets each dim's step. */
-static int64_t
-plan_view(const tfm_slice_plan *p, const tfm_shape *s, int64_t *st)
-{
-    int64_t base = 0;
-    tfm_row_strides(s, st);
-    for (int d = 0; d < p->ndim; d++) {
-        base += p->begin[d] * st[d];
-        st[d] *= p->stride[d];
-    }
-    return base;
-}
-
 static tfm_code
 k_strided_slice(tfm_op op, tfm_tensor *const *in, int nin,
                 const tfm_attrs *a, tfm_tensor *const *out, int nout,
@@ -64,7 +50,7 @@ k_strided_slice(tfm_op op, tfm_tensor *const *in, int nin,
     if (rc)
         return rc;
     int64_t st[TFM_MAX_DIMS];
-    int64_t base = plan_view(&p, &in[0]->shape, st);
+    int64_t base = tfm_slice_plan_view(&p, &in[0]->shape, st);
     return gather_view(op, in, nin, a, out, nout, ctx, base, p.ndim, p.len,
                        st);
 }
@@ -97,7 +83,7 @@ k_strided_slice_grad(tfm_op op, tfm_tensor *const *in, int nin,
     if (rc || n == 0)
         return rc;
     int64_t st[TFM_MAX_DIMS];
-    int64_t base = plan_view(&p, &shape, st);
+    int64_t base = tfm_slice_plan_view(&p, &shape, st);
     int lr = tfm_cu_strided_scatter((int)es, tfm_tensor_data(in[0]),
                                     (char *)tfm_tensor_data(out[0]) +
                                         base * (int64_t)es,
@@ -160,9 +146,19 @@ k_tile(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
                        ss);
 }
 
+/* cudaMemcpy2DAsync refuses a pitch past the device's
+ * cudaDevAttrMaxPitch (2^31 - 1 bytes on the GPUs this targets); a
+ * host test lowers it to reach the other path. */
+#ifndef TFM_CU_MAX_PITCH
+#define TFM_CU_MAX_PITCH ((size_t)INT32_MAX)
+#endif
+
 /* Split, SplitV and Unpack: x as [outer, row] (the dims before the axis,
  * the rest); each output takes the next chunk of every row, one 2-D
- * copy each (ConcatV2 in reverse). */
+ * copy each (ConcatV2 in reverse). One row (a split on the first axis,
+ * the usual case) is one plain copy; rows longer than a 2-D copy's
+ * pitch may be (a split of a tensor past 2 GiB) go through the strided
+ * gather instead of failing. */
 static tfm_code
 k_split(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
         tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
@@ -179,14 +175,28 @@ k_split(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     int64_t off = 0;
     for (int k = 0; k < nout; k++) {
         int64_t chunk = tfm_tensor_numel(out[k]) / outer;
-        if (chunk) {
-            cudaError_t e = cudaMemcpy2DAsync(
-                tfm_tensor_data(out[k]), (size_t)chunk * es,
-                s + (size_t)off * es, (size_t)row * es, (size_t)chunk * es,
-                (size_t)outer, cudaMemcpyDeviceToDevice, g->stream);
-            if (e)
-                return tfm_cu_launched(op, (int)e);
+        void *dst = tfm_tensor_data(out[k]);
+        const char *src = s + (size_t)off * es;
+        int lr;
+        if (chunk == 0)
+            continue;
+        if (outer == 1)
+            lr = (int)cudaMemcpyAsync(dst, src, (size_t)chunk * es,
+                                      cudaMemcpyDeviceToDevice, g->stream);
+        else if ((size_t)row * es <= TFM_CU_MAX_PITCH)
+            lr = (int)cudaMemcpy2DAsync(dst, (size_t)chunk * es, src,
+                                        (size_t)row * es, (size_t)chunk * es,
+                                        (size_t)outer,
+                                        cudaMemcpyDeviceToDevice, g->stream);
+        else {
+            int64_t dims[2] = {outer, chunk}, st[2] = {row, 1};
+            lr = tfm_cu_transpose((int)es, src, dst, 2, dims, st,
+                                  outer * chunk, g->stream);
+            if (lr < 0)
+                return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
         }
+        if (lr)
+            return tfm_cu_launched(op, lr);
         off += chunk;
     }
     return TFM_OK;
@@ -345,7 +355,10 @@ k_one_hot(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     int ax = a->i[1] < 0 ? is->ndim : (int)a->i[1];
     int64_t suffix = tfm_dims_prod(is->dims, ax, is->ndim);
     tfm_gpu *g = tfm_cu_gpu(ctx);
-    int rc = tfm_cu_fill((int)es, tfm_tensor_data(in[2]), NULL,
+    /* fill.cu reads val's es bytes on the host even when src is given:
+     * it must point somewhere (src's value is what is written). */
+    static const char unused[16];
+    int rc = tfm_cu_fill((int)es, tfm_tensor_data(in[2]), unused,
                          tfm_tensor_data(out[0]), n, g->stream);
     if (rc == 0)
         rc = tfm_cu_one_hot((int)es, id == TFM_INT64, tfm_tensor_data(in[0]),

@@ -11,6 +11,11 @@
 // rule, same NaN rule, same order of additions in the gradients (each
 // input cell gathers from the windows that cover it, in row-major
 // order), so results equal the CPU's but for the compiler's contraction.
+//
+// Kernels say __launch_bounds__(TFM_CU_THREADS, 1), the block every
+// launcher here uses; the 1 (one block an SM at least) keeps ptxas
+// from trading registers for occupancy: the bound alone made it spill
+// (k_pool_grad on sm_90, k_scan on sm_80).
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -62,7 +67,7 @@ argmax(const tfm_cu_pool_geom &g, const T *__restrict__ xn, int64_t oy,
 
 // One output cell per thread: MaxPool, AvgPool, MaxPoolGradGrad.
 template <typename T>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_pool_out(int kind, tfm_cu_pool_geom g, const T *__restrict__ x,
            const T *__restrict__ b, T *__restrict__ y, int64_t total)
 {
@@ -104,7 +109,7 @@ ceil_div(int64_t a, int64_t b)
 // One input cell per thread: MaxPoolGrad (2) and AvgPoolGrad (3) gather
 // from every window that covers the cell.
 template <typename T>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_pool_grad(int kind, tfm_cu_pool_geom g, const T *__restrict__ x,
             const T *__restrict__ dy, T *__restrict__ dx, int64_t total)
 {
@@ -161,7 +166,7 @@ pool_as(int kind, const tfm_cu_pool_geom &g, const void *a, const void *b,
 }
 
 template <typename E>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_pad(const E *__restrict__ src, E *__restrict__ dst, int64_t total,
       int64_t sh, int64_t sw, int64_t c, int64_t dh, int64_t dw,
       int64_t top, int64_t left)

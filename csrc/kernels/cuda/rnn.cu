@@ -6,6 +6,11 @@
 // within a few ulps of libm's). No pointer is __restrict__: as on the
 // CPU, z and gates (dc and dc_prev) may be one buffer; each thread reads
 // its columns before it writes them.
+//
+// Kernels say __launch_bounds__(TFM_CU_THREADS, 1), the block every
+// launcher here uses; the 1 (one block an SM at least) keeps ptxas
+// from trading registers for occupancy: the bound alone made it spill
+// (k_pool_grad on sm_90, k_scan on sm_80).
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -30,7 +35,7 @@ __device__ inline double dtanh(double x) { return tanh(x); }
 // projected input, added first as cpu/rnn_math.h's tfm_lstm_row adds it;
 // z_ and g_ are then one buffer.
 template <typename T>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_lstm_gates(const T *z_, const T *x_, const T *cp_,
              T *h_, T *c_, T *g_,
              int64_t batch, int64_t u)
@@ -53,7 +58,7 @@ k_lstm_gates(const T *z_, const T *x_, const T *cp_,
 }
 
 template <typename T>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_lstm_gates_grad(const T *dh_, const T *dh2_, const T *dc_,
                   const T *g_, const T *cp_,
                   const T *c_, T *dz_,

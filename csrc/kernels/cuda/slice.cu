@@ -2,6 +2,11 @@
 // ArgMax/ArgMin, Cumsum/Cumprod, OneHot and MirrorPad. The gathers (StridedSlice, Slice, ReverseV2, Tile) are
 // shape.cu's strided gather; kernels_slice.c computes every view on the
 // host from the CPU's own plans.
+//
+// Kernels say __launch_bounds__(TFM_CU_THREADS, 1), the block every
+// launcher here uses; the 1 (one block an SM at least) keeps ptxas
+// from trading registers for occupancy: the bound alone made it spill
+// (k_pool_grad on sm_90, k_scan on sm_80).
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -24,7 +29,7 @@ struct view {
 // positions are distinct (a slice or an interior), so no two threads
 // write one element.
 template <typename E>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_scatter(const E *__restrict__ x, E *__restrict__ o, int64_t n, view v)
 {
     TFM_CU_GRID_STRIDE(i, n) {
@@ -60,7 +65,7 @@ better(T v, T b, bool is_min)
 // One thread per output: x viewed as [A, R, B], a serial pass over R
 // (the CPU's order, so the same index on ties and NaNs).
 template <typename T, typename I>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_argreduce(const T *__restrict__ x, I *__restrict__ o, int64_t A,
             int64_t R, int64_t B, bool is_min)
 {
@@ -99,7 +104,7 @@ argreduce_as(int wide, int is_min, const void *x, void *o, int64_t A,
 // accumulating in double and integers in uint64 (wrapping), so every
 // output equals the CPU's bit for bit.
 template <typename T, typename AT>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_scan(const T *__restrict__ x, T *__restrict__ y, int64_t A, int64_t R,
        int64_t B, bool prod, bool excl, bool rev)
 {
@@ -131,7 +136,7 @@ scan_as(const void *x, void *y, int64_t A, int64_t R, int64_t B, int prod,
 // OneHot's `on` writes over the off fill; an index outside [0, depth)
 // leaves its row off (cpu/shape_fill.c). Each index owns its positions.
 template <typename E, typename I>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_one_hot(const I *__restrict__ idx, const E *__restrict__ on,
           E *__restrict__ o, int64_t m, int64_t depth, int64_t suffix)
 {
@@ -167,7 +172,7 @@ struct mirror {
 // reflected once per dim as cpu/shape_pad.c's mirror_index (the shape
 // rule keeps every pad within one reflection).
 template <typename E>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_mirror_pad(const E *__restrict__ x, E *__restrict__ o, int64_t n,
              mirror m)
 {
