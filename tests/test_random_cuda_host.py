@@ -556,3 +556,16 @@ def test_traced_multinomial_draws_fresh_each_run_as_the_cpu(glue, tmp_path,
     _glue_vs_cpu(glue, tmp_path, "Multinomial", x, np.int64, (4, 7),
                  [_signed(key), _signed(hi), _signed(lo),
                   _next_instance(True), 7, 0], calls=3)
+
+
+@pytest.mark.parametrize("op", ["RandomShuffle", "Multinomial",
+                                "RandomUniform", "RandomStandardNormal",
+                                "TruncatedNormal", "RandomUniformInt"])
+def test_cuda_build_has_a_gpu_kernel_for(op):
+    # Every random op has a GPU entry now: none soft-places on the CPU.
+    if not _C.cuda_built():
+        pytest.skip("this build has no CUDA backend")
+    import ctypes
+    f = ctypes.CDLL(_C.__file__).tfm_cuda_has_kernel
+    f.argtypes, f.restype = [ctypes.c_char_p], ctypes.c_int
+    assert f(op.encode()) == 1, op
