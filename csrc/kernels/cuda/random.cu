@@ -1,17 +1,26 @@
-// RandomUniform, RandomStandardNormal, TruncatedNormal and
-// RandomUniformInt on the GPU: the CPU's numbers for the same key and
+// The random ops on the GPU: the CPU's numbers for the same key and
 // counter (Note [Random streams] in cpu/random.c). The Philox block and
 // the word-to-number conversions are philox.h's own functions, compiled
-// here for the device. A thread makes one block's outputs (four float32
-// or int32, two float64 or int64, two Box-Muller pairs) or one truncated
-// normal group, at the same output positions as the CPU.
+// here for the device.
+//
+// RandomUniform, RandomStandardNormal, TruncatedNormal and
+// RandomUniformInt: a thread makes one block's outputs (four float32,
+// float16 or int32, two float64 or int64, two Box-Muller pairs) or one
+// truncated normal group, at the same output positions as the CPU.
+// RandomShuffle: the CPU's Fisher-Yates permutation, made on the host,
+// then a row gather (see shuffle_perm). Multinomial: each row's CDF as
+// the CPU sums it, then one thread per pair of samples (see mn_samples).
 //
 // The affine steps (u * span + lo, z * sd + mean) are written with the
 // _rn intrinsics: nvcc would otherwise contract them into one FMA, while
-// the CPU (C11, no contraction) rounds twice. Uniform floats and
-// integers are then bit for bit the CPU's; normals go through CUDA's
-// logf/sincosf, which differ from glibc's by an ulp or two on some
-// inputs (TF's own GPU normals differ from its CPU's the same way).
+// the CPU (C11, no contraction) rounds twice. Uniform floats, integers,
+// shuffles and samples are then bit for bit the CPU's; normals go
+// through CUDA's logf/sincosf, which differ from glibc's by an ulp or
+// two on some inputs (TF's own GPU normals differ from its CPU's the
+// same way), and a sample reads CUDA's exp, within an ulp of glibc's:
+// it differs only where a draw falls within that ulp of a class's
+// boundary.
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -53,6 +62,68 @@ affine(double z, double m, double a)
 #endif
 }
 
+// float16 as cpu/random.c computes it: each float32 step rounded to
+// half (its h()), the steps kept apart as in affine().
+TFM_HOST_DEVICE inline float
+mul_rn(float a, float b)
+{
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+
+TFM_HOST_DEVICE inline float
+add_rn(float a, float b)
+{
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+TFM_HOST_DEVICE inline float
+round_half(float x)
+{
+    return __half2float(__float2half_rn(x));
+}
+
+// float32 to float16 bits, to nearest even as core/dtype.c's
+// tfm_float_to_half; its NaN is 0x7e00 with x's sign, CUDA's 0x7fff.
+TFM_HOST_DEVICE inline uint16_t
+to_half(float x)
+{
+    if (x != x) {
+        uint32_t bits;
+        memcpy(&bits, &x, sizeof bits);
+        return (uint16_t)(((bits >> 16) & 0x8000u) | 0x7e00u);
+    }
+    return __half_as_ushort(__float2half_rn(x));
+}
+
+// cpu/random.c's affine_h: z * m + a in half's steps (m and a already
+// halves).
+TFM_HOST_DEVICE inline uint16_t
+affine_h(float z, float m, float a)
+{
+    return to_half(add_rn(round_half(mul_rn(round_half(z), m)), a));
+}
+
+// One output's store: the float32 affine step, or the float16 one.
+TFM_HOST_DEVICE inline void
+put(float *o, float z, float m, float a)
+{
+    *o = affine(z, m, a);
+}
+
+TFM_HOST_DEVICE inline void
+put(uint16_t *o, float z, float m, float a)
+{
+    *o = affine_h(z, m, a);
+}
+
 // ---- one thread's work: block (or group) b's outputs of n ----
 // Host-and-device, so that a host build can check them against the CPU
 // kernels without a GPU.
@@ -67,6 +138,18 @@ uniform_f32(const stream_at &s, int64_t b, float lo, float span, float *o,
         o[4 * b + k] = affine(tfm_u32_to_float(w[k]), span, lo);
 }
 
+// TF's Uint16ToHalf: ten bits of each word, k / 1024 (exact in half).
+TFM_HOST_DEVICE inline void
+uniform_f16(const stream_at &s, int64_t b, float lo, float span, uint16_t *o,
+            int64_t n)
+{
+    uint32_t w[4];
+    tfm_philox(s.key, tfm_philox_ctr_add(s.ctr, (uint64_t)b), w);
+    for (int k = 0; k < 4 && 4 * b + k < n; k++)
+        o[4 * b + k] = affine_h((float)(w[k] & 0x3ffu) * (1.0f / 1024.0f),
+                                span, lo);
+}
+
 TFM_HOST_DEVICE inline void
 uniform_f64(const stream_at &s, int64_t b, double lo, double span, double *o,
             int64_t n)
@@ -78,19 +161,35 @@ uniform_f64(const stream_at &s, int64_t b, double lo, double span, double *o,
                               span, lo);
 }
 
+// Two float32 Box-Muller pairs, stored as float32 or float16.
+template <typename T>
 TFM_HOST_DEVICE inline void
-normal_f32(const stream_at &s, int64_t b, float mean, float sd, float *o,
-           int64_t n)
+normal_pairs(const stream_at &s, int64_t b, float mean, float sd, T *o,
+             int64_t n)
 {
     uint32_t w[4];
     tfm_philox(s.key, tfm_philox_ctr_add(s.ctr, (uint64_t)b), w);
     for (int k = 0; k < 4 && 4 * b + k < n; k += 2) {
         float z0, z1;
         tfm_box_muller_f(w[k], w[k + 1], &z0, &z1);
-        o[4 * b + k] = affine(z0, sd, mean);
+        put(&o[4 * b + k], z0, sd, mean);
         if (4 * b + k + 1 < n)
-            o[4 * b + k + 1] = affine(z1, sd, mean);
+            put(&o[4 * b + k + 1], z1, sd, mean);
     }
+}
+
+TFM_HOST_DEVICE inline void
+normal_f32(const stream_at &s, int64_t b, float mean, float sd, float *o,
+           int64_t n)
+{
+    normal_pairs(s, b, mean, sd, o, n);
+}
+
+TFM_HOST_DEVICE inline void
+normal_f16(const stream_at &s, int64_t b, float mean, float sd, uint16_t *o,
+           int64_t n)
+{
+    normal_pairs(s, b, mean, sd, o, n);
 }
 
 TFM_HOST_DEVICE inline void
@@ -124,10 +223,12 @@ struct word_reader {
     }
 };
 
-// Group g: four float32 draws with |z| < 2, from block g * 256 on.
+// Group g: four float32 draws with |z| < 2, from block g * 256 on,
+// stored as float32 or float16.
+template <typename T>
 TFM_HOST_DEVICE inline void
-truncated_f32(const stream_at &s, int64_t g, float mean, float sd, float *o,
-              int64_t n)
+truncated_fours(const stream_at &s, int64_t g, float mean, float sd, T *o,
+                int64_t n)
 {
     word_reader r;
     r.s.key = s.key;
@@ -144,7 +245,21 @@ truncated_f32(const stream_at &s, int64_t g, float mean, float sd, float *o,
                 z[got++] = f[i];
     }
     for (int k = 0; k < 4 && 4 * g + k < n; k++)
-        o[4 * g + k] = affine(z[k], sd, mean);
+        put(&o[4 * g + k], z[k], sd, mean);
+}
+
+TFM_HOST_DEVICE inline void
+truncated_f32(const stream_at &s, int64_t g, float mean, float sd, float *o,
+              int64_t n)
+{
+    truncated_fours(s, g, mean, sd, o, n);
+}
+
+TFM_HOST_DEVICE inline void
+truncated_f16(const stream_at &s, int64_t g, float mean, float sd,
+              uint16_t *o, int64_t n)
+{
+    truncated_fours(s, g, mean, sd, o, n);
 }
 
 // Group g: two float64 draws with |z| < 2, from block g * 128 on.
@@ -194,6 +309,124 @@ uniform_i64(const stream_at &s, int64_t b, uint64_t lo, uint64_t span,
     }
 }
 
+// ---- RandomShuffle ----
+
+// cpu/random.c's Fisher-Yates: row i swaps with i + word % (rows - i),
+// one word each in stream order (two past 2^32 rows left). Each swap
+// reads the last, so the draws cannot be spread over threads; the
+// permutation depends only on the stream and the row count, and the
+// launcher makes it on the host: a host loop does a step in a few
+// nanoseconds, one GPU thread in a dependent global-memory round trip
+// per swap (hundreds of times slower past a few thousand rows), and the
+// rows then move in parallel as a gather.
+TFM_HOST_DEVICE inline void
+shuffle_perm(const stream_at &s, int64_t rows, int64_t *perm)
+{
+    for (int64_t i = 0; i < rows; i++)
+        perm[i] = i;
+    word_reader r;
+    r.s = s;
+    r.used = 4;
+    for (int64_t i = 0; i < rows - 1; i++) {
+        uint64_t left = (uint64_t)(rows - i);
+        uint64_t w = r.next();
+        if (left > UINT32_MAX)
+            w = (w << 32) | r.next();
+        int64_t j = i + (int64_t)(w % left);
+        int64_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+// ---- Multinomial ----
+// cpu/random.c's tfm_k_multinomial in four passes over [batch, classes]
+// logits of type ty (launch.h's TFM_CU_F32 / F64 / F16): each row's
+// shift (its largest finite logit, 0 with none), every class's weight
+// exp(logit - shift) (0 for a non-finite logit), each row's running sum
+// in class order (the CPU's additions, so its CDF bit for bit), then the
+// samples. Sample m = b * n + k reads words 2m and 2m + 1 of the one
+// stream the CPU reads row after row, which lie in block m / 2: the
+// samples are independent, one thread per block.
+
+TFM_HOST_DEVICE inline double
+logit_at(const void *x, int ty, int64_t k)
+{
+    switch (ty) {
+    case TFM_CU_F16:
+        return __half2float(__ushort_as_half(((const uint16_t *)x)[k]));
+    case TFM_CU_F32:
+        return ((const float *)x)[k];
+    default:
+        return ((const double *)x)[k];
+    }
+}
+
+TFM_HOST_DEVICE inline void
+mn_shift(const void *x, int ty, int64_t b, int64_t classes, double *shift)
+{
+    double max = 0;
+    int any = 0;
+    for (int64_t j = 0; j < classes; j++) {
+        double v = logit_at(x, ty, b * classes + j);
+        if (isfinite(v) && (!any || v > max)) {
+            max = v;
+            any = 1;
+        }
+    }
+    shift[b] = max;
+}
+
+// An infinite or NaN logit adds nothing: total + 0 is total.
+TFM_HOST_DEVICE inline void
+mn_weight(const void *x, int ty, int64_t e, int64_t classes,
+          const double *shift, double *cdf)
+{
+    double v = logit_at(x, ty, e);
+    cdf[e] = isfinite(v) ? exp(v - shift[e / classes]) : 0.0;
+}
+
+TFM_HOST_DEVICE inline void
+mn_scan(double *cdf, int64_t b, int64_t classes, double *total)
+{
+    double *c = cdf + b * classes;
+    double t = 0;
+    for (int64_t j = 0; j < classes; j++) {
+        t += c[j];
+        c[j] = t;
+    }
+    total[b] = t;
+}
+
+// Samples 2t and 2t + 1 of the batch * n: SimplePhilox's RandDouble
+// (52 bits of two words) times the row's total, then the first class
+// whose CDF exceeds it (upper_bound; classes when none does).
+TFM_HOST_DEVICE inline void
+mn_samples(const stream_at &s, int64_t t, const double *cdf,
+           const double *total, int64_t classes, int64_t n, int64_t m_end,
+           int wide, void *o)
+{
+    uint32_t w[4];
+    tfm_philox(s.key, tfm_philox_ctr_add(s.ctr, (uint64_t)t), w);
+    for (int h = 0; h < 2 && 2 * t + h < m_end; h++) {
+        int64_t m = 2 * t + h, b = m / n;
+        double find = tfm_u64_to_double(w[2 * h], w[2 * h + 1]) * total[b];
+        const double *c = cdf + b * classes;
+        int64_t lo = 0, hi = classes;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (find < c[mid])
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        if (wide)
+            ((int64_t *)o)[m] = lo;
+        else
+            ((int32_t *)o)[m] = (int32_t)lo;
+    }
+}
+
 // One kernel per body: thread b runs body(s, b, p0, p1, o, n) for each
 // of the `threads` blocks or groups.
 #define RANDOM_KERNEL(NAME, T, P)                                          \
@@ -210,7 +443,40 @@ RANDOM_KERNEL(truncated_f32, float, float)
 RANDOM_KERNEL(truncated_f64, double, double)
 RANDOM_KERNEL(uniform_i32, int32_t, uint32_t)
 RANDOM_KERNEL(uniform_i64, int64_t, uint64_t)
+RANDOM_KERNEL(uniform_f16, uint16_t, float)
+RANDOM_KERNEL(normal_f16, uint16_t, float)
+RANDOM_KERNEL(truncated_f16, uint16_t, float)
 #undef RANDOM_KERNEL
+
+__global__ void
+k_mn_shift(const void *x, int ty, int64_t batch, int64_t classes,
+           double *shift)
+{
+    TFM_CU_GRID_STRIDE(b, batch) { mn_shift(x, ty, b, classes, shift); }
+}
+
+__global__ void
+k_mn_weight(const void *x, int ty, int64_t n, int64_t classes,
+            const double *shift, double *cdf)
+{
+    TFM_CU_GRID_STRIDE(e, n) { mn_weight(x, ty, e, classes, shift, cdf); }
+}
+
+__global__ void
+k_mn_scan(double *cdf, int64_t batch, int64_t classes, double *total)
+{
+    TFM_CU_GRID_STRIDE(b, batch) { mn_scan(cdf, b, classes, total); }
+}
+
+__global__ void
+k_mn_samples(stream_at s, const double *cdf, const double *total,
+             int64_t classes, int64_t n, int64_t m_end, int wide, void *o,
+             int64_t threads)
+{
+    TFM_CU_GRID_STRIDE(t, threads) {
+        mn_samples(s, t, cdf, total, classes, n, m_end, wide, o);
+    }
+}
 
 }  // namespace
 
@@ -263,5 +529,77 @@ tfm_cu_random(int dist, int kind, uint64_t key, uint64_t ctr_lo,
         return -1;
     }
 #undef LAUNCH
+    return (int)cudaGetLastError();
+}
+
+extern "C" int
+tfm_cu_random_half(int dist, uint64_t key, uint64_t ctr_lo, uint64_t ctr_hi,
+                   float p0, float p1, uint16_t *o, int64_t n, void *stream)
+{
+    if (n == 0)
+        return 0;
+    stream_at s;
+    s.key = key;
+    s.ctr.lo = ctr_lo;
+    s.ctr.hi = ctr_hi;
+    cudaStream_t st = (cudaStream_t)stream;
+    int64_t threads = (n + 3) / 4;
+    unsigned grid = tfm_cu_blocks_for(threads);
+    switch (dist) {
+    case TFM_CU_UNIFORM:
+        k_uniform_f16<<<grid, TFM_CU_THREADS, 0, st>>>(s, p0, p1, o, n,
+                                                        threads);
+        break;
+    case TFM_CU_NORMAL:
+        k_normal_f16<<<grid, TFM_CU_THREADS, 0, st>>>(s, p0, p1, o, n,
+                                                       threads);
+        break;
+    case TFM_CU_TRUNCATED:
+        k_truncated_f16<<<grid, TFM_CU_THREADS, 0, st>>>(s, p0, p1, o, n,
+                                                          threads);
+        break;
+    default:
+        return -1;
+    }
+    return (int)cudaGetLastError();
+}
+
+// On the host, into host memory: see shuffle_perm.
+extern "C" void
+tfm_cu_shuffle_perm(uint64_t key, uint64_t ctr_lo, uint64_t ctr_hi,
+                    int64_t rows, int64_t *perm)
+{
+    stream_at s;
+    s.key = key;
+    s.ctr.lo = ctr_lo;
+    s.ctr.hi = ctr_hi;
+    shuffle_perm(s, rows, perm);
+}
+
+extern "C" int
+tfm_cu_multinomial(int ty, int wide, uint64_t key, uint64_t ctr_lo,
+                   uint64_t ctr_hi, const void *x, int64_t batch,
+                   int64_t classes, int64_t n, double *scratch, void *o,
+                   void *stream)
+{
+    if (batch == 0 || n == 0)
+        return 0;
+    if (ty != TFM_CU_F32 && ty != TFM_CU_F64 && ty != TFM_CU_F16)
+        return -1;
+    stream_at s;
+    s.key = key;
+    s.ctr.lo = ctr_lo;
+    s.ctr.hi = ctr_hi;
+    cudaStream_t st = (cudaStream_t)stream;
+    double *cdf = scratch, *shift = scratch + batch * classes,
+           *total = shift + batch;
+    unsigned rows = tfm_cu_blocks_for(batch);
+    k_mn_shift<<<rows, TFM_CU_THREADS, 0, st>>>(x, ty, batch, classes, shift);
+    k_mn_weight<<<tfm_cu_blocks_for(batch * classes), TFM_CU_THREADS, 0,
+                  st>>>(x, ty, batch * classes, classes, shift, cdf);
+    k_mn_scan<<<rows, TFM_CU_THREADS, 0, st>>>(cdf, batch, classes, total);
+    int64_t m_end = batch * n, threads = (m_end + 1) / 2;
+    k_mn_samples<<<tfm_cu_blocks_for(threads), TFM_CU_THREADS, 0, st>>>(
+        s, cdf, total, classes, n, m_end, wide, o, threads);
     return (int)cudaGetLastError();
 }
