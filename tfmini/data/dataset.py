@@ -83,6 +83,8 @@ class _Iterator(_trackable.Trackable):
     def get_next(self):
         return self.__next__()
 
+    next = get_next     # TF's OwnedIterator.next()
+
 
 class experimental:  # noqa: N801  (TF's namespace name)
     AUTOTUNE = AUTOTUNE

@@ -452,6 +452,8 @@ def stack_rows(items):
     from ..sparse import SparseTensor, sparse_ops
     if items and all(isinstance(x, SparseTensor) for x in items):
         return sparse_ops.stack_rows(items)
+    if items and hasattr(type(items[0]), "_stack_rows"):
+        return type(items[0])._stack_rows(items)    # extension types
     items = [x if isinstance(x, (Tensor, RaggedTensor)) else
              convert_to_tensor(x) for x in items]
     dense = [x for x in items if isinstance(x, Tensor)]
