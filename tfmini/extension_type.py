@@ -445,6 +445,14 @@ class ExtensionType(_Immutable, CompositeTensor):
     def _is_symbolic(self):
         return any(t._symbolic for t in self._to_components())
 
+    # tf.data and tf.map_fn slice and batch only BatchableExtensionTypes.
+    def _batch_size(self):
+        raise TypeError(f"{type(self).__name__} is not a "
+                        f"BatchableExtensionType: tf.data and tf.map_fn "
+                        f"cannot slice or batch it")
+
+    _batch_item = _batch_slice = _batch_size
+
 
 class ExtensionTypeSpec(_Immutable, TypeSpec):
     """Base of the generated `Spec` classes: the TypeSpec of an

@@ -106,6 +106,13 @@ def _to_tensor(x):
     return constant(x)
 
 
+def _dim0(a):
+    """The size of a's first dim (None for a scalar)."""
+    if isinstance(a, _CompositeTensor):
+        return a._batch_size()
+    return a.shape[0] if len(a.shape) else None
+
+
 def _map_structure(fn, structure):
     return _nest._map(fn, structure, _nest._DATA_LEAF)
 
@@ -142,9 +149,9 @@ class Dataset(DatasetOpsMixin):
         flat = _flatten(arrays)
         if not flat:
             raise ValueError("from_tensor_slices needs at least one tensor")
-        n = flat[0].shape[0] if len(flat[0].shape) else None
+        n = _dim0(flat[0])
         for a in flat:
-            if len(a.shape) == 0 or a.shape[0] != n:
+            if n is None or _dim0(a) != n:
                 raise ValueError(
                     "Dimensions of the components of from_tensor_slices must "
                     f"all have the same size in dim 0; got shapes "

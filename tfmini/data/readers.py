@@ -162,10 +162,12 @@ def from_generator(generator, output_types=None, output_shapes=None,
         for spec, x in zip(specs, leaves):
             if isinstance(spec, _TypeSpec):     # a composite's spec
                 if not spec.is_compatible_with(x):
+                    got = x._type_spec if hasattr(x, "_type_spec") else \
+                        type(x).__name__
                     raise _errors.InvalidArgumentError(
                         None, None, f"TypeError: `generator` yielded an "
-                        f"element of type {type(x).__name__} where "
-                        f"{spec!r} was expected.")
+                        f"element of {got!r} where an element of {spec!r} "
+                        f"was expected.")
                 out.append(x)
                 continue
             npdt = spec.dtype.as_numpy_dtype

@@ -334,10 +334,10 @@ class DatasetOpsMixin:
             for e in src:
                 flat = [x if isinstance(x, ds._CompositeTensor) else _np(x)
                         for x in ds._flatten(e)]
-                if any(len(a.shape) == 0 for a in flat):
+                sizes = [ds._dim0(a) for a in flat]
+                if any(n is None for n in sizes):
                     raise ValueError("unbatch: every component needs a "
                                      "batch dimension (rank >= 1)")
-                sizes = [a.shape[0] for a in flat]
                 n = sizes[0]
                 if any(s != n for s in sizes):
                     raise ValueError(
