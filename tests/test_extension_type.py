@@ -505,3 +505,54 @@ def test_map_fn_over_batchable():
     out = tf.map_fn(lambda n: Net(n.work * 2), batch)
     assert isinstance(out, Net) and out.shape == tf.TensorShape([2])
     assert out.work.numpy().tolist() == [[10.0, 6.0], [6.0, 8.0]]
+
+
+# ---- where tfmini refuses what TF 2.21 silently ignores ----------------
+
+class Scaled(tf.experimental.ExtensionType):
+    x: tf.Tensor
+    scale: float
+
+
+def test_signature_checks_python_fields():
+    # TF 2.21 runs the signature's trace (scale=1.0) for scale=2.0 and
+    # returns [1, 2]: a silently wrong number. tfmini refuses the call.
+    spec = Scaled.Spec(x=tf.TensorSpec([None]), scale=1.0)
+
+    @tf.function(input_signature=[spec])
+    def f(s):
+        return s.x * s.scale
+
+    assert f(Scaled([1.0, 2.0], 1.0)).numpy().tolist() == [1.0, 2.0]
+    with pytest.raises(TypeError, match="scale=1.0"):
+        f(Scaled([1.0, 2.0], 2.0))
+
+    @tf.function
+    def g(s):
+        return s.x * s.scale
+
+    cf = g.get_concrete_function(spec)
+    assert cf(Scaled([3.0], 1.0)).numpy().tolist() == [3.0]
+    with pytest.raises(TypeError, match="scale=2.0"):
+        cf(Scaled([3.0], 2.0))
+
+
+class R(tf.experimental.ExtensionType):
+    rt: tf.RaggedTensor
+    w: tf.Tensor
+
+
+def test_ragged_field():
+    r = R(tf.ragged.constant([[1.0, 2.0], [3.0]]), 2.0)
+    assert repr(tf.type_spec_from_value(r)) == (
+        "R.Spec(rt=RaggedTensorSpec(TensorShape([2, None]), tf.float32, 1, "
+        "tf.int64), w=TensorSpec(shape=(), dtype=tf.float32, name=None))")
+    assert len(tf.nest.flatten(r, expand_composites=True)) == 3
+
+    @tf.function
+    def f(r):
+        return tf.reduce_sum(r.rt.flat_values) * r.w, r
+
+    total, back = f(r)
+    assert total.numpy() == 12.0
+    assert back.rt.to_list() == [[1.0, 2.0], [3.0]]

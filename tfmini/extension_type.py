@@ -230,6 +230,30 @@ class _StaticKey:
         return repr(self.spec)
 
 
+def static_mismatch(given, traced):
+    """A message if the arguments `given` hold an extension type whose
+    static part differs from the one `traced` (both canonical argument
+    structures of tf.function), else None. A concrete function runs its
+    one trace: a different Python field would silently be ignored."""
+    if isinstance(traced, _StaticKey):
+        if isinstance(given, _StaticKey) and given != traced:
+            return f"expected {traced!r}, got {given!r}"
+        return None
+    if isinstance(traced, (list, tuple)) and isinstance(given, (list,
+                                                                tuple)):
+        for g, t in zip(given, traced):
+            r = static_mismatch(g, t)
+            if r is not None:
+                return r
+    elif isinstance(traced, dict) and isinstance(given, dict):
+        for k in traced:
+            if k in given:
+                r = static_mismatch(given[k], traced[k])
+                if r is not None:
+                    return r
+    return None
+
+
 # ---- construction --------------------------------------------------------
 
 def _mutation_error(obj, name):
