@@ -556,3 +556,20 @@ def test_ragged_field():
     total, back = f(r)
     assert total.numpy() == 12.0
     assert back.rt.to_list() == [[1.0, 2.0], [3.0]]
+
+
+def test_dataset_element_specs():
+    b = BM([[1, 2], [3, 4], [5, 6]], [[True, False]] * 3)
+    ds = tf.data.Dataset.from_tensor_slices(b)
+
+    def spec(shape):
+        return BM.Spec(values=tf.TensorSpec(shape, tf.int32),
+                       mask=tf.TensorSpec(shape, tf.bool))
+    assert ds.element_spec == spec([2])
+    assert ds.batch(2).element_spec == spec([None, 2])
+    assert ds.batch(2, drop_remainder=True).element_spec == spec([2, 2])
+    assert ds.batch(2).unbatch().element_spec == spec([2])
+    assert tf.data.Dataset.from_tensors(b).element_spec == spec([3, 2])
+    doubled = ds.map(lambda x: BM(x.values * 2, x.mask))
+    assert doubled.element_spec == spec([2])
+    assert next(iter(doubled)).values.numpy().tolist() == [2, 4]

@@ -23,7 +23,7 @@ def _map_fields(obj, fn):
 
 
 def _walk(v, tensor, shape, composite):
-    if isinstance(v, Tensor):
+    if isinstance(v, (Tensor, TensorSpec)):     # a value's or a spec's
         return tensor(v)
     if isinstance(v, TensorShape):
         return shape(v)

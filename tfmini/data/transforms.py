@@ -188,8 +188,10 @@ class DatasetOpsMixin:
         batched = getattr(self, "_batched_from", None)
         if batched is not None:
             src, size = batched
-            return ds._map_structure(lambda sp: type(sp)(
-                (size,) + tuple(sp.shape), sp.dtype), src.element_spec)
+            return ds._map_structure(
+                lambda sp: sp._batch(size) if hasattr(sp, "_batch") else
+                type(sp)((size,) + tuple(sp.shape), sp.dtype),
+                src.element_spec)
         for e in ds.Dataset.__iter__(self):
             return ds._map_structure(_spec_of, e)
         raise ValueError("element_spec of an empty dataset whose spec "
