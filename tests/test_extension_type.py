@@ -573,3 +573,13 @@ def test_dataset_element_specs():
     doubled = ds.map(lambda x: BM(x.values * 2, x.mask))
     assert doubled.element_spec == spec([2])
     assert next(iter(doubled)).values.numpy().tolist() == [2, 4]
+
+
+def test_tape_watches_an_extension_type_through_its_tensors():
+    m = MT([1.0, 2.0], [True, False])
+    with tf.GradientTape(persistent=True) as t:
+        t.watch(m)
+        y = tf.reduce_sum(m.values * m.values)
+    assert t.gradient(y, m.values).numpy().tolist() == [2.0, 4.0]
+    with pytest.raises(ValueError):     # TF: not a gradient source either
+        t.gradient(y, m)
