@@ -315,7 +315,8 @@ def _generated_init(fields, context, for_spec):
         keep = f.has_default and not (for_spec and _holds_tensors(f)) and \
             all(p.default is not P.empty for p in params)
         params.insert(0, P(f.name, P.POSITIONAL_OR_KEYWORD,
-                           default=f.default if keep else P.empty))
+                           default=f.default if keep else P.empty,
+                           annotation=P.empty if for_spec else f.value_type))
     params.insert(0, P("self", P.POSITIONAL_OR_KEYWORD))
     sig = inspect.Signature(params)
 
