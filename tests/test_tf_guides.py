@@ -175,8 +175,8 @@ KNOWN = {
                             "refuses the argument",
     ("extension_type", 59): "keras.Input(type_spec=...) (as cell 54)",
     ("extension_type", 62): "tfmini traces graphs of known rank: "
-                            "MaskedTensor.Spec(shape=None) is refused (and "
-                            "its saved models do not carry extension types)",
+                            "MaskedTensor.Spec(shape=None) is refused (with "
+                            "a known rank the module saves and loads)",
     ("extension_type", 63): "TensorSpec(None) is refused (as cell 62)",
     ("extension_type", 65): "tfmini's tf.reshape cannot convert a Python "
                             "range (csrc/python/convert.c)",
