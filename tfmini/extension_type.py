@@ -206,9 +206,47 @@ def _common(a, b):
     return a if _key(a) == _key(b) else None
 
 
+# A skeleton is a spec whose TensorSpecs are all _TENSOR: the structure
+# that rebuilds a value from its tensors, without their shapes and dtypes
+# (which the key has from the tensors themselves). Keys hold skeletons,
+# never tensors: tf.function keeps keys for good.
+_TENSOR = TensorSpec(None)
+
+
+def _skeleton(v):
+    """The skeleton of field value (or spec-field) v."""
+    if isinstance(v, (Tensor, TensorSpec)):
+        return _TENSOR
+    if isinstance(v, (ExtensionType, ExtensionTypeSpec)):
+        spec_cls = type(v) if isinstance(v, TypeSpec) else v.Spec
+        return spec_cls._tfm_from_fields({k: _skeleton(x)
+                                          for k, x in v._tfm_items()})
+    if isinstance(v, CompositeTensor):
+        return v._type_spec
+    if isinstance(v, tuple):
+        return tuple(_skeleton(x) for x in v)
+    if isinstance(v, ImmutableDict):
+        return ImmutableDict((k, _skeleton(x)) for k, x in v.items())
+    return v
+
+
+def _key_of(obj):
+    """obj's _StaticKey; one per class when every field is a tf.Tensor
+    (its skeleton cannot vary)."""
+    cls = type(obj)
+    key = cls.__dict__.get("_tfm_const_key")
+    if key is not None:
+        return key
+    key = _StaticKey(_skeleton(obj))
+    value_cls = cls._tfm_value_type if isinstance(obj, TypeSpec) else cls
+    if all(f.value_type is Tensor for f in value_cls._tfm_field_list):
+        type.__setattr__(cls, "_tfm_const_key", key)
+    return key
+
+
 class _StaticKey:
     """An argument's static part in tf.function's key (Note [Extension
-    types in tf.function]); carries a spec to rebuild the argument."""
+    types in tf.function]); carries a skeleton to rebuild the argument."""
 
     __slots__ = ("spec", "_k", "_h")
     _tfm_static_key = True      # kept in signatures (function_structures)
@@ -228,7 +266,7 @@ class _StaticKey:
         return self._h
 
     def __repr__(self):
-        return repr(self.spec)
+        return repr(self.spec).replace(repr(_TENSOR), "<tensor>")
 
 
 def static_mismatch(given, traced):
@@ -596,7 +634,7 @@ class ExtensionType(_Immutable, CompositeTensor):
         return out
 
     def _key_components(self):
-        return [_StaticKey(self._type_spec)] + self._to_components()
+        return [_key_of(self)] + self._to_components()
 
     @classmethod
     def _from_components(cls, components):
@@ -660,7 +698,7 @@ class ExtensionTypeSpec(_Immutable, TypeSpec):
         return value._to_components()
 
     def _key_components(self):
-        return [_StaticKey(self)] + self._component_specs
+        return [_key_of(self)] + self._component_specs
 
     def is_compatible_with(self, other):
         if isinstance(other, CompositeTensor):
