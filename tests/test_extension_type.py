@@ -650,3 +650,15 @@ def test_saved_structure_refuses_malformed_extension_data(bad):
     from tfmini.saved_model import _structure
     with pytest.raises(_structure.StructureError):
         _structure.decode(bad)
+
+
+def test_reduce_retracing_generalizes_the_tensor_fields():
+    @tf.function(reduce_retracing=True)
+    def f(m):
+        return tf.reduce_sum(tf.where(m.mask, m.values, 0.0))
+
+    for n in range(1, 6):
+        assert f(MT(tf.ones([n]), tf.ones([n], tf.bool))).numpy() == n
+    assert f.experimental_get_tracing_count() == 2      # as TF 2.21
+    assert "MT.Spec(values=TensorSpec(shape=(None,)" in \
+        f.pretty_printed_concrete_signatures()
