@@ -662,3 +662,20 @@ def test_reduce_retracing_generalizes_the_tensor_fields():
     assert f.experimental_get_tracing_count() == 2      # as TF 2.21
     assert "MT.Spec(values=TensorSpec(shape=(None,)" in \
         f.pretty_printed_concrete_signatures()
+
+
+def test_dispatch_composes_with_ragged_dispatch():
+    rt = tf.ragged.constant([[1, 2], [3]])
+    assert tf.add(rt, 1).to_list() == [[2, 3], [4]]   # ragged wrappers in
+
+    @tf.experimental.dispatch_for_binary_elementwise_apis(D, tf.Tensor)
+    def d_and_tensor(api_func, x, y):
+        return D(api_func(x.values, y), x.mask)
+
+    try:
+        out = tf.add(D([1, 2], [True, False]), tf.constant([5, 5]))
+        assert out.values.numpy().tolist() == [6, 7]
+        assert tf.math.add(rt, rt).to_list() == [[2, 4], [6]]
+        assert tf.add(tf.constant(1), 2).numpy() == 3
+    finally:
+        tf.experimental.unregister_dispatch_for(d_and_tensor)

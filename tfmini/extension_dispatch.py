@@ -59,6 +59,7 @@ _BY_API = {}          # bare op -> [(handler, {param: annotation})]
 _UNARY_HANDLERS = []  # (handler, x annotation)
 _BINARY_HANDLERS = []  # (handler, x annotation, y annotation)
 _TYPES = set()        # every class some handler dispatches on
+_TYPES_T = [()]       # the same, as the tuple isinstance takes
 _WRAPPED = {}         # bare op -> True once its wrappers are in
 _KIND = {}            # bare op -> "unary" / "binary"
 
@@ -143,14 +144,14 @@ def _dispatchable(v, classes):
     return isinstance(v, tuple(classes))
 
 
-def _has_registered(args, kwargs):
-    types = tuple(_TYPES)
-    for a in list(args) + list(kwargs.values()):
-        if isinstance(a, types):
-            return True
-        if isinstance(a, (list, tuple)) and any(isinstance(x, types)
-                                                for x in a):
-            return True
+def _has_registered(args, kwargs, types):
+    for vals in (args, kwargs.values()):
+        for a in vals:
+            if isinstance(a, types):
+                return True
+            if isinstance(a, (list, tuple)) and any(isinstance(x, types)
+                                                    for x in a):
+                return True
     return False
 
 
@@ -164,7 +165,8 @@ def _bind(op, args, kwargs):
 # ---- the wrapper -------------------------------------------------------
 
 def _call(bare, current, args, kwargs):
-    if _TYPES and _has_registered(args, kwargs):
+    types = _TYPES_T[0]
+    if types and _has_registered(args, kwargs, types):
         bound = None
         for handler, sig in _BY_API.get(bare, ()):
             if bound is None:
@@ -275,6 +277,7 @@ def dispatch_for_api(api, *signatures):
             for t in sig.values():
                 _TYPES.update(_classes(t, set()))
             _BY_API.setdefault(bare, []).append((handler, dict(sig)))
+        _TYPES_T[0] = tuple(_TYPES)
         _install(bare)
         handler._tfm_dispatch_api = bare
         return handler
@@ -299,6 +302,7 @@ def dispatch_for_unary_elementwise_apis(x_type):
     def decorator(handler):
         _TYPES.update(_classes(x_type, set()))
         _UNARY_HANDLERS.append((handler, x_type))
+        _TYPES_T[0] = tuple(_TYPES)
         for bare in _elementwise_ops(_UNARY, "unary"):
             _install(bare)
         return handler
@@ -311,6 +315,7 @@ def dispatch_for_binary_elementwise_apis(x_type, y_type):
     def decorator(handler):
         _TYPES.update(_classes(x_type, set()) | _classes(y_type, set()))
         _BINARY_HANDLERS.append((handler, x_type, y_type))
+        _TYPES_T[0] = tuple(_TYPES)
         for bare in _elementwise_ops(_BINARY, "binary"):
             _install(bare)
         return handler
