@@ -11,6 +11,7 @@ import math
 
 from .. import dtypes as _dtypes
 from .. import extension_type as _ext
+from .. import extension_type_saved as _ext_saved
 from ..function import _LEAF, TensorSpec, _is_namedtuple
 from ..function_structures import _Components, _components_type
 
@@ -47,7 +48,7 @@ def encode(x, what="a value", depth=0):
                           encode(v, what, depth + 1)] for k, v in x.items()]}
     if getattr(type(x), "_tfm_static_key", False):
         try:                # Note [Extension types in saved models]
-            return {"ext_static": _ext.static_to_json(x)}
+            return {"ext_static": _ext_saved.static_to_json(x)}
         except ValueError as e:
             raise StructureError(f"{what}: {e}") from None
     if isinstance(x, _Components) and hasattr(x.value_type, "_tfm_fields"):
@@ -125,10 +126,10 @@ def decode(d, depth=0):
     if tag in ("ext_static", "extension"):
         try:                # Note [Extension types in saved models]
             if tag == "ext_static":
-                return _ext.static_from_json(v)
+                return _ext_saved.static_from_json(v)
             _check(isinstance(v, list) and len(v) == 2 and
                    isinstance(v[1], list), "extension")
-            vt = _ext.registered_class(v[0])
+            vt = _ext_saved.registered_class(v[0])
         except ValueError as e:
             raise StructureError(str(e)) from None
         return _components_type(vt)(*[decode(x, depth + 1) for x in v[1]])
