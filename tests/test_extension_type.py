@@ -679,3 +679,26 @@ def test_dispatch_composes_with_ragged_dispatch():
         assert tf.add(tf.constant(1), 2).numpy() == 3
     finally:
         tf.experimental.unregister_dispatch_for(d_and_tensor)
+
+
+def test_dispatch_target_must_take_the_apis_parameters():
+    def wrong_name(vals: List[D], axis=0):
+        return vals
+
+    with pytest.raises(ValueError, match=r"Dispatch function's signature "
+                                         r"\(vals: .*\) does not match "
+                                         r"API's signature \(values, "
+                                         r"axis=0, name='stack'\)"):
+        tf.experimental.dispatch_for_api(tf.stack)(wrong_name)
+
+    def no_axis(values: List[D]):
+        return values
+
+    with pytest.raises(ValueError, match="does not match"):
+        tf.experimental.dispatch_for_api(tf.stack)(no_axis)
+
+    def unannotated(values, axis=0):
+        return values
+
+    with pytest.raises(ValueError, match="at least one signature"):
+        tf.experimental.dispatch_for_api(tf.stack)(unannotated)

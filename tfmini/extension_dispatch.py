@@ -247,19 +247,19 @@ def _wrapper(bare, current):
 # ---- registration ------------------------------------------------------
 
 def _signature_of(handler, api):
-    """{param: annotation} of handler, checked against the API's
-    parameters."""
-    api_params = list(inspect.signature(api).parameters)
-    sig = {}
-    for name, p in inspect.signature(handler).parameters.items():
-        if p.annotation is inspect.Parameter.empty:
-            continue
-        if name not in api_params:
-            raise ValueError(f"Dispatch function's signature has parameter "
-                             f"{name!r}, which is not a parameter of "
-                             f"{getattr(api, '__name__', api)}")
-        sig[name] = p.annotation
-    return sig
+    """{param: annotation} of handler, whose parameters must be the API's
+    (a missing trailing `name` is added, as TF does)."""
+    api_sig = inspect.signature(api)
+    sig = inspect.signature(handler)
+    params = list(sig.parameters.values())
+    if "name" in api_sig.parameters and "name" not in sig.parameters:
+        params.append(api_sig.parameters["name"])
+        sig = sig.replace(parameters=params)
+    if [p.name for p in params] != list(api_sig.parameters):
+        raise ValueError(f"Dispatch function's signature {sig} does not "
+                         f"match API's signature {api_sig}.")
+    return {p.name: p.annotation for p in params
+            if p.annotation is not inspect.Parameter.empty}
 
 
 def dispatch_for_api(api, *signatures):
@@ -271,8 +271,10 @@ def dispatch_for_api(api, *signatures):
     def decorator(handler):
         sigs = list(signatures) or [_signature_of(handler, bare)]
         if not any(sigs):
-            raise ValueError("dispatch_for_api: the dispatch target needs "
-                             "a type annotation on at least one parameter")
+            raise ValueError("The dispatch_for_api decorator must be called "
+                             "with at least one signature, or applied to a "
+                             "function that has type annotations on its "
+                             "parameters.")
         for sig in sigs:
             for t in sig.values():
                 _TYPES.update(_classes(t, set()))
