@@ -702,3 +702,29 @@ def test_dispatch_target_must_take_the_apis_parameters():
 
     with pytest.raises(ValueError, match="at least one signature"):
         tf.experimental.dispatch_for_api(tf.stack)(unannotated)
+
+
+def test_no_leak_through_function_data_and_dispatch():
+    from _leaks import assert_no_leak
+
+    @tf.function
+    def f(m):
+        return MT(m.values * 2.0, m.mask)
+
+    @tf.experimental.dispatch_for_unary_elementwise_apis(D)
+    def unary(api_func, x):
+        return D(api_func(x.values), x.mask)
+
+    def round_():
+        m = MT(tf.constant([1.0, 2.0]), tf.constant([True, False]))
+        out = f(m)
+        assert bool(out == MT([2.0, 4.0], [True, False]))
+        ds = tf.data.Dataset.from_tensor_slices(BM([[1], [2]],
+                                                   [[True], [False]]))
+        assert len(list(ds.batch(2))) == 1
+        assert tf.abs(D([-1], [True])).values.numpy().tolist() == [1]
+
+    try:
+        assert_no_leak(round_)
+    finally:
+        tf.experimental.unregister_dispatch_for(unary)
