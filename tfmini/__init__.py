@@ -45,6 +45,8 @@ from .ragged import RaggedTensor, RaggedTensorSpec, map_fn  # noqa
 from .ragged.map_fn import vectorized_map  # noqa: E402,F401
 from . import sparse  # noqa: E402,F401
 from .sparse import SparseTensor, SparseTensorSpec  # noqa: E402,F401
+from .extension_type import type_spec_from_value  # noqa: E402,F401
+from .composite_tensor import TypeSpec  # noqa: E402,F401
 from . import composite_tensor as _composite  # noqa: E402
 _composite.set_dispatch_namespaces(
     [globals()["math"], nn, strings, __import__("sys").modules[__name__]])

@@ -153,7 +153,9 @@ class GradientTape:
 
     def watch(self, tensor):
         """Watch a tensor, a variable, or a nested structure of them."""
-        for t in _nest.flatten(tensor):
+        # A composite (an ExtensionType, a RaggedTensor) is watched
+        # through its tensors, as TF does.
+        for t in _nest.flatten(tensor, expand_composites=True):
             if not isinstance(t, (Tensor, _C.VariableBase)):
                 raise ValueError(f"Passed in object {t} of type "
                                  f"'{type(t).__name__}', not tf.Tensor or "

@@ -37,6 +37,7 @@ from .function_structures import (  # noqa: F401  (saved_model uses them)
     _sorted_keys, _expand_composites, _rebuild_composites)
 from .composite_tensor import CompositeTensor, TypeSpec
 from .function_structures import _Components
+from .extension_type import static_mismatch
 
 # TF's top-level names (tfmini/__init__.py star-imports them). Function,
 # ConcreteFunction and FunctionSignatureError stay in this module, as in
@@ -198,6 +199,11 @@ class ConcreteFunction(_C.ConcreteBase):
                     f"Binding inputs to ConcreteFunction "
                     f"{self._short_name()} failed: {e}") from None
             flat = _flatten_leaves(canonical, [])
+            bad = static_mismatch(canonical, self._canonical_specs)
+            if bad is not None:         # an extension type's Python fields
+                raise FunctionSignatureError(
+                    f"Binding inputs to ConcreteFunction "
+                    f"{self._short_name()} failed: {bad}")
             if len(flat) != len(self._leaf_specs):
                 raise FunctionSignatureError(
                     f"ConcreteFunction {self._short_name()} takes {len(self._leaf_specs)} tensors, got "
@@ -812,6 +818,10 @@ class Function(_C.FunctionBase):
                         for k in spec}
             if isinstance(spec, int) and x != spec:   # a static dim of a
                 fail(path, spec, repr(x))               # composite's shape
+            # An extension type's Python fields (TF 2.21 ignores them
+            # and runs the trace made with the signature's).
+            if getattr(type(spec), "_tfm_static_key", False) and x != spec:
+                fail(path, spec, repr(x))
             return x
 
         out = list(canonical)

@@ -193,6 +193,8 @@ class _ObjectArg:
 def _forget_objects(x):
     if x is None or isinstance(x, (bool, int, float, str, TensorSpec)):
         return x
+    if getattr(type(x), "_tfm_static_key", False):
+        return x        # an extension type's static key: only specs
     t = type(x)
     if t is list:
         return [_forget_objects(v) for v in x]
@@ -346,7 +348,9 @@ def _prepare_outputs(value, fname):
             flat.append(x)
             return _LEAF
         if isinstance(x, CompositeTensor):
-            parts = _components_of(x, key=False)
+            # An extension type keeps its static key among its outputs
+            # (Note [Extension types in tf.function], extension_type.py).
+            parts = _components_of(x, key=hasattr(x, "_tfm_fields"))
             return type(parts)(*[conv(v, path) for v in parts])
         t = type(x)
         if t is list:
@@ -367,6 +371,8 @@ def _prepare_outputs(value, fname):
                 hasattr(x, "_as_tensor"):
             flat.append(convert_to_tensor(x))
             return _LEAF
+        if hasattr(type(x), "__tf_tracing_type__"):
+            return x        # a static key: a constant of the structure
         raise TypeError(
             f"To be compatible with tf.function, Python functions must "
             f"return zero or more Tensors or None values; in compilation of "

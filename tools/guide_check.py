@@ -65,6 +65,7 @@ GUIDES = [
     ("matrix_core", DOCS, "site/en/guide/core/matrix_core.ipynb"),
     # The TF2 unicode tutorial lives in tensorflow/text now.
     ("unicode", TEXT, "docs/guide/unicode.ipynb"),
+    ("extension_type", DOCS, "site/en/guide/extension_type.ipynb"),
 ]
 TF_PYTHON = "/work/tfvenv/bin/python"
 CELL_TIMEOUT_S = 60

@@ -190,7 +190,7 @@ def _verify_branch_vars(values, symbol_names, branch):
         if type(v) is UndefinedReturnValue:
             raise ValueError(f"the {branch} branch must also have a return "
                              f"statement.")
-        for leaf in _nest.flatten(v):
+        for leaf in _nest.flatten(v, expand_composites=True):
             if leaf is None:
                 raise ValueError(f"'{name}' is None at the end of the "
                                  f"{branch} branch.")
@@ -209,7 +209,8 @@ def _verify_cond_vars(main, orelse, symbol_names):
         except (TypeError, ValueError) as e:
             raise TypeError(f"'{name}' must have the same nested structure "
                             f"in the main and else branches:\n\n{e}") from e
-        for x, y in zip(_nest.flatten(a), _nest.flatten(b)):
+        for x, y in zip(_nest.flatten(a, expand_composites=True),
+                        _nest.flatten(b, expand_composites=True)):
             if x is None:
                 raise ValueError(f"'{name}' is None at the end of the main "
                                  f"branch.")
@@ -353,7 +354,7 @@ _LEGAL_TYPES = "Tensor, int, float, bool, TensorArray or a list, tuple or " \
 
 def _verify_loop_init_vars(values, symbol_names, note=None):
     for name, v in zip(symbol_names, values):
-        for leaf in _nest.flatten(v):
+        for leaf in _nest.flatten(v, expand_composites=True):
             if leaf is not None and type(leaf) not in (
                     Undefined, UndefinedReturnValue) and \
                     not isinstance(leaf, _cf.TensorArray) and \
@@ -432,8 +433,8 @@ def _verify_loop_vars(init, entry, exit_, symbol_names, invariants):
             raise TypeError(f"'{name}' does not have the same nested "
                             f"structure after one iteration.\n\n{e}") from e
         inv = invariants[i] if invariants else None
-        for a, b, c in zip(_nest.flatten(init[i]), _nest.flatten(entry[i]),
-                           _nest.flatten(exit_[i])):
+        for a, b, c in zip(*(_nest.flatten(s[i], expand_composites=True)
+                             for s in (init, entry, exit_))):
             _verify_loop_var(name, a, b, c, inv)
 
 

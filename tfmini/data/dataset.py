@@ -83,6 +83,8 @@ class _Iterator(_trackable.Trackable):
     def get_next(self):
         return self.__next__()
 
+    next = get_next     # TF's OwnedIterator.next()
+
 
 class experimental:  # noqa: N801  (TF's namespace name)
     AUTOTUNE = AUTOTUNE
@@ -102,6 +104,13 @@ def _to_tensor(x):
     if isinstance(x, _CompositeTensor):
         return x
     return constant(x)
+
+
+def _dim0(a):
+    """The size of a's first dim (None for a scalar)."""
+    if isinstance(a, _CompositeTensor):
+        return a._batch_size()
+    return a.shape[0] if len(a.shape) else None
 
 
 def _map_structure(fn, structure):
@@ -140,9 +149,9 @@ class Dataset(DatasetOpsMixin):
         flat = _flatten(arrays)
         if not flat:
             raise ValueError("from_tensor_slices needs at least one tensor")
-        n = flat[0].shape[0] if len(flat[0].shape) else None
+        n = _dim0(flat[0])
         for a in flat:
-            if len(a.shape) == 0 or a.shape[0] != n:
+            if n is None or _dim0(a) != n:
                 raise ValueError(
                     "Dimensions of the components of from_tensor_slices must "
                     f"all have the same size in dim 0; got shapes "

@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from .. import errors as _errors
+from ..composite_tensor import TypeSpec as _TypeSpec
 from . import dataset as _ds
 
 
@@ -159,6 +160,16 @@ def from_generator(generator, output_types=None, output_shapes=None,
                 f"{e}") from None
         out = []
         for spec, x in zip(specs, leaves):
+            if isinstance(spec, _TypeSpec):     # a composite's spec
+                if not spec.is_compatible_with(x):
+                    got = x._type_spec if hasattr(x, "_type_spec") else \
+                        type(x).__name__
+                    raise _errors.InvalidArgumentError(
+                        None, None, f"TypeError: `generator` yielded an "
+                        f"element of {got!r} where an element of {spec!r} "
+                        f"was expected.")
+                out.append(x)
+                continue
             npdt = spec.dtype.as_numpy_dtype
             try:
                 a = np.asarray(x.numpy() if hasattr(x, "numpy") else x)
@@ -194,7 +205,7 @@ def _flatten_as(sig, element):
     """element's leaves along sig's structure (lists in an element are
     values, as tf.data)."""
     from ..tensor_spec import TensorSpec
-    if isinstance(sig, TensorSpec):
+    if isinstance(sig, (TensorSpec, _TypeSpec)):
         return [element]
     if isinstance(sig, dict):
         if not isinstance(element, dict) or set(element) != set(sig):

@@ -188,8 +188,10 @@ class DatasetOpsMixin:
         batched = getattr(self, "_batched_from", None)
         if batched is not None:
             src, size = batched
-            return ds._map_structure(lambda sp: type(sp)(
-                (size,) + tuple(sp.shape), sp.dtype), src.element_spec)
+            return ds._map_structure(
+                lambda sp: sp._batch(size) if hasattr(sp, "_batch") else
+                type(sp)((size,) + tuple(sp.shape), sp.dtype),
+                src.element_spec)
         for e in ds.Dataset.__iter__(self):
             return ds._map_structure(_spec_of, e)
         raise ValueError("element_spec of an empty dataset whose spec "
@@ -334,10 +336,10 @@ class DatasetOpsMixin:
             for e in src:
                 flat = [x if isinstance(x, ds._CompositeTensor) else _np(x)
                         for x in ds._flatten(e)]
-                if any(len(a.shape) == 0 for a in flat):
+                sizes = [ds._dim0(a) for a in flat]
+                if any(n is None for n in sizes):
                     raise ValueError("unbatch: every component needs a "
                                      "batch dimension (rank >= 1)")
-                sizes = [a.shape[0] for a in flat]
                 n = sizes[0]
                 if any(s != n for s in sizes):
                     raise ValueError(
@@ -452,6 +454,8 @@ def stack_rows(items):
     from ..sparse import SparseTensor, sparse_ops
     if items and all(isinstance(x, SparseTensor) for x in items):
         return sparse_ops.stack_rows(items)
+    if items and hasattr(type(items[0]), "_stack_rows"):
+        return type(items[0])._stack_rows(items)    # extension types
     items = [x if isinstance(x, (Tensor, RaggedTensor)) else
              convert_to_tensor(x) for x in items]
     dense = [x for x in items if isinstance(x, Tensor)]

@@ -23,6 +23,7 @@ from .. import _C
 from .. import nest as _nest
 from .. import dtypes as _dtypes
 from .._tensor import Tensor
+from ..composite_tensor import CompositeTensor
 from ..errors import InvalidArgumentError
 from ..tensor_shape import TensorShape
 from . import control_flow_grad as _grad
@@ -90,6 +91,10 @@ def _components(leaves, what):
             comp = x._to_components()
             specs.append((x._spec(), len(comp)))
             tensors.extend(comp)
+        elif isinstance(x, CompositeTensor):     # e.g. an ExtensionType
+            comp = _nest.flatten(x, expand_composites=True)
+            specs.append((x._type_spec, len(comp)))
+            tensors.extend(comp)
         else:
             tensors.append(_leaf_tensor(x, f"{what} {i}"))
             specs.append((None, 1))
@@ -101,6 +106,9 @@ def _from_components(specs, tensors):
     for spec, n in specs:
         if spec is None:
             out.append(tensors[k])
+        elif not isinstance(spec, tuple):       # a composite's TypeSpec
+            out.append(_nest.pack_sequence_as(spec, tensors[k:k + n],
+                                              expand_composites=True))
         else:
             out.append(TensorArray._from_components(spec, tensors[k:k + n]))
         k += n
@@ -300,7 +308,7 @@ def _eager_while(cond, body, loop_vars, maximum_iterations):
         n += 1
 
     def convert(x):
-        if isinstance(x, (Tensor, TensorArray)):
+        if isinstance(x, (Tensor, TensorArray, CompositeTensor)):
             return x
         return _leaf_tensor(x, "A loop variable")
 
@@ -351,6 +359,10 @@ def _staged_while(cond, body, loop_vars, shape_invariants,
                                               list(shape_invariants)))
     flat_inv = []
     for (spec, n), inv, leaf in zip(specs, invariants, leaves):
+        if spec is not None and not hasattr(leaf, "_component_invariants"):
+            k = len(flat_inv)       # a composite: its components' shapes
+            flat_inv.extend(t.shape for t in tensors[k:k + n])
+            continue
         if spec is not None:
             flat_inv.extend(leaf._component_invariants(inv))
             continue

@@ -55,6 +55,9 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True,
            swap_memory=False, infer_shape=True, name=None,
            fn_output_signature=None):
     sig = fn_output_signature if fn_output_signature is not None else dtype
+    if any(hasattr(x, "_tfm_fields") for x in _nest.flatten(elems)):
+        from ..extension_type_batch import map_fn as _extension_map_fn
+        return _extension_map_fn(fn, elems)
     flat = [x if _is_value(x) else _C.convert_to_tensor(x)
             for x in _nest.flatten(elems)]
     if not flat:

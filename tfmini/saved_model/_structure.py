@@ -10,6 +10,8 @@ import collections
 import math
 
 from .. import dtypes as _dtypes
+from .. import extension_type as _ext
+from .. import extension_type_saved as _ext_saved
 from ..function import _LEAF, TensorSpec, _is_namedtuple
 from ..function_structures import _Components, _components_type
 
@@ -44,6 +46,14 @@ def encode(x, what="a value", depth=0):
     if t is dict:
         return {"dict": [[encode(k, what, depth + 1),
                           encode(v, what, depth + 1)] for k, v in x.items()]}
+    if getattr(type(x), "_tfm_static_key", False):
+        try:                # Note [Extension types in saved models]
+            return {"ext_static": _ext_saved.static_to_json(x)}
+        except ValueError as e:
+            raise StructureError(f"{what}: {e}") from None
+    if isinstance(x, _Components) and hasattr(x.value_type, "_tfm_fields"):
+        return {"extension": [_ext.registered_name(x.value_type),
+                              [encode(v, what, depth + 1) for v in x]]}
     if isinstance(x, _Components):
         name = x.value_type.__name__
         if _composite_types().get(name) is not x.value_type:
@@ -112,6 +122,16 @@ def decode(d, depth=0):
                isinstance(v[1], list), "composite")
         vt = _composite_types().get(v[0]) if isinstance(v[0], str) else None
         _check(vt is not None, "unknown composite type")
+        return _components_type(vt)(*[decode(x, depth + 1) for x in v[1]])
+    if tag in ("ext_static", "extension"):
+        try:                # Note [Extension types in saved models]
+            if tag == "ext_static":
+                return _ext_saved.static_from_json(v)
+            _check(isinstance(v, list) and len(v) == 2 and
+                   isinstance(v[1], list), "extension")
+            vt = _ext_saved.registered_class(v[0])
+        except ValueError as e:
+            raise StructureError(str(e)) from None
         return _components_type(vt)(*[decode(x, depth + 1) for x in v[1]])
     if tag == "namedtuple":
         _check(isinstance(v, list) and len(v) == 3, "namedtuple")
