@@ -175,7 +175,7 @@ def test_cuda_build_lists_the_fused_ops_gpu_kernels():
                "DepthwiseConv2dNativeBackpropFilter"):
         assert has(op) == int(cudnn), op
     # Ops with no GPU kernel soft-place on the CPU; unknown names are -1.
-    assert has("RandomShuffle") == 0
+    assert has("StringJoin") == 0
     assert has("NoSuchOp") == -1
 
 

@@ -18,25 +18,6 @@
 #include "../cpu/random.h"
 #include "launch_ops.h"
 
-/* random.cu's launchers beyond launch_ops.h's tfm_cu_random, declared
- * here, their only caller (a new line in a header rebuilds everything).
- * float16 uniform (p0 = minval, p1 = maxval - minval), normal and
- * truncated normal (p0 = mean, p1 = stddev), the parameters already
- * halves as cpu/random.c rounds them: */
-int tfm_cu_random_half(int dist, uint64_t key, uint64_t ctr_lo,
-                       uint64_t ctr_hi, float p0, float p1, uint16_t *o,
-                       int64_t n, void *stream);
-/* RandomShuffle's permutation of rows, on the host, into host memory: */
-void tfm_cu_shuffle_perm(uint64_t key, uint64_t ctr_lo, uint64_t ctr_hi,
-                         int64_t rows, int64_t *perm);
-/* Multinomial of [batch, classes] logits x of type ty (TFM_CU_F32, F64,
- * F16) into [batch, n] int32 or, with wide, int64 samples; scratch holds
- * batch * (classes + 2) doubles: */
-int tfm_cu_multinomial(int ty, int wide, uint64_t key, uint64_t ctr_lo,
-                       uint64_t ctr_hi, const void *x, int64_t batch,
-                       int64_t classes, int64_t n, double *scratch, void *o,
-                       void *stream);
-
 /* TF reserves 256 blocks per output (cpu/random.c's BLOCKS_PER_OUTPUT). */
 #define BLOCKS_PER_OUTPUT 256
 

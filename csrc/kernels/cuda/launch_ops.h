@@ -28,6 +28,23 @@ int tfm_cu_random(int dist, int kind, uint64_t key, uint64_t ctr_lo,
                   uint64_t ctr_hi, double p0, double p1, uint64_t ilo,
                   uint64_t ispan, void *o, int64_t n, void *stream);
 
+/* float16 uniform (p0 = minval, p1 = maxval - minval), normal and
+ * truncated normal (p0 = mean, p1 = stddev), the parameters already
+ * halves as cpu/random.c rounds them: */
+int tfm_cu_random_half(int dist, uint64_t key, uint64_t ctr_lo,
+                       uint64_t ctr_hi, float p0, float p1, uint16_t *o,
+                       int64_t n, void *stream);
+/* RandomShuffle's permutation of rows, on the host, into host memory: */
+void tfm_cu_shuffle_perm(uint64_t key, uint64_t ctr_lo, uint64_t ctr_hi,
+                         int64_t rows, int64_t *perm);
+/* Multinomial of [batch, classes] logits x of type ty (TFM_CU_F32, F64,
+ * F16) into [batch, n] int32 or, with wide, int64 samples; scratch holds
+ * batch * (classes + 2) doubles: */
+int tfm_cu_multinomial(int ty, int wide, uint64_t key, uint64_t ctr_lo,
+                       uint64_t ctr_hi, const void *x, int64_t batch,
+                       int64_t classes, int64_t n, double *scratch, void *o,
+                       void *stream);
+
 /* Where row k of an [rows, depth] index matrix points (cpu/
  * shape_gather.c's nd_offset): the sum of index * st[j] over the first
  * depth dims, valid when every index lies in [0, dims[j]). */
