@@ -230,9 +230,10 @@ _default_replica = ReplicaContext(_default, 0)
 
 def _canonical_cpu(spec):
     """'/cpu:1', 'CPU:1', '/device:CPU:1', ... -> TF's full name of a
-    logical CPU device, checked against tf.config's logical devices."""
+    logical CPU device, checked against tf.config's logical devices; a
+    tf.config.LogicalDevice by its name."""
     from .. import config
-    s = str(spec)
+    s = spec.name if isinstance(spec, config.LogicalDevice) else str(spec)
     tail = s.upper().rsplit("/", 1)[-1]
     if tail.startswith("DEVICE:"):
         tail = tail[len("DEVICE:"):]
@@ -267,22 +268,25 @@ def _canonical_cpu(spec):
 class MirroredStrategy(Strategy):
     """Synchronous training on the devices of one machine: one replica
     per device, each in its own thread (Note [Replica threads]). As in
-    TF, without `devices` it takes every GPU, else the CPU (one replica);
-    name the logical CPUs to get several:
+    TF, without `devices` (None or empty) it takes every GPU, else every
+    logical CPU (one unless the CPU was split with
+    tf.config.set_logical_device_configuration); or name them:
     MirroredStrategy(["/cpu:0", "/cpu:1"]). Over GPUs each replica runs
     under its GPU, and their values all-reduce with NCCL when tfmini was
     built with it (nccl.py)."""
 
     def __init__(self, devices=None, cross_device_ops=None):
         from .. import config
-        if devices is None:
-            n = config._gpu_count()
-            devices = [f"/gpu:{i}" for i in range(n)] if n else ["/cpu:0"]
         if isinstance(devices, str):
             devices = [devices]
-        devices = [_canonical_cpu(d) for d in devices]
         if not devices:
-            raise ValueError("Got an empty `devices` list")
+            # TF's all_local_devices(): an empty list means "all" too, as
+            # the GPU guide's MirroredStrategy(list_logical_devices('GPU'))
+            # relies on where there is no GPU.
+            n = config._gpu_count()
+            devices = ([f"/gpu:{i}" for i in range(n)] if n else
+                       [f"/cpu:{i}" for i in range(config._logical_cpu_count())])
+        devices = [_canonical_cpu(d) for d in devices]
         if len(set(devices)) != len(devices):
             raise ValueError(f"Duplicated devices in {devices}")
         super().__init__(devices)
