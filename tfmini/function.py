@@ -1308,8 +1308,12 @@ def _graph_while(cond_fn, body_fn, loop_vars, shape_invariants,
 def _graph_assert(condition, data, summarize):
     """An Assert node: InvalidArgumentError at run time when condition is
     false, naming data's strings and tensor values (summarize elements at
-    each end of every dim, tf.print's format)."""
+    each end of every dim, tf.print's format). None under TF's
+    debug_stripper option (tf.config.optimizer)."""
     from .ops.constant_op import convert_to_tensor
+    from .config import optimizer
+    if optimizer._strips_debug_ops():
+        return
     what = condition.name if isinstance(condition, Tensor) and \
         condition._symbolic else condition
     pieces = [f"Expected '{what}' to be true. Summarized data: "]

@@ -1,0 +1,85 @@
+"""Gaps that TF's guides (gpu, graph_optimization, the customization and
+distribute tutorials, tfrecord) found in tfmini, checked directly. The
+expected values are what TF 2.21 gives."""
+import pytest
+
+import tfmini as tf
+
+
+@pytest.fixture
+def two_cpus():
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    try:
+        yield
+    finally:
+        tf.config.set_logical_device_configuration(cpu, None)
+
+
+@pytest.mark.parametrize("devices", [None, []])
+def test_mirrored_strategy_without_devices_takes_every_logical_cpu(
+        two_cpus, devices):
+    # The GPU guide passes list_logical_devices('GPU'), empty without a
+    # GPU; TF then takes all local devices.
+    strat = tf.distribute.MirroredStrategy(devices)
+    assert strat.num_replicas_in_sync == 2
+    assert strat.extended.worker_devices == (
+        "/job:localhost/replica:0/task:0/device:CPU:0",
+        "/job:localhost/replica:0/task:0/device:CPU:1")
+
+
+def test_mirrored_strategy_takes_logical_device_objects(two_cpus):
+    devs = tf.config.list_logical_devices("CPU")
+    assert tf.distribute.MirroredStrategy(devs).num_replicas_in_sync == 2
+
+
+@pytest.fixture
+def debug_stripper():
+    old = tf.config.optimizer.get_experimental_options()
+    tf.config.optimizer.set_experimental_options({"debug_stripper": True})
+    try:
+        yield
+    finally:
+        tf.config.optimizer.set_experimental_options(
+            {"debug_stripper": old.get("debug_stripper", False)})
+
+
+def _debug_ops(x):
+    tf.print("printed", x)
+    tf.debugging.assert_equal(x, 0., message="neq")
+    tf.debugging.Assert(x < 0, [x])
+    return tf.debugging.check_numerics(x, "bad") * 2
+
+
+def test_debug_stripper_leaves_checks_and_prints_out_of_traces(
+        debug_stripper, capfd):
+    f = tf.function(_debug_ops)
+    assert float(f(tf.constant(float("inf")))) == float("inf")
+    assert "printed" not in capfd.readouterr().out
+    # Eager ops are not graphs: they still check.
+    with pytest.raises(tf.errors.InvalidArgumentError, match="bad"):
+        tf.debugging.check_numerics(tf.constant(float("inf")), "bad")
+
+
+def test_debug_ops_run_without_debug_stripper(capfd):
+    assert not tf.config.optimizer.get_experimental_options().get(
+        "debug_stripper")
+    f = tf.function(lambda x: tf.debugging.check_numerics(x, "bad"))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="bad"):
+        f(tf.constant(float("inf")))
+    g = tf.function(lambda x: tf.print("printed", x, output_stream="stdout"))
+    g(tf.constant(1.))
+    assert "printed 1" in capfd.readouterr().out
+
+
+def test_disable_meta_optimizer_turns_debug_stripper_off(debug_stripper):
+    tf.config.optimizer.set_experimental_options(
+        {"disable_meta_optimizer": True})
+    try:
+        f = tf.function(lambda x: tf.debugging.check_numerics(x, "bad"))
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            f(tf.constant(float("nan")))
+    finally:
+        tf.config.optimizer.set_experimental_options(
+            {"disable_meta_optimizer": False})
