@@ -83,3 +83,29 @@ def test_disable_meta_optimizer_turns_debug_stripper_off(debug_stripper):
     finally:
         tf.config.optimizer.set_experimental_options(
             {"disable_meta_optimizer": False})
+
+
+def test_functional_shapes_keep_unknown_non_batch_dims():
+    # custom_layers tutorial: Sequential over input_shape=(None, None, 3)
+    # summarises as (None, None, None, c), not as the probe's 1x1 image.
+    x = tf.keras.Input(shape=(None, None, 3))
+    assert tf.keras.layers.Conv2D(1, 1)(x).shape == (None, None, None, 1)
+    assert tf.keras.layers.Conv2D(2, 3, padding="same", strides=2)(x) \
+        .shape == (None, None, None, 2)
+    assert tf.keras.layers.BatchNormalization()(x).shape == \
+        (None, None, None, 3)
+    assert tf.keras.layers.GlobalAveragePooling2D()(x).shape == (None, 3)
+
+    class SumRows(tf.keras.layers.Layer):     # no compute_output_shape
+        def call(self, t):
+            return tf.reduce_sum(t, axis=1)
+    assert SumRows()(x).shape == (None, None, 3)
+    seq = tf.keras.Input(shape=(None,))
+    assert tf.keras.layers.Embedding(10, 4)(seq).shape == (None, None, 4)
+    assert tf.keras.layers.Dense(4)(tf.keras.Input(shape=(3,))).shape == \
+        (None, 4)
+    model = tf.keras.Sequential([
+        tf.keras.layers.Conv2D(2, 1, input_shape=(None, None, 3)),
+        tf.keras.layers.BatchNormalization()])
+    assert model.output_shape == (None, None, None, 2)
+    assert model(tf.zeros([1, 2, 3, 3])).shape == (1, 2, 3, 2)

@@ -96,6 +96,7 @@ def functional_call(layer, inputs, rest, kwargs):
         out = layer(*_nest.map_structure(example, args), **kw)
         # The probe's losses belong to no real call.
         layer._keras_call_losses = []
+    unknown = _unknown_dims(layer, args, out, kw, example)
     node = Node(layer, args, dict(kwargs), None)
     counter = [0]
 
@@ -103,6 +104,8 @@ def functional_call(layer, inputs, rest, kwargs):
         shape = tuple(t.shape)
         if batch_unknown and shape:
             shape = (None,) + shape[1:]
+        if counter[0] in unknown:
+            shape = unknown[counter[0]](shape)
         kt = KerasTensor(shape, t.dtype, node, counter[0])
         counter[0] += 1
         return kt
@@ -111,6 +114,56 @@ def functional_call(layer, inputs, rest, kwargs):
     layer._keras_output_shape = _output_shape(node.outputs)
     layer._keras_summary_shape = _output_shape(node.outputs, keep_batch=True)
     return node.outputs
+
+
+def _unknown_dims(layer, args, out, kw, example):
+    """{output index: fn(probe shape) -> shape with None dims} for the
+    outputs whose non-batch dims follow an input's unknown ones (a conv
+    over Input(shape=(None, None, 3))), which the one-example probe
+    gives as sizes. A single output takes the layer's own
+    compute_output_shape where it has one that agrees with the probe;
+    otherwise a second probe, with those input dims 2 instead of 1,
+    shows which output dims follow them."""
+    inputs = [x for x in _nest.flatten(args) if isinstance(x, KerasTensor)]
+    if not any(x.shape and None in x.shape[1:] for x in inputs):
+        return {}
+    outs = _nest.flatten(out)
+    if len(outs) == 1 and len(inputs) == 1 and \
+            type(layer).compute_output_shape is not \
+            Layer.compute_output_shape:
+        try:
+            want = tf.TensorShape(layer.compute_output_shape(
+                inputs[0].shape)).as_list()
+        except Exception:   # noqa: BLE001 - any failure: probe instead
+            want = None
+        got = tuple(outs[0].shape)
+        if want is not None and len(want) == len(got) and all(
+                w is None or w == g for w, g in zip(want[1:], got[1:])):
+            return {0: lambda shape: shape[:1] + tuple(want[1:])}
+
+    def example2(x):
+        if not isinstance(x, KerasTensor) or not x.shape:
+            return example(x)
+        dims = [1 if d is None else int(d) for d in x.shape[:1]] + \
+            [2 if d is None else int(d) for d in x.shape[1:]]
+        return tf.zeros(dims, dtype=x.dtype) \
+            if tf.as_dtype(x.dtype) != tf.string else tf.fill(dims, b"")
+    try:
+        with backend.init_scope(), _unknown_batch(True):
+            again = _nest.flatten(layer(*_nest.map_structure(example2, args),
+                                        **kw))
+    except Exception:   # noqa: BLE001 - the first probe's shapes stand
+        return {}
+    finally:
+        layer._keras_call_losses = []
+    found = {}
+    for i, (a, b) in enumerate(zip(outs, again)):
+        sa, sb = tuple(a.shape), tuple(b.shape)
+        if len(sa) == len(sb) and sa[1:] != sb[1:]:
+            none = [k for k in range(1, len(sa)) if sa[k] != sb[k]]
+            found[i] = (lambda none: lambda shape: tuple(
+                None if k in none else d for k, d in enumerate(shape)))(none)
+    return found
 
 
 class InputLayer(Layer):
