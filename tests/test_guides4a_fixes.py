@@ -109,3 +109,26 @@ def test_functional_shapes_keep_unknown_non_batch_dims():
         tf.keras.layers.BatchNormalization()])
     assert model.output_shape == (None, None, None, 2)
     assert model(tf.zeros([1, 2, 3, 3])).shape == (1, 2, 3, 2)
+
+
+def test_batch_of_lines_and_records_is_a_string_tensor(tmp_path):
+    # customization basics tutorial: TextLineDataset(...).batch(2).
+    path = tmp_path / "lines.txt"
+    path.write_bytes(b"Line 1\nLine 2\nLine 3\n  ")
+    got = list(tf.data.TextLineDataset(str(path)).batch(2))
+    assert [str(x) for x in got] == [
+        "tf.Tensor([b'Line 1' b'Line 2'], shape=(2,), dtype=string)",
+        "tf.Tensor([b'Line 3' b'  '], shape=(2,), dtype=string)"]
+    rec = tmp_path / "r.tfrecord"
+    with tf.io.TFRecordWriter(str(rec)) as w:
+        for r in (b"a\x00", b"bc", b""):
+            w.write(r)
+    got = list(tf.data.TFRecordDataset(str(rec)).batch(3))
+    assert got[0].dtype == tf.string
+    assert got[0].numpy().tolist() == [b"a\x00", b"bc", b""]   # NUL kept
+    # String tensors with a shape, beside a number.
+    ds = tf.data.Dataset.from_tensor_slices(
+        (tf.constant([[b"a"], [b"bcd"]]), [1, 2])).batch(2)
+    s, n = next(iter(ds))
+    assert s.shape == (2, 1) and s.numpy().tolist() == [[b"a"], [b"bcd"]]
+    assert n.numpy().tolist() == [1, 2]

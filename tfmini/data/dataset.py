@@ -380,18 +380,33 @@ def _batched_len(n, size, drop):
 def _no_bytes(column):
     if isinstance(column[0], (bytes, str)):
         raise TypeError(
-            "batch: these elements are Python bytes (records or lines; TF's "
-            "string tensors) and tfmini has no string dtype to batch them "
-            "in; parse them first (map with tf.io.parse_single_example), "
-            "then batch")
+            "padded_batch: these elements are Python bytes (records or "
+            "lines; TF's string tensors), which tfmini does not pad; batch "
+            "them, or parse them first (map with "
+            "tf.io.parse_single_example)")
+
+
+def _is_string(x):
+    return isinstance(x, (bytes, str)) or \
+        getattr(getattr(x, "dtype", None), "name", None) == "string"
+
+
+def _stack_strings(column):
+    """Records, lines or string tensors as one string tensor. Object
+    arrays throughout: NumPy's bytes dtype would drop trailing NULs."""
+    rows = [np.asarray(x if isinstance(x, (bytes, str)) else
+                       _as_numpy(x), dtype=object) for x in column]
+    out = np.empty((len(rows),) + rows[0].shape, dtype=object)
+    for i, r in enumerate(rows):
+        out[i, ...] = r
+    return _to_tensor(out)
 
 
 def _stack(elements):
     columns = list(zip(*[_flatten(e) for e in elements]))
-    for c in columns:
-        _no_bytes(c)
     return _nest._pack(elements[0], [
         stack_rows(c) if isinstance(c[0], _CompositeTensor) else
+        _stack_strings(c) if _is_string(c[0]) else
         _to_tensor(np.stack([_as_numpy(x) for x in c])) for c in columns],
         _nest._DATA_LEAF)
 
