@@ -164,6 +164,11 @@ KNOWN = {
                              "nothing was saved)",
     ("optimizers_core", 1): "tf.__version__ is tfmini's own",
     ("matrix_core", 1): "tf.__version__ is tfmini's own",
+    ("custom_layers", 7): "Keras 3 (TF 2.21) refuses add_weight's name "
+                          "given positionally (Keras 2's order, which the "
+                          "tutorial was written for); tfmini takes it",
+    ("custom_layers", 8): "TF never built the layer (cell 7), so it has no "
+                          "variables; tfmini's has its kernel",
 }
 
 # TF's venv has no scipy: the cell fails there, and here where scipy is

@@ -65,6 +65,10 @@ GUIDES = [
     ("matrix_core", DOCS, "site/en/guide/core/matrix_core.ipynb"),
     ("gpu", DOCS, "site/en/guide/gpu.ipynb"),
     ("graph_optimization", DOCS, "site/en/guide/graph_optimization.ipynb"),
+    ("customization_basics", DOCS,
+     "site/en/tutorials/customization/basics.ipynb"),
+    ("custom_layers", DOCS,
+     "site/en/tutorials/customization/custom_layers.ipynb"),
     # The TF2 unicode tutorial lives in tensorflow/text now.
     ("unicode", TEXT, "docs/guide/unicode.ipynb"),
 ]
