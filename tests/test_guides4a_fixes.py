@@ -132,3 +132,57 @@ def test_batch_of_lines_and_records_is_a_string_tensor(tmp_path):
     s, n = next(iter(ds))
     assert s.shape == (2, 1) and s.numpy().tolist() == [[b"a"], [b"bcd"]]
     assert n.numpy().tolist() == [1, 2]
+
+
+def test_default_and_one_device_reduce_give_the_value_back():
+    # distributed_training guide: get_strategy().reduce("SUM", 1., None)
+    # shows 1.0 (TF 2.21); one replica has nothing to combine.
+    d = tf.distribute.get_strategy()
+    assert d.reduce("SUM", 1., axis=None) == 1.0
+    assert type(d.reduce("SUM", 1., axis=None)) is float
+    assert d.reduce("MEAN", [1., 2.], axis=None) == [1., 2.]
+    assert float(d.reduce("SUM", [1., 2.], axis=0)) == 3.0
+    with pytest.raises(ValueError):
+        d.reduce("BAD", 1., axis=None)
+    one = tf.distribute.OneDeviceStrategy("/cpu:0")
+    assert one.reduce("SUM", 2., axis=None) == 2.0
+    # A MirroredStrategy gives a tensor (TF's too).
+    m = tf.distribute.MirroredStrategy()
+    assert float(m.reduce("SUM", 1., axis=None)) == 1.0
+    assert isinstance(m.reduce("SUM", 1., axis=None), tf.Tensor)
+
+
+def test_cross_device_ops_reduce_as_the_strategy(two_cpus):
+    for ops in (tf.distribute.HierarchicalCopyAllReduce(),
+                tf.distribute.NcclAllReduce(num_packs=0),
+                tf.distribute.ReductionToOneDevice(),
+                tf.distribute.ReductionToOneDevice(
+                    accumulation_fn=tf.math.add_n)):
+        strat = tf.distribute.MirroredStrategy(cross_device_ops=ops)
+        assert strat.extended._cross_device_ops is ops
+        v = strat.run(lambda: tf.cast(
+            tf.distribute.get_replica_context().replica_id_in_sync_group,
+            tf.float32) + 1.)
+        assert float(ops.reduce("SUM", v, "/cpu:0")) == 3.0
+        assert float(ops.reduce(tf.distribute.ReduceOp.MEAN, v,
+                                "/cpu:0")) == 1.5
+        (got,) = ops.batch_reduce("SUM", [(v, "/cpu:0")])
+        assert float(got) == 3.0
+        with pytest.raises(ValueError, match="destinations"):
+            ops.reduce("SUM", v, "")
+    with pytest.raises(ValueError, match="num_packs"):
+        tf.distribute.HierarchicalCopyAllReduce(num_packs=-1)
+    with pytest.raises(ValueError, match="CrossDeviceOps"):
+        tf.distribute.MirroredStrategy(cross_device_ops="nccl")
+
+
+def test_central_storage_strategy_computes_on_the_cpu_with_one_variable():
+    strat = tf.distribute.experimental.CentralStorageStrategy()
+    cpu0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+    assert strat.num_replicas_in_sync == 1
+    assert strat.extended.worker_devices == (cpu0,)
+    assert strat.extended.parameter_devices == (cpu0,)
+    with strat.scope():
+        v = tf.Variable(1.)
+    strat.run(lambda: v.assign_add(2.))
+    assert float(v) == 3.0

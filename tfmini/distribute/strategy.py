@@ -35,7 +35,7 @@ class StrategyExtended:
 
     @property
     def parameter_devices(self):
-        return self._devices
+        return getattr(self, "_parameter_devices", self._devices)
 
     def variable_created_in_scope(self, v):
         return True
@@ -223,6 +223,15 @@ class _DefaultStrategy(Strategy):
         with ReplicaContext(self, 0):
             return fn(*args, **(kwargs or {}))
 
+    def reduce(self, reduce_op, value, axis):
+        """As TF's default strategy: with one replica and no axis there
+        is nothing to combine, so value comes back as given (a Python
+        number stays one)."""
+        if axis is None and not isinstance(value, PerReplica):
+            _reduce_op(reduce_op)
+            return value
+        return Strategy.reduce(self, reduce_op, value, axis)
+
 
 _default = _DefaultStrategy()
 _default_replica = ReplicaContext(_default, 0)
@@ -289,8 +298,36 @@ class MirroredStrategy(Strategy):
         devices = [_canonical_cpu(d) for d in devices]
         if len(set(devices)) != len(devices):
             raise ValueError(f"Duplicated devices in {devices}")
+        from .cross_device_ops import CrossDeviceOps
+        if cross_device_ops is not None and \
+                not isinstance(cross_device_ops, CrossDeviceOps):
+            raise ValueError(f"cross_device_ops must be a "
+                             f"tf.distribute.CrossDeviceOps, got "
+                             f"{cross_device_ops!r}")
         super().__init__(devices)
-        self._cross_device_ops = cross_device_ops
+        self._extended._cross_device_ops = cross_device_ops
+
+
+class CentralStorageStrategy(Strategy):
+    """tf.distribute.experimental.CentralStorageStrategy: replicas on the
+    compute devices (every GPU, else the CPU), each variable once, on the
+    parameter device (the one compute device, else the CPU). tfmini's
+    variables are single anyway (Note [Shared variables]); what differs
+    from MirroredStrategy is the default devices."""
+
+    def __init__(self, compute_devices=None, parameter_device=None):
+        from .. import config
+        if not compute_devices:
+            n = config._gpu_count()
+            compute_devices = [f"/gpu:{i}" for i in range(n)] or ["/cpu:0"]
+        devices = [_canonical_cpu(d) for d in compute_devices]
+        if len(set(devices)) != len(devices):
+            raise ValueError(f"Duplicated devices in {devices}")
+        super().__init__(devices)
+        if parameter_device is None:
+            parameter_device = devices[0] if len(devices) == 1 else "/cpu:0"
+        self._extended._parameter_devices = (
+            _canonical_cpu(parameter_device),)
 
 
 class OneDeviceStrategy(Strategy):
@@ -299,6 +336,8 @@ class OneDeviceStrategy(Strategy):
 
     def __init__(self, device):
         super().__init__([_canonical_cpu(device)])
+
+    reduce = _DefaultStrategy.reduce
 
 
 def get_strategy():
@@ -341,7 +380,7 @@ def get_cross_replica_context():
 
 
 __all__ = ["Strategy", "StrategyExtended", "MirroredStrategy",
-           "OneDeviceStrategy",
+           "OneDeviceStrategy", "CentralStorageStrategy",
            "get_strategy", "has_strategy", "get_replica_context",
            "in_cross_replica_context", "get_cross_replica_context",
            "InputContext"]
