@@ -186,3 +186,66 @@ def test_central_storage_strategy_computes_on_the_cpu_with_one_variable():
         v = tf.Variable(1.)
     strat.run(lambda: v.assign_add(2.))
     assert float(v) == 3.0
+
+
+def test_distributed_dataset_element_spec_as_input_signature(two_cpus):
+    # distribute/input tutorial: tf.function(input_signature=
+    # [dist_dataset.element_spec]) called with the PerReplica batches.
+    strat = tf.distribute.MirroredStrategy()
+    ds = tf.data.Dataset.from_tensors(([1.], [1.])).repeat(20).batch(8)
+    dist = strat.experimental_distribute_dataset(ds)
+    spec = "TensorSpec(shape=(None, 1), dtype=tf.float32, name=None)"
+    assert repr(dist.element_spec) == \
+        f"(PerReplicaSpec({spec}, {spec}), PerReplicaSpec({spec}, {spec}))"
+
+    @tf.function(input_signature=[dist.element_spec])
+    def step(inputs):
+        return strat.run(lambda x: 2 * x[0] - x[1], args=(inputs,))
+    got = [strat.experimental_local_results(step(x)) for x in dist]
+    assert [[tuple(t.shape) for t in g] for g in got] == \
+        [[(4, 1), (4, 1)], [(4, 1), (4, 1)], [(2, 1), (2, 1)]]
+    assert all(float(t[0, 0]) == 1.0 for g in got for t in g)
+    assert step.experimental_get_tracing_count() == 1
+
+
+def test_input_signature_may_hold_namedtuples():
+    import collections
+    Pair = collections.namedtuple("Pair", "a b")
+
+    @tf.function(input_signature=[Pair(tf.TensorSpec([None]),
+                                       tf.TensorSpec([]))])
+    def f(p):
+        return p.a * p.b
+    assert f(Pair(tf.constant([1., 2.]), tf.constant(3.))).numpy() \
+        .tolist() == [3., 6.]
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_data_options_are_checked_merged_and_read_back():
+    # distribute/input tutorial: auto_shard_policy through with_options.
+    policy = tf.data.experimental.AutoShardPolicy
+    assert [int(p) for p in policy] == [-1, 0, 1, 2, 3]
+    o = tf.data.Options()
+    assert o.experimental_distribute.auto_shard_policy == policy.AUTO
+    assert o.deterministic is None
+    with pytest.raises(AttributeError, match="Cannot set the property foo"):
+        o.foo = 1
+    with pytest.raises(TypeError, match="auto_shard_policy"):
+        o.experimental_distribute.auto_shard_policy = "DATA"
+    with pytest.raises(TypeError, match="deterministic"):
+        o.deterministic = 3
+    o.experimental_distribute.auto_shard_policy = policy.DATA
+    assert o != tf.data.Options() and tf.data.Options() == tf.data.Options()
+    ds = tf.data.Dataset.range(3).with_options(o)
+    assert repr(ds).startswith("<_OptionsDataset element_spec=")
+    assert [int(x) for x in ds] == [0, 1, 2]
+    assert ds.map(lambda x: x).batch(2).options() \
+        .experimental_distribute.auto_shard_policy == policy.DATA
+    o2 = tf.data.Options()
+    o2.experimental_deterministic = False     # TF's older name
+    both = ds.with_options(o2).options()
+    assert both.deterministic is False
+    assert both.experimental_distribute.auto_shard_policy == policy.DATA
+    assert tf.data.Dataset.range(2).options() == tf.data.Options()
+    with pytest.raises(TypeError):
+        ds.with_options({"deterministic": True})

@@ -1219,6 +1219,8 @@ def _normalize_signature(sig):
             return s
         if type(s) in (list, tuple):
             return type(s)(check(x) for x in s)
+        if _is_namedtuple(s):      # also a distributed dataset's PerReplica
+            return type(s)(*[check(x) for x in s])
         if type(s) is dict:
             return {k: check(v) for k, v in s.items()}
         raise TypeError(f"input_signature must contain tf.TensorSpec "

@@ -54,11 +54,21 @@ class PerReplica(tuple):
         return "PerReplica:{\n" + inner + "\n}"
 
     def __repr__(self):
+        if self and all(_is_spec(v) for v in self):
+            # A distributed dataset's element_spec (TF's PerReplicaSpec).
+            return "PerReplicaSpec(" + ", ".join(map(repr, self)) + ")"
         return self._show(repr)
 
     # As TF's: print() shows each value's str, tf.Tensor(...).
     def __str__(self):
+        if self and all(_is_spec(v) for v in self):
+            return repr(self)
         return self._show(str)
+
+
+def _is_spec(x):
+    from ..tensor_spec import TensorSpec
+    return isinstance(x, TensorSpec)
 
 
 def _per_replica_type(n):
@@ -207,7 +217,16 @@ class DistributedDataset:
 
     @property
     def element_spec(self):
-        return getattr(self._dataset, "element_spec", None)
+        """The dataset's spec with each leaf once per replica, in a
+        PerReplica (TF's PerReplicaSpec): as a tf.function's
+        input_signature it binds the PerReplica batches this yields, and
+        the trace sees them as PerReplica again."""
+        import tfmini as tf
+        spec = getattr(self._dataset, "element_spec", None)
+        if spec is None:
+            return None
+        n = self._strategy.num_replicas_in_sync
+        return tf.nest.map_structure(lambda s: PerReplica(*[s] * n), spec)
 
 
 class DistributedDatasetsFromFunction:
