@@ -158,6 +158,34 @@ def _pad_to(a, shape, value, what):
 class DatasetOpsMixin:
     """Transformations added to Dataset (see dataset.py)."""
 
+    def with_options(self, options, name=None):
+        """The same elements, with options (tf.data.Options) merged over
+        this dataset's (options.py says what tfmini does with them)."""
+        from .options import Options
+        if not isinstance(options, Options):
+            raise TypeError(f"with_options takes a tf.data.Options, got "
+                            f"{type(options).__name__}")
+        src = self
+        d = _new(lambda: iter(src), self._length)
+        d._spec_from = src
+        d._options = self.options().merge(options)
+        return d
+
+    def options(self):
+        """The options set by with_options on this dataset or on the
+        dataset it was made from (through map, batch and the
+        transformations that keep the element spec)."""
+        from .options import Options
+        ds = self
+        while ds is not None:
+            opts = getattr(ds, "_options", None)
+            if opts is not None:
+                return opts
+            ds = getattr(ds, "_spec_from", None) or \
+                (getattr(ds, "_mapped_from", None) or (None,))[0] or \
+                (getattr(ds, "_batched_from", None) or (None,))[0]
+        return Options()
+
     def apply(self, transformation_func):
         out = transformation_func(self)
         if not isinstance(out, _ds().Dataset):
