@@ -69,6 +69,9 @@ GUIDES = [
      "site/en/tutorials/customization/basics.ipynb"),
     ("custom_layers", DOCS,
      "site/en/tutorials/customization/custom_layers.ipynb"),
+    ("distributed_training", DOCS,
+     "site/en/guide/distributed_training.ipynb"),
+    ("distributed_input", DOCS, "site/en/tutorials/distribute/input.ipynb"),
     # The TF2 unicode tutorial lives in tensorflow/text now.
     ("unicode", TEXT, "docs/guide/unicode.ipynb"),
 ]
