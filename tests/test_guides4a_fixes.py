@@ -249,3 +249,42 @@ def test_data_options_are_checked_merged_and_read_back():
     assert tf.data.Dataset.range(2).options() == tf.data.Options()
     with pytest.raises(TypeError):
         ds.with_options({"deterministic": True})
+
+
+def test_record_datasets_and_parsed_maps_have_tfs_static_specs(tmp_path):
+    # tfrecord tutorial: the specs show before (or without) any record.
+    missing = str(tmp_path / "images.tfrecords")
+    raw = tf.data.TFRecordDataset(missing)
+    assert repr(raw) == ("<TFRecordDatasetV2 element_spec=TensorSpec("
+                         "shape=(), dtype=tf.string, name=None)>")
+    assert tf.data.TextLineDataset(missing).element_spec == \
+        tf.TensorSpec((), tf.string)
+    features = {"width": tf.io.FixedLenFeature([], tf.int64),
+                "image_raw": tf.io.FixedLenFeature([], tf.string),
+                "depth": tf.io.FixedLenFeature([2], tf.float32)}
+    parsed = raw.map(lambda r: tf.io.parse_single_example(r, features))
+    spec = parsed.element_spec
+    assert list(spec) == ["depth", "image_raw", "width"]    # TF's order
+    assert spec["depth"] == tf.TensorSpec((2,), tf.float32)
+    assert spec["image_raw"] == tf.TensorSpec((), tf.string)
+    # Reading it is still TF's NotFoundError: nothing was parsed.
+    with pytest.raises(tf.errors.NotFoundError):
+        list(parsed)
+    # In a tf.function tfmini cannot parse, and says so.
+    with pytest.raises(NotImplementedError, match="parse_single_example"):
+        tf.function(lambda s: tf.io.parse_single_example(s, features),
+                    autograph=False)(tf.constant(b""))
+
+
+def test_parsed_keys_come_in_tfs_order():
+    ex = tf.train.Example(features=tf.train.Features(feature={
+        "b": tf.train.Feature(int64_list=tf.train.Int64List(value=[1])),
+        "a": tf.train.Feature(int64_list=tf.train.Int64List(value=[2]))}))
+    s = ex.SerializeToString()
+    feats = {"b": tf.io.FixedLenFeature([], tf.int64),
+             "a": tf.io.FixedLenFeature([], tf.int64),
+             "c": tf.io.VarLenFeature(tf.int64)}
+    one = tf.io.parse_single_example(s, feats)
+    assert list(one) == ["c", "a", "b"]       # sparse keys, then dense
+    assert int(one["a"]) == 2 and int(one["b"]) == 1
+    assert list(tf.io.parse_example([s], feats)) == ["c", "a", "b"]

@@ -44,6 +44,12 @@ def _refuse_in_graph(what):
 class _StringDataset(_ds.Dataset):
     _what = "a string dataset"
 
+    @property
+    def element_spec(self):
+        from .. import dtypes
+        from ..tensor_spec import TensorSpec
+        return TensorSpec((), dtypes.string)
+
     def __iter__(self):
         _refuse_in_graph(self._what)
         return super().__iter__()

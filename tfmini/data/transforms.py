@@ -18,6 +18,16 @@ def _new(make_iter, length=None):
     return _ds().Dataset(make_iter, length)
 
 
+_probe = threading.local()
+
+
+def probing_specs():
+    """Whether a map function is being traced only for the element_spec
+    (_traced_map_spec), never to run: an op with no graph form (such as
+    parse_single_example) may then give tensors of its static spec."""
+    return getattr(_probe, "on", False)
+
+
 def _traced_map_spec(src, map_func):
     """A mapped dataset's element_spec as TF has it: map_func traced once
     on the source's spec (so a None dimension stays None, and nothing is
@@ -37,7 +47,11 @@ def _traced_map_spec(src, map_func):
             return None
         traced = _function.function(lambda *a: map_func(*a),
                                     autograph=False)
-        outs = traced.get_concrete_function(*args).structured_outputs
+        _probe.on = True
+        try:
+            outs = traced.get_concrete_function(*args).structured_outputs
+        finally:
+            _probe.on = False
         if outs is None:
             return None
         return _ds()._map_structure(_spec_of, outs)
