@@ -176,6 +176,12 @@ KNOWN = {
     ("distributed_input", 9): "a tf.function pulling from an iterator made "
                               "outside it (get_next_as_optional in a traced "
                               "loop): tfmini has no iterator ops in graphs",
+    ("tfrecord", 6): "a bool tensor as a protobuf int: TF 2.21's "
+                     "__index__ fails under NumPy 2 (AttributeError, "
+                     "UnknownError from py_function); tfmini refuses a bool "
+                     "index (TypeError, so InvalidArgumentError, TF's "
+                     "mapping)",
+    ("tfrecord", 9): "the same bool feature as cell 6",
 }
 
 # TF's venv has no scipy: the cell fails there, and here where scipy is
@@ -183,6 +189,14 @@ KNOWN = {
 if importlib.util.find_spec("scipy") is not None:
     KNOWN[("data", 71)] = "TF's venv has no scipy (ModuleNotFoundError); " \
                           "this one has"
+
+# TF's venv has no IPython: the tfrecord tutorial's import of
+# IPython.display fails there, and its display cells then fail on
+# `display` rather than on the downloaded images' names.
+if importlib.util.find_spec("IPython") is not None:
+    for _cell in (0, 18, 19):
+        KNOWN[("tfrecord", _cell)] = "TF's venv has no IPython " \
+                                     "(ModuleNotFoundError); this one has"
 
 
 def _guides():

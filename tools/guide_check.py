@@ -72,6 +72,7 @@ GUIDES = [
     ("distributed_training", DOCS,
      "site/en/guide/distributed_training.ipynb"),
     ("distributed_input", DOCS, "site/en/tutorials/distribute/input.ipynb"),
+    ("tfrecord", DOCS, "site/en/tutorials/load_data/tfrecord.ipynb"),
     # The TF2 unicode tutorial lives in tensorflow/text now.
     ("unicode", TEXT, "docs/guide/unicode.ipynb"),
 ]
