@@ -288,3 +288,19 @@ def test_parsed_keys_come_in_tfs_order():
     assert list(one) == ["c", "a", "b"]       # sparse keys, then dense
     assert int(one["a"]) == 2 and int(one["b"]) == 1
     assert list(tf.io.parse_example([s], feats)) == ["c", "a", "b"]
+
+
+def test_records_and_lines_are_scalar_string_tensors(tmp_path):
+    # tfrecord tutorial: `for raw_record in raw_dataset.take(10):
+    # print(repr(raw_record))` shows TF's tensors.
+    rec = str(tmp_path / "r.tfrecord")
+    with tf.io.TFRecordWriter(rec) as w:
+        w.write(b"\n\x00x")
+    (r,) = list(tf.data.TFRecordDataset([rec]).take(10))
+    assert repr(r) == ("<tf.Tensor: shape=(), dtype=string, "
+                       "numpy=b'\\n\\x00x'>")
+    lines = tmp_path / "t.txt"
+    lines.write_bytes(b"a\nb")
+    assert [str(x) for x in tf.data.TextLineDataset(str(lines))] == [
+        "tf.Tensor(b'a', shape=(), dtype=string)",
+        "tf.Tensor(b'b', shape=(), dtype=string)"]

@@ -377,15 +377,6 @@ def _batched_len(n, size, drop):
     return n // size if drop else -(-n // size)
 
 
-def _no_bytes(column):
-    if isinstance(column[0], (bytes, str)):
-        raise TypeError(
-            "padded_batch: these elements are Python bytes (records or "
-            "lines; TF's string tensors), which tfmini does not pad; batch "
-            "them, or parse them first (map with "
-            "tf.io.parse_single_example)")
-
-
 def _is_string(x):
     return isinstance(x, (bytes, str)) or \
         getattr(getattr(x, "dtype", None), "name", None) == "string"

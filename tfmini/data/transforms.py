@@ -165,7 +165,8 @@ def _pad_to(a, shape, value, what):
                 f"padded_batch: {what} has shape {list(a.shape)}, larger "
                 f"than the padded shape {list(shape)} in dimension {d}")
     out = np.full(shape, value, a.dtype)
-    out[tuple(slice(0, s) for s in a.shape)] = a
+    # Ellipsis: a 0-d object array then gives its element, not itself.
+    out[tuple(slice(0, s) for s in a.shape) + (Ellipsis,)] = a
     return out
 
 
@@ -340,8 +341,12 @@ class DatasetOpsMixin:
                 values = ds._flatten(padding_values)
             out = []
             for j in range(n):
-                ds._no_bytes([f[j] for f in flats])
-                col = [_np(f[j]) for f in flats]
+                strings = ds._is_string(flats[0][j])
+                # Strings in object arrays (NumPy's bytes dtype drops
+                # trailing NULs), padded with b"" as TF pads them.
+                col = [np.asarray(f[j] if isinstance(f[j], (bytes, str))
+                                  else _np(f[j]), dtype=object)
+                       if strings else _np(f[j]) for f in flats]
                 rank = col[0].ndim
                 want = shapes[j]
                 if want is None:
@@ -355,7 +360,11 @@ class DatasetOpsMixin:
                     max(c.shape[d] for c in col) if want[d] < 0 else want[d]
                     for d in range(rank))
                 v = values[j]
-                v = 0 if v is None else _np(v).item()
+                if strings:
+                    v = b"" if v is None else _np(v).item()
+                    v = v.encode() if isinstance(v, str) else v
+                else:
+                    v = 0 if v is None else _np(v).item()
                 out.append(ds._to_tensor(np.stack(
                     [_pad_to(c, full, v, f"component {j}") for c in col])))
             return ds._nest._pack(first, out, ds._nest._DATA_LEAF)
