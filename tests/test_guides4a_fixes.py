@@ -304,3 +304,33 @@ def test_records_and_lines_are_scalar_string_tensors(tmp_path):
     assert [str(x) for x in tf.data.TextLineDataset(str(lines))] == [
         "tf.Tensor(b'a', shape=(), dtype=string)",
         "tf.Tensor(b'b', shape=(), dtype=string)"]
+
+
+def test_get_next_as_optional_on_dataset_and_distributed_iterators(
+        two_cpus):
+    it = iter(tf.data.Dataset.range(1))
+    got = it.get_next_as_optional()
+    assert bool(got.has_value()) and int(got.get_value()) == 0
+    end = it.get_next_as_optional()
+    assert not bool(end.has_value())
+    assert end.element_spec == tf.TensorSpec((), tf.int64)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="does not have a value"):
+        end.get_value()
+    # distribute/input tutorial's loop, eagerly (TF 2.21's batches).
+    strat = tf.distribute.MirroredStrategy()
+    dist = iter(strat.experimental_distribute_dataset(
+        tf.data.Dataset.range(9).batch(4)))
+    seen = []
+    while True:
+        opt = dist.get_next_as_optional()
+        if not opt.has_value():
+            break
+        seen.append([t.numpy().tolist() for t in
+                     strat.experimental_local_results(opt.get_value())])
+    assert seen == [[[0, 1], [2, 3]], [[4, 5], [6, 7]], [[8], []]]
+    # Read while tracing, it would repeat one element: refused.
+    dist = iter(strat.experimental_distribute_dataset(
+        tf.data.Dataset.range(4).batch(2)))
+    with pytest.raises(NotImplementedError, match="trace time"):
+        tf.function(lambda: dist.get_next()[0], autograph=False)()
