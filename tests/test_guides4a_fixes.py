@@ -334,3 +334,20 @@ def test_get_next_as_optional_on_dataset_and_distributed_iterators(
         tf.data.Dataset.range(4).batch(2)))
     with pytest.raises(NotImplementedError, match="trace time"):
         tf.function(lambda: dist.get_next()[0], autograph=False)()
+
+
+def test_functional_layers_over_unknown_dims_build_from_the_shape():
+    # A VALID 3x3 conv and a 2x2 pool over a 1x1 probe would fail: the
+    # probe retries with bigger sizes, and the dims stay None.
+    x = tf.keras.Input(shape=(None, None, 3))
+    y = tf.keras.layers.MaxPooling2D()(tf.keras.layers.Conv2D(8, 3)(x))
+    assert y.shape == (None, None, None, 8)
+    model = tf.keras.Model(x, tf.keras.layers.GlobalMaxPooling2D()(y))
+    assert model(tf.zeros([2, 10, 12, 3])).shape == (2, 8)
+    # Built from the shape with its Nones (Keras 3): a Dense over an
+    # unknown last dim is TF's ValueError, not a 1-row kernel.
+    with pytest.raises(ValueError, match="last dimension"):
+        tf.keras.layers.Dense(3)(tf.keras.Input(shape=(None,)))
+    # A real size error is still the first probe's.
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Conv2D"):
+        tf.keras.layers.Conv2D(8, 3)(tf.keras.Input(shape=(2, 2, 3)))
