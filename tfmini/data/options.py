@@ -90,7 +90,8 @@ class DistributeOptions(_Group):
 
 class OptimizationOptions(_Group):
     _props = {k: (bool, None) for k in (
-        "apply_default_optimizations", "filter_fusion", "filter_parallelization",
+        "apply_default_optimizations", "filter_fusion",
+        "filter_parallelization",
         "inject_prefetch", "map_and_batch_fusion", "map_and_filter_fusion",
         "map_fusion", "map_parallelization", "noop_elimination",
         "parallel_batch", "seq_interleave_prefetch",

@@ -293,8 +293,9 @@ class MirroredStrategy(Strategy):
             # the GPU guide's MirroredStrategy(list_logical_devices('GPU'))
             # relies on where there is no GPU.
             n = config._gpu_count()
+            cpus = config._logical_cpu_count()
             devices = ([f"/gpu:{i}" for i in range(n)] if n else
-                       [f"/cpu:{i}" for i in range(config._logical_cpu_count())])
+                       [f"/cpu:{i}" for i in range(cpus)])
         devices = [_canonical_cpu(d) for d in devices]
         if len(set(devices)) != len(devices):
             raise ValueError(f"Duplicated devices in {devices}")
