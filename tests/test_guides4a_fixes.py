@@ -351,3 +351,18 @@ def test_functional_layers_over_unknown_dims_build_from_the_shape():
     # A real size error is still the first probe's.
     with pytest.raises(tf.errors.InvalidArgumentError, match="Conv2D"):
         tf.keras.layers.Conv2D(8, 3)(tf.keras.Input(shape=(2, 2, 3)))
+
+
+def test_mirrored_strategy_over_gpu_names_without_a_gpu():
+    # distributed_training guide: MirroredStrategy(["/gpu:0", "/gpu:1"])
+    # on a machine without GPUs (TF 2.21: two replicas, soft-placed).
+    if tf.config.list_physical_devices("GPU"):
+        pytest.skip("a GPU is visible")
+    strat = tf.distribute.MirroredStrategy(devices=["/gpu:0", "/gpu:1"])
+    gpu = "/job:localhost/replica:0/task:0/device:GPU:"
+    assert strat.extended.worker_devices == (gpu + "0", gpu + "1")
+    got = strat.run(lambda: tf.constant(1.) + 1)
+    assert [float(v) for v in got] == [2.0, 2.0]
+    assert float(strat.reduce("SUM", got, axis=None)) == 4.0
+    with pytest.raises(ValueError, match="Unknown device"):
+        tf.distribute.MirroredStrategy(devices=["/gpu:x"])

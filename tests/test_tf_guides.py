@@ -169,9 +169,6 @@ KNOWN = {
                           "tutorial was written for); tfmini takes it",
     ("custom_layers", 8): "TF never built the layer (cell 7), so it has no "
                           "variables; tfmini's has its kernel",
-    ("distributed_training", 2): "TF takes GPU devices where there is no "
-                                 "GPU (its replicas then soft-place on the "
-                                 "CPU); tfmini refuses them by name",
     ("distributed_input", 0): "tf.__version__ is tfmini's own",
     ("distributed_input", 9): "a tf.function pulling from an iterator made "
                               "outside it (get_next_as_optional in a traced "

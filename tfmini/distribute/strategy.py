@@ -249,14 +249,16 @@ def _canonical_cpu(spec):
     kind, _, num = tail.partition(":")
     if kind == "GPU":
         count = config._gpu_count()
-        if count == 0:
-            raise ValueError(f"Device {spec!r}: no GPU is visible to tfmini")
         try:
             n = int(num) if num else 0
         except ValueError:
             raise ValueError(f"Unknown device specification "
                              f"{spec!r}") from None
-        if not 0 <= n < count:
+        # Without any GPU, TF takes GPU names and its replicas run on
+        # the CPU (soft placement, as tfmini's device scopes do): the
+        # distributed training guide's MirroredStrategy(["/gpu:0",
+        # "/gpu:1"]) runs there. With GPUs, a missing one is an error.
+        if count and not 0 <= n < count:
             raise ValueError(f"Device {spec!r}: there are {count} GPUs")
         return _GPU_PREFIX + str(n)
     if kind != "CPU":
