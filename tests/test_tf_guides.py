@@ -164,6 +164,17 @@ KNOWN = {
                              "nothing was saved)",
     ("optimizers_core", 1): "tf.__version__ is tfmini's own",
     ("matrix_core", 1): "tf.__version__ is tfmini's own",
+}
+
+# TF's venv has no scipy: the cell fails there, and here where scipy is
+# also missing.
+if importlib.util.find_spec("scipy") is not None:
+    KNOWN[("data", 71)] = "TF's venv has no scipy (ModuleNotFoundError); " \
+                          "this one has"
+
+# The gpu, graph_optimization, customization, distribute and tfrecord
+# guides' differences, in a block of their own.
+KNOWN.update({
     ("custom_layers", 7): "Keras 3 (TF 2.21) refuses add_weight's name "
                           "given positionally (Keras 2's order, which the "
                           "tutorial was written for); tfmini takes it",
@@ -179,13 +190,7 @@ KNOWN = {
                      "index (TypeError, so InvalidArgumentError, TF's "
                      "mapping)",
     ("tfrecord", 9): "the same bool feature as cell 6",
-}
-
-# TF's venv has no scipy: the cell fails there, and here where scipy is
-# also missing.
-if importlib.util.find_spec("scipy") is not None:
-    KNOWN[("data", 71)] = "TF's venv has no scipy (ModuleNotFoundError); " \
-                          "this one has"
+})
 
 # TF's venv has no IPython: the tfrecord tutorial's import of
 # IPython.display fails there, and its display cells then fail on

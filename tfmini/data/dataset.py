@@ -62,6 +62,16 @@ class _Iterator(_trackable.Trackable):
         self._it = it
         self._count = count
 
+    def get_next_as_optional(self):
+        """The next element as an Optional, empty at the end."""
+        from .optional import Optional
+        try:
+            return Optional.from_value(self.__next__())
+        except StopIteration:
+            spec = self._dataset.element_spec if self._dataset is not None \
+                else None
+            return Optional.empty(spec)
+
     def __iter__(self):
         return self
 
@@ -82,16 +92,6 @@ class _Iterator(_trackable.Trackable):
 
     def get_next(self):
         return self.__next__()
-
-    def get_next_as_optional(self):
-        """The next element as an Optional, empty at the end."""
-        from .optional import Optional
-        try:
-            return Optional.from_value(self.__next__())
-        except StopIteration:
-            spec = self._dataset.element_spec if self._dataset is not None \
-                else None
-            return Optional.empty(spec)
 
 
 class experimental:  # noqa: N801  (TF's namespace name)
