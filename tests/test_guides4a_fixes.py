@@ -366,3 +366,14 @@ def test_mirrored_strategy_over_gpu_names_without_a_gpu():
     assert float(strat.reduce("SUM", got, axis=None)) == 4.0
     with pytest.raises(ValueError, match="Unknown device"):
         tf.distribute.MirroredStrategy(devices=["/gpu:x"])
+
+
+def test_slices_of_python_bytes_keep_every_byte():
+    ds = tf.data.Dataset.from_tensor_slices([b"a\x00", b"b"])
+    assert [x.numpy() for x in ds] == [b"a\x00", b"b"]
+    assert ds.element_spec == tf.TensorSpec((), tf.string)
+    (got,) = list(tf.data.Dataset.from_tensor_slices(
+        ([[b"\x00"], [b"b\x00"]], [1, 2])).batch(2))
+    assert got[0].numpy().tolist() == [[b"\x00"], [b"b\x00"]]
+    assert [x.numpy() for x in tf.data.Dataset.from_tensor_slices(
+        ["é"])] == ["é".encode()]

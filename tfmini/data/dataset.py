@@ -128,6 +128,9 @@ def _as_numpy(x):
     if hasattr(x, "numpy"):
         return x.numpy()
     a = np.asarray(x)
+    if a.dtype.kind in "SU" and not isinstance(x, np.ndarray):
+        # NumPy's bytes dtype drops trailing NULs; TF keeps every byte.
+        return np.array(x, dtype=object)
     if a.dtype == np.float64 and not isinstance(x, np.ndarray):
         a = a.astype(np.float32)      # Python floats -> float32, as TF
     if a.dtype == np.int64 and not isinstance(x, np.ndarray):
