@@ -197,8 +197,10 @@ def test_cache_file_keeps_binary_records(tmp_path):
         for r in recs:
             w.write(r)
     fname = str(tmp_path / "cache")
-    assert list(tf.data.TFRecordDataset(p).cache(fname)) == recs
-    assert list(tf.data.TFRecordDataset(p).cache(fname)) == recs
+    for _ in range(2):      # writes the cache, then reads it
+        got = list(tf.data.TFRecordDataset(p).cache(fname))
+        assert [r.numpy() for r in got] == recs
+        assert all(r.dtype == tf.string for r in got)
 
 
 def test_concatenate_shard_reduce():
@@ -214,15 +216,23 @@ def test_concatenate_shard_reduce():
         a.shard(2, 2)
 
 
-def test_bytes_elements_refuse_batching_by_name(tmp_path):
+def test_records_batch_and_pad_as_strings(tmp_path):
     p = str(tmp_path / "x.tfrecord")
     with tf.io.TFRecordWriter(p) as w:
         w.write(b"a")
-        w.write(b"b")
-    with pytest.raises(TypeError, match="string dtype"):
-        list(tf.data.TFRecordDataset(p).batch(2))
-    with pytest.raises(TypeError, match="string dtype"):
-        list(tf.data.TFRecordDataset(p).padded_batch(2))
+        w.write(b"b\x00")
+    (got,) = list(tf.data.TFRecordDataset(p).batch(2))
+    assert got.dtype == tf.string and got.numpy().tolist() == [b"a", b"b\x00"]
+    (got,) = list(tf.data.TFRecordDataset(p).padded_batch(2))
+    assert got.numpy().tolist() == [b"a", b"b\x00"]
+    # String vectors pad with b"" (TF's), or the padding value given.
+    ds = tf.data.Dataset.from_tensor_slices([0, 1, 2]).map(
+        lambda n: tf.fill([n + 1], "x"))
+    (got,) = list(ds.padded_batch(3))
+    assert got.numpy().tolist() == [[b"x", b"", b""], [b"x", b"x", b""],
+                                    [b"x", b"x", b"x"]]
+    got = next(iter(ds.padded_batch(2, padding_values="-")))
+    assert got.numpy().tolist() == [[b"x", b"-"], [b"x", b"x"]]
 
 
 def test_dataset_repr_names_tfs_class_and_element_spec():

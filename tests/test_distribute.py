@@ -78,8 +78,9 @@ def test_strategies_and_contexts():
     assert s.num_replicas_in_sync == 2
     assert s.extended.worker_devices[1] == \
         "/job:localhost/replica:0/task:0/device:CPU:1"
-    # As TF: without devices and without GPUs, one replica on the CPU.
-    assert tf.distribute.MirroredStrategy().num_replicas_in_sync == 1
+    # As TF 2.21: without devices and without GPUs, one replica on each
+    # logical CPU (four here, from the fixture).
+    assert tf.distribute.MirroredStrategy().num_replicas_in_sync == 4
     assert tf.distribute.OneDeviceStrategy("/cpu:0").num_replicas_in_sync \
         == 1
     with pytest.raises(ValueError, match="logical CPU"):

@@ -188,6 +188,34 @@ if importlib.util.find_spec("scipy") is not None:
     KNOWN[("data", 71)] = "TF's venv has no scipy (ModuleNotFoundError); " \
                           "this one has"
 
+# The gpu, graph_optimization, customization, distribute and tfrecord
+# guides' differences, in a block of their own.
+KNOWN.update({
+    ("custom_layers", 7): "Keras 3 (TF 2.21) refuses add_weight's name "
+                          "given positionally (Keras 2's order, which the "
+                          "tutorial was written for); tfmini takes it",
+    ("custom_layers", 8): "TF never built the layer (cell 7), so it has no "
+                          "variables; tfmini's has its kernel",
+    ("distributed_input", 0): "tf.__version__ is tfmini's own",
+    ("distributed_input", 9): "a tf.function pulling from an iterator made "
+                              "outside it (get_next_as_optional in a traced "
+                              "loop): tfmini has no iterator ops in graphs",
+    ("tfrecord", 6): "a bool tensor as a protobuf int: TF 2.21's "
+                     "__index__ fails under NumPy 2 (AttributeError, "
+                     "UnknownError from py_function); tfmini refuses a bool "
+                     "index (TypeError, so InvalidArgumentError, TF's "
+                     "mapping)",
+    ("tfrecord", 9): "the same bool feature as cell 6",
+})
+
+# TF's venv has no IPython: the tfrecord tutorial's import of
+# IPython.display fails there, and its display cells then fail on
+# `display` rather than on the downloaded images' names.
+if importlib.util.find_spec("IPython") is not None:
+    for _cell in (0, 18, 19):
+        KNOWN[("tfrecord", _cell)] = "TF's venv has no IPython " \
+                                     "(ModuleNotFoundError); this one has"
+
 
 def _guides():
     if not os.path.isdir(DATA):

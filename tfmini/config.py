@@ -219,8 +219,11 @@ class optimizer:  # noqa: N801  (TF's namespace name)
     and each can be switched by that name. TF's option names map onto
     them: arithmetic_optimization (arithmetic and cse), constant_folding,
     remapping (epilogue and fusion), disable_model_pruning (dce off),
-    memory_optimization, and disable_meta_optimizer (all off); TF's
-    other options are accepted and change nothing here. The settings
+    memory_optimization, and disable_meta_optimizer (all off);
+    debug_stripper leaves tf.Assert (and the assert_* checks),
+    check_numerics and tf.print out of later traces, as TF's pass does
+    (_strips_debug_ops); TF's other options are accepted and change
+    nothing here. The settings
     apply to functions traced afterwards, as in TF: a trace keeps the
     plan it was compiled with. The environment variable
     TFMINI_GRAPH_PASSES_OFF (comma-separated names, or "all") switches
@@ -278,6 +281,15 @@ class optimizer:  # noqa: N801  (TF's namespace name)
         out["disable_meta_optimizer"] = not any(passes.values())
         out.update(passes)
         return out
+
+    @staticmethod
+    def _strips_debug_ops():
+        """Whether a trace now leaves out its debug ops (Assert nodes,
+        check_numerics, tf.print): TF's debug_stripper, off by default
+        and, like every Grappler pass, off under disable_meta_optimizer."""
+        s = optimizer._set
+        return bool(s.get("debug_stripper")) and \
+            not s.get("disable_meta_optimizer")
 
 
 def _passes_from_environment():

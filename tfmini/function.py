@@ -1229,6 +1229,8 @@ def _normalize_signature(sig):
             return s
         if type(s) in (list, tuple):
             return type(s)(check(x) for x in s)
+        if _is_namedtuple(s):      # also a distributed dataset's PerReplica
+            return type(s)(*[check(x) for x in s])
         if type(s) is dict:
             return {k: check(v) for k, v in s.items()}
         raise TypeError(f"input_signature must contain tf.TensorSpec "
@@ -1318,8 +1320,12 @@ def _graph_while(cond_fn, body_fn, loop_vars, shape_invariants,
 def _graph_assert(condition, data, summarize):
     """An Assert node: InvalidArgumentError at run time when condition is
     false, naming data's strings and tensor values (summarize elements at
-    each end of every dim, tf.print's format)."""
+    each end of every dim, tf.print's format). None under TF's
+    debug_stripper option (tf.config.optimizer)."""
     from .ops.constant_op import convert_to_tensor
+    from .config import optimizer
+    if optimizer._strips_debug_ops():
+        return
     what = condition.name if isinstance(condition, Tensor) and \
         condition._symbolic else condition
     pieces = [f"Expected '{what}' to be true. Summarized data: "]

@@ -63,6 +63,16 @@ GUIDES = [
     ("mlp_core", DOCS, "site/en/guide/core/mlp_core.ipynb"),
     ("optimizers_core", DOCS, "site/en/guide/core/optimizers_core.ipynb"),
     ("matrix_core", DOCS, "site/en/guide/core/matrix_core.ipynb"),
+    ("gpu", DOCS, "site/en/guide/gpu.ipynb"),
+    ("graph_optimization", DOCS, "site/en/guide/graph_optimization.ipynb"),
+    ("customization_basics", DOCS,
+     "site/en/tutorials/customization/basics.ipynb"),
+    ("custom_layers", DOCS,
+     "site/en/tutorials/customization/custom_layers.ipynb"),
+    ("distributed_training", DOCS,
+     "site/en/guide/distributed_training.ipynb"),
+    ("distributed_input", DOCS, "site/en/tutorials/distribute/input.ipynb"),
+    ("tfrecord", DOCS, "site/en/tutorials/load_data/tfrecord.ipynb"),
     # The TF2 unicode tutorial lives in tensorflow/text now.
     ("unicode", TEXT, "docs/guide/unicode.ipynb"),
     ("extension_type", DOCS, "site/en/guide/extension_type.ipynb"),
@@ -281,6 +291,8 @@ def main():
     ap.add_argument("--store", help="write TF's outputs here, per guide")
     ap.add_argument("--diff", action="store_true",
                     help="print each differing cell")
+    ap.add_argument("--guide", action="append", default=[],
+                    help="only this guide of GUIDES (by name; repeatable)")
     args = ap.parse_args()
     if args.worker:
         return worker(args)
@@ -292,7 +304,11 @@ def main():
                 books.append((os.path.basename(p).rsplit(".", 1)[0],
                               json.load(f)))
     else:
-        books = [load_notebook(g) for g in GUIDES]
+        unknown = set(args.guide) - {g[0] for g in GUIDES}
+        if unknown:
+            ap.error(f"no such guide: {', '.join(sorted(unknown))}")
+        books = [load_notebook(g) for g in GUIDES
+                 if not args.guide or g[0] in args.guide]
 
     rows = []
     for name, nb in books:

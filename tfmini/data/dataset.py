@@ -62,6 +62,16 @@ class _Iterator(_trackable.Trackable):
         self._it = it
         self._count = count
 
+    def get_next_as_optional(self):
+        """The next element as an Optional, empty at the end."""
+        from .optional import Optional
+        try:
+            return Optional.from_value(self.__next__())
+        except StopIteration:
+            spec = self._dataset.element_spec if self._dataset is not None \
+                else None
+            return Optional.empty(spec)
+
     def __iter__(self):
         return self
 
@@ -127,6 +137,9 @@ def _as_numpy(x):
     if hasattr(x, "numpy"):
         return x.numpy()
     a = np.asarray(x)
+    if a.dtype.kind in "SU" and not isinstance(x, np.ndarray):
+        # NumPy's bytes dtype drops trailing NULs; TF keeps every byte.
+        return np.array(x, dtype=object)
     if a.dtype == np.float64 and not isinstance(x, np.ndarray):
         a = a.astype(np.float32)      # Python floats -> float32, as TF
     if a.dtype == np.int64 and not isinstance(x, np.ndarray):
@@ -386,21 +399,27 @@ def _batched_len(n, size, drop):
     return n // size if drop else -(-n // size)
 
 
-def _no_bytes(column):
-    if isinstance(column[0], (bytes, str)):
-        raise TypeError(
-            "batch: these elements are Python bytes (records or lines; TF's "
-            "string tensors) and tfmini has no string dtype to batch them "
-            "in; parse them first (map with tf.io.parse_single_example), "
-            "then batch")
+def _is_string(x):
+    return isinstance(x, (bytes, str)) or \
+        getattr(getattr(x, "dtype", None), "name", None) == "string"
+
+
+def _stack_strings(column):
+    """Records, lines or string tensors as one string tensor. Object
+    arrays throughout: NumPy's bytes dtype would drop trailing NULs."""
+    rows = [np.asarray(x if isinstance(x, (bytes, str)) else
+                       _as_numpy(x), dtype=object) for x in column]
+    out = np.empty((len(rows),) + rows[0].shape, dtype=object)
+    for i, r in enumerate(rows):
+        out[i, ...] = r
+    return _to_tensor(out)
 
 
 def _stack(elements):
     columns = list(zip(*[_flatten(e) for e in elements]))
-    for c in columns:
-        _no_bytes(c)
     return _nest._pack(elements[0], [
         stack_rows(c) if isinstance(c[0], _CompositeTensor) else
+        _stack_strings(c) if _is_string(c[0]) else
         _to_tensor(np.stack([_as_numpy(x) for x in c])) for c in columns],
         _nest._DATA_LEAF)
 

@@ -1,10 +1,10 @@
 """tf.data sources over files and Python: TFRecordDataset, TextLineDataset,
 from_generator, and cache(filename).
 
-tfmini has no string dtype yet: where TF yields a scalar string tensor
-(a TFRecord, a line of text), tfmini yields Python bytes, in eager
-iteration only. Such a dataset iterated inside a tf.function raises
-NotImplementedError, since the bytes would be baked into the graph."""
+A TFRecord or a line of text is a scalar string tensor, as TF's, in
+eager iteration only: such a dataset iterated inside a tf.function
+raises NotImplementedError, since its elements would be baked into the
+graph as constants."""
 import json
 import zlib
 import os
@@ -37,13 +37,24 @@ def _refuse_in_graph(what):
     from .. import _C
     if _C.tracing():
         raise NotImplementedError(
-            f"{what} iterated inside a tf.function: its elements are string "
-            f"tensors in TF, and tfmini has no string dtype yet (eagerly it "
-            f"yields Python bytes); iterate it outside the function")
+            f"{what} iterated inside a tf.function: tfmini reads files in "
+            f"eager iteration only; iterate it outside the function")
+
+
+def _string(data):
+    from .. import dtypes
+    from ..ops.constant_op import constant
+    return constant(data, dtype=dtypes.string)
 
 
 class _StringDataset(_ds.Dataset):
     _what = "a string dataset"
+
+    @property
+    def element_spec(self):
+        from .. import dtypes
+        from ..tensor_spec import TensorSpec
+        return TensorSpec((), dtypes.string)
 
     def __iter__(self):
         _refuse_in_graph(self._what)
@@ -62,7 +73,7 @@ def _existing(files):
 
 class TFRecordDataset(_StringDataset):
     """tf.data.TFRecordDataset(filenames, compression_type=None, ...):
-    the records of each file in turn, as bytes."""
+    the records of each file in turn, as scalar string tensors."""
     _tf_default = "TFRecordDatasetV2"
     _what = "tf.data.TFRecordDataset"
 
@@ -74,13 +85,15 @@ class TFRecordDataset(_StringDataset):
 
         def gen():
             for f in _existing(files):
-                yield from read_records(f, comp)
+                for record in read_records(f, comp):
+                    yield _string(record)
         super().__init__(gen, None)
 
 
 class TextLineDataset(_StringDataset):
     """tf.data.TextLineDataset(filenames, compression_type=None, ...): the
-    lines of each file, without '\n' or any '\r' (as TF), as bytes."""
+    lines of each file, without '\n' or any '\r' (as TF), as scalar
+    string tensors."""
     _tf_default = "TextLineDatasetV2"
     _what = "tf.data.TextLineDataset"
 
@@ -101,7 +114,7 @@ class TextLineDataset(_StringDataset):
                         line = line[:-1] if ended else line
                         line = line.replace(b"\r", b"")
                         if ended or line:
-                            yield line
+                            yield _string(line)
                 except (OSError, EOFError, zlib.error) as e:
                     raise _errors.DataLossError(
                         None, None, f"{f}: not a valid {comp} file "
@@ -245,6 +258,12 @@ def _leaves(x):
     return [x]
 
 
+def _is_scalar_string(x):
+    from .. import dtypes
+    return getattr(x, "dtype", None) == dtypes.string and \
+        getattr(x, "shape", None) == ()
+
+
 def file_cache(src, filename):
     """cache(filename): the first complete pass is written to
     filename + '.tfmini-cache.npz' (NumPy's format, no pickle); once that
@@ -257,11 +276,14 @@ def file_cache(src, filename):
             outline = json.loads(str(z["outline"]))
             n, k = (int(v) for v in z["counts"])
             is_bytes = z["is_bytes"]
+            strings = z["strings"] if "strings" in z.files else \
+                np.zeros_like(is_bytes)
             for i in range(n):
                 leaves = []
                 for j in range(k):
                     a = z[f"e{i}_{j}"]
-                    leaves.append(a.tobytes() if is_bytes[j]
+                    leaves.append(_string(a.tobytes()) if strings[j] else
+                                  a.tobytes() if is_bytes[j]
                                   else _ds._to_tensor(a))
                 yield _rebuild(outline, iter(leaves))
 
@@ -269,13 +291,17 @@ def file_cache(src, filename):
         if os.path.exists(path):
             yield from read()
             return
-        arrays, outline, n, k, is_bytes = {}, None, 0, 0, []
+        arrays, outline, n, k, is_bytes, strings = {}, None, 0, 0, [], []
         for e in src:
             leaves = _leaves(e)
             if outline is None:
                 outline, k = _outline(e), len(leaves)
-                is_bytes = [isinstance(x, bytes) for x in leaves]
+                strings = [_is_scalar_string(x) for x in leaves]
+                is_bytes = [isinstance(x, bytes) or s
+                            for x, s in zip(leaves, strings)]
             for j, x in enumerate(leaves):
+                if strings[j]:
+                    x = x.numpy()
                 # bytes as uint8: NumPy's 'S' arrays drop trailing NULs.
                 arrays[f"e{n}_{j}"] = (np.frombuffer(x, np.uint8)
                                        if is_bytes[j] else _ds._as_numpy(x))
@@ -284,6 +310,7 @@ def file_cache(src, filename):
         arrays["outline"] = np.array(json.dumps(outline))
         arrays["counts"] = np.array([n, k])
         arrays["is_bytes"] = np.array(is_bytes, bool).reshape(-1)
+        arrays["strings"] = np.array(strings, bool).reshape(-1)
         tmp = path + ".tmp.npz"
         np.savez(tmp, **arrays)
         os.replace(tmp, path)

@@ -18,6 +18,16 @@ def _new(make_iter, length=None):
     return _ds().Dataset(make_iter, length)
 
 
+_probe = threading.local()
+
+
+def probing_specs():
+    """Whether a map function is being traced only for the element_spec
+    (_traced_map_spec), never to run: an op with no graph form (such as
+    parse_single_example) may then give tensors of its static spec."""
+    return getattr(_probe, "on", False)
+
+
 def _traced_map_spec(src, map_func):
     """A mapped dataset's element_spec as TF has it: map_func traced once
     on the source's spec (so a None dimension stays None, and nothing is
@@ -37,7 +47,11 @@ def _traced_map_spec(src, map_func):
             return None
         traced = _function.function(lambda *a: map_func(*a),
                                     autograph=False)
-        outs = traced.get_concrete_function(*args).structured_outputs
+        _probe.on = True
+        try:
+            outs = traced.get_concrete_function(*args).structured_outputs
+        finally:
+            _probe.on = False
         if outs is None:
             return None
         return _ds()._map_structure(_spec_of, outs)
@@ -151,12 +165,41 @@ def _pad_to(a, shape, value, what):
                 f"padded_batch: {what} has shape {list(a.shape)}, larger "
                 f"than the padded shape {list(shape)} in dimension {d}")
     out = np.full(shape, value, a.dtype)
-    out[tuple(slice(0, s) for s in a.shape)] = a
+    # Ellipsis: a 0-d object array then gives its element, not itself.
+    out[tuple(slice(0, s) for s in a.shape) + (Ellipsis,)] = a
     return out
 
 
 class DatasetOpsMixin:
     """Transformations added to Dataset (see dataset.py)."""
+
+    def with_options(self, options, name=None):
+        """The same elements, with options (tf.data.Options) merged over
+        this dataset's (options.py says what tfmini does with them)."""
+        from .options import Options
+        if not isinstance(options, Options):
+            raise TypeError(f"with_options takes a tf.data.Options, got "
+                            f"{type(options).__name__}")
+        src = self
+        d = _new(lambda: iter(src), self._length)
+        d._spec_from = src
+        d._options = self.options().merge(options)
+        return d
+
+    def options(self):
+        """The options set by with_options on this dataset or on the
+        dataset it was made from (through map, batch and the
+        transformations that keep the element spec)."""
+        from .options import Options
+        ds = self
+        while ds is not None:
+            opts = getattr(ds, "_options", None)
+            if opts is not None:
+                return opts
+            ds = getattr(ds, "_spec_from", None) or \
+                (getattr(ds, "_mapped_from", None) or (None,))[0] or \
+                (getattr(ds, "_batched_from", None) or (None,))[0]
+        return Options()
 
     def apply(self, transformation_func):
         out = transformation_func(self)
@@ -300,8 +343,12 @@ class DatasetOpsMixin:
                 values = ds._flatten(padding_values)
             out = []
             for j in range(n):
-                ds._no_bytes([f[j] for f in flats])
-                col = [_np(f[j]) for f in flats]
+                strings = ds._is_string(flats[0][j])
+                # Strings in object arrays (NumPy's bytes dtype drops
+                # trailing NULs), padded with b"" as TF pads them.
+                col = [np.asarray(f[j] if isinstance(f[j], (bytes, str))
+                                  else _np(f[j]), dtype=object)
+                       if strings else _np(f[j]) for f in flats]
                 rank = col[0].ndim
                 want = shapes[j]
                 if want is None:
@@ -315,7 +362,11 @@ class DatasetOpsMixin:
                     max(c.shape[d] for c in col) if want[d] < 0 else want[d]
                     for d in range(rank))
                 v = values[j]
-                v = 0 if v is None else _np(v).item()
+                if strings:
+                    v = b"" if v is None else _np(v).item()
+                    v = v.encode() if isinstance(v, str) else v
+                else:
+                    v = 0 if v is None else _np(v).item()
                 out.append(ds._to_tensor(np.stack(
                     [_pad_to(c, full, v, f"component {j}") for c in col])))
             return ds._nest._pack(first, out, ds._nest._DATA_LEAF)

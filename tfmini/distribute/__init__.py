@@ -6,6 +6,9 @@ process per worker, Note [Workers are replicas] in multi_worker.py)."""
 from ..variables import VariableAggregation, VariableSynchronization  # noqa
 from .replica import ReplicaContext
 from .multi_worker import MultiWorkerMirroredStrategy  # noqa: F401
+from .cross_device_ops import (CrossDeviceOps,  # noqa: F401
+                               HierarchicalCopyAllReduce, NcclAllReduce,
+                               ReductionToOneDevice)
 from .strategy import (MirroredStrategy,  # noqa: F401
                        OneDeviceStrategy, Strategy, StrategyExtended,
                        get_cross_replica_context, get_replica_context,
@@ -18,4 +21,6 @@ __all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy",
            "ReplicaContext", "InputContext", "InputOptions", "ReduceOp",
            "get_strategy", "has_strategy", "get_replica_context",
            "in_cross_replica_context", "get_cross_replica_context",
-           "experimental", "cluster_resolver"]
+           "experimental", "cluster_resolver", "CrossDeviceOps",
+           "HierarchicalCopyAllReduce", "NcclAllReduce",
+           "ReductionToOneDevice"]

@@ -2,6 +2,7 @@
 import enum
 
 from .multi_worker import MultiWorkerMirroredStrategy  # noqa: F401
+from .strategy import CentralStorageStrategy  # noqa: F401
 from .values import _ValueContext as ValueContext  # noqa: F401
 
 

@@ -35,7 +35,7 @@ class StrategyExtended:
 
     @property
     def parameter_devices(self):
-        return self._devices
+        return getattr(self, "_parameter_devices", self._devices)
 
     def variable_created_in_scope(self, v):
         return True
@@ -223,6 +223,15 @@ class _DefaultStrategy(Strategy):
         with ReplicaContext(self, 0):
             return fn(*args, **(kwargs or {}))
 
+    def reduce(self, reduce_op, value, axis):
+        """As TF's default strategy: with one replica and no axis there
+        is nothing to combine, so value comes back as given (a Python
+        number stays one)."""
+        if axis is None and not isinstance(value, PerReplica):
+            _reduce_op(reduce_op)
+            return value
+        return Strategy.reduce(self, reduce_op, value, axis)
+
 
 _default = _DefaultStrategy()
 _default_replica = ReplicaContext(_default, 0)
@@ -230,23 +239,26 @@ _default_replica = ReplicaContext(_default, 0)
 
 def _canonical_cpu(spec):
     """'/cpu:1', 'CPU:1', '/device:CPU:1', ... -> TF's full name of a
-    logical CPU device, checked against tf.config's logical devices."""
+    logical CPU device, checked against tf.config's logical devices; a
+    tf.config.LogicalDevice by its name."""
     from .. import config
-    s = str(spec)
+    s = spec.name if isinstance(spec, config.LogicalDevice) else str(spec)
     tail = s.upper().rsplit("/", 1)[-1]
     if tail.startswith("DEVICE:"):
         tail = tail[len("DEVICE:"):]
     kind, _, num = tail.partition(":")
     if kind == "GPU":
         count = config._gpu_count()
-        if count == 0:
-            raise ValueError(f"Device {spec!r}: no GPU is visible to tfmini")
         try:
             n = int(num) if num else 0
         except ValueError:
             raise ValueError(f"Unknown device specification "
                              f"{spec!r}") from None
-        if not 0 <= n < count:
+        # Without any GPU, TF takes GPU names and its replicas run on
+        # the CPU (soft placement, as tfmini's device scopes do): the
+        # distributed training guide's MirroredStrategy(["/gpu:0",
+        # "/gpu:1"]) runs there. With GPUs, a missing one is an error.
+        if count and not 0 <= n < count:
             raise ValueError(f"Device {spec!r}: there are {count} GPUs")
         return _GPU_PREFIX + str(n)
     if kind != "CPU":
@@ -267,26 +279,58 @@ def _canonical_cpu(spec):
 class MirroredStrategy(Strategy):
     """Synchronous training on the devices of one machine: one replica
     per device, each in its own thread (Note [Replica threads]). As in
-    TF, without `devices` it takes every GPU, else the CPU (one replica);
-    name the logical CPUs to get several:
+    TF, without `devices` (None or empty) it takes every GPU, else every
+    logical CPU (one unless the CPU was split with
+    tf.config.set_logical_device_configuration); or name them:
     MirroredStrategy(["/cpu:0", "/cpu:1"]). Over GPUs each replica runs
     under its GPU, and their values all-reduce with NCCL when tfmini was
     built with it (nccl.py)."""
 
     def __init__(self, devices=None, cross_device_ops=None):
         from .. import config
-        if devices is None:
-            n = config._gpu_count()
-            devices = [f"/gpu:{i}" for i in range(n)] if n else ["/cpu:0"]
         if isinstance(devices, str):
             devices = [devices]
-        devices = [_canonical_cpu(d) for d in devices]
         if not devices:
-            raise ValueError("Got an empty `devices` list")
+            # TF's all_local_devices(): an empty list means "all" too, as
+            # the GPU guide's MirroredStrategy(list_logical_devices('GPU'))
+            # relies on where there is no GPU.
+            n = config._gpu_count()
+            cpus = config._logical_cpu_count()
+            devices = ([f"/gpu:{i}" for i in range(n)] if n else
+                       [f"/cpu:{i}" for i in range(cpus)])
+        devices = [_canonical_cpu(d) for d in devices]
+        if len(set(devices)) != len(devices):
+            raise ValueError(f"Duplicated devices in {devices}")
+        from .cross_device_ops import CrossDeviceOps
+        if cross_device_ops is not None and \
+                not isinstance(cross_device_ops, CrossDeviceOps):
+            raise ValueError(f"cross_device_ops must be a "
+                             f"tf.distribute.CrossDeviceOps, got "
+                             f"{cross_device_ops!r}")
+        super().__init__(devices)
+        self._extended._cross_device_ops = cross_device_ops
+
+
+class CentralStorageStrategy(Strategy):
+    """tf.distribute.experimental.CentralStorageStrategy: replicas on the
+    compute devices (every GPU, else the CPU), each variable once, on the
+    parameter device (the one compute device, else the CPU). tfmini's
+    variables are single anyway (Note [Shared variables]); what differs
+    from MirroredStrategy is the default devices."""
+
+    def __init__(self, compute_devices=None, parameter_device=None):
+        from .. import config
+        if not compute_devices:
+            n = config._gpu_count()
+            compute_devices = [f"/gpu:{i}" for i in range(n)] or ["/cpu:0"]
+        devices = [_canonical_cpu(d) for d in compute_devices]
         if len(set(devices)) != len(devices):
             raise ValueError(f"Duplicated devices in {devices}")
         super().__init__(devices)
-        self._cross_device_ops = cross_device_ops
+        if parameter_device is None:
+            parameter_device = devices[0] if len(devices) == 1 else "/cpu:0"
+        self._extended._parameter_devices = (
+            _canonical_cpu(parameter_device),)
 
 
 class OneDeviceStrategy(Strategy):
@@ -295,6 +339,8 @@ class OneDeviceStrategy(Strategy):
 
     def __init__(self, device):
         super().__init__([_canonical_cpu(device)])
+
+    reduce = _DefaultStrategy.reduce
 
 
 def get_strategy():
@@ -337,7 +383,7 @@ def get_cross_replica_context():
 
 
 __all__ = ["Strategy", "StrategyExtended", "MirroredStrategy",
-           "OneDeviceStrategy",
+           "OneDeviceStrategy", "CentralStorageStrategy",
            "get_strategy", "has_strategy", "get_replica_context",
            "in_cross_replica_context", "get_cross_replica_context",
            "InputContext"]

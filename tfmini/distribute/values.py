@@ -54,11 +54,21 @@ class PerReplica(tuple):
         return "PerReplica:{\n" + inner + "\n}"
 
     def __repr__(self):
+        if self and all(_is_spec(v) for v in self):
+            # A distributed dataset's element_spec (TF's PerReplicaSpec).
+            return "PerReplicaSpec(" + ", ".join(map(repr, self)) + ")"
         return self._show(repr)
 
     # As TF's: print() shows each value's str, tf.Tensor(...).
     def __str__(self):
+        if self and all(_is_spec(v) for v in self):
+            return repr(self)
         return self._show(str)
+
+
+def _is_spec(x):
+    from ..tensor_spec import TensorSpec
+    return isinstance(x, TensorSpec)
 
 
 def _per_replica_type(n):
@@ -202,12 +212,65 @@ class DistributedDataset:
 
     def __iter__(self):
         n = self._strategy.num_replicas_in_sync
-        for element in self._dataset:
-            yield _split_batch(element, n)
+
+        def split():
+            for element in self._dataset:
+                yield _split_batch(element, n)
+        return DistributedIterator(split(), self)
 
     @property
     def element_spec(self):
-        return getattr(self._dataset, "element_spec", None)
+        """The dataset's spec with each leaf once per replica, in a
+        PerReplica (TF's PerReplicaSpec): as a tf.function's
+        input_signature it binds the PerReplica batches this yields, and
+        the trace sees them as PerReplica again."""
+        import tfmini as tf
+        spec = getattr(self._dataset, "element_spec", None)
+        if spec is None:
+            return None
+        n = self._strategy.num_replicas_in_sync
+        return tf.nest.map_structure(lambda s: PerReplica(*[s] * n), spec)
+
+
+class DistributedIterator:
+    """iter(distributed dataset): next() / get_next() give the replicas'
+    slices of the next global batch; get_next_as_optional() an Optional
+    of them, empty at the end (eager code)."""
+
+    def __init__(self, it, dataset):
+        from .. import _C
+        self._it = it
+        self._dataset = dataset
+        self._traced = _C.tracing()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        from .. import _C
+        if not self._traced and _C.tracing():
+            # As tf.data's iterators (data/dataset.py's _Iterator).
+            raise NotImplementedError(
+                "reading a distributed iterator made outside a tf.function "
+                "while tracing it: tfmini would read one element at trace "
+                "time and repeat it on every call. Call next() outside and "
+                "pass the element in.")
+        return next(self._it)
+
+    def get_next(self):
+        return self.__next__()
+
+    def get_next_as_optional(self):
+        from ..data.optional import Optional
+        try:
+            value = self.__next__()
+        except StopIteration:
+            return Optional.empty(self._dataset.element_spec)
+        return Optional(value, True, self._dataset.element_spec)
+
+    @property
+    def element_spec(self):
+        return self._dataset.element_spec
 
 
 class DistributedDatasetsFromFunction:

@@ -269,6 +269,8 @@ def parse_single_example(serialized, features, example_names=None,
                          name=None):
     """One serialized Example -> {name: dense tensor}."""
     _check_features(features)
+    if getattr(serialized, "_symbolic", False):
+        return _static_parse(features)
     values = _parse_values(_decode(serialized), features)
     out = {}
     for k, spec in features.items():
@@ -279,7 +281,38 @@ def parse_single_example(serialized, features, example_names=None,
                              dt)
         else:
             out[k] = _tensor(v, dt)
-    return out
+    return _tf_order(features, out)
+
+
+def _tf_order(features, out):
+    """out's keys in the order TF's parse ops give them: the sparse
+    (VarLenFeature) keys sorted, then the dense, then the ragged."""
+    def group(k):
+        s = features[k]
+        return 0 if isinstance(s, VarLenFeature) else \
+            2 if isinstance(s, RaggedFeature) else 1
+    return {k: out[k] for k in sorted(out, key=lambda k: (group(k), k))}
+
+
+def _static_parse(features):
+    """parse_single_example of a graph input, which tfmini cannot parse
+    (Python protobuf): only while a dataset's map function is traced
+    for its element_spec (never run), tensors of each FixedLenFeature's
+    dtype and shape, as TF's static spec."""
+    from ..data.transforms import probing_specs
+    import tfmini as tf
+    if not probing_specs() or not all(
+            type(s) is FixedLenFeature for s in features.values()):
+        raise NotImplementedError(
+            "parse_single_example inside tf.function: tfmini parses eager "
+            "string tensors (Python protobuf), not graph inputs; parse in "
+            "Dataset.map or eagerly")
+    out = {}
+    for k, spec in features.items():
+        dt, shape = _check_spec(k, spec)
+        out[k] = tf.fill(shape, b"") if dt == _dtypes.string else \
+            tf.zeros(shape, dt)
+    return _tf_order(features, out)
 
 
 def _value_key(key, spec):
@@ -339,7 +372,7 @@ def parse_example(serialized, features, example_names=None, name=None):
         else:
             batch = np.zeros((0,) + shape, _np_dtype(dt))
         out[key] = constant(batch, dtype=dt)
-    return out
+    return _tf_order(features, out)
 
 
 def _sparse_batch(col, dt):

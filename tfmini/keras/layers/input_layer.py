@@ -50,9 +50,11 @@ class KerasTensor:
     def __hash__(self):
         return id(self)
 
-    def _example(self):
-        """A zero tensor of this shape with unknown dims set to 1."""
-        dims = [1 if d is None else int(d) for d in self.shape]
+    def _example(self, size=1):
+        """A zero tensor of this shape: an unknown batch dim 1, other
+        unknown dims `size`."""
+        dims = [(1 if i == 0 else size) if d is None else int(d)
+                for i, d in enumerate(self.shape)]
         if tf.as_dtype(self.dtype) == tf.string:     # no zero string
             return tf.fill(dims, b"")
         return tf.zeros(dims, dtype=self.dtype)
@@ -85,17 +87,39 @@ def functional_call(layer, inputs, rest, kwargs):
     on a one-example batch, and return output KerasTensors."""
     args = (inputs,) + tuple(rest)
 
-    def example(x):
-        return x._example() if isinstance(x, KerasTensor) else x
+    def example(x, size=1):
+        return x._example(size) if isinstance(x, KerasTensor) else x
 
     kw = dict(kwargs)
     kw.setdefault("training", False)
     batch_unknown = any(x.shape and x.shape[0] is None
                         for x in _nest.flatten(args) if isinstance(x, KerasTensor))
-    with backend.init_scope(), _unknown_batch(batch_unknown):
-        out = layer(*_nest.map_structure(example, args), **kw)
-        # The probe's losses belong to no real call.
-        layer._keras_call_losses = []
+    # Unknown non-batch dims are 1 in the probe, or 32 where 1 fails (a
+    # VALID 3x3 conv or a 2x2 pool over Input(shape=(None, None, 3))).
+    sizes = (1, 32) if any(
+        x.shape and None in x.shape[1:] for x in _nest.flatten(args)
+        if isinstance(x, KerasTensor)) else (1,)
+    if len(sizes) > 1 and not layer.built:
+        # Built on the probe, such a layer would take the probe's sizes
+        # for the unknown dims (a Dense over Input(shape=(None,)) with a
+        # 1-row kernel); Keras 3 builds from the shape with its Nones.
+        with backend.init_scope():
+            layer._keras_maybe_build(inputs)
+    first = None
+    for size in sizes:
+        try:
+            with backend.init_scope(), _unknown_batch(batch_unknown):
+                out = layer(*_nest.map_structure(
+                    lambda x: example(x, size), args), **kw)
+            break
+        except Exception as e:  # noqa: BLE001 - retried, then re-raised
+            first = first or e
+            if size == sizes[-1]:
+                raise first
+        finally:
+            # The probe's losses belong to no real call.
+            layer._keras_call_losses = []
+    unknown = _unknown_dims(layer, args, out, kw, example, size)
     node = Node(layer, args, dict(kwargs), None)
     counter = [0]
 
@@ -103,6 +127,8 @@ def functional_call(layer, inputs, rest, kwargs):
         shape = tuple(t.shape)
         if batch_unknown and shape:
             shape = (None,) + shape[1:]
+        if counter[0] in unknown:
+            shape = unknown[counter[0]](shape)
         kt = KerasTensor(shape, t.dtype, node, counter[0])
         counter[0] += 1
         return kt
@@ -111,6 +137,56 @@ def functional_call(layer, inputs, rest, kwargs):
     layer._keras_output_shape = _output_shape(node.outputs)
     layer._keras_summary_shape = _output_shape(node.outputs, keep_batch=True)
     return node.outputs
+
+
+def _unknown_dims(layer, args, out, kw, example, size):
+    """{output index: fn(probe shape) -> shape with None dims} for the
+    outputs whose non-batch dims follow an input's unknown ones (a conv
+    over Input(shape=(None, None, 3))), which the one-example probe
+    gives as sizes. A single output takes the layer's own
+    compute_output_shape where it has one that agrees with the probe;
+    otherwise a second probe, with those input dims twice the first
+    probe's `size`, shows which output dims follow them."""
+    inputs = [x for x in _nest.flatten(args) if isinstance(x, KerasTensor)]
+    if not any(x.shape and None in x.shape[1:] for x in inputs):
+        return {}
+    outs = _nest.flatten(out)
+    if len(outs) == 1 and len(inputs) == 1 and \
+            type(layer).compute_output_shape is not \
+            Layer.compute_output_shape:
+        try:
+            want = tf.TensorShape(layer.compute_output_shape(
+                inputs[0].shape)).as_list()
+        except Exception:   # noqa: BLE001 - any failure: probe instead
+            want = None
+        got = tuple(outs[0].shape)
+        if want is not None and len(want) == len(got) and all(
+                w is None or w == g for w, g in zip(want[1:], got[1:])):
+            return {0: lambda shape: shape[:1] + tuple(want[1:])}
+
+    def example2(x):
+        if not isinstance(x, KerasTensor) or not x.shape:
+            return example(x)
+        dims = [1 if d is None else int(d) for d in x.shape[:1]] + \
+            [2 * size if d is None else int(d) for d in x.shape[1:]]
+        return tf.zeros(dims, dtype=x.dtype) \
+            if tf.as_dtype(x.dtype) != tf.string else tf.fill(dims, b"")
+    try:
+        with backend.init_scope(), _unknown_batch(True):
+            again = _nest.flatten(layer(*_nest.map_structure(example2, args),
+                                        **kw))
+    except Exception:   # noqa: BLE001 - the first probe's shapes stand
+        return {}
+    finally:
+        layer._keras_call_losses = []
+    found = {}
+    for i, (a, b) in enumerate(zip(outs, again)):
+        sa, sb = tuple(a.shape), tuple(b.shape)
+        if len(sa) == len(sb) and sa[1:] != sb[1:]:
+            none = [k for k in range(1, len(sa)) if sa[k] != sb[k]]
+            found[i] = (lambda none: lambda shape: tuple(
+                None if k in none else d for k, d in enumerate(shape)))(none)
+    return found
 
 
 class InputLayer(Layer):
