@@ -9,3 +9,4 @@ from ..extension_type import (  # noqa: F401,E402
 from ..extension_dispatch import (  # noqa: F401,E402
     dispatch_for_api, dispatch_for_binary_elementwise_apis,
     dispatch_for_unary_elementwise_apis, unregister_dispatch_for)
+from ..data.optional import Optional  # noqa: F401,E402
