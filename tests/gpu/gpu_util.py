@@ -50,6 +50,40 @@ def logged(capfd, fn):
     return out, placed(capfd.readouterr().err)
 
 
+def both(capfd, fn):
+    """fn() under the GPU and under the CPU: (gpu result, cpu result, the
+    ops the GPU run placed)."""
+    capfd.readouterr()
+    tf.debugging.set_log_device_placement(True)
+    try:
+        with tf.device(GPU):
+            g = fn()
+    finally:
+        tf.debugging.set_log_device_placement(False)
+    where = placed(capfd.readouterr().err)
+    with tf.device(CPU):
+        c = fn()
+    return g, c, where
+
+
+def on_gpu_only(where, ops):
+    """Each of ops ran on the GPU, none on the CPU (a placement log)."""
+    for op in ops:
+        assert (op, GPU_NAME) in where, (op, sorted(where))
+        assert (op, CPU_NAME) not in where, (op, sorted(where))
+
+
+def bits_equal(g, c, device=GPU_NAME):
+    """g (a tensor or a list of them) on device, equal to c bit for bit."""
+    def as_list(v):
+        return list(v) if isinstance(v, (list, tuple)) else [v]
+    for a, b in zip(as_list(g), as_list(c)):
+        assert a.device == device, a.device
+        an, bn = a.numpy(), b.numpy()
+        assert an.shape == bn.shape and an.dtype == bn.dtype
+        assert an.tobytes() == bn.tobytes(), (an, bn)
+
+
 def c_fn(name, restype, argtypes=()):
     """A C function of the extension, or None in a build without it (the
     CUDA stub has none of the GPU counters)."""

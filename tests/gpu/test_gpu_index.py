@@ -10,36 +10,7 @@ import pytest
 
 import tfmini as tf
 
-from gpu_util import CPU, CPU_NAME, GPU, GPU_NAME, placed
-
-
-def both(capfd, fn):
-    """fn() under the GPU and under the CPU: (gpu result, cpu result, the
-    ops the GPU run placed)."""
-    capfd.readouterr()
-    tf.debugging.set_log_device_placement(True)
-    try:
-        with tf.device(GPU):
-            g = fn()
-    finally:
-        tf.debugging.set_log_device_placement(False)
-    where = placed(capfd.readouterr().err)
-    with tf.device(CPU):
-        c = fn()
-    return g, c, where
-
-
-def on_gpu_only(where, ops):
-    for op in ops:
-        assert (op, GPU_NAME) in where, (op, sorted(where))
-        assert (op, CPU_NAME) not in where, (op, sorted(where))
-
-
-def bits_equal(g, c):
-    assert g.device == GPU_NAME, g.device
-    gn, cn = g.numpy(), c.numpy()
-    assert gn.shape == cn.shape and gn.dtype == cn.dtype
-    assert gn.tobytes() == cn.tobytes(), (gn, cn)
+from gpu_util import GPU, bits_equal, both, on_gpu_only
 
 
 SPECIALS = [0.0, -0.0, 1.5, np.inf, -np.inf, np.nan, 1e-40, 3e38]

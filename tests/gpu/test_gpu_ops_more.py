@@ -14,18 +14,12 @@ import tfmini as tf
 from tfmini import _C
 from tfmini._opids import ID
 
-from gpu_util import CPU_NAME, FLOATS, GPU, GPU_NAME, logged, on, tol
+from gpu_util import CPU_NAME, FLOATS, GPU, GPU_NAME, logged, on, on_gpu_only, tol
 
 # CUDA's logf and sincosf are within 1-2 ulps of glibc's: a normal draw
 # may differ from the CPU's in its last bits, never more.
 NORMAL_TOL = {np.float32: dict(rtol=3e-6, atol=3e-6),
               np.float64: dict(rtol=1e-14, atol=1e-14)}
-
-
-def on_gpu_only(where, ops):
-    for op in ops:
-        assert (op, GPU_NAME) in where, (op, sorted(where))
-        assert (op, CPU_NAME) not in where, (op, sorted(where))
 
 
 # ---- BroadcastTo, Shape, Size, Rank ----

@@ -11,44 +11,14 @@ import pytest
 
 import tfmini as tf
 
-from gpu_util import CPU, CPU_NAME, GPU, GPU_NAME, placed
+from gpu_util import CPU_NAME, GPU, bits_equal, both, on_gpu_only
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_,
           np.float16, np.complex64, np.complex128]
 
 
-def both(capfd, fn):
-    """fn() run under the GPU and the CPU: (gpu result, cpu result, the
-    ops the GPU run placed)."""
-    capfd.readouterr()
-    tf.debugging.set_log_device_placement(True)
-    try:
-        with tf.device(GPU):
-            g = fn()
-    finally:
-        tf.debugging.set_log_device_placement(False)
-    where = placed(capfd.readouterr().err)
-    with tf.device(CPU):
-        c = fn()
-    return g, c, where
-
-
-def on_gpu_only(where, ops):
-    for op in ops:
-        assert (op, GPU_NAME) in where, (op, sorted(where))
-        assert (op, CPU_NAME) not in where, (op, sorted(where))
-
-
 def as_list(v):
     return list(v) if isinstance(v, (list, tuple)) else [v]
-
-
-def bits_equal(g, c, device=GPU_NAME):
-    for a, b in zip(as_list(g), as_list(c)):
-        assert a.device == device, a.device
-        an, bn = a.numpy(), b.numpy()
-        assert an.shape == bn.shape and an.dtype == bn.dtype
-        assert an.tobytes() == bn.tobytes(), (an, bn)
 
 
 def rand(shape, dtype, seed=0):
