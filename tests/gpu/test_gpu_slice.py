@@ -17,10 +17,6 @@ DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_,
           np.float16, np.complex64, np.complex128]
 
 
-def as_list(v):
-    return list(v) if isinstance(v, (list, tuple)) else [v]
-
-
 def rand(shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
     v = rng.standard_normal(shape) * 10
