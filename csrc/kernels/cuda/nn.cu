@@ -1,7 +1,9 @@
 // Softmax, LogSoftmax and the two cross entropies on the GPU: one block
 // per slice (the elements along the op's axis, `inner` apart), the max
 // and the sum of exps reduced across the block. The sum is kept in double
-// as the CPU kernels (cpu/nn.c) keep it, so both round alike.
+// as the CPU kernels (cpu/nn.c) keep it, so both round alike. float16 and
+// bfloat16 elements (logits, labels, outputs) compute as float32 and round
+// once when stored (half_elt.cuh): the CPU's float32 kernel between casts.
 //
 // A sparse label outside [0, classes) gives NaN loss and backprop rows,
 // as TF's GPU kernel does (its CPU kernel raises; checking here would
@@ -9,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 
+#include "half_elt.cuh"
 #include "launch.h"
 
 namespace {
@@ -73,98 +76,107 @@ base_of(int64_t s, int64_t n, int64_t inner)
 
 // NaN-propagating max, as the CPU's `x > m ? x : m` from -inf is not:
 // that one skips NaN; here too (comparisons with NaN are false).
-template <typename T>
-__device__ T
-slice_max(const T *xs, int64_t n, int64_t st)
+template <typename S, typename A = typename tfm_math<S>::type>
+__device__ A
+slice_max(const S *xs, int64_t n, int64_t st)
 {
-    T m = (T)-INFINITY;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-        m = xs[i * st] > m ? xs[i * st] : m;
+    A m = (A)-INFINITY;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        A v = tfm_widen(xs[i * st]);
+        m = v > m ? v : m;
+    }
     return block_max(m);
 }
 
-template <typename T>
+template <typename S>
 __global__ void
-k_softmax(const T *__restrict__ x, T *__restrict__ y, int64_t slices,
+k_softmax(const S *__restrict__ x, S *__restrict__ y, int64_t slices,
           int64_t n, int64_t inner, int take_log)
 {
+    typedef typename tfm_math<S>::type A;
     for (int64_t s = blockIdx.x; s < slices; s += gridDim.x) {
         int64_t b = base_of(s, n, inner);
-        const T *xs = x + b;
-        T *ys = y + b;
-        T m = slice_max(xs, n, inner);
+        const S *xs = x + b;
+        S *ys = y + b;
+        A m = slice_max(xs, n, inner);
         double acc = 0;
         for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-            acc += (double)ex(xs[i * inner] - m);
+            acc += (double)ex(tfm_widen(xs[i * inner]) - m);
         double sum = block_sum(acc);
         if (take_log) {
-            T ls = (T)log(sum);
+            A ls = (A)log(sum);
             for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-                ys[i * inner] = (xs[i * inner] - m) - ls;
+                ys[i * inner] =
+                    tfm_narrow<S>((tfm_widen(xs[i * inner]) - m) - ls);
         } else {
-            T inv = (T)(1.0 / sum);
+            A inv = (A)(1.0 / sum);
             for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-                ys[i * inner] = ex(xs[i * inner] - m) * inv;
+                ys[i * inner] =
+                    tfm_narrow<S>(ex(tfm_widen(xs[i * inner]) - m) * inv);
         }
     }
 }
 
-template <typename T, typename L>
+template <typename S, typename L>
 __global__ void
-k_sparse_xent(const T *__restrict__ x, const L *__restrict__ lab,
-              T *__restrict__ loss, T *__restrict__ back, int64_t rows,
+k_sparse_xent(const S *__restrict__ x, const L *__restrict__ lab,
+              S *__restrict__ loss, S *__restrict__ back, int64_t rows,
               int64_t n)
 {
+    typedef typename tfm_math<S>::type A;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        const T *xs = x + r * n;
-        T *bs = back + r * n;
+        const S *xs = x + r * n;
+        S *bs = back + r * n;
         int64_t label = (int64_t)lab[r];
         if (label < 0 || label >= n) {
             for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-                bs[i] = (T)NAN;
+                bs[i] = tfm_narrow<S>((A)NAN);
             if (threadIdx.x == 0)
-                loss[r] = (T)NAN;
+                loss[r] = tfm_narrow<S>((A)NAN);
             continue;
         }
-        T m = slice_max(xs, n, (int64_t)1);
+        A m = slice_max(xs, n, (int64_t)1);
         double acc = 0;
         for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-            acc += (double)ex(xs[i] - m);
+            acc += (double)ex(tfm_widen(xs[i]) - m);
         double sum = block_sum(acc);
-        T inv = (T)(1.0 / sum);
+        A inv = (A)(1.0 / sum);
         for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-            bs[i] = ex(xs[i] - m) * inv - (i == label ? (T)1 : (T)0);
+            bs[i] = tfm_narrow<S>(ex(tfm_widen(xs[i]) - m) * inv -
+                                  (i == label ? (A)1 : (A)0));
         if (threadIdx.x == 0)
-            loss[r] = (T)(log(sum) - (double)(xs[label] - m));
+            loss[r] = tfm_narrow<S>(
+                (A)(log(sum) - (double)(tfm_widen(xs[label]) - m)));
     }
 }
 
-template <typename T>
+template <typename S>
 __global__ void
-k_xent(const T *__restrict__ x, const T *__restrict__ lab,
-       T *__restrict__ loss, T *__restrict__ back, int64_t slices,
+k_xent(const S *__restrict__ x, const S *__restrict__ lab,
+       S *__restrict__ loss, S *__restrict__ back, int64_t slices,
        int64_t n, int64_t inner)
 {
+    typedef typename tfm_math<S>::type A;
     for (int64_t s = blockIdx.x; s < slices; s += gridDim.x) {
         int64_t b = base_of(s, n, inner);
-        const T *xs = x + b, *ls = lab + b;
-        T *bs = back + b;
-        T m = slice_max(xs, n, inner);
+        const S *xs = x + b, *ls = lab + b;
+        S *bs = back + b;
+        A m = slice_max(xs, n, inner);
         double acc = 0;
         for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-            acc += (double)ex(xs[i * inner] - m);
+            acc += (double)ex(tfm_widen(xs[i * inner]) - m);
         double sum = block_sum(acc);
         double lse = log(sum);
-        T inv = (T)(1.0 / sum);
+        A inv = (A)(1.0 / sum);
         double part = 0;
         for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-            T xi = xs[i * inner], li = ls[i * inner];
+            A xi = tfm_widen(xs[i * inner]), li = tfm_widen(ls[i * inner]);
             part += (double)li * (lse - (double)(xi - m));
-            bs[i * inner] = ex(xi - m) * inv - li;
+            bs[i * inner] = tfm_narrow<S>(ex(xi - m) * inv - li);
         }
         double tot = block_sum(part);
         if (threadIdx.x == 0)
-            loss[s] = (T)tot;
+            loss[s] = tfm_narrow<S>((A)tot);
     }
 }
 
@@ -185,63 +197,92 @@ threads_for(int64_t n)
     return t;
 }
 
+/* ty (launch.h's is64): TFM_CU_F32, _F64, _F16 or _BF16. */
+template <typename S>
+int
+softmax(const void *x, void *y, int64_t slices, int64_t n, int64_t inner,
+        int take_log, cudaStream_t s)
+{
+    k_softmax<<<grid_for(slices), threads_for(n), 0, s>>>(
+        (const S *)x, (S *)y, slices, n, inner, take_log);
+    return (int)cudaGetLastError();
+}
+
+template <typename S>
+int
+sparse_xent(int label64, const void *x, const void *lab, void *loss,
+            void *back, int64_t rows, int64_t n, cudaStream_t s)
+{
+    unsigned g = grid_for(rows);
+    int t = threads_for(n);
+    if (label64)
+        k_sparse_xent<<<g, t, 0, s>>>((const S *)x, (const long long *)lab,
+                                      (S *)loss, (S *)back, rows, n);
+    else
+        k_sparse_xent<<<g, t, 0, s>>>((const S *)x, (const int *)lab,
+                                      (S *)loss, (S *)back, rows, n);
+    return (int)cudaGetLastError();
+}
+
+template <typename S>
+int
+xent(const void *x, const void *lab, void *loss, void *back, int64_t slices,
+     int64_t n, int64_t inner, cudaStream_t s)
+{
+    if (n == 0)
+        return (int)cudaMemsetAsync(loss, 0, (size_t)slices * sizeof(S), s);
+    k_xent<<<grid_for(slices), threads_for(n), 0, s>>>(
+        (const S *)x, (const S *)lab, (S *)loss, (S *)back, slices, n,
+        inner);
+    return (int)cudaGetLastError();
+}
+
 }  // namespace
 
+#define BY_TYPE(ty, CALL)                                                    \
+    switch (ty) {                                                            \
+    case TFM_CU_F32: return CALL(float);                                     \
+    case TFM_CU_F64: return CALL(double);                                    \
+    case TFM_CU_F16: return CALL(__half);                                    \
+    case TFM_CU_BF16: return CALL(__nv_bfloat16);                            \
+    default: return -1;                                                      \
+    }
+
 extern "C" int
-tfm_cu_softmax(int is64, int take_log, const void *x, void *y,
-               int64_t outer, int64_t n, int64_t inner, void *stream)
+tfm_cu_softmax(int ty, int take_log, const void *x, void *y, int64_t outer,
+               int64_t n, int64_t inner, void *stream)
 {
     int64_t slices = outer * inner;
     if (slices == 0 || n == 0)
         return 0;
     cudaStream_t s = (cudaStream_t)stream;
-    if (is64)
-        k_softmax<<<grid_for(slices), threads_for(n), 0, s>>>(
-            (const double *)x, (double *)y, slices, n, inner, take_log);
-    else
-        k_softmax<<<grid_for(slices), threads_for(n), 0, s>>>(
-            (const float *)x, (float *)y, slices, n, inner, take_log);
-    return (int)cudaGetLastError();
+#define CALL(S) softmax<S>(x, y, slices, n, inner, take_log, s)
+    BY_TYPE(ty, CALL)
+#undef CALL
 }
 
 extern "C" int
-tfm_cu_sparse_xent(int is64, int label64, const void *x, const void *lab,
+tfm_cu_sparse_xent(int ty, int label64, const void *x, const void *lab,
                    void *loss, void *back, int64_t rows, int64_t n,
                    void *stream)
 {
     if (rows == 0)
         return 0;
     cudaStream_t s = (cudaStream_t)stream;
-    unsigned g = grid_for(rows);
-    int t = threads_for(n);
-#define SX(T, L) k_sparse_xent<<<g, t, 0, s>>>((const T *)x, (const L *)lab, \
-                                               (T *)loss, (T *)back, rows, n)
-    if (is64 && label64) SX(double, long long);
-    else if (is64) SX(double, int);
-    else if (label64) SX(float, long long);
-    else SX(float, int);
-#undef SX
-    return (int)cudaGetLastError();
+#define CALL(S) sparse_xent<S>(label64, x, lab, loss, back, rows, n, s)
+    BY_TYPE(ty, CALL)
+#undef CALL
 }
 
 extern "C" int
-tfm_cu_xent(int is64, const void *x, const void *lab, void *loss, void *back,
+tfm_cu_xent(int ty, const void *x, const void *lab, void *loss, void *back,
             int64_t outer, int64_t n, int64_t inner, void *stream)
 {
     int64_t slices = outer * inner;
     if (slices == 0)
         return 0;
     cudaStream_t s = (cudaStream_t)stream;
-    if (n == 0)
-        return (int)cudaMemsetAsync(loss, 0,
-                                    (size_t)slices * (is64 ? 8 : 4), s);
-    if (is64)
-        k_xent<<<grid_for(slices), threads_for(n), 0, s>>>(
-            (const double *)x, (const double *)lab, (double *)loss,
-            (double *)back, slices, n, inner);
-    else
-        k_xent<<<grid_for(slices), threads_for(n), 0, s>>>(
-            (const float *)x, (const float *)lab, (float *)loss,
-            (float *)back, slices, n, inner);
-    return (int)cudaGetLastError();
+#define CALL(S) xent<S>(x, lab, loss, back, slices, n, inner, s)
+    BY_TYPE(ty, CALL)
+#undef CALL
 }
