@@ -1,0 +1,305 @@
+"""reduce.cu's bodies, run on the host (issue 21): the GPU's reductions
+(Sum, Mean, Max, Min, Prod of float32/float64/float16/bfloat16, All and
+Any of bools) are thin kernels over __host__ __device__ bodies (one
+output's thread-per-output loop, one block thread's share, the tree's
+combine, the launch plan, the second pass's plan), so a host build of
+reduce.cu (nvcc, no GPU needed) can run them serially in the order the
+launcher would, over every path (a thread per output, a block per
+output, split outputs with a second pass over float32 partials), and
+compare with the CPU kernels. The 16-bit floats accumulate in float32
+and round once; the CPU computes them in float32 (its sums pairwise
+into double) and rounds once, so both lie within one rounding of the
+16-bit type plus float32's accumulation error of the exact result; Max,
+Min, All and Any are exact. tests/gpu/test_gpu_mixed.py runs the kernels
+on a GPU."""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+from cuda_host_util import nvcc
+
+import tfmini as tf
+
+ml_dtypes = pytest.importorskip(
+    "ml_dtypes", reason="bfloat16's NumPy type comes from ml_dtypes")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <vector>
+#include "kernels/cuda/reduce.cu"
+
+/* The launcher's path for plan p, each block's threads one after
+ * another, then the block's tree as the kernel pairs it. */
+template <typename I, typename O>
+static void
+blocks(int kind, const I *x, O *o, const red_plan &p, int64_t chunks,
+       int64_t per, int final)
+{
+    typedef typename red_elt<I>::acc A;
+    A part[BLOCK];
+    for (int64_t b = 0; b < p.nout * chunks; b++) {
+        int64_t i = b / chunks, lo = (b % chunks) * per;
+        int64_t hi = lo + per < p.count ? lo + per : p.count;
+        const I *base = x + offset(i, p.nkeep, p.kdims, p.kstr);
+        for (int t = 0; t < BLOCK; t++)
+            part[t] = block_share(kind, base, p, lo, hi, t, BLOCK);
+        for (int w = BLOCK / 2; w > 0; w /= 2)
+            for (int t = 0; t < w; t++)
+                part[t] = combine(kind, part[t], part[t + w]);
+        o[b] = store<O>(final ? finish(kind, part[0], p.divisor) : part[0]);
+    }
+}
+
+template <typename S>
+static int
+run(int kind, const void *xv, void *ov, const red_plan &p)
+{
+    typedef typename red_elt<S>::acc A;
+    const S *x = (const S *)xv;
+    S *o = (S *)ov;
+    int64_t chunks = 1, per = 0;
+    if (!launch_shape(p, &chunks, &per)) {
+        for (int64_t i = 0; i < p.nout; i++)
+            o[i] = store<S>(reduce_one(kind, x, p, i));
+        return 0;
+    }
+    if (chunks == 1) {
+        blocks<S, S>(kind, x, o, p, 1, per, 1);
+        return 1;
+    }
+    std::vector<A> partial((size_t)(p.nout * chunks));
+    blocks<S, A>(kind, x, partial.data(), p, chunks, per, 0);
+    blocks<A, S>(kind, partial.data(), o, second_pass(p, chunks), 1, chunks,
+                 1);
+    return 2;
+}
+
+/* argv: in out kind ty nx nkeep (kdim kstr)... nred (rdim rstr)...;
+ * prints the path taken (0 thread, 1 block, 2 two passes). */
+int main(int argc, char **argv)
+{
+    int k = 1;
+    const char *in = argv[k++], *out = argv[k++];
+    int kind = atoi(argv[k++]), ty = atoi(argv[k++]);
+    long long nx = atoll(argv[k++]);
+    red_plan p;
+    p.nkeep = atoi(argv[k++]);
+    p.nout = 1;
+    for (int d = 0; d < p.nkeep; d++) {
+        p.kdims[d] = atoll(argv[k++]);
+        p.kstr[d] = atoll(argv[k++]);
+        p.nout *= p.kdims[d];
+    }
+    p.nred = atoi(argv[k++]);
+    p.count = 1;
+    for (int d = 0; d < p.nred; d++) {
+        p.rdims[d] = atoll(argv[k++]);
+        p.rstr[d] = atoll(argv[k++]);
+        p.count *= p.rdims[d];
+    }
+    if (k != argc)
+        return 2;
+    p.divisor = p.count;
+    size_t es = kind >= K_ALL ? 1 : ty == TFM_CU_F64 ? 8
+              : ty == TFM_CU_F32 ? 4 : 2;
+    void *x = calloc((size_t)nx + 1, es), *o = calloc(p.nout + 1, es);
+    FILE *f = fopen(in, "rb");
+    if (!f || fread(x, es, (size_t)nx, f) != (size_t)nx)
+        return 3;
+    fclose(f);
+    int path;
+    if (kind >= K_ALL)
+        path = run<boolean>(kind, x, o, p);
+    else if (ty == TFM_CU_F32)
+        path = run<float>(kind, x, o, p);
+    else if (ty == TFM_CU_F64)
+        path = run<double>(kind, x, o, p);
+    else if (ty == TFM_CU_F16)
+        path = run<__half>(kind, x, o, p);
+    else
+        path = run<__nv_bfloat16>(kind, x, o, p);
+    f = fopen(out, "wb");
+    fwrite(o, es, (size_t)p.nout, f);
+    fclose(f);
+    printf("%d\n", path);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    cc = nvcc()
+    if not cc:
+        pytest.skip("no nvcc (CUDA toolkit) on this machine")
+    d = tmp_path_factory.mktemp("half_cu")
+    (d / "h.cu").write_text(HARNESS)
+    r = subprocess.run([cc, "-O2", "-std=c++17", "-gencode",
+                        "arch=compute_80,code=sm_80", "-I",
+                        os.path.join(ROOT, "csrc"), str(d / "h.cu"), "-o",
+                        str(d / "h")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return str(d / "h"), d
+
+
+KINDS = {"sum": 0, "mean": 1, "max": 2, "min": 3, "prod": 4, "all": 5,
+         "any": 6}
+TY = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3, "bool": 0}
+ND = {"float32": np.float32, "float64": np.float64, "float16": np.float16,
+      "bfloat16": ml_dtypes.bfloat16, "bool": np.bool_}
+# The 16-bit types' unit roundoff (half an ulp, relative).
+U = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -24,
+     "float64": 2.0 ** -53}
+# Half the spacing of the subnormals: the rounding error's floor.
+TINY = {"float16": 2.0 ** -25, "bfloat16": 2.0 ** -134,
+        "float32": 2.0 ** -150, "float64": 2.0 ** -1075}
+TF = {"sum": tf.reduce_sum, "mean": tf.reduce_mean, "max": tf.reduce_max,
+      "min": tf.reduce_min, "prod": tf.reduce_prod, "all": tf.reduce_all,
+      "any": tf.reduce_any}
+
+
+def _gpu(harness, kind, dtype, x, axes):
+    """The launcher's result for x reduced over axes (kernels.c's split:
+    dims of 1 dropped, the rest kept or reduced with x's strides), and
+    the path it took."""
+    exe, d = harness
+    st = [int(s // x.itemsize) for s in np.ascontiguousarray(x).strides]
+    keep, red = [], []
+    for k, n in enumerate(x.shape):
+        if n == 1:
+            continue
+        (red if k in axes else keep).append((n, st[k]))
+    xin, xout = d / "x.bin", d / "o.bin"
+    np.ascontiguousarray(x).tofile(xin)
+    args = [exe, str(xin), str(xout), str(KINDS[kind]), str(TY[dtype]),
+            str(x.size), str(len(keep))]
+    for n, s in keep:
+        args += [str(n), str(s)]
+    args.append(str(len(red)))
+    for n, s in red:
+        args += [str(n), str(s)]
+    path = int(subprocess.run(args, capture_output=True, text=True,
+                              check=True).stdout)
+    shape = [n for k, n in enumerate(x.shape) if k not in axes]
+    return np.fromfile(xout, ND[dtype]).reshape(shape), path
+
+
+def _cpu(kind, x, axes):
+    with tf.device("/CPU:0"):
+        return TF[kind](tf.constant(x), axis=list(axes)).numpy()
+
+
+def _data(dtype, shape, kind, seed):
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.random(shape) < (0.97 if kind == "all" else 0.03)
+    if kind == "prod":          # near 1, so that products stay finite
+        v = 1 + 0.02 * rng.standard_normal(shape)
+    else:
+        v = rng.standard_normal(shape) * 4
+    return v.astype(ND[dtype])
+
+
+# (shape, axes, path): a thread per output, a block per output (strided
+# and contiguous), split outputs and a second pass.
+CASES = [((5, 7, 3), (1,), 0), ((6, 5, 4), (0, 2), 0), ((300, 6), (0,), 1),
+         ((4, 500), (1,), 1), ((6, 70, 5), (0, 2), 0), ((70, 3, 5), (0, 2), 1),
+         ((3, 70000), (1,), 2), ((140000,), (0,), 2), ((2, 1, 3), (1,), 0),
+         ((40, 9), (0, 1), 1)]
+
+
+def _check(kind, dtype, got, want, x, axes):
+    if dtype in ("bool",) or kind in ("max", "min"):
+        np.testing.assert_array_equal(got.reshape(-1).view(np.uint8),
+                                      want.reshape(-1).view(np.uint8))
+        return
+    x64 = x.astype(np.float64)
+    if kind == "prod":
+        exact = np.prod(x64, axis=axes)
+        mag = np.prod(np.abs(x64), axis=axes)
+    else:
+        exact = np.sum(x64, axis=axes)
+        mag = np.sum(np.abs(x64), axis=axes)
+        if kind == "mean":
+            n = np.prod([x.shape[a] for a in axes])
+            exact, mag = exact / n, mag / n
+    n = np.prod([x.shape[a] for a in axes])
+    # One rounding into dtype, float32's (or float64's) accumulation.
+    acc = U["float64"] if dtype == "float64" else U["float32"]
+    bound = (U[dtype] * np.abs(exact) * 1.001 + 2 * n * acc * mag
+             + TINY[dtype])
+    for name, v in (("gpu", got), ("cpu", want)):
+        err = np.abs(v.astype(np.float64) - exact)
+        assert (err <= bound).all(), (name, kind, dtype,
+                                      np.max(err / bound))
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("kind", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32",
+                                   "float64"])
+def test_float_reductions_match_cpu(harness, dtype, kind, case):
+    shape, axes, path = CASES[case]
+    x = _data(dtype, shape, kind, case)
+    got, took = _gpu(harness, kind, dtype, x, axes)
+    assert took == path
+    want = _cpu(kind, x, axes)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    _check(kind, dtype, got, want, x, axes)
+    if dtype in ("float16", "bfloat16") and kind in ("sum", "mean"):
+        # Both round once from nearly the same float32 value: nearly all
+        # equal bit for bit.
+        same = np.mean(got.reshape(-1).view(np.uint16) ==
+                       want.reshape(-1).view(np.uint16))
+        assert same >= 0.9, same
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("kind", ["all", "any"])
+def test_all_any_match_cpu(harness, kind, case):
+    shape, axes, path = CASES[case]
+    x = _data("bool", shape, kind, case)
+    got, took = _gpu(harness, kind, "bool", x, axes)
+    assert took == path
+    np.testing.assert_array_equal(got, _cpu(kind, x, axes))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("case", [0, 2, 5])
+def test_half_max_min_propagate_nan_and_sums_round_once(harness, dtype,
+                                                        case):
+    shape, axes, _ = CASES[case]
+    x = _data(dtype, shape, "sum", case)
+    flat = x.reshape(-1)
+    flat[len(flat) // 3] = np.nan
+    for kind in ("max", "min", "sum"):
+        got, _ = _gpu(harness, kind, dtype, x, axes)
+        want = _cpu(kind, x, axes)
+        np.testing.assert_array_equal(np.isnan(got.astype(np.float32)),
+                                      np.isnan(want.astype(np.float32)))
+        assert np.isnan(got.astype(np.float32)).any()
+    # 2048 ones and one 1 in float16: each partial rounding to float16
+    # would stop at 2048; float32 accumulation gives 2049 -> 2048 (even)
+    # and 4097 ones give 4096 (ties to even) -- but 3000 ones give 3000.
+    ones = np.ones(3000, ND[dtype])
+    got, _ = _gpu(harness, "sum", dtype, ones, (0,))
+    assert float(got) == float(np.array(3000.0).astype(ND[dtype]))
+    assert float(got) == float(_cpu("sum", ones, (0,)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_empty_reductions_give_the_identity(harness, dtype):
+    x = np.zeros((3, 0), ND[dtype])
+    for kind, want in (("sum", 0.0), ("prod", 1.0), ("max", -np.inf),
+                       ("min", np.inf)):
+        got, _ = _gpu(harness, kind, dtype, x, (1,))
+        np.testing.assert_array_equal(got.astype(np.float32),
+                                      np.full(3, want, np.float32))
+        np.testing.assert_array_equal(got.astype(np.float32),
+                                      _cpu(kind, x, (1,)).astype(np.float32))
+    got, _ = _gpu(harness, "mean", dtype, x, (1,))
+    assert np.isnan(got.astype(np.float32)).all()
