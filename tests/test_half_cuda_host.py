@@ -303,3 +303,214 @@ def test_empty_reductions_give_the_identity(harness, dtype):
                                       _cpu(kind, x, (1,)).astype(np.float32))
     got, _ = _gpu(harness, "mean", dtype, x, (1,))
     assert np.isnan(got.astype(np.float32)).all()
+
+
+# ---- nn.cu: softmax, log-softmax, the two cross entropies ---------------
+NN_HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "kernels/cuda/nn.cu"
+
+/* One block's phases for each slice, its threads one after another
+ * between the block's reductions (threads_for(n) of them, as launched). */
+template <typename S, typename L>
+static void
+run(int op, const S *x, const void *lab, S *y, S *back, int64_t outer,
+    int64_t n, int64_t inner)
+{
+    typedef typename tfm_math<S>::type A;
+    int nt = threads_for(n);
+    for (int64_t s = 0; s < outer * inner; s++) {
+        int64_t b = base_of(s, n, inner);
+        if (op >= 3) {
+            int64_t label = (int64_t)((const L *)lab)[s];
+            if (label < 0 || label >= n) {
+                for (int t = 0; t < nt; t++)
+                    sparse_bad_write(back + s * n, y + s, n, t, nt);
+                continue;
+            }
+        }
+        A m = (A)-INFINITY;
+        for (int t = 0; t < nt; t++)
+            m = Max()(m, part_max(x + b, n, inner, t, nt));
+        double sum = 0;
+        for (int t = 0; t < nt; t++)
+            sum += part_sum_exp(x + b, n, inner, m, t, nt);
+        if (op <= 1) {
+            for (int t = 0; t < nt; t++)
+                softmax_write(x + b, y + b, n, inner, m, sum, op, t, nt);
+        } else if (op == 2) {
+            double tot = 0;
+            for (int t = 0; t < nt; t++)
+                tot += xent_write(x + b, (const S *)lab + b, back + b, n,
+                                  inner, m, sum, t, nt);
+            y[s] = xent_loss<S>(tot);
+        } else {
+            int64_t label = (int64_t)((const L *)lab)[s];
+            for (int t = 0; t < nt; t++)
+                sparse_write(x + b, back + b, y + s, n, label, m, sum, t, nt);
+        }
+    }
+}
+
+static void *
+slurp(const char *path, size_t nb)
+{
+    void *p = calloc(nb + 8, 1);
+    FILE *f = fopen(path, "rb");
+    if (!f || fread(p, 1, nb, f) != nb)
+        exit(3);
+    fclose(f);
+    return p;
+}
+
+static void
+spill(const char *path, const void *p, size_t nb)
+{
+    FILE *f = fopen(path, "wb");
+    fwrite(p, 1, nb, f);
+    fclose(f);
+}
+
+/* argv: op (0 Softmax, 1 LogSoftmax, 2 xent, 3 sparse int32 labels,
+ * 4 sparse int64) ty outer n inner x lab out back */
+int main(int argc, char **argv)
+{
+    if (argc != 10)
+        return 2;
+    int op = atoi(argv[1]), ty = atoi(argv[2]);
+    int64_t outer = atoll(argv[3]), n = atoll(argv[4]);
+    int64_t inner = atoll(argv[5]), slices = outer * inner;
+    size_t es = ty == TFM_CU_F64 ? 8 : ty == TFM_CU_F32 ? 4 : 2;
+    size_t nx = (size_t)(slices * n);
+    void *x = slurp(argv[6], nx * es);
+    void *lab = op == 2 ? slurp(argv[7], nx * es)
+              : op >= 3 ? slurp(argv[7], (size_t)slices * (op == 3 ? 4 : 8))
+              : NULL;
+    size_t ny = op <= 1 ? nx : (size_t)slices;
+    void *y = calloc(ny + 1, es), *back = calloc(nx + 1, es);
+#define RUN(S) (op == 4 ? run<S, long long>(op, (const S *)x, lab, (S *)y,  \
+                                            (S *)back, outer, n, inner)      \
+                        : run<S, int>(op, (const S *)x, lab, (S *)y,          \
+                                      (S *)back, outer, n, inner))
+    switch (ty) {
+    case TFM_CU_F32: RUN(float); break;
+    case TFM_CU_F64: RUN(double); break;
+    case TFM_CU_F16: RUN(__half); break;
+    default: RUN(__nv_bfloat16); break;
+    }
+    spill(argv[8], y, ny * es);
+    if (op >= 2)
+        spill(argv[9], back, nx * es);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def nn_harness(tmp_path_factory):
+    cc = nvcc()
+    if not cc:
+        pytest.skip("no nvcc (CUDA toolkit) on this machine")
+    d = tmp_path_factory.mktemp("half_nn_cu")
+    (d / "h.cu").write_text(NN_HARNESS)
+    r = subprocess.run([cc, "-O2", "-std=c++17", "-gencode",
+                        "arch=compute_80,code=sm_80", "-I",
+                        os.path.join(ROOT, "csrc"), str(d / "h.cu"), "-o",
+                        str(d / "h")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return str(d / "h"), d
+
+
+NN_OPS = {"Softmax": 0, "LogSoftmax": 1,
+          "SoftmaxCrossEntropyWithLogits": 2,
+          "SparseSoftmaxCrossEntropyWithLogits": 3}
+
+
+def _nn_gpu(harness, op, dtype, x, axis, lab=None):
+    exe, d = harness
+    shape = x.shape
+    axis %= len(shape)
+    outer = int(np.prod(shape[:axis]))
+    n, inner = shape[axis], int(np.prod(shape[axis + 1:]))
+    code = NN_OPS[op] + (1 if lab is not None and lab.dtype == np.int64
+                         else 0)
+    files = [d / f for f in ("x.bin", "l.bin", "y.bin", "b.bin")]
+    x.tofile(files[0])
+    (lab if lab is not None else np.zeros(1, np.int8)).tofile(files[1])
+    subprocess.run([exe, str(code), str(TY[dtype]), str(outer), str(n),
+                    str(inner)] + [str(f) for f in files], check=True)
+    nd = ND[dtype]
+    if code <= 1:
+        return [np.fromfile(files[2], nd).reshape(shape)]
+    return [np.fromfile(files[2], nd).reshape(shape[:-1]),
+            np.fromfile(files[3], nd).reshape(shape)]
+
+
+def _nn_cpu(op, ins, **kw):
+    from tfmini import _C
+    from tfmini._opids import ID
+    with tf.device("/CPU:0"):
+        out = _C.call(ID[op], tuple(tf.constant(v) for v in ins), **kw)
+    return [o.numpy() for o in (out if isinstance(out, (list, tuple))
+                                else [out])]
+
+
+def _nn_close(got, want, dtype):
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        g64, w64 = g.astype(np.float64), w.astype(np.float64)
+        np.testing.assert_array_equal(np.isnan(g64), np.isnan(w64))
+        rtol = {"float64": 1e-13, "float32": 2e-6}.get(dtype, 2 * U[dtype])
+        np.testing.assert_allclose(g64, w64, rtol=rtol, atol=4e-6)
+        if dtype in ("float16", "bfloat16") and g.size:
+            # One rounding of nearly the same float32 value.
+            same = np.mean(g.reshape(-1).view(np.uint16) ==
+                           w.reshape(-1).view(np.uint16))
+            assert same >= 0.9, same
+
+
+NN_SLICES = [((4, 10), -1), ((3, 5, 7), 1), ((2, 3, 4), 0), ((2, 1100), 1),
+             ((6, 1), -1), ((3, 300), -1)]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32",
+                                   "float64"])
+@pytest.mark.parametrize("shape,axis", NN_SLICES, ids=str)
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+def test_softmax_bodies_match_cpu(nn_harness, op, shape, axis, dtype):
+    x = (np.random.default_rng(20).standard_normal(shape) * 3).astype(
+        ND[dtype])
+    _nn_close(_nn_gpu(nn_harness, op, dtype, x, axis),
+              _nn_cpu(op, (x,), i=(axis,)), dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32",
+                                   "float64"])
+@pytest.mark.parametrize("rows,classes", [(1, 1), (5, 10), (33, 300),
+                                          (2, 1100)])
+def test_cross_entropy_bodies_match_cpu(nn_harness, rows, classes, dtype):
+    rng = np.random.default_rng(21)
+    x = (rng.standard_normal((rows, classes)) * 2).astype(ND[dtype])
+    p = rng.random((rows, classes))
+    lab = (p / p.sum(-1, keepdims=True)).astype(ND[dtype])
+    op = "SoftmaxCrossEntropyWithLogits"
+    _nn_close(_nn_gpu(nn_harness, op, dtype, x, -1, lab),
+              _nn_cpu(op, (x, lab), i=(-1,)), dtype)
+    op = "SparseSoftmaxCrossEntropyWithLogits"
+    for it in (np.int32, np.int64):
+        idx = rng.integers(0, classes, rows).astype(it)
+        _nn_close(_nn_gpu(nn_harness, op, dtype, x, -1, idx),
+                  _nn_cpu(op, (x, idx)), dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_sparse_labels_out_of_range_give_nan_rows(nn_harness, dtype):
+    # TF's GPU kernel's rule (the CPU raises instead): NaN loss and
+    # backprop for that row only.
+    x = np.random.default_rng(22).standard_normal((3, 5)).astype(ND[dtype])
+    loss, back = _nn_gpu(nn_harness, "SparseSoftmaxCrossEntropyWithLogits",
+                         dtype, x, -1, np.array([1, 5, -1], np.int32))
+    loss, back = loss.astype(np.float32), back.astype(np.float32)
+    assert np.isfinite(loss[0]) and np.isfinite(back[0]).all()
+    assert np.isnan(loss[1:]).all() and np.isnan(back[1:]).all()

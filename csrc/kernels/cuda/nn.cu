@@ -18,12 +18,15 @@ namespace {
 
 const int THREADS = 256;
 
-__device__ inline float ex(float x) { return expf(x); }
-__device__ inline double ex(double x) { return exp(x); }
+__host__ __device__ inline float ex(float x) { return expf(x); }
+__host__ __device__ inline double ex(double x) { return exp(x); }
 
 struct Max {
     template <typename T>
-    __device__ T operator()(T a, T b) const { return b > a ? b : a; }
+    __host__ __device__ T operator()(T a, T b) const
+    {
+        return b > a ? b : a;
+    }
 };
 struct Add {
     template <typename T>
@@ -68,24 +71,103 @@ block_sum(double v)
     return block_reduce(v, 0.0, Add());
 }
 
-__device__ inline int64_t
+__host__ __device__ inline int64_t
 base_of(int64_t s, int64_t n, int64_t inner)
 {
     return (s / inner) * n * inner + s % inner;
 }
 
-// NaN-propagating max, as the CPU's `x > m ? x : m` from -inf is not:
-// that one skips NaN; here too (comparisons with NaN are false).
+// A slice's work in phases between the block's reductions, each for
+// thread t of nt over elements t, t + nt, ... (st apart in memory):
+// host and device, so that tests/test_half_cuda_host.py runs them.
+
+// Thread t's part of the slice's max: NaN is skipped, as the CPU's
+// `x > m ? x : m` from -inf skips it (comparisons with NaN are false).
 template <typename S, typename A = typename tfm_math<S>::type>
-__device__ A
-slice_max(const S *xs, int64_t n, int64_t st)
+__host__ __device__ A
+part_max(const S *xs, int64_t n, int64_t st, int t, int nt)
 {
     A m = (A)-INFINITY;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-        A v = tfm_widen(xs[i * st]);
-        m = v > m ? v : m;
+    for (int64_t i = t; i < n; i += nt)
+        m = Max()(m, (A)tfm_widen(xs[i * st]));
+    return m;
+}
+
+// Thread t's part of the sum of exp(x - m), in double as the CPU's.
+template <typename S, typename A>
+__host__ __device__ double
+part_sum_exp(const S *xs, int64_t n, int64_t st, A m, int t, int nt)
+{
+    double acc = 0;
+    for (int64_t i = t; i < n; i += nt)
+        acc += (double)ex(tfm_widen(xs[i * st]) - m);
+    return acc;
+}
+
+template <typename S, typename A>
+__host__ __device__ void
+softmax_write(const S *xs, S *ys, int64_t n, int64_t st, A m, double sum,
+              int take_log, int t, int nt)
+{
+    if (take_log) {
+        A ls = (A)log(sum);
+        for (int64_t i = t; i < n; i += nt)
+            ys[i * st] = tfm_narrow<S>((tfm_widen(xs[i * st]) - m) - ls);
+    } else {
+        A inv = (A)(1.0 / sum);
+        for (int64_t i = t; i < n; i += nt)
+            ys[i * st] = tfm_narrow<S>(ex(tfm_widen(xs[i * st]) - m) * inv);
     }
-    return block_max(m);
+}
+
+// A row whose label is outside [0, n): NaN loss and backprop.
+template <typename S>
+__host__ __device__ void
+sparse_bad_write(S *bs, S *loss, int64_t n, int t, int nt)
+{
+    typedef typename tfm_math<S>::type A;
+    for (int64_t i = t; i < n; i += nt)
+        bs[i] = tfm_narrow<S>((A)NAN);
+    if (t == 0)
+        *loss = tfm_narrow<S>((A)NAN);
+}
+
+template <typename S, typename A>
+__host__ __device__ void
+sparse_write(const S *xs, S *bs, S *loss, int64_t n, int64_t label, A m,
+             double sum, int t, int nt)
+{
+    A inv = (A)(1.0 / sum);
+    for (int64_t i = t; i < n; i += nt)
+        bs[i] = tfm_narrow<S>(ex(tfm_widen(xs[i]) - m) * inv -
+                              (i == label ? (A)1 : (A)0));
+    if (t == 0)
+        *loss = tfm_narrow<S>(
+            (A)(log(sum) - (double)(tfm_widen(xs[label]) - m)));
+}
+
+// Writes the backprop and returns thread t's part of the loss.
+template <typename S, typename A>
+__host__ __device__ double
+xent_write(const S *xs, const S *ls, S *bs, int64_t n, int64_t st, A m,
+           double sum, int t, int nt)
+{
+    double lse = log(sum);
+    A inv = (A)(1.0 / sum);
+    double part = 0;
+    for (int64_t i = t; i < n; i += nt) {
+        A xi = tfm_widen(xs[i * st]), li = tfm_widen(ls[i * st]);
+        part += (double)li * (lse - (double)(xi - m));
+        bs[i * st] = tfm_narrow<S>(ex(xi - m) * inv - li);
+    }
+    return part;
+}
+
+template <typename S>
+__host__ __device__ S
+xent_loss(double tot)
+{
+    return tfm_narrow<S>((typename tfm_math<S>::type)tot);
 }
 
 template <typename S>
@@ -93,27 +175,12 @@ __global__ void
 k_softmax(const S *__restrict__ x, S *__restrict__ y, int64_t slices,
           int64_t n, int64_t inner, int take_log)
 {
-    typedef typename tfm_math<S>::type A;
+    int t = threadIdx.x, nt = blockDim.x;
     for (int64_t s = blockIdx.x; s < slices; s += gridDim.x) {
         int64_t b = base_of(s, n, inner);
-        const S *xs = x + b;
-        S *ys = y + b;
-        A m = slice_max(xs, n, inner);
-        double acc = 0;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-            acc += (double)ex(tfm_widen(xs[i * inner]) - m);
-        double sum = block_sum(acc);
-        if (take_log) {
-            A ls = (A)log(sum);
-            for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-                ys[i * inner] =
-                    tfm_narrow<S>((tfm_widen(xs[i * inner]) - m) - ls);
-        } else {
-            A inv = (A)(1.0 / sum);
-            for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-                ys[i * inner] =
-                    tfm_narrow<S>(ex(tfm_widen(xs[i * inner]) - m) * inv);
-        }
+        auto m = block_max(part_max(x + b, n, inner, t, nt));
+        double sum = block_sum(part_sum_exp(x + b, n, inner, m, t, nt));
+        softmax_write(x + b, y + b, n, inner, m, sum, take_log, t, nt);
     }
 }
 
@@ -123,30 +190,17 @@ k_sparse_xent(const S *__restrict__ x, const L *__restrict__ lab,
               S *__restrict__ loss, S *__restrict__ back, int64_t rows,
               int64_t n)
 {
-    typedef typename tfm_math<S>::type A;
+    int t = threadIdx.x, nt = blockDim.x;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const S *xs = x + r * n;
-        S *bs = back + r * n;
         int64_t label = (int64_t)lab[r];
         if (label < 0 || label >= n) {
-            for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-                bs[i] = tfm_narrow<S>((A)NAN);
-            if (threadIdx.x == 0)
-                loss[r] = tfm_narrow<S>((A)NAN);
+            sparse_bad_write(back + r * n, loss + r, n, t, nt);
             continue;
         }
-        A m = slice_max(xs, n, (int64_t)1);
-        double acc = 0;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-            acc += (double)ex(tfm_widen(xs[i]) - m);
-        double sum = block_sum(acc);
-        A inv = (A)(1.0 / sum);
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-            bs[i] = tfm_narrow<S>(ex(tfm_widen(xs[i]) - m) * inv -
-                                  (i == label ? (A)1 : (A)0));
-        if (threadIdx.x == 0)
-            loss[r] = tfm_narrow<S>(
-                (A)(log(sum) - (double)(tfm_widen(xs[label]) - m)));
+        auto m = block_max(part_max(xs, n, (int64_t)1, t, nt));
+        double sum = block_sum(part_sum_exp(xs, n, (int64_t)1, m, t, nt));
+        sparse_write(xs, back + r * n, loss + r, n, label, m, sum, t, nt);
     }
 }
 
@@ -156,27 +210,15 @@ k_xent(const S *__restrict__ x, const S *__restrict__ lab,
        S *__restrict__ loss, S *__restrict__ back, int64_t slices,
        int64_t n, int64_t inner)
 {
-    typedef typename tfm_math<S>::type A;
+    int t = threadIdx.x, nt = blockDim.x;
     for (int64_t s = blockIdx.x; s < slices; s += gridDim.x) {
         int64_t b = base_of(s, n, inner);
-        const S *xs = x + b, *ls = lab + b;
-        S *bs = back + b;
-        A m = slice_max(xs, n, inner);
-        double acc = 0;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-            acc += (double)ex(tfm_widen(xs[i * inner]) - m);
-        double sum = block_sum(acc);
-        double lse = log(sum);
-        A inv = (A)(1.0 / sum);
-        double part = 0;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-            A xi = tfm_widen(xs[i * inner]), li = tfm_widen(ls[i * inner]);
-            part += (double)li * (lse - (double)(xi - m));
-            bs[i * inner] = tfm_narrow<S>(ex(xi - m) * inv - li);
-        }
-        double tot = block_sum(part);
-        if (threadIdx.x == 0)
-            loss[s] = tfm_narrow<S>((A)tot);
+        auto m = block_max(part_max(x + b, n, inner, t, nt));
+        double sum = block_sum(part_sum_exp(x + b, n, inner, m, t, nt));
+        double tot = block_sum(xent_write(x + b, lab + b, back + b, n, inner,
+                                          m, sum, t, nt));
+        if (t == 0)
+            loss[s] = xent_loss<S>(tot);
     }
 }
 
