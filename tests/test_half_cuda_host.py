@@ -514,3 +514,255 @@ def test_sparse_labels_out_of_range_give_nan_rows(nn_harness, dtype):
     loss, back = loss.astype(np.float32), back.astype(np.float32)
     assert np.isfinite(loss[0]) and np.isfinite(back[0]).all()
     assert np.isnan(loss[1:]).all() and np.isnan(back[1:]).all()
+
+
+# ---- norm.cu: _LayerNorm, _LayerNormGrad, _SoftmaxGrad -------------------
+NORM_HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "kernels/cuda/norm.cu"
+
+template <typename S>
+static void
+layer_norm(const S *x, const S *g, const S *b, S *y, int64_t rows,
+           int64_t n, double eps)
+{
+    typedef typename tfm_math<S>::type A;
+    int nt = threads_for(n);
+    for (int64_t r = 0; r < rows; r++) {
+        const S *xr = x + r * n;
+        double s = 0, q = 0;
+        for (int t = 0; t < nt; t++)
+            s += part_sum(xr, n, t, nt);
+        A mu = (A)(s / (double)n);
+        for (int t = 0; t < nt; t++)
+            q += part_sq(xr, n, mu, t, nt);
+        A rs = rstd_of<A>(q, n, eps);
+        for (int t = 0; t < nt; t++)
+            layer_norm_write(xr, g, b, y + r * n, n, mu, rs, t, nt);
+    }
+}
+
+/* col_sums.h's order: 32 partial sums over every 32nd row, then those in
+ * order, rounded as its kernel stores them. */
+template <typename S, typename V>
+static void
+col_sums(V val, S *out, int64_t rows, int64_t cols)
+{
+    for (int64_t c = 0; c < cols; c++) {
+        double t = 0;
+        for (int y = 0; y < 32; y++) {
+            double s = 0;
+            for (int64_t r = y; r < rows; r += 32)
+                s += (double)val(r, c);
+            t += s;
+        }
+        out[c] = (S)t;
+    }
+}
+
+template <typename S>
+static void
+layer_norm_grad(const S *dy, const S *x, const S *g, S *dx, S *dg, S *db,
+                int64_t rows, int64_t n, double eps)
+{
+    typedef typename tfm_math<S>::type A;
+    int nt = threads_for(n);
+    double *stats = (double *)calloc(2 * rows + 2, sizeof(double));
+    for (int64_t r = 0; r < rows; r++) {
+        const S *xr = x + r * n, *gr = dy + r * n;
+        double s = 0, q = 0, sv = 0, svx = 0;
+        for (int t = 0; t < nt; t++)
+            s += part_sum(xr, n, t, nt);
+        A mu = (A)(s / (double)n);
+        for (int t = 0; t < nt; t++)
+            q += part_sq(xr, n, mu, t, nt);
+        A rs = rstd_of<A>(q, n, eps);
+        for (int t = 0; t < nt; t++) {
+            double a, b;
+            ln_grad_parts(gr, xr, g, n, mu, rs, t, nt, &a, &b);
+            sv += a;
+            svx += b;
+        }
+        A mv = (A)(sv / (double)n), mvx = (A)(svx / (double)n);
+        for (int t = 0; t < nt; t++)
+            ln_grad_write(gr, xr, g, dx + r * n, n, mu, rs, mv, mvx, t, nt);
+        stats[2 * r] = (double)mu;
+        stats[2 * r + 1] = (double)rs;
+    }
+    col_sums(DyXhat<S>{dy, x, stats, n}, dg, rows, n);
+    col_sums(Rows<S>{dy, n}, db, rows, n);
+    free(stats);
+}
+
+template <typename S>
+static void
+softmax_grad(const S *y, const S *dy, S *dx, int64_t outer, int64_t n,
+             int64_t inner)
+{
+    typedef typename tfm_math<S>::type A;
+    int nt = threads_for(n);
+    for (int64_t s = 0; s < outer * inner; s++) {
+        int64_t base = (s / inner) * n * inner + s % inner;
+        double acc = 0;
+        for (int t = 0; t < nt; t++)
+            acc += softmax_grad_part(y + base, dy + base, n, inner, t, nt);
+        for (int t = 0; t < nt; t++)
+            softmax_grad_write(y + base, dy + base, dx + base, n, inner,
+                               (A)acc, t, nt);
+    }
+}
+
+static void *
+slurp(const char *path, size_t nb)
+{
+    void *p = calloc(nb + 8, 1);
+    FILE *f = fopen(path, "rb");
+    if (!f || fread(p, 1, nb, f) != nb)
+        exit(3);
+    fclose(f);
+    return p;
+}
+
+static void
+spill(const char *path, const void *p, size_t nb)
+{
+    FILE *f = fopen(path, "wb");
+    fwrite(p, 1, nb, f);
+    fclose(f);
+}
+
+/* argv: op (0 _LayerNorm: x g b -> y; 1 _LayerNormGrad: dy x g -> dx dg
+ * db; 2 _SoftmaxGrad: y dy -> dx) ty a b c (rows n 0, or outer n inner)
+ * eps dir: inputs dir/i0.bin ..., outputs dir/o0.bin ... */
+int main(int argc, char **argv)
+{
+    if (argc != 9)
+        return 2;
+    int op = atoi(argv[1]), ty = atoi(argv[2]);
+    int64_t a = atoll(argv[3]), n = atoll(argv[4]), c = atoll(argv[5]);
+    double eps = atof(argv[6]);
+    const char *dir = argv[7];
+    (void)argv[8];
+    size_t es = ty == TFM_CU_F64 ? 8 : ty == TFM_CU_F32 ? 4 : 2;
+    size_t big = (size_t)(a * n * (op == 2 ? c : 1)), sm = (size_t)n;
+    size_t in_n[3] = {big, op == 1 ? big : sm, sm};
+    size_t out_n[3] = {big, sm, sm};
+    if (op == 2)
+        in_n[1] = big;
+    int nin = op == 2 ? 2 : 3, nout = op == 1 ? 3 : 1;
+    void *in[3], *out[3];
+    char path[4096];
+    for (int k = 0; k < nin; k++) {
+        snprintf(path, sizeof path, "%s/i%d.bin", dir, k);
+        in[k] = slurp(path, in_n[k] * es);
+    }
+    for (int k = 0; k < nout; k++)
+        out[k] = calloc(out_n[k] + 1, es);
+#define RUN(S)                                                               \
+    do {                                                                     \
+        if (op == 0)                                                         \
+            layer_norm((const S *)in[0], (const S *)in[1], (const S *)in[2], \
+                       (S *)out[0], a, n, eps);                              \
+        else if (op == 1)                                                    \
+            layer_norm_grad((const S *)in[0], (const S *)in[1],              \
+                            (const S *)in[2], (S *)out[0], (S *)out[1],      \
+                            (S *)out[2], a, n, eps);                         \
+        else                                                                 \
+            softmax_grad((const S *)in[0], (const S *)in[1], (S *)out[0], a, \
+                         n, c);                                              \
+    } while (0)
+    switch (ty) {
+    case TFM_CU_F32: RUN(float); break;
+    case TFM_CU_F64: RUN(double); break;
+    case TFM_CU_F16: RUN(__half); break;
+    default: RUN(__nv_bfloat16); break;
+    }
+    for (int k = 0; k < nout; k++) {
+        snprintf(path, sizeof path, "%s/o%d.bin", dir, k);
+        spill(path, out[k], out_n[k] * es);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def norm_harness(tmp_path_factory):
+    cc = nvcc()
+    if not cc:
+        pytest.skip("no nvcc (CUDA toolkit) on this machine")
+    d = tmp_path_factory.mktemp("half_norm_cu")
+    (d / "h.cu").write_text(NORM_HARNESS)
+    r = subprocess.run([cc, "-O2", "-std=c++17", "-gencode",
+                        "arch=compute_80,code=sm_80", "-I",
+                        os.path.join(ROOT, "csrc"), str(d / "h.cu"), "-o",
+                        str(d / "h")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return str(d / "h"), d
+
+
+def _norm_gpu(harness, op, dtype, ins, a, n, c, eps, out_shapes):
+    exe, d = harness
+    for k, v in enumerate(ins):
+        np.ascontiguousarray(v).tofile(d / f"i{k}.bin")
+    code = {"_LayerNorm": 0, "_LayerNormGrad": 1, "_SoftmaxGrad": 2}[op]
+    subprocess.run([exe, str(code), str(TY[dtype]), str(a), str(n), str(c),
+                    repr(eps), str(d), "-"], check=True)
+    return [np.fromfile(d / f"o{k}.bin", ND[dtype]).reshape(s)
+            for k, s in enumerate(out_shapes)]
+
+
+def _norm_close(got, want, dtype, atol):
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == w.shape and g.dtype == w.dtype, k
+        g64, w64 = g.astype(np.float64), w.astype(np.float64)
+        rtol = {"float64": 1e-12, "float32": 1e-5}.get(dtype, 2 * U[dtype])
+        scale = max(1.0, float(np.max(np.abs(w64), initial=0)))
+        np.testing.assert_allclose(g64, w64, rtol=rtol, atol=atol * scale,
+                                   err_msg=f"out {k}")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32",
+                                   "float64"])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (10, 33), (4, 1025),
+                                   (300, 2)], ids=str)
+def test_layer_norm_bodies_match_cpu(norm_harness, shape, dtype):
+    rng = np.random.default_rng(23)
+    rows, n = shape
+    nd = ND[dtype]
+    x = (rng.standard_normal(shape) * 3 + 2).astype(nd)
+    g, b = rng.standard_normal(n).astype(nd), rng.standard_normal(n).astype(nd)
+    dy = rng.standard_normal(shape).astype(nd)
+    eps = 1e-3
+    got = _norm_gpu(norm_harness, "_LayerNorm", dtype, (x, g, b), rows, n, 1,
+                    eps, [shape])
+    _norm_close(got, _nn_cpu("_LayerNorm", (x, g, b), f=(eps,)), dtype,
+                1e-6)
+    got = _norm_gpu(norm_harness, "_LayerNormGrad", dtype, (dy, x, g), rows,
+                    n, 1, eps, [shape, (n,), (n,)])
+    # dx cancels; dgamma / dbeta sum up to 300 rows (double here, float32
+    # on the CPU).
+    _norm_close(got, _nn_cpu("_LayerNormGrad", (dy, x, g), f=(eps,)), dtype,
+                1e-4 if dtype != "float64" else 1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32",
+                                   "float64"])
+@pytest.mark.parametrize("shape,axis", [((4, 10), -1), ((3, 5, 7), 1),
+                                        ((2, 3, 4), 0), ((2, 1100), 1)],
+                         ids=str)
+def test_softmax_grad_bodies_match_cpu(norm_harness, shape, axis, dtype):
+    rng = np.random.default_rng(24)
+    nd = ND[dtype]
+    with tf.device("/CPU:0"):
+        y = tf.nn.softmax(tf.constant(rng.standard_normal(shape).astype(nd)),
+                          axis=axis).numpy()
+    dy = rng.standard_normal(shape).astype(nd)
+    ax = axis % len(shape)
+    outer, n = int(np.prod(shape[:ax])), shape[ax]
+    inner = int(np.prod(shape[ax + 1:]))
+    got = _norm_gpu(norm_harness, "_SoftmaxGrad", dtype, (y, dy), outer, n,
+                    inner, 0.0, [shape])
+    _norm_close(got, _nn_cpu("_SoftmaxGrad", (y, dy), i=(axis,)), dtype,
+                1e-6 if dtype != "float64" else 1e-13)

@@ -41,22 +41,110 @@ block_sum(double v)
     return res;
 }
 
-// Mean and 1/sqrt(var + eps) of one row: two passes, as the CPU's.
-template <typename S, typename A>
-__device__ void
-row_stats(const S *x, int64_t n, double eps, A *mu, A *rs)
+// A row's (a slice's) work in phases between the block's sums, each for
+// thread t of nt over elements t, t + nt, ...: host and device, so that
+// tests/test_half_cuda_host.py runs them.
+
+// Mean and 1/sqrt(var + eps) of one row in two passes, as the CPU's:
+// thread t's part of the sum, then of the squared deviations.
+template <typename S>
+__host__ __device__ double
+part_sum(const S *x, int64_t n, int t, int nt)
 {
     double s = 0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    for (int64_t i = t; i < n; i += nt)
         s += (double)tfm_widen(x[i]);
-    A m = (A)(block_sum(s) / (double)n);
+    return s;
+}
+
+template <typename S, typename A>
+__host__ __device__ double
+part_sq(const S *x, int64_t n, A m, int t, int nt)
+{
     double q = 0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    for (int64_t i = t; i < n; i += nt) {
         double d = (double)(tfm_widen(x[i]) - m);
         q += d * d;
     }
+    return q;
+}
+
+template <typename A>
+__host__ __device__ A
+rstd_of(double q, int64_t n, double eps)
+{
+    return (A)(1.0 / sqrt(q / (double)n + eps));
+}
+
+template <typename S, typename A>
+__host__ __device__ void
+layer_norm_write(const S *x, const S *g, const S *b, S *y, int64_t n, A mu,
+                 A rs, int t, int nt)
+{
+    for (int64_t i = t; i < n; i += nt)
+        y[i] = tfm_narrow<S>((tfm_widen(x[i]) - mu) * rs * tfm_widen(g[i]) +
+                             tfm_widen(b[i]));
+}
+
+// dx = rs * (v - mean(v) - xh * mean(v * xh)), v = gamma * dy, as the
+// CPU's: thread t's parts of the sums of v and v * xh, then dx.
+template <typename S, typename A>
+__host__ __device__ void
+ln_grad_parts(const S *dy, const S *x, const S *g, int64_t n, A mu, A rs,
+              int t, int nt, double *sv, double *svx)
+{
+    *sv = *svx = 0;
+    for (int64_t i = t; i < n; i += nt) {
+        A xh = (tfm_widen(x[i]) - mu) * rs;
+        A v = tfm_widen(g[i]) * tfm_widen(dy[i]);
+        *sv += (double)v;
+        *svx += (double)(v * xh);
+    }
+}
+
+template <typename S, typename A>
+__host__ __device__ void
+ln_grad_write(const S *dy, const S *x, const S *g, S *dx, int64_t n, A mu,
+              A rs, A mv, A mvx, int t, int nt)
+{
+    for (int64_t i = t; i < n; i += nt) {
+        A xh = (tfm_widen(x[i]) - mu) * rs;
+        dx[i] = tfm_narrow<S>(
+            rs * (tfm_widen(g[i]) * tfm_widen(dy[i]) - mv - xh * mvx));
+    }
+}
+
+template <typename S>
+__host__ __device__ double
+softmax_grad_part(const S *y, const S *dy, int64_t n, int64_t st, int t,
+                  int nt)
+{
+    double acc = 0;
+    for (int64_t i = t; i < n; i += nt)
+        acc += (double)(tfm_widen(dy[i * st]) * tfm_widen(y[i * st]));
+    return acc;
+}
+
+template <typename S, typename A>
+__host__ __device__ void
+softmax_grad_write(const S *y, const S *dy, S *dx, int64_t n, int64_t st,
+                   A dot, int t, int nt)
+{
+    for (int64_t i = t; i < n; i += nt)
+        dx[i * st] = tfm_narrow<S>(tfm_widen(y[i * st]) *
+                                   (tfm_widen(dy[i * st]) - dot));
+}
+
+template <typename S>
+__device__ void
+row_stats(const S *x, int64_t n, double eps, typename tfm_math<S>::type *mu,
+          typename tfm_math<S>::type *rs)
+{
+    typedef typename tfm_math<S>::type A;
+    int t = threadIdx.x, nt = blockDim.x;
+    A m = (A)(block_sum(part_sum(x, n, t, nt)) / (double)n);
     *mu = m;
-    *rs = (A)(1.0 / sqrt(block_sum(q) / (double)n + eps));
+    *rs = rstd_of<A>(block_sum(part_sq(x, n, m, t, nt)), n, eps);
 }
 
 template <typename S>
@@ -67,18 +155,14 @@ k_layer_norm(const S *__restrict__ x, const S *__restrict__ g,
 {
     typedef typename tfm_math<S>::type A;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        const S *xr = x + r * n;
-        S *yr = y + r * n;
         A mu, rs;
-        row_stats(xr, n, eps, &mu, &rs);
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-            yr[i] = tfm_narrow<S>((tfm_widen(xr[i]) - mu) * rs *
-                                  tfm_widen(g[i]) + tfm_widen(b[i]));
+        row_stats(x + r * n, n, eps, &mu, &rs);
+        layer_norm_write(x + r * n, g, b, y + r * n, n, mu, rs,
+                         (int)threadIdx.x, (int)blockDim.x);
     }
 }
 
-// dx = rs * (v - mean(v) - xh * mean(v * xh)), v = gamma * dy, as the
-// CPU's; each row's (mean, rs) go to stats for the column sums.
+// Each row's (mean, rs) go to stats for the column sums.
 template <typename S>
 __global__ void
 k_layer_norm_dx(const S *__restrict__ dy, const S *__restrict__ x,
@@ -87,26 +171,17 @@ k_layer_norm_dx(const S *__restrict__ dy, const S *__restrict__ x,
                 double eps)
 {
     typedef typename tfm_math<S>::type A;
+    int t = threadIdx.x, nt = blockDim.x;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const S *xr = x + r * n, *gr = dy + r * n;
-        S *dr = dx + r * n;
         A mu, rs;
         row_stats(xr, n, eps, &mu, &rs);
-        double sv = 0, svx = 0;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-            A xh = (tfm_widen(xr[i]) - mu) * rs;
-            A v = tfm_widen(g[i]) * tfm_widen(gr[i]);
-            sv += (double)v;
-            svx += (double)(v * xh);
-        }
+        double sv, svx;
+        ln_grad_parts(gr, xr, g, n, mu, rs, t, nt, &sv, &svx);
         A mv = (A)(block_sum(sv) / (double)n);
         A mvx = (A)(block_sum(svx) / (double)n);
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-            A xh = (tfm_widen(xr[i]) - mu) * rs;
-            dr[i] = tfm_narrow<S>(
-                rs * (tfm_widen(g[i]) * tfm_widen(gr[i]) - mv - xh * mvx));
-        }
-        if (threadIdx.x == 0) {
+        ln_grad_write(gr, xr, g, dx + r * n, n, mu, rs, mv, mvx, t, nt);
+        if (t == 0) {
             stats[2 * r] = (double)mu;
             stats[2 * r + 1] = (double)rs;
         }
@@ -119,7 +194,7 @@ struct DyXhat {
     const S *dy, *x;
     const double *stats;
     int64_t n;
-    __device__ typename tfm_math<S>::type
+    __host__ __device__ typename tfm_math<S>::type
     operator()(int64_t r, int64_t c) const
     {
         typedef typename tfm_math<S>::type A;
@@ -134,7 +209,7 @@ template <typename S>
 struct Rows {
     const S *p;
     int64_t n;
-    __device__ typename tfm_math<S>::type
+    __host__ __device__ typename tfm_math<S>::type
     operator()(int64_t r, int64_t c) const
     {
         return tfm_widen(p[r * n + c]);
@@ -147,18 +222,13 @@ k_softmax_grad(const S *__restrict__ y, const S *__restrict__ dy,
                S *__restrict__ dx, int64_t slices, int64_t n, int64_t inner)
 {
     typedef typename tfm_math<S>::type A;
+    int t = threadIdx.x, nt = blockDim.x;
     for (int64_t s = blockIdx.x; s < slices; s += gridDim.x) {
         int64_t base = (s / inner) * n * inner + s % inner;
-        const S *ys = y + base, *gs = dy + base;
-        S *xs = dx + base;
-        double acc = 0;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-            acc += (double)(tfm_widen(gs[i * inner]) *
-                            tfm_widen(ys[i * inner]));
-        A t = (A)block_sum(acc);
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-            xs[i * inner] = tfm_narrow<S>(
-                tfm_widen(ys[i * inner]) * (tfm_widen(gs[i * inner]) - t));
+        A dot = (A)block_sum(softmax_grad_part(y + base, dy + base, n, inner,
+                                               t, nt));
+        softmax_grad_write(y + base, dy + base, dx + base, n, inner, dot, t,
+                           nt);
     }
 }
 
