@@ -10,8 +10,12 @@ compare with the CPU kernels. The 16-bit floats accumulate in float32
 and round once; the CPU computes them in float32 (its sums pairwise
 into double) and rounds once, so both lie within one rounding of the
 16-bit type plus float32's accumulation error of the exact result; Max,
-Min, All and Any are exact. tests/gpu/test_gpu_mixed.py runs the kernels
-on a GPU."""
+Min, All and Any are exact. nn.cu (softmax, log-softmax, the cross
+entropies) and norm.cu (_LayerNorm(Grad), _SoftmaxGrad) split each slice's
+work into host-device phases between the block's reductions; their host
+builds run the phases thread by thread, the reductions between them in
+order, against the CPU kernels in all four float types.
+tests/gpu/test_gpu_mixed.py runs the kernels on a GPU."""
 import os
 import subprocess
 
