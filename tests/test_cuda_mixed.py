@@ -109,7 +109,9 @@ def test_gpu_bench_fails_clearly_without_a_gpu():
 # ---- Keras models under the mixed policies -------------------------------
 FAKE = "/device:FAKE:0"
 CPU_NAME = "/job:localhost/replica:0/task:0/device:CPU:0"
-ANY_DTYPE = 1 << 5          # op.h's TFM_OPF_ANY_DTYPE, op_table()'s flags
+# op.h's flags, as op_table() gives them: kernels taking every dtype,
+# and graph-only ops (Const, While: the executor's own steps).
+ANY_DTYPE, GRAPH_ONLY = 1 << 5, 1 << 6
 # Ops with 16-bit inputs whose GPU kernels are other files' (conv_cudnn.c,
 # kernels_pool.c) and still compute in float32 between casts on the GPU.
 CASTS_AROUND = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter",
@@ -118,6 +120,14 @@ CASTS_AROUND = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter",
 
 def _model(name):
     L = tf.keras.layers
+    if name == "transformer":
+        inp = tf.keras.Input((16, 32))
+        a = L.MultiHeadAttention(num_heads=2, key_dim=16)(inp, inp)
+        x = L.LayerNormalization()(L.Add()([inp, a]))
+        f = L.Dense(32)(L.Dense(64, activation="relu")(x))
+        x = L.LayerNormalization()(L.Add()([x, f]))
+        out = L.Dense(10)(L.GlobalAveragePooling1D()(x))
+        return tf.keras.Model(inp, out), (4, 16, 32)
     if name == "mlp":
         return (tf.keras.Sequential([tf.keras.Input((784,)),
                                      L.Dense(128, activation="relu"),
@@ -135,13 +145,14 @@ def _needs_cudnn(name):
 
 
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-@pytest.mark.parametrize("name", ["mlp", "cnn"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer"])
 def test_train_step_half_ops_all_take_half_on_the_gpu(name, policy):
-    """The traced train step of the benchmarks' models under a mixed
-    policy: every op with a 16-bit input or output either takes every
-    dtype (copies, Cast) or has a GPU kernel that takes the 16-bit floats
-    itself, so nothing is cast around a kernel but the convolutions and
-    pooling (CASTS_AROUND, the MLP has none)."""
+    """The traced train step of the benchmarks' models (the transformer
+    block smaller) under a mixed policy: every op with a 16-bit input or
+    output either takes every dtype (copies, Cast) or has a GPU kernel
+    that takes the 16-bit floats itself, so nothing is cast around a
+    kernel but the convolutions and pooling (CASTS_AROUND; the MLP and
+    the transformer have none)."""
     half = _fn("tfm_cuda_half_kernel", ctypes.c_int, [ctypes.c_char_p])
     flags = {row[0]: row[3] for row in _C.op_table()}
     tf.keras.mixed_precision.set_global_policy(policy)
@@ -174,16 +185,21 @@ def test_train_step_half_ops_all_take_half_on_the_gpu(name, policy):
         if o.type == "Placeholder" or not any(d in halves for d in ds):
             continue
         seen.add(o.type)
-        if not flags[o.type] & ANY_DTYPE and half(o.type.encode()) != 1:
+        if (not flags[o.type] & (ANY_DTYPE | GRAPH_ONLY)
+                and half(o.type.encode()) != 1):
             cast.add(o.type)
-    # The step does run its matmuls, bias gradients and loss in 16 bits.
+    # The step does run its matmuls, bias gradients and loss in 16 bits,
+    # and the transformer its attention softmax and layer norms.
     assert {"BatchMatMulV2", "Sum", "ReluGrad"} <= seen, seen
+    if name == "transformer":
+        assert {"Softmax", "_SoftmaxGrad", "_LayerNorm",
+                "_LayerNormGrad"} <= seen, seen
     assert cast <= (CASTS_AROUND if name == "cnn" else set()), cast
 
 
 @pytest.mark.parametrize("eager", [False, True], ids=["traced", "eager"])
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-@pytest.mark.parametrize("name", ["mlp", "cnn"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer"])
 def test_mixed_models_train_with_nothing_soft_placed(fake, capfd, name,
                                                       policy, eager):
     """FAKE given exactly the GPU table's ops (the rest denied, as the
@@ -193,8 +209,8 @@ def test_mixed_models_train_with_nothing_soft_placed(fake, capfd, name,
     are the CPU's."""
     has = _fn("tfm_cuda_has_kernel", ctypes.c_int, [ctypes.c_char_p])
     _needs_cudnn(name)
-    if name == "cnn" and eager:
-        pytest.skip("the eager CNN repeats the traced one's ops, slowly")
+    if name != "mlp" and eager:
+        pytest.skip("eager repeats the traced step's ops, slowly")
     for row in _C.op_table():
         if has(row[0].encode()) == 0:
             _C._fake_device_deny(row[0])
