@@ -64,9 +64,9 @@ tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     if (!k)
         return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s has no CPU kernel",
                          tfm_ops[op].name);
-    /* A 16-bit float reaches here only in a kernel that takes_half marks
-     * (or Cast, which the CPU takes in every dtype): the CPU kernel would
-     * misread one it does not take. */
+    /* A 16-bit float reaches here only from a kernel that takes_half
+     * marks, or from Cast (which the CPU takes in every dtype): the CPU
+     * kernel would misread one it does not take. */
     for (int i = 0; i < n; i++) {
         tfm_dtype d = i < nin ? in[i]->dtype : out[i - nin]->dtype;
         if (!tfm_kernel_takes(op, d, TFM_CPU))
@@ -152,26 +152,9 @@ ew_type(tfm_dtype d)
  * float32 inside): tfm_cuda_takes_half tells the dispatcher, which
  * otherwise casts around the kernel (tfm_kernel_takes in
  * runtime/dispatch.c). Every kernel marked here must handle both types
- * on the GPU: the CPU kernel it could fall back to takes no float16. */
+ * on the GPU: tfm_cu_on_host refuses a 16-bit float the CPU kernel does
+ * not take. */
 static unsigned char takes_half[TFM_OP_COUNT];
-
-/* A kernel marked in takes_half was handed a 16-bit float it cannot
- * run: never hand it to the CPU kernel, which would misread it. */
-static tfm_code
-host_unless_half(tfm_op op, tfm_tensor *const *in, int nin,
-                 const tfm_attrs *a, tfm_tensor *const *out, int nout,
-                 const tfm_kctx *ctx)
-{
-    for (int i = 0; i < nin + nout; i++) {
-        tfm_dtype d = i < nin ? in[i]->dtype : out[i - nin]->dtype;
-        if (d == TFM_FLOAT16 || d == TFM_BFLOAT16)
-            return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s: no GPU kernel for "
-                             "%s %s", tfm_ops[op].name,
-                             tfm_dtype_name(in[0]->dtype),
-                             nin > 1 ? tfm_dtype_name(in[1]->dtype) : "");
-    }
-    return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
-}
 
 /* The broadcast plan of in[0] op in[1] -> out[0] for the launchers. */
 static int64_t
@@ -199,7 +182,7 @@ k_binary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     tfm_dtype d = in[0]->dtype;
     int ty = ew_type(d);
     if (ty < 0 || in[1]->dtype != d || out[0]->dtype != d)
-        return host_unless_half(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     tfm_gpu *g = tfm_cu_gpu(ctx);
     tfm_cu_bcast c;
     if (plan(in, out, &c) == 0)
@@ -208,7 +191,7 @@ k_binary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
                            tfm_tensor_data(in[1]), tfm_tensor_data(out[0]),
                            &c, g->stream);
     if (rc < 0)
-        return host_unless_half(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     return tfm_cu_launched(op, rc);
 }
 
@@ -222,7 +205,7 @@ k_compare(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
             : op == TFM_OP_GREATER ? 4 : 5;
     int ty = ew_type(d);
     if (ty < 0 || in[1]->dtype != d || out[0]->dtype != TFM_BOOL)
-        return host_unless_half(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     tfm_gpu *g = tfm_cu_gpu(ctx);
     tfm_cu_bcast c;
     if (plan(in, out, &c) == 0)
@@ -231,7 +214,7 @@ k_compare(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
                             tfm_tensor_data(in[1]), tfm_tensor_data(out[0]),
                             &c, g->stream);
     if (rc < 0)
-        return host_unless_half(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     return tfm_cu_launched(op, rc);
 }
 
@@ -242,14 +225,14 @@ k_unary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     tfm_dtype d = in[0]->dtype;
     int ty = ew_type(d);
     if (ty < 0 || out[0]->dtype != d)
-        return host_unless_half(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     tfm_gpu *g = tfm_cu_gpu(ctx);
     int rc = tfm_cu_unary(ew_row[op] - 1, ty, tfm_tensor_data(in[0]),
                           tfm_tensor_data(out[0]), tfm_tensor_numel(out[0]),
                           a ? a->f[0] : 0.0, a ? (int)a->i[0] : 0,
                           g->stream);
     if (rc < 0)
-        return host_unless_half(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     return tfm_cu_launched(op, rc);
 }
 
@@ -331,7 +314,7 @@ k_reduce(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
              : op == TFM_OP_PROD ? 4 : op == TFM_OP_ALL ? 5 : 6;
     int ty = ew_type(x->dtype);
     if (kind >= 5 ? x->dtype != TFM_BOOL : ty < 0)
-        return host_unless_half(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     bool red[TFM_MAX_DIMS];
     int bad;
     tfm_reduce_mask(x->shape.ndim, a, red, &bad);   /* checked by infer */
@@ -359,7 +342,7 @@ k_reduce(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
                            tfm_tensor_data(out[0]), nk, kd, ks, nr, rd, rs,
                            g->stream);
     if (rc < 0)
-        return host_unless_half(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     return tfm_cu_launched(op, rc);
 }
 
