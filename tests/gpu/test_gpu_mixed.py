@@ -434,6 +434,14 @@ def test_half_layer_norm_and_its_gradient(shape, dtype):
 # ---- the benchmarks' models trained on the GPU, nothing soft-placed -----
 def _bench_model(name):
     L = tf.keras.layers
+    if name == "transformer":
+        inp = tf.keras.Input((64, 128))
+        a = L.MultiHeadAttention(num_heads=4, key_dim=32)(inp, inp)
+        x = L.LayerNormalization()(L.Add()([inp, a]))
+        f = L.Dense(128)(L.Dense(512, activation="relu")(x))
+        x = L.LayerNormalization()(L.Add()([x, f]))
+        out = L.Dense(10)(L.GlobalAveragePooling1D()(x))
+        return tf.keras.Model(inp, out), (32, 64, 128)
     if name == "mlp":
         return (tf.keras.Sequential([tf.keras.Input((784,)),
                                      L.Dense(128, activation="relu"),
@@ -447,7 +455,7 @@ def _bench_model(name):
 
 @pytest.mark.parametrize("eager", [False, True], ids=["traced", "eager"])
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-@pytest.mark.parametrize("name", ["mlp", "cnn"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer"])
 def test_mixed_models_train_on_the_gpu_with_nothing_soft_placed(
         capfd, name, policy, eager):
     from tfmini.keras import mixed_precision as mp
@@ -479,6 +487,8 @@ def test_mixed_models_train_on_the_gpu_with_nothing_soft_placed(
     on_cpu = {op for op, dev in where if dev == CPU_NAME}
     assert on_cpu <= pending, sorted(on_cpu)
     assert ("BatchMatMulV2", GPU_NAME) in where and ("Sum", GPU_NAME) in where
+    if name == "transformer" and not eager:
+        assert ("_LayerNormGrad", GPU_NAME) in where, sorted(where)
     lc = train(CPU)
     tol = 2e-2 if policy == "mixed_bfloat16" else 5e-3
     np.testing.assert_allclose(lg, lc, rtol=tol, atol=tol)
