@@ -1,7 +1,10 @@
 """Mixed precision on the GPU (issue 21): float16 and bfloat16 matmuls
 through cuBLASLt with float32 accumulation, the half casts and the
-elementwise rows computed in float32 inside the kernel, and Keras
-mixed_float16 / mixed_bfloat16 models trained on the GPU against the CPU.
+elementwise rows computed in float32 inside the kernel, the reductions
+(float32 accumulation, one rounding), softmax / log-softmax, the cross
+entropies and the fused normalizations in 16 bits, and Keras
+mixed_float16 / mixed_bfloat16 models trained on the GPU against the CPU
+with nothing soft-placed.
 The references are float64 products of the half-rounded inputs (matmul),
 NumPy / ml_dtypes (casts) and the CPU, which computes every half op in
 float32 and rounds back. Every test skips without a GPU (conftest.py)."""
@@ -15,7 +18,8 @@ import tfmini as tf
 ml_dtypes = pytest.importorskip(
     "ml_dtypes", reason="bfloat16's NumPy type comes from ml_dtypes")
 
-from gpu_util import CPU, GPU, c_fn  # noqa: E402
+from gpu_util import (CPU, CPU_NAME, GPU, GPU_NAME, c_fn, logged,  # noqa: E402
+                      on)
 
 HALF = {"float16": (np.float16, 2.0 ** -11),
         "bfloat16": (ml_dtypes.bfloat16, 2.0 ** -8)}
@@ -291,3 +295,200 @@ def test_keras_mixed_dense_model_trains_like_cpu(policy):
     for g, c in zip(wg, wc):
         assert g.dtype == np.float32
         np.testing.assert_allclose(g, c, rtol=tol, atol=tol)
+
+
+# ---- reductions, softmax, cross entropies, fused normalizations ----------
+REDUCE = {"sum": tf.reduce_sum, "mean": tf.reduce_mean,
+          "max": tf.reduce_max, "min": tf.reduce_min,
+          "prod": tf.reduce_prod}
+# reduce.cu's paths: a thread per output, a block per output (contiguous
+# and strided), split outputs with a second pass, empty.
+REDUCE_CASES = [((5, 7, 3), (1,)), ((300, 6), (0,)), ((4, 500), (1,)),
+                ((70, 3, 5), (0, 2)), ((3, 70000), (1,)), ((140000,), (0,)),
+                ((2, 0, 3), (1,))]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("kind", sorted(REDUCE))
+@pytest.mark.parametrize("case", range(len(REDUCE_CASES)))
+def test_half_reductions_match_cpu(dtype, kind, case):
+    nd, eps = HALF[dtype]
+    shape, axes = REDUCE_CASES[case]
+    rng = np.random.default_rng(11 + case)
+    v = (1 + 0.02 * rng.standard_normal(shape) if kind == "prod"
+         else rng.standard_normal(shape) * 4)
+    x = v.astype(np.float32).astype(nd)
+
+    def run(device):
+        (t,) = _on(device, x)
+        with tf.device(device):
+            return REDUCE[kind](t, axis=list(axes))
+
+    g = run(GPU)
+    assert g.device == GPU_NAME and g.dtype == getattr(tf, dtype)
+    g, c = g.numpy().astype(np.float64), run(CPU).numpy().astype(np.float64)
+    if kind in ("max", "min"):
+        np.testing.assert_array_equal(g, c)
+        return
+    # Both round once into the 16-bit type from float32 sums that differ
+    # in their order of additions.
+    x64 = np.abs(x.astype(np.float64))
+    mag = (np.prod(x64, axis=axes) if kind == "prod"
+           else np.sum(x64, axis=axes))
+    n = max(1, int(np.prod([shape[a] for a in axes])))
+    if kind == "mean":
+        mag = mag / n
+    bound = 2 * eps * np.abs(c) + 2 * n * 2.0 ** -24 * mag + 2.0 ** -24
+    nan = np.isnan(c)           # Mean of nothing
+    np.testing.assert_array_equal(np.isnan(g), nan)
+    err = np.abs(g - c)[~nan]
+    assert (err <= bound[~nan]).all(), np.max(err / bound[~nan])
+
+
+@pytest.mark.parametrize("kind", ["all", "any"])
+def test_all_any_run_on_the_gpu(capfd, kind):
+    rng = np.random.default_rng(12)
+    x = rng.random((70, 3, 300)) < (0.999 if kind == "all" else 0.001)
+    fn = tf.reduce_all if kind == "all" else tf.reduce_any
+
+    def run(device):
+        (t,) = _on(device, x)
+        with tf.device(device):
+            return [fn(t, axis=ax).numpy() for ax in ([0, 2], [1], None)]
+
+    got, where = logged(capfd, lambda: run(GPU))
+    assert (kind.capitalize(), GPU_NAME) in where, where
+    for g, c in zip(got, run(CPU)):
+        np.testing.assert_array_equal(g, c)
+
+
+def _check_half(op, ins, dtype, atol=4e-6, **kw):
+    """op's outputs on the GPU against the CPU's (float32 between casts):
+    within one rounding of the 16-bit type (twice its unit roundoff)."""
+    nd, eps = HALF[dtype]
+    want = [o.numpy() for o in on(CPU, op, ins, **kw)]
+    got = on(GPU, op, ins, **kw)
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.device == GPU_NAME, (op, k)
+        assert g.dtype == getattr(tf, dtype) and g.shape == w.shape
+        w = w.astype(np.float32)
+        np.testing.assert_allclose(
+            g.numpy().astype(np.float32), w, rtol=2 * eps,
+            atol=atol * max(1.0, float(np.max(np.abs(w), initial=0))),
+            err_msg=f"{op} out {k}")
+
+
+SLICES = [((4, 10), -1), ((3, 5, 7), 1), ((2, 3, 4), 0), ((2, 1100), 1),
+          ((6, 1), -1), ((0, 3), 1)]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape,axis", SLICES, ids=str)
+def test_half_softmax_and_its_gradient(shape, axis, dtype):
+    nd, _ = HALF[dtype]
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal(shape) * 3).astype(np.float32).astype(nd)
+    for op in ("Softmax", "LogSoftmax"):
+        _check_half(op, (x,), dtype, i=(axis,))
+    with tf.device(CPU):
+        y = tf.nn.softmax(tf.constant(x), axis=axis).numpy()
+    dy = rng.standard_normal(shape).astype(np.float32).astype(nd)
+    _check_half("_SoftmaxGrad", (y, dy), dtype, i=(axis,))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("rows,classes", [(1, 1), (5, 10), (33, 300),
+                                          (2, 3000), (0, 4)])
+def test_half_cross_entropies(rows, classes, dtype):
+    nd, _ = HALF[dtype]
+    rng = np.random.default_rng(14)
+    x = (rng.standard_normal((rows, classes)) * 2).astype(np.float32)
+    x = x.astype(nd)
+    p = rng.random((rows, classes))
+    lab = (p / np.maximum(p.sum(-1, keepdims=True), 1e-9)).astype(
+        np.float32).astype(nd)
+    _check_half("SoftmaxCrossEntropyWithLogits", (x, lab), dtype, i=(-1,))
+    for it in (np.int32, np.int64):
+        idx = rng.integers(0, classes, rows).astype(it)
+        _check_half("SparseSoftmaxCrossEntropyWithLogits", (x, idx), dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (2, 5, 33), (4, 1025),
+                                   (0, 6), (300, 2)], ids=str)
+def test_half_layer_norm_and_its_gradient(shape, dtype):
+    nd, _ = HALF[dtype]
+    rng = np.random.default_rng(15)
+    n = shape[-1]
+    h = lambda v: v.astype(np.float32).astype(nd)  # noqa: E731
+    x = h(rng.standard_normal(shape) * 3 + 2)
+    g, b = h(rng.standard_normal(n)), h(rng.standard_normal(n))
+    dy = h(rng.standard_normal(shape))
+    _check_half("_LayerNorm", (x, g, b), dtype, f=(1e-3,))
+    # dgamma / dbeta: column sums over up to 300 rows, in double on the
+    # GPU and float32 on the CPU; dx cancels.
+    _check_half("_LayerNormGrad", (dy, x, g), dtype, atol=1e-4, f=(1e-3,))
+
+
+# ---- the benchmarks' models trained on the GPU, nothing soft-placed -----
+def _bench_model(name):
+    L = tf.keras.layers
+    if name == "transformer":
+        inp = tf.keras.Input((64, 128))
+        a = L.MultiHeadAttention(num_heads=4, key_dim=32)(inp, inp)
+        x = L.LayerNormalization()(L.Add()([inp, a]))
+        f = L.Dense(128)(L.Dense(512, activation="relu")(x))
+        x = L.LayerNormalization()(L.Add()([x, f]))
+        out = L.Dense(10)(L.GlobalAveragePooling1D()(x))
+        return tf.keras.Model(inp, out), (32, 64, 128)
+    if name == "mlp":
+        return (tf.keras.Sequential([tf.keras.Input((784,)),
+                                     L.Dense(128, activation="relu"),
+                                     L.Dense(10)]), (64, 784))
+    return (tf.keras.Sequential([
+        tf.keras.Input((32, 32, 3)),
+        L.Conv2D(32, 3, padding="same", activation="relu"),
+        L.MaxPooling2D(), L.Conv2D(64, 3, padding="same", activation="relu"),
+        L.MaxPooling2D(), L.Flatten(), L.Dense(10)]), (16, 32, 32, 3))
+
+
+@pytest.mark.parametrize("eager", [False, True], ids=["traced", "eager"])
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer"])
+def test_mixed_models_train_on_the_gpu_with_nothing_soft_placed(
+        capfd, name, policy, eager):
+    from tfmini.keras import mixed_precision as mp
+    has = c_fn("tfm_cuda_has_kernel", ctypes.c_int, [ctypes.c_char_p])
+    # IsFinite (the loss scale's check) is the cuops3 branch's kernel.
+    pending = {"IsFinite"} if has(b"IsFinite") == 0 else set()
+    rng = np.random.default_rng(16)
+    _, shape = _bench_model(name)
+    x = rng.random(shape, dtype=np.float32)
+    y = rng.integers(0, 10, shape[0]).astype(np.int32)
+
+    def train(device):
+        mp.set_global_policy(policy)
+        try:
+            with tf.device(device):
+                tf.keras.utils.set_random_seed(0)
+                model, _ = _bench_model(name)
+                model.compile(optimizer=tf.keras.optimizers.SGD(0.05),
+                              loss=tf.keras.losses.
+                              SparseCategoricalCrossentropy(
+                                  from_logits=True), run_eagerly=eager)
+                first = float(model.train_on_batch(x, y))
+                return [first] + [float(model.train_on_batch(x, y))
+                                  for _ in range(2)]
+        finally:
+            mp.set_global_policy(None)
+
+    lg, where = logged(capfd, lambda: train(GPU))
+    on_cpu = {op for op, dev in where if dev == CPU_NAME}
+    assert on_cpu <= pending, sorted(on_cpu)
+    assert ("BatchMatMulV2", GPU_NAME) in where and ("Sum", GPU_NAME) in where
+    if name == "transformer" and not eager:
+        assert ("_LayerNormGrad", GPU_NAME) in where, sorted(where)
+    lc = train(CPU)
+    tol = 2e-2 if policy == "mixed_bfloat16" else 5e-3
+    np.testing.assert_allclose(lg, lc, rtol=tol, atol=tol)

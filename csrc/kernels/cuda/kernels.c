@@ -1,7 +1,8 @@
 /* The GPU's kernel table: which ops run on a GPU and how (Note [Device
  * seam] in core/device.h). Elementwise ops run the rows of
  * ../ew_formulas.def compiled for the GPU (ew.cu), float comparisons a
- * kernel of their own there, reductions reduce.cu,
+ * kernel of their own there, reductions (the four float types, and
+ * All / Any) reduce.cu,
  * BatchMatMulV2 kernels_matmul.c, the byte-copy shape ops a device
  * copy. Every
  * other op has no entry, so the dispatcher runs it on the CPU with
@@ -21,6 +22,7 @@
 #include "../cpu/loops.h"
 #include "../cpu/reduce.h"
 #include "../cpu/shape.h"
+#include "../../runtime/dispatch.h"
 #include "launch.h"
 
 static tfm_kernel_fn table[TFM_OP_COUNT];
@@ -62,6 +64,16 @@ tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     if (!k)
         return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s has no CPU kernel",
                          tfm_ops[op].name);
+    /* A 16-bit float reaches here only from a kernel that takes_half
+     * marks, or from Cast (which the CPU takes in every dtype): the CPU
+     * kernel would misread one it does not take. */
+    for (int i = 0; i < n; i++) {
+        tfm_dtype d = i < nin ? in[i]->dtype : out[i - nin]->dtype;
+        if (!tfm_kernel_takes(op, d, TFM_CPU))
+            return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s: no GPU kernel for "
+                             "%s here, and the CPU kernel does not take it",
+                             tfm_ops[op].name, tfm_dtype_name(d));
+    }
     for (made = 0; made < n; made++) {
         const tfm_tensor *t = made < nin ? in[made] : out[made - nin];
         size_t nb = tfm_tensor_nbytes(t);
@@ -123,12 +135,6 @@ static const short ew_row[TFM_OP_COUNT] = {
 #undef EW_NONE
 };
 
-static int
-is_float(tfm_dtype d)
-{
-    return d == TFM_FLOAT32 || d == TFM_FLOAT64;
-}
-
 /* The launchers' element type (launch.h), or -1. */
 static int
 ew_type(tfm_dtype d)
@@ -146,26 +152,9 @@ ew_type(tfm_dtype d)
  * float32 inside): tfm_cuda_takes_half tells the dispatcher, which
  * otherwise casts around the kernel (tfm_kernel_takes in
  * runtime/dispatch.c). Every kernel marked here must handle both types
- * on the GPU: the CPU kernel it could fall back to takes no float16. */
+ * on the GPU: tfm_cu_on_host refuses a 16-bit float the CPU kernel does
+ * not take. */
 static unsigned char takes_half[TFM_OP_COUNT];
-
-/* A kernel marked in takes_half was handed a 16-bit float it cannot
- * run: never hand it to the CPU kernel, which would misread it. */
-static tfm_code
-host_unless_half(tfm_op op, tfm_tensor *const *in, int nin,
-                 const tfm_attrs *a, tfm_tensor *const *out, int nout,
-                 const tfm_kctx *ctx)
-{
-    for (int i = 0; i < nin + nout; i++) {
-        tfm_dtype d = i < nin ? in[i]->dtype : out[i - nin]->dtype;
-        if (d == TFM_FLOAT16 || d == TFM_BFLOAT16)
-            return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s: no GPU kernel for "
-                             "%s %s", tfm_ops[op].name,
-                             tfm_dtype_name(in[0]->dtype),
-                             nin > 1 ? tfm_dtype_name(in[1]->dtype) : "");
-    }
-    return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
-}
 
 /* The broadcast plan of in[0] op in[1] -> out[0] for the launchers. */
 static int64_t
@@ -193,7 +182,7 @@ k_binary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     tfm_dtype d = in[0]->dtype;
     int ty = ew_type(d);
     if (ty < 0 || in[1]->dtype != d || out[0]->dtype != d)
-        return host_unless_half(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     tfm_gpu *g = tfm_cu_gpu(ctx);
     tfm_cu_bcast c;
     if (plan(in, out, &c) == 0)
@@ -202,7 +191,7 @@ k_binary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
                            tfm_tensor_data(in[1]), tfm_tensor_data(out[0]),
                            &c, g->stream);
     if (rc < 0)
-        return host_unless_half(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     return tfm_cu_launched(op, rc);
 }
 
@@ -216,7 +205,7 @@ k_compare(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
             : op == TFM_OP_GREATER ? 4 : 5;
     int ty = ew_type(d);
     if (ty < 0 || in[1]->dtype != d || out[0]->dtype != TFM_BOOL)
-        return host_unless_half(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     tfm_gpu *g = tfm_cu_gpu(ctx);
     tfm_cu_bcast c;
     if (plan(in, out, &c) == 0)
@@ -225,7 +214,7 @@ k_compare(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
                             tfm_tensor_data(in[1]), tfm_tensor_data(out[0]),
                             &c, g->stream);
     if (rc < 0)
-        return host_unless_half(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     return tfm_cu_launched(op, rc);
 }
 
@@ -236,14 +225,14 @@ k_unary(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     tfm_dtype d = in[0]->dtype;
     int ty = ew_type(d);
     if (ty < 0 || out[0]->dtype != d)
-        return host_unless_half(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     tfm_gpu *g = tfm_cu_gpu(ctx);
     int rc = tfm_cu_unary(ew_row[op] - 1, ty, tfm_tensor_data(in[0]),
                           tfm_tensor_data(out[0]), tfm_tensor_numel(out[0]),
                           a ? a->f[0] : 0.0, a ? (int)a->i[0] : 0,
                           g->stream);
     if (rc < 0)
-        return host_unless_half(op, in, nin, a, out, nout, ctx);
+        return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     return tfm_cu_launched(op, rc);
 }
 
@@ -312,14 +301,19 @@ k_select(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 
 /* ---- reductions ---- */
 
+/* Sum, Mean, Max, Min, Prod of the four float types (the 16-bit ones
+ * accumulating in float32, reduce.cu) and All / Any of bools; integer
+ * reductions run on host copies. */
 static tfm_code
 k_reduce(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
          tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     const tfm_tensor *x = in[0];
     int kind = op == TFM_OP_SUM ? 0 : op == TFM_OP_MEAN ? 1
-             : op == TFM_OP_MAX ? 2 : op == TFM_OP_MIN ? 3 : 4;
-    if (!is_float(x->dtype))
+             : op == TFM_OP_MAX ? 2 : op == TFM_OP_MIN ? 3
+             : op == TFM_OP_PROD ? 4 : op == TFM_OP_ALL ? 5 : 6;
+    int ty = ew_type(x->dtype);
+    if (kind >= 5 ? x->dtype != TFM_BOOL : ty < 0)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     bool red[TFM_MAX_DIMS];
     int bad;
@@ -342,7 +336,9 @@ k_reduce(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     if (tfm_tensor_numel(out[0]) == 0)
         return TFM_OK;
     tfm_gpu *g = tfm_cu_gpu(ctx);
-    int rc = tfm_cu_reduce(kind, x->dtype == TFM_FLOAT64, tfm_tensor_data(x),
+    /* launch.h's is64 is the element type (TFM_CU_F32 / _F64 are 0 / 1),
+     * reduce.cu. */
+    int rc = tfm_cu_reduce(kind, ty, tfm_tensor_data(x),
                            tfm_tensor_data(out[0]), nk, kd, ks, nr, rd, rs,
                            g->stream);
     if (rc < 0)
@@ -384,7 +380,8 @@ tfm_cuda_kernels_init(void)
     table[TFM_OP_CAST] = k_cast;
     table[TFM_OP_SELECT] = k_select;
     table[TFM_OP_SUM] = table[TFM_OP_MEAN] = table[TFM_OP_MAX] =
-        table[TFM_OP_MIN] = table[TFM_OP_PROD] = k_reduce;
+        table[TFM_OP_MIN] = table[TFM_OP_PROD] = table[TFM_OP_ALL] =
+        table[TFM_OP_ANY] = k_reduce;
     tfm_cuda_kernels_matmul_init(table);
     table[TFM_OP_RESHAPE] = table[TFM_OP_EXPAND_DIMS] =
         table[TFM_OP_SQUEEZE] = table[TFM_OP_IDENTITY] = k_copy;
@@ -396,8 +393,14 @@ tfm_cuda_kernels_init(void)
     tfm_cuda_kernels_index_init(table);
     for (int op = 0; op < TFM_OP_COUNT; op++)
         takes_half[op] = table[op] == k_binary || table[op] == k_unary ||
-                         table[op] == k_compare;
+                         table[op] == k_compare || table[op] == k_reduce;
     takes_half[TFM_OP_MATMUL] = 1;       /* cuBLASLt, kernels_matmul.c */
+    /* float32 inside: nn.cu (kernels_nn.c), norm.cu (kernels_norm.c) */
+    takes_half[TFM_OP_SOFTMAX] = takes_half[TFM_OP_LOG_SOFTMAX] =
+        takes_half[TFM_OP_SOFTMAX_XENT] =
+        takes_half[TFM_OP_SPARSE_SOFTMAX_XENT] =
+        takes_half[TFM_OP_LAYER_NORM] = takes_half[TFM_OP_LAYER_NORM_GRAD] =
+        takes_half[TFM_OP_SOFTMAX_GRAD] = 1;
 }
 
 int

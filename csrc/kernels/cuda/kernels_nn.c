@@ -1,15 +1,24 @@
 /* The GPU's Softmax, LogSoftmax and cross-entropy kernels (nn.cu): the
- * C glue that reads the op's shapes and attributes. float32/float64 run
- * on the GPU, other dtypes on host copies. */
+ * C glue that reads the op's shapes and attributes. float32, float64,
+ * float16 and bfloat16 run on the GPU (the 16-bit ones in float32 inside
+ * the kernel, kernels.c's takes_half), other dtypes on host copies. */
 #include "internal.h"
 
 #include "../cpu/shape.h"
 #include "launch.h"
 
+/* launch.h's element type (its is64 argument: TFM_CU_F32 and _F64 are 0
+ * and 1), or -1. */
 static int
-is_float(tfm_dtype d)
+float_type(tfm_dtype d)
 {
-    return d == TFM_FLOAT32 || d == TFM_FLOAT64;
+    switch (d) {
+    case TFM_FLOAT32: return TFM_CU_F32;
+    case TFM_FLOAT64: return TFM_CU_F64;
+    case TFM_FLOAT16: return TFM_CU_F16;
+    case TFM_BFLOAT16: return TFM_CU_BF16;
+    default: return -1;
+    }
 }
 
 /* x's shape as [outer, dims[axis], inner], the axis i[0] (negative
@@ -38,8 +47,10 @@ k_along_axis(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
              tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     tfm_dtype d = in[0]->dtype;
-    int xent = op == TFM_OP_SOFTMAX_XENT;
-    if (!is_float(d) || (xent ? in[1] : out[0])->dtype != d)
+    int xent = op == TFM_OP_SOFTMAX_XENT, ty = float_type(d);
+    /* infer gives the labels and outputs x's dtype: no 16-bit float,
+     * which the CPU kernel would misread, reaches the host copies. */
+    if (ty < 0 || (xent ? in[1] : out[0])->dtype != d)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     int64_t outer, n, inner;
     tfm_code rc = split_at_axis(op, in[0], a, &outer, &n, &inner);
@@ -48,10 +59,10 @@ k_along_axis(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     void *stream = tfm_cu_gpu(ctx)->stream;
     const void *x = tfm_tensor_data(in[0]);
     return tfm_cu_launched(op, xent
-        ? tfm_cu_xent(d == TFM_FLOAT64, x, tfm_tensor_data(in[1]),
+        ? tfm_cu_xent(ty, x, tfm_tensor_data(in[1]),
                       tfm_tensor_data(out[0]), tfm_tensor_data(out[1]),
                       outer, n, inner, stream)
-        : tfm_cu_softmax(d == TFM_FLOAT64, op == TFM_OP_LOG_SOFTMAX, x,
+        : tfm_cu_softmax(ty, op == TFM_OP_LOG_SOFTMAX, x,
                          tfm_tensor_data(out[0]), outer, n, inner, stream));
 }
 
@@ -61,13 +72,14 @@ k_sparse_xent(tfm_op op, tfm_tensor *const *in, int nin,
               const tfm_kctx *ctx)
 {
     tfm_dtype d = in[0]->dtype, ld = in[1]->dtype;
-    if (!is_float(d) || (ld != TFM_INT32 && ld != TFM_INT64))
+    int ty = float_type(d);
+    if (ty < 0 || (ld != TFM_INT32 && ld != TFM_INT64))
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     const tfm_shape *fs = &in[0]->shape;
     int64_t n = fs->dims[fs->ndim - 1];
     tfm_gpu *g = tfm_cu_gpu(ctx);
     return tfm_cu_launched(op, tfm_cu_sparse_xent(
-        d == TFM_FLOAT64, ld == TFM_INT64, tfm_tensor_data(in[0]),
+        ty, ld == TFM_INT64, tfm_tensor_data(in[0]),
         tfm_tensor_data(in[1]), tfm_tensor_data(out[0]),
         tfm_tensor_data(out[1]), tfm_tensor_numel(in[1]), n, g->stream));
 }

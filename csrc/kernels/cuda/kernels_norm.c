@@ -1,20 +1,25 @@
 /* The GPU's _LayerNorm, _LayerNormGrad and _SoftmaxGrad (norm.cu): the
- * C glue that reads shapes as cpu/norm.c does. float32/float64 run on
- * the GPU, anything else on host copies. */
+ * C glue that reads shapes as cpu/norm.c does. float32, float64,
+ * float16 and bfloat16 run on the GPU (the 16-bit ones in float32 inside
+ * the kernel, kernels.c's takes_half), anything else on host copies. */
 #include "internal.h"
 
 #include "../cpu/shape.h"
+#include "launch.h"
 #include "launch_fused.h"
 
+/* launch.h's element type of d (launch_fused.h's is64: TFM_CU_F32 and
+ * _F64 are 0 and 1) when the n tensors all have it, else -1. */
 static int
-all_float(tfm_tensor *const *ts, int n, tfm_dtype d)
+float_type(tfm_tensor *const *ts, int n, tfm_dtype d)
 {
-    if (d != TFM_FLOAT32 && d != TFM_FLOAT64)
-        return 0;
+    int ty = d == TFM_FLOAT32 ? TFM_CU_F32 : d == TFM_FLOAT64 ? TFM_CU_F64
+           : d == TFM_FLOAT16 ? TFM_CU_F16 : d == TFM_BFLOAT16 ? TFM_CU_BF16
+           : -1;
     for (int k = 0; k < n; k++)
         if (ts[k]->dtype != d)
-            return 0;
-    return 1;
+            return -1;
+    return ty;
 }
 
 /* A tensor's rows of its last dim: *n that dim, the rows 0 when it is. */
@@ -30,12 +35,13 @@ k_layer_norm(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
              tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     tfm_dtype d = in[0]->dtype;
-    if (!all_float(in, 3, d) || out[0]->dtype != d)
+    int ty = float_type(in, 3, d);
+    if (ty < 0 || out[0]->dtype != d)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     int64_t n, rows = rows_of(in[0], &n);
     void *stream = tfm_cu_gpu(ctx)->stream;
     return tfm_cu_launched(op, tfm_cu_layer_norm(
-        d == TFM_FLOAT64, tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
+        ty, tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
         tfm_tensor_data(in[2]), tfm_tensor_data(out[0]), rows, n, a->f[0],
         stream));
 }
@@ -47,7 +53,8 @@ k_layer_norm_grad(tfm_op op, tfm_tensor *const *in, int nin,
                   const tfm_kctx *ctx)
 {
     tfm_dtype d = in[1]->dtype;
-    if (!all_float(in, 3, d) || !all_float(out, 3, d))
+    int ty = float_type(in, 3, d);
+    if (ty < 0 || float_type(out, 3, d) < 0)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     int64_t n, rows = rows_of(in[1], &n);
     void *stream = tfm_cu_gpu(ctx)->stream;
@@ -56,7 +63,7 @@ k_layer_norm_grad(tfm_op op, tfm_tensor *const *in, int nin,
     if (!stats)
         return tfm_error_code();
     int rc = tfm_cu_layer_norm_grad(
-        d == TFM_FLOAT64, tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
+        ty, tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
         tfm_tensor_data(in[2]), tfm_tensor_data(out[0]),
         tfm_tensor_data(out[1]), tfm_tensor_data(out[2]), rows, n, a->f[0],
         stats, stream);
@@ -72,7 +79,8 @@ k_softmax_grad(tfm_op op, tfm_tensor *const *in, int nin,
                const tfm_kctx *ctx)
 {
     tfm_dtype d = in[0]->dtype;
-    if (!all_float(in, 2, d) || out[0]->dtype != d)
+    int ty = float_type(in, 2, d);
+    if (ty < 0 || out[0]->dtype != d)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     const tfm_shape *s = &in[0]->shape;
     int axis;
@@ -84,7 +92,7 @@ k_softmax_grad(tfm_op op, tfm_tensor *const *in, int nin,
     int64_t inner = tfm_dims_prod(s->dims, axis + 1, s->ndim);
     void *stream = tfm_cu_gpu(ctx)->stream;
     return tfm_cu_launched(op, tfm_cu_softmax_grad(
-        d == TFM_FLOAT64, tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
+        ty, tfm_tensor_data(in[0]), tfm_tensor_data(in[1]),
         tfm_tensor_data(out[0]), outer, n, inner, stream));
 }
 

@@ -1,20 +1,59 @@
-/* Sum, Mean, Max, Min and Prod over any set of axes, float32/float64.
- * The C glue (kernels.c) splits x's dims into kept ones (the output's)
- * and reduced ones, each with x's strides. Few reduced elements per
- * output: a thread per output. Many: a block per output, its threads
- * striding over the reduced elements, then a tree in shared memory.
- * Many per output and few outputs (a full reduction): each output's
- * elements split over up to 1024 blocks whose partial results a second
- * pass combines, so that the whole GPU reads.
+/* Sum, Mean, Max, Min and Prod over any set of axes of float32, float64,
+ * float16 and bfloat16, and All / Any of bools. The 16-bit floats
+ * accumulate in float32 and round once at the end (half_elt.cuh), as
+ * the CPU's float32 kernel does around them. The C glue (kernels.c)
+ * splits x's dims into kept ones (the output's) and reduced ones, each
+ * with x's strides. Few reduced elements per output: a thread per
+ * output. Many: a block per output, its threads striding over the
+ * reduced elements, then a tree in shared memory. Many per output and
+ * few outputs (a full reduction): each output's elements split over up
+ * to 1024 blocks whose partial results, in the accumulator's type, a
+ * second pass combines, so that the whole GPU reads.
  * Max/Min propagate NaN (TF >= 2.4, as the CPU kernels); empty
- * reductions give the identity, Mean of nothing NaN. */
+ * reductions give the identity, Mean of nothing NaN.
+ * The per-output and per-thread work is in __host__ __device__ bodies
+ * that tests/test_half_cuda_host.py runs on the host, in the launch
+ * plan's order, against the CPU. */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
 
+#include "half_elt.cuh"
 #include "launch.h"
 
 namespace {
+
+enum { K_SUM, K_MEAN, K_MAX, K_MIN, K_PROD, K_ALL, K_ANY };
+
+/* All and Any read bools (one byte) and combine ints. */
+typedef unsigned char boolean;
+
+template <typename S> struct red_elt {
+    typedef typename tfm_math<S>::type acc;
+    static __host__ __device__ acc load(S v) { return tfm_widen(v); }
+};
+template <> struct red_elt<boolean> {
+    typedef int acc;
+    static __host__ __device__ int load(boolean v) { return v != 0; }
+};
+/* Pass two of All / Any reads the int partials. */
+template <> struct red_elt<int> {
+    typedef int acc;
+    static __host__ __device__ int load(int v) { return v; }
+};
+
+template <typename O, typename A>
+__host__ __device__ inline O
+store(A v)
+{
+    return tfm_narrow<O>(v);
+}
+template <>
+__host__ __device__ inline boolean
+store<boolean, int>(int v)
+{
+    return (boolean)(v != 0);
+}
 
 struct red_plan {
     int nkeep, nred;
@@ -24,31 +63,43 @@ struct red_plan {
     int64_t divisor;          /* Mean's: the elements per output */
 };
 
-template <typename T>
-__device__ __forceinline__ T
+template <typename A>
+__host__ __device__ inline A
 identity(int kind)
 {
     switch (kind) {
-    case 2: return (T)-INFINITY;
-    case 3: return (T)INFINITY;
-    case 4: return (T)1;
-    default: return (T)0;
+    case K_MAX: return (A)-INFINITY;
+    case K_MIN: return (A)INFINITY;
+    case K_PROD: return (A)1;
+    default: return (A)0;
     }
 }
+template <>
+__host__ __device__ inline int
+identity<int>(int kind)
+{
+    return kind == K_ALL;
+}
 
-template <typename T>
-__device__ __forceinline__ T
-combine(int kind, T a, T b)
+template <typename A>
+__host__ __device__ inline A
+combine(int kind, A a, A b)
 {
     switch (kind) {
-    case 2: return (a != a || a > b) ? a : b;
-    case 3: return (a != a || a < b) ? a : b;
-    case 4: return a * b;
+    case K_MAX: return (a != a || a > b) ? a : b;
+    case K_MIN: return (a != a || a < b) ? a : b;
+    case K_PROD: return a * b;
     default: return a + b;
     }
 }
+template <>
+__host__ __device__ inline int
+combine<int>(int kind, int a, int b)
+{
+    return kind == K_ALL ? a & b : a | b;
+}
 
-__device__ __forceinline__ int64_t
+__host__ __device__ inline int64_t
 offset(int64_t i, int nd, const int64_t *dims, const int64_t *str)
 {
     int64_t off = 0;
@@ -60,56 +111,97 @@ offset(int64_t i, int nd, const int64_t *dims, const int64_t *str)
     return off;
 }
 
-template <typename T>
-__device__ __forceinline__ T
-finish(int kind, T acc, int64_t divisor)
+template <typename A>
+__host__ __device__ inline A
+finish(int kind, A acc, int64_t divisor)
 {
-    return kind == 1 ? acc / (T)divisor : acc;
+    return kind == K_MEAN ? acc / (A)divisor : acc;
 }
 
-template <typename T>
-__global__ void
-k_reduce_thread(int kind, const T *__restrict__ x, T *__restrict__ o,
-                red_plan p)
+/* Output i of the thread-per-output kernel, finished. */
+template <typename S>
+__host__ __device__ typename red_elt<S>::acc
+reduce_one(int kind, const S *x, const red_plan &p, int64_t i)
 {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-         i < p.nout; i += (int64_t)gridDim.x * blockDim.x) {
-        const T *base = x + offset(i, p.nkeep, p.kdims, p.kstr);
-        T acc = identity<T>(kind);
-        for (int64_t r = 0; r < p.count; r++)
+    typedef typename red_elt<S>::acc A;
+    const S *base = x + offset(i, p.nkeep, p.kdims, p.kstr);
+    A acc = identity<A>(kind);
+    for (int64_t r = 0; r < p.count; r++)
+        acc = combine(kind, acc,
+                      red_elt<S>::load(base[offset(r, p.nred, p.rdims,
+                                                   p.rstr)]));
+    return finish(kind, acc, p.divisor);
+}
+
+/* One block thread's share of elements [lo, hi) of the output at base:
+ * every step-th from lo + t. */
+template <typename I>
+__host__ __device__ typename red_elt<I>::acc
+block_share(int kind, const I *base, const red_plan &p, int64_t lo,
+            int64_t hi, int t, int step)
+{
+    typedef typename red_elt<I>::acc A;
+    A acc = identity<A>(kind);
+    /* The innermost reduced dim contiguous (the common case): no index
+     * arithmetic per element. */
+    if (p.nred == 1 && p.rstr[0] == 1) {
+        for (int64_t r = lo + t; r < hi; r += step)
+            acc = combine(kind, acc, red_elt<I>::load(base[r]));
+    } else {
+        for (int64_t r = lo + t; r < hi; r += step)
             acc = combine(kind, acc,
-                          base[offset(r, p.nred, p.rdims, p.rstr)]);
-        o[i] = finish(kind, acc, p.divisor);
+                          red_elt<I>::load(base[offset(r, p.nred, p.rdims,
+                                                       p.rstr)]));
     }
+    return acc;
 }
 
 const int BLOCK = 256;
 
-/* Block b reduces chunk b % chunks (per elements) of output
- * b / chunks into o[b]; final: finished (Mean divided), else a partial
- * for a second pass. */
-template <typename T>
+/* How reduce() launches for plan p: 0 a thread per output; else blocks
+ * of BLOCK threads, *chunks per output of *per elements each (chunks >
+ * 1: a second pass combines each output's partials). */
+__host__ __device__ inline int
+launch_shape(const red_plan &p, int64_t *chunks, int64_t *per)
+{
+    if (p.count < 64 || p.nout >= 4096 * 32)
+        return 0;
+    *chunks = 1;
+    if (p.count >= 65536 && p.nout < 512) {
+        *chunks = (p.count + 32767) / 32768;
+        int64_t most = 1024 / p.nout;
+        *chunks = *chunks < most ? *chunks : most;
+    }
+    *per = (p.count + *chunks - 1) / *chunks;
+    return 1;
+}
+
+template <typename S>
 __global__ void
-k_reduce_block(int kind, const T *__restrict__ x, T *__restrict__ o,
+k_reduce_thread(int kind, const S *__restrict__ x, S *__restrict__ o,
+                red_plan p)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+         i < p.nout; i += (int64_t)gridDim.x * blockDim.x)
+        o[i] = store<S>(reduce_one(kind, x, p, i));
+}
+
+/* Block b reduces chunk b % chunks (per elements) of output b / chunks
+ * of x (elements I) into o[b] (elements O); final: finished (Mean
+ * divided), else the accumulator's partial for a second pass. */
+template <typename I, typename O>
+__global__ void
+k_reduce_block(int kind, const I *__restrict__ x, O *__restrict__ o,
                red_plan p, int64_t chunks, int64_t per, int final)
 {
-    __shared__ T part[BLOCK];
+    typedef typename red_elt<I>::acc A;
+    __shared__ A part[BLOCK];
     for (int64_t b = blockIdx.x; b < p.nout * chunks; b += gridDim.x) {
         int64_t i = b / chunks, lo = (b % chunks) * per;
         int64_t hi = lo + per < p.count ? lo + per : p.count;
-        const T *base = x + offset(i, p.nkeep, p.kdims, p.kstr);
-        T acc = identity<T>(kind);
-        /* The innermost reduced dim contiguous (the common case): no
-         * index arithmetic per element. */
-        if (p.nred == 1 && p.rstr[0] == 1) {
-            for (int64_t r = lo + threadIdx.x; r < hi; r += BLOCK)
-                acc = combine(kind, acc, base[r]);
-        } else {
-            for (int64_t r = lo + threadIdx.x; r < hi; r += BLOCK)
-                acc = combine(kind, acc,
-                              base[offset(r, p.nred, p.rdims, p.rstr)]);
-        }
-        part[threadIdx.x] = acc;
+        const I *base = x + offset(i, p.nkeep, p.kdims, p.kstr);
+        part[threadIdx.x] = block_share(kind, base, p, lo, hi,
+                                        (int)threadIdx.x, BLOCK);
         __syncthreads();
         for (int w = BLOCK / 2; w > 0; w /= 2) {
             if ((int)threadIdx.x < w)
@@ -118,44 +210,17 @@ k_reduce_block(int kind, const T *__restrict__ x, T *__restrict__ o,
             __syncthreads();
         }
         if (threadIdx.x == 0)
-            o[b] = final ? finish(kind, part[0], p.divisor) : part[0];
+            o[b] = store<O>(final ? finish(kind, part[0], p.divisor)
+                                  : part[0]);
         __syncthreads();
     }
 }
 
-template <typename T>
-int
-reduce(int kind, const void *x, void *o, const red_plan &p, cudaStream_t s)
+/* The plan of pass two: output i's partials are partial[i * chunks
+ * ...]. */
+__host__ __device__ inline red_plan
+second_pass(const red_plan &p, int64_t chunks)
 {
-    if (p.nout == 0)
-        return 0;
-    if (p.count < 64 || p.nout >= 4096 * 32) {
-        int64_t b = (p.nout + BLOCK - 1) / BLOCK;
-        unsigned g = (unsigned)(b > 65535 * 4 ? 65535 * 4 : b);
-        k_reduce_thread<T><<<g, BLOCK, 0, s>>>(kind, (const T *)x, (T *)o, p);
-        return (int)cudaGetLastError();
-    }
-    int64_t chunks = 1;
-    if (p.count >= 65536 && p.nout < 512) {
-        chunks = (p.count + 32767) / 32768;
-        int64_t most = 1024 / p.nout;
-        chunks = chunks < most ? chunks : most;
-    }
-    int64_t per = (p.count + chunks - 1) / chunks, blocks = p.nout * chunks;
-    unsigned g = (unsigned)(blocks > 65535 * 4 ? 65535 * 4 : blocks);
-    if (chunks == 1) {
-        k_reduce_block<T><<<g, BLOCK, 0, s>>>(kind, (const T *)x, (T *)o, p,
-                                              1, per, 1);
-        return (int)cudaGetLastError();
-    }
-    T *partial = NULL;
-    cudaError_t e = cudaMallocAsync((void **)&partial,
-                                    (size_t)blocks * sizeof(T), s);
-    if (e != cudaSuccess)
-        return (int)e;
-    k_reduce_block<T><<<g, BLOCK, 0, s>>>(kind, (const T *)x, partial, p,
-                                          chunks, per, 0);
-    /* Pass two: output i's partials are partial[i * chunks ...]. */
     red_plan q = p;
     q.nkeep = 1;
     q.kdims[0] = p.nout;
@@ -164,8 +229,39 @@ reduce(int kind, const void *x, void *o, const red_plan &p, cudaStream_t s)
     q.rdims[0] = chunks;
     q.rstr[0] = 1;
     q.count = chunks;
-    k_reduce_block<T><<<(unsigned)p.nout, BLOCK, 0, s>>>(
-        kind, partial, (T *)o, q, 1, chunks, 1);
+    return q;
+}
+
+template <typename S>
+int
+reduce(int kind, const void *x, void *o, const red_plan &p, cudaStream_t s)
+{
+    typedef typename red_elt<S>::acc A;
+    if (p.nout == 0)
+        return 0;
+    int64_t chunks = 1, per = 0;
+    if (!launch_shape(p, &chunks, &per)) {
+        int64_t b = (p.nout + BLOCK - 1) / BLOCK;
+        unsigned g = (unsigned)(b > 65535 * 4 ? 65535 * 4 : b);
+        k_reduce_thread<S><<<g, BLOCK, 0, s>>>(kind, (const S *)x, (S *)o, p);
+        return (int)cudaGetLastError();
+    }
+    int64_t blocks = p.nout * chunks;
+    unsigned g = (unsigned)(blocks > 65535 * 4 ? 65535 * 4 : blocks);
+    if (chunks == 1) {
+        k_reduce_block<S, S><<<g, BLOCK, 0, s>>>(kind, (const S *)x, (S *)o,
+                                                 p, 1, per, 1);
+        return (int)cudaGetLastError();
+    }
+    A *partial = NULL;
+    cudaError_t e = cudaMallocAsync((void **)&partial,
+                                    (size_t)blocks * sizeof(A), s);
+    if (e != cudaSuccess)
+        return (int)e;
+    k_reduce_block<S, A><<<g, BLOCK, 0, s>>>(kind, (const S *)x, partial, p,
+                                             chunks, per, 0);
+    k_reduce_block<A, S><<<(unsigned)p.nout, BLOCK, 0, s>>>(
+        kind, partial, (S *)o, second_pass(p, chunks), 1, chunks, 1);
     e = cudaGetLastError();
     cudaFreeAsync(partial, s);
     return (int)e;
@@ -173,13 +269,16 @@ reduce(int kind, const void *x, void *o, const red_plan &p, cudaStream_t s)
 
 } // namespace
 
+/* ty: TFM_CU_F32, _F64, _F16, _BF16 for kinds 0-4 (launch.h declares
+ * the parameter as is64, whose 0 and 1 are TFM_CU_F32 and _F64); kinds
+ * 5 All and 6 Any read bools whatever ty says. */
 extern "C" int
-tfm_cu_reduce(int kind, int is64, const void *x, void *o, int nkeep,
+tfm_cu_reduce(int kind, int ty, const void *x, void *o, int nkeep,
               const int64_t *kdims, const int64_t *kstr, int nred,
               const int64_t *rdims, const int64_t *rstr, void *stream)
 {
     if (nkeep > TFM_CU_MAX_DIMS || nred > TFM_CU_MAX_DIMS || kind < 0 ||
-        kind > 4)
+        kind > K_ANY)
         return -1;
     red_plan p;
     p.nkeep = nkeep;
@@ -198,6 +297,13 @@ tfm_cu_reduce(int kind, int is64, const void *x, void *o, int nkeep,
     }
     p.divisor = p.count;
     cudaStream_t s = (cudaStream_t)stream;
-    return is64 ? reduce<double>(kind, x, o, p, s)
-                : reduce<float>(kind, x, o, p, s);
+    if (kind >= K_ALL)
+        return reduce<boolean>(kind, x, o, p, s);
+    switch (ty) {
+    case TFM_CU_F32: return reduce<float>(kind, x, o, p, s);
+    case TFM_CU_F64: return reduce<double>(kind, x, o, p, s);
+    case TFM_CU_F16: return reduce<__half>(kind, x, o, p, s);
+    case TFM_CU_BF16: return reduce<__nv_bfloat16>(kind, x, o, p, s);
+    default: return -1;
+    }
 }
