@@ -22,6 +22,7 @@ from ...ops import reduce_ops as _R
 from ..._tensor import Tensor as ndarray
 from . import promotion as _promotion
 from . import random  # noqa: F401
+from . import weak_tensor
 
 bool_ = _np.bool_
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
@@ -68,7 +69,10 @@ def asarray(a, dtype=None):
             arr = arr.astype(_default_float())
     else:
         arr = _np.asarray(a, dtype=_np_dtype(dtype))
-    return _C.constant(arr)
+    out = _C.constant(arr)
+    if dtype is None and weak_tensor.weak_alone(a):
+        weak_tensor.mark(out)             # TF: tnp.array(1) is weak
+    return out
 
 
 array = asarray
@@ -90,13 +94,22 @@ def result_type(*args):
     TF's lattice in dtype_conversion_mode "all" or "safe"."""
     if _state["mode"] in ("all", "safe"):
         return _promotion.result_dtype(_state["mode"], *args).as_numpy_dtype
+    return _numpy_result_type(*args)
+
+
+def _python_dtype(x):
+    dt = _np.asarray(x).dtype
+    return _np.dtype(_default_float()) if dt == _np.float64 else dt
+
+
+def _numpy_result_type(*args):
+    # TF's tnp.add & co. promote so in every mode (tnp.add(1, 2) is int64
+    # there even in mode "all"), and give strong tensors.
     strong = [_np_dtype(a.dtype) if isinstance(a, ndarray) else
               _np.asarray(a).dtype for a in args if not _is_weak(a)]
     weak = [a for a in args if _is_weak(a)]
     if not strong:
-        return asarray(weak[0]).dtype.as_numpy_dtype if len(weak) == 1 \
-            else _np.result_type(*[asarray(w).dtype.as_numpy_dtype
-                                   for w in weak])
+        return _np.result_type(*[_python_dtype(w) for w in weak]).type
     out = _np.result_type(*strong)
     if _builtins.any(isinstance(w, float) for w in weak) and \
             not _np.issubdtype(out, _np.inexact):
@@ -118,10 +131,11 @@ def _float(x):
 
 def _binary(fn, to_float=False):
     def f(x1, x2):
-        a, b = _promote(x1, x2)
+        dt = _numpy_result_type(x1, x2)
+        a, b = asarray(x1, dt), asarray(x2, dt)
         if to_float:
             a, b = _float(a), _float(b)
-        return fn(a, b)
+        return weak_tensor.strong(fn(a, b))
     f.__name__ = getattr(fn, "__name__", "binary")
     return f
 
@@ -160,10 +174,20 @@ def dot(a, b):
     return _L.tensordot(a, b, [[a.shape.rank - 1], [b.shape.rank - 2]])
 
 
+def _weak_float(x):
+    # A weak integer becomes a weak float32 (TF: tnp.sqrt(1) is one).
+    if weak_tensor.is_weak(x) and not x.dtype.is_floating and \
+            not x.dtype.is_complex:
+        return _M.cast(x, _np.float32)
+    return _float(x)
+
+
 def _unary(fn, to_float=False):
     def f(x):
         x = asarray(x)
-        return fn(_float(x) if to_float else x)
+        weak = weak_tensor.is_weak(x)
+        out = fn(_weak_float(x) if to_float else x)
+        return weak_tensor.mark(out, weak) if out is not x else out
     f.__name__ = getattr(fn, "__name__", "unary")
     return f
 
@@ -187,9 +211,11 @@ logical_not = _unary(_M.logical_not)
 def _reduction(fn, to_float=False):
     def f(a, axis=None, dtype=None, keepdims=False):
         a = asarray(a, dtype)
+        weak = weak_tensor.is_weak(a)
         if to_float:
-            a = _float(a)
-        return fn(a, axis=axis, keepdims=keepdims)
+            a = _weak_float(a)
+        out = fn(a, axis=axis, keepdims=keepdims)
+        return weak_tensor.mark(out, weak) if out is not a else out
     return f
 
 
@@ -224,6 +250,18 @@ def argmin(a, axis=None):
     if axis is None:
         a, axis = _A.reshape(a, [-1]), 0
     return _M.cast(_R.argmin(a, axis=axis), _np.int64)
+
+
+def _keeps_weak(fn):
+    """fn(a, ...) weak where a is (TF's list: reshape, transpose, ...)."""
+    def f(a, *args, **kwargs):
+        a = asarray(a)
+        out = fn(a, *args, **kwargs)
+        return weak_tensor.mark(out, weak_tensor.is_weak(a)) \
+            if out is not a else out
+    f.__name__ = fn.__name__
+    f.__doc__ = fn.__doc__
+    return f
 
 
 # ---- creation -----------------------------------------------------------
@@ -348,5 +386,10 @@ def size(a):
 def allclose(a, b, rtol=1e-5, atol=1e-8):
     return _np.allclose(asarray(a).numpy(), asarray(b).numpy(), rtol, atol)
 
+
+for _name in ("reshape", "ravel", "transpose", "expand_dims", "squeeze",
+              "copy", "zeros_like", "ones_like"):
+    globals()[_name] = _keeps_weak(globals()[_name])
+matmul = weak_tensor.weak_where_promoted(matmul)
 
 from .behavior import experimental_enable_numpy_behavior  # noqa: E402,F401
