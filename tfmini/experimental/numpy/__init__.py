@@ -38,6 +38,16 @@ def _default_float():
     return _np.float32 if _state["prefer_float32"] else _np.float64
 
 
+def _new_mode():
+    return _state["mode"] in ("all", "safe")
+
+
+def _creation_float():
+    # TF's tnp.zeros, tnp.eye, ... make float32 (and int32 for `int`)
+    # in the new modes, though tnp.add(1, 2.5) stays float64 there.
+    return _np.float32 if _new_mode() else _default_float()
+
+
 def _np_dtype(dtype):
     return None if dtype is None else \
         _dtypes.as_dtype(dtype).as_numpy_dtype
@@ -288,7 +298,9 @@ def full(shape, fill_value, dtype=None):
 
 
 def _creation_dtype(dtype):
-    return _default_float() if dtype is float or dtype is None else \
+    if dtype is int and _new_mode():
+        return _np.int32
+    return _creation_float() if dtype is float or dtype is None else \
         _np_dtype(dtype)
 
 
@@ -309,14 +321,20 @@ def full_like(a, fill_value, dtype=None):
 def arange(start, stop=None, step=1, dtype=None):
     vals = _np.arange(start, stop, step) if stop is not None else \
         _np.arange(start)
+    if dtype is None and weak_tensor.weak_alone(
+            [v for v in (start, stop, step) if v is not None]):
+        # TF: tnp.arange(3) is a weak int32 in the new modes.
+        vals = vals.astype(_np.int32 if vals.dtype.kind in "iu"
+                           else _np.float32)
+        return weak_tensor.mark(_C.constant(vals))
     if dtype is None and vals.dtype == _np.float64:
-        dtype = _default_float()
+        dtype = _creation_float()
     return asarray(vals, dtype)
 
 
 def linspace(start, stop, num=50, endpoint=True, dtype=None):
     return asarray(_np.linspace(start, stop, num, endpoint),
-                   dtype or _default_float())
+                   dtype or _creation_float())
 
 
 def eye(N, M=None, k=0, dtype=float):  # noqa: N803 (NumPy's names)

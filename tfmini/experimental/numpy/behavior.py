@@ -61,7 +61,8 @@ def _methods(tnp):
     out.update({
         "reshape": lambda self, *shape, order="C": tnp.reshape(
             self, shape[0] if len(shape) == 1 else shape),
-        "astype": lambda self, dtype: _M.cast(self, dtype),
+        "astype": lambda self, dtype: tnp.weak_tensor.strong(
+            _M.cast(self, dtype)),
         "ravel": lambda self: tnp.ravel(self),
         "flatten": lambda self: tnp.ravel(self),
         "transpose": lambda self, *axes: tnp.transpose(
