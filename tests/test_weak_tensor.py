@@ -124,6 +124,19 @@ for e in data["exprs"]:
 out["exprs"] = exprs
 out["str"] = {e: str(eval(e)) for e in data["str"]}
 
+shown = []
+
+
+@tf.function
+def h(x):
+    w = tf.sqrt(tf.identity(tf.constant([1.0, 2.0])))
+    shown.extend([repr(w), str(w), type(w).__name__])
+    return w
+
+
+h(tf.constant(1.0, tf.float32))
+out["graph"] = shown
+
 # Back in the legacy mode nothing is weak and tf's functions are its own.
 tnp.experimental_enable_numpy_behavior(dtype_conversion_mode="legacy")
 out["legacy"] = [desc(tf.constant(1.5)), desc(tf.abs(-2.0)),
@@ -175,6 +188,10 @@ def test_guide_values():
     assert e["tf.constant(1.2) + tf.constant(3.1, tf.float16)"]["dtype"] \
         == "float16"
     assert e["tnp.array(1.0)"]["dtype"] == "float32,w"
+
+
+def test_traced_weak_tensor_prints_as_tf(child):
+    assert child["graph"] == TF["function"]["graph"]
 
 
 def test_legacy_mode_has_no_weak_tensors(child):

@@ -4,7 +4,7 @@ tests/test_weak_tensor.py. Run with TF's interpreter:
 import json
 import os
 
-import numpy as np
+import numpy as np  # noqa: F401 (EXPRS use it)
 import tensorflow as tf
 import tensorflow.experimental.numpy as tnp
 from tensorflow.python.framework import weak_tensor
@@ -145,7 +145,16 @@ def traced():
     @tf.function
     def g(x):
         return x * 2
-    return {"results": r, "traces": len(seen),
+
+    shown = []
+
+    @tf.function
+    def h(x):
+        w = tf.sqrt(tf.identity(tf.constant([1.0, 2.0])))
+        shown.extend([repr(w), str(w), type(w).__name__])
+        return w
+    h(tf.constant(1.0, tf.float32))
+    return {"results": r, "traces": len(seen), "graph": shown,
             "passthrough": [describe(g(tf.constant(1.0))),
                             describe(g(tf.constant(1.0, tf.float32)))]}
 

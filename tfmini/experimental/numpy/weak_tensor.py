@@ -7,15 +7,16 @@ other operand's dtype (weak float32 + float16 is float16). Ops on only
 weak inputs give weak results; promotion.py says which.
 
 Note [One weak flag]: a tensor is weak when its class is
-EagerWeakTensor (or SymbolicWeakTensor while tracing), a subclass of
-the plain class with no slots of its own, so marking a fresh result is
-one `__class__` store and the C object, the dispatcher and every fast
-path stay as they are: the C core never sees weakness, the legacy mode
-never makes a weak tensor and pays nothing. TF's WeakTensor is an
-extension type that is not a tf.Tensor; ours is one, so every tfmini
-function takes it. Weak results come from the wrappers here, which
-`install` puts in tf's namespaces (as TF patches its own) while a new
-mode is on and `uninstall` takes out again."""
+EagerWeakTensor (GraphWeakTensor while tracing; TF's names), a subclass
+of the plain class with no slots of its own. Marking a fresh result is
+one `__class__` store; the C object, the dispatcher and every fast path
+stay as they are. So the C core never sees weakness (no header, no
+field), and the legacy mode, which never makes a weak tensor, pays
+nothing. TF's WeakTensor is an extension type that is not a tf.Tensor;
+ours is one, so every tfmini function takes it. Weak results come from
+the wrappers here, which `install` puts in tf's namespaces (as TF
+patches its own) while a new mode is on and `uninstall` takes out
+again."""
 import builtins as _builtins
 
 import numpy as _np
@@ -31,12 +32,10 @@ _state = {"mode": "legacy"}
 
 def _weak_repr(base):
     def __repr__(self):
-        text = base.__repr__(self)
-        return text if self._symbolic else text[:-1] + ", weak=True>"
+        return base.__repr__(self)[:-1] + ", weak=True>"
 
     def __str__(self):
-        text = base.__str__(self)
-        return text if self._symbolic else text[:-1] + ", weak=True)"
+        return base.__str__(self)[:-1] + ", weak=True)"
     return __repr__, __str__
 
 
@@ -57,18 +56,19 @@ class EagerWeakTensor(_tensor.EagerTensor):
         return mark(_tensor.EagerTensor.__invert__(self))
 
 
-class SymbolicWeakTensor(_tensor.SymbolicTensor):
+class GraphWeakTensor(_tensor.SymbolicTensor):
     """A weak tensor of a graph being traced."""
 
     __slots__ = ()
     _weak = True
+    __repr__, __str__ = _weak_repr(_tensor.SymbolicTensor)
     __neg__ = EagerWeakTensor.__neg__
     __abs__ = EagerWeakTensor.__abs__
     __invert__ = EagerWeakTensor.__invert__
 
 
 _WEAK_OF = {_tensor.EagerTensor: EagerWeakTensor,
-            _tensor.SymbolicTensor: SymbolicWeakTensor}
+            _tensor.SymbolicTensor: GraphWeakTensor}
 
 
 def is_weak(x):
