@@ -122,15 +122,22 @@ def _pair(x):
     dt = getattr(x, "dtype", None)
     if dt is None:
         dt = _np.asarray(x).dtype
-        if isinstance(x, (list, tuple)):
+        if isinstance(x, (list, tuple)) and _python_numbers(x):
             # Python numbers in a list are weak too (TF: int8 + [1, 2]
-            # is int8).
+            # is int8); a list holding tensors or NumPy values is not.
             weak = {"b": ("bool", False), "i": ("int32", True),
                     "u": ("int32", True), "f": ("float32", True),
                     "c": ("complex128", True)}.get(dt.kind)
             if weak is not None:
                 return weak
     return (_dtypes.as_dtype(dt).name, False)
+
+
+def _python_numbers(x):
+    if isinstance(x, (list, tuple)):
+        return all(_python_numbers(v) for v in x)
+    return isinstance(x, (_builtins.bool, int, float, complex)) and \
+        not isinstance(x, _np.generic)
 
 
 def _node(p):
