@@ -20,6 +20,7 @@ import builtins as _builtins
 import numpy as _np
 
 from ... import dtypes as _dtypes
+from ..._tensor import Tensor as _Tensor
 
 MODES = ("off", "legacy", "safe", "all")
 
@@ -100,14 +101,21 @@ _WIDTH = {"int32": 0, "int64": 1, "float32": 0, "float64": 1,
           "complex128": 0}
 
 
+_SCALAR = {float: ("float32", True), complex: ("complex128", True),
+           _builtins.bool: ("bool", False)}
+
+
 def _pair(x):
     """x's (dtype name, weak): Python scalars and lists of them are weak
     (int32, float32, complex128), as are WeakTensors."""
-    if getattr(x, "_weak", False):
+    p = _SCALAR.get(type(x))            # the common operands first
+    if p is not None:
+        return p
+    if type(x) is int and -2**31 <= x < 2**31:
+        return ("int32", True)
+    if isinstance(x, _Tensor):
         name = x.dtype.name
-        if name in _WEAK_KIND:
-            return (name, True)
-        return (name, False)
+        return (name, getattr(x, "_weak", False) and name in _WEAK_KIND)
     if isinstance(x, (_builtins.bool, int, float, complex)) and \
             not isinstance(x, _np.generic):
         if isinstance(x, _builtins.bool):
@@ -163,7 +171,18 @@ def _pair_safe(a, b, j):
     return _safe(_node(a), _node(b), j)
 
 
+_JOINED = {}
+
+
 def _join_pair(mode, a, b):
+    key = (mode, a, b)
+    r = _JOINED.get(key)
+    if r is None:
+        r = _JOINED[key] = _join_pair_uncached(mode, a, b)
+    return r
+
+
+def _join_pair_uncached(mode, a, b):
     j = _join(_node(a), _node(b))
     if mode == "safe" and not _pair_safe(a, b, j):
         raise TypeError(
@@ -183,7 +202,11 @@ def _join_pair(mode, a, b):
 def result_pair(mode, *args):
     """(tfmini DType, weak) that args promote to in mode "all" or
     "safe"; TypeError, in TF's words, where SAFE refuses."""
-    pairs = [_pair(a) for a in args]
+    return join_pairs(mode, [_pair(a) for a in args])
+
+
+def join_pairs(mode, pairs):
+    """result_pair of (dtype name, weak) pairs."""
     r = pairs[0]
     for p in pairs[1:]:
         r = _join_pair(mode, r, p)

@@ -24,6 +24,7 @@ import numpy as _np
 from ... import _tensor
 from ..._opids import ID as _ID
 from ...ops import array_ops as _A
+from ...ops import constant_op as _constant_op
 from ...ops import math_ops as _M
 from . import promotion as _P
 
@@ -98,8 +99,7 @@ def _to(x, dtype):
         return x if x.dtype == dtype else _M.cast(x, dtype)
     if hasattr(x, "_as_tensor"):          # Variables
         return _to(x._as_tensor(), dtype)
-    from ...ops import constant_op
-    return constant_op.constant(x, dtype)
+    return _constant_op.constant(x, dtype)
 
 
 # ---- the binary ops: tf.add & co. and the operators ----------------------
@@ -116,7 +116,7 @@ def promote(x, y):
         return x, y, False
     if _P._node(px) not in _P._EDGES or _P._node(py) not in _P._EDGES:
         return x, y, False
-    dt, weak = _P.result_pair(_state["mode"], x, y)
+    dt, weak = _P.join_pairs(_state["mode"], (px, py))
     return _to(x, dt), _to(y, dt), weak
 
 
