@@ -134,11 +134,15 @@ def h(x):
 h(tf.constant(1.0, tf.float32))
 out["graph"] = shown
 
+out["dtype_given"] = [desc(tf.ones_like(tf.constant(1.0), tf.float32)),
+                      desc(tf.zeros_like(tf.constant(1), dtype=tf.int32))]
+keep = tf.constant
+
 # Back in the legacy mode nothing is weak and tf's functions are its own.
 tnp.experimental_enable_numpy_behavior(dtype_conversion_mode="legacy")
 out["legacy"] = [desc(tf.constant(1.5)), desc(tf.abs(-2.0)),
                  repr(tf.constant(5)), tf.constant.__module__,
-                 desc(tf.constant(1, tf.int8) + 1)]
+                 desc(tf.constant(1, tf.int8) + 1), desc(keep(1.5))]
 print(json.dumps(out))
 '''
 
@@ -195,7 +199,12 @@ def test_legacy_mode_has_no_weak_tensors(child):
     assert child["legacy"] == [
         "float32", "float32",
         "<tf.Tensor: shape=(), dtype=int32, numpy=5>",
-        "tfmini.ops.constant_op", "int8"]
+        "tfmini.ops.constant_op", "int8", "float32"]
+
+
+def test_a_dtype_argument_makes_a_strong_tensor(child):
+    # TF: tf.ones_like(weak, tf.float32) is a strong float32.
+    assert child["dtype_given"] == ["float32", "int32"]
 
 
 @pytest.mark.xfail(strict=True, reason=(

@@ -139,6 +139,8 @@ def _binary_fn(fn):
     """fn(x, y) (tf.math.truediv, tf.matmul, ...) on promoted operands,
     weak where both are."""
     def wrapper(x, y, *args, **kwargs):
+        if _state["mode"] == "legacy":    # a reference kept from before
+            return fn(x, y, *args, **kwargs)
         a, b, weak = promote(x, y)
         out = fn(a, b, *args, **kwargs)
         return mark(_fresh(out, a, b)) if weak else out
@@ -184,12 +186,15 @@ def operators():
 
 # ---- ops of one operand, and tf.constant ---------------------------------
 
-def _unary_fn(fn):
+def _unary_fn(fn, dtype_at=None):
     """fn(x, ...) weak where x is weak: a WeakTensor, a Python number or a
     list of them (converted as TF's weak dtypes). A strong x, or a dtype
-    argument, runs fn as it is."""
+    argument (keyword, or positional at dtype_at), runs fn as it is."""
     def wrapper(*args, **kwargs):
-        if not args or kwargs.get("dtype") is not None:
+        if not args or kwargs.get("dtype") is not None or \
+                _state["mode"] == "legacy" or \
+                dtype_at is not None and len(args) > dtype_at and \
+                args[dtype_at] is not None:
             return fn(*args, **kwargs)
         x = args[0]
         if isinstance(x, _tensor.Tensor):
@@ -225,6 +230,8 @@ def _constant(fn):
     weak tensor; with a dtype the result is strong."""
     def constant(value, dtype=None, shape=None, name=None):
         out = fn(value, dtype, shape, name)
+        if _state["mode"] == "legacy":
+            return out
         if dtype is not None:
             return strong(out) if out is value or is_weak(out) else out
         if isinstance(value, _tensor.Tensor):
@@ -287,10 +294,13 @@ def install(mode):
             if fn is None:
                 continue
             if id(fn) not in wrapped:
-                make = (_constant if name == "constant" else
-                        _binary_fn if name in BINARY else
-                        _strong_fn if name in STRONG else _unary_fn)
-                wrapped[id(fn)] = make(fn)
+                if name in ("zeros_like", "ones_like"):
+                    wrapped[id(fn)] = _unary_fn(fn, dtype_at=1)
+                else:
+                    make = (_constant if name == "constant" else
+                            _binary_fn if name in BINARY else
+                            _strong_fn if name in STRONG else _unary_fn)
+                    wrapped[id(fn)] = make(fn)
             _saved[(label, name)] = (mod, fn)
             setattr(mod, name, wrapped[id(fn)])
 
