@@ -8,7 +8,9 @@ experimental_enable_numpy_behavior(prefer_float32=True). That call also
 gives tensors NumPy's methods (reshape, astype, T, ravel, sum, ...), makes
 their operators promote mixed dtypes as NumPy does and lets them take
 NumPy's advanced indices (lists, bool masks), as TF's does; like TF's, it
-changes every tensor for the rest of the process."""
+changes every tensor for the rest of the process. With
+dtype_conversion_mode "all" or "safe" arrays made from Python values are
+weak (weak_tensor.py), as TF's are."""
 import builtins as _builtins
 
 import numpy as _np

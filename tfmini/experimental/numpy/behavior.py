@@ -86,7 +86,8 @@ def experimental_enable_numpy_behavior(prefer_float32=False,
                                        dtype_conversion_mode="legacy"):
     """Turn on NumPy behavior for all tensors (for the process).
     dtype_conversion_mode "all" or "safe" promotes mixed dtypes by TF's
-    lattice (promotion.py), "legacy" (and "off") as NumPy does."""
+    lattice (promotion.py) and makes Python values weak tensors
+    (weak_tensor.py); "legacy" (and "off") promotes as NumPy does."""
     tnp = _tnp()
     if dtype_conversion_mode not in tnp._promotion.MODES:
         raise ValueError(
