@@ -42,14 +42,6 @@ KNOWN = {
                       "not tensorflow.python.framework.ops.EagerTensor",
     ("tf_numpy", 12): "tensor class module (as cell 10)",
     ("tf_numpy_type_promotion", 0): "tf.__version__ is tfmini's own",
-    ("tf_numpy_type_promotion", 7): "tfmini has no WeakTensor: "
-                                    "tf.constant(1.2) is a strong float32, "
-                                    "so + float16 gives float32 (TF: a weak "
-                                    "float32 yields to float16)",
-    ("tf_numpy_type_promotion", 8): "no WeakTensor: the repr lacks "
-                                    "`weak=True`",
-    ("tf_numpy_type_promotion", 9): "no WeakTensor (as cell 8)",
-    ("tf_numpy_type_promotion", 11): "no WeakTensor (as cell 8)",
     ("tf_numpy_type_promotion", 13): "legacy tf.add: TF converts x first "
                                      "(a NumPy int8 array stays int8, then "
                                      "int32 is refused) and casts a NumPy "
@@ -58,11 +50,6 @@ KNOWN = {
                                      "and refuses lossy array casts",
     ("tf_numpy_type_promotion", 14): "TF casts the NumPy float16 array to "
                                      "int32 (as cell 13)",
-    ("tf_numpy_type_promotion", 22): "no WeakTensor (as cell 8)",
-    ("tf_numpy_type_promotion", 26): "no WeakTensor: tnp.array(1) is a "
-                                     "strong int32 (the repr lacks "
-                                     "`weak=True`)",
-    ("tf_numpy_type_promotion", 27): "no WeakTensor (as cell 26)",
     ("data", 10): "value_type is tfmini.sparse.sparse_tensor.SparseTensor, "
                   "not tensorflow.python.framework.sparse_tensor's",
     ("data", 24): "an error raised in a from_generator generator: TF wraps "

@@ -45,9 +45,10 @@ _NAMESPACES = {
 
 
 # experimental_enable_numpy_behavior(dtype_conversion_mode="all"/"safe")
-# sets this to a function that casts both operands to TF's promoted dtype
-# (experimental/numpy/promotion.py); TF's math ops promote in those
-# modes, not only the operators.
+# sets this to a function(op, x, y) that runs op on both operands cast to
+# TF's promoted dtype and marks weak results (experimental/numpy/
+# weak_tensor.py); TF's math ops promote in those modes, not only the
+# operators.
 _promote_operands = None
 
 
@@ -61,7 +62,7 @@ def _binary(op_name, public, doc):
 
     def f(x, y, name=None):
         if _promote_operands is not None:
-            x, y = _promote_operands(x, y)
+            return _promote_operands(op, x, y)
         return _C.binary(op, x, y)
     f.__name__ = f.__qualname__ = public
     f.__doc__ = doc + f"\n\nThe `{op_name}` op; broadcasts like NumPy."

@@ -8,7 +8,9 @@ experimental_enable_numpy_behavior(prefer_float32=True). That call also
 gives tensors NumPy's methods (reshape, astype, T, ravel, sum, ...), makes
 their operators promote mixed dtypes as NumPy does and lets them take
 NumPy's advanced indices (lists, bool masks), as TF's does; like TF's, it
-changes every tensor for the rest of the process."""
+changes every tensor for the rest of the process. With
+dtype_conversion_mode "all" or "safe" arrays made from Python values are
+weak (weak_tensor.py), as TF's are."""
 import builtins as _builtins
 
 import numpy as _np
@@ -22,6 +24,7 @@ from ...ops import reduce_ops as _R
 from ..._tensor import Tensor as ndarray
 from . import promotion as _promotion
 from . import random  # noqa: F401
+from . import weak_tensor
 
 bool_ = _np.bool_
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
@@ -35,6 +38,16 @@ _state = {"prefer_float32": False, "enabled": False, "mode": "legacy"}
 
 def _default_float():
     return _np.float32 if _state["prefer_float32"] else _np.float64
+
+
+def _new_mode():
+    return _state["mode"] in ("all", "safe")
+
+
+def _creation_float():
+    # TF's tnp.zeros, tnp.eye, ... make float32 (and int32 for `int`)
+    # in the new modes, though tnp.add(1, 2.5) stays float64 there.
+    return _np.float32 if _new_mode() else _default_float()
 
 
 def _np_dtype(dtype):
@@ -68,7 +81,10 @@ def asarray(a, dtype=None):
             arr = arr.astype(_default_float())
     else:
         arr = _np.asarray(a, dtype=_np_dtype(dtype))
-    return _C.constant(arr)
+    out = _C.constant(arr)
+    if dtype is None and weak_tensor.weak_alone(a):
+        weak_tensor.mark(out)             # TF: tnp.array(1) is weak
+    return out
 
 
 array = asarray
@@ -90,13 +106,22 @@ def result_type(*args):
     TF's lattice in dtype_conversion_mode "all" or "safe"."""
     if _state["mode"] in ("all", "safe"):
         return _promotion.result_dtype(_state["mode"], *args).as_numpy_dtype
+    return _numpy_result_type(*args)
+
+
+def _python_dtype(x):
+    dt = _np.asarray(x).dtype
+    return _np.dtype(_default_float()) if dt == _np.float64 else dt
+
+
+def _numpy_result_type(*args):
+    # TF's tnp.add & co. promote so in every mode (tnp.add(1, 2) is int64
+    # there even in mode "all"), and give strong tensors.
     strong = [_np_dtype(a.dtype) if isinstance(a, ndarray) else
               _np.asarray(a).dtype for a in args if not _is_weak(a)]
     weak = [a for a in args if _is_weak(a)]
     if not strong:
-        return asarray(weak[0]).dtype.as_numpy_dtype if len(weak) == 1 \
-            else _np.result_type(*[asarray(w).dtype.as_numpy_dtype
-                                   for w in weak])
+        return _np.result_type(*[_python_dtype(w) for w in weak]).type
     out = _np.result_type(*strong)
     if _builtins.any(isinstance(w, float) for w in weak) and \
             not _np.issubdtype(out, _np.inexact):
@@ -118,10 +143,11 @@ def _float(x):
 
 def _binary(fn, to_float=False):
     def f(x1, x2):
-        a, b = _promote(x1, x2)
+        dt = _numpy_result_type(x1, x2)
+        a, b = asarray(x1, dt), asarray(x2, dt)
         if to_float:
             a, b = _float(a), _float(b)
-        return fn(a, b)
+        return weak_tensor.strong(fn(a, b))
     f.__name__ = getattr(fn, "__name__", "binary")
     return f
 
@@ -160,10 +186,20 @@ def dot(a, b):
     return _L.tensordot(a, b, [[a.shape.rank - 1], [b.shape.rank - 2]])
 
 
+def _weak_float(x):
+    # A weak integer becomes a weak float32 (TF: tnp.sqrt(1) is one).
+    if weak_tensor.is_weak(x) and not x.dtype.is_floating and \
+            not x.dtype.is_complex:
+        return _M.cast(x, _np.float32)
+    return _float(x)
+
+
 def _unary(fn, to_float=False):
     def f(x):
         x = asarray(x)
-        return fn(_float(x) if to_float else x)
+        weak = weak_tensor.is_weak(x)
+        out = fn(_weak_float(x) if to_float else x)
+        return weak_tensor.mark(out, weak) if out is not x else out
     f.__name__ = getattr(fn, "__name__", "unary")
     return f
 
@@ -187,9 +223,11 @@ logical_not = _unary(_M.logical_not)
 def _reduction(fn, to_float=False):
     def f(a, axis=None, dtype=None, keepdims=False):
         a = asarray(a, dtype)
+        weak = weak_tensor.is_weak(a)
         if to_float:
-            a = _float(a)
-        return fn(a, axis=axis, keepdims=keepdims)
+            a = _weak_float(a)
+        out = fn(a, axis=axis, keepdims=keepdims)
+        return weak_tensor.mark(out, weak) if out is not a else out
     return f
 
 
@@ -226,6 +264,18 @@ def argmin(a, axis=None):
     return _M.cast(_R.argmin(a, axis=axis), _np.int64)
 
 
+def _keeps_weak(fn):
+    """fn(a, ...) weak where a is (TF's list: reshape, transpose, ...)."""
+    def f(a, *args, **kwargs):
+        a = asarray(a)
+        out = fn(a, *args, **kwargs)
+        return weak_tensor.mark(out, weak_tensor.is_weak(a)) \
+            if out is not a else out
+    f.__name__ = fn.__name__
+    f.__doc__ = fn.__doc__
+    return f
+
+
 # ---- creation -----------------------------------------------------------
 
 def _shape(shape):
@@ -250,7 +300,9 @@ def full(shape, fill_value, dtype=None):
 
 
 def _creation_dtype(dtype):
-    return _default_float() if dtype is float or dtype is None else \
+    if dtype is int and _new_mode():
+        return _np.int32
+    return _creation_float() if dtype is float or dtype is None else \
         _np_dtype(dtype)
 
 
@@ -271,14 +323,20 @@ def full_like(a, fill_value, dtype=None):
 def arange(start, stop=None, step=1, dtype=None):
     vals = _np.arange(start, stop, step) if stop is not None else \
         _np.arange(start)
+    if dtype is None and weak_tensor.weak_alone(
+            [v for v in (start, stop, step) if v is not None]):
+        # TF: tnp.arange(3) is a weak int32 in the new modes.
+        vals = vals.astype(_np.int32 if vals.dtype.kind in "iu"
+                           else _np.float32)
+        return weak_tensor.mark(_C.constant(vals))
     if dtype is None and vals.dtype == _np.float64:
-        dtype = _default_float()
+        dtype = _creation_float()
     return asarray(vals, dtype)
 
 
 def linspace(start, stop, num=50, endpoint=True, dtype=None):
     return asarray(_np.linspace(start, stop, num, endpoint),
-                   dtype or _default_float())
+                   dtype or _creation_float())
 
 
 def eye(N, M=None, k=0, dtype=float):  # noqa: N803 (NumPy's names)
@@ -348,5 +406,10 @@ def size(a):
 def allclose(a, b, rtol=1e-5, atol=1e-8):
     return _np.allclose(asarray(a).numpy(), asarray(b).numpy(), rtol, atol)
 
+
+for _name in ("reshape", "ravel", "transpose", "expand_dims", "squeeze",
+              "copy", "zeros_like", "ones_like"):
+    globals()[_name] = _keeps_weak(globals()[_name])
+matmul = weak_tensor.weak_where_promoted(matmul)
 
 from .behavior import experimental_enable_numpy_behavior  # noqa: E402,F401

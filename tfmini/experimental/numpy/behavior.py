@@ -61,7 +61,8 @@ def _methods(tnp):
     out.update({
         "reshape": lambda self, *shape, order="C": tnp.reshape(
             self, shape[0] if len(shape) == 1 else shape),
-        "astype": lambda self, dtype: _M.cast(self, dtype),
+        "astype": lambda self, dtype: tnp.weak_tensor.strong(
+            _M.cast(self, dtype)),
         "ravel": lambda self: tnp.ravel(self),
         "flatten": lambda self: tnp.ravel(self),
         "transpose": lambda self, *axes: tnp.transpose(
@@ -85,7 +86,8 @@ def experimental_enable_numpy_behavior(prefer_float32=False,
                                        dtype_conversion_mode="legacy"):
     """Turn on NumPy behavior for all tensors (for the process).
     dtype_conversion_mode "all" or "safe" promotes mixed dtypes by TF's
-    lattice (promotion.py), "legacy" (and "off") as NumPy does."""
+    lattice (promotion.py) and makes Python values weak tensors
+    (weak_tensor.py); "legacy" (and "off") promotes as NumPy does."""
     tnp = _tnp()
     if dtype_conversion_mode not in tnp._promotion.MODES:
         raise ValueError(
@@ -94,18 +96,33 @@ def experimental_enable_numpy_behavior(prefer_float32=False,
             f"the followings: 'off', 'legacy', 'safe' or 'all'.")
     tnp._state["mode"] = dtype_conversion_mode
     new = dtype_conversion_mode in ("all", "safe")
-    _M._set_promotion(
-        (lambda x, y: tnp._promotion.promote_operands(
-            dtype_conversion_mode, x, y)) if new else None)
+    weak = tnp.weak_tensor
+    _M._set_promotion(weak.binary if new else None)
     from ... import variables
     variables._promote_value = (
         lambda var, value, op: tnp._promotion.variable_value(
             dtype_conversion_mode, var, value, op)) if new else None
+    if new:
+        weak.install(dtype_conversion_mode)
+    else:
+        weak.uninstall()
     tnp._state["prefer_float32"] = bool(prefer_float32)
     tnp._state["enabled"] = True
-    if _installed:
-        return
     T = _tensor.Tensor
-    for name, value in _methods(tnp).items():
-        _installed[name] = T.__dict__.get(name)
+    methods = _methods(tnp)
+    if new:
+        # TF's operators are its math ops here (they promote by the
+        # lattice and keep weakness), not tnp's functions.
+        methods.update(weak.operators())
+    for name, value in methods.items():
+        if name not in _installed:
+            _installed[name] = T.__dict__.get(name)
         setattr(T, name, value)
+    if new:
+        # TF compares as ever there: no promotion, Python scalars take
+        # the tensor's dtype (float32 > int8 is an error).
+        for name in ("__lt__", "__le__", "__gt__", "__ge__"):
+            if _installed.get(name) is None:
+                delattr(T, name)
+            else:
+                setattr(T, name, _installed[name])

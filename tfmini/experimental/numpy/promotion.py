@@ -9,14 +9,18 @@ one that cannot hold every value of an input exactly (int32 + float32).
 Both rules were checked against TF 2.21 for every pair of dtypes and
 Python scalars (tests/test_tnp_promotion.py holds TF's table).
 
-tfmini has no WeakTensor: a tensor is never weak, so a weak result
-(int8 + 1.0 is a weak float64 in TF) comes back as a plain tensor of
-that dtype."""
+A WeakTensor (weak_tensor.py) is a node too: (dtype, weak=True) for
+int32/int64 (i*), float32/float64 (f*) and complex128 (c*). Inputs fold
+pairwise, as TF's result_type does; a weak result made only of weak (or
+bool) inputs keeps the widest weak dtype of its kind (1 + 2.0 is a weak
+float32), one with a strong input is made as _WEAK_RESULT (int8 + 1.0 is
+a weak float64)."""
 import builtins as _builtins
 
 import numpy as _np
 
 from ... import dtypes as _dtypes
+from ..._tensor import Tensor as _Tensor
 
 MODES = ("off", "legacy", "safe", "all")
 
@@ -44,10 +48,8 @@ def _above(a):
 
 
 _UP = {n: _above(n) for n in _EDGES}
-# What a weak result is made as; a weak float or complex joined with
-# bool alone keeps the Python scalar's own dtype.
+# What a weak result with a strong input is made as.
 _WEAK_RESULT = {"i*": "int32", "f*": "float64", "c*": "complex128"}
-_WEAK_ALONE = {"i*": "int32", "f*": "float32", "c*": "complex128"}
 _MANT = {"bfloat16": 8, "float16": 11, "float32": 24, "float64": 53,
          "complex64": 24, "complex128": 53}
 _IBITS = {"uint8": 8, "int8": 7, "uint16": 16, "int16": 15,
@@ -91,52 +93,130 @@ def _safe(a, b, r):
     return True
 
 
-def _kind(x):
-    """x's lattice node: a dtype name, or i*/f*/c* for a Python scalar."""
+# A weak tensor's dtype -> its lattice node; other dtypes are never
+# weak (a weak float16 cannot be made).
+_WEAK_KIND = {"int32": "i*", "int64": "i*", "float32": "f*",
+              "float64": "f*", "complex128": "c*"}
+_WIDTH = {"int32": 0, "int64": 1, "float32": 0, "float64": 1,
+          "complex128": 0}
+
+
+_SCALAR = {float: ("float32", True), complex: ("complex128", True),
+           _builtins.bool: ("bool", False)}
+
+
+def _pair(x):
+    """x's (dtype name, weak): Python scalars and lists of them are weak
+    (int32, float32, complex128), as are WeakTensors."""
+    p = _SCALAR.get(type(x))            # the common operands first
+    if p is not None:
+        return p
+    if type(x) is int and -2**31 <= x < 2**31:
+        return ("int32", True)
+    if isinstance(x, _Tensor):
+        name = x.dtype.name
+        return (name, getattr(x, "_weak", False) and name in _WEAK_KIND)
     if isinstance(x, (_builtins.bool, int, float, complex)) and \
             not isinstance(x, _np.generic):
         if isinstance(x, _builtins.bool):
-            return "bool"
-        return {int: "i*", float: "f*", complex: "c*"}[type(x)] \
-            if type(x) in (int, float, complex) else "f*"
+            return ("bool", False)
+        if isinstance(x, int):
+            if not -2**31 <= x < 2**31:
+                raise OverflowError(f"Python int {x} too large to convert "
+                                    f"to np.int32")
+            return ("int32", True)
+        return ("complex128", True) if isinstance(x, complex) else \
+            ("float32", True)
     dt = getattr(x, "dtype", None)
     if dt is None:
         dt = _np.asarray(x).dtype
-        if isinstance(x, (list, tuple)):
+        if isinstance(x, (list, tuple)) and _python_numbers(x):
             # Python numbers in a list are weak too (TF: int8 + [1, 2]
-            # is int8).
-            weak = {"b": "bool", "i": "i*", "u": "i*", "f": "f*",
-                    "c": "c*"}.get(dt.kind)
+            # is int8); a list holding tensors or NumPy values is not.
+            weak = {"b": ("bool", False), "i": ("int32", True),
+                    "u": ("int32", True), "f": ("float32", True),
+                    "c": ("complex128", True)}.get(dt.kind)
             if weak is not None:
                 return weak
-    return _dtypes.as_dtype(dt).name
+    return (_dtypes.as_dtype(dt).name, False)
 
 
-def _describe(k):
-    weak = k.endswith("*")
-    name = _WEAK_ALONE[k] if weak else k
-    return f"({_dtypes.as_dtype(name)}, weak={weak})"
+def _python_numbers(x):
+    if isinstance(x, (list, tuple)):
+        return all(_python_numbers(v) for v in x)
+    return isinstance(x, (_builtins.bool, int, float, complex)) and \
+        not isinstance(x, _np.generic)
+
+
+def _node(p):
+    return _WEAK_KIND[p[0]] if p[1] else p[0]
+
+
+def _kind(x):
+    """x's lattice node: a dtype name, or i*/f*/c* where x is weak."""
+    return _node(_pair(x))
+
+
+def _describe(p):
+    return f"({_dtypes.as_dtype(p[0])}, weak={p[1]})"
+
+
+def _pair_safe(a, b, j):
+    if all(w or n == "bool" for n, w in (a, b)):
+        return True                   # weak with weak: never refused
+    for (n, w), (m, v) in ((a, b), (b, a)):
+        # A weak float64 widens nothing: an integer fits or it does not.
+        if w and n == "float64" and j == "f*" and not v:
+            return _fits(m, "float64")
+    return _safe(_node(a), _node(b), j)
+
+
+_JOINED = {}
+
+
+def _join_pair(mode, a, b):
+    key = (mode, a, b)
+    r = _JOINED.get(key)
+    if r is None:
+        r = _JOINED[key] = _join_pair_uncached(mode, a, b)
+    return r
+
+
+def _join_pair_uncached(mode, a, b):
+    j = _join(_node(a), _node(b))
+    if mode == "safe" and not _pair_safe(a, b, j):
+        raise TypeError(
+            f"In promotion mode PromoMode.SAFE, implicit dtype promotion"
+            f" between {_describe(a)} and {_describe(b)} is disallowed."
+            f" You need to explicitly specify the dtype in your op, or "
+            f"relax your dtype promotion rules (such as from SAFE mode "
+            f"to ALL mode).")
+    if not j.endswith("*"):
+        return (j, False)
+    if all(w or n == "bool" for n, w in (a, b)):
+        same = [n for n, w in (a, b) if w and _WEAK_KIND[n] == j]
+        return (max(same, key=_WIDTH.get), True)
+    return (_WEAK_RESULT[j], True)
+
+
+def result_pair(mode, *args):
+    """(tfmini DType, weak) that args promote to in mode "all" or
+    "safe"; TypeError, in TF's words, where SAFE refuses."""
+    return join_pairs(mode, [_pair(a) for a in args])
+
+
+def join_pairs(mode, pairs):
+    """result_pair of (dtype name, weak) pairs."""
+    r = pairs[0]
+    for p in pairs[1:]:
+        r = _join_pair(mode, r, p)
+    return _dtypes.as_dtype(r[0]), r[1]
 
 
 def result_dtype(mode, *args):
     """The dtype (a tfmini DType) args promote to in mode "all" or
     "safe"; TypeError, in TF's words, where SAFE refuses."""
-    kinds = [_kind(a) for a in args]
-    r = kinds[0]
-    for k in kinds[1:]:
-        j = _join(r, k)
-        if mode == "safe" and not _safe(r, k, j):
-            raise TypeError(
-                f"In promotion mode PromoMode.SAFE, implicit dtype promotion"
-                f" between {_describe(r)} and {_describe(k)} is disallowed."
-                f" You need to explicitly specify the dtype in your op, or "
-                f"relax your dtype promotion rules (such as from SAFE mode "
-                f"to ALL mode).")
-        r = j
-    if r.endswith("*"):
-        alone = all(k in ("bool", r) for k in kinds)
-        r = (_WEAK_ALONE if alone else _WEAK_RESULT)[r]
-    return _dtypes.as_dtype(r)
+    return result_pair(mode, *args)[0]
 
 
 def variable_value(mode, var, value, op):
@@ -163,27 +243,3 @@ def variable_value(mode, var, value, op):
         return value                  # a Python scalar converts as ever
     from ...ops import math_ops
     return math_ops.cast(value, var.dtype)
-
-
-def promote_operands(mode, x, y):
-    """x and y cast to their promoted dtype, for tf.add & co. Operands of
-    a dtype outside the lattice (strings, ...) are left to the op."""
-    dx, dy = getattr(x, "dtype", None), getattr(y, "dtype", None)
-    if dx is not None and dx == dy:
-        return x, y                   # the common case: nothing to do
-    try:
-        kinds = (_kind(x), _kind(y))
-    except (TypeError, ValueError):
-        return x, y
-    if any(k not in _EDGES for k in kinds):
-        return x, y
-    dt = result_dtype(mode, x, y)
-    from ...ops import constant_op, math_ops
-    out = []
-    for v, d in ((x, dx), (y, dy)):
-        if d is None:
-            v = constant_op.constant(v, dt)
-        elif _dtypes.as_dtype(d) != dt:
-            v = math_ops.cast(v, dt)
-        out.append(v)
-    return tuple(out)
