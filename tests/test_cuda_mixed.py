@@ -214,9 +214,6 @@ def test_mixed_models_train_with_nothing_soft_placed(fake, capfd, name,
     for row in _C.op_table():
         if has(row[0].encode()) == 0:
             _C._fake_device_deny(row[0])
-    # IsFinite's GPU kernel is the cuops3 branch's (index.cu): until it
-    # is merged, the loss scale's finite check soft-places there.
-    pending = {"IsFinite"} if has(b"IsFinite") == 0 else set()
     rng = np.random.default_rng(1)
 
     def train(device, log):
@@ -250,7 +247,7 @@ def test_mixed_models_train_with_nothing_soft_placed(fake, capfd, name,
                 " in device ")))
     assert placed, err[-2000:]
     on_cpu = {op for op, dev in placed if dev == CPU_NAME}
-    assert on_cpu <= pending, sorted(on_cpu)
+    assert not on_cpu, sorted(on_cpu)
     assert {"BatchMatMulV2", "Sum"} <= {op for op, _ in placed}
     rng = np.random.default_rng(1)
     want, _ = train("/CPU:0", False)

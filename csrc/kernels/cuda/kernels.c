@@ -401,6 +401,9 @@ tfm_cuda_kernels_init(void)
         takes_half[TFM_OP_SPARSE_SOFTMAX_XENT] =
         takes_half[TFM_OP_LAYER_NORM] = takes_half[TFM_OP_LAYER_NORM_GRAD] =
         takes_half[TFM_OP_SOFTMAX_GRAD] = 1;
+    /* index.cu reads the 16-bit floats' bits: no cast to float32 first. */
+    takes_half[TFM_OP_IS_NAN] = takes_half[TFM_OP_IS_INF] =
+        takes_half[TFM_OP_IS_FINITE] = 1;
 }
 
 int

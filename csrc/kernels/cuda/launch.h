@@ -60,24 +60,27 @@ int tfm_cu_select(int es, const void *c, const void *x, const void *y,
                   const int64_t *sc, const int64_t *sx, const int64_t *sy,
                   int64_t n, void *stream);
 
-/* Reduce kind 0 sum, 1 mean, 2 max, 3 min, 4 prod over x: the output's
- * nkeep kept dims (sizes, x's strides) times nred reduced dims. */
-int tfm_cu_reduce(int kind, int is64, const void *x, void *o,
+/* Reduce kind 0 sum, 1 mean, 2 max, 3 min, 4 prod (5 all, 6 any: bool
+ * x and output) over x of element type ty (TFM_CU_F32/F64/F16/BF16; the
+ * 16-bit floats in float32, one rounding at the end): the output's nkeep
+ * kept dims (sizes, x's strides) times nred reduced dims. The softmax
+ * and cross-entropy launchers below take ty the same way. */
+int tfm_cu_reduce(int kind, int ty, const void *x, void *o,
                   int nkeep, const int64_t *kdims, const int64_t *kstr,
                   int nred, const int64_t *rdims, const int64_t *rstr,
                   void *stream);
 
 /* Softmax / LogSoftmax (take_log) over the middle dim of x viewed as
  * [outer, n, inner] (nn.cu). */
-int tfm_cu_softmax(int is64, int take_log, const void *x, void *y,
+int tfm_cu_softmax(int ty, int take_log, const void *x, void *y,
                    int64_t outer, int64_t n, int64_t inner, void *stream);
 /* SparseSoftmaxCrossEntropyWithLogits over rows of n classes; labels
  * int32, or int64 with label64. */
-int tfm_cu_sparse_xent(int is64, int label64, const void *x, const void *lab,
+int tfm_cu_sparse_xent(int ty, int label64, const void *x, const void *lab,
                        void *loss, void *back, int64_t rows, int64_t n,
                        void *stream);
 /* SoftmaxCrossEntropyWithLogits over the middle dim of [outer, n, inner]. */
-int tfm_cu_xent(int is64, const void *x, const void *lab, void *loss,
+int tfm_cu_xent(int ty, const void *x, const void *lab, void *loss,
                 void *back, int64_t outer, int64_t n, int64_t inner,
                 void *stream);
 

@@ -1,8 +1,10 @@
 /* The launchers of the fused ops' GPU kernels (norm.cu, rnn.cu,
  * fused_conv.cu) and of the fills (fill.cu), for their C glue: plain C types only, so both
  * compilers read it. As in launch.h, each returns 0 or a cudaError_t
- * (> 0). is64: float64 elements, else float32. Each mirrors its CPU
- * kernel, named beside it. */
+ * (> 0). is64: float64 elements, else float32; ty (the layer norm and
+ * softmax gradient): launch.h's TFM_CU_F32/F64/F16/BF16, the 16-bit
+ * floats computed in float32. Each mirrors its CPU kernel, named beside
+ * it. */
 #ifndef TFM_KERNELS_CUDA_LAUNCH_FUSED_H
 #define TFM_KERNELS_CUDA_LAUNCH_FUSED_H
 
@@ -14,21 +16,21 @@ extern "C" {
 
 /* _LayerNorm over rows of n (cpu/norm.c): y = (x - mean) * rsqrt(var +
  * eps) * g + b, one block per row. */
-int tfm_cu_layer_norm(int is64, const void *x, const void *g, const void *b,
+int tfm_cu_layer_norm(int ty, const void *x, const void *g, const void *b,
                       void *y, int64_t rows, int64_t n, double eps,
                       void *stream);
 
 /* _LayerNormGrad: dx per row; dg, db the column sums of dy * xhat and
  * dy (col_sums.h: in double, in a fixed order). stats: scratch of 2 *
  * rows doubles from the caller (each row's mean and 1/stddev). */
-int tfm_cu_layer_norm_grad(int is64, const void *dy, const void *x,
+int tfm_cu_layer_norm_grad(int ty, const void *dy, const void *x,
                            const void *g, void *dx, void *dg, void *db,
                            int64_t rows, int64_t n, double eps,
                            double *stats, void *stream);
 
 /* _SoftmaxGrad over the middle dim of [outer, n, inner]: dx = y * (dy -
  * sum(dy * y)), the sum in double. */
-int tfm_cu_softmax_grad(int is64, const void *y, const void *dy, void *dx,
+int tfm_cu_softmax_grad(int ty, const void *y, const void *dy, void *dx,
                         int64_t outer, int64_t n, int64_t inner,
                         void *stream);
 
