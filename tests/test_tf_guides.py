@@ -167,19 +167,10 @@ KNOWN = {
     ("extension_type", 14): "the tensor class is tfmini's Tensor, not "
                             "tensorflow.python.framework.ops.EagerTensor, "
                             "and the message adds a hint",
-    ("extension_type", 37): "tfmini's conversion error names the type as "
-                            "MaskedTensor, TF as <class "
-                            "'__main__.MaskedTensor'> (csrc/python/convert.c)",
-    ("extension_type", 54): "tfmini's keras.Input takes type_spec (and "
-                            "ignores it, asking for a shape); Keras 3 "
-                            "refuses the argument",
-    ("extension_type", 59): "keras.Input(type_spec=...) (as cell 54)",
     ("extension_type", 62): "tfmini traces graphs of known rank: "
                             "MaskedTensor.Spec(shape=None) is refused (with "
                             "a known rank the module saves and loads)",
     ("extension_type", 63): "TensorSpec(None) is refused (as cell 62)",
-    ("extension_type", 65): "tfmini's tf.reshape cannot convert a Python "
-                            "range (csrc/python/convert.c)",
 }
 
 # TF's venv has no scipy: the cell fails there, and here where scipy is
