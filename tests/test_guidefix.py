@@ -37,3 +37,65 @@ def test_keras_input_has_keras3s_signature():
     x = tf.keras.Input((3,), 4, "float64")
     assert tuple(x.shape) == (4, 3) and x.dtype == "float64"
     assert tf.keras.Input((2,), name="left").name == "left"
+
+
+def test_map_raises_the_functions_error_at_map_as_tf():
+    ds = tf.data.Dataset.range(4).batch(2)
+    calls = []
+
+    def bad(x):
+        calls.append(1)
+        return x + "a"
+    with pytest.raises(TypeError) as e:
+        ds.map(bad)
+    msg = str(e.value)
+    # TF 2.21: the same type, "in user code:", the line, the error.
+    assert msg.startswith("in user code:\n\n    File ")
+    assert 'in bad  *\n        return x + "a"\n\n    TypeError: ' in msg
+    # Traced once, then run eagerly once on a made-up element.
+    assert len(calls) == 2
+
+
+def test_map_parse_example_of_int64_is_tfs_graph_type_error():
+    ds = tf.data.Dataset.range(6).batch(3)
+    feats = {"a": tf.io.FixedLenFeature((), tf.string)}
+    with pytest.raises(TypeError, match="Input 'serialized' of "
+                       "'ParseExampleV2' Op has type int64 that does not "
+                       "match expected type of string"):
+        ds.map(lambda x: tf.io.parse_example(x, feats))
+    # Eagerly it is TF's conversion ValueError.
+    with pytest.raises(ValueError, match="requested dtype string"):
+        tf.io.parse_example(tf.constant([1, 2], tf.int64), feats)
+
+
+def test_map_runs_its_function_once_per_element_after_one_trace():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x * 2
+    ds = tf.data.Dataset.range(5).map(f)
+    assert len(calls) == 1                     # the trace, at map()
+    assert repr(ds.element_spec) == \
+        "TensorSpec(shape=(), dtype=tf.int64, name=None)"
+    assert [int(v) for v in ds] == [0, 2, 4, 6, 8]
+    assert len(calls) == 6                     # no second trace, no reads
+
+
+def test_map_that_tfmini_cannot_trace_still_runs():
+    # Fill with a traced size is beyond tfmini's graphs, fine eagerly:
+    # no error at map(), and the next map still traces at map() on a
+    # spec with unknown dimensions (TF's (None,)).
+    ds = tf.data.Dataset.range(4).map(
+        lambda x: tf.fill([tf.cast(x, tf.int32)], x))
+    padded = ds.padded_batch(2, padded_shapes=(None,))
+    assert repr(padded.element_spec) == \
+        "TensorSpec(shape=(None, None), dtype=tf.int64, name=None)"
+    with pytest.raises(TypeError, match="in user code"):
+        padded.map(lambda b: tf.io.parse_example(
+            b, {"a": tf.io.FixedLenFeature((), tf.string)}))
+    assert [b.numpy().tolist() for b in padded] == \
+        [[[0], [1]], [[2, 2, 0], [3, 3, 3]]]
+    # A function that needs eager values runs per element, as before.
+    e = tf.data.Dataset.range(3).map(lambda x: x.numpy() + 1)
+    assert list(e.as_numpy_iterator()) == [1, 2, 3]

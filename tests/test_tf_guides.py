@@ -75,9 +75,6 @@ KNOWN = {
     ("data", 46): "TF's {{function_node}} prefix on the missing file's "
                   "NotFoundError",
     ("data", 48): "TF's error prefix (as cell 46)",
-    ("data", 79): "Dataset.map runs its function per element when "
-                  "iterated; TF traces it at map() and raises there",
-    ("data", 80): "follows cell 79",
     ("saved_model", 2): "tf.keras.applications is not built (and "
                         "MobileNet's weights are a download: TF fails "
                         "fetching them)",

@@ -15,6 +15,7 @@ import numpy as np
 from .. import nest as _nest
 from .. import trackable as _trackable
 from ..composite_tensor import CompositeTensor as _CompositeTensor
+from . import map_trace as _map_trace
 from .transforms import (DatasetOpsMixin, composite_slice_spec,
                          stack_rows)
 
@@ -181,8 +182,9 @@ class Dataset(DatasetOpsMixin):
         r = range(*args)
         from .. import dtypes
         dt = dtypes.as_dtype(output_type) if output_type else dtypes.int64
+        from ..tensor_spec import TensorSpec
         return Dataset(lambda: (_to_tensor(np.array(i, dt.as_numpy_dtype))
-                                for i in r), len(r))
+                                for i in r), len(r), TensorSpec((), dt))
 
     # ---- iteration --------------------------------------------------
     def __iter__(self):
@@ -266,6 +268,9 @@ class Dataset(DatasetOpsMixin):
             return _map_structure(_to_tensor, out)
         out = Dataset(lambda: (call(e) for e in src), self._length)
         out._mapped_from = (self, map_func)
+        # See Note [Map traced at map()].
+        out._traced_at_map, out._spec, out._untraced_spec = \
+            _map_trace.trace(self, map_func)
         return out
 
     def filter(self, predicate):
@@ -355,7 +360,9 @@ class Dataset(DatasetOpsMixin):
         def gen():
             for elems in zip(*flat):
                 yield _nest._pack(structure, list(elems))
-        return Dataset(gen, length)
+        out = Dataset(gen, length)
+        out._zipped_from = structure
+        return out
 
 
 def _flatten_shapes(shapes, like):
