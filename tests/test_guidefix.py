@@ -99,3 +99,41 @@ def test_map_that_tfmini_cannot_trace_still_runs():
     # A function that needs eager values runs per element, as before.
     e = tf.data.Dataset.range(3).map(lambda x: x.numpy() + 1)
     assert list(e.as_numpy_iterator()) == [1, 2, 3]
+
+
+def _raises_text(fn):
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+        fn()
+    return str(e.value)
+
+
+def test_ragged_broadcast_errors_are_tfs_assert_text():
+    # TF 2.21's texts, inner splits first differing at level 2.
+    x = tf.ragged.constant([[[1, 2], [3, 4], [5, 6]], [[7, 8], [9, 10]]])
+    y = tf.ragged.constant([[[1, 2, 0], [3, 4, 0], [5, 6, 0]],
+                            [[7, 8, 0], [9, 10, 0]]])
+    assert _raises_text(lambda: x + y) == (
+        "Condition x == y did not hold.\n"
+        "Indices of first 3 different values:\n[[1]\n [2]\n [3]]\n"
+        "Corresponding x values:\n[2 4 6]\n"
+        "Corresponding y values:\n[3 6 9]\n"
+        "First 3 elements of x:\n[0 2 4]\nFirst 3 elements of y:\n[0 3 6]")
+    # Row counts that differ: TF's scalar check.
+    a = tf.ragged.constant([[1, 2], [3]])
+    want = ("Condition x == y did not hold.\nFirst 1 elements of x:\n"
+            "[False]\nFirst 1 elements of y:\n[ True]")
+    assert _raises_text(
+        lambda: a + tf.ragged.constant([[1, 2], [3], [4]])) == want
+    assert _raises_text(lambda: a + tf.constant([[1], [2], [3]])) == want
+    # A dense operand's rows are uniform; x is that partition either way.
+    d = tf.constant([[1, 2, 3], [2, 3, 4]])
+    assert "Corresponding x values:\n[3 6]\nCorresponding y values:\n" \
+        "[2 3]" in _raises_text(lambda: d + a)
+
+
+def test_dense_rows_that_match_the_ragged_rows_broadcast():
+    r = tf.ragged.constant([[1, 2], [3, 4]])
+    assert (r + tf.constant([[10, 20], [30, 40]])).to_list() == \
+        [[11, 22], [33, 44]]
+    # A size-1 ragged dimension broadcasts as before.
+    assert (r + tf.constant([[10], [20]])).to_list() == [[11, 12], [23, 24]]

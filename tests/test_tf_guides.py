@@ -29,10 +29,6 @@ _spec.loader.exec_module(guide_check)
 # (guide, cell) -> why tfmini prints something else. Cell numbers count
 # the cells that guide_check runs (see the JSON's "cells").
 KNOWN = {
-    ("ragged_tensor", 78): "ragged broadcast error text is tfmini's, not "
-                           "TF's assert_equal dump",
-    ("ragged_tensor", 79): "ragged broadcast error text (as cell 78)",
-    ("ragged_tensor", 80): "ragged broadcast error text (as cell 78)",
     ("random_numbers", 10): "tf.function retraces for each new Variable "
                             "argument, as ../shared/TF_SEMANTICS.md's cache "
                             "key says (Variables by identity); TF 2.21 "
