@@ -137,3 +137,49 @@ def test_dense_rows_that_match_the_ragged_rows_broadcast():
         [[11, 22], [33, 44]]
     # A size-1 ragged dimension broadcasts as before.
     assert (r + tf.constant([[10], [20]])).to_list() == [[11, 12], [23, 24]]
+
+
+def test_traced_py_function_outputs_take_the_shape_returned(capsys):
+    @tf.py_function(Tout=tf.float32)
+    def py_plus(x, y):
+        print("run")
+        return x + y
+
+    @tf.function
+    def f(x, y):
+        return py_plus(x, y)
+    assert float(f(tf.constant(1.0), tf.constant(2.0))) == 3.0
+    assert float(f(tf.constant(1.0), tf.constant(5.0))) == 6.0
+    assert capsys.readouterr().out == "run\nrun\n"     # once per call
+
+    # Unknown dims: each run's own length, and ops after it follow.
+    @tf.function
+    def g(n):
+        r = tf.py_function(lambda n: tf.range(int(n)), [n],
+                           Tout=tf.TensorSpec([None], tf.int32))
+        return r * 2, tf.shape(r)
+    for n in (3, 5, 0):
+        doubled, shape = g(tf.constant(n))
+        assert doubled.numpy().tolist() == [2 * i for i in range(n)]
+        assert shape.numpy().tolist() == [n]
+
+    # A known dim is still checked against what the function returns.
+    @tf.function
+    def h(n):
+        return tf.py_function(lambda n: tf.zeros([int(n), 3]), [n],
+                              Tout=tf.TensorSpec([None, 2], tf.float32))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"output 0 has shape \[4, 3\], but Tout says "
+                             r"\[None, 2\]"):
+        h(tf.constant(4))
+
+
+def test_traced_py_function_of_unknown_shape_has_a_gradient():
+    @tf.function
+    def grad(x):
+        with tf.GradientTape() as t:
+            t.watch(x)
+            y = tf.py_function(lambda a: a * a, [x], Tout=tf.float32)
+            s = tf.reduce_sum(y)
+        return t.gradient(s, x)
+    assert grad(tf.constant([1., 2., 3.])).numpy().tolist() == [2., 4., 6.]

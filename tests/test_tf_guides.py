@@ -137,10 +137,6 @@ KNOWN = {
     ("function", 24): "tf.autograph.to_code (as intro_to_graphs cell 4)",
     ("function", 26): "Dataset.from_generator without shapes: tfmini "
                       "cannot trace an element of unknown rank",
-    ("function", 30): "tf.py_function in a tf.function needs Tout with "
-                      "known shapes (tfmini allocates outputs before the "
-                      "call)",
-    ("function", 31): "tf.py_function Tout shape (as cell 30)",
     ("basic_training_loops", 11): "Keras 3 (TF 2.21) refuses save_weights "
                                   "without .weights.h5; tfmini writes a TF "
                                   "checkpoint",
