@@ -3,6 +3,7 @@ table), each checked directly against what TF 2.21 gives."""
 import pytest
 
 import tfmini as tf
+from _leaks import assert_no_leak
 
 
 def test_a_python_range_converts_as_the_list_it_spells():
@@ -183,3 +184,21 @@ def test_traced_py_function_of_unknown_shape_has_a_gradient():
             s = tf.reduce_sum(y)
         return t.gradient(s, x)
     assert grad(tf.constant([1., 2., 3.])).numpy().tolist() == [2., 4., 6.]
+
+
+def test_py_function_of_unknown_shape_leaks_nothing():
+    @tf.function
+    def g(n):
+        return tf.py_function(lambda n: tf.range(int(n)), [n],
+                              Tout=tf.TensorSpec([None], tf.int32)) + 1
+
+    @tf.function
+    def bad(n):
+        return tf.py_function(lambda n: tf.zeros([2]), [n],
+                              Tout=tf.TensorSpec([None], tf.int32))
+
+    def round_():
+        g(tf.constant(4))
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            bad(tf.constant(1))
+    assert_no_leak(round_)
