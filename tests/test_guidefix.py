@@ -202,3 +202,41 @@ def test_py_function_of_unknown_shape_leaks_nothing():
         with pytest.raises(tf.errors.InvalidArgumentError):
             bad(tf.constant(1))
     assert_no_leak(round_)
+
+
+def test_next_on_an_outside_iterator_pulls_one_element_per_call():
+    it = iter(tf.data.Dataset.range(10).batch(4))
+    traces = []
+
+    @tf.function
+    def f():
+        traces.append(1)
+        return next(it) * 2
+    got = [f().numpy().tolist() for _ in range(3)]
+    assert got == [[0, 2, 4, 6], [8, 10, 12, 14], [16, 18]]
+    assert len(traces) == 1
+    with pytest.raises(tf.errors.OutOfRangeError, match="End of sequence"):
+        f()
+
+    # Passed in as an argument, as the function guide does; eager next()
+    # on the same iterator goes on from where the calls left it.
+    @tf.function
+    def g(iterator):
+        return next(iterator)
+    it = iter(tf.data.Dataset.from_tensor_slices(([1, 2, 3], [4., 5., 6.])))
+    assert [int(v) for v in g(it)] == [1, 4]
+    assert [int(v) for v in next(it)] == [2, 5]
+    assert [int(v) for v in g(it)] == [3, 6]
+
+
+def test_a_loop_over_an_outside_iterator_in_a_trace_is_refused():
+    it = iter(tf.data.Dataset.range(3))
+
+    @tf.function
+    def f():
+        total = tf.constant(0, tf.int64)
+        for x in it:
+            total += x
+        return total
+    with pytest.raises(NotImplementedError, match="would never end"):
+        f()

@@ -145,8 +145,6 @@ KNOWN = {
                                   "tfmini has it",
     ("basic_training_loops", 13): "TF never compiled the model (cell 12); "
                                   "tfmini trains it",
-    ("function", 36): "next() on an iterator made outside the tf.function "
-                      "is refused (it would repeat one element)",
     ("quickstart_core", 14): "the missing saved model's file is named as "
                              "tfmini's (saved_model.tfm), not TF's "
                              "saved_model.pb (the data is a download, so "

@@ -1,0 +1,55 @@
+"""next() inside a tf.function on an iterator made outside it.
+
+Note [Iterators pulled in a graph]: TF reads such an iterator with graph
+ops (IteratorGetNext on its resource), so each call of the function
+takes the next element. tfmini's graphs hold no iterator resources;
+instead next() while tracing becomes one EagerPyFunc node (the
+tf.py_function machinery, ops/script_ops.py) that pulls one element from
+the Python iterator each time the graph runs, with the dataset's
+element_spec as its outputs (unknown dimensions take each element's own
+size). The end of the data is TF's OutOfRangeError, raised by the call.
+The graph holds that iterator: a call with another iterator traces
+again (TF keeps one trace per element spec), and such a graph cannot be
+saved. Only elements of plain numeric or bool tensors are pulled this
+way; others keep the error that says to iterate inside the function.
+"""
+from .. import dtypes as _dtypes
+from .. import errors as _errors
+from .. import nest as _nest
+
+
+def _plain(spec):
+    from ..tensor_spec import TensorSpec
+    return (type(spec) is TensorSpec and spec.shape.rank is not None and
+            spec.dtype != _dtypes.string)
+
+
+def pull_spec(iterator):
+    """The element_spec an in-graph next() pulls, or None where tfmini
+    cannot pull it so."""
+    ds = iterator._dataset
+    if ds is None:
+        return None
+    spec = ds.element_spec
+    leaves = _nest._flatten(spec)
+    if not leaves or not all(_plain(s) for s in leaves):
+        return None
+    return spec
+
+
+def traced_next(iterator, spec):
+    """The next element as graph tensors: one node that pulls it on each
+    run (see Note [Iterators pulled in a graph])."""
+    from ..ops.script_ops import py_function
+    leaves = _nest._flatten(spec)
+
+    def pull():
+        try:
+            element = iterator._pull()
+        except StopIteration:
+            raise _errors.OutOfRangeError(None, None,
+                                          "End of sequence") from None
+        return _nest._flatten(element)
+    name = "IteratorGetNext"
+    out = py_function(pull, [], Tout=list(leaves), name=name)
+    return _nest._pack(spec, list(out))
