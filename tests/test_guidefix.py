@@ -240,3 +240,44 @@ def test_a_loop_over_an_outside_iterator_in_a_trace_is_refused():
         return total
     with pytest.raises(NotImplementedError, match="would never end"):
         f()
+
+
+def test_get_next_as_optional_in_a_traced_loop(capfd):
+    it = iter(tf.data.Dataset.range(9).batch(4))
+
+    @tf.function
+    def total():
+        s = tf.constant(0, tf.int64)
+        for _ in tf.range(5):
+            opt = it.get_next_as_optional()
+            if not opt.has_value():
+                break
+            s += tf.reduce_sum(opt.get_value())
+        return s
+    assert int(total()) == sum(range(9))
+
+    # get_value of an empty Optional in a graph is TF's error, never the
+    # placeholder behind it.
+    empty = iter(tf.data.Dataset.range(0).batch(2))
+
+    @tf.function
+    def value():
+        return empty.get_next_as_optional().get_value()
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="does not have a value"):
+        value()
+
+
+def test_distributed_iterator_pulled_in_a_trace():
+    strategy = tf.distribute.MirroredStrategy()
+    dist = iter(strategy.experimental_distribute_dataset(
+        tf.data.Dataset.range(9).batch(4)))
+    seen = []
+
+    @tf.function
+    def step(iterator):
+        opt = iterator.get_next_as_optional()
+        return opt.has_value()
+    while bool(step(dist)):
+        seen.append(1)
+    assert len(seen) == 3

@@ -175,9 +175,6 @@ KNOWN.update({
     ("custom_layers", 8): "TF never built the layer (cell 7), so it has no "
                           "variables; tfmini's has its kernel",
     ("distributed_input", 0): "tf.__version__ is tfmini's own",
-    ("distributed_input", 9): "a tf.function pulling from an iterator made "
-                              "outside it (get_next_as_optional in a traced "
-                              "loop): tfmini has no iterator ops in graphs",
     ("tfrecord", 6): "a bool tensor as a protobuf int: TF 2.21's "
                      "__index__ fails under NumPy 2 (AttributeError, "
                      "UnknownError from py_function); tfmini refuses a bool "

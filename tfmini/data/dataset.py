@@ -66,6 +66,11 @@ class _Iterator(_trackable.Trackable):
     def get_next_as_optional(self):
         """The next element as an Optional, empty at the end."""
         from .optional import Optional
+        if self._outside_while_tracing():
+            from . import traced_next
+            spec = traced_next.pull_spec(self)
+            if spec is not None:
+                return traced_next.traced_optional(self._pull, spec)
         try:
             return Optional.from_value(self.__next__())
         except StopIteration:

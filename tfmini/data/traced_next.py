@@ -53,3 +53,33 @@ def traced_next(iterator, spec):
     name = "IteratorGetNext"
     out = py_function(pull, [], Tout=list(leaves), name=name)
     return _nest._pack(spec, list(out))
+
+
+def _empty_of(spec):
+    """A placeholder of spec's dtype, an unknown dimension 0: what an
+    empty Optional's node returns (never handed out: get_value checks)."""
+    import numpy as np
+    from ..ops.constant_op import constant
+    shape = [0 if d is None else d for d in spec.shape.as_list()]
+    return constant(np.zeros(shape, spec.dtype.as_numpy_dtype),
+                    dtype=spec.dtype)
+
+
+def traced_optional(pull, spec):
+    """get_next_as_optional() in a graph: one node that pulls the next
+    element on each run, with a bool saying whether there was one."""
+    from ..ops.script_ops import py_function
+    from ..tensor_spec import TensorSpec
+    from .optional import Optional
+    leaves = _nest._flatten(spec)
+
+    def pull_flat():
+        try:
+            element = pull()
+        except StopIteration:
+            return [False] + [_empty_of(s) for s in leaves]
+        return [True] + _nest._flatten(element)
+    out = py_function(pull_flat, [],
+                      Tout=[TensorSpec((), _dtypes.bool)] + list(leaves),
+                      name="IteratorGetNextAsOptional")
+    return Optional(_nest._pack(spec, list(out[1:])), out[0], spec)

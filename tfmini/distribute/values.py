@@ -261,7 +261,13 @@ class DistributedIterator:
         return self.__next__()
 
     def get_next_as_optional(self):
+        from .. import _C
         from ..data.optional import Optional
+        if not self._traced and _C.tracing():
+            # Pulled when the graph runs (data/traced_next.py).
+            from ..data import traced_next
+            return traced_next.traced_optional(lambda: next(self._it),
+                                               self._dataset.element_spec)
         try:
             value = self.__next__()
         except StopIteration:
