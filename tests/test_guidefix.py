@@ -281,3 +281,18 @@ def test_distributed_iterator_pulled_in_a_trace():
     while bool(step(dist)):
         seen.append(1)
     assert len(seen) == 3
+
+
+def test_next_on_a_distributed_iterator_in_a_trace():
+    strategy = tf.distribute.MirroredStrategy()
+    dist = iter(strategy.experimental_distribute_dataset(
+        tf.data.Dataset.range(6).batch(3)))
+
+    @tf.function
+    def step(iterator):
+        return strategy.run(lambda x: tf.reduce_sum(x), args=(next(iterator),))
+    got = [int(v) for v in strategy.experimental_local_results(step(dist))]
+    got += [int(v) for v in strategy.experimental_local_results(step(dist))]
+    assert sum(got) == sum(range(6))
+    with pytest.raises(tf.errors.OutOfRangeError):
+        step(dist)

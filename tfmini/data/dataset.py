@@ -104,7 +104,7 @@ class _Iterator(_trackable.Trackable):
                     "this dataset's are not. Iterate the dataset inside "
                     "the function (for x in dataset), or call next() "
                     "outside and pass the element in.")
-            return traced_next.traced_next(self, spec)
+            return traced_next.traced_next(self._pull, spec)
         return self._pull()
 
     def _pull(self):

@@ -31,21 +31,25 @@ def pull_spec(iterator):
     if ds is None:
         return None
     spec = ds.element_spec
+    return spec if plain_spec(spec) else None
+
+
+def plain_spec(spec):
+    """Whether spec's leaves are all plain numeric or bool tensors."""
     leaves = _nest._flatten(spec)
-    if not leaves or not all(_plain(s) for s in leaves):
-        return None
-    return spec
+    return bool(leaves) and all(_plain(s) for s in leaves)
 
 
-def traced_next(iterator, spec):
-    """The next element as graph tensors: one node that pulls it on each
-    run (see Note [Iterators pulled in a graph])."""
+def traced_next(pull_element, spec):
+    """The next element (pull_element() eagerly) as graph tensors: one
+    node that pulls it on each run (see Note [Iterators pulled in a
+    graph])."""
     from ..ops.script_ops import py_function
     leaves = _nest._flatten(spec)
 
     def pull():
         try:
-            element = iterator._pull()
+            element = pull_element()
         except StopIteration:
             raise _errors.OutOfRangeError(None, None,
                                           "End of sequence") from None
