@@ -92,10 +92,14 @@ def test_traced_errors_name_the_function():
                                  tf.TensorSpec([], tf.float32))
     k(tf.constant(1.0))   # a NumPy result is converted to Tout, as TF
 
+    # A bare dtype is traced with the inputs' largest rank: another rank
+    # returned is an error that asks for a TensorSpec.
     @tf.function
     def unknown(x):
-        return tf.py_function(lambda a: a, [x], tf.float32)
-    with pytest.raises(ValueError, match="TensorSpec"):
+        return tf.py_function(lambda a: tf.stack([a, a]), [x], tf.float32)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"shape \[2\], but tfmini traced it with rank "
+                             r"0.*tf.TensorSpec\(shape, float32\)"):
         unknown(tf.constant(1.0))
 
 

@@ -29,10 +29,6 @@ _spec.loader.exec_module(guide_check)
 # (guide, cell) -> why tfmini prints something else. Cell numbers count
 # the cells that guide_check runs (see the JSON's "cells").
 KNOWN = {
-    ("ragged_tensor", 78): "ragged broadcast error text is tfmini's, not "
-                           "TF's assert_equal dump",
-    ("ragged_tensor", 79): "ragged broadcast error text (as cell 78)",
-    ("ragged_tensor", 80): "ragged broadcast error text (as cell 78)",
     ("random_numbers", 10): "tf.function retraces for each new Variable "
                             "argument, as ../shared/TF_SEMANTICS.md's cache "
                             "key says (Variables by identity); TF 2.21 "
@@ -62,9 +58,6 @@ KNOWN = {
     ("data", 46): "TF's {{function_node}} prefix on the missing file's "
                   "NotFoundError",
     ("data", 48): "TF's error prefix (as cell 46)",
-    ("data", 79): "Dataset.map runs its function per element when "
-                  "iterated; TF traces it at map() and raises there",
-    ("data", 80): "follows cell 79",
     ("saved_model", 2): "tf.keras.applications is not built (and "
                         "MobileNet's weights are a download: TF fails "
                         "fetching them)",
@@ -131,10 +124,6 @@ KNOWN = {
     ("function", 24): "tf.autograph.to_code (as intro_to_graphs cell 4)",
     ("function", 26): "Dataset.from_generator without shapes: tfmini "
                       "cannot trace an element of unknown rank",
-    ("function", 30): "tf.py_function in a tf.function needs Tout with "
-                      "known shapes (tfmini allocates outputs before the "
-                      "call)",
-    ("function", 31): "tf.py_function Tout shape (as cell 30)",
     ("basic_training_loops", 11): "Keras 3 (TF 2.21) refuses save_weights "
                                   "without .weights.h5; tfmini writes a TF "
                                   "checkpoint",
@@ -143,8 +132,6 @@ KNOWN = {
                                   "tfmini has it",
     ("basic_training_loops", 13): "TF never compiled the model (cell 12); "
                                   "tfmini trains it",
-    ("function", 36): "next() on an iterator made outside the tf.function "
-                      "is refused (it would repeat one element)",
     ("quickstart_core", 14): "the missing saved model's file is named as "
                              "tfmini's (saved_model.tfm), not TF's "
                              "saved_model.pb (the data is a download, so "
@@ -154,19 +141,10 @@ KNOWN = {
     ("extension_type", 14): "the tensor class is tfmini's Tensor, not "
                             "tensorflow.python.framework.ops.EagerTensor, "
                             "and the message adds a hint",
-    ("extension_type", 37): "tfmini's conversion error names the type as "
-                            "MaskedTensor, TF as <class "
-                            "'__main__.MaskedTensor'> (csrc/python/convert.c)",
-    ("extension_type", 54): "tfmini's keras.Input takes type_spec (and "
-                            "ignores it, asking for a shape); Keras 3 "
-                            "refuses the argument",
-    ("extension_type", 59): "keras.Input(type_spec=...) (as cell 54)",
     ("extension_type", 62): "tfmini traces graphs of known rank: "
                             "MaskedTensor.Spec(shape=None) is refused (with "
                             "a known rank the module saves and loads)",
     ("extension_type", 63): "TensorSpec(None) is refused (as cell 62)",
-    ("extension_type", 65): "tfmini's tf.reshape cannot convert a Python "
-                            "range (csrc/python/convert.c)",
 }
 
 # TF's venv has no scipy: the cell fails there, and here where scipy is
@@ -184,9 +162,6 @@ KNOWN.update({
     ("custom_layers", 8): "TF never built the layer (cell 7), so it has no "
                           "variables; tfmini's has its kernel",
     ("distributed_input", 0): "tf.__version__ is tfmini's own",
-    ("distributed_input", 9): "a tf.function pulling from an iterator made "
-                              "outside it (get_next_as_optional in a traced "
-                              "loop): tfmini has no iterator ops in graphs",
     ("tfrecord", 6): "a bool tensor as a protobuf int: TF 2.21's "
                      "__index__ fails under NumPy 2 (AttributeError, "
                      "UnknownError from py_function); tfmini refuses a bool "

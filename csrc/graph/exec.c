@@ -331,6 +331,63 @@ view_of_input(const step *st, tfm_tensor **vals)
     return v;
 }
 
+/* Note [py_function outputs of unknown shape]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A traced tf.py_function whose Tout leaves a dimension unknown (a bare
+ * dtype, as TF allows) cannot have its outputs allocated before the call:
+ * their shapes are known only when the Python function returns. Such an
+ * EagerPyFunc step passes the kernel no output tensors (NULLs), and the
+ * hook (python/py_func.c) hands back the tensors the function returned;
+ * here they are checked against the traced dtypes and known dims. The
+ * node is NONDIFF, so a recorded run needs nothing from the dispatcher. */
+static int
+py_func_unknown_shape(const tfm_node *n)
+{
+    if (n->op != TFM_OP_PY_FUNC)
+        return 0;
+    for (int k = 0; k < n->nout; k++)
+        for (int d = 0; d < n->out[k].shape.ndim; d++)
+            if (n->out[k].shape.dims[d] < 0)
+                return 1;
+    return 0;
+}
+
+static tfm_code
+run_py_func_step(const step *st, tfm_tensor **vals)
+{
+    const tfm_node *n = st->node;
+    tfm_tensor *ins[TFM_MAX_INPUTS];
+    tfm_tensor *made[TFM_MAX_OUTPUTS] = {0};
+    for (int i = 0; i < n->nin; i++)
+        ins[i] = vals[st->in[i]];
+    if (tfm_log_placement)
+        tfm_log_device_placement(n->op, 0);
+    tfm_code rc = tfm_ops[n->op].cpu(n->op, ins, n->nin, n->attrs, made,
+                                     n->nout, &tfm_kctx_cpu);
+    for (int k = 0; !rc && k < n->nout; k++) {
+        const tfm_meta *m = &n->out[k];
+        int ok = made[k] && made[k]->dtype == m->dtype &&
+                 made[k]->shape.ndim == m->shape.ndim;
+        for (int d = 0; ok && d < m->shape.ndim; d++)
+            ok = m->shape.dims[d] < 0 ||
+                 m->shape.dims[d] == made[k]->shape.dims[d];
+        if (!ok) {
+            char a[128];
+            rc = tfm_error(TFM_ERR_INVALID_ARGUMENT, "EagerPyFunc: output "
+                           "%d is not a %s tensor of shape %s", k,
+                           tfm_dtype_name(m->dtype),
+                           tfm_shape_str(&m->shape, a, sizeof a));
+        }
+    }
+    for (int k = 0; k < n->nout; k++) {
+        if (rc && made[k])
+            tfm_tensor_decref(made[k]);
+        else if (!rc)
+            vals[st->out + k] = made[k];
+    }
+    return rc;
+}
+
 static tfm_code
 run_kernel_step(const tfm_plan *p, const step *st, tfm_tensor **vals,
                 int recorded, tfm_buffer *arena)
@@ -347,6 +404,8 @@ run_kernel_step(const tfm_plan *p, const step *st, tfm_tensor **vals,
             tfm_log_device_placement(n->op, 0);
         return TFM_OK;
     }
+    if (py_func_unknown_shape(n))
+        return run_py_func_step(st, vals);
     for (int i = 0; i < n->nin; i++)
         ins[i] = vals[st->in[i]];
     const tfm_attrs *attrs = runtime_attrs(n, ins, &tmp);

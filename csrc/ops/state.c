@@ -355,12 +355,12 @@ tfm_infer_py_func(tfm_op op, const tfm_meta *in, int nin,
         out[j].shape.ndim = (int)rank;
         for (int d = 0; d < rank; d++) {
             int64_t v = a->ints[k++];
-            /* Outputs are allocated before the call: no unknown dims. */
-            if (v < 0 || v > ((int64_t)1 << 40))
+            /* -1: known when the function returns (Note [py_function
+             * outputs of unknown shape] in graph/exec.c). */
+            if (v < -1 || v > ((int64_t)1 << 40))
                 return tfm_error(TFM_ERR_INVALID_ARGUMENT, "%s: output %d "
-                                 "dim %d is %lld: a traced py_function "
-                                 "needs its output shapes known", name, j,
-                                 d, (long long)v);
+                                 "dim %d is %lld", name, j, d,
+                                 (long long)v);
             out[j].shape.dims[d] = v;
         }
     }

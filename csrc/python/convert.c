@@ -798,11 +798,22 @@ to_tensor(PyObject *o, int dtype, int how)
         return from_python_complex(o, dtype);
     if (PyList_Check(o) || PyTuple_Check(o))
         return from_array(o, dtype, FROM_LIST, how);
+    if (PyRange_Check(o)) {
+        /* TF reads a range as the list it spells: int32 unless a value
+         * needs int64, and an empty one is float32 like []. */
+        PyObject *list = PySequence_List(o);
+        if (!list)
+            return NULL;
+        tfm_tensor *t = from_array(list, dtype, FROM_LIST, how);
+        Py_DECREF(list);
+        return t;
+    }
     if (PyObject_HasAttrString(o, "__array__"))
         return from_array(o, dtype, FROM_ARRAY, how);
+    /* The type as TF prints it: <class '__main__.MaskedTensor'>. */
     PyErr_Format(PyExc_ValueError, "Attempt to convert a value (%R) with "
-                 "an unsupported type (%s) to a Tensor.", o,
-                 Py_TYPE(o)->tp_name);
+                 "an unsupported type (%R) to a Tensor.", o,
+                 (PyObject *)Py_TYPE(o));
     return NULL;
 }
 

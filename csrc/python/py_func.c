@@ -65,9 +65,16 @@ copy_outputs(PyObject *res, tfm_tensor *const *out, int nout)
     }
     for (int k = 0; !rc && k < nout; k++) {
         PyObject *o = PySequence_Fast_GET_ITEM(seq, k);
-        const tfm_tensor *t = tfm_py_is_tensor(o) ? ((PyTfmTensor *)o)->t
-                                                  : NULL;
-        if (!t || tfm_tensor_is_symbolic(t) || t->device != 0 ||
+        tfm_tensor *t = tfm_py_is_tensor(o) ? ((PyTfmTensor *)o)->t : NULL;
+        if (!out[k] && t && !tfm_tensor_is_symbolic(t) && t->device == 0) {
+            /* An output of unknown shape: the executor passed no tensor
+             * and checks this one (Note [py_function outputs of unknown
+             * shape] in graph/exec.c); its out[] is writable. */
+            tfm_tensor_incref(t);
+            ((tfm_tensor **)out)[k] = t;
+            continue;
+        }
+        if (!t || !out[k] || tfm_tensor_is_symbolic(t) || t->device != 0 ||
             t->dtype != out[k]->dtype ||
             !tfm_shape_equal(&t->shape, &out[k]->shape)) {
             tfm_error(TFM_ERR_INVALID_ARGUMENT, "EagerPyFunc: output %d is "

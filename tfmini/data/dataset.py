@@ -15,6 +15,7 @@ import numpy as np
 from .. import nest as _nest
 from .. import trackable as _trackable
 from ..composite_tensor import CompositeTensor as _CompositeTensor
+from . import map_trace as _map_trace
 from .transforms import (DatasetOpsMixin, composite_slice_spec,
                          stack_rows)
 
@@ -22,12 +23,12 @@ AUTOTUNE = -1
 
 
 class _Iterator(_trackable.Trackable):
-    """iter(dataset). An iterator made eagerly and then passed into a
-    tf.function cannot advance per call here (TF reads it with graph
-    ops): next() while tracing would bake the element it reads into the
-    graph as a constant, repeated on every call, so it is an error.
-    Iterating a dataset inside the function (`for x in ds`) unrolls the
-    loop at trace time instead."""
+    """iter(dataset). An iterator made eagerly and then pulled with
+    next() inside a tf.function takes the next element on each call, by
+    a node that pulls it from Python (Note [Iterators pulled in a graph]
+    in traced_next.py). A Python loop over it while tracing would never
+    end, so that is an error; iterating a dataset inside the function
+    (`for x in ds`) unrolls the loop at trace time instead."""
 
     __slots__ = ("_it", "_traced", "_dataset", "_count")
 
@@ -65,6 +66,11 @@ class _Iterator(_trackable.Trackable):
     def get_next_as_optional(self):
         """The next element as an Optional, empty at the end."""
         from .optional import Optional
+        if self._outside_while_tracing():
+            from . import traced_next
+            spec = traced_next.pull_spec(self)
+            if spec is not None:
+                return traced_next.traced_optional(self._pull, spec)
         try:
             return Optional.from_value(self.__next__())
         except StopIteration:
@@ -72,20 +78,36 @@ class _Iterator(_trackable.Trackable):
                 else None
             return Optional.empty(spec)
 
+    def _outside_while_tracing(self):
+        from .. import _C
+        return not self._traced and _C.tracing()
+
     def __iter__(self):
+        if self._outside_while_tracing():
+            raise NotImplementedError(
+                "a Python loop over a tf.data iterator made outside a "
+                "tf.function, while tracing it, would never end in "
+                "tfmini (its graphs have no iterator loop): call next() "
+                "on it, or iterate the dataset inside the function (for x "
+                "in dataset)")
         return self
 
     def __next__(self):
-        if not self._traced:
-            from .. import _C
-            if _C.tracing():
+        if self._outside_while_tracing():
+            from . import traced_next
+            spec = traced_next.pull_spec(self)
+            if spec is None:
                 raise NotImplementedError(
                     "next() on a tf.data iterator made outside a "
-                    "tf.function, while tracing it: tfmini would read one "
-                    "element at trace time and repeat it on every call. "
-                    "Iterate the dataset inside the function (for x in "
-                    "dataset), or call next() outside and pass the element "
-                    "in.")
+                    "tf.function, while tracing it: tfmini pulls elements "
+                    "of plain numeric or bool tensors in a graph, and "
+                    "this dataset's are not. Iterate the dataset inside "
+                    "the function (for x in dataset), or call next() "
+                    "outside and pass the element in.")
+            return traced_next.traced_next(self._pull, spec)
+        return self._pull()
+
+    def _pull(self):
         value = next(self._it)
         self._count += 1
         return value
@@ -181,8 +203,9 @@ class Dataset(DatasetOpsMixin):
         r = range(*args)
         from .. import dtypes
         dt = dtypes.as_dtype(output_type) if output_type else dtypes.int64
+        from ..tensor_spec import TensorSpec
         return Dataset(lambda: (_to_tensor(np.array(i, dt.as_numpy_dtype))
-                                for i in r), len(r))
+                                for i in r), len(r), TensorSpec((), dt))
 
     # ---- iteration --------------------------------------------------
     def __iter__(self):
@@ -266,6 +289,9 @@ class Dataset(DatasetOpsMixin):
             return _map_structure(_to_tensor, out)
         out = Dataset(lambda: (call(e) for e in src), self._length)
         out._mapped_from = (self, map_func)
+        # See Note [Map traced at map()].
+        out._traced_at_map, out._spec, out._untraced_spec = \
+            _map_trace.trace(self, map_func)
         return out
 
     def filter(self, predicate):
@@ -355,7 +381,9 @@ class Dataset(DatasetOpsMixin):
         def gen():
             for elems in zip(*flat):
                 yield _nest._pack(structure, list(elems))
-        return Dataset(gen, length)
+        out = Dataset(gen, length)
+        out._zipped_from = structure
+        return out
 
 
 def _flatten_shapes(shapes, like):

@@ -1,5 +1,6 @@
 """An element or none: what an iterator's get_next_as_optional() gives
-(TF's tf.experimental.Optional), in eager code."""
+(TF's tf.experimental.Optional); in a graph its has_value is a tensor
+(Note [Iterators pulled in a graph] in traced_next.py)."""
 from .. import errors as _errors
 
 
@@ -28,12 +29,37 @@ class Optional:
         return self._spec
 
     def has_value(self, name=None):
+        from .._tensor import Tensor
         from ..ops.constant_op import constant
+        if isinstance(self._has, Tensor):
+            return self._has          # known when the graph runs
         return constant(self._has)
 
     def get_value(self, name=None):
+        from .._tensor import Tensor
+        if isinstance(self._has, Tensor):
+            return self._checked_value()
         if not self._has:
             raise _errors.InvalidArgumentError(
                 None, None, "The given optional does not have a value. "
                 "[Op:OptionalGetValue]")
         return self._value
+
+    def _checked_value(self):
+        """In a graph: the value through a node that raises TF's error
+        when the run found none (never the placeholder's zeros)."""
+        from .. import nest
+        from ..ops.script_ops import py_function
+        from ..tensor_spec import TensorSpec
+        flat = nest.flatten(self._value)
+
+        def check(has, *values):
+            if not bool(has):
+                raise _errors.InvalidArgumentError(
+                    None, None, "The given optional does not have a "
+                    "value.")
+            return list(values)
+        out = py_function(check, [self._has] + flat,
+                          Tout=[TensorSpec(v.shape, v.dtype) for v in flat],
+                          name="OptionalGetValue")
+        return nest.pack_sequence_as(self._value, list(out))

@@ -59,6 +59,29 @@ def _traced_map_spec(src, map_func):
         return None
 
 
+def batched_spec(spec, size):
+    """The spec of batches of `size` (None: not fixed) of spec's."""
+    return _ds()._map_structure(
+        lambda sp: sp._batch(size) if hasattr(sp, "_batch") else
+        type(sp)((size,) + tuple(sp.shape), sp.dtype), spec)
+
+
+def padded_spec(spec, size, padded_shapes):
+    """The spec of padded_batch's batches: each component's padded
+    shape, a None (or -1) dimension None; None where a component is not
+    a plain tensor."""
+    from ..tensor_spec import TensorSpec
+    ds = _ds()
+    leaves = ds._flatten(spec)
+    shapes = ds._flatten_shapes(padded_shapes, spec)
+    if any(type(sp) is not TensorSpec for sp in leaves):
+        return None
+    return ds._nest._pack(spec, [
+        TensorSpec([size] + (list(sp.shape) if want is None else want),
+                   sp.dtype) for sp, want in zip(leaves, shapes)],
+        ds._nest._DATA_LEAF)
+
+
 def _spec_of(x):
     from ..tensor_spec import TensorSpec
     if isinstance(x, _ds().Dataset):
@@ -223,7 +246,7 @@ class DatasetOpsMixin:
         if same is not None:
             return same.element_spec
         mapped = getattr(self, "_mapped_from", None)
-        if mapped is not None:
+        if mapped is not None and not getattr(self, "_traced_at_map", False):
             spec = _traced_map_spec(*mapped)
             if spec is not None:
                 self._spec = spec
@@ -231,10 +254,12 @@ class DatasetOpsMixin:
         batched = getattr(self, "_batched_from", None)
         if batched is not None:
             src, size = batched
-            return ds._map_structure(
-                lambda sp: sp._batch(size) if hasattr(sp, "_batch") else
-                type(sp)((size,) + tuple(sp.shape), sp.dtype),
-                src.element_spec)
+            return batched_spec(src.element_spec, size)
+        padded = getattr(self, "_padded_from", None)
+        if padded is not None:
+            spec = padded_spec(padded[0].element_spec, *padded[1:])
+            if spec is not None:
+                return spec
         for e in ds.Dataset.__iter__(self):
             return ds._map_structure(_spec_of, e)
         raise ValueError("element_spec of an empty dataset whose spec "
@@ -377,6 +402,9 @@ class DatasetOpsMixin:
         if padded_shapes is None:
             out._batched_from = (self, batch_size if drop_remainder
                                  else None)
+        else:
+            out._padded_from = (self, batch_size if drop_remainder
+                                else None, padded_shapes)
         return out
 
     def unbatch(self, name=None):

@@ -244,24 +244,44 @@ class DistributedIterator:
         self._traced = _C.tracing()
 
     def __iter__(self):
+        from .. import _C
+        if not self._traced and _C.tracing():
+            raise NotImplementedError(
+                "a Python loop over a distributed iterator made outside a "
+                "tf.function, while tracing it, would never end in tfmini "
+                "(its graphs have no iterator loop): call next() on it")
         return self
 
     def __next__(self):
         from .. import _C
         if not self._traced and _C.tracing():
-            # As tf.data's iterators (data/dataset.py's _Iterator).
-            raise NotImplementedError(
-                "reading a distributed iterator made outside a tf.function "
-                "while tracing it: tfmini would read one element at trace "
-                "time and repeat it on every call. Call next() outside and "
-                "pass the element in.")
+            # Pulled when the graph runs, as tf.data's iterators
+            # (data/traced_next.py).
+            from ..data import traced_next
+            spec = self._dataset.element_spec
+            if not traced_next.plain_spec(spec):
+                raise NotImplementedError(
+                    "next() on a distributed iterator made outside a "
+                    "tf.function, while tracing it: tfmini pulls elements "
+                    "of plain numeric or bool tensors in a graph, and "
+                    "this dataset's are not. Call next() outside and pass "
+                    "the element in.")
+            return traced_next.traced_next(lambda: next(self._it), spec)
         return next(self._it)
 
     def get_next(self):
         return self.__next__()
 
     def get_next_as_optional(self):
+        from .. import _C
         from ..data.optional import Optional
+        if not self._traced and _C.tracing():
+            # Pulled when the graph runs (data/traced_next.py).
+            from ..data import traced_next
+            spec = self._dataset.element_spec
+            if traced_next.plain_spec(spec):
+                return traced_next.traced_optional(lambda: next(self._it),
+                                                   spec)
         try:
             value = self.__next__()
         except StopIteration:

@@ -108,6 +108,12 @@ def _not_strings(serialized):
     """TF converts serialized to a string tensor first: its words."""
     dt = getattr(serialized, "dtype", None)
     if isinstance(dt, _dtypes.DType) and dt != _dtypes.string:
+        from .._tensor import SymbolicTensor
+        if isinstance(serialized, SymbolicTensor):
+            # A graph input meets the op's input type instead (TF's words).
+            raise TypeError(f"Input 'serialized' of 'ParseExampleV2' Op has "
+                            f"type {dt.name} that does not match expected "
+                            f"type of string.")
         raise ValueError(f"Tensor conversion requested dtype string for "
                          f"Tensor with dtype {dt.name}: {serialized!r}")
 

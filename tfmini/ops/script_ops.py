@@ -6,13 +6,16 @@ NumPy arrays, no gradient, as in TF). Traced, each call becomes an
 EagerPyFunc node (csrc/ops/ops_state.def) that calls the function on
 every run, holding the GIL, and checks what it returns against Tout.
 
-The one difference from TF: a tfmini graph allocates every output
-before the node runs, so a traced call needs each output's full shape.
-Give Tout as tf.TensorSpec(shape, dtype) (TF accepts TypeSpecs in Tout
-too); a bare dtype in a tf.function is a ValueError that says so. Eagerly
-a bare dtype is fine. A traced py_function is differentiable: its
-gradient is another EagerPyFunc node that runs the function again under
-a tape (TF does the same)."""
+Traced, an output whose Tout leaves dims unknown (a bare dtype, or a
+tf.TensorSpec with None dims) takes the shape the function returns on
+each run (Note [py_function outputs of unknown shape] in
+csrc/graph/exec.c). The one difference from TF: tfmini's graphs know
+every tensor's rank, so a bare dtype's output is traced with the largest
+rank among the inputs (a scalar without inputs), and a run that returns
+another rank is an InvalidArgumentError asking for Tout as
+tf.TensorSpec(shape, dtype) (TF accepts TypeSpecs in Tout too). A traced
+py_function is differentiable: its gradient is another EagerPyFunc node
+that runs the function again under a tape (TF does the same)."""
 import itertools
 import threading
 
@@ -85,6 +88,13 @@ def _check_output(value, spec, k, fname):
     dims = None if want.rank is None else want.as_list()
     if dims is not None and (len(dims) != len(t.shape) or any(
             d is not None and d != s for d, s in zip(dims, t.shape))):
+        if getattr(spec, "_rank_from_inputs", False):
+            raise InvalidArgumentError(
+                None, None, f"py_function '{fname}': output {k} has shape "
+                f"{list(t.shape)}, but tfmini traced it with rank "
+                f"{len(dims)}, its inputs' largest (Tout gave no shape and "
+                f"tfmini's graphs need ranks); give Tout as "
+                f"tf.TensorSpec(shape, {dt.name})")
         raise InvalidArgumentError(
             None, None, f"py_function '{fname}': output {k} has shape "
             f"{list(t.shape)}, but Tout says {dims}")
@@ -147,17 +157,25 @@ def _register(func, kind, specs, fname):
     return token
 
 
+class _RankFromInputs(TensorSpec):
+    """A bare dtype's spec in a trace: the inputs' largest rank, no dims
+    (its own class only for the run-time error's words)."""
+    __slots__ = ()
+    _rank_from_inputs = True
+
+
+def _traced_specs(specs, inputs):
+    """specs with each unknown rank made the inputs' largest, as
+    tfmini's graphs need ranks."""
+    rank = max([len(x.shape) for x in inputs], default=0)
+    return [_RankFromInputs([None] * rank, s.dtype)
+            if s.shape.rank is None else s for s in specs]
+
+
 def _node(token, inputs, specs, fname):
     ints = [len(specs)]
     for k, s in enumerate(specs):
-        dims = None if s.shape.rank is None else s.shape.as_list()
-        if dims is None or any(d is None for d in dims):
-            raise ValueError(
-                f"py_function '{fname}' inside a tf.function: output {k} "
-                f"needs a fully known shape (tfmini's graphs allocate "
-                f"outputs before the call; TF's may not). Give Tout as "
-                f"tf.TensorSpec(shape, dtype), got "
-                f"{s.dtype.name if dims is None else s}")
+        dims = [-1 if d is None else d for d in s.shape.as_list()]
         ints += [s.dtype.as_datatype_enum, len(dims)] + dims
     if len(ints) > 64:
         raise ValueError(f"py_function '{fname}': too many outputs or "
@@ -167,6 +185,7 @@ def _node(token, inputs, specs, fname):
 
 
 def _traced(func, kind, inputs, specs, fname):
+    specs = _traced_specs(specs, inputs)
     token = _register(func, kind, specs, fname)
     outs = _node(token, inputs, specs, fname)
     if kind != "py" or not _C.should_record(inputs):

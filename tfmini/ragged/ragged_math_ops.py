@@ -39,6 +39,27 @@ UNARY = ["negative", "abs", "sign", "square", "sqrt", "exp", "floor",
          "leaky_relu", "invert", "reciprocal_no_nan"]
 
 
+def _splits_differ(x, y):
+    """The InvalidArgumentError TF raises when eager operands' row
+    partitions do not broadcast: its assert_equal text (summarize 3) on
+    the two row_splits, x the partition the other operand must match.
+    Row counts that differ are TF's scalar check, False == True."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.shape != y.shape:
+        x, y = np.asarray(False), np.asarray(True)
+    lines = ["Condition x == y did not hold."]
+    if x.ndim:
+        bad = x != y
+        idx = np.argwhere(bad)[:3]
+        lines += [f"Indices of first {len(idx)} different values:",
+                  str(idx), "Corresponding x values:", str(x[bad][:3]),
+                  "Corresponding y values:", str(y[bad][:3])]
+    x, y = x.reshape(-1)[:3], y.reshape(-1)[:3]
+    lines += [f"First {x.size} elements of x:", str(x),
+              f"First {y.size} elements of y:", str(y)]
+    return InvalidArgumentError(None, None, "\n".join(lines))
+
+
 def check_same_splits(a, b, op):
     """InvalidArgumentError unless a and b partition their values alike
     (checked on eager values; static shapes only while tracing)."""
@@ -52,10 +73,10 @@ def check_same_splits(a, b, op):
         if sa.dtype != sb.dtype:
             raise ValueError(f"{op}: row_splits dtypes differ "
                              f"({sa.dtype.name} and {sb.dtype.name})")
-        same = sa.shape.is_compatible_with(sb.shape)
-        if same and not sa._symbolic and not sb._symbolic:
-            same = np.array_equal(sa.numpy(), sb.numpy())
-        if not same:
+        if not sa._symbolic and not sb._symbolic:
+            if not np.array_equal(sa.numpy(), sb.numpy()):
+                raise _splits_differ(sa.numpy(), sb.numpy())
+        elif not sa.shape.is_compatible_with(sb.shape):
             raise InvalidArgumentError(
                 None, None, f"{op}: Inputs must have identical ragged "
                 f"splits; got shapes {a.shape} and {b.shape} (dtype "
@@ -79,19 +100,33 @@ def _to_flat(r, o, op):
 
 def _spread(r, o, op, full):
     """o (of r's rank, size 1 on r's ragged dim 1) repeated per value."""
+    n0, nr = o.shape[0], r.shape[0]
+    eager = not r.row_splits._symbolic
+    if n0 != 1 and n0 is not None and nr is not None and n0 != nr:
+        if eager:
+            raise _splits_differ([0] * (n0 + 1), [0] * (nr + 1))
+        raise InvalidArgumentError(
+            None, None, f"{op}: cannot broadcast a tensor of shape "
+            f"{o.shape} to a RaggedTensor of shape {full}")
+    if o.shape[1] != 1 and eager and o.shape[1] is not None:
+        # TF gives o uniform rows of its size: they must be r's rows.
+        m = o.shape[1]
+        splits = r.row_splits.numpy()
+        uniform = np.arange(len(splits), dtype=splits.dtype) * m
+        if not np.array_equal(uniform, splits):
+            raise _splits_differ(uniform, splits)
+        rest = o.shape.as_list()[2:]
+        o = _A.reshape(_A.broadcast_to(o, [len(splits) - 1, m] + rest),
+                       [-1] + rest)
+        v = r.values
+        return _spread(v, o, op, full) if isinstance(v, RaggedTensor) else o
     if o.shape[1] != 1:
         raise InvalidArgumentError(
             None, None, f"{op}: cannot broadcast a tensor of shape "
             f"{o.shape} to a RaggedTensor of shape {full}: its size on a "
             f"ragged dimension must be 1")
     o = _A.squeeze(o, [1])
-    n0 = o.shape[0]
     if n0 != 1:
-        nr = r.shape[0]
-        if n0 is not None and nr is not None and n0 != nr:
-            raise InvalidArgumentError(
-                None, None, f"{op}: cannot broadcast a tensor of shape "
-                f"{o.shape} to a RaggedTensor of shape {full}")
         o = _A.gather(o, r.value_rowids())
     v = r.values
     return _spread(v, o, op, full) if isinstance(v, RaggedTensor) else o

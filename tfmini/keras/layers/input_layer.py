@@ -228,11 +228,17 @@ class InputLayer(Layer):
                 "dtype": self.dtype, "name": self.name}
 
 
-def Input(shape=None, batch_size=None, name=None, dtype=None, sparse=None,
-          tensor=None, ragged=None, type_spec=None, batch_shape=None,
-          **kwargs):
+def Input(shape=None, batch_size=None, dtype=None, sparse=None,
+          ragged=None, batch_shape=None, name=None, tensor=None,
+          optional=False):
     """keras.Input: a symbolic input of the given shape (without the
-    batch dim) for the functional API and Sequential."""
+    batch dim) for the functional API and Sequential.
+
+    Keras 3's signature, as TF 2.21 exports it: no `type_spec` (Keras 2's
+    argument is a TypeError there too) and no other keywords."""
+    if tensor is not None or optional:
+        raise NotImplementedError(
+            "tfmini's keras.Input takes no `tensor` and no `optional=True`")
     if shape is None and batch_shape is None:
         raise ValueError("Please provide to Input a `shape` or a "
                          "`batch_shape` argument. Note that `shape` does "
