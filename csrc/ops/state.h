@@ -44,7 +44,10 @@ tfm_code tfm_print_tensors(const char *const *texts, tfm_tensor *const *t,
 /* EagerPyFunc (ops_state.def): outputs from the attrs, and a kernel that
  * hands the inputs to the hook and checks nothing itself: the hook fills
  * out[0..nout) (allocated, of the traced dtypes and shapes) or returns
- * nonzero with the error set. Without a hook the kernel fails. */
+ * nonzero with the error set; a NULL out[k] (an output with a -1 dim)
+ * means the hook hands back the function's own tensor (Note [py_function
+ * outputs of unknown shape] in graph/exec.c). Without a hook the kernel
+ * fails. */
 tfm_code tfm_infer_py_func(tfm_op op, const tfm_meta *in, int nin,
                            const tfm_attrs *a, tfm_meta *out, int *nout);
 tfm_code tfm_k_py_func(tfm_op op, tfm_tensor *const *in, int nin,
