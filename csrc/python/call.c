@@ -115,18 +115,64 @@ outputs_to_python(tfm_op op, tfm_tensor **out, int nout)
     return tup;
 }
 
-/* call(op, inputs, ints=None, i=None, f=None, dtype=None) */
+/* call(op, inputs, ints=None, i=None, f=None, dtype=None)
+ * Vectorcall, with the keywords matched here: every wrapper in tfmini/ops
+ * comes through this, and PyArg_ParseTupleAndKeywords alone cost about a
+ * sixth of a tiny op's call (a tuple and a dict built per call). */
+static const char *const call_kw[] = {"op", "inputs", "ints", "i", "f",
+                                      "dtype"};
+enum { CALL_NARGS = 6, CALL_REQUIRED = 2 };
+
+static int
+call_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+          PyObject **slot)
+{
+    if (nargs > CALL_NARGS) {
+        PyErr_Format(PyExc_TypeError, "call() takes at most %d arguments "
+                     "(%zd given)", CALL_NARGS, nargs);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < nargs; k++)
+        slot[k] = args[k];
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int j = 0;
+        while (j < CALL_NARGS &&
+               PyUnicode_CompareWithASCIIString(key, call_kw[j]) != 0)
+            j++;
+        if (j == CALL_NARGS) {
+            PyErr_Format(PyExc_TypeError, "call() got an unexpected "
+                         "keyword argument '%U'", key);
+            return -1;
+        }
+        if (slot[j]) {
+            PyErr_Format(PyExc_TypeError, "argument for call() given by "
+                         "name ('%s') and position (%d)", call_kw[j],
+                         j + 1);
+            return -1;
+        }
+        slot[j] = args[nargs + k];
+    }
+    for (int j = 0; j < CALL_REQUIRED; j++)
+        if (!slot[j]) {
+            PyErr_Format(PyExc_TypeError, "call() missing required "
+                         "argument '%s' (pos %d)", call_kw[j], j + 1);
+            return -1;
+        }
+    return 0;
+}
+
 static PyObject *
-py_call(PyObject *self, PyObject *args, PyObject *kw)
+py_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+        PyObject *kwnames)
 {
     (void)self;
-    static char *kwlist[] = {"op", "inputs", "ints", "i", "f", "dtype",
-                             NULL};
-    PyObject *opo, *inputs, *ints = NULL, *iv = NULL, *fv = NULL,
-             *dtype = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOOO", kwlist, &opo,
-                                     &inputs, &ints, &iv, &fv, &dtype))
+    PyObject *slot[CALL_NARGS] = {NULL};
+    if (call_args(args, nargs, kwnames, slot))
         return NULL;
+    PyObject *opo = slot[0], *inputs = slot[1], *ints = slot[2],
+             *iv = slot[3], *fv = slot[4], *dtype = slot[5];
     tfm_op op;
     tfm_attrs a;
     if (parse_op(opo, &op) || parse_attrs(ints, iv, fv, dtype, &a))
@@ -315,7 +361,7 @@ py_set_device_scope(PyObject *self, PyObject *arg)
 
 PyMethodDef tfm_py_call_methods[] = {
     {"call", (PyCFunction)(void (*)(void))py_call,
-     METH_VARARGS | METH_KEYWORDS,
+     METH_FASTCALL | METH_KEYWORDS,
      "call(op, inputs, ints=None, i=None, f=None, dtype=None)"},
     {"binary", (PyCFunction)(void (*)(void))py_binary, METH_FASTCALL,
      "binary(op, x, y)"},
