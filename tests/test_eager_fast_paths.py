@@ -400,3 +400,31 @@ def test_dispatch_unregistered_restores_bare_ops():
     finally:
         tf.experimental.unregister_dispatch_for(mm2)
     assert tf.matmul is bare_matmul
+
+
+def test_c_getitem():
+    """_C.getitem takes ints and int slices in int64, and hands every
+    other key back (NotImplemented) for _getitem to convert or refuse."""
+    x = tf.constant(X)
+    np.testing.assert_array_equal(_C.getitem(x, (slice(None), 1)).numpy(),
+                                  X[:, 1])
+    np.testing.assert_array_equal(_C.getitem(x, slice(None, None, -1))
+                                  .numpy(), X[::-1])
+    np.testing.assert_array_equal(_C.getitem(x, (-1, slice(0, 3, 2)))
+                                  .numpy(), X[-1, 0:3:2])
+    assert _C.getitem(x, ()).shape == (2, 3)
+    for key in [0, (True,), (np.int64(0),), (2 ** 63 - 1,), (2 ** 63,),
+                (slice(0, 2 ** 64),), (slice(None, None, 1.0),),
+                (Ellipsis, 0), (None, 0), (0,) * 22, [0, 1],
+                (tf.constant(0),)]:
+        assert _C.getitem(x, key) is NotImplemented, key
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        _C.getitem(x, (0,) * 21)           # taken, then too many dims
+    v = tf.Variable(X)
+    np.testing.assert_array_equal(v[:, 1].numpy(), X[:, 1])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="StridedSlice: slice index 7 of dimension 1 "
+                       "out of bounds"):
+        _C.getitem(x, (slice(None), 7))
+    with pytest.raises(TypeError, match=r"getitem\(tensor, key\)"):
+        _C.getitem(x)

@@ -622,9 +622,9 @@ def _getitem(tensor, key, _force_dynamic=False):
         return _C.call(_STRIDED_SLICE, (tensor,), (key, key + 1, 1),
                        _SHRINK)
     if type(key) is tuple or type(key) is builtins.slice:
-        spec = _plain_spec(key if type(key) is tuple else (key,))
-        if spec is not None:
-            return _C.call(_STRIDED_SLICE, (tensor,), spec[0], spec[1])
+        out = _C.getitem(tensor, key)       # ints and int slices only
+        if out is not NotImplemented:
+            return out
     if _is_bool_mask(key):
         return boolean_mask(tensor, key)
     if not isinstance(key, (list, tuple)):
@@ -640,50 +640,6 @@ def _getitem(tensor, key, _force_dynamic=False):
         out = _gather_dynamic(tensor, key, out, gathers, masks[2], masks[3],
                               masks[4])
     return out
-
-
-def _plain_spec(key):
-    """_slice_spec's (ints, masks) for a key of Python ints and slices of
-    Python ints in int64 (x[:, 1], x[0, 2:]), in one pass without its
-    per-entry calls; None for any other key, which _slice_spec then
-    converts or refuses."""
-    n = len(key)
-    if n * 3 > 64:
-        return None
-    begin, end, strides = [0] * n, [0] * n, [1] * n
-    bmask = emask = shrink = 0
-    bit = 1
-    for k in builtins.range(n):
-        s = key[k]
-        if type(s) is int:
-            if not _INT64_MIN <= s < _INT64_MAX:
-                return None
-            begin[k] = s
-            end[k] = s + 1
-            shrink |= bit
-        elif type(s) is builtins.slice:
-            b, e, st = s.start, s.stop, s.step
-            if b is None:
-                bmask |= bit
-            elif type(b) is int and _INT64_MIN <= b <= _INT64_MAX:
-                begin[k] = b
-            else:
-                return None
-            if e is None:
-                emask |= bit
-            elif type(e) is int and _INT64_MIN <= e <= _INT64_MAX:
-                end[k] = e
-            else:
-                return None
-            if st is not None:
-                if type(st) is int and _INT64_MIN <= st <= _INT64_MAX:
-                    strides[k] = st
-                else:
-                    return None
-        else:
-            return None
-        bit <<= 1
-    return begin + end + strides, (bmask, emask, 0, 0, shrink)
 
 
 def _whole(ints, masks, n):
