@@ -259,7 +259,7 @@ py_getitem(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         begin[k] = end[k] = 0;
         stride[k] = 1;
         if (PyLong_CheckExact(s)) {
-            /* INT64_MAX + 1 has no end: Python's path says why. */
+            /* INT64_MAX + 1 overflows: _getitem takes that index. */
             if (plain_int64(s, &begin[k]) || begin[k] == INT64_MAX)
                 Py_RETURN_NOTIMPLEMENTED;
             end[k] = begin[k] + 1;
