@@ -85,6 +85,10 @@ CASES = [
      lambda x: x[np.int64(0), 1:3:np.int64(2)]),
     ("getitem [-1, -2]", lambda x: x[-1, -2],
      lambda x: x[np.int64(-1), np.int64(-2)]),
+    ("getitem [1]", lambda x: x[1], lambda x: x[np.int64(1)]),
+    ("getitem [-3]", lambda x: x[-3], lambda x: x[np.int64(-3)]),
+    ("getitem int64 max", lambda x: x[2 ** 63 - 1],
+     lambda x: x[np.int64(2 ** 63 - 1)]),
     ("getitem out of range", lambda x: x[:, 7],
      lambda x: x[:, np.int64(7)]),
     ("getitem step 0", lambda x: x[::0], lambda x: x[::np.int64(0)]),
@@ -413,7 +417,8 @@ def test_c_getitem():
     np.testing.assert_array_equal(_C.getitem(x, (-1, slice(0, 3, 2)))
                                   .numpy(), X[-1, 0:3:2])
     assert _C.getitem(x, ()).shape == (2, 3)
-    for key in [0, (True,), (np.int64(0),), (2 ** 63 - 1,), (2 ** 63,),
+    np.testing.assert_array_equal(_C.getitem(x, -1).numpy(), X[-1])
+    for key in [True, np.int64(0), 2 ** 63 - 1, (True,), (np.int64(0),), (2 ** 63 - 1,), (2 ** 63,),
                 (slice(0, 2 ** 64),), (slice(None, None, 1.0),),
                 (Ellipsis, 0), (None, 0), (0,) * 22, [0, 1],
                 (tf.constant(0),)]:

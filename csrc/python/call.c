@@ -224,9 +224,9 @@ plain_int64(PyObject *o, int64_t *v)
     return 0;
 }
 
-/* getitem(tensor, key): tensor[key] as one StridedSlice when key is a
- * slice, or a tuple of ints and slices, whose ints int64 holds
- * (x[:, 1], x[1:]); NotImplemented for any other key, which
+/* getitem(tensor, key): tensor[key] as one StridedSlice when key is an
+ * int, a slice, or a tuple of ints and slices, whose ints int64 holds
+ * (x[0], x[:, 1], x[1:]); NotImplemented for any other key, which
  * array_ops._getitem then converts (clamping bounds, tensors, masks,
  * ellipses, new axes) or refuses with its own error. Building the
  * attributes in Python cost more than the slice itself. */
@@ -244,7 +244,7 @@ py_getitem(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (PyTuple_CheckExact(key)) {
         items = &PyTuple_GET_ITEM(key, 0);
         n = PyTuple_GET_SIZE(key);
-    } else if (!PySlice_Check(key)) {
+    } else if (!PySlice_Check(key) && !PyLong_CheckExact(key)) {
         Py_RETURN_NOTIMPLEMENTED;
     }
     if (n * 3 > TFM_MAX_ATTR_INTS)

@@ -608,7 +608,6 @@ def _is_bool_mask(key):
 
 
 _STRIDED_SLICE = _OP["StridedSlice"]
-_SHRINK = (0, 0, 0, 0, 1)
 
 
 def _getitem(tensor, key, _force_dynamic=False):
@@ -618,10 +617,8 @@ def _getitem(tensor, key, _force_dynamic=False):
     attributes: they are left as whole slices in the StridedSlice and
     taken afterwards with GatherV2 on the axis they land on.
     `_force_dynamic` treats eager int tensors that way too (tests)."""
-    if type(key) is int and _INT64_MIN <= key < _INT64_MAX:   # t[i]
-        return _C.call(_STRIDED_SLICE, (tensor,), (key, key + 1, 1),
-                       _SHRINK)
-    if type(key) is tuple or type(key) is builtins.slice:
+    if (type(key) is int or type(key) is tuple
+            or type(key) is builtins.slice):
         out = _C.getitem(tensor, key)       # ints and int slices only
         if out is not NotImplemented:
             return out
