@@ -7,7 +7,8 @@ composite_tensor.py's Note [Composite dispatch] adds ragged support: the
 first registration for an op replaces it, in each tf namespace module
 that holds it, by a wrapper that looks for an argument of a registered
 type and else calls the op. A program that registers nothing keeps the
-bare ops. A handler is chosen by its signature: the annotated
+bare ops, and unregistering the last handler of an op puts its bare op
+back (_uninstall_unused). A handler is chosen by its signature: the annotated
 parameters (typing List / Union / Optional of classes) must all match,
 and at least one of them must hold one of the registered types."""
 import importlib
@@ -60,7 +61,7 @@ _UNARY_HANDLERS = []  # (handler, x annotation)
 _BINARY_HANDLERS = []  # (handler, x annotation, y annotation)
 _TYPES = set()        # every class some handler dispatches on
 _TYPES_T = [()]       # the same, as the tuple isinstance takes
-_WRAPPED = {}         # bare op -> True once its wrappers are in
+_WRAPPED = {}         # bare op -> [(module, name, wrapper, what it hid)]
 _KIND = {}            # bare op -> "unary" / "binary"
 
 
@@ -219,7 +220,7 @@ def _install(bare):
     """Wrap bare in every namespace module that holds it (once)."""
     if bare in _WRAPPED:
         return
-    _WRAPPED[bare] = True
+    _WRAPPED[bare] = put = []
     done = {}
     for mod in _namespaces():
         for name, obj in list(vars(mod).items()):
@@ -231,6 +232,34 @@ def _install(bare):
             if key not in done:
                 done[key] = _wrapper(bare, obj)
             setattr(mod, name, done[key])
+            put.append((mod, name, done[key], obj))
+
+
+def _uninstall_unused():
+    """Put back the ops that no handler dispatches any more, and forget
+    the classes no handler names: once the last handler is gone, a call
+    costs what it did before the first registration."""
+    _TYPES.clear()
+    for lst in _BY_API.values():
+        for _, sig in lst:
+            for t in sig.values():
+                _classes(t, _TYPES)
+    for _, xt in _UNARY_HANDLERS:
+        _classes(xt, _TYPES)
+    for _, xt, yt in _BINARY_HANDLERS:
+        _classes(xt, _TYPES)
+        _classes(yt, _TYPES)
+    _TYPES_T[0] = tuple(_TYPES)
+    kinds = {"unary": bool(_UNARY_HANDLERS),
+             "binary": bool(_BINARY_HANDLERS)}
+    for bare in list(_WRAPPED):
+        if _BY_API.get(bare) or kinds.get(_KIND.get(bare), False):
+            continue
+        for mod, name, wrapper, replaced in _WRAPPED.pop(bare):
+            # Another layer (composite_tensor's) may have wrapped ours
+            # since: that one stays, and ours under it.
+            if vars(mod).get(name) is wrapper:
+                setattr(mod, name, replaced)
 
 
 def _wrapper(bare, current):
@@ -338,3 +367,4 @@ def unregister_dispatch_for(dispatch_target):
     if not found:
         raise ValueError(f"Function {dispatch_target} was not registered "
                          f"using a `@dispatch_for_*` decorator.")
+    _uninstall_unused()

@@ -115,18 +115,64 @@ outputs_to_python(tfm_op op, tfm_tensor **out, int nout)
     return tup;
 }
 
-/* call(op, inputs, ints=None, i=None, f=None, dtype=None) */
+/* call(op, inputs, ints=None, i=None, f=None, dtype=None)
+ * Vectorcall, with the keywords matched here: every wrapper in tfmini/ops
+ * comes through this, and PyArg_ParseTupleAndKeywords alone cost about a
+ * sixth of a tiny op's call (a tuple and a dict built per call). */
+static const char *const call_kw[] = {"op", "inputs", "ints", "i", "f",
+                                      "dtype"};
+enum { CALL_NARGS = 6, CALL_REQUIRED = 2 };
+
+static int
+call_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+          PyObject **slot)
+{
+    if (nargs > CALL_NARGS) {
+        PyErr_Format(PyExc_TypeError, "call() takes at most %d arguments "
+                     "(%zd given)", CALL_NARGS, nargs);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < nargs; k++)
+        slot[k] = args[k];
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int j = 0;
+        while (j < CALL_NARGS &&
+               PyUnicode_CompareWithASCIIString(key, call_kw[j]) != 0)
+            j++;
+        if (j == CALL_NARGS) {
+            PyErr_Format(PyExc_TypeError, "call() got an unexpected "
+                         "keyword argument '%U'", key);
+            return -1;
+        }
+        if (slot[j]) {
+            PyErr_Format(PyExc_TypeError, "argument for call() given by "
+                         "name ('%s') and position (%d)", call_kw[j],
+                         j + 1);
+            return -1;
+        }
+        slot[j] = args[nargs + k];
+    }
+    for (int j = 0; j < CALL_REQUIRED; j++)
+        if (!slot[j]) {
+            PyErr_Format(PyExc_TypeError, "call() missing required "
+                         "argument '%s' (pos %d)", call_kw[j], j + 1);
+            return -1;
+        }
+    return 0;
+}
+
 static PyObject *
-py_call(PyObject *self, PyObject *args, PyObject *kw)
+py_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+        PyObject *kwnames)
 {
     (void)self;
-    static char *kwlist[] = {"op", "inputs", "ints", "i", "f", "dtype",
-                             NULL};
-    PyObject *opo, *inputs, *ints = NULL, *iv = NULL, *fv = NULL,
-             *dtype = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOOO", kwlist, &opo,
-                                     &inputs, &ints, &iv, &fv, &dtype))
+    PyObject *slot[CALL_NARGS] = {NULL};
+    if (call_args(args, nargs, kwnames, slot))
         return NULL;
+    PyObject *opo = slot[0], *inputs = slot[1], *ints = slot[2],
+             *iv = slot[3], *fv = slot[4], *dtype = slot[5];
     tfm_op op;
     tfm_attrs a;
     if (parse_op(opo, &op) || parse_attrs(ints, iv, fv, dtype, &a))
@@ -160,6 +206,95 @@ py_call(PyObject *self, PyObject *args, PyObject *kw)
     }
     while (k-- > 0)
         tfm_tensor_decref(in[k]);
+    return result;
+}
+
+/* A Python int (not a bool or an int subclass) that int64 holds, into
+ * *v: 0; 1 for anything else, with no error set. */
+static int
+plain_int64(PyObject *o, int64_t *v)
+{
+    int overflow;
+    if (!PyLong_CheckExact(o))
+        return 1;
+    long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow)
+        return 1;
+    *v = x;
+    return 0;
+}
+
+/* getitem(tensor, key): tensor[key] as one StridedSlice when key is an
+ * int, a slice, or a tuple of ints and slices, whose ints int64 holds
+ * (x[0], x[:, 1], x[1:]); NotImplemented for any other key, which
+ * array_ops._getitem then converts (clamping bounds, tensors, masks,
+ * ellipses, new axes) or refuses with its own error. Building the
+ * attributes in Python cost more than the slice itself. */
+static PyObject *
+py_getitem(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "getitem(tensor, key)");
+        return NULL;
+    }
+    PyObject *key = args[1];
+    PyObject *const *items = &key;
+    Py_ssize_t n = 1;
+    if (PyTuple_CheckExact(key)) {
+        items = &PyTuple_GET_ITEM(key, 0);
+        n = PyTuple_GET_SIZE(key);
+    } else if (!PySlice_Check(key) && !PyLong_CheckExact(key)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (n * 3 > TFM_MAX_ATTR_INTS)
+        Py_RETURN_NOTIMPLEMENTED;
+    tfm_attrs a;
+    tfm_attrs_init(&a);
+    int64_t *begin = a.ints, *end = a.ints + n, *stride = a.ints + 2 * n;
+    int64_t bmask = 0, emask = 0, shrink = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *s = items[k];
+        int64_t bit = (int64_t)1 << k;
+        begin[k] = end[k] = 0;
+        stride[k] = 1;
+        if (PyLong_CheckExact(s)) {
+            /* INT64_MAX + 1 overflows: _getitem takes that index. */
+            if (plain_int64(s, &begin[k]) || begin[k] == INT64_MAX)
+                Py_RETURN_NOTIMPLEMENTED;
+            end[k] = begin[k] + 1;
+            shrink |= bit;
+        } else if (PySlice_Check(s)) {
+            PySliceObject *sl = (PySliceObject *)s;
+            if (sl->start == Py_None)
+                bmask |= bit;
+            else if (plain_int64(sl->start, &begin[k]))
+                Py_RETURN_NOTIMPLEMENTED;
+            if (sl->stop == Py_None)
+                emask |= bit;
+            else if (plain_int64(sl->stop, &end[k]))
+                Py_RETURN_NOTIMPLEMENTED;
+            if (sl->step != Py_None && plain_int64(sl->step, &stride[k]))
+                Py_RETURN_NOTIMPLEMENTED;
+        } else {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+    }
+    a.n_ints = (int)(3 * n);
+    a.i[0] = bmask;
+    a.i[1] = emask;
+    a.i[4] = shrink;
+    tfm_tensor *in = tfm_py_to_tensor(args[0], -1);
+    if (!in)
+        return NULL;
+    tfm_tensor *out[TFM_MAX_OUTPUTS];
+    int nout = 0;
+    PyObject *result = NULL;
+    if (tfm_call(TFM_OP_STRIDED_SLICE, &in, 1, &a, out, &nout))
+        tfm_py_raise();
+    else
+        result = tfm_py_wrap(out[0]);
+    tfm_tensor_decref(in);
     return result;
 }
 
@@ -315,12 +450,15 @@ py_set_device_scope(PyObject *self, PyObject *arg)
 
 PyMethodDef tfm_py_call_methods[] = {
     {"call", (PyCFunction)(void (*)(void))py_call,
-     METH_VARARGS | METH_KEYWORDS,
+     METH_FASTCALL | METH_KEYWORDS,
      "call(op, inputs, ints=None, i=None, f=None, dtype=None)"},
     {"binary", (PyCFunction)(void (*)(void))py_binary, METH_FASTCALL,
      "binary(op, x, y)"},
     {"unary", (PyCFunction)(void (*)(void))py_unary, METH_FASTCALL,
      "unary(op, x)"},
+    {"getitem", (PyCFunction)(void (*)(void))py_getitem, METH_FASTCALL,
+     "getitem(tensor, key): tensor[key] for a key of int64 ints and "
+     "slices of them, else NotImplemented"},
     {"op_table", py_op_table, METH_NOARGS,
      "[(name, n_inputs, n_outputs, flags, has_grad)] indexed by op"},
     {"live_counts", py_live_counts, METH_NOARGS,

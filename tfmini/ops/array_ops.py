@@ -16,7 +16,7 @@ from .. import _C
 from .. import dtypes as _dtypes
 from .. import errors as _errors
 from .._opids import ID
-from .._tensor import Tensor
+from .._tensor import PLAIN_TENSOR_TYPES as _PLAIN, Tensor
 
 __all__ = [
     "reshape", "transpose", "expand_dims", "squeeze", "identity", "concat",
@@ -38,6 +38,9 @@ _OP = {name: ID[name] for name in (
     "TensorScatterMin", "TensorScatterMax", "SelectV2",
     "Where", "Shape", "Size", "Rank", "Fill", "ZerosLike", "OnesLike",
     "Range", "LinSpace", "OneHot", "StridedSliceGrad")}
+
+_RESHAPE, _TRANSPOSE = _OP["Reshape"], _OP["Transpose"]
+_EXPAND_DIMS, _CONCAT = _OP["ExpandDims"], _OP["ConcatV2"]
 
 # The C ops take at most this many inputs / outputs (op.h); more are
 # handled here in groups.
@@ -85,6 +88,8 @@ def _int64(v, what):
 def _int(x, what):
     """A Python int from an int, a NumPy integer or a scalar int tensor.
     `what` names the op and the argument ("Reshape: shape") for errors."""
+    if type(x) is int:      # before hasattr, which costs a raised error
+        return _int64(x, what)
     if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
         t = _tensor(x)
         if not (t.dtype.is_integer and len(_dims(t)) == 0):
@@ -101,10 +106,13 @@ def _int(x, what):
 def _ints(x, what):
     """A list of Python ints from a list/tuple (of ints or scalar
     tensors), an int, a TensorShape, a NumPy array or an int tensor."""
-    if type(x) in (list, tuple) and all(type(v) is int for v in x):
+    if type(x) is list or type(x) is tuple:
         for v in x:
+            if type(v) is not int:
+                break
             _int64(v, what)
-        return list(x)
+        else:
+            return list(x)
     if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
         t = _tensor(x)
         if not t.dtype.is_integer:
@@ -126,6 +134,18 @@ def _ints(x, what):
             out.append(_int(v, what))
         return out
     return [_int(x, what)]
+
+
+def _int_seq(x):
+    """x itself when it is a list or tuple of at most _MAX_INTS ints that
+    int64 holds, as the C attribute takes it; None otherwise (then _ints
+    converts it, or raises the error that names the op)."""
+    if type(x) is not list and type(x) is not tuple or len(x) > _MAX_INTS:
+        return None
+    for v in x:
+        if type(v) is not int or not _INT64_MIN <= v <= _INT64_MAX:
+            return None
+    return x
 
 
 def _axes(axis, what):
@@ -189,6 +209,9 @@ def _call(name, inputs, ints=None, i=None, f=None, dtype=None):
 
 def reshape(tensor, shape, name=None):
     """tensor's values in a new shape; one dim may be -1 (inferred)."""
+    ints = _int_seq(shape)
+    if ints is not None:
+        return _C.call(_RESHAPE, (tensor,), ints, None, None, None)
     return _call("Reshape", (tensor,), ints=_ints(shape, "Reshape: shape"))
 
 
@@ -197,13 +220,33 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
     reverses them."""
     a = _tensor(a)
     if perm is None:
-        perm = builtins.range(len(_dims(a)) - 1, -1, -1)
+        r = len(_dims(a))
+        if r <= _MAX_INTS:
+            return _C.call(_TRANSPOSE, (a,), _reversed_perm(r))
+        perm = builtins.range(r - 1, -1, -1)
+    else:
+        ints = _int_seq(perm)
+        if ints is not None:
+            return _C.call(_TRANSPOSE, (a,), ints)
     return _call("Transpose", (a,), ints=_ints(perm, "Transpose: perm"))
+
+
+_REVERSED = {}
+
+
+def _reversed_perm(r):
+    """(r-1, ..., 0): transpose's default perm, kept per rank."""
+    perm = _REVERSED.get(r)
+    if perm is None:
+        perm = _REVERSED[r] = tuple(builtins.range(r - 1, -1, -1))
+    return perm
 
 
 def expand_dims(input, axis, name=None):
     """input with a dim of size 1 inserted at axis (-rank-1 <= axis <=
     rank)."""
+    if type(axis) is int and _INT64_MIN <= axis <= _INT64_MAX:
+        return _C.call(_EXPAND_DIMS, (input,), None, (axis,))
     return _call("ExpandDims", (input,), i=[_int(axis, "ExpandDims: axis")])
 
 
@@ -220,6 +263,16 @@ def identity(input, name=None):
 
 def concat(values, axis, name="concat"):
     """Join values along axis (dims must agree elsewhere)."""
+    # Two or more tensors and an int: what _common and _int would hand on
+    # unchanged.
+    if ((type(values) is list or type(values) is tuple)
+            and 1 < len(values) <= _MAX_ARITY and type(axis) is int
+            and _INT64_MIN <= axis <= _INT64_MAX):
+        for v in values:
+            if type(v) not in _PLAIN:
+                break
+        else:
+            return _C.call(_CONCAT, values, None, (axis,))
     if isinstance(values, (Tensor,)) or hasattr(values, "_as_tensor"):
         values = [values]
     values = _common(list(values))
@@ -555,7 +608,6 @@ def _is_bool_mask(key):
 
 
 _STRIDED_SLICE = _OP["StridedSlice"]
-_SHRINK = (0, 0, 0, 0, 1)
 
 
 def _getitem(tensor, key, _force_dynamic=False):
@@ -565,9 +617,11 @@ def _getitem(tensor, key, _force_dynamic=False):
     attributes: they are left as whole slices in the StridedSlice and
     taken afterwards with GatherV2 on the axis they land on.
     `_force_dynamic` treats eager int tensors that way too (tests)."""
-    if type(key) is int and _INT64_MIN <= key < _INT64_MAX:   # t[i]
-        return _C.call(_STRIDED_SLICE, (tensor,), (key, key + 1, 1),
-                       _SHRINK)
+    if (type(key) is int or type(key) is tuple
+            or type(key) is builtins.slice):
+        out = _C.getitem(tensor, key)       # ints and int slices only
+        if out is not NotImplemented:
+            return out
     if _is_bool_mask(key):
         return boolean_mask(tensor, key)
     if not isinstance(key, (list, tuple)):

@@ -22,6 +22,7 @@ _DET, _LOGDET = ID["MatrixDeterminant"], ID["LogMatrixDeterminant"]
 _BAND, _CHOLESKY = ID["MatrixBandPart"], ID["Cholesky"]
 _TRISOLVE = ID["MatrixTriangularSolve"]
 _SVD = ID["Svd"]
+_NO_TRANSPOSE = (0, 0)
 
 
 def _as_tensor(x, hint=None):
@@ -46,6 +47,12 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,
            output_type=None, grad_a=False, grad_b=False, name=None):
     """Matrix product of the two innermost dims, batched over the rest
     (which broadcast). a and b have rank >= 2 and the same dtype."""
+    # Two tensors, no flags: the rest of this function would only hand
+    # them on, after a microsecond of checks.
+    if (type(a) in _PLAIN and type(b) in _PLAIN and not transpose_a
+            and not transpose_b and not adjoint_a and not adjoint_b
+            and output_type is None):
+        return _C.call(_MATMUL, (a, b), None, _NO_TRANSPOSE)
     if transpose_a and adjoint_a:
         raise ValueError("Only one of transpose_a and adjoint_a can be True.")
     if transpose_b and adjoint_b:
@@ -55,8 +62,9 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,
         from .complex_ops import conj
         a = conj(a) if adjoint_a else a
         b = conj(b) if adjoint_b else b
-    out = _C.call(_MATMUL, (a, b), i=(1 if transpose_a or adjoint_a else 0,
-                                      1 if transpose_b or adjoint_b else 0))
+    out = _C.call(_MATMUL, (a, b), None,
+                  (1 if transpose_a or adjoint_a else 0,
+                   1 if transpose_b or adjoint_b else 0))
     if output_type is not None:
         from .math_ops import cast
         from .. import dtypes

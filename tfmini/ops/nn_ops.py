@@ -30,6 +30,7 @@ _XENT = ID["SoftmaxCrossEntropyWithLogits"]
 _MUL = ID["Mul"]
 _GREATER_EQUAL = ID["GreaterEqual"]
 _MAXIMUM = ID["Maximum"]
+_LAST_AXIS = (-1,)
 
 
 def _axis(axis):
@@ -38,12 +39,16 @@ def _axis(axis):
 
 def softmax(logits, axis=None, name=None):
     """exp(logits) / sum(exp(logits), axis), computed stably."""
-    return _C.call(_SOFTMAX, (logits,), i=(_axis(axis),))
+    if axis is None:
+        return _C.call(_SOFTMAX, (logits,), None, _LAST_AXIS)
+    return _C.call(_SOFTMAX, (logits,), None, (_axis(axis),))
 
 
 def log_softmax(logits, axis=None, name=None):
     """logits - log(sum(exp(logits), axis)), computed stably."""
-    return _C.call(_LOG_SOFTMAX, (logits,), i=(_axis(axis),))
+    if axis is None:
+        return _C.call(_LOG_SOFTMAX, (logits,), None, _LAST_AXIS)
+    return _C.call(_LOG_SOFTMAX, (logits,), None, (_axis(axis),))
 
 
 def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):

@@ -43,10 +43,23 @@ def _static(value, what):
     return value
 
 
+_INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
+
+
 def _axes(axis):
     """(ints, i) attributes for a reduction over `axis`."""
     if axis is None:
         return (), 1
+    # One Python int, the common case: np.asarray below costs a
+    # microsecond, more than the tiny reduction itself.
+    if type(axis) is int and _INT64_MIN <= axis <= _INT64_MAX:
+        return (axis,), 0
+    if type(axis) is list or type(axis) is tuple:
+        for v in axis:
+            if type(v) is not int or not _INT64_MIN <= v <= _INT64_MAX:
+                break
+        else:
+            return tuple(axis), 0
     a = np.asarray(_static(axis, "axis"))
     if a.size == 0:
         return (), 0
@@ -61,8 +74,13 @@ def _axes(axis):
 
 
 def _reduce(op, x, axis, keepdims):
+    if axis is None and keepdims is False:
+        return _C.call(op, (x,), None, _ALL_AXES)
     ints, all_axes = _axes(axis)
-    return _C.call(op, (x,), ints=ints, i=(1 if keepdims else 0, all_axes))
+    return _C.call(op, (x,), ints, (1 if keepdims else 0, all_axes))
+
+
+_ALL_AXES = (0, 1)      # i: (keepdims, all axes)
 
 
 def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
