@@ -40,7 +40,10 @@ def _unary(x, symbol, compare, message, summarize, name):
         data = ([message] if message else []) + [text, label, x]
         return Assert(cond, data, summarize=summarize)
     if not bool(cond):
-        values = [str(v) for v in _np.asarray(x.numpy()).reshape(-1)]
+        flat = _np.asarray(x.numpy()).reshape(-1)
+        n = _summarized(flat.size, summarize)
+        values = [str(v) for v in flat[:n]] + (["..."] if n < flat.size
+                                               else [])
         raise _InvalidArgumentError(
             None, None, f"{_head(message)}\n{text}\n{label}\n{values}")
     return None
@@ -60,16 +63,36 @@ def _binary(x, y, symbol, compare, message, summarize, name):
         return None
     lines = [message] if message else []
     lines.append(text)
-    xa, ya = _np.asarray(x.numpy()), _np.asarray(y.numpy())
-    bad = ~_np.asarray(elementwise.numpy())
-    if xa.shape == ya.shape:
+    raise _InvalidArgumentError(None, None, "\n".join(
+        lines + failed_lines(x.numpy(), y.numpy(), elementwise.numpy(),
+                             summarize)))
+
+
+def _summarized(size, summarize):
+    """How many elements an eager failure shows: TF's default is 3, a
+    negative summarize shows them all."""
+    s = 3 if summarize is None else int(summarize)
+    return size if s < 0 else min(size, s)
+
+
+def failed_lines(x, y, holds, summarize=None):
+    """The lines after "Condition x == y did not hold." in TF's eager
+    text: the first `summarize` differing indices and values (when x and
+    y have one shape), then the first `summarize` elements of each."""
+    xa, ya = _np.asarray(x), _np.asarray(y)
+    lines = []
+    if xa.shape == ya.shape and xa.ndim:
+        bad = ~_np.asarray(holds, bool)
         idx = _np.argwhere(bad)
-        lines += [f"Indices of first {len(idx)} different values:",
-                  str(idx), "Corresponding x values:", str(xa[bad]),
-                  "Corresponding y values:", str(ya[bad])]
-    lines += [f"First {xa.size} elements of x:", str(xa.reshape(-1)),
-              f"First {ya.size} elements of y:", str(ya.reshape(-1))]
-    raise _InvalidArgumentError(None, None, "\n".join(lines))
+        n = _summarized(len(idx), summarize)
+        lines += [f"Indices of first {n} different values:",
+                  str(idx[:n]), "Corresponding x values:", str(xa[bad][:n]),
+                  "Corresponding y values:", str(ya[bad][:n])]
+    xf, yf = xa.reshape(-1), ya.reshape(-1)
+    xf, yf = xf[:_summarized(xf.size, summarize)], \
+        yf[:_summarized(yf.size, summarize)]
+    return lines + [f"First {xf.size} elements of x:", str(xf),
+                    f"First {yf.size} elements of y:", str(yf)]
 
 
 def _op(name):

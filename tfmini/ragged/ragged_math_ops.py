@@ -47,16 +47,8 @@ def _splits_differ(x, y):
     x, y = np.asarray(x), np.asarray(y)
     if x.shape != y.shape:
         x, y = np.asarray(False), np.asarray(True)
-    lines = ["Condition x == y did not hold."]
-    if x.ndim:
-        bad = x != y
-        idx = np.argwhere(bad)[:3]
-        lines += [f"Indices of first {len(idx)} different values:",
-                  str(idx), "Corresponding x values:", str(x[bad][:3]),
-                  "Corresponding y values:", str(y[bad][:3])]
-    x, y = x.reshape(-1)[:3], y.reshape(-1)[:3]
-    lines += [f"First {x.size} elements of x:", str(x),
-              f"First {y.size} elements of y:", str(y)]
+    from ..debugging import failed_lines
+    lines = ["Condition x == y did not hold."] + failed_lines(x, y, x == y)
     return InvalidArgumentError(None, None, "\n".join(lines))
 
 
