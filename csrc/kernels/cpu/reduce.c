@@ -110,8 +110,9 @@ tfm_gather_strided(const void *src, void *dst, size_t es, int ndim,
         rows *= dims[d];
     if (len == 0)
         return;
-    #pragma omp parallel for schedule(static) if (rows * len >= TFM_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
+    /* TFM_PAR_FOR, not omp's if(): a region whose if() is false still
+     * wakes the pool (a futex call, most of a tiny reduction). */
+    TFM_PAR_FOR(rows * len >= TFM_PAR_MIN, r, rows, {
         int64_t off = 0, q = r;
         for (int d = ndim - 2; d >= 0; d--) {
             off += (q % dims[d]) * strides[d];
@@ -124,7 +125,7 @@ tfm_gather_strided(const void *src, void *dst, size_t es, int ndim,
         case 8: GATHER_ROW(uint64_t); break;
         default: GATHER_ROW(tfm_elem16); break;
         }
-    }
+    });
 }
 
 static int
@@ -153,8 +154,7 @@ run_rows(const tfm_reducer *rd, const char *x, size_t es, int64_t A,
     int64_t nb = (R + TFM_RED_BLOCK - 1) / TFM_RED_BLOCK;
     int64_t total = A * R;
     if (nb <= 1 || A >= 4 * max_threads()) {
-        #pragma omp parallel for schedule(static) if (total >= TFM_PAR_MIN)
-        for (int64_t a = 0; a < A; a++) {
+        TFM_PAR_FOR(total >= TFM_PAR_MIN, a, A, {
             const char *xr = x + (size_t)(a * R) * es;
             for (int64_t k = 0; k < nb; k++) {
                 tfm_acc part = rd->identity;
@@ -163,7 +163,7 @@ run_rows(const tfm_reducer *rd, const char *x, size_t es, int64_t A,
                         aux ? aux + a : NULL, &part);
                 rd->comb(&acc[a], &part, 1);
             }
-        }
+        });
         return TFM_OK;
     }
     tfm_acc *part = malloc((size_t)(A * nb) * sizeof *part);
@@ -201,13 +201,12 @@ run_cols(const tfm_reducer *rd, const char *x, size_t es, int64_t A,
             nch = 1;
     }
     if (nch == 1) {
-        #pragma omp parallel for schedule(static) if (total >= TFM_PAR_MIN)
-        for (int64_t q = 0; q < items; q++) {
+        TFM_PAR_FOR(total >= TFM_PAR_MIN, q, items, {
             int64_t a = q / nt, j0 = (q % nt) * TFM_RED_TILE;
             rd->col(x + (size_t)(a * R * B + j0) * es, R,
                     min64(TFM_RED_TILE, B - j0), B,
                     aux ? aux + a * B + j0 : NULL, acc + a * B + j0);
-        }
+        });
         return TFM_OK;
     }
     int64_t n = A * B, rc = (R + nch - 1) / nch;
@@ -265,9 +264,7 @@ tfm_red_run(const tfm_reducer *rd, const tfm_red_plan *p, const void *x,
 #define STORE(T, EXPR)                                                      \
     do {                                                                    \
         T *o = tfm_tensor_data(y);                                          \
-        _Pragma("omp parallel for if (n >= TFM_PAR_MIN)")                   \
-        for (int64_t j = 0; j < n; j++)                                     \
-            o[j] = (T)(EXPR);                                               \
+        TFM_PAR_FOR(n >= TFM_PAR_MIN, j, n, o[j] = (T)(EXPR););            \
     } while (0)
 
 /* Integer results: sums and products as wrapped bits, max/min as they

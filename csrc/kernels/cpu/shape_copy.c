@@ -160,46 +160,59 @@ outer_offsets(const copy_plan *p, int nd, int64_t u, int64_t *so,
     *dof = o;
 }
 
+/* Rows [r0, r1) of copy_rows: thread t's share of nt. */
+static void
+copy_rows_part(char *dst, const char *src, const copy_plan *p,
+               int64_t rows, int64_t nt, int64_t t, size_t esz)
+{
+    int last = p->nd - 1;
+    int64_t len = p->dims[last], ss = p->ss[last], ds = p->ds[last];
+    int64_t e = (int64_t)esz;
+    int64_t r0 = rows / nt * t + (t < rows % nt ? t : rows % nt);
+    int64_t r1 = r0 + rows / nt + (t < rows % nt);
+    int64_t idx[TFM_COPY_MAX_DIMS];
+    int64_t so = 0, dof = 0, r = r0;
+    for (int d = last - 1; d >= 0; d--) {
+        idx[d] = r % p->dims[d];
+        r /= p->dims[d];
+        so += idx[d] * p->ss[d];
+        dof += idx[d] * p->ds[d];
+    }
+    for (r = r0; r < r1; r++) {
+        copy_run(dst + dof * e, ds, src + so * e, ss, len, esz);
+        for (int d = last - 1; d >= 0; d--) {
+            so += p->ss[d];
+            dof += p->ds[d];
+            if (++idx[d] < p->dims[d])
+                break;
+            so -= p->ss[d] * p->dims[d];
+            dof -= p->ds[d] * p->dims[d];
+            idx[d] = 0;
+        }
+    }
+}
+
 /* Runs along the last dim, for every index of the dims before it. Each
  * thread takes a block of rows and steps its index incrementally. */
 static void
 copy_rows(char *dst, const char *src, const copy_plan *p, int64_t n,
           size_t esz)
 {
-    int nd = p->nd, last = nd - 1;
-    int64_t len = p->dims[last], rows = n / len;
-    int64_t ss = p->ss[last], ds = p->ds[last];
-    int64_t e = (int64_t)esz;
-    if (rows == 1 && ss == 1 && ds == 1) {
+    int last = p->nd - 1;
+    int64_t rows = n / p->dims[last];
+    if (rows == 1 && p->ss[last] == 1 && p->ds[last] == 1) {
         tfm_memcpy_par(dst, src, (size_t)n * esz);
         return;
     }
-    #pragma omp parallel if(n >= TFM_PAR_MIN && rows > 1)
-    {
-        int64_t nt = THREAD_COUNT(), t = THREAD_ID();
-        int64_t r0 = rows / nt * t + (t < rows % nt ? t : rows % nt);
-        int64_t r1 = r0 + rows / nt + (t < rows % nt);
-        int64_t idx[TFM_COPY_MAX_DIMS];
-        int64_t so = 0, dof = 0, r = r0;
-        for (int d = last - 1; d >= 0; d--) {
-            idx[d] = r % p->dims[d];
-            r /= p->dims[d];
-            so += idx[d] * p->ss[d];
-            dof += idx[d] * p->ds[d];
-        }
-        for (r = r0; r < r1; r++) {
-            copy_run(dst + dof * e, ds, src + so * e, ss, len, esz);
-            for (int d = last - 1; d >= 0; d--) {
-                so += p->ss[d];
-                dof += p->ds[d];
-                if (++idx[d] < p->dims[d])
-                    break;
-                so -= p->ss[d] * p->dims[d];
-                dof -= p->ds[d] * p->dims[d];
-                idx[d] = 0;
-            }
-        }
+    /* A parallel region whose if() is false still wakes libgomp's pool
+     * (a futex call: most of a tiny transpose or slice), so small copies
+     * never enter one. */
+    if (n < TFM_PAR_MIN || rows == 1) {
+        copy_rows_part(dst, src, p, rows, 1, 0, esz);
+        return;
     }
+    #pragma omp parallel
+    copy_rows_part(dst, src, p, rows, THREAD_COUNT(), THREAD_ID(), esz);
 }
 
 #define TILE_LOOP(T)                                                        \
@@ -233,8 +246,7 @@ copy_tiled(char *dst, const char *src, const copy_plan *p, int k,
     int64_t dk = p->ds[k], dl = p->ds[last], sl = p->ss[last];
     int64_t ktiles = (nk + TILE - 1) / TILE;
     int64_t units = n / (nk * nl) * ktiles;
-    #pragma omp parallel for schedule(static) if(n >= TFM_PAR_MIN)
-    for (int64_t u = 0; u < units; u++) {
+    TFM_PAR_FOR(n >= TFM_PAR_MIN, u, units, {
         int64_t so, dof;
         outer_offsets(&outer, outer.nd, u / ktiles, &so, &dof);
         int64_t i0 = u % ktiles * TILE;
@@ -248,7 +260,7 @@ copy_tiled(char *dst, const char *src, const copy_plan *p, int k,
             default: TILE_LOOP(uint64_t); break;
             }
         }
-    }
+    });
 }
 
 void
