@@ -1,8 +1,9 @@
 """Cached tf.function calls replayed through CUDA graphs (Note [CUDA
 graphs for cached calls] in csrc/graph/exec_cugraph.c) against the same
-calls run step by step (TFMINI_CUDA_GRAPHS=0): train steps, functions
-the rule keeps off a graph, changing input shapes, variables changed
-between calls. The counters prove that replays happened. Every test
+calls run step by step (TFMINI_CUDA_GRAPHS=0): train steps (an
+embedding model's among them, whose scatter checks its indices), a bad
+index in a replay, Shape/Size/Rank, functions the rule keeps off a
+graph, changing input shapes, variables changed between calls. The counters prove that replays happened. Every test
 skips without a GPU (conftest.py); the bodies ran on the CPU with
 DEVICE = "/CPU:0", where nothing is captured, to check them."""
 import ctypes
@@ -277,10 +278,10 @@ def test_embedding_train_step_replays_and_matches(monkeypatch, capfd):
         assert dg["replays"] == 28 and dg["fallbacks"] == 0, (dg, err)
     assert dp["captures"] == dp["replays"] == 0
     assert lg[-1] < lg[0]
-    # Atomic adds of repeated rows sum in no fixed order.
-    np.testing.assert_allclose(lg, lp, rtol=1e-5, atol=1e-6)
+    # Atomic adds of repeated rows sum in no fixed order, in both runs.
+    np.testing.assert_allclose(lg, lp, rtol=1e-4, atol=1e-5)
     for a, b in zip(wg, wp):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
 def scatter_step(monkeypatch, on):
