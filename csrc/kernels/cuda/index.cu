@@ -1,8 +1,9 @@
 // IsNan/IsInf/IsFinite, Range/LinSpace, GatherNd and Where on the GPU
 // (launch_index.h), and the small write of host-known values that
-// Shape, Size and Rank use (tfm_cu_put_bytes). Each kernel is a grid-stride loop over one
-// __host__ __device__ body, so a host build of this file runs the very
-// bodies serially against the CPU kernels (tests/test_index_cuda_host.py).
+// Shape, Size and Rank use (tfm_cu_put_bytes). Each kernel is a
+// grid-stride loop over one __host__ __device__ body, so a host build of
+// this file runs the very bodies serially against the CPU kernels
+// (tests/test_index_cuda_host.py).
 //
 // Where's output shape depends on its values: the glue reads the count
 // back between the two launches (Note on the capture in kernels_index.c).

@@ -6,11 +6,12 @@
 // CPU's error. Inside a CUDA graph capture nothing is read back (Note
 // [Index checks inside a CUDA graph capture], kernels_scatter.c), so
 // the scatters run whatever the flag says: each skips a row with an
-// index out of range rather than write outside the output. Adds are atomic, so repeated indices sum in no fixed
-// order (floats may differ from the CPU's index-order sum in the last
-// bits; integers are exact). Updates keep the CPU's rule, the last
-// repeated index row wins: each slice's winning row is found first
-// (atomicMax over row numbers), then only winners write. Mins and maxes
+// index out of range rather than write outside the output. Adds are
+// atomic, so repeated indices sum in no fixed order (floats may differ
+// from the CPU's index-order sum in the last bits; integers are
+// exact). Updates keep the CPU's rule, the last repeated index row
+// wins: each slice's winning row is found first (atomicMax over row
+// numbers), then only winners write. Mins and maxes
 // are atomic too (a compare-and-swap loop for floats) and keep the CPU's
 // rule, under which the order does not matter: an update wins only when
 // strictly less (greater), so a NaN update never wins and a NaN already
