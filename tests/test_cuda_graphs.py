@@ -161,6 +161,20 @@ def test_where_of_a_known_shape_is_not():
     np.testing.assert_array_equal(y.numpy(), [[0.0], [4.0]])
 
 
+def test_gpu_only_reasons_stay_off_cpu_plans():
+    """A plan on the CPU is refused for being there, not for what a GPU
+    kernel of its Where or float16 scatter would do."""
+    @tf.function
+    def f(a):
+        c = tf.constant([True, False, True])
+        b = tf.tensor_scatter_nd_add(a, tf.constant([[0]]),
+                                     tf.constant([1.0], tf.float16))
+        return tf.cast(tf.where(c), tf.float16) * b[0]
+
+    (ok, why), _ = judge(f, tf.constant(np.ones(3, np.float16)))
+    assert ok == 0 and "runs on the CPU" in why, why
+
+
 def test_value_crossing_devices_is_not():
     @tf.function
     def f(a):

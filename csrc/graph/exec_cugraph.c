@@ -257,10 +257,10 @@ step_blocks(const tfm_plan *p, const step *st, int *dev)
         for (int k = 0; k < nd->nout; k++)
             if (!tfm_shape_is_known(&nd->out[k].shape))
                 return "has an output shape known only from its values";
-        if (nd->op == TFM_OP_WHERE)
+        if (*dev > 0 && nd->op == TFM_OP_WHERE)
             return "reads its count back on the host, though its output "
                    "shape was known when traced";
-        if (st->kind == STEP_KERNEL && checks_indices(nd) &&
+        if (*dev > 0 && st->kind == STEP_KERNEL && checks_indices(nd) &&
             on_host_copies(p, nd))
             return "runs on host copies for these dtypes on a GPU";
         if (st->kind == STEP_KERNEL && *dev > 0 &&
