@@ -146,6 +146,35 @@ def test_host_synchronizing_steps_are_not(kind, words, capsys):
     capsys.readouterr()
 
 
+def test_where_of_a_known_shape_is_not():
+    """A Where of a condition known when traced has a known output shape,
+    but its GPU kernel still reads its count back (Note [Where on the
+    GPU]): the rule names it rather than let the capture fail."""
+    @tf.function
+    def f(a):
+        with tf.device(FAKE):
+            c = tf.constant([True, False, True])
+            return tf.cast(tf.where(c), tf.float32) * a
+
+    (ok, why), y = judge(f, tf.constant(2.0))
+    assert ok == 0 and "'Where'" in why and "count back" in why, why
+    np.testing.assert_array_equal(y.numpy(), [[0.0], [4.0]])
+
+
+def test_gpu_only_reasons_stay_off_cpu_plans():
+    """A plan on the CPU is refused for being there, not for what a GPU
+    kernel of its Where or float16 scatter would do."""
+    @tf.function
+    def f(a):
+        c = tf.constant([True, False, True])
+        b = tf.tensor_scatter_nd_add(a, tf.constant([[0]]),
+                                     tf.constant([1.0], tf.float16))
+        return tf.cast(tf.where(c), tf.float16) * b[0]
+
+    (ok, why), _ = judge(f, tf.constant(np.ones(3, np.float16)))
+    assert ok == 0 and "runs on the CPU" in why, why
+
+
 def test_value_crossing_devices_is_not():
     @tf.function
     def f(a):
@@ -247,6 +276,129 @@ def test_train_step_is_eligible(optimizer):
     for _ in range(5):
         loss = step(x, y)
     assert float(loss) < float(loss0)
+
+
+def emb_model(rng):
+    with tf.device(FAKE):
+        emb = tf.Variable(rng.standard_normal((20, 4)).astype(np.float32))
+        w = tf.Variable(rng.standard_normal((4, 1)).astype(np.float32))
+    return emb, w
+
+
+def test_embedding_train_step_is_eligible():
+    """Gather's gradient is TensorScatterAdd, whose GPU kernel checks its
+    indices: inside a capture it sets the record's flag instead of
+    reading back (Note [Index checks inside a CUDA graph capture]), so an
+    embedding model's step is no longer kept off a graph."""
+    rng = np.random.default_rng(0)
+    emb, w = emb_model(rng)
+    with tf.device(FAKE):
+        opt = tf.keras.optimizers.Adam(0.05)
+
+    @tf.function
+    def step(ids, y):
+        with tf.device(FAKE):
+            with tf.GradientTape() as tape:
+                h = tf.reduce_mean(tf.gather(emb, ids), axis=1)
+                loss = tf.reduce_mean(tf.square(tf.matmul(h, w) - y))
+            gs = tape.gradient(loss, [emb, w])
+            opt.apply_gradients(zip(gs, [emb, w]))
+        return loss
+
+    ids = tf.constant(rng.integers(0, 20, (16, 3)).astype(np.int32))
+    y = tf.constant(rng.standard_normal((16, 1)).astype(np.float32))
+    (ok, why), loss0 = judge(step, ids, y)
+    assert ok == 1, why
+    ops = {op.type for op in step.get_concrete_function(
+        ids, y).graph.get_operations()}
+    assert "TensorScatterAdd" in ops, ops
+    for _ in range(10):
+        loss = step(ids, y)
+    assert float(loss) < float(loss0)
+
+
+SCATTERS = {
+    "add": tf.tensor_scatter_nd_add, "update": tf.tensor_scatter_nd_update,
+    "min": tf.tensor_scatter_nd_min, "max": tf.tensor_scatter_nd_max,
+}
+
+
+@pytest.mark.parametrize("kind", list(SCATTERS) + ["gather_nd", "shape"])
+@pytest.mark.parametrize("idt", [np.int32, np.int64])
+def test_index_checking_and_shape_steps_are_eligible(kind, idt):
+    t = np.arange(12, dtype=np.float32).reshape(4, 3)
+    ix = tf.constant(np.array([[3], [0], [3]], idt))
+
+    @tf.function
+    def f(a, i):
+        with tf.device(FAKE):
+            b = a * 2.0
+            if kind == "gather_nd":
+                return tf.gather_nd(b, i)
+            if kind == "shape":
+                s = tf.cast(tf.shape(b), tf.float32)
+                return b * tf.cast(tf.size(b), tf.float32) + s[0] + \
+                    tf.cast(tf.rank(b), tf.float32)
+            return SCATTERS[kind](b, i, tf.ones((3, 3)) * 5.0)
+
+    (ok, why), y = judge(f, tf.constant(t), ix)
+    assert ok == 1, why
+    with tf.device("/CPU:0"):
+        want = f.python_function(tf.constant(t), ix)
+    np.testing.assert_array_equal(y.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("kind", ["add", "min", "max"])
+def test_scatter_the_gpu_runs_on_host_copies_is_not(kind):
+    """float16 adds, mins and maxes run the CPU kernel on host copies on
+    a GPU (no atomics for them there), which waits for the stream: the
+    rule says so rather than let a capture fail."""
+    t = np.arange(6, dtype=np.float16)
+
+    @tf.function
+    def f(a):
+        with tf.device(FAKE):
+            return SCATTERS[kind](a, tf.constant([[1], [4]]),
+                                  tf.constant([2.0, -2.0], tf.float16))
+
+    (ok, why), y = judge(f, tf.constant(t))
+    assert ok == 0 and "host copies" in why and "TensorScatter" in why, why
+    assert y.dtype == tf.float16
+
+
+def test_update_of_any_dtype_is_eligible():
+    @tf.function
+    def f(a):
+        with tf.device(FAKE):
+            return tf.tensor_scatter_nd_update(
+                a, tf.constant([[1], [4]]), tf.constant([2, -2], tf.int16))
+
+    (ok, why), y = judge(f, tf.constant(np.arange(6, dtype=np.int16)))
+    assert ok == 1, why
+    np.testing.assert_array_equal(y.numpy(), [0, 2, 2, 3, -2, 5])
+
+
+def test_bad_index_in_an_eligible_function_is_the_cpus_error():
+    """The FAKE device never captures, so this is the plain run that the
+    record falls back to when its flag says an index was out of range."""
+    t = tf.constant(np.zeros((4, 2), np.float32))
+
+    @tf.function
+    def f(a, i):
+        with tf.device(FAKE):
+            return tf.tensor_scatter_nd_add(a * 1.0, i, tf.ones((2, 2)))
+
+    (ok, why), _ = judge(f, t, tf.constant([[1], [2]]))
+    assert ok == 1, why
+    with pytest.raises(tf.errors.InvalidArgumentError) as got:
+        f(t, tf.constant([[1], [7]]))
+    with tf.device("/CPU:0"):
+        with pytest.raises(tf.errors.InvalidArgumentError) as want:
+            tf.tensor_scatter_nd_add(t, tf.constant([[1], [7]]),
+                                     tf.ones((2, 2)))
+    # The traced call adds the node and its line to the kernel's words.
+    first = str(want.value).split(" [Op:")[0]
+    assert str(got.value).split("\n")[0] == first, (got.value, first)
 
 
 # exec_cugraph.c's check of a captured graph's copies, built on the host
@@ -377,3 +529,134 @@ def test_captured_host_copies_refuse_the_graph(copy_check, kind, src, dst):
 def test_unreadable_graph_is_refused(copy_check):
     ok, why = copy_check((MEMCPY, D2D, 1, 1), fail_get=1)
     assert ok == 0 and "captured graph's nodes" in why
+
+
+# exec_cugraph.c's flag path (Note [Index checks inside a CUDA graph
+# capture]) on the host: the stream's copies are memcpy/memset, the
+# device flag and the variables plain host memory. argv: the flag's
+# value after the launch, whether the flag's read fails. Prints what
+# index_error returned, the flag after it, and the variable's bytes.
+FLAG_HARNESS = r"""
+#include "graph/exec_cugraph.c"
+#include <stdio.h>
+#include <stdlib.h>
+
+static tfm_gpu fake;
+static int fail_copy, copies, syncs;
+static char err[128];
+
+const tfm_device *tfm_device_get(int i) { (void)i; return &fake.dev; }
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n,
+                            enum cudaMemcpyKind k, cudaStream_t st)
+{
+    (void)st;
+    if (fail_copy && k == cudaMemcpyDeviceToHost)
+        return cudaErrorIllegalAddress;
+    copies++;
+    memcpy(d, s, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
+{ (void)st; memset(d, v, n); return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; syncs++; return cudaSuccess; }
+tfm_code tfm_gpu_check(cudaError_t e, const char *w)
+{
+    snprintf(err, sizeof err, "%s: %d", w, (int)e);
+    return e ? TFM_ERR_INTERNAL : TFM_OK;
+}
+tfm_code tfm_tensor_copy_into(tfm_tensor *dst, const tfm_tensor *src)
+{
+    memcpy(tfm_tensor_data(dst), tfm_tensor_data(src),
+           (size_t)tfm_shape_numel(&src->shape) * 4);
+    return TFM_OK;
+}
+int64_t tfm_shape_numel(const tfm_shape *s)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s->ndim; d++)
+        n *= s->dims[d];
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    float now[3] = {1, 2, 3}, before[3] = {0};
+    tfm_buffer bn = {.refcount = 1, .data = now, .nbytes = sizeof now};
+    tfm_buffer bb = {.refcount = 1, .data = before, .nbytes = sizeof before};
+    tfm_tensor tn = {.refcount = 1, .shape = {.ndim = 1, .dims = {3}},
+                     .device = 1, .buf = &bn};
+    tfm_tensor tb = tn;
+    tb.buf = &bb;
+    tfm_variable v = {.refcount = 1, .value = &tn};
+    tfm_variable *vp = &v;
+    tfm_tensor *kept = &tb;
+    int flag = 0;
+    struct tfm_cugraph r = {.dev = 1, .checks = 1, .flag = &flag,
+                            .nkeep = 1, .keep_var = &vp, .kept = &kept};
+    keep_vars(&r);                      /* before the launch */
+    now[0] = 100;                       /* the launch wrote the variable */
+    now[2] = -7;
+    flag = atoi(argv[1]);
+    fail_copy = atoi(argv[2]);
+    int got = index_error(&r);
+    printf("%d %d %g %g %g %d|%s\n", got, flag, now[0], now[1], now[2],
+           syncs, got < 0 ? err : "");
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def flag_path(tmp_path_factory):
+    import os
+    import shutil
+    import subprocess
+    from cuda_host_util import cuda_include
+    inc = cuda_include()
+    if not inc or not shutil.which("gcc"):
+        pytest.skip("needs the CUDA toolkit's headers and gcc")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    d = tmp_path_factory.mktemp("cugraph_flag")
+    (d / "h.c").write_text(FLAG_HARNESS)
+    r = subprocess.run(["gcc", "-std=c11", "-D_GNU_SOURCE",
+                        "-DTFMINI_WITH_CUDA", "-no-pie", "-fno-pic", "-I",
+                        os.path.join(root, "csrc"), "-I", inc,
+                        str(d / "h.c"), "-o", str(d / "h"), "-lm",
+                        "-Wl,--unresolved-symbols=ignore-all"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+    def run(flag, fail_copy=0):
+        out = subprocess.run([str(d / "h"), str(flag), str(fail_copy)],
+                             capture_output=True, text=True,
+                             check=True).stdout
+        nums, _, err = out.strip().partition("|")
+        got, fl, a, b, c, syncs = nums.split()
+        return int(got), int(fl), [float(a), float(b), float(c)], \
+            int(syncs), err
+    return run
+
+
+def test_flag_clear_after_a_launch_keeps_its_results(flag_path):
+    got, flag, var, syncs, _ = flag_path(0)
+    # One small read and one wait, then the call's outputs are copied.
+    assert got == 0 and flag == 0 and syncs == 1
+    assert var == [100.0, 2.0, -7.0]
+
+
+def test_flag_set_puts_the_variables_back_and_clears_it(flag_path):
+    """An index was out of range: the graph's writes to variables are
+    undone, so the plain rerun starts from the state before the call and
+    ends where a plain run that raised would; the next replay starts
+    with a clear flag."""
+    got, flag, var, _, _ = flag_path(1)
+    assert got == 1 and flag == 0
+    assert var == [1.0, 2.0, 3.0]
+
+
+def test_unreadable_flag_is_the_calls_error(flag_path):
+    got, _, var, _, err = flag_path(1, fail_copy=1)
+    assert got == -1 and "index flag" in err
+    # Nothing is known about the indices: the variables stay as the
+    # launch left them, and the call fails (the work was done).
+    assert var == [100.0, 2.0, -7.0]

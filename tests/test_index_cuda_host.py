@@ -34,7 +34,9 @@ INDEX_BODIES = r"""
 #define tfm_cu_gather_nd tfm_cu_gather_nd_on_device
 #define tfm_cu_where_offsets tfm_cu_where_offsets_on_device
 #define tfm_cu_where_coords tfm_cu_where_coords_on_device
+#define tfm_cu_put_bytes tfm_cu_put_bytes_on_device
 #include "kernels/cuda/index.cu"
+#undef tfm_cu_put_bytes
 #undef tfm_cu_float_pred
 #undef tfm_cu_sequence
 #undef tfm_cu_gather_nd
@@ -60,6 +62,19 @@ tfm_cu_float_pred(int what, int ty, const void *x, void *o, int64_t n, void *s)
     case TFM_CU_BF16: return pred_host<uint16_t>(what, x, o, n, 0x7fff, 0x7f80);
     default: return -1;
     }
+}
+
+extern "C" int
+tfm_cu_put_bytes(void *o, const void *bytes, size_t n, void *s)
+{
+    (void)s;
+    bytes64 v = {};
+    if (n > sizeof v.b)
+        return -1;
+    memcpy(v.b, bytes, n);
+    for (size_t i = 0; i < n; i++)
+        put_byte_at(v, (unsigned char *)o, (int64_t)i);
+    return 0;
 }
 
 extern "C" int
@@ -196,7 +211,9 @@ tfm_cu_gather_batched(int es, int idx64, const void *x, const void *idx,
 """
 
 # scatter.cu's index check and its min/max rule (wins), serially, in
-# index order; adds and updates as the launch_ops.h contract.
+# index order, and its adds as plain sums; each skips a row whose index
+# is out of range, as scatter.cu's kernels do when a capture's check
+# could not stop them.
 SCATTER_BODIES = r"""
 #define tfm_cu_scatter_check tfm_cu_scatter_check_on_device
 #define tfm_cu_scatter_add tfm_cu_scatter_add_on_device
@@ -228,12 +245,43 @@ static int mm_host(int is_max, int idx64, const void *idx, const void *u,
         int64_t k = i / len, j = i % len;
         int64_t at = idx64 ? nd_offset((const long long *)idx, k, p)
                            : nd_offset((const int *)idx, k, p);
+        if (at < 0)
+            continue;
         T *a = (T *)o + at * len + j;
         T v = ((const T *)u)[i];
         if (wins(is_max, v, *a))
             *a = v;
     }
     return 0;
+}
+
+template <typename T>
+static int add_host(int idx64, const void *idx, const void *u, void *o,
+                    int64_t rows, int64_t len, const tfm_cu_nd &p)
+{
+    for (int64_t i = 0; i < rows * len; i++) {
+        int64_t k = i / len, j = i % len;
+        int64_t at = idx64 ? nd_offset((const long long *)idx, k, p)
+                           : nd_offset((const int *)idx, k, p);
+        if (at >= 0)
+            ((T *)o)[at * len + j] += ((const T *)u)[i];
+    }
+    return 0;
+}
+
+extern "C" int
+tfm_cu_scatter_add(int kind, int idx64, const void *idx, const void *u,
+                   void *o, int64_t rows, int64_t len, const tfm_cu_nd *p,
+                   void *s)
+{
+    (void)s;
+    switch (kind) {
+    case TFM_CU_OUT_F32: return add_host<float>(idx64, idx, u, o, rows, len, *p);
+    case TFM_CU_OUT_F64: return add_host<double>(idx64, idx, u, o, rows, len, *p);
+    case TFM_CU_OUT_I32: return add_host<int32_t>(idx64, idx, u, o, rows, len, *p);
+    case TFM_CU_OUT_I64: return add_host<int64_t>(idx64, idx, u, o, rows, len, *p);
+    default: return -1;
+    }
 }
 
 extern "C" int
@@ -262,6 +310,9 @@ GLUE = r"""
 
 static int on_host;
 static tfm_gpu fake;
+/* Note [Index checks inside a CUDA graph capture]: a capture's flag,
+ * handed to the glue as exec_cugraph.c does (NULL: not capturing). */
+void capture_with(int *flag) { tfm_cu_capture_flag(flag); }
 tfm_gpu *tfm_cu_gpu(const tfm_kctx *c) { (void)c; return &fake; }
 tfm_code tfm_cu_launched(tfm_op op, int rc)
 { return rc ? tfm_error(TFM_ERR_INTERNAL, "%s: launch %d", tfm_ops[op].name, rc) : TFM_OK; }
@@ -707,3 +758,96 @@ def test_scatter_bad_index_is_the_cpus_error_and_writes_nothing(glue, op):
         cpu(op, [t, ix, u])
     err = kernel_error(glue, op, [t, ix, u], np.float32, (6,))
     assert err in str(e.value)
+
+
+@pytest.fixture
+def capturing(glue):
+    """The glue as inside exec_cugraph.c's capture: a sticky flag (host
+    memory here) that the index checks set instead of reading back."""
+    flag = ctypes.c_int(0)
+    glue.capture_with(ctypes.byref(flag))
+    yield flag
+    glue.capture_with(None)
+
+
+@pytest.mark.parametrize("op", ["TensorScatterAdd", "TensorScatterMin",
+                                "TensorScatterMax"])
+def test_scatter_bad_index_in_a_capture_sets_the_flag(glue, capturing, op):
+    """No read-back and no CPU kernel inside a capture: the flag is set,
+    the bad row writes nothing and the good ones are applied (the record
+    then reruns the call the plain way for the CPU's error)."""
+    t = np.arange(6, dtype=np.float32)
+    ix = np.array([[1], [6], [-1], [4]], np.int32)
+    u = np.array([9.0, -9.0, 7.0, -3.0], np.float32)
+    rc, got, on_host, leak, err = gpu_glue(glue, op, [t, ix, u],
+                                           np.float32, (6,))
+    assert rc == 0 and not on_host and leak == 0, err
+    assert capturing.value == 1
+    good = [0, 3]
+    want = cpu(op, [t, ix[good], u[good]])
+    assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("op", ["TensorScatterAdd", "TensorScatterMax"])
+def test_scatter_good_indices_in_a_capture_match_the_cpu(glue, capturing,
+                                                         op):
+    t = rand((5, 3), np.float32)
+    ix = np.array([[4], [0], [4]], np.int64)
+    u = rand((3, 3), np.float32, 1)
+    rc, got, on_host, leak, err = gpu_glue(glue, op, [t, ix, u],
+                                           np.float32, (5, 3))
+    assert rc == 0 and not on_host and leak == 0, err
+    assert capturing.value == 0
+    assert got.tobytes() == cpu(op, [t, ix, u]).tobytes()
+
+
+def test_gather_nd_bad_index_in_a_capture_reads_nothing(glue, capturing):
+    """index.cu's own body: a row out of range gives zeros, not a read
+    outside params, and the flag is set."""
+    x = rand((4, 5), np.float64)
+    ix = np.array([[1, 4], [4, 0], [0, -1], [3, 2]], np.int32)
+    rc, got, on_host, leak, err = gpu_glue(glue, "GatherNd", [x, ix],
+                                           np.float64, (4,))
+    assert rc == 0 and not on_host and leak == 0, err
+    assert capturing.value == 1
+    np.testing.assert_array_equal(got, [x[1, 4], 0.0, 0.0, x[3, 2]])
+
+
+def test_gather_nd_good_indices_in_a_capture_leave_the_flag(glue,
+                                                            capturing):
+    x = rand((4, 5, 2), np.int64)
+    ix = np.array([[3, 4], [0, 0]], np.int64)
+    rc, got, on_host, leak, err = gpu_glue(glue, "GatherNd", [x, ix],
+                                           np.int64, (2, 2))
+    assert rc == 0 and not on_host and capturing.value == 0, err
+    assert got.tobytes() == cpu("GatherNd", [x, ix]).tobytes()
+
+
+def test_bad_index_outside_a_capture_still_reads_back(glue):
+    """After a capture the glue reads the flag back again: the CPU's
+    error, nothing written."""
+    flag = ctypes.c_int(0)
+    glue.capture_with(ctypes.byref(flag))
+    glue.capture_with(None)
+    t = np.arange(6, dtype=np.float32)
+    ix = np.array([[1], [6]], np.int32)
+    u = np.array([9.0, -9.0], np.float32)
+    err = kernel_error(glue, "TensorScatterAdd", [t, ix, u], np.float32,
+                       (6,))
+    assert "TensorScatterAdd" in err and flag.value == 0
+
+
+@pytest.mark.parametrize("op", ["Shape", "Size", "Rank"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("shape", [(1,), (3,), (2, 0, 5),
+                                   (1, 2, 3, 4, 5, 6, 7, 8)])
+def test_shape_size_rank_write_the_cpus_values(glue, op, dtype, shape):
+    """Written by a kernel whose parameter holds the values (a capture
+    keeps them), not copied from the host: the CPU kernel's bytes. (No
+    scalar: gpu_glue's ascontiguousarray makes it one-dimensional.)"""
+    x = np.zeros(shape, np.float32)
+    want = cpu(op, [x], dtype=dtype)
+    rc, got, on_host, leak, err = gpu_glue(glue, op, [x], want.dtype,
+                                           want.shape)
+    assert rc == 0 and not on_host and leak == 0, err
+    assert got.tobytes() == want.tobytes()

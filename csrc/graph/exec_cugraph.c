@@ -13,9 +13,13 @@
  * tests check it on the FAKE device without a GPU): every step placed on
  * one device other than the CPU, a kernel step having a kernel there;
  * no Print, Assert, If or While (each reads a value on the host); no
- * output shape known only from values (Where); no random op (its stream
- * is counted on the host per call) and no other stateful kernel; a
- * _Copy only of a function input or a constant. Host constants (a
+ * Where, nor any output shape known only from values (Where's kernel
+ * reads its count back even when its shape was known at the trace); no
+ * random op (its stream is counted on the host per call) and no other
+ * stateful kernel; no step whose GPU kernel hands the dtypes it has to
+ * the CPU kernel on host copies (a scatter of float16, GatherNd of
+ * strings: the copies wait for the stream); a _Copy only of a function
+ * input or a constant. Host constants (a
  * _Copy's input, or read straight by a node that a pass after placement
  * made, which a plain run moves to the device before the kernel) get
  * device copies in the record. The verdict is cached on the
@@ -61,6 +65,21 @@
  * every other call), unless TFMINI_CUDA_GRAPHS=1. An assignment inside the
  * capture that gave a variable a new buffer (someone else held the old
  * one) makes the capture fail: that buffer would be graph memory.
+ *
+ * Indices: TensorScatterAdd/Update/Min/Max and GatherNd check their
+ * indices on the GPU, and outside a capture read the verdict back to
+ * raise the CPU's error. The record of a plan with such a step owns a
+ * device flag that the checks set instead while capturing (Note [Index
+ * checks inside a CUDA graph capture], kernels_scatter.c), and reads it
+ * with one small copy after each launch. A set flag means the graph ran
+ * with bad rows skipped: the record copies back the variables it wrote
+ * (their bytes are kept before each launch, one device copy per written
+ * variable: the price of rerunning, paid only by such plans), clears
+ * the flag and runs the call the plain way, which stops at the bad step
+ * with the CPU's exact error, leaving the variables as a plain run
+ * would. The graph stays: the next call's indices may be good.
+ * Shape, Size and Rank write their host-known values as a kernel's
+ * parameter (kernels_shape.c), which the graph keeps.
  *
  * Failure (capture, instantiate, launch): the capture is always ended,
  * the variables are put back to the tensors they held before (a failed
@@ -159,6 +178,49 @@ const_in(const tfm_plan *p, int32_t sl)
     return NULL;
 }
 
+static const tfm_meta *
+in_meta(const tfm_plan *p, const tfm_node *nd, int i)
+{
+    return &tfm_graph_node(p->g, nd->in[i].node)->out[nd->in[i].out];
+}
+
+static int
+is_index_dtype(tfm_dtype d)
+{
+    return d == TFM_INT32 || d == TFM_INT64;
+}
+
+/* Whether nd is a step whose GPU kernel checks indices (Note [Index
+ * checks inside a CUDA graph capture], kernels_scatter.c). */
+static int
+checks_indices(const tfm_node *nd)
+{
+    switch (nd->op) {
+    case TFM_OP_TENSOR_SCATTER_ADD: case TFM_OP_TENSOR_SCATTER_UPDATE:
+    case TFM_OP_TENSOR_SCATTER_MIN: case TFM_OP_TENSOR_SCATTER_MAX:
+    case TFM_OP_GATHER_ND:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Whether the GPU kernel of nd (one of checks_indices') runs the CPU
+ * kernel on host copies for these inputs, as the glue in
+ * kernels_scatter.c and kernels_index.c decides: those copies wait for
+ * the stream, which a capture cannot. (Their index depth, at most the
+ * rank, never exceeds what the kernels take.) */
+static int
+on_host_copies(const tfm_plan *p, const tfm_node *nd)
+{
+    tfm_dtype d = in_meta(p, nd, 0)->dtype;
+    if (!is_index_dtype(in_meta(p, nd, 1)->dtype) || d == TFM_STRING)
+        return 1;
+    if (nd->op == TFM_OP_GATHER_ND || nd->op == TFM_OP_TENSOR_SCATTER_UPDATE)
+        return 0;
+    return d != TFM_FLOAT32 && d != TFM_FLOAT64 && !is_index_dtype(d);
+}
+
 /* Why step st keeps the plan off a graph (NULL: it does not); *dev is
  * where it runs, 0 for the CPU. */
 static const char *
@@ -195,6 +257,12 @@ step_blocks(const tfm_plan *p, const step *st, int *dev)
         for (int k = 0; k < nd->nout; k++)
             if (!tfm_shape_is_known(&nd->out[k].shape))
                 return "has an output shape known only from its values";
+        if (*dev > 0 && nd->op == TFM_OP_WHERE)
+            return "reads its count back on the host, though its output "
+                   "shape was known when traced";
+        if (*dev > 0 && st->kind == STEP_KERNEL && checks_indices(nd) &&
+            on_host_copies(p, nd))
+            return "runs on host copies for these dtypes on a GPU";
         if (st->kind == STEP_KERNEL && *dev > 0 &&
             !tfm_kernel_for(nd->op, *dev))
             return "has no kernel on its device";
@@ -251,6 +319,10 @@ note(const tfm_plan *p, int m, const char *what, const char *why)
 #ifdef TFMINI_WITH_CUDA
 #include "../kernels/cuda/internal.h"
 
+/* kernels_scatter.c: the flag the index checks set instead of reading
+ * back, while this thread captures (NULL: none). */
+void tfm_cu_capture_flag(int *flag);
+
 /* Four drops (changed shapes or variables), then the plan stays plain. */
 #define MAX_DROPS 4
 
@@ -269,6 +341,14 @@ struct tfm_cugraph {
     tfm_tensor **snap;      /* their tensors while a capture runs */
     const void **var_data;  /* their data when captured */
     tfm_shape *var_shape;
+    /* A plan with a step that checks indices: the flag (device memory,
+     * made at the first capture), the variables the graph writes and
+     * their bytes as they were before the latest launch. */
+    int checks;
+    int *flag;
+    int nkeep;
+    tfm_variable **keep_var;
+    tfm_tensor **kept;
     cudaGraph_t graph;
     cudaGraphExec_t exec;
 };
@@ -300,6 +380,7 @@ clear(struct tfm_cugraph *r)
     drop_all(r->out, r->nout);
     drop_all(r->in, r->nin);
     drop_all(r->consts, r->nconst);
+    drop_all(r->kept, r->nkeep);
     if (r->exec)
         cudaGraphExecDestroy(r->exec);
     if (r->graph)
@@ -311,12 +392,12 @@ clear(struct tfm_cugraph *r)
 }
 
 static void
-add_var(struct tfm_cugraph *r, tfm_variable *v)
+add_var(tfm_variable **set, int *n, tfm_variable *v)
 {
-    for (int k = 0; k < r->nvar; k++)
-        if (r->var[k] == v)
+    for (int k = 0; k < *n; k++)
+        if (set[k] == v)
             return;
-    r->var[r->nvar++] = v;
+    set[(*n)++] = v;
 }
 
 static struct tfm_cugraph *
@@ -339,14 +420,36 @@ record_new(const tfm_plan *p, int dev)
     r->snap = calloc(ns, sizeof *r->snap);
     r->var_data = calloc(ns, sizeof *r->var_data);
     r->var_shape = calloc(ns, sizeof *r->var_shape);
+    size_t nw = ns;
+    for (int32_t s = 0; s < p->nsteps; s++)
+        if (p->steps[s].kind == STEP_FUSED)
+            nw += (size_t)p->steps[s].node->nout;
+    r->keep_var = calloc(nw, sizeof *r->keep_var);
+    r->kept = calloc(nw, sizeof *r->kept);
     if (!r->dtype || !r->shape || !r->in || !r->consts || !r->out ||
-        !r->var || !r->snap || !r->var_data || !r->var_shape) {
+        !r->var || !r->snap || !r->var_data || !r->var_shape ||
+        !r->keep_var || !r->kept) {
         tfm_cugraph_free(&(tfm_plan){.cugraph = r});
         return NULL;
     }
-    for (int32_t s = 0; s < p->nsteps; s++)
-        if (p->steps[s].kind == STEP_READ || p->steps[s].kind == STEP_ASSIGN)
-            add_var(r, p->steps[s].node->var);
+    for (int32_t s = 0; s < p->nsteps; s++) {
+        const step *st = &p->steps[s];
+        if (st->kind == STEP_READ || st->kind == STEP_ASSIGN)
+            add_var(r->var, &r->nvar, st->node->var);
+        if (st->kind == STEP_KERNEL && checks_indices(st->node))
+            r->checks = 1;
+    }
+    /* Written: by an assignment, or by a fused step straight into the
+     * variable's buffer (Note [Fused writes into variables]). */
+    for (int32_t s = 0; r->checks && s < p->nsteps; s++) {
+        const step *st = &p->steps[s];
+        if (st->kind == STEP_ASSIGN)
+            add_var(r->keep_var, &r->nkeep, st->node->var);
+        for (int k = 0; st->kind == STEP_FUSED && st->into &&
+                        k < st->node->nout; k++)
+            if (st->into[k])
+                add_var(r->keep_var, &r->nkeep, st->into[k]);
+    }
     return r;
 }
 
@@ -357,6 +460,10 @@ tfm_cugraph_free(tfm_plan *p)
     if (!r)
         return;
     clear(r);
+    if (r->flag)
+        cudaFree(r->flag);
+    free(r->keep_var);
+    free(r->kept);
     free(r->dtype);
     free(r->shape);
     free(r->in);
@@ -520,9 +627,97 @@ copies_stay_on_device(cudaGraph_t graph, char *why, size_t n)
     return 1;
 }
 
+/* Before a capture of a plan that checks indices: the flag, zeroed on
+ * the stream, and room for the written variables' bytes. */
+static int
+checks_ready(struct tfm_cugraph *r, char *why, size_t n)
+{
+    cudaError_t e = cudaSuccess;
+    if (!r->flag && (e = cudaMalloc((void **)&r->flag, sizeof *r->flag))) {
+        r->flag = NULL;
+    } else {
+        e = cudaMemsetAsync(r->flag, 0, sizeof *r->flag, gpu(r)->stream);
+    }
+    if (e) {
+        cudaGetLastError();
+        snprintf(why, n, "the index flag: %s", cudaGetErrorString(e));
+        return 0;
+    }
+    for (int k = 0; k < r->nkeep; k++) {
+        const tfm_tensor *v = r->keep_var[k]->value;
+        if (!(r->kept[k] = tfm_tensor_new(v->dtype, &v->shape, r->dev))) {
+            snprintf(why, n, "room to keep a variable: %s",
+                     tfm_error_message());
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Keeps the written variables' bytes (queued before the launch). */
+static tfm_code
+keep_vars(const struct tfm_cugraph *r)
+{
+    tfm_code rc = TFM_OK;
+    for (int k = 0; k < r->nkeep && !rc; k++)
+        rc = tfm_tensor_copy_into(r->kept[k], r->keep_var[k]->value);
+    return rc;
+}
+
+/* After a launch of a plan that checks indices: 0 when every index was
+ * in range; 1 when one was not, with the variables put back and the
+ * flag cleared, for the plain run to raise the error; -1 with the error
+ * set when reading the flag or putting back failed. */
+static int
+index_error(const struct tfm_cugraph *r)
+{
+    cudaStream_t s = gpu(r)->stream;
+    int bad = 0;
+    cudaError_t e = cudaMemcpyAsync(&bad, r->flag, sizeof bad,
+                                    cudaMemcpyDeviceToHost, s);
+    if (!e)
+        e = cudaStreamSynchronize(s);
+    if (!e && bad)
+        e = cudaMemsetAsync(r->flag, 0, sizeof *r->flag, s);
+    if (e) {
+        tfm_gpu_check(e, "reading the CUDA graph's index flag");
+        return -1;
+    }
+    if (!bad)
+        return 0;
+    for (int k = 0; k < r->nkeep; k++)
+        if (tfm_tensor_copy_into(r->keep_var[k]->value, r->kept[k]))
+            return -1;
+    return 1;
+}
+
+/* The end of a launch that succeeded: 1 with *rc the call's result, or
+ * 0 (an index out of range, the variables as before the call) for the
+ * plain run to raise the error. */
+static int
+launched(tfm_plan *p, struct tfm_cugraph *r, int m, tfm_tensor *const *in,
+         tfm_tensor **out, tfm_code *rc)
+{
+    if (r->checks) {
+        int bad = index_error(r);
+        if (bad < 0) {
+            *rc = tfm_error_code();
+            return 1;
+        }
+        if (bad) {
+            tally(&n_fallback);
+            note(p, m, "replayed with an index out of range",
+                 "the call runs the plain way for its error");
+            return 0;
+        }
+    }
+    *rc = copy_out(p, r, in, out);
+    return 1;
+}
+
 /* Capture the call, instantiate, launch: 1 with *rc the call's result,
- * or 0 (the plan marked plain, nothing changed) to run it the plain
- * way. */
+ * or 0 to run it the plain way: the plan marked plain and nothing
+ * changed, or (launched()) the graph kept and an index out of range. */
 static int
 capture(tfm_plan *p, struct tfm_cugraph *r, int m, tfm_tensor *const *in,
         tfm_tensor **out, tfm_code *rc)
@@ -556,6 +751,8 @@ capture(tfm_plan *p, struct tfm_cugraph *r, int m, tfm_tensor *const *in,
         r->var_shape[nsnap] = v->shape;
     }
     tfm_gpu_use(g);
+    if (r->checks && !checks_ready(r, why, sizeof why))
+        goto fail;
     e = cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal);
     if (e != cudaSuccess) {
         snprintf(why, sizeof why, "cudaStreamBeginCapture: %s",
@@ -563,7 +760,9 @@ capture(tfm_plan *p, struct tfm_cugraph *r, int m, tfm_tensor *const *in,
         goto fail;
     }
     captured = 1;
+    tfm_cu_capture_flag(r->checks ? r->flag : NULL);
     tfm_code run = tfm_plan_run_consts(p, r->in, r->nin, r->out, r->consts);
+    tfm_cu_capture_flag(NULL);
     if (run)
         snprintf(why, sizeof why, "the captured run failed: %s",
                  tfm_error_message());
@@ -595,6 +794,11 @@ capture(tfm_plan *p, struct tfm_cugraph *r, int m, tfm_tensor *const *in,
     }
     r->graph = graph;
     graph = NULL;
+    if (keep_vars(r)) {
+        snprintf(why, sizeof why, "keeping the variables: %s",
+                 tfm_error_message());
+        goto fail;
+    }
     e = cudaGraphLaunch(r->exec, g->stream);
     if (e != cudaSuccess) {
         snprintf(why, sizeof why, "cudaGraphLaunch: %s",
@@ -606,8 +810,7 @@ capture(tfm_plan *p, struct tfm_cugraph *r, int m, tfm_tensor *const *in,
     tally(&n_capture);
     note(p, m, "captured", "the call replays from now on");
     /* The work is done: from here an error is the call's, not a retry. */
-    *rc = copy_out(p, r, in, out);
-    return 1;
+    return launched(p, r, m, in, out, rc);
 fail:
     if (captured) {
         cudaGraph_t left = NULL;
@@ -643,6 +846,11 @@ replay(tfm_plan *p, struct tfm_cugraph *r, int m, tfm_tensor *const *in,
             tally(&n_fallback);
             return 0;
         }
+    if (keep_vars(r)) {
+        tfm_error_clear();
+        tally(&n_fallback);
+        return 0;
+    }
     cudaError_t e = cudaGraphLaunch(r->exec, gpu(r)->stream);
     if (e != cudaSuccess) {
         char why[200];
@@ -652,8 +860,7 @@ replay(tfm_plan *p, struct tfm_cugraph *r, int m, tfm_tensor *const *in,
         return 0;
     }
     tally(&n_replay);
-    *rc = copy_out(p, r, in, out);
-    return 1;
+    return launched(p, r, m, in, out, rc);
 }
 
 static int

@@ -1,8 +1,9 @@
 """Cached tf.function calls replayed through CUDA graphs (Note [CUDA
 graphs for cached calls] in csrc/graph/exec_cugraph.c) against the same
-calls run step by step (TFMINI_CUDA_GRAPHS=0): train steps, functions
-the rule keeps off a graph, changing input shapes, variables changed
-between calls. The counters prove that replays happened. Every test
+calls run step by step (TFMINI_CUDA_GRAPHS=0): train steps (an
+embedding model's among them, whose scatter checks its indices), a bad
+index in a replay, Shape/Size/Rank, functions the rule keeps off a
+graph, changing input shapes, variables changed between calls. The counters prove that replays happened. Every test
 skips without a GPU (conftest.py); the bodies ran on the CPU with
 DEVICE = "/CPU:0", where nothing is captured, to check them."""
 import ctypes
@@ -237,3 +238,138 @@ def test_outputs_are_fresh_tensors(monkeypatch):
             outs.append(f(tf.constant(np.full(3, float(k), np.float32))))
     for k, o in enumerate(outs):
         np.testing.assert_allclose(o.numpy(), np.full(3, k + 1.0))
+
+
+def embedding_train(monkeypatch, on, steps=30):
+    """An embedding model's Adam step: Gather forward, TensorScatterAdd
+    (Gather's gradient, whose kernel checks its indices) backward."""
+    graphs(monkeypatch, on)
+    rng = np.random.default_rng(3)
+    with tf.device(DEVICE):
+        emb = tf.Variable(rng.standard_normal((50, 8)).astype(np.float32))
+        w = tf.Variable(rng.standard_normal((8, 1)).astype(np.float32))
+        opt = tf.keras.optimizers.Adam(0.02)
+
+    @tf.function
+    def step(ids, y):
+        with tf.device(DEVICE):
+            with tf.GradientTape() as tape:
+                h = tf.reduce_mean(tf.gather(emb, ids), axis=1)
+                loss = tf.reduce_mean(tf.square(tf.matmul(h, w) - y))
+            gs = tape.gradient(loss, [emb, w])
+            opt.apply_gradients(zip(gs, [emb, w]))
+        return loss
+
+    idv = rng.integers(0, 50, (32, 4)).astype(np.int32)
+    yv = rng.standard_normal((32, 1)).astype(np.float32)
+    before = counters()
+    with tf.device(DEVICE):
+        ids, y = tf.constant(idv), tf.constant(yv)
+    losses = [float(step(ids, y)) for _ in range(steps)]
+    return losses, [emb.numpy(), w.numpy()], delta(before)
+
+
+def test_embedding_train_step_replays_and_matches(monkeypatch, capfd):
+    lg, wg, dg = embedding_train(monkeypatch, True)
+    lp, wp, dp = embedding_train(monkeypatch, False)
+    err = capfd.readouterr().err
+    if ON_GPU:
+        assert dg["captures"] == 1 and dg["failures"] == 0, (dg, err)
+        assert dg["replays"] == 28 and dg["fallbacks"] == 0, (dg, err)
+    assert dp["captures"] == dp["replays"] == 0
+    assert lg[-1] < lg[0]
+    # Atomic adds of repeated rows sum in no fixed order, in both runs.
+    np.testing.assert_allclose(lg, lp, rtol=1e-4, atol=1e-5)
+    for a, b in zip(wg, wp):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def scatter_step(monkeypatch, on):
+    graphs(monkeypatch, on)
+    with tf.device(DEVICE):
+        v = tf.Variable(np.zeros((6, 2), np.float32))
+
+    @tf.function
+    def f(i):
+        with tf.device(DEVICE):
+            v.assign_add(tf.ones((6, 2)))
+            out = tf.tensor_scatter_nd_add(v * 1.0, i, tf.ones((3, 2)))
+            v.assign(out)
+            return tf.gather_nd(out, i[:, :1])
+
+    return v, f
+
+
+def test_bad_index_in_a_replay_is_the_cpus_error(monkeypatch, capfd):
+    """The flag read after the replay sends the call the plain way: the
+    CPU's exact error, and the variable as a plain run leaves it (its
+    first assign_add done, the scatter's assign not); good calls after it
+    replay again."""
+    good = [[0], [5], [0]]
+    results = {}
+    for on in (True, False):
+        v, f = scatter_step(monkeypatch, on)
+        before = counters()
+        with tf.device(DEVICE):
+            for _ in range(3):
+                f(tf.constant(good))
+            with pytest.raises(tf.errors.InvalidArgumentError) as e:
+                f(tf.constant([[0], [6], [1]]))
+            after_error = v.numpy()
+            last = f(tf.constant(good)).numpy()
+        results[on] = (str(e.value), after_error, last, v.numpy(),
+                       delta(before))
+    err = capfd.readouterr().err
+    (eg, vg, lg, fg, dg), (ep, vp, lp, fp, _) = results[True], results[False]
+    assert "TensorScatterAdd" in eg and "6" in eg, eg
+    assert eg == ep
+    np.testing.assert_array_equal(vg, vp)
+    np.testing.assert_array_equal(lg, lp)
+    np.testing.assert_array_equal(fg, fp)
+    if ON_GPU:
+        assert dg["captures"] == 1 and dg["failures"] == 0, (dg, err)
+        assert dg["replays"] == 3 and dg["fallbacks"] == 1, (dg, err)
+
+
+def test_shape_size_rank_replay(monkeypatch, capfd):
+    graphs(monkeypatch, True)
+
+    @tf.function
+    def f(a):
+        with tf.device(DEVICE):
+            n = tf.cast(tf.size(a), tf.float32)
+            s = tf.cast(tf.shape(a), tf.float32)
+            r = tf.cast(tf.rank(a), tf.float32)
+            return a * n + s[0] * 10.0 + r
+
+    before = counters()
+    for k in range(4):
+        av = np.full((3, 5), float(k), np.float32)
+        with tf.device(DEVICE):
+            got = f(tf.constant(av)).numpy()
+        np.testing.assert_allclose(got, av * 15 + 30 + 2)
+    d = delta(before)
+    err = capfd.readouterr().err
+    if ON_GPU:
+        assert d["captures"] == 1 and d["replays"] == 2, (d, err)
+        assert d["failures"] == 0, (d, err)
+
+
+def test_where_stays_off_graphs(monkeypatch, capfd):
+    graphs(monkeypatch, True)
+
+    @tf.function
+    def f(a):
+        with tf.device(DEVICE):
+            return tf.cast(tf.where(a > 0.0), tf.float32) * 2.0
+
+    av = np.array([0.5, -1.0, 2.0, 0.25], np.float32)
+    before = counters()
+    for _ in range(3):
+        with tf.device(DEVICE):
+            got = f(tf.constant(av)).numpy()
+    np.testing.assert_array_equal(got, [[0.0], [4.0], [6.0]])
+    d = delta(before)
+    assert d["captures"] == d["replays"] == 0, d
+    if ON_GPU:
+        assert d["ineligible"] == 1 and d["failures"] == 0, d

@@ -1,7 +1,9 @@
 // IsNan/IsInf/IsFinite, Range/LinSpace, GatherNd and Where on the GPU
-// (launch_index.h). Each kernel is a grid-stride loop over one
-// __host__ __device__ body, so a host build of this file runs the very
-// bodies serially against the CPU kernels (tests/test_index_cuda_host.py).
+// (launch_index.h), and the small write of host-known values that
+// Shape, Size and Rank use (tfm_cu_put_bytes). Each kernel is a
+// grid-stride loop over one __host__ __device__ body, so a host build of
+// this file runs the very bodies serially against the CPU kernels
+// (tests/test_index_cuda_host.py).
 //
 // Where's output shape depends on its values: the glue reads the count
 // back between the two launches (Note on the capture in kernels_index.c).
@@ -100,15 +102,21 @@ k_sequence(seq_plan p, void *o)
 
 // ---- GatherNd ----
 
-// Slice offset of index row k (launch_ops.h's tfm_cu_nd; the indices
-// were checked, so every one is in range).
+// Slice offset of index row k (launch_ops.h's tfm_cu_nd), or -1 for an
+// index out of range. The glue checked the indices first, except inside
+// a CUDA graph capture, where the check only raises a flag read after
+// the replay (kernels_scatter.c): a bad row then reads nothing.
 template <typename I>
 __host__ __device__ inline int64_t
 nd_slice(const I *idx, int64_t k, const tfm_cu_nd &p)
 {
     int64_t off = 0;
-    for (int j = 0; j < p.depth; j++)
-        off += (int64_t)idx[k * p.depth + j] * p.st[j];
+    for (int j = 0; j < p.depth; j++) {
+        int64_t v = (int64_t)idx[k * p.depth + j];
+        if (v < 0 || v >= p.dims[j])
+            return -1;
+        off += v * p.st[j];
+    }
     return off;
 }
 
@@ -117,8 +125,11 @@ __host__ __device__ inline void
 gather_nd_at(const E *x, const I *idx, E *o, int64_t len,
              const tfm_cu_nd &p, int64_t i)
 {
-    int64_t k = i / len, j = i % len;
-    o[i] = x[nd_slice(idx, k, p) * len + j];
+    int64_t k = i / len, j = i % len, at = nd_slice(idx, k, p);
+    if (at >= 0)
+        o[i] = x[at * len + j];
+    else
+        o[i] = E();
 }
 
 template <typename E, typename I>
@@ -235,6 +246,26 @@ aligned(size_t b)
     return (b + 255) / 256 * 256;
 }
 
+// ---- small values known on the host ----
+
+// Up to 64 bytes passed by value: a kernel's parameters are copied into
+// a captured graph's node, so a replay writes them again with no host
+// memory behind it (Shape, Size and Rank, kernels_shape.c).
+struct bytes64 { unsigned char b[64]; };
+
+__host__ __device__ inline void
+put_byte_at(const bytes64 &v, unsigned char *o, int64_t i)
+{
+    o[i] = v.b[i];
+}
+
+__global__ void
+k_put_bytes(bytes64 v, unsigned char *o, int64_t n)
+{
+    TFM_CU_GRID_STRIDE(i, n)
+        put_byte_at(v, o, i);
+}
+
 }  // namespace
 
 extern "C" int
@@ -344,5 +375,20 @@ tfm_cu_where_coords(int es, int is_float, const void *x, int rank,
         p.dims[j] = dims[j];
     k_where_emit<<<tfm_cu_blocks_for(nc), TFM_CU_THREADS, 0,
                    (cudaStream_t)stream>>>(p, x, nc, offs, o);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int
+tfm_cu_put_bytes(void *o, const void *bytes, size_t n, void *stream)
+{
+    bytes64 v = {};
+    if (n > sizeof v.b)
+        return -1;
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        v.b[i] = ((const unsigned char *)bytes)[i];
+    k_put_bytes<<<1, 64, 0, (cudaStream_t)stream>>>(v, (unsigned char *)o,
+                                                     (int64_t)n);
     return (int)cudaGetLastError();
 }

@@ -16,9 +16,10 @@
  * past the output, so the CPU kernel runs on host copies instead and
  * raises its error. That read-back waits for the stream, so a plan with
  * Where cannot be captured into a CUDA graph: exec_cugraph.c's rule
- * refuses a step whose output shape is unknown, as a traced Where's is
- * ([-1, rank]) unless its condition was a value when traced; such a
- * capture fails at the read-back and the plan runs plain from then on. */
+ * refuses every Where step, whether its output shape is unknown (as a
+ * traced Where's is, [-1, rank]) or was known when traced. GatherNd's
+ * index check reads back too, but not inside a capture (Note [Index
+ * checks inside a CUDA graph capture], kernels_scatter.c). */
 #include "internal.h"
 
 #include "../cpu/shape.h"

@@ -6,11 +6,37 @@
  * and raises its own InvalidArgumentError, naming the op, the index row
  * and the shape, and nothing was written. Adds, mins and maxes take
  * float32, float64, int32 and int64 (CUDA's atomics); other dtypes run
- * on the CPU. */
+ * on the CPU.
+ *
+ * Note [Index checks inside a CUDA graph capture]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A capture records work without running it, so the flag cannot be read
+ * back there, and a replay must not wait on the host mid-graph. While
+ * exec_cugraph.c captures a plan, it hands this thread a sticky flag of
+ * its own (tfm_cu_capture_flag): the check then sets that flag and
+ * nothing else, the scatters and GatherNd run anyway and skip every row
+ * whose index is out of range (scatter.cu, index.cu), so a bad index
+ * writes and reads nothing outside the tensors. After each launch the
+ * record reads the flag once; when set it puts back the variables the
+ * graph assigned and reruns the call the plain way, where this check
+ * reads back as before and the CPU kernel raises its exact error. The
+ * flag is per thread because the capture is (mode ThreadLocal), and
+ * only a capture sets it, so every other call keeps the read-back. */
 #include "internal.h"
 
 #include "launch_index.h"
 #include "launch_ops.h"
+
+/* exec_cugraph.c sets it around a capture, to NULL after. */
+void tfm_cu_capture_flag(int *flag);
+
+static _Thread_local int *capture_flag;
+
+void
+tfm_cu_capture_flag(int *flag)
+{
+    capture_flag = flag;
+}
 
 tfm_code
 tfm_cu_nd_check(tfm_op op, const tfm_tensor *idx, int64_t rows,
@@ -20,6 +46,10 @@ tfm_cu_nd_check(tfm_op op, const tfm_tensor *idx, int64_t rows,
     if (rows <= 0)
         return TFM_OK;
     tfm_gpu *g = tfm_cu_gpu(ctx);
+    if (capture_flag)
+        return tfm_cu_launched(op, tfm_cu_scatter_check(
+            idx->dtype == TFM_INT64, tfm_tensor_data(idx), rows, p,
+            capture_flag, g->stream));
     int *flag = ctx->scratch_alloc(ctx, sizeof *flag);
     if (!flag)
         return tfm_error_code();

@@ -50,9 +50,17 @@ k_broadcast_to(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     return tfm_cu_launched(op, rc);
 }
 
+/* index.cu: n (at most 64) bytes written to device memory o by a kernel
+ * that takes them as its parameter. */
+int tfm_cu_put_bytes(void *o, const void *bytes, size_t n, void *stream);
+
 /* Shape, Size and Rank read only their input's shape, which the host
  * knows: the CPU kernel (its values, its int32 overflow error) fills a
- * host tensor, and the few bytes are copied in, with no launch. (TF
+ * host buffer, and a kernel writes those few bytes, taking them as its
+ * parameter rather than copying them from the host: a CUDA graph
+ * captures the parameter's value, so a replay needs no host memory, as
+ * a captured copy from this stack frame would (the value is the same
+ * on every replay: a capture is made for one set of input shapes). (TF
  * keeps Shape's output in host memory; here it lives on the GPU like
  * every output of a GPU op, and its consumers read it there.) */
 static tfm_code
@@ -73,8 +81,9 @@ k_shape_of(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     tfm_code rc = tfm_ops[op].cpu(op, in, nin, a, &ht, 1, &tfm_kctx_cpu);
     if (rc || !nb)
         return rc;
-    const tfm_device *d = ctx->device;
-    return d->copy_from_host(d, tfm_tensor_data(o), vals, nb);
+    tfm_gpu *g = tfm_cu_gpu(ctx);
+    return tfm_cu_launched(op, tfm_cu_put_bytes(tfm_tensor_data(o), vals,
+                                                nb, g->stream));
 }
 
 static tfm_code

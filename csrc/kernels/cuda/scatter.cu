@@ -3,11 +3,15 @@
 // their own kernel, whose flag the C glue reads back before anything is
 // written: the output may be the input itself (the executor's in-place
 // scatter), and a bad index must leave it untouched and raise the
-// CPU's error. Adds are atomic, so repeated indices sum in no fixed
-// order (floats may differ from the CPU's index-order sum in the last
-// bits; integers are exact). Updates keep the CPU's rule, the last
-// repeated index row wins: each slice's winning row is found first
-// (atomicMax over row numbers), then only winners write. Mins and maxes
+// CPU's error. Inside a CUDA graph capture nothing is read back (Note
+// [Index checks inside a CUDA graph capture], kernels_scatter.c), so
+// the scatters run whatever the flag says: each skips a row with an
+// index out of range rather than write outside the output. Adds are
+// atomic, so repeated indices sum in no fixed order (floats may differ
+// from the CPU's index-order sum in the last bits; integers are
+// exact). Updates keep the CPU's rule, the last repeated index row
+// wins: each slice's winning row is found first (atomicMax over row
+// numbers), then only winners write. Mins and maxes
 // are atomic too (a compare-and-swap loop for floats) and keep the CPU's
 // rule, under which the order does not matter: an update wins only when
 // strictly less (greater), so a NaN update never wins and a NaN already
@@ -69,8 +73,9 @@ k_add(const I *idx, const T *u, T *o, int64_t rows, int64_t len,
       tfm_cu_nd p)
 {
     TFM_CU_GRID_STRIDE(i, rows * len) {
-        int64_t k = i / len, j = i % len;
-        add_to(o + nd_offset(idx, k, p) * len + j, u[i]);
+        int64_t k = i / len, j = i % len, at = nd_offset(idx, k, p);
+        if (at >= 0)
+            add_to(o + at * len + j, u[i]);
     }
 }
 
@@ -132,8 +137,9 @@ k_minmax(int is_max, const I *idx, const T *u, T *o, int64_t rows,
          int64_t len, tfm_cu_nd p)
 {
     TFM_CU_GRID_STRIDE(i, rows * len) {
-        int64_t k = i / len, j = i % len;
-        minmax_to(is_max, o + nd_offset(idx, k, p) * len + j, u[i]);
+        int64_t k = i / len, j = i % len, at = nd_offset(idx, k, p);
+        if (at >= 0)
+            minmax_to(is_max, o + at * len + j, u[i]);
     }
 }
 
@@ -159,7 +165,9 @@ __global__ void
 k_winners(const I *idx, int64_t rows, tfm_cu_nd p, long long *win)
 {
     TFM_CU_GRID_STRIDE(k, rows) {
-        atomicMax(win + nd_offset(idx, k, p), (long long)k);
+        int64_t at = nd_offset(idx, k, p);
+        if (at >= 0)
+            atomicMax(win + at, (long long)k);
     }
 }
 
@@ -170,7 +178,7 @@ k_update(const I *idx, const E *u, E *o, int64_t rows, int64_t len,
 {
     TFM_CU_GRID_STRIDE(i, rows * len) {
         int64_t k = i / len, j = i % len, at = nd_offset(idx, k, p);
-        if (win[at] == k)
+        if (at >= 0 && win[at] == k)
             o[at * len + j] = u[i];
     }
 }
