@@ -200,8 +200,12 @@ class ConcreteFunction(_C.ConcreteBase):
                     f"Binding inputs to ConcreteFunction "
                     f"{self._short_name()} failed: {e}") from None
             flat = _flatten_leaves(canonical, [])
-            bad = static_mismatch(canonical, self._canonical_specs)
-            if bad is not None:         # an extension type's Python fields
+            bad = static_mismatch(canonical, self._canonical_specs) or \
+                next((r for r in map(_value_mismatch, canonical,
+                                     self._canonical_specs,
+                                     map(repr, self._binder.names))
+                      if r is not None), None)
+            if bad is not None:         # Python values the trace baked in
                 raise FunctionSignatureError(
                     f"Binding inputs to ConcreteFunction "
                     f"{self._short_name()} failed: {bad}")
@@ -259,6 +263,44 @@ class ConcreteFunction(_C.ConcreteBase):
     def __repr__(self):
         return (f"<ConcreteFunction {self.pretty_printed_signature(False)} "
                 f"at 0x{id(self):X}>")
+
+
+def _value_mismatch(given, traced, path):
+    """A message if a Python value among the arguments `given` differs
+    from the one the trace was made with (`traced`, its canonical specs),
+    else None: a concrete function runs its one trace, so as in TF a
+    different value is an error, not silently the traced one. Tensors and
+    objects keyed by identity are not compared here."""
+    if _is_leaf(traced) or isinstance(traced, _ObjectArg) or \
+            getattr(type(traced), "_tfm_static_key", False):
+        return None
+    where = f"argument {path}"
+    if _is_leaf(given):
+        return f"{where} is a tensor; the trace has {traced!r}"
+    t = type(traced)
+    if t in (list, tuple) or _is_namedtuple(traced):
+        if not isinstance(given, (list, tuple)) or len(given) != len(traced):
+            return f"{where} is {given!r}; the trace has {traced!r}"
+        for i, (g, v) in enumerate(zip(given, traced)):
+            r = _value_mismatch(g, v, f"{path}[{i}]")
+            if r is not None:
+                return r
+        return None
+    if t is dict:
+        if not isinstance(given, dict) or set(given) != set(traced):
+            return f"{where} is {given!r}; the trace has {traced!r}"
+        for k in traced:
+            r = _value_mismatch(given[k], traced[k], f"{path}[{k!r}]")
+            if r is not None:
+                return r
+        return None
+    try:
+        same = type(given) is t and bool(given == traced)
+    except Exception:               # noqa: BLE001 (an odd __eq__)
+        same = False
+    if not same:
+        return f"{where} is {given!r}; the trace has {traced!r}"
+    return None
 
 
 class _FunctionType:
