@@ -185,3 +185,19 @@ def test_saved_concrete_signature_of_unknown_rank(tmp_path):
     assert loaded.signatures["serving_default"].structured_outputs == {
         "out": tf.TensorSpec(None, F32, "out")}
     assert loaded(tf.ones([2, 2]))["out"].numpy().tolist() == [[1., 1.]] * 2
+
+
+def test_a_function_with_an_unknown_rank_trace_is_freed():
+    import weakref
+
+    def double(x):
+        return x * 2.
+
+    f = tf.function(double)
+    c = f.get_concrete_function(spec(None))
+    gone = weakref.ref(f)
+    del f
+    assert gone() is None        # no cycle through its ConcreteFunction
+    assert c(tf.ones([2])).numpy().tolist() == [2., 2.]     # rank 1: kept
+    with pytest.raises(ReferenceError, match="cannot trace a new rank"):
+        c(tf.ones([1] * 5))

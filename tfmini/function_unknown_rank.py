@@ -36,6 +36,8 @@ rank-specialized:
 The C core could carry an unknown rank only by deferring shape inference
 and the memory plan to the first run of each rank, which is what the rank
 traces do, with the rank traces cached in Python."""
+import weakref
+
 from . import _C
 from .function import ConcreteFunction, _strong_objects, _weak_objects
 from .tensor_spec import TensorSpec
@@ -94,7 +96,9 @@ class RankGenericConcreteFunction(ConcreteFunction):
     def __init__(self, function, canonical):
         # Not ConcreteFunction's __init__: there is no graph of its own.
         _C.ConcreteBase.__init__(self)
-        self._function = function
+        # Weakly, as a trace holds nothing of its Function: the Function
+        # holds this object, and a cycle would outlive `del f`.
+        self._function_ref = weakref.ref(function)
         self._function_name = function._name
         self._binder = function._binder
         # The signature with objects held weakly (traces rebuild it).
@@ -134,9 +138,18 @@ class RankGenericConcreteFunction(ConcreteFunction):
         if mine is None:
             inst, _ = with_ranks(self._strong_args(), self._unknown, ranks)
             mine = self._rank_keys[ranks] = \
-                self._function._key(inst, True)[0]
+                self._owner()._key(inst, True)[0]
         theirs, _ = with_ranks(canonical, self._unknown, ranks)
-        return self._function._key(theirs, True)[0] == mine
+        return self._owner()._key(theirs, True)[0] == mine
+
+    def _owner(self):
+        function = self._function_ref()
+        if function is None:
+            raise ReferenceError(
+                f"ConcreteFunction {self._function_name}: the tf.function "
+                f"it came from is gone, so it cannot trace a new rank "
+                f"(tfmini traces an unknown-rank signature once per rank)")
+        return function
 
     def _strong_args(self):
         return [_strong_objects(v) for v in self._args]
@@ -145,7 +158,7 @@ class RankGenericConcreteFunction(ConcreteFunction):
         """The trace for this rank pattern, traced on first need."""
         c = self._by_rank.get(ranks)
         if c is None:
-            c = self._function._rank_trace(self, ranks)
+            c = self._owner()._rank_trace(self, ranks)
             self._by_rank[ranks] = c
         return c
 

@@ -108,7 +108,7 @@ class _Saver:
         concretes = [c for c, _ in ranks]
         if not isinstance(fn, ConcreteFunction) or \
                 isinstance(fn, RankGenericConcreteFunction):
-            owner = fn if isinstance(fn, Function) else fn._function
+            owner = fn if isinstance(fn, Function) else fn._owner()
             concretes = [owner._saveable_trace(c) for c in concretes]
         if any(isinstance(c.__dict__.get("_run"), _CustomGradientRun)
                for c in concretes):
