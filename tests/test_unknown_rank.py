@@ -201,3 +201,16 @@ def test_a_function_with_an_unknown_rank_trace_is_freed():
     assert c(tf.ones([2])).numpy().tolist() == [2., 2.]     # rank 1: kept
     with pytest.raises(ReferenceError, match="cannot trace a new rank"):
         c(tf.ones([1] * 5))
+
+
+def test_another_python_value_is_another_trace():
+    @tf.function
+    def pow_(a, b):
+        return a ** b
+
+    square = pow_.get_concrete_function(spec(None), 2)
+    assert pow_(tf.constant([2.]), 3).numpy().tolist() == [8.]
+    assert pow_.experimental_get_tracing_count() == 2
+    assert pow_(tf.constant([[2.]]), 2).numpy().tolist() == [[4.]]
+    assert pow_.experimental_get_tracing_count() == 2
+    assert square(tf.constant(3.)).numpy() == 9.

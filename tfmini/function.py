@@ -791,6 +791,9 @@ class Function(_C.FunctionBase):
         canonical, specs = _unknown_rank.with_ranks(
             generic._strong_args(), generic._unknown, ranks)
         with self._lock:
+            concrete = generic._by_rank.get(ranks)
+            if concrete is not None:          # another thread traced it
+                return concrete
             count, explicit = self._tracing_count, self._explicit_trace
             self._explicit_trace = True
             try:
@@ -799,6 +802,7 @@ class Function(_C.FunctionBase):
                 self._tracing_count = count
                 self._explicit_trace = explicit
             self._drop_trace(concrete)
+            generic._by_rank[ranks] = concrete
         return concrete
 
     def _trace_specs(self, canonical, leaves):

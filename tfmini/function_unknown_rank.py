@@ -158,8 +158,7 @@ class RankGenericConcreteFunction(ConcreteFunction):
         """The trace for this rank pattern, traced on first need."""
         c = self._by_rank.get(ranks)
         if c is None:
-            c = self._owner()._rank_trace(self, ranks)
-            self._by_rank[ranks] = c
+            c = self._owner()._rank_trace(self, ranks)   # stores it
         return c
 
     def probe(self, exclude=()):
