@@ -214,3 +214,17 @@ def test_another_python_value_is_another_trace():
     assert pow_(tf.constant([[2.]]), 2).numpy().tolist() == [[4.]]
     assert pow_.experimental_get_tracing_count() == 2
     assert square(tf.constant(3.)).numpy() == 9.
+
+
+def test_python_values_compare_by_value_as_in_tf():
+    @tf.function
+    def pow_(a, b):
+        return a ** b
+
+    sq = pow_.get_concrete_function(spec([]), 2.0)
+    assert sq(tf.constant(3.), 2).numpy() == 9.
+    assert sq(tf.constant(3.), 2.0).numpy() == 9.
+    with pytest.raises(TypeError):
+        sq(tf.constant(3.), True)
+    one = pow_.get_concrete_function(spec([]), 1)
+    assert one(tf.constant(3.), True).numpy() == 3.
