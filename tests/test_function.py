@@ -933,15 +933,15 @@ def test_unknown_rank_signature_traces_once_per_rank():
     assert g(c([1.0, 2.0])).numpy().tolist() == [2.0, 4.0]
     assert g(c([1.0, 2.0, 3.0])).shape == (3,)
     assert g(c([[1.0]])).shape == (1, 1)
-    assert g.experimental_get_tracing_count() == 3     # ranks 0, 1, 2
+    # One graph per rank inside, one trace as TF counts (TF 2.21: 1);
+    # tests/test_unknown_rank.py has the rest.
+    assert g.experimental_get_tracing_count() == 1
     with pytest.raises(TypeError):
         g(c([1, 2]))
     assert repr(tf.TensorSpec(None)) == ("TensorSpec(shape=<unknown>, "
                                          "dtype=tf.float32, name=None)")
-    with pytest.raises(ValueError, match="known rank"):
-        g.get_concrete_function(tf.TensorSpec(None))
-    with pytest.raises(ValueError, match="known rank"):
-        tf.function(lambda x: x).get_concrete_function(tf.TensorSpec(None))
+    assert g.get_concrete_function(tf.TensorSpec(None)) is \
+        g.get_concrete_function()
 
 
 # ---- graph control flow (the primitives under tf.cond / tf.while_loop) ---

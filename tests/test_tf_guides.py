@@ -67,13 +67,10 @@ KNOWN = {
     ("saved_model", 8): "TF retraces the function while saving (its "
                         "print runs again); tfmini saves the trace it has",
     ("saved_model", 12): "saved model file name (as cell 4)",
-    ("saved_model", 15): "tfmini traces graphs of known rank: "
-                         "TensorSpec(None) is refused",
-    ("saved_model", 16): "follows cell 15",
-    ("saved_model", 17): "uses cell 15's concrete function",
-    ("saved_model", 18): "follows cell 17",
-    ("saved_model", 19): "TensorSpec(None) (as cell 15)",
-    ("saved_model", 20): "follows cell 19",
+    ("saved_model", 15): "TensorSpec(None) is traced once per rank "
+                         "(tfmini's graphs know their rank): the trace's "
+                         "print shows shape=(None,), and saving traces "
+                         "ranks 0-4 (five prints, TF's two)",
     ("checkpoint", 3): "Keras 3 (TF 2.21) refuses save_weights without "
                        ".weights.h5; tfmini writes a TF checkpoint",
     ("checkpoint", 12): "CheckpointLoadStatus repr names tfmini's module",
@@ -91,10 +88,9 @@ KNOWN = {
     ("autodiff", 29): "TF has no gradient for AdjustContrastv2 "
                       "(LookupError); tfmini's adjust_contrast is built of "
                       "differentiable ops, so the gradient exists",
-    ("advanced_autodiff", 6): "tfmini traces graphs of known rank, so "
-                              "TensorSpec(None) cannot be saved; and "
-                              "tfmini's saved file keeps no custom "
-                              "gradient (save() warns)",
+    ("advanced_autodiff", 6): "tfmini's saved file keeps no custom "
+                              "gradient (save() warns): the loaded "
+                              "gradient is the plain one, 4.0",
     ("intro_to_modules", 20): "Keras 3 refuses a Python list as a "
                               "positional layer input; tfmini converts it, "
                               "as Keras 2 did",
@@ -118,9 +114,6 @@ KNOWN = {
                              "`{{function_node __wrapped__...}}` prefix",
     ("function", 18): "the error class is tfmini.errors.InvalidArgumentError,"
                       " not tensorflow.python.framework.errors_impl's",
-    ("function", 19): "tfmini traces graphs of known rank: "
-                      "TensorSpec(None) is refused",
-    ("function", 20): "uses cell 19's concrete function",
     ("function", 24): "tf.autograph.to_code (as intro_to_graphs cell 4)",
     ("function", 26): "Dataset.from_generator without shapes: tfmini "
                       "cannot trace an element of unknown rank",
@@ -141,10 +134,6 @@ KNOWN = {
     ("extension_type", 14): "the tensor class is tfmini's Tensor, not "
                             "tensorflow.python.framework.ops.EagerTensor, "
                             "and the message adds a hint",
-    ("extension_type", 62): "tfmini traces graphs of known rank: "
-                            "MaskedTensor.Spec(shape=None) is refused (with "
-                            "a known rank the module saves and loads)",
-    ("extension_type", 63): "TensorSpec(None) is refused (as cell 62)",
 }
 
 # TF's venv has no scipy: the cell fails there, and here where scipy is

@@ -159,6 +159,7 @@ class ConcreteFunction(_C.ConcreteBase):
         # How the flat outputs pack (tf.saved_model.save writes them).
         self._out_kind = kind
         self._out_structure = _in_flat_order(structure)
+        self._structure_raw = structure
         self._function_name = function._name
         self._binder = function._binder
         self._canonical_specs = canonical_specs
@@ -199,8 +200,12 @@ class ConcreteFunction(_C.ConcreteBase):
                     f"Binding inputs to ConcreteFunction "
                     f"{self._short_name()} failed: {e}") from None
             flat = _flatten_leaves(canonical, [])
-            bad = static_mismatch(canonical, self._canonical_specs)
-            if bad is not None:         # an extension type's Python fields
+            bad = static_mismatch(canonical, self._canonical_specs) or \
+                next((r for r in map(_value_mismatch, canonical,
+                                     self._canonical_specs,
+                                     map(repr, self._binder.names))
+                      if r is not None), None)
+            if bad is not None:         # Python values the trace baked in
                 raise FunctionSignatureError(
                     f"Binding inputs to ConcreteFunction "
                     f"{self._short_name()} failed: {bad}")
@@ -258,6 +263,44 @@ class ConcreteFunction(_C.ConcreteBase):
     def __repr__(self):
         return (f"<ConcreteFunction {self.pretty_printed_signature(False)} "
                 f"at 0x{id(self):X}>")
+
+
+def _value_mismatch(given, traced, path):
+    """A message if a Python value among the arguments `given` differs
+    from the one the trace was made with (`traced`, its canonical specs),
+    else None: a concrete function runs its one trace, so as in TF a
+    different value is an error, not silently the traced one. Tensors and
+    objects keyed by identity are not compared here."""
+    if _is_leaf(traced) or isinstance(traced, _ObjectArg) or \
+            getattr(type(traced), "_tfm_static_key", False):
+        return None
+    where = f"argument {path}"
+    if _is_leaf(given):
+        return f"{where} is a tensor; the trace has {traced!r}"
+    t = type(traced)
+    if t in (list, tuple) or _is_namedtuple(traced):
+        if not isinstance(given, (list, tuple)) or len(given) != len(traced):
+            return f"{where} is {given!r}; the trace has {traced!r}"
+        for i, (g, v) in enumerate(zip(given, traced)):
+            r = _value_mismatch(g, v, f"{path}[{i}]")
+            if r is not None:
+                return r
+        return None
+    if t is dict:
+        if not isinstance(given, dict) or set(given) != set(traced):
+            return f"{where} is {given!r}; the trace has {traced!r}"
+        for k in traced:
+            r = _value_mismatch(given[k], traced[k], f"{path}[{k!r}]")
+            if r is not None:
+                return r
+        return None
+    try:
+        same = bool(given == traced)      # TF 2.21: 2 fits Literal[2.0]
+    except Exception:               # noqa: BLE001 (an odd __eq__)
+        same = False
+    if not same:
+        return f"{where} is {given!r}; the trace has {traced!r}"
+    return None
 
 
 class _FunctionType:
@@ -502,7 +545,10 @@ class Function(_C.FunctionBase):
         self._ident_watch = {}        # id(obj) -> (weakref or obj, keys)
         self._tracing_count = 0
         self._traced_ok = False
-        self._signature_concretes = {}   # ranks of unknown-rank specs
+        # input_signature's trace (a RankGenericConcreteFunction when it
+        # has unknown-rank specs, Note [Unknown rank])
+        self._signature_concrete = None
+        self._generics = []           # RankGenericConcreteFunctions
         self._history = collections.deque(maxlen=_RETRACE_WINDOW)
         self._warnings = 0
         self._slow_hits = 0
@@ -546,24 +592,20 @@ class Function(_C.FunctionBase):
         if self._input_signature is not None and not args and not kwargs:
             canonical = self._binder.canonicalize(
                 list(self._input_signature), {})
-        else:
-            canonical = self._binder.canonicalize(args, kwargs)
-            if self._input_signature is not None:
-                canonical, _ = self._apply_signature(canonical, specs=True)
-                return self._signature_trace(canonical)
-        if self._input_signature is not None:
             return self._signature_trace(canonical)
-        if any(isinstance(x, TensorSpec) and x._dims is None
-               for x in _flatten_leaves(canonical, [])):
-            raise ValueError(
-                f"tf.function '{self._name}': tfmini traces graphs of known "
-                f"rank; give get_concrete_function a TensorSpec with a "
-                f"shape (None dims are fine)")
+        canonical = self._binder.canonicalize(args, kwargs)
+        if self._input_signature is not None:
+            canonical, _ = self._apply_signature(canonical, specs=True)
+            return self._signature_trace(canonical)
+        flat = _flatten_leaves(canonical, [])
+        if _unknown_rank.has_unknown_rank(canonical):
+            return self._find_generic(canonical, flat) or \
+                self._new_generic(canonical)
         key, leaves, idents = self._key(canonical)
         concrete = self._concretes.get(key) or self._aliases.get(key)
-        flat = _flatten_leaves(canonical, [])
         if concrete is None:
-            concrete = self._find_compatible(canonical, flat)
+            concrete = self._find_compatible(canonical, flat) or \
+                self._find_generic(canonical, flat)
         if concrete is None:
             specs = [_leaf_spec(x) for x in flat]
             concrete = self._trace(canonical, specs)
@@ -573,9 +615,7 @@ class Function(_C.FunctionBase):
 
     def pretty_printed_concrete_signatures(self, verbose=True):
         # TF lists an input_signature's trace even before the first call.
-        if not self._traces and self._input_signature is not None and \
-                all(s._dims is not None for s in
-                    _flatten_leaves(list(self._input_signature), [])):
+        if not self._traces and self._input_signature is not None:
             self.get_concrete_function()
         return "\n\n".join(c.pretty_printed_signature(verbose)
                            for c in self._traces)
@@ -674,9 +714,13 @@ class Function(_C.FunctionBase):
             return concrete
         traces = self._tracing_count
         if self._input_signature is not None:
-            concrete = self._signature_trace(canonical)
+            concrete = self._signature_trace(canonical, call=True)
         else:
             concrete = self._find_compatible(canonical, leaves)
+            if concrete is None:
+                generic = self._find_generic(canonical, leaves)
+                if generic is not None:
+                    concrete = generic.for_ranks(generic.ranks_of(leaves))
         if concrete is not None:
             if self._tracing_count == traces:
                 self._slow_hits += 1
@@ -692,32 +736,73 @@ class Function(_C.FunctionBase):
                 self._alias(key, concrete, idents, cache=True)
         return concrete
 
-    def _signature_trace(self, canonical):
-        """The trace for input_signature: one, or one per rank pattern of
-        the arguments given for unknown-rank specs."""
+    def _signature_trace(self, canonical, call=False):
+        """The trace for input_signature; with unknown-rank specs its
+        RankGenericConcreteFunction, or for a call (call=True) the trace
+        for the rank pattern of the call's tensors."""
         n = len(self._input_signature)
         sig_canonical = list(self._input_signature) + list(canonical[n:])
-        specs = [_leaf_spec(x) for x in _flatten_leaves(sig_canonical, [])]
-        given = _flatten_leaves(canonical, [])
-        ranks = []
-        for i, (spec, leaf) in enumerate(zip(specs, given)):
-            if spec._dims is None:
-                rank = len(_leaf_spec(leaf)._dims or ())
-                if isinstance(leaf, TensorSpec) and leaf._dims is None:
-                    raise ValueError(
-                        f"tf.function '{self._name}': tfmini traces graphs "
-                        f"of known rank; give get_concrete_function a "
-                        f"TensorSpec with a shape (None dims are fine)")
-                specs[i] = TensorSpec([None] * rank, spec.dtype, spec.name)
-                ranks.append(rank)
-        ranks = tuple(ranks)
-        concrete = self._signature_concretes.get(ranks)
+        concrete = self._signature_concrete
+        generic = _unknown_rank.has_unknown_rank(sig_canonical)
         if concrete is None:
-            it = iter(specs)
-            sig_canonical = [_map_leaves(lambda _: next(it), v)
-                             for v in sig_canonical]
-            concrete = self._trace(sig_canonical, specs)
-            self._signature_concretes[ranks] = concrete
+            if generic:
+                concrete = self._new_generic(
+                    sig_canonical,
+                    _flatten_leaves(canonical, []) if call else None)
+            else:
+                specs = [_leaf_spec(x)
+                         for x in _flatten_leaves(sig_canonical, [])]
+                concrete = self._trace(sig_canonical, specs)
+            self._signature_concrete = concrete
+        if call and generic:
+            return concrete.for_ranks(
+                concrete.ranks_of(_flatten_leaves(canonical, [])))
+        return concrete
+
+    # ---- unknown-rank signatures (Note [Unknown rank]) ----
+    def _new_generic(self, canonical, leaves=None):
+        """A new RankGenericConcreteFunction for canonical (specs at its
+        leaves, some of unknown rank), traced at the ranks of a call's
+        leaves or, with none given, at the first probe rank that
+        traces."""
+        if not self._explicit_trace:
+            self._note_trace("")
+        generic = _unknown_rank.RankGenericConcreteFunction(self, canonical)
+        if leaves is None:
+            generic.probe()
+        else:
+            generic.for_ranks(generic.ranks_of(leaves))
+        self._tracing_count += 1        # TF traces it once
+        self._traces.append(generic)
+        self._generics.append(generic)
+        if len(self._traces) > _MAX_TRACES:
+            self._evict(generic)
+        return generic
+
+    def _find_generic(self, canonical, leaves):
+        for generic in reversed(self._generics):
+            if generic.accepts(canonical, leaves):
+                return generic
+        return None
+
+    def _rank_trace(self, generic, ranks):
+        """generic's trace for one rank pattern: a trace like any other,
+        but neither counted, warned about nor listed (TF has one trace)."""
+        canonical, specs = _unknown_rank.with_ranks(
+            generic._strong_args(), generic._unknown, ranks)
+        with self._lock:
+            concrete = generic._by_rank.get(ranks)
+            if concrete is not None:          # another thread traced it
+                return concrete
+            count, explicit = self._tracing_count, self._explicit_trace
+            self._explicit_trace = True
+            try:
+                concrete = self._trace(canonical, specs)
+            finally:
+                self._tracing_count = count
+                self._explicit_trace = explicit
+            self._drop_trace(concrete)
+            generic._by_rank[ranks] = concrete
         return concrete
 
     def _trace_specs(self, canonical, leaves):
@@ -1023,8 +1108,7 @@ class Function(_C.FunctionBase):
             c = self._concretes.pop(key, None) or self._aliases.pop(key, None)
             if c is not None:
                 c._keys.discard(key)
-                if not c._keys and \
-                        c not in self._signature_concretes.values():
+                if not c._keys and c is not self._signature_concrete:
                     self._drop_trace(c)
 
     def _evict(self, keep):
@@ -1034,14 +1118,18 @@ class Function(_C.FunctionBase):
         while len(self._traces) > _MAX_TRACES:
             victim = min((c for c in self._traces if c is not keep),
                          key=lambda c: c._last_call)
-            for key in list(victim._keys):
-                self._cache_remove(key)
-                self._concretes.pop(key, None)
-                self._aliases.pop(key, None)
-            victim._keys.clear()
-            for rank, c in list(self._signature_concretes.items()):
-                if c is victim:
-                    del self._signature_concretes[rank]
+            gone = [victim]
+            if victim in self._generics:
+                self._generics.remove(victim)
+                gone += victim.traces()
+            for c in gone:
+                for key in list(c._keys):
+                    self._cache_remove(key)
+                    self._concretes.pop(key, None)
+                    self._aliases.pop(key, None)
+                c._keys.clear()
+            if self._signature_concrete is victim:
+                self._signature_concrete = None
             self._drop_trace(victim)
 
     def _drop_trace(self, c):
@@ -1351,3 +1439,6 @@ _C._set_function_hooks(_pack_outputs,
 # context.py does) finds the decorator, not the module: give it the names.
 function._tracing = _tracing
 function._symbolic_name = _symbolic_name
+
+# Imported last: it subclasses ConcreteFunction.
+from . import function_unknown_rank as _unknown_rank  # noqa: E402

@@ -80,6 +80,7 @@ class _LoadedConcreteFunction(ConcreteFunction):
         self.inputs = []
         self.outputs = []
         self.structured_outputs = structured_outputs
+        self._saved_ranks = None
 
 
 def _convert(x, spec):
@@ -166,6 +167,7 @@ class RestoredFunction:
         c, flat = self._find(args, kwargs)
         if c is not None:
             return c._run(flat)
+        self._check_rank(args, kwargs)
         options = []
         for i, c in enumerate(self.concrete_functions, 1):
             a, k = c.structured_input_signature
@@ -175,6 +177,29 @@ class RestoredFunction:
             f"from the SavedModel. Got:\n{_describe_call(args, kwargs)}\n\n"
             f" Expected these arguments to match one of the following "
             f"{len(options)} option(s):\n\n" + "\n\n".join(options))
+
+    def _check_rank(self, args, kwargs):
+        """A call of a function saved with unknown-rank inputs whose
+        rank has no saved graph: say so (Note [Unknown rank] in
+        tfmini/function_unknown_rank.py)."""
+        saved = sorted({tuple(c._saved_ranks) for c in
+                        self.concrete_functions
+                        if c._saved_ranks is not None})
+        if not saved:
+            return
+        try:
+            canonical = self._binder.canonicalize(args, kwargs)
+        except TypeError:
+            return
+        ranks = [np.ndim(x) for x in _function._flatten_leaves(
+            canonical, [])]
+        raise ValueError(
+            f"tf.function '{self._name}' (loaded) was saved with "
+            f"unknown-rank inputs; tfmini saves one graph per rank, and "
+            f"this one has graphs for ranks {[list(r) for r in saved]} of "
+            f"those inputs, not for this call (its tensor arguments have "
+            f"ranks {ranks}). Call the function with this rank before "
+            f"saving it to keep that rank too.")
 
     def get_concrete_function(self, *args, **kwargs):
         if not args and not kwargs and len(self.concrete_functions) == 1:
@@ -198,6 +223,23 @@ class SignatureFunction(_C.ConcreteBase):
         self._inputs = inputs           # [(name, TensorSpec)]
         self._outputs = outputs
         self.graph = FuncGraph(graph, [], [])
+        # An unknown-rank signature's graphs, one per rank (Note [Unknown
+        # rank] in tfmini/function_unknown_rank.py); None otherwise.
+        self._by_rank = None
+
+    def _runner(self, tensors):
+        if self._by_rank is None:
+            return self
+        for sig in self._by_rank:
+            if all(s.is_compatible_with(t)
+                   for (_, s), t in zip(sig._inputs, tensors)):
+                return sig
+        raise ValueError(
+            f"signature {self.name!r} was saved with unknown-rank inputs; "
+            f"tfmini saves one graph per rank, and this one has graphs for "
+            f"inputs of ranks "
+            f"{[[s.shape.rank for _, s in g._inputs] for g in self._by_rank]}"
+            f", not {[t.shape.rank for t in tensors]}")
 
     @property
     def structured_input_signature(self):
@@ -231,7 +273,7 @@ class SignatureFunction(_C.ConcreteBase):
                 raise ValueError(f"signature {self.name!r}: input {n!r} "
                                  f"must match {spec}, got {given[n]!r}")
             tensors.append(t)
-        outs = list(self._run(tensors))
+        outs = list(self._runner(tensors)._run(tensors))
         result, k = {}, 0
         for n, spec in self._outputs:
             if isinstance(spec, TensorSpec):
@@ -251,7 +293,7 @@ class SignatureFunction(_C.ConcreteBase):
                f"{id(self):#X}>"
 
 
-def _spec_list(rows, what):
+def _spec_list(rows, what, any_rank=False):
     if not isinstance(rows, list) or not all(
             isinstance(r, list) and len(r) == 2 and isinstance(r[0], str)
             for r in rows):
@@ -259,7 +301,8 @@ def _spec_list(rows, what):
     out = [(n, _structure.decode(s)) for n, s in rows]
 
     def ok(s):
-        return isinstance(s, TensorSpec) and s._dims is not None
+        return isinstance(s, TensorSpec) and (any_rank or
+                                              s._dims is not None)
 
     # An output may be a composite's components (a ragged or sparse
     # result); the inputs are always flat, as TF's signatures.
@@ -333,12 +376,17 @@ def _build(meta, var_rows, fn_rows, handle):
                 raise _structure.StructureError("bad concrete function")
             cf = _LoadedConcreteFunction(name, binder, inputs, outputs,
                                          fn_rows[i][1])
+            ranks = c.get("ranks")
+            if ranks is not None:
+                if not (isinstance(ranks, list) and all(
+                        type(r) is int and r >= 0 for r in ranks)):
+                    raise _structure.StructureError("bad ranks")
+                cf._saved_ranks = ranks
             adopt.append((i, cf, kind,
                           _strip_output(outputs, len(fn_rows[i][2]))))
             concretes.append(cf)
         functions[key] = RestoredFunction(name, binder, concretes)
-    signatures = {}
-    for key, s in meta.get("signatures", {}).items():
+    def signature(key, s):
         i = record(s["record"], f"signature {key!r}")
         if i in used:
             raise _structure.StructureError("a function record used twice")
@@ -352,6 +400,27 @@ def _build(meta, var_rows, fn_rows, handle):
             raise _structure.StructureError(f"signature {key!r} does not "
                                             f"fit its function")
         adopt.append((i, sig, _function.OUT_LIST, None))
+        return sig
+
+    signatures = {}
+    for key, s in meta.get("signatures", {}).items():
+        ranks = s.get("ranks")
+        if ranks is None:
+            signatures[key] = signature(key, s)
+            continue
+        # Unknown-rank specs shown, one saved signature per rank run.
+        if not isinstance(ranks, list) or not ranks:
+            raise _structure.StructureError(f"bad ranks of {key!r}")
+        by_rank = [signature(key, r) for r in ranks]
+        sig = SignatureFunction(
+            key, _spec_list(s["inputs"], "input", True),
+            _spec_list(s["outputs"], "output", True),
+            by_rank[0].graph._graph)
+        if any(len(g._inputs) != len(sig._inputs) or
+               len(g._outputs) != len(sig._outputs) for g in by_rank):
+            raise _structure.StructureError(f"signature {key!r} does not "
+                                            f"fit its functions")
+        sig._by_rank = by_rank
         signatures[key] = sig
     _C.saved_model_adopt(handle, variables, adopt)
 

@@ -11,16 +11,22 @@ face of each function:
      "functions": {key: {"name": str, "params": [[name, kind, default]],
                          "concretes": [{"record": i, "inputs": structure,
                                         "outputs": structure,
-                                        "kind": output kind}]}},
+                                        "kind": output kind,
+                                        "ranks": [int] (optional)}]}},
      "signatures": {key: {"record": i, "inputs": [[name, spec]],
-                          "outputs": [[name, spec]]}}}
+                          "outputs": [[name, spec]],
+                          "ranks": [signature] (optional)}}}
     object = {"attrs": {name: {"fn": key} | {"var": index} |
                               {"obj": object} | {"list"/"tuple": [...]} |
                               {"dict": [[name, ...]]}}}
 
 "record" indexes the functions written to the file (one per concrete
 function and one per signature; a signature of a concrete function
-already saved shares its graph). Structures are _structure.encode's."""
+already saved shares its graph). Structures are _structure.encode's.
+"ranks" marks what an unknown-rank signature saved (Note [Unknown rank]
+in tfmini/function_unknown_rank.py): one concrete function per rank
+pattern, each with the ranks of its unknown-rank inputs; a signature's
+specs of unknown rank, with one signature entry per rank under "ranks"."""
 import importlib
 import json
 import logging
@@ -29,6 +35,7 @@ import os
 from .. import _C, errors
 from ..function import ConcreteFunction, Function, TensorSpec
 from ..function import _CustomGradientRun
+from ..function_unknown_rank import RankGenericConcreteFunction
 from ..module import Module
 from ..variables import Variable
 from ..function_structures import _Components
@@ -89,8 +96,20 @@ class _Saver:
         if not concretes:
             return None
         entry = {"name": name, "params": _params(binder), "concretes": []}
-        if not isinstance(fn, ConcreteFunction):
-            concretes = [fn._saveable_trace(c) for c in concretes]
+        # An unknown-rank signature is saved as its rank traces (Note
+        # [Unknown rank] in tfmini/function_unknown_rank.py).
+        ranks = []
+        for c in concretes:
+            if isinstance(c, RankGenericConcreteFunction):
+                for r, rc in c.saveable_traces():
+                    ranks.append((rc, list(r)))
+            else:
+                ranks.append((c, None))
+        concretes = [c for c, _ in ranks]
+        if not isinstance(fn, ConcreteFunction) or \
+                isinstance(fn, RankGenericConcreteFunction):
+            owner = fn if isinstance(fn, Function) else fn._owner()
+            concretes = [owner._saveable_trace(c) for c in concretes]
         if any(isinstance(c.__dict__.get("_run"), _CustomGradientRun)
                for c in concretes):
             # TF saves custom gradients by default; tfmini's file holds
@@ -100,7 +119,7 @@ class _Saver:
                 "@tf.custom_gradient; the saved file keeps only its forward "
                 "graph, so gradients through the loaded function are the "
                 "plain ones", name)
-        for c in concretes:
+        for c, (_, r) in zip(concretes, ranks):
             what = f"tf.function '{name}'"
             entry["concretes"].append({
                 "record": self.record(path, c),
@@ -109,6 +128,9 @@ class _Saver:
                 "outputs": _structure.encode(_output_specs(c),
                                              f"the result of {what}"),
                 "kind": c._out_kind})
+            if r is not None:
+                # the ranks of the unknown-rank inputs (load.py's error)
+                entry["concretes"][-1]["ranks"] = r
         self.functions[path] = entry
         # fn is kept: its id must not be reused by a later Function.
         self._fn_keys[id(fn)] = (path, fn)
@@ -244,7 +266,10 @@ def _keras_call(model, path):
 
 
 def _signature(saver, key, fn):
-    """Save fn as signature key: keyword inputs, outputs a flat dict."""
+    """Save fn as signature key: keyword inputs, outputs a flat dict. An
+    unknown-rank signature shows its specs and keeps one graph per rank
+    under "ranks" (entries of the same form), the first one's record as
+    its own."""
     if isinstance(fn, Function):
         if fn.input_signature is None:
             raise ValueError(
@@ -257,8 +282,21 @@ def _signature(saver, key, fn):
             f"tf.saved_model.save: signature {key!r} must be a tf.function "
             f"with an input_signature or a ConcreteFunction, got "
             f"{type(fn).__name__}")
+    if isinstance(fn, RankGenericConcreteFunction):
+        ranked = [_signature_entry(saver, key, c, True)
+                  for _, c in fn.saveable_traces()]
+        entry = _signature_entry(saver, key, fn, False)
+        entry["record"] = ranked[0]["record"]
+        entry["ranks"] = ranked
+        return entry
+    return _signature_entry(saver, key, fn, True)
+
+
+def _signature_entry(saver, key, fn, record):
     structure = fn._out_structure
-    flat_specs = iter([TensorSpec(t._shape_tuple, t.dtype)
+    flat_specs = iter(fn.general_output_specs()
+                      if isinstance(fn, RankGenericConcreteFunction) else
+                      [TensorSpec(t._shape_tuple, t.dtype)
                        for t in fn.outputs])
 
     def one(v):
@@ -298,7 +336,7 @@ def _signature(saver, key, fn):
     if len(set(in_names)) != len(in_names):
         raise ValueError(f"tf.saved_model.save: signature {key!r} has "
                          f"repeated input names {in_names}")
-    return {"record": saver.record(key, fn),
+    return {"record": saver.record(key, fn) if record else None,
             "inputs": [[n, _structure.encode(s)] for n, s in
                        zip(in_names, in_specs)],
             "outputs": [[n, _structure.encode(s)] for n, s in
