@@ -576,11 +576,16 @@ class BuildExt(build_ext):
                 # Another oneDNN (the wheel's 3.x or Debian's 2.x) needs
                 # every object built again against its header.
                 + (":" + DNNL[1] if DNNL and not _SYSTEM_LIB else ""))
+        forced = self.force
         if modes.get(target) != mode:
             self.force = True
-        super().build_extension(ext)
-        if ext.name == "tfmini._C":
-            self.build_rt(ext, target)
+        try:
+            super().build_extension(ext)
+            if ext.name == "tfmini._C":
+                self.build_rt(ext, target)
+        finally:
+            # A new mode for this extension must not rebuild the next.
+            self.force = forced
         modes[target] = mode
         os.makedirs(os.path.dirname(stamp), exist_ok=True)
         with open(stamp, "w") as f:
@@ -649,7 +654,12 @@ class BuildExt(build_ext):
         for ext in self.extensions:
             if ext.name == "tfmini._C":
                 ext.extra_objects = self.compile_cuda()
-        super().build_extensions()
+        # One extension after another (setuptools runs them in threads
+        # when self.parallel is set): each compiles its files over every
+        # core already, and they share self.force and the mode stamp,
+        # whose entries a concurrent write would lose.
+        self.check_extensions_list(self.extensions)
+        self._build_extensions_serial()
 
     def _parallel_compile(self, compiler):
         """compiler.compile over every core, skipping an object newer

@@ -319,10 +319,6 @@ note(const tfm_plan *p, int m, const char *what, const char *why)
 #ifdef TFMINI_WITH_CUDA
 #include "../kernels/cuda/internal.h"
 
-/* kernels_scatter.c: the flag the index checks set instead of reading
- * back, while this thread captures (NULL: none). */
-void tfm_cu_capture_flag(int *flag);
-
 /* Four drops (changed shapes or variables), then the plan stays plain. */
 #define MAX_DROPS 4
 

@@ -108,9 +108,16 @@ tfm_code tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin,
 /* Whether any of the rows [rows, p->depth] of the index tensor idx
  * lies outside p->dims (*bad), checked on the GPU and read back
  * (kernels_scatter.c): GatherNd and the scatters then run their CPU
- * kernel on host copies, which raises its error. */
+ * kernel on host copies, which raises its error. While a CUDA graph is
+ * captured nothing is read back: the check sets the capture flag below
+ * and *bad stays 0 (the kernels skip or zero a bad row). */
 tfm_code tfm_cu_nd_check(tfm_op op, const tfm_tensor *idx, int64_t rows,
                          const tfm_cu_nd *p, const tfm_kctx *ctx, int *bad);
+
+/* kernels_scatter.c: the device flag the index checks set instead of
+ * reading back while this thread captures a CUDA graph (exec_cugraph.c
+ * sets it around a capture; NULL: none). */
+void tfm_cu_capture_flag(int *flag);
 #ifdef TFMINI_WITH_CUDNN
 /* Conv2D's forward of x and f (HWIO) into y through cuDNN, for ops that
  * add to it (kernels_fused_conv.c). *on_host set, with nothing run:

@@ -27,9 +27,6 @@
 #include "launch_index.h"
 #include "launch_ops.h"
 
-/* exec_cugraph.c sets it around a capture, to NULL after. */
-void tfm_cu_capture_flag(int *flag);
-
 static _Thread_local int *capture_flag;
 
 void

@@ -50,10 +50,6 @@ k_broadcast_to(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     return tfm_cu_launched(op, rc);
 }
 
-/* index.cu: n (at most 64) bytes written to device memory o by a kernel
- * that takes them as its parameter. */
-int tfm_cu_put_bytes(void *o, const void *bytes, size_t n, void *stream);
-
 /* Shape, Size and Rank read only their input's shape, which the host
  * knows: the CPU kernel (its values, its int32 overflow error) fills a
  * host buffer, and a kernel writes those few bytes, taking them as its

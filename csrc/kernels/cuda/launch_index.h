@@ -35,10 +35,17 @@ int tfm_cu_sequence(int kind, int es, int64_t istart, int64_t idelta,
 
 /* GatherNd (cpu/shape_gather.c's tfm_k_gather_nd): o row k (len es-byte
  * elements) is x's slice at index row k, indices already checked with
- * tfm_cu_scatter_check. */
+ * tfm_cu_scatter_check (while a CUDA graph is captured the check only
+ * sets a flag, so a row out of range gives zeros here and the replay is
+ * rerun the plain way for the CPU's error). */
 int tfm_cu_gather_nd(int es, int idx64, const void *x, const void *idx,
                      void *o, int64_t rows, int64_t len, const tfm_cu_nd *p,
                      void *stream);
+
+/* n (at most 64) bytes written to device memory o by a kernel that takes
+ * them as its parameter: a value a CUDA graph can keep (a copy from host
+ * memory would be replayed from a dead address). */
+int tfm_cu_put_bytes(void *o, const void *bytes, size_t n, void *stream);
 
 /* Where (cpu/shape_select.c's tfm_k_where) in two launches, elements
  * taken in chunks of TFM_CU_WHERE_CHUNK, one chunk a thread. An element
