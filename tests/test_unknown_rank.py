@@ -228,3 +228,15 @@ def test_python_values_compare_by_value_as_in_tf():
         sq(tf.constant(3.), True)
     one = pow_.get_concrete_function(spec([]), 1)
     assert one(tf.constant(3.), True).numpy() == 3.
+
+
+def test_from_generator_without_shapes_takes_any_rank():
+    # output_types alone: an element spec of unknown rank, as TF's.
+    def gen():
+        yield [1, 2]
+        yield [3]
+        yield 4
+    ds = tf.data.Dataset.from_generator(gen, output_types=tf.int32)
+    assert ds.element_spec.shape.rank is None
+    got = [v.tolist() for v in ds.as_numpy_iterator()]
+    assert got == [[1, 2], [3], 4]

@@ -146,6 +146,8 @@ def _signature(output_types, output_shapes, output_signature):
 
 
 def _shape_fits(shape, spec_shape):
+    if getattr(spec_shape, "rank", 0) is None:
+        return True                  # unknown rank: any shape fits
     dims = spec_shape.as_list() if hasattr(spec_shape, "as_list") \
         else spec_shape
     if dims is None:
