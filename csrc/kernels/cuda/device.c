@@ -11,8 +11,9 @@
  * out again only once the stream has passed the free. That is the
  * caching allocator PyTorch and TF write by hand, kept by the driver.
  * When a request fails the pool is trimmed (after a synchronize, so
- * every pending free has landed) and the request tried once more; a
- * second failure is ResourceExhaustedError, which the dispatcher
+ * every pending free has landed) and the request tried once more, except
+ * while the stream is being captured into a CUDA graph; a second
+ * failure is ResourceExhaustedError, which the dispatcher
  * prefixes with the op's name. Never managed memory. */
 #include "internal.h"
 
@@ -71,6 +72,19 @@ tfm_gpu_blas(tfm_gpu *g)
     return g->blas;
 }
 
+/* Whether g's stream is being captured into a CUDA graph (an unknown
+ * answer counts as yes: the caller then skips what a capture forbids). */
+static int
+capturing(const tfm_gpu *g)
+{
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(g->stream, &cap) != cudaSuccess) {
+        cudaGetLastError();
+        return 1;
+    }
+    return cap != cudaStreamCaptureStatusNone;
+}
+
 static void *
 gpu_alloc(const tfm_device *d, size_t nbytes)
 {
@@ -79,19 +93,31 @@ gpu_alloc(const tfm_device *d, size_t nbytes)
     void *p = NULL;
     size_t n = nbytes ? nbytes : 1;
     cudaError_t e = cudaMallocAsync(&p, n, g->stream);
+    /* No retry while capturing: the synchronize would invalidate the
+     * capture, and the frees queued in it cannot land before it ends. */
+    int cap = 0;
     if (e != cudaSuccess) {
         cudaGetLastError();
-        cudaStreamSynchronize(g->stream);
-        cudaMemPoolTrimTo(g->pool, 0);
-        e = cudaMallocAsync(&p, n, g->stream);
+        cap = capturing(g);
+        if (!cap) {
+            cudaStreamSynchronize(g->stream);
+            cudaMemPoolTrimTo(g->pool, 0);
+            e = cudaMallocAsync(&p, n, g->stream);
+        }
     }
     if (e != cudaSuccess) {
         cudaGetLastError();
         size_t free_b = 0, total_b = 0;
-        cudaMemGetInfo(&free_b, &total_b);
-        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM when allocating %zu "
-                  "bytes on GPU:%d (%zu of %zu bytes free)", nbytes,
-                  g->ordinal, free_b, total_b);
+        if (cap)
+            tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM when allocating %zu "
+                      "bytes on GPU:%d while capturing a CUDA graph",
+                      nbytes, g->ordinal);
+        else {
+            cudaMemGetInfo(&free_b, &total_b);
+            tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM when allocating %zu "
+                      "bytes on GPU:%d (%zu of %zu bytes free)", nbytes,
+                      g->ordinal, free_b, total_b);
+        }
         return NULL;
     }
     pthread_mutex_lock(&g->lock);
