@@ -10,7 +10,10 @@
  * row's F32 expression and rounded (to nearest even) once on the store
  * (Elt below): the value the CPU gets by casting to float32, running the
  * float32 kernel and casting back (dispatch.c's run_half_upcast), in one
- * pass instead of three. */
+ * pass instead of three.
+ *
+ * Kernels say __launch_bounds__(TFM_CU_THREADS, 1), the block every
+ * launcher here uses (slice.cu says why the 1). */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -97,7 +100,7 @@ template <> struct Elt<__nv_bfloat16> {
 #undef EW
 
 template <typename T, typename F>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_unary(const T *__restrict__ x, T *__restrict__ o, int64_t n, F f)
 {
     typedef Elt<T> E;
@@ -105,7 +108,7 @@ k_unary(const T *__restrict__ x, T *__restrict__ o, int64_t n, F f)
 }
 
 template <typename T, typename F>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_binary_same(const T *__restrict__ x, const T *__restrict__ y,
               T *__restrict__ o, int64_t n, F f)
 {
@@ -114,7 +117,7 @@ k_binary_same(const T *__restrict__ x, const T *__restrict__ y,
 }
 
 template <typename T, typename F>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_binary_xs(const T *__restrict__ x, const T *__restrict__ y,
             T *__restrict__ o, int64_t n, F f)
 {
@@ -124,7 +127,7 @@ k_binary_xs(const T *__restrict__ x, const T *__restrict__ y,
 }
 
 template <typename T, typename F>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_binary_ys(const T *__restrict__ x, const T *__restrict__ y,
             T *__restrict__ o, int64_t n, F f)
 {
@@ -134,7 +137,7 @@ k_binary_ys(const T *__restrict__ x, const T *__restrict__ y,
 }
 
 template <typename T, typename F>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_binary_gen(const T *__restrict__ x, const T *__restrict__ y,
              T *__restrict__ o, tfm_cu_bcast p, F f)
 {
@@ -157,12 +160,20 @@ binary(const void *x_, const void *y_, void *o_, const tfm_cu_bcast *p,
 {
     const T *x = (const T *)x_, *y = (const T *)y_;
     T *o = (T *)o_;
-    unsigned g = tfm_cu_blocks_for(p->n), t = TFM_CU_THREADS;
+    unsigned g = tfm_cu_blocks_for(p->n);
     switch (p->kind) {
-    case 0: k_binary_same<<<g, t, 0, s>>>(x, y, o, p->n, f); break;
-    case 1: k_binary_xs<<<g, t, 0, s>>>(x, y, o, p->n, f); break;
-    case 2: k_binary_ys<<<g, t, 0, s>>>(x, y, o, p->n, f); break;
-    default: k_binary_gen<<<g, t, 0, s>>>(x, y, o, *p, f); break;
+    case 0:
+        k_binary_same<<<g, TFM_CU_THREADS, 0, s>>>(x, y, o, p->n, f);
+        break;
+    case 1:
+        k_binary_xs<<<g, TFM_CU_THREADS, 0, s>>>(x, y, o, p->n, f);
+        break;
+    case 2:
+        k_binary_ys<<<g, TFM_CU_THREADS, 0, s>>>(x, y, o, p->n, f);
+        break;
+    default:
+        k_binary_gen<<<g, TFM_CU_THREADS, 0, s>>>(x, y, o, *p, f);
+        break;
     }
     return (int)cudaGetLastError();
 }
@@ -205,7 +216,7 @@ unary_any(int ty, const void *x, void *o, int64_t n, cudaStream_t s, F f)
 }
 
 template <typename T>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_compare(int cmp, const T *__restrict__ x, const T *__restrict__ y,
           uint8_t *__restrict__ o, tfm_cu_bcast p)
 {
@@ -246,14 +257,14 @@ compare(int cmp, const void *x, const void *y, void *o,
 }
 
 template <typename A, typename B>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_cast(const A *__restrict__ x, B *__restrict__ o, int64_t n)
 {
     TFM_CU_GRID_STRIDE(i, n) o[i] = Elt<B>::from(Elt<A>::load(x[i]));
 }
 
 template <typename A>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_to_bool(const A *__restrict__ x, uint8_t *__restrict__ o, int64_t n)
 {
     TFM_CU_GRID_STRIDE(i, n) o[i] = Elt<A>::load(x[i]) != 0;
@@ -286,7 +297,7 @@ struct sel_plan {
 };
 
 template <typename T>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_select(const uint8_t *__restrict__ c, const T *__restrict__ x,
          const T *__restrict__ y, T *__restrict__ o, sel_plan p, int64_t n)
 {
