@@ -6,7 +6,9 @@ called), as tests/test_cuda_glue_host.py builds the kernel glue.
 The out-of-memory retry synchronizes the stream and trims the pool
 before a second try; while the stream is captured into a CUDA graph
 (exec_cugraph.c) a synchronize is illegal and invalidates the capture,
-so there the first failure must be the ResourceExhaustedError at once."""
+so there the first failure must be the ResourceExhaustedError at once.
+Also while capturing, cudaFreeAsync takes only the graph's own
+allocations: other buffers freed then wait for the capture's end."""
 import os
 import shutil
 import subprocess
@@ -66,6 +68,19 @@ cudaError_t cudaMemGetInfo(size_t *f, size_t *t)
     *t = 80;
     return cudaSuccess;
 }
+/* While capturing, only the graph's own allocations (here: block) may
+ * be freed, as cudaFreeAsync documents. */
+static void *freed[8];
+static int nfreed;
+cudaError_t cudaFreeAsync(void *p, cudaStream_t s)
+{
+    (void)s;
+    if (capturing_now && p != block)
+        return cudaErrorInvalidValue;
+    if (nfreed < 8)
+        freed[nfreed++] = p;
+    return cudaSuccess;
+}
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 cudaError_t cudaSetDevice(int d) { (void)d; return cudaSuccess; }
 tfm_code tfm_error(tfm_code code, const char *fmt, ...)
@@ -78,8 +93,32 @@ tfm_code tfm_error(tfm_code code, const char *fmt, ...)
     return code;
 }
 
+/* "late": two buffers made before a capture and freed during it, then
+ * an allocation after it. Prints what reached cudaFreeAsync when. */
+static int
+late_frees(void)
+{
+    tfm_gpu *g = &gpus[1];
+    pthread_mutex_init(&g->lock, NULL);
+    char a[1], b[1];
+    g->current = 2;
+    capturing_now = 1;
+    gpu_free(&g->dev, a, 1);
+    gpu_free(&g->dev, b, 1);
+    printf("during %d", nfreed);
+    capturing_now = 0;
+    void *p = gpu_alloc(&g->dev, 100);
+    printf(" after %d %s %s %s current %lld\n", nfreed,
+           nfreed > 0 && freed[0] == a ? "a" : "-",
+           nfreed > 1 && freed[1] == b ? "b" : "-", p ? "ok" : "oom",
+           (long long)g->current);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "late"))
+        return late_frees();
     if (argc != 4)
         return 2;
     capturing_now = atoi(argv[1]);
@@ -139,6 +178,17 @@ def test_second_failure_is_resource_exhausted(harness):
     assert out.startswith("malloc 2 sync 1 trim 1 meminfo 1 oom "), out
     assert "OOM when allocating 100 bytes on GPU:0 (5 of 80 bytes free)" \
         in out, out
+
+
+def test_frees_refused_while_capturing_go_on_the_stream_after(harness):
+    """cudaFreeAsync during a capture takes only graph allocations: a
+    buffer made before the capture and dropped during it must be freed
+    once the capture is over, not leaked."""
+    r = subprocess.run([harness, "late"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    assert r.stdout.strip() == "during 0 after 2 a b ok current 100", \
+        r.stdout
 
 
 @pytest.mark.parametrize("query_fails", [0, 1])
