@@ -61,6 +61,53 @@ template <> struct Elt<__nv_bfloat16> {
     }
 };
 
+/* Float to int32 / int64 as cpu/cast.c's f2i32 / f2i64 give it (x86's
+ * answer, which NumPy and TF's CPU kernel give too): NaN, infinities and
+ * values out of range become INT_MIN. A plain conversion on the device
+ * saturates instead (NaN to 0, +inf to INT_MAX): a tensor would cast to
+ * other integers on the GPU than on the CPU. */
+__host__ __device__ inline int32_t
+float_to_i32(double v)
+{
+    return v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN;
+}
+
+__host__ __device__ inline int64_t
+float_to_i64(double v)
+{
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0
+               ? (int64_t)v : INT64_MIN;
+}
+
+template <> struct Elt<int32_t> {
+    typedef int32_t acc;
+    static __device__ __forceinline__ int32_t load(int32_t v) { return v; }
+    template <typename U>
+    static __device__ __forceinline__ int32_t from(U v) { return (int32_t)v; }
+    static __device__ __forceinline__ int32_t from(float v)
+    {
+        return float_to_i32(v);
+    }
+    static __device__ __forceinline__ int32_t from(double v)
+    {
+        return float_to_i32(v);
+    }
+};
+template <> struct Elt<int64_t> {
+    typedef int64_t acc;
+    static __device__ __forceinline__ int64_t load(int64_t v) { return v; }
+    template <typename U>
+    static __device__ __forceinline__ int64_t from(U v) { return (int64_t)v; }
+    static __device__ __forceinline__ int64_t from(float v)
+    {
+        return float_to_i64(v);
+    }
+    static __device__ __forceinline__ int64_t from(double v)
+    {
+        return float_to_i64(v);
+    }
+};
+
 #define EWF_BINARY(OP, F32, F64)                                             \
     struct F_##OP {                                                          \
         __device__ float operator()(float x, float y) const                  \
