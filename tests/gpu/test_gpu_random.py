@@ -65,6 +65,16 @@ def test_shuffle_of_many_rows_is_the_cpus():
     np.testing.assert_array_equal(np.sort(got[:, 0]), x[:, 0])
 
 
+def test_shuffle_with_a_staged_permutation_is_the_cpus():
+    """Past 131072 rows the permutation is over 1 MiB and goes to the GPU
+    through device.c's pinned staging halves (a synchronized copy) before
+    the host copy is freed; below it, a plain copy from pageable memory."""
+    x = np.arange(300001, dtype=np.int32)
+    got, want = both(lambda: tf.random.shuffle(tf.constant(x), seed=13))
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.sort(got), x)
+
+
 def test_repeated_shuffles_continue_the_cpus_stream():
     x = np.arange(40, dtype=np.float32).reshape(20, 2)
 

@@ -11,8 +11,9 @@
  * out again only once the stream has passed the free. That is the
  * caching allocator PyTorch and TF write by hand, kept by the driver.
  * When a request fails the pool is trimmed (after a synchronize, so
- * every pending free has landed) and the request tried once more; a
- * second failure is ResourceExhaustedError, which the dispatcher
+ * every pending free has landed) and the request tried once more, except
+ * while the stream is being captured into a CUDA graph; a second
+ * failure is ResourceExhaustedError, which the dispatcher
  * prefixes with the op's name. Never managed memory. */
 #include "internal.h"
 
@@ -71,27 +72,96 @@ tfm_gpu_blas(tfm_gpu *g)
     return g->blas;
 }
 
+/* Whether g's stream is being captured into a CUDA graph (an unknown
+ * answer counts as yes: the caller then skips what a capture forbids). */
+static int
+capturing(const tfm_gpu *g)
+{
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(g->stream, &cap) != cudaSuccess) {
+        cudaGetLastError();
+        return 1;
+    }
+    return cap != cudaStreamCaptureStatusNone;
+}
+
+/* Frees refused while the stream was captured into a CUDA graph: there
+ * cudaFreeAsync takes only the graph's own allocations, so a buffer
+ * made before the capture and dropped during it (by the captured run,
+ * or by another thread) would leak. Such buffers wait here, under
+ * g->lock, and go on the stream at the first allocation or free after
+ * the capture. */
+static struct {
+    void **p;
+    size_t n, cap;
+} late[TFM_MAX_DEVICES];
+
+/* g->lock held. */
+static void
+free_late(tfm_gpu *g)
+{
+    size_t k = (size_t)(g - gpus);
+    if (!late[k].n || capturing(g))
+        return;
+    for (size_t i = 0; i < late[k].n; i++)
+        if (cudaFreeAsync(late[k].p[i], g->stream) != cudaSuccess)
+            cudaGetLastError();
+    late[k].n = 0;
+}
+
+/* g->lock held. Without memory for the list the buffer leaks, as it
+ * did before the list. */
+static void
+keep_late(tfm_gpu *g, void *p)
+{
+    size_t k = (size_t)(g - gpus);
+    if (late[k].n == late[k].cap) {
+        size_t cap = late[k].cap ? 2 * late[k].cap : 16;
+        void **q = realloc(late[k].p, cap * sizeof *q);
+        if (!q)
+            return;
+        late[k].p = q;
+        late[k].cap = cap;
+    }
+    late[k].p[late[k].n++] = p;
+}
+
 static void *
 gpu_alloc(const tfm_device *d, size_t nbytes)
 {
     tfm_gpu *g = tfm_gpu_of(d);
     tfm_gpu_use(g);
+    pthread_mutex_lock(&g->lock);
+    free_late(g);
+    pthread_mutex_unlock(&g->lock);
     void *p = NULL;
     size_t n = nbytes ? nbytes : 1;
     cudaError_t e = cudaMallocAsync(&p, n, g->stream);
+    /* No retry while capturing: the synchronize would invalidate the
+     * capture, and the frees queued in it cannot land before it ends. */
+    int cap = 0;
     if (e != cudaSuccess) {
         cudaGetLastError();
-        cudaStreamSynchronize(g->stream);
-        cudaMemPoolTrimTo(g->pool, 0);
-        e = cudaMallocAsync(&p, n, g->stream);
+        cap = capturing(g);
+        if (!cap) {
+            cudaStreamSynchronize(g->stream);
+            cudaMemPoolTrimTo(g->pool, 0);
+            e = cudaMallocAsync(&p, n, g->stream);
+        }
     }
     if (e != cudaSuccess) {
         cudaGetLastError();
         size_t free_b = 0, total_b = 0;
-        cudaMemGetInfo(&free_b, &total_b);
-        tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM when allocating %zu "
-                  "bytes on GPU:%d (%zu of %zu bytes free)", nbytes,
-                  g->ordinal, free_b, total_b);
+        if (cap)
+            tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM when allocating %zu "
+                      "bytes on GPU:%d while capturing a CUDA graph",
+                      nbytes, g->ordinal);
+        else {
+            cudaMemGetInfo(&free_b, &total_b);
+            tfm_error(TFM_ERR_RESOURCE_EXHAUSTED, "OOM when allocating %zu "
+                      "bytes on GPU:%d (%zu of %zu bytes free)", nbytes,
+                      g->ordinal, free_b, total_b);
+        }
         return NULL;
     }
     pthread_mutex_lock(&g->lock);
@@ -107,8 +177,14 @@ gpu_free(const tfm_device *d, void *p, size_t nbytes)
 {
     tfm_gpu *g = tfm_gpu_of(d);
     tfm_gpu_use(g);
-    cudaFreeAsync(p, g->stream);
+    cudaError_t e = cudaFreeAsync(p, g->stream);
+    if (e != cudaSuccess)
+        cudaGetLastError();
     pthread_mutex_lock(&g->lock);
+    if (e != cudaSuccess && capturing(g))
+        keep_late(g, p);
+    else
+        free_late(g);
     g->current -= (int64_t)nbytes;
     pthread_mutex_unlock(&g->lock);
 }

@@ -10,7 +10,10 @@
  * row's F32 expression and rounded (to nearest even) once on the store
  * (Elt below): the value the CPU gets by casting to float32, running the
  * float32 kernel and casting back (dispatch.c's run_half_upcast), in one
- * pass instead of three. */
+ * pass instead of three.
+ *
+ * Kernels say __launch_bounds__(TFM_CU_THREADS, 1), the block every
+ * launcher here uses (slice.cu says why the 1). */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -58,6 +61,53 @@ template <> struct Elt<__nv_bfloat16> {
     }
 };
 
+/* Float to int32 / int64 as cpu/cast.c's f2i32 / f2i64 give it (x86's
+ * answer, which NumPy and TF's CPU kernel give too): NaN, infinities and
+ * values out of range become INT_MIN. A plain conversion on the device
+ * saturates instead (NaN to 0, +inf to INT_MAX): a tensor would cast to
+ * other integers on the GPU than on the CPU. */
+__host__ __device__ inline int32_t
+float_to_i32(double v)
+{
+    return v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN;
+}
+
+__host__ __device__ inline int64_t
+float_to_i64(double v)
+{
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0
+               ? (int64_t)v : INT64_MIN;
+}
+
+template <> struct Elt<int32_t> {
+    typedef int32_t acc;
+    static __device__ __forceinline__ int32_t load(int32_t v) { return v; }
+    template <typename U>
+    static __device__ __forceinline__ int32_t from(U v) { return (int32_t)v; }
+    static __device__ __forceinline__ int32_t from(float v)
+    {
+        return float_to_i32(v);
+    }
+    static __device__ __forceinline__ int32_t from(double v)
+    {
+        return float_to_i32(v);
+    }
+};
+template <> struct Elt<int64_t> {
+    typedef int64_t acc;
+    static __device__ __forceinline__ int64_t load(int64_t v) { return v; }
+    template <typename U>
+    static __device__ __forceinline__ int64_t from(U v) { return (int64_t)v; }
+    static __device__ __forceinline__ int64_t from(float v)
+    {
+        return float_to_i64(v);
+    }
+    static __device__ __forceinline__ int64_t from(double v)
+    {
+        return float_to_i64(v);
+    }
+};
+
 #define EWF_BINARY(OP, F32, F64)                                             \
     struct F_##OP {                                                          \
         __device__ float operator()(float x, float y) const                  \
@@ -97,7 +147,7 @@ template <> struct Elt<__nv_bfloat16> {
 #undef EW
 
 template <typename T, typename F>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_unary(const T *__restrict__ x, T *__restrict__ o, int64_t n, F f)
 {
     typedef Elt<T> E;
@@ -105,7 +155,7 @@ k_unary(const T *__restrict__ x, T *__restrict__ o, int64_t n, F f)
 }
 
 template <typename T, typename F>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_binary_same(const T *__restrict__ x, const T *__restrict__ y,
               T *__restrict__ o, int64_t n, F f)
 {
@@ -114,7 +164,7 @@ k_binary_same(const T *__restrict__ x, const T *__restrict__ y,
 }
 
 template <typename T, typename F>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_binary_xs(const T *__restrict__ x, const T *__restrict__ y,
             T *__restrict__ o, int64_t n, F f)
 {
@@ -124,7 +174,7 @@ k_binary_xs(const T *__restrict__ x, const T *__restrict__ y,
 }
 
 template <typename T, typename F>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_binary_ys(const T *__restrict__ x, const T *__restrict__ y,
             T *__restrict__ o, int64_t n, F f)
 {
@@ -134,7 +184,7 @@ k_binary_ys(const T *__restrict__ x, const T *__restrict__ y,
 }
 
 template <typename T, typename F>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_binary_gen(const T *__restrict__ x, const T *__restrict__ y,
              T *__restrict__ o, tfm_cu_bcast p, F f)
 {
@@ -157,12 +207,20 @@ binary(const void *x_, const void *y_, void *o_, const tfm_cu_bcast *p,
 {
     const T *x = (const T *)x_, *y = (const T *)y_;
     T *o = (T *)o_;
-    unsigned g = tfm_cu_blocks_for(p->n), t = TFM_CU_THREADS;
+    unsigned g = tfm_cu_blocks_for(p->n);
     switch (p->kind) {
-    case 0: k_binary_same<<<g, t, 0, s>>>(x, y, o, p->n, f); break;
-    case 1: k_binary_xs<<<g, t, 0, s>>>(x, y, o, p->n, f); break;
-    case 2: k_binary_ys<<<g, t, 0, s>>>(x, y, o, p->n, f); break;
-    default: k_binary_gen<<<g, t, 0, s>>>(x, y, o, *p, f); break;
+    case 0:
+        k_binary_same<<<g, TFM_CU_THREADS, 0, s>>>(x, y, o, p->n, f);
+        break;
+    case 1:
+        k_binary_xs<<<g, TFM_CU_THREADS, 0, s>>>(x, y, o, p->n, f);
+        break;
+    case 2:
+        k_binary_ys<<<g, TFM_CU_THREADS, 0, s>>>(x, y, o, p->n, f);
+        break;
+    default:
+        k_binary_gen<<<g, TFM_CU_THREADS, 0, s>>>(x, y, o, *p, f);
+        break;
     }
     return (int)cudaGetLastError();
 }
@@ -205,7 +263,7 @@ unary_any(int ty, const void *x, void *o, int64_t n, cudaStream_t s, F f)
 }
 
 template <typename T>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_compare(int cmp, const T *__restrict__ x, const T *__restrict__ y,
           uint8_t *__restrict__ o, tfm_cu_bcast p)
 {
@@ -246,14 +304,14 @@ compare(int cmp, const void *x, const void *y, void *o,
 }
 
 template <typename A, typename B>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_cast(const A *__restrict__ x, B *__restrict__ o, int64_t n)
 {
     TFM_CU_GRID_STRIDE(i, n) o[i] = Elt<B>::from(Elt<A>::load(x[i]));
 }
 
 template <typename A>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_to_bool(const A *__restrict__ x, uint8_t *__restrict__ o, int64_t n)
 {
     TFM_CU_GRID_STRIDE(i, n) o[i] = Elt<A>::load(x[i]) != 0;
@@ -286,7 +344,7 @@ struct sel_plan {
 };
 
 template <typename T>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_select(const uint8_t *__restrict__ c, const T *__restrict__ x,
          const T *__restrict__ y, T *__restrict__ o, sel_plan p, int64_t n)
 {

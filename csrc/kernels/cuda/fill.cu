@@ -1,6 +1,9 @@
 // Fill, ZerosLike and OnesLike on the GPU: every element of o set to one
 // es-byte value (1, 2, 4, 8 or 16 bytes: any dtype but strings), taken
 // from device memory (Fill's value tensor) or passed by value.
+//
+// The kernel says __launch_bounds__(TFM_CU_THREADS, 1), the block its
+// launcher uses (slice.cu says why the 1).
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <string.h>
@@ -15,7 +18,7 @@ struct B16 {
 };
 
 template <typename E>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_fill(E *o, const E *src, E val, int64_t n)
 {
     E v = src ? *src : val;
@@ -27,8 +30,11 @@ template <typename E>
 void
 fill(void *o, const void *src, const void *val, int64_t n, cudaStream_t s)
 {
-    E v;
-    memcpy(&v, val, sizeof v);
+    // val is read only without src (launch_fused.h): a caller giving a
+    // device value may pass NULL, which read here crashed the process.
+    E v{};
+    if (!src)
+        memcpy(&v, val, sizeof v);
     k_fill<E><<<tfm_cu_blocks_for(n), TFM_CU_THREADS, 0, s>>>(
         (E *)o, (const E *)src, v, n);
 }

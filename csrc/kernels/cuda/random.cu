@@ -428,10 +428,12 @@ mn_samples(const stream_at &s, int64_t t, const double *cdf,
 }
 
 // One kernel per body: thread b runs body(s, b, p0, p1, o, n) for each
-// of the `threads` blocks or groups.
+// of the `threads` blocks or groups. Every kernel here says
+// __launch_bounds__(TFM_CU_THREADS, 1), the block its launcher uses
+// (slice.cu says why the 1).
 #define RANDOM_KERNEL(NAME, T, P)                                          \
-    __global__ void k_##NAME(stream_at s, P p0, P p1, T *o, int64_t n,     \
-                             int64_t threads)                              \
+    __global__ void __launch_bounds__(TFM_CU_THREADS, 1)                   \
+    k_##NAME(stream_at s, P p0, P p1, T *o, int64_t n, int64_t threads)    \
     {                                                                      \
         TFM_CU_GRID_STRIDE(b, threads) { NAME(s, b, p0, p1, o, n); }       \
     }
@@ -448,27 +450,27 @@ RANDOM_KERNEL(normal_f16, uint16_t, float)
 RANDOM_KERNEL(truncated_f16, uint16_t, float)
 #undef RANDOM_KERNEL
 
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_mn_shift(const void *x, int ty, int64_t batch, int64_t classes,
            double *shift)
 {
     TFM_CU_GRID_STRIDE(b, batch) { mn_shift(x, ty, b, classes, shift); }
 }
 
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_mn_weight(const void *x, int ty, int64_t n, int64_t classes,
             const double *shift, double *cdf)
 {
     TFM_CU_GRID_STRIDE(e, n) { mn_weight(x, ty, e, classes, shift, cdf); }
 }
 
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_mn_scan(double *cdf, int64_t batch, int64_t classes, double *total)
 {
     TFM_CU_GRID_STRIDE(b, batch) { mn_scan(cdf, b, classes, total); }
 }
 
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_mn_samples(stream_at s, const double *cdf, const double *total,
              int64_t classes, int64_t n, int64_t m_end, int wide, void *o,
              int64_t threads)

@@ -4,6 +4,9 @@
 // An index outside [0, dim) in GatherV2 writes zeros, as TF's GPU kernel
 // does (its CPU kernel raises; checking here would need the indices on
 // the host).
+//
+// Kernels say __launch_bounds__(TFM_CU_THREADS, 1), the block every
+// launcher here uses (slice.cu says why the 1).
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -24,7 +27,7 @@ struct perm_plan {
 };
 
 template <typename E>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_transpose(const E *__restrict__ x, E *__restrict__ o, int64_t n,
             perm_plan p)
 {
@@ -54,7 +57,7 @@ gather_at(const E *x, const I *idx, E *o, int64_t nidx, int64_t inner,
 }
 
 template <typename E, typename I>
-__global__ void
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
 k_gather(const E *__restrict__ x, const I *__restrict__ idx,
          E *__restrict__ o, int64_t n, int64_t nidx, int64_t inner,
          int64_t dim, int64_t obatch)
