@@ -99,9 +99,9 @@ int tfm_cu_strided_scatter(int es, const void *x, void *o, int nd,
 int tfm_cu_fill(int es, const void *src, const void *val, void *o, int64_t n, void *s)
 {
     (void)s;
-    /* fill.cu copies val's bytes on the host before the launch, src
-     * or not: a NULL val crashed the process there. */
-    if (!val)
+    /* As fill.cu: val (host bytes) is read only when there is no device
+     * value src; both NULL is a caller's bug. */
+    if (!src && !val)
         return 99;
     const void *v = src ? src : val;
     for (int64_t i = 0; i < n; i++)

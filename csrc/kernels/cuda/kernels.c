@@ -256,12 +256,10 @@ k_cast(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
        tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
 {
     int from = cast_code(in[0]->dtype), to = cast_code(out[0]->dtype);
-    /* Float to integer: the CPU's conversion of out-of-range values and
-     * NaN is what TF gives; the GPU's saturates. Only the exact ways
-     * run here (the CPU's Cast takes every dtype, the 16-bit floats
-     * too). */
-    int from_float = from <= 1 || from >= 5;
-    if (from < 0 || to < 0 || (from_float && (to == 2 || to == 3)))
+    /* Float to integer gives the CPU's INT_MIN for NaN, infinities and
+     * values out of range (ew.cu's float_to_i32/i64), as TF does; the
+     * other dtypes run on host copies (the CPU's Cast takes them all). */
+    if (from < 0 || to < 0)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     tfm_gpu *g = tfm_cu_gpu(ctx);
     if (from == to)

@@ -26,7 +26,9 @@
 
 namespace {
 
-struct alignas(16) b16 { uint64_t a, b; };
+// 8-byte aligned, as shape.cu's: a complex128 may start 8 bytes into
+// a 16-byte line.
+struct b16 { uint64_t a, b; };
 
 // Slice offset of index row k, or -1 when an index is out of range.
 template <typename I>
