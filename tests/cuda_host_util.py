@@ -1,8 +1,14 @@
 """Where the CUDA toolkit is, for the tests that build CUDA sources or
 headers into host programs without a GPU (test_philox_host_device.py,
-test_random_cuda_host.py, test_cuda_glue_host.py)."""
+test_random_cuda_host.py, test_cuda_glue_host.py, test_half_cuda_host.py,
+test_cast_cuda_host.py ...), and the build of such a program."""
 import os
 import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def nvcc():
@@ -19,3 +25,22 @@ def cuda_include():
         if d and os.path.exists(os.path.join(d, "include", "cublas_v2.h")):
             return os.path.join(d, "include")
     return None
+
+
+def nvcc_program(tmp_path_factory, name, source, gencode="sm_80",
+                 optimize=True):
+    """source (CUDA C++ whose kernels' bodies run on the host) built by
+    nvcc into a program in a fresh folder: (its path, the folder). Skips
+    without nvcc. gencode "compute_80" stops at PTX (no ptxas pass) when
+    only the host code matters."""
+    cc = nvcc()
+    if not cc:
+        pytest.skip("no nvcc (CUDA toolkit) on this machine")
+    d = tmp_path_factory.mktemp(name)
+    (d / "h.cu").write_text(source)
+    r = subprocess.run([cc] + (["-O2"] if optimize else []) + [
+        "-std=c++17", "-gencode", f"arch=compute_80,code={gencode}", "-I",
+        os.path.join(ROOT, "csrc"), str(d / "h.cu"), "-o", str(d / "h")],
+        capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return str(d / "h"), d

@@ -7,16 +7,14 @@ float_to_i64 (host and device functions), built here with nvcc into a
 host program and compared with the CPU kernel value by value, from
 float64 and float32 sources. tests/gpu/test_gpu_cast_specials.py holds
 the GPU's casts to the CPU's values."""
-import os
 import subprocess
 
 import numpy as np
 import pytest
-from cuda_host_util import nvcc
+from cuda_host_util import nvcc_program
 
 import tfmini as tf
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 HARNESS = r"""
 #include <stdio.h>
@@ -45,19 +43,9 @@ SPECIALS = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 2.5,
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    cc = nvcc()
-    if not cc:
-        pytest.skip("no nvcc (CUDA toolkit) on this machine")
-    d = tmp_path_factory.mktemp("cast_cu")
-    (d / "h.cu").write_text(HARNESS)
     # PTX only: the host functions are what runs; no ptxas pass needed.
-    r = subprocess.run([cc, "-std=c++17", "-gencode",
-                        "arch=compute_80,code=compute_80", "-I",
-                        os.path.join(ROOT, "csrc"), str(d / "h.cu"), "-o",
-                        str(d / "h")], capture_output=True, text=True,
-                       timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return str(d / "h")
+    return nvcc_program(tmp_path_factory, "cast_cu", HARNESS,
+                        gencode="compute_80", optimize=False)[0]
 
 
 def _cpu(src, dst):

@@ -16,19 +16,17 @@ work into host-device phases between the block's reductions; their host
 builds run the phases thread by thread, the reductions between them in
 order, against the CPU kernels in all four float types.
 tests/gpu/test_gpu_mixed.py runs the kernels on a GPU."""
-import os
 import subprocess
 
 import numpy as np
 import pytest
-from cuda_host_util import nvcc
+from cuda_host_util import nvcc_program
 
 import tfmini as tf
 
 ml_dtypes = pytest.importorskip(
     "ml_dtypes", reason="bfloat16's NumPy type comes from ml_dtypes")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 HARNESS = r"""
 #include <stdio.h>
@@ -137,17 +135,7 @@ int main(int argc, char **argv)
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    cc = nvcc()
-    if not cc:
-        pytest.skip("no nvcc (CUDA toolkit) on this machine")
-    d = tmp_path_factory.mktemp("half_cu")
-    (d / "h.cu").write_text(HARNESS)
-    r = subprocess.run([cc, "-O2", "-std=c++17", "-gencode",
-                        "arch=compute_80,code=sm_80", "-I",
-                        os.path.join(ROOT, "csrc"), str(d / "h.cu"), "-o",
-                        str(d / "h")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return str(d / "h"), d
+    return nvcc_program(tmp_path_factory, "half_cu", HARNESS)
 
 
 KINDS = {"sum": 0, "mean": 1, "max": 2, "min": 3, "prod": 4, "all": 5,
@@ -413,17 +401,7 @@ int main(int argc, char **argv)
 
 @pytest.fixture(scope="module")
 def nn_harness(tmp_path_factory):
-    cc = nvcc()
-    if not cc:
-        pytest.skip("no nvcc (CUDA toolkit) on this machine")
-    d = tmp_path_factory.mktemp("half_nn_cu")
-    (d / "h.cu").write_text(NN_HARNESS)
-    r = subprocess.run([cc, "-O2", "-std=c++17", "-gencode",
-                        "arch=compute_80,code=sm_80", "-I",
-                        os.path.join(ROOT, "csrc"), str(d / "h.cu"), "-o",
-                        str(d / "h")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return str(d / "h"), d
+    return nvcc_program(tmp_path_factory, "half_nn_cu", NN_HARNESS)
 
 
 NN_OPS = {"Softmax": 0, "LogSoftmax": 1,
@@ -693,17 +671,7 @@ int main(int argc, char **argv)
 
 @pytest.fixture(scope="module")
 def norm_harness(tmp_path_factory):
-    cc = nvcc()
-    if not cc:
-        pytest.skip("no nvcc (CUDA toolkit) on this machine")
-    d = tmp_path_factory.mktemp("half_norm_cu")
-    (d / "h.cu").write_text(NORM_HARNESS)
-    r = subprocess.run([cc, "-O2", "-std=c++17", "-gencode",
-                        "arch=compute_80,code=sm_80", "-I",
-                        os.path.join(ROOT, "csrc"), str(d / "h.cu"), "-o",
-                        str(d / "h")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return str(d / "h"), d
+    return nvcc_program(tmp_path_factory, "half_norm_cu", NORM_HARNESS)
 
 
 def _norm_gpu(harness, op, dtype, ins, a, n, c, eps, out_shapes):

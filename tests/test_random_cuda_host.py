@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from cuda_host_util import cuda_include, nvcc
+from cuda_host_util import cuda_include, nvcc, nvcc_program
 
 import tfmini as tf
 from tfmini import _C
@@ -80,17 +80,7 @@ int main(int argc, char **argv)
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    cc = nvcc()
-    if not cc:
-        pytest.skip("no nvcc (CUDA toolkit) on this machine")
-    d = tmp_path_factory.mktemp("random_cu")
-    (d / "h.cu").write_text(HARNESS)
-    r = subprocess.run([cc, "-O2", "-std=c++17", "-gencode",
-                        "arch=compute_80,code=sm_80", "-I",
-                        os.path.join(ROOT, "csrc"), str(d / "h.cu"), "-o",
-                        str(d / "h")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return str(d / "h")
+    return nvcc_program(tmp_path_factory, "random_cu", HARNESS)[0]
 
 
 U64 = 2**64
