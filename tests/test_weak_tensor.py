@@ -207,10 +207,6 @@ def test_a_dtype_argument_makes_a_strong_tensor(child):
     assert child["dtype_given"] == ["float32", "int32"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tf.function keys a tensor argument by dtype and shape in C "
-    "(csrc/python/function_key.c): a weak and a strong float32 share a "
-    "trace, and the trace's placeholder is strong; TF keys weakness"))
 def test_function_traces_weak_and_strong_apart():
     script = (
         "import tfmini as tf, json\n"

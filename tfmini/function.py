@@ -70,6 +70,15 @@ _MAX_RETRACE_WARNINGS = 2
 _trace_listeners = []
 
 
+def _weak_like(placeholder, leaf):
+    """The placeholder, weak when the argument was (Note [One weak flag]:
+    the C key already tells weak from strong, so the trace must too)."""
+    if getattr(leaf, "_weak", False):
+        from .experimental.numpy import weak_tensor
+        weak_tensor.mark(placeholder)
+    return placeholder
+
+
 class FunctionSignatureError(TypeError, ValueError):
     """Arguments that do not match a tf.function's input_signature (or a
     ConcreteFunction's inputs). TF raises TypeError ("Binding inputs to
@@ -977,7 +986,8 @@ class Function(_C.FunctionBase):
         placeholders = [graph.placeholder(s.dtype._enum, s._dims, n)
                         for s, n in zip(specs, names)]
         it = iter(placeholders)
-        symbolic = [_map_leaves(lambda _: next(it), v) for v in canonical]
+        symbolic = [_map_leaves(lambda leaf: _weak_like(next(it), leaf), v)
+                    for v in canonical]
         args, kwargs = self._binder.split(symbolic)
         fn = self._callable()
         frames = _frames()

@@ -107,6 +107,20 @@ put_tensor(walk *w, tfm_tensor *t)
     return tfm_py_walk_leaf(w, t);
 }
 
+/* Whether a tensor subclass instance says it is weak (its `_weak`). */
+static int
+is_weak(PyObject *o)
+{
+    PyObject *v = PyObject_GetAttrString(o, "_weak");
+    if (!v) {
+        PyErr_Clear();
+        return 0;
+    }
+    int r = PyObject_IsTrue(v) == 1;
+    Py_DECREF(v);
+    return r;
+}
+
 /* A TensorSpec keys like a tensor of its shape (None dims as -1); its
  * leaf is NULL (get_concrete_function only). */
 static int
@@ -234,8 +248,17 @@ tfm_py_walk_value(walk *w, PyObject *o, int depth)
                         "nested too deeply (or contain a cycle)");
         return WALK_ERR;
     }
-    if (tfm_py_is_tensor(o))
+    if (tfm_py_is_tensor(o)) {
+        /* A weak tensor (Note [One weak flag] in tfmini/experimental/
+         * numpy/weak_tensor.py) keys apart from a strong one of its
+         * dtype, as TF's trace types do. Its class is a subclass, so a
+         * plain tensor pays two pointer compares. */
+        PyTypeObject *ty = Py_TYPE(o);
+        if (ty != tfm_py_tensor_class && ty != tfm_py_symbolic_class &&
+            is_weak(o) && tfm_py_walk_tag(w, 'W', 0))
+            return WALK_ERR;
         return put_tensor(w, ((PyTfmTensor *)o)->t);
+    }
     if (o == Py_None)
         return put(w, "N", 1);
     if (PyBool_Check(o))
