@@ -240,20 +240,20 @@ tfm_k_argreduce(tfm_op op, tfm_tensor *const *in, int nin,
     if (B == 1) {
         if (R > TFM_RED_BLOCK && A < 4 * max_threads())
             return rows_blocked(L, px, es, A, R, o, wide);
-        #pragma omp parallel for schedule(static) if (total >= TFM_PAR_MIN)
-        for (int64_t i = 0; i < A; i++)
-            put_index(o, wide, i, L->row(px + (size_t)(i * R) * es, R));
+        TFM_PAR_FOR(total >= TFM_PAR_MIN, i, A,
+                    put_index(o, wide, i,
+                              L->row(px + (size_t)(i * R) * es, R)););
         return TFM_OK;
     }
     int64_t nt = (B + TFM_RED_TILE - 1) / TFM_RED_TILE;
-    #pragma omp parallel for schedule(static) if (total >= TFM_PAR_MIN)
-    for (int64_t q = 0; q < A * nt; q++) {
+    /* TFM_PAR_FOR: an omp if() that is false still wakes the pool. */
+    TFM_PAR_FOR(total >= TFM_PAR_MIN, q, A * nt, {
         int64_t i = q / nt, j0 = (q % nt) * TFM_RED_TILE;
         int64_t len = B - j0 < TFM_RED_TILE ? B - j0 : TFM_RED_TILE;
         int64_t idx[TFM_RED_TILE];
         L->col(px + (size_t)(i * R * B + j0) * es, R, len, B, idx);
         for (int64_t j = 0; j < len; j++)
             put_index(o, wide, i * B + j0 + j, idx[j]);
-    }
+    });
     return TFM_OK;
 }

@@ -112,12 +112,12 @@ tfm_k_scan(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     size_t es = tfm_dtype_size(x->dtype);
     bool excl = a->i[1] != 0, rev = a->i[2] != 0;
     int64_t nt = (B + TFM_RED_TILE - 1) / TFM_RED_TILE;
-    #pragma omp parallel for schedule(static) if (A * R * B >= TFM_PAR_MIN)
-    for (int64_t q = 0; q < A * nt; q++) {
+    /* TFM_PAR_FOR: an omp if() that is false still wakes the pool. */
+    TFM_PAR_FOR(A * R * B >= TFM_PAR_MIN, q, A * nt, {
         int64_t i = q / nt, j0 = (q % nt) * TFM_RED_TILE;
         int64_t len = B - j0 < TFM_RED_TILE ? B - j0 : TFM_RED_TILE;
         size_t off = (size_t)(i * R * B + j0) * es;
         f(px + off, py + off, R, len, B, excl, rev);
-    }
+    });
     return TFM_OK;
 }

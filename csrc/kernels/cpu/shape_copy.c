@@ -54,9 +54,7 @@ tfm_memcpy_par(void *dst, const void *src, size_t nbytes)
         T v;                                                                \
         memcpy(&v, elem, sizeof v);                                         \
         T *o = dst;                                                         \
-        _Pragma("omp parallel for simd if(n >= TFM_PAR_MIN)")               \
-        for (int64_t k = 0; k < n; k++)                                     \
-            o[k] = v;                                                       \
+        TFM_PAR_FOR(n >= TFM_PAR_MIN, k, n, o[k] = v;);                    \
     } while (0)
 
 void

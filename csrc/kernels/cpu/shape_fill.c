@@ -59,9 +59,8 @@ tfm_k_fill(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
 #define RANGE_LOOP(T, START, DELTA)                                         \
     do {                                                                    \
         T *o = tfm_tensor_data(out[0]);                                     \
-        _Pragma("omp parallel for simd if(n >= TFM_PAR_MIN)")               \
-        for (int64_t k = 0; k < n; k++)                                     \
-            o[k] = (T)((START) + k * (DELTA));                              \
+        TFM_PAR_FOR(n >= TFM_PAR_MIN, k, n,                                 \
+                    o[k] = (T)((START) + k * (DELTA)););                    \
     } while (0)
 
 tfm_code
