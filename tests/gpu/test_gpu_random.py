@@ -13,13 +13,7 @@ import pytest
 
 import tfmini as tf
 
-from gpu_util import CPU, CPU_NAME, GPU, GPU_NAME, logged
-
-
-def on_gpu_only(where, ops):
-    for op in ops:
-        assert (op, GPU_NAME) in where, (op, sorted(where))
-        assert (op, CPU_NAME) not in where, (op, sorted(where))
+from gpu_util import CPU, CPU_NAME, GPU, GPU_NAME, logged, on_gpu_only
 
 
 def draw(device, fn, seed=7):
