@@ -13,7 +13,7 @@ import pytest
 
 import tfmini as tf
 
-from gpu_util import CPU, CPU_NAME, GPU, GPU_NAME, logged, on_gpu_only
+from gpu_util import CPU, GPU, GPU_NAME, logged, on_gpu_only
 
 
 def draw(device, fn, seed=7):
