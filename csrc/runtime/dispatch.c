@@ -5,7 +5,7 @@
 
 #include "../core/bfloat16.h"
 #include "../core/tstring.h"
-#include "../kernels/cpu/conv.h"
+#include "../kernels/cpu/cpu_takes.h"
 #include "../kernels/cpu/string_kernels.h"
 #include "../kernels/cuda/cuda.h"
 #include "tape.h"
@@ -146,28 +146,16 @@ no_device(tfm_op op, int device)
 int
 tfm_kernel_takes(tfm_op op, tfm_dtype d, int device)
 {
-    unsigned flags = tfm_ops[op].flags;
-    if (flags & TFM_OPF_ANY_DTYPE)
+    if (device == TFM_CPU || !tfm_dtype_is_half16(d) ||
+        (tfm_ops[op].flags & TFM_OPF_ANY_DTYPE))
+        return tfm_cpu_kernel_takes(op, d);
+    /* A GPU's cuBLASLt matmul and 16-bit kernels take the 16-bit floats
+     * themselves (kernels/cuda/kernels.c's takes_half); other kernels on
+     * a device take float16 as the CPU's do, bfloat16 never. */
+    const tfm_device *dv = tfm_device_get(device);
+    if (dv && tfm_cuda_takes_half(dv->kernels, (int)op, (int)d))
         return 1;
-    /* A GPU's cuBLASLt matmul and elementwise kernels take the 16-bit
-     * floats themselves (kernels/cuda/kernels.c). */
-    if (tfm_dtype_is_half16(d) && device != TFM_CPU) {
-        const tfm_device *dv = tfm_device_get(device);
-        if (dv && tfm_cuda_takes_half(dv->kernels, (int)op, (int)d))
-            return 1;
-    }
-    if (d == TFM_FLOAT16)
-        return (flags & TFM_OPF_F16) != 0;
-    /* bfloat16 GEMM and convolutions with float32 accumulation
-     * (gemm_dnnl.c, conv_dnnl.c); every other op is cheaper in float32
-     * than with a conversion per use. */
-    if (d == TFM_BFLOAT16)
-        return device == TFM_CPU &&
-               (op == TFM_OP_MATMUL ||
-                ((op == TFM_OP_CONV2D || op == TFM_OP_CONV2D_BACKPROP_INPUT ||
-                  op == TFM_OP_CONV2D_BACKPROP_FILTER) &&
-                 tfm_conv_bf16_native()));
-    return 1;
+    return d == TFM_FLOAT16 && tfm_cpu_kernel_takes(op, d);
 }
 
 static int

@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cpu/cpu_takes.h"
 #include "../cpu/loops.h"
 #include "../cpu/reduce.h"
 #include "../cpu/shape.h"
-#include "../../runtime/dispatch.h"
 #include "launch.h"
 
 static tfm_kernel_fn table[TFM_OP_COUNT];
@@ -69,7 +69,7 @@ tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
      * kernel would misread one it does not take. */
     for (int i = 0; i < n; i++) {
         tfm_dtype d = i < nin ? in[i]->dtype : out[i - nin]->dtype;
-        if (!tfm_kernel_takes(op, d, TFM_CPU))
+        if (!tfm_cpu_kernel_takes(op, d))
             return tfm_error(TFM_ERR_UNIMPLEMENTED, "%s: no GPU kernel for "
                              "%s here, and the CPU kernel does not take it",
                              tfm_ops[op].name, tfm_dtype_name(d));
