@@ -159,6 +159,19 @@ def trace(src, map_func):
         return True, None, untraced
     finally:
         transforms._probe.on = False
-    if outs is None:
+    # A Python list in the result becomes one tensor per element (as TF
+    # converts it), which the trace's outputs do not show: the spec then
+    # comes from the first element, as for an untraced function.
+    if outs is None or _has_list(outs):
         return True, None, None
     return True, _ds()._map_structure(transforms._spec_of, outs), None
+
+
+def _has_list(x):
+    if isinstance(x, list):
+        return True
+    if isinstance(x, tuple):
+        return any(_has_list(v) for v in x)
+    if isinstance(x, dict):
+        return any(_has_list(v) for v in x.values())
+    return False
