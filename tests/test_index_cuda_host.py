@@ -231,8 +231,8 @@ tfm_cu_scatter_check(int idx64, const void *idx, int64_t rows,
 {
     (void)s;
     for (int64_t k = 0; k < rows; k++)
-        if ((idx64 ? nd_offset((const long long *)idx, k, *p)
-                   : nd_offset((const int *)idx, k, *p)) < 0)
+        if ((idx64 ? tfm_nd_offset((const long long *)idx, k, *p)
+                   : tfm_nd_offset((const int *)idx, k, *p)) < 0)
             *flag = 1;
     return 0;
 }
@@ -243,8 +243,8 @@ static int mm_host(int is_max, int idx64, const void *idx, const void *u,
 {
     for (int64_t i = 0; i < rows * len; i++) {
         int64_t k = i / len, j = i % len;
-        int64_t at = idx64 ? nd_offset((const long long *)idx, k, p)
-                           : nd_offset((const int *)idx, k, p);
+        int64_t at = idx64 ? tfm_nd_offset((const long long *)idx, k, p)
+                           : tfm_nd_offset((const int *)idx, k, p);
         if (at < 0)
             continue;
         T *a = (T *)o + at * len + j;
@@ -261,8 +261,8 @@ static int add_host(int idx64, const void *idx, const void *u, void *o,
 {
     for (int64_t i = 0; i < rows * len; i++) {
         int64_t k = i / len, j = i % len;
-        int64_t at = idx64 ? nd_offset((const long long *)idx, k, p)
-                           : nd_offset((const int *)idx, k, p);
+        int64_t at = idx64 ? tfm_nd_offset((const long long *)idx, k, p)
+                           : tfm_nd_offset((const int *)idx, k, p);
         if (at >= 0)
             ((T *)o)[at * len + j] += ((const T *)u)[i];
     }

@@ -13,6 +13,7 @@
 
 #include "launch.h"
 #include "launch_index.h"
+#include "nd_offset.cuh"
 
 namespace {
 
@@ -102,30 +103,16 @@ k_sequence(seq_plan p, void *o)
 
 // ---- GatherNd ----
 
-// Slice offset of index row k (launch_ops.h's tfm_cu_nd), or -1 for an
-// index out of range. The glue checked the indices first, except inside
-// a CUDA graph capture, where the check only raises a flag read after
-// the replay (kernels_scatter.c): a bad row then reads nothing.
-template <typename I>
-__host__ __device__ inline int64_t
-nd_slice(const I *idx, int64_t k, const tfm_cu_nd &p)
-{
-    int64_t off = 0;
-    for (int j = 0; j < p.depth; j++) {
-        int64_t v = (int64_t)idx[k * p.depth + j];
-        if (v < 0 || v >= p.dims[j])
-            return -1;
-        off += v * p.st[j];
-    }
-    return off;
-}
-
+// The glue checked the indices first, except inside a CUDA graph
+// capture, where the check only raises a flag read after the replay
+// (kernels_scatter.c): a row out of range (tfm_nd_offset -1) then reads
+// nothing.
 template <typename E, typename I>
 __host__ __device__ inline void
 gather_nd_at(const E *x, const I *idx, E *o, int64_t len,
              const tfm_cu_nd &p, int64_t i)
 {
-    int64_t k = i / len, j = i % len, at = nd_slice(idx, k, p);
+    int64_t k = i / len, j = i % len, at = tfm_nd_offset(idx, k, p);
     if (at >= 0)
         o[i] = x[at * len + j];
     else

@@ -23,6 +23,7 @@
 #include "launch.h"
 #include "launch_index.h"
 #include "launch_ops.h"
+#include "nd_offset.cuh"
 
 namespace {
 
@@ -30,27 +31,12 @@ namespace {
 // a 16-byte line.
 struct b16 { uint64_t a, b; };
 
-// Slice offset of index row k, or -1 when an index is out of range.
-template <typename I>
-__host__ __device__ inline int64_t
-nd_offset(const I *idx, int64_t k, const tfm_cu_nd &p)
-{
-    int64_t off = 0;
-    for (int j = 0; j < p.depth; j++) {
-        int64_t v = (int64_t)idx[k * p.depth + j];
-        if (v < 0 || v >= p.dims[j])
-            return -1;
-        off += v * p.st[j];
-    }
-    return off;
-}
-
 template <typename I>
 __global__ void
 k_check(const I *idx, int64_t rows, tfm_cu_nd p, int *flag)
 {
     TFM_CU_GRID_STRIDE(k, rows) {
-        if (nd_offset(idx, k, p) < 0)
+        if (tfm_nd_offset(idx, k, p) < 0)
             *flag = 1;
     }
 }
@@ -75,7 +61,7 @@ k_add(const I *idx, const T *u, T *o, int64_t rows, int64_t len,
       tfm_cu_nd p)
 {
     TFM_CU_GRID_STRIDE(i, rows * len) {
-        int64_t k = i / len, j = i % len, at = nd_offset(idx, k, p);
+        int64_t k = i / len, j = i % len, at = tfm_nd_offset(idx, k, p);
         if (at >= 0)
             add_to(o + at * len + j, u[i]);
     }
@@ -139,7 +125,7 @@ k_minmax(int is_max, const I *idx, const T *u, T *o, int64_t rows,
          int64_t len, tfm_cu_nd p)
 {
     TFM_CU_GRID_STRIDE(i, rows * len) {
-        int64_t k = i / len, j = i % len, at = nd_offset(idx, k, p);
+        int64_t k = i / len, j = i % len, at = tfm_nd_offset(idx, k, p);
         if (at >= 0)
             minmax_to(is_max, o + at * len + j, u[i]);
     }
@@ -167,7 +153,7 @@ __global__ void
 k_winners(const I *idx, int64_t rows, tfm_cu_nd p, long long *win)
 {
     TFM_CU_GRID_STRIDE(k, rows) {
-        int64_t at = nd_offset(idx, k, p);
+        int64_t at = tfm_nd_offset(idx, k, p);
         if (at >= 0)
             atomicMax(win + at, (long long)k);
     }
@@ -179,7 +165,7 @@ k_update(const I *idx, const E *u, E *o, int64_t rows, int64_t len,
          tfm_cu_nd p, const long long *win)
 {
     TFM_CU_GRID_STRIDE(i, rows * len) {
-        int64_t k = i / len, j = i % len, at = nd_offset(idx, k, p);
+        int64_t k = i / len, j = i % len, at = tfm_nd_offset(idx, k, p);
         if (at >= 0 && win[at] == k)
             o[at * len + j] = u[i];
     }
