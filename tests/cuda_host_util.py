@@ -44,3 +44,23 @@ def nvcc_program(tmp_path_factory, name, source, gencode="sm_80",
         capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     return str(d / "h"), d
+
+
+def gcc_cuda_program(tmp_path_factory, name, source):
+    """source (C that includes CUDA-using glue and fakes the CUDA calls it
+    makes) built by gcc against the toolkit's headers into a program in
+    a fresh folder: its path. Unused CUDA symbols stay unresolved (the
+    program never calls them). Skips without the headers or gcc."""
+    inc = cuda_include()
+    if not inc or not shutil.which("gcc"):
+        pytest.skip("needs the CUDA toolkit's headers and gcc")
+    d = tmp_path_factory.mktemp(name)
+    (d / "h.c").write_text(source)
+    r = subprocess.run(["gcc", "-std=c11", "-D_GNU_SOURCE",
+                        "-DTFMINI_WITH_CUDA", "-no-pie", "-fno-pic", "-I",
+                        os.path.join(ROOT, "csrc"), "-I", inc,
+                        str(d / "h.c"), "-o", str(d / "h"), "-lm",
+                        "-Wl,--unresolved-symbols=ignore-all"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return str(d / "h")

@@ -478,26 +478,12 @@ H2H, H2D, D2H, D2D, DEFAULT = 0, 1, 2, 3, 4     # cudaMemcpyKind
 
 @pytest.fixture(scope="module")
 def copy_check(tmp_path_factory):
-    import os
-    import shutil
     import subprocess
-    from cuda_host_util import cuda_include
-    inc = cuda_include()
-    if not inc or not shutil.which("gcc"):
-        pytest.skip("needs the CUDA toolkit's headers and gcc")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    d = tmp_path_factory.mktemp("cugraph_copies")
-    (d / "h.c").write_text(COPY_HARNESS)
-    r = subprocess.run(["gcc", "-std=c11", "-D_GNU_SOURCE",
-                        "-DTFMINI_WITH_CUDA", "-no-pie", "-fno-pic", "-I",
-                        os.path.join(root, "csrc"), "-I", inc,
-                        str(d / "h.c"), "-o", str(d / "h"), "-lm",
-                        "-Wl,--unresolved-symbols=ignore-all"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    from cuda_host_util import gcc_cuda_program
+    exe = gcc_cuda_program(tmp_path_factory, "cugraph_copies", COPY_HARNESS)
 
     def run(*nodes, fail_get=0):
-        args = [str(d / "h"), str(fail_get)]
+        args = [exe, str(fail_get)]
         for nd in nodes:
             args += [str(v) for v in nd]
         out = subprocess.run(args, capture_output=True, text=True,
@@ -608,26 +594,12 @@ int main(int argc, char **argv)
 
 @pytest.fixture(scope="module")
 def flag_path(tmp_path_factory):
-    import os
-    import shutil
     import subprocess
-    from cuda_host_util import cuda_include
-    inc = cuda_include()
-    if not inc or not shutil.which("gcc"):
-        pytest.skip("needs the CUDA toolkit's headers and gcc")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    d = tmp_path_factory.mktemp("cugraph_flag")
-    (d / "h.c").write_text(FLAG_HARNESS)
-    r = subprocess.run(["gcc", "-std=c11", "-D_GNU_SOURCE",
-                        "-DTFMINI_WITH_CUDA", "-no-pie", "-fno-pic", "-I",
-                        os.path.join(root, "csrc"), "-I", inc,
-                        str(d / "h.c"), "-o", str(d / "h"), "-lm",
-                        "-Wl,--unresolved-symbols=ignore-all"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    from cuda_host_util import gcc_cuda_program
+    exe = gcc_cuda_program(tmp_path_factory, "cugraph_flag", FLAG_HARNESS)
 
     def run(flag, fail_copy=0):
-        out = subprocess.run([str(d / "h"), str(flag), str(fail_copy)],
+        out = subprocess.run([exe, str(flag), str(fail_copy)],
                              capture_output=True, text=True,
                              check=True).stdout
         nums, _, err = out.strip().partition("|")
