@@ -32,20 +32,11 @@ from tfmini import _C
 from tfmini._opids import ID
 
 
-HARNESS = r"""
-/* kernels_matmul.c's GEMM paths on the host: tfm_cu_gemm (the entry
- * kernels_rnn.c shares), the batched call and a cuBLASLt epilogue, with
- * cuBLAS and cuBLASLt replaced by their documented column-major
- * arithmetic over the descriptors the glue builds (leading dimensions
- * checked as the libraries check them). */
-#define FAKE_GLUE_ON_HOST FAKE_GLUE_EXIT
-#include "cuda_fake_glue.h"
-#include "kernels/cuda/kernels_matmul.c"
-
-const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {[TFM_FLOAT32] = 4,
-                                                 [TFM_FLOAT64] = 8};
-static int lt_ok, lt_calls, ex_calls;
-
+# cuBLAS's strided batched GEMMs (float32 through the Ex call, float64)
+# as their documented column-major arithmetic, leading dimensions checked
+# as cuBLAS checks them; ex_calls counts the calls.
+CUBLAS_GEMMS = r"""
+static int ex_calls;
 /* op(X)(i, l) of a column-major X with leading dimension ld. */
 #define AT(X, t, i, l, ld) ((t) == CUBLAS_OP_N ? (X)[(i) + (l) * (ld)] : (X)[(l) + (i) * (ld)])
 #define REF(T)                                                               \
@@ -93,7 +84,23 @@ cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
     REF(double)
     return CUBLAS_STATUS_SUCCESS;
 }
+"""
 
+HARNESS = r"""
+/* kernels_matmul.c's GEMM paths on the host: tfm_cu_gemm (the entry
+ * kernels_rnn.c shares), the batched call and a cuBLASLt epilogue, with
+ * cuBLAS and cuBLASLt replaced by their documented column-major
+ * arithmetic over the descriptors the glue builds (leading dimensions
+ * checked as the libraries check them). */
+#define FAKE_GLUE_ON_HOST FAKE_GLUE_EXIT
+#include "cuda_fake_glue.h"
+#include "kernels/cuda/kernels_matmul.c"
+
+const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {[TFM_FLOAT32] = 4,
+                                                 [TFM_FLOAT64] = 8};
+static int lt_ok, lt_calls;
+
+""" + CUBLAS_GEMMS + r"""
 /* cuBLASLt: descriptors as plain structs behind the opaque pointers. */
 typedef struct { int type; int64_t rows, cols, ld, stride; int batch; } lay;
 typedef struct { int ta, tb, epi; const void *bias; int bias_type; } mdesc;
@@ -284,29 +291,7 @@ SEQ_HARNESS = r"""
 const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {[TFM_FLOAT64] = 8};
 
 /* float64 goes to cublasDgemmStridedBatched (tfm_cu_gemm's path). */
-cublasStatus_t
-cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
-                          cublasOperation_t tb, int m, int n, int k,
-                          const double *alpha, const double *A, int lda,
-                          long long sa, const double *B, int ldb,
-                          long long sb, const double *beta, double *C,
-                          int ldc, long long sc, int batch)
-{
-    (void)h; (void)beta; (void)sa; (void)sb; (void)sc;
-    if (batch != 1 || lda < (ta == CUBLAS_OP_N ? m : k) ||
-        ldb < (tb == CUBLAS_OP_N ? k : n) || ldc < m)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) {
-            double s = 0;
-            for (int l = 0; l < k; l++)
-                s += (ta == CUBLAS_OP_N ? A[i + l * lda] : A[l + i * lda]) *
-                     (tb == CUBLAS_OP_N ? B[l + j * ldb] : B[j + l * ldb]);
-            C[i + j * ldc] = *alpha * s;
-        }
-    return CUBLAS_STATUS_SUCCESS;
-}
-
+""" + CUBLAS_GEMMS + r"""
 int
 tfm_cu_lstm_seq_step(int is64, const void *x, void *z, const void *cp,
                      void *h, void *c, int64_t batch, int64_t u, void *s)

@@ -325,21 +325,10 @@ int run(int op, int nin, const int *dts, const int *nds, const int64_t *dims,
         return -1;
     tfm_buffer bi[4], bo;
     tfm_tensor ti[4], to, *pi[4], *po = &to;
-    for (int k = 0; k < nin; k++) {
-        memset(&ti[k], 0, sizeof ti[k]);
-        ti[k].dtype = (tfm_dtype)dts[k];
-        ti[k].shape = tfm_shape_make(nds[k], dims + 8 * k);
-        bi[k] = (tfm_buffer){.refcount = 1, .data = xs[k],
-                             .nbytes = tfm_tensor_nbytes(&ti[k])};
-        ti[k].buf = &bi[k];
-        pi[k] = &ti[k];
-    }
-    memset(&to, 0, sizeof to);
-    to.dtype = (tfm_dtype)odt;
-    to.shape = tfm_shape_make(ond, odims);
-    bo = (tfm_buffer){.refcount = 1, .data = outp,
-                      .nbytes = tfm_tensor_nbytes(&to)};
-    to.buf = &bo;
+    for (int k = 0; k < nin; k++)
+        pi[k] = fake_tensor(&ti[k], &bi[k], dts[k], nds[k], dims + 8 * k,
+                            xs[k]);
+    fake_tensor(&to, &bo, odt, ond, odims, outp);
     tfm_attrs a;
     tfm_attrs_init(&a);
     memcpy(a.i, iv, sizeof a.i);

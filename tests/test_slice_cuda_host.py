@@ -201,24 +201,12 @@ int run(int op, int nin, const int *dts, const int *nds, const int64_t *dims,
         return -1;
     tfm_buffer bi[4], bo[16];
     tfm_tensor ti[4], to[16], *pi[4], *po[16];
-    for (int k = 0; k < nin; k++) {
-        memset(&ti[k], 0, sizeof ti[k]);
-        ti[k].dtype = (tfm_dtype)dts[k];
-        ti[k].shape = tfm_shape_make(nds[k], dims + 8 * k);
-        bi[k] = (tfm_buffer){.refcount = 1, .data = xs[k],
-                             .nbytes = tfm_tensor_nbytes(&ti[k])};
-        ti[k].buf = &bi[k];
-        pi[k] = &ti[k];
-    }
-    for (int k = 0; k < nout; k++) {
-        memset(&to[k], 0, sizeof to[k]);
-        to[k].dtype = (tfm_dtype)odt;
-        to[k].shape = tfm_shape_make(ond[k], odims + 8 * k);
-        bo[k] = (tfm_buffer){.refcount = 1, .data = outs[k],
-                             .nbytes = tfm_tensor_nbytes(&to[k])};
-        to[k].buf = &bo[k];
-        po[k] = &to[k];
-    }
+    for (int k = 0; k < nin; k++)
+        pi[k] = fake_tensor(&ti[k], &bi[k], dts[k], nds[k], dims + 8 * k,
+                            xs[k]);
+    for (int k = 0; k < nout; k++)
+        po[k] = fake_tensor(&to[k], &bo[k], odt, ond[k], odims + 8 * k,
+                            outs[k]);
     tfm_attrs a;
     memset(&a, 0, sizeof a);
     a.n_ints = n_ints;

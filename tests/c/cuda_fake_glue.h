@@ -99,6 +99,21 @@ dtype_of(const char *name)
             return d;
     return -1;
 }
+
+/* *t, with its buffer *b, as a tensor of dtype dt and shape dims[0..nd)
+ * over data: host memory, which this GPU's kernels read and write. */
+tfm_tensor *
+fake_tensor(tfm_tensor *t, tfm_buffer *b, int dt, int nd,
+            const int64_t *dims, void *data)
+{
+    memset(t, 0, sizeof *t);
+    t->dtype = (tfm_dtype)dt;
+    t->shape = tfm_shape_make(nd, dims);
+    *b = (tfm_buffer){.refcount = 1, .data = data,
+                      .nbytes = tfm_tensor_nbytes(t)};
+    t->buf = b;
+    return t;
+}
 #else
 #define FAKE_GLUE_FAIL(...) TFM_ERR_INTERNAL
 /* The empty table's names are NULL. */
