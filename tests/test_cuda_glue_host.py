@@ -21,43 +21,22 @@ count, a state input) and the float16 fallback, with random.cu's
 per-thread bodies run serially as its launcher and cpu/random.c linked
 in, equal to the CPU kernels call by call."""
 import os
-import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
-from cuda_host_util import cuda_include, nvcc
+from cuda_host_util import cuda_include, cudart_program, gcc_cuda_program
 
 import tfmini as tf
 from tfmini import _C
 from tfmini._opids import ID
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-HARNESS = r"""
-/* kernels_matmul.c's GEMM paths on the host: tfm_cu_gemm (the entry
- * kernels_rnn.c shares), the batched call and a cuBLASLt epilogue, with
- * cuBLAS and cuBLASLt replaced by their documented column-major
- * arithmetic over the descriptors the glue builds (leading dimensions
- * checked as the libraries check them). */
-#include "kernels/cuda/kernels_matmul.c"
-#include <stdio.h>
-#include <stdlib.h>
-
-const tfm_op_def tfm_ops[TFM_OP_COUNT];
-const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {[TFM_FLOAT32] = 4,
-                                                 [TFM_FLOAT64] = 8};
-static int lt_ok, lt_calls, ex_calls;
-static tfm_gpu fake;
-int tfm_cuda_tf32(void) { return 0; }
-cublasHandle_t tfm_gpu_blas(tfm_gpu *g) { (void)g; return (cublasHandle_t)&fake; }
-cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m)
-{ (void)h; (void)m; return CUBLAS_STATUS_SUCCESS; }
-tfm_code tfm_gpu_check(cudaError_t e, const char *w) { (void)w; return e ? TFM_ERR_INTERNAL : TFM_OK; }
-cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
-{ (void)st; memset(d, v, n); return cudaSuccess; }
-
+# cuBLAS's strided batched GEMMs (float32 through the Ex call, float64)
+# as their documented column-major arithmetic, leading dimensions checked
+# as cuBLAS checks them; ex_calls counts the calls.
+CUBLAS_GEMMS = r"""
+static int ex_calls;
 /* op(X)(i, l) of a column-major X with leading dimension ld. */
 #define AT(X, t, i, l, ld) ((t) == CUBLAS_OP_N ? (X)[(i) + (l) * (ld)] : (X)[(l) + (i) * (ld)])
 #define REF(T)                                                               \
@@ -105,13 +84,29 @@ cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
     REF(double)
     return CUBLAS_STATUS_SUCCESS;
 }
+"""
 
+HARNESS = r"""
+/* kernels_matmul.c's GEMM paths on the host: tfm_cu_gemm (the entry
+ * kernels_rnn.c shares), the batched call and a cuBLASLt epilogue, with
+ * cuBLAS and cuBLASLt replaced by their documented column-major
+ * arithmetic over the descriptors the glue builds (leading dimensions
+ * checked as the libraries check them). */
+#define FAKE_GLUE_ON_HOST FAKE_GLUE_EXIT
+#include "cuda_fake_glue.h"
+#include "kernels/cuda/kernels_matmul.c"
+
+const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {[TFM_FLOAT32] = 4,
+                                                 [TFM_FLOAT64] = 8};
+static int lt_ok, lt_calls;
+
+""" + CUBLAS_GEMMS + r"""
 /* cuBLASLt: descriptors as plain structs behind the opaque pointers. */
 typedef struct { int type; int64_t rows, cols, ld, stride; int batch; } lay;
 typedef struct { int ta, tb, epi; const void *bias; int bias_type; } mdesc;
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *h)
 {
-    *h = lt_ok ? (cublasLtHandle_t)&fake : NULL;
+    *h = lt_ok ? (cublasLtHandle_t)&fake_gpu : NULL;
     return lt_ok ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_INITIALIZED;
 }
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t c, cudaDataType_t st)
@@ -157,7 +152,7 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l, cublas
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) { free(l); return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) { free(d); return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p)
-{ *p = (cublasLtMatmulPreference_t)&fake; return CUBLAS_STATUS_SUCCESS; }
+{ *p = (cublasLtMatmulPreference_t)&fake_gpu; return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t a, const void *b, size_t n)
 { (void)p; (void)a; (void)b; (void)n; return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) { (void)p; return CUBLAS_STATUS_SUCCESS; }
@@ -246,11 +241,11 @@ int main(void)
     for (int k = 0; k < 5; k++) {
         lt_ok = lt;
         memset(C, 0x7f, sizeof C);
-        if (tfm_cu_gemm(0, &fake, NULL, TFM_FLOAT64, ta, tb, m, n, k, A, B, C))
+        if (tfm_cu_gemm(0, &fake_gpu, NULL, TFM_FLOAT64, ta, tb, m, n, k, A, B, C))
             return 2;
         check_d(ta, tb, 1, m, n, k, A, 0, B, 0, C, NULL, 0);
         memset(Cf, 0x7f, sizeof Cf);
-        if (tfm_cu_gemm(0, &fake, NULL, TFM_FLOAT32, ta, tb, m, n, k, Af, Bf, Cf))
+        if (tfm_cu_gemm(0, &fake_gpu, NULL, TFM_FLOAT32, ta, tb, m, n, k, Af, Bf, Cf))
             return 3;
         check_f(ta, tb, 1, m, n, k, Af, 0, Bf, 0, Cf, NULL, 0);
         if (k == 0)
@@ -261,7 +256,7 @@ int main(void)
             mm x = {.d = TFM_FLOAT32, .adj_x = ta, .adj_y = tb, .m = m,
                     .n = n, .k = k, .batch = 3, .sa = m * k,
                     .sb = shared ? 0 : k * n, .A = Af, .B = Bf, .C = Cf};
-            if (gemm(0, &fake, NULL, &x))
+            if (gemm(0, &fake_gpu, NULL, &x))
                 return 4;
             check_f(ta, tb, 3, m, n, k, Af, x.sa, Bf, x.sb, Cf, NULL, 0);
         }
@@ -271,7 +266,7 @@ int main(void)
             mm x = {.d = TFM_FLOAT32, .adj_x = ta, .adj_y = tb, .m = m,
                     .n = n, .k = k, .batch = 1, .A = Af, .B = Bf, .C = Cf,
                     .epilogue = epi, .bias = has_bias(epi) ? bias : NULL};
-            if (gemm_lt(0, &fake, NULL, &x, &done) || !done)
+            if (gemm_lt(0, &fake_gpu, NULL, &x, &done) || !done)
                 return 5;
             check_f(ta, tb, 1, m, n, k, Af, 0, Bf, 0, Cf,
                     has_bias(epi) ? bias : NULL, epi != TFM_LT_EPI_BIAS);
@@ -287,61 +282,16 @@ SEQ_HARNESS = r"""
 /* kernels_rnn.c's sequence loops on the host: CUDA's copies and cuBLAS
  * replaced by host versions (cuBLAS's documented column-major GEMM), the
  * cell kernels by the CPU row functions their bodies are the text of. */
+#define FAKE_GLUE_ON_HOST FAKE_GLUE_EXIT
+#include "cuda_fake_glue.h"
 #include "kernels/cuda/kernels_rnn.c"
 #include "kernels/cuda/kernels_matmul.c"
 #include "kernels/cpu/rnn_math.h"
-#include <stdio.h>
-#include <stdlib.h>
 
-const tfm_op_def tfm_ops[TFM_OP_COUNT];
 const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {[TFM_FLOAT64] = 8};
 
-int64_t
-tfm_shape_numel(const tfm_shape *s)
-{
-    int64_t n = 1;
-    for (int d = 0; d < s->ndim; d++)
-        n *= s->dims[d];
-    return n;
-}
-
 /* float64 goes to cublasDgemmStridedBatched (tfm_cu_gemm's path). */
-cublasStatus_t
-cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
-                          cublasOperation_t tb, int m, int n, int k,
-                          const double *alpha, const double *A, int lda,
-                          long long sa, const double *B, int ldb,
-                          long long sb, const double *beta, double *C,
-                          int ldc, long long sc, int batch)
-{
-    (void)h; (void)beta; (void)sa; (void)sb; (void)sc;
-    if (batch != 1 || lda < (ta == CUBLAS_OP_N ? m : k) ||
-        ldb < (tb == CUBLAS_OP_N ? k : n) || ldc < m)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) {
-            double s = 0;
-            for (int l = 0; l < k; l++)
-                s += (ta == CUBLAS_OP_N ? A[i + l * lda] : A[l + i * lda]) *
-                     (tb == CUBLAS_OP_N ? B[l + j * ldb] : B[j + l * ldb]);
-            C[i + j * ldc] = *alpha * s;
-        }
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m)
-{ (void)h; (void)m; return CUBLAS_STATUS_SUCCESS; }
-int tfm_cuda_tf32(void) { return 0; }
-static tfm_gpu fake;
-tfm_gpu *tfm_cu_gpu(const tfm_kctx *c) { (void)c; return &fake; }
-cublasHandle_t tfm_gpu_blas(tfm_gpu *g) { (void)g; return (cublasHandle_t)&fake; }
-tfm_code tfm_gpu_check(cudaError_t e, const char *w) { (void)w; return e ? TFM_ERR_INTERNAL : TFM_OK; }
-tfm_code tfm_cu_launched(tfm_op op, int rc) { (void)op; return rc ? TFM_ERR_INTERNAL : TFM_OK; }
-cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st)
-{ (void)k; (void)st; memcpy(d, s, n); return cudaSuccess; }
-cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
-{ (void)st; memset(d, v, n); return cudaSuccess; }
-
+""" + CUBLAS_GEMMS + r"""
 int
 tfm_cu_lstm_seq_step(int is64, const void *x, void *z, const void *cp,
                      void *h, void *c, int64_t batch, int64_t u, void *s)
@@ -442,35 +392,12 @@ SCATTER_HARNESS = r"""
  * the launchers serial loops with launch_ops.h's contract (index order,
  * so repeated rows: adds sum, the last update wins), and the CPU kernel
  * on host copies an exit code (its error is the CPU's own). */
+#define FAKE_GLUE_ON_HOST FAKE_GLUE_EXIT
+#include "cuda_fake_glue.h"
 #include "kernels/cuda/kernels_scatter.c"
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-const tfm_op_def tfm_ops[TFM_OP_COUNT];
 const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {[TFM_FLOAT64] = 8,
                                                  [TFM_INT64] = 8};
-
-int64_t
-tfm_shape_numel(const tfm_shape *s)
-{
-    int64_t n = 1;
-    for (int d = 0; d < s->ndim; d++)
-        n *= s->dims[d];
-    return n;
-}
-
-static tfm_gpu fake;
-tfm_gpu *tfm_cu_gpu(const tfm_kctx *c) { (void)c; return &fake; }
-tfm_code tfm_gpu_check(cudaError_t e, const char *w) { (void)w; return e ? TFM_ERR_INTERNAL : TFM_OK; }
-tfm_code tfm_cu_launched(tfm_op op, int rc) { (void)op; return rc ? TFM_ERR_INTERNAL : TFM_OK; }
-cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st)
-{ (void)k; (void)st; memcpy(d, s, n); return cudaSuccess; }
-cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
-{ (void)st; memset(d, v, n); return cudaSuccess; }
-tfm_code tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-                        tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
-{ (void)op; (void)in; (void)nin; (void)a; (void)out; (void)nout; (void)ctx; exit(10); }
 
 static int64_t
 off(const int64_t *idx, int64_t k, const tfm_cu_nd *p)
@@ -538,11 +465,6 @@ mk(tfm_dtype dt, int nd, const int64_t *d)
     return t;
 }
 
-static void *scr_alloc(const tfm_kctx *c, size_t n) { (void)c; return malloc(n + 8); }
-static void scr_free(const tfm_kctx *c, void *p, size_t n) { (void)c; (void)n; free(p); }
-static tfm_code to_host(const tfm_device *d, void *dst, const void *src, size_t n)
-{ (void)d; memcpy(dst, src, n); return TFM_OK; }
-
 /* argv: op(0 add, 1 update) in_place tndim d... indim d... undim d... in out */
 int main(int argc, char **argv)
 {
@@ -563,11 +485,8 @@ int main(int argc, char **argv)
             return 4;
     }
     tfm_tensor *o = inplace ? ts[0] : mk(TFM_FLOAT64, nd[0], d[0]);
-    tfm_device dev = {.copy_to_host = to_host};
-    tfm_kctx ctx = {.device = &dev, .scratch_alloc = scr_alloc,
-                    .scratch_free = scr_free};
     if (k_scatter(op ? TFM_OP_TENSOR_SCATTER_UPDATE : TFM_OP_TENSOR_SCATTER_ADD,
-                  ts, 3, NULL, &o, 1, &ctx))
+                  ts, 3, NULL, &o, 1, &fake_kctx))
         return 5;
     fwrite(tfm_tensor_data(o), 8, (size_t)tfm_shape_numel(&o->shape), out);
     fclose(out);
@@ -577,73 +496,20 @@ int main(int argc, char **argv)
 
 
 RANDOM_BODIES = r"""
-// kernels_random.c's glue on the host: its tfm_cu_random is random.cu's
+// kernels_random.c's glue on the host: its launchers are random.cu's
 // per-thread bodies run serially on host memory; stream and run counts
 // from cpu/random.c (linked in), as on a GPU.
-#define tfm_cu_random tfm_cu_random_on_device
-#include "kernels/cuda/random.cu"
-#undef tfm_cu_random
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-extern "C" int
-tfm_cu_random(int dist, int kind, uint64_t key, uint64_t ctr_lo,
-              uint64_t ctr_hi, double p0, double p1, uint64_t ilo,
-              uint64_t isp, void *o, int64_t n, void *stream)
-{
-    (void)stream;
-    stream_at s;
-    s.key = key;
-    s.ctr.lo = ctr_lo;
-    s.ctr.hi = ctr_hi;
-    int64_t per = kind == TFM_CU_OUT_F32 || kind == TFM_CU_OUT_I32 ? 4 : 2;
-    float f0 = (float)p0, f1 = (float)p1;
-    for (int64_t b = 0; b < (n + per - 1) / per; b++) {
-        switch (dist * 4 + kind) {
-        case TFM_CU_UNIFORM * 4 + TFM_CU_OUT_F32: uniform_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_UNIFORM * 4 + TFM_CU_OUT_F64: uniform_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_NORMAL * 4 + TFM_CU_OUT_F32: normal_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_NORMAL * 4 + TFM_CU_OUT_F64: normal_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_TRUNCATED * 4 + TFM_CU_OUT_F32: truncated_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_TRUNCATED * 4 + TFM_CU_OUT_F64: truncated_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_OUT_I32: uniform_i32(s, b, (uint32_t)ilo, (uint32_t)isp, (int32_t *)o, n); break;
-        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_OUT_I64: uniform_i64(s, b, ilo, isp, (int64_t *)o, n); break;
-        default: return -1;
-        }
-    }
-    return 0;
-}
+#include "cuda_serial_random.cuh"
 """
 
 RANDOM_GLUE = r"""
+#define FAKE_GLUE_ON_HOST FAKE_GLUE_EXIT
+#include "cuda_fake_glue.h"
 #include "kernels/cuda/kernels_random.c"
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-const tfm_op_def tfm_ops[TFM_OP_COUNT];
 const size_t tfm_dtype_sizes[TFM_DTYPE_COUNT] = {
     [TFM_FLOAT32] = 4, [TFM_FLOAT64] = 8, [TFM_INT32] = 4, [TFM_INT64] = 8,
     [TFM_FLOAT16] = 2};
-
-int64_t
-tfm_shape_numel(const tfm_shape *s)
-{
-    int64_t n = 1;
-    for (int d = 0; d < s->ndim; d++)
-        n *= s->dims[d];
-    return n;
-}
-
-static tfm_gpu fake;
-tfm_gpu *tfm_cu_gpu(const tfm_kctx *c) { (void)c; return &fake; }
-tfm_code tfm_cu_launched(tfm_op op, int rc) { (void)op; return rc ? TFM_ERR_INTERNAL : TFM_OK; }
-tfm_code tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-                        tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
-{ (void)op; (void)in; (void)nin; (void)a; (void)out; (void)nout; (void)ctx; exit(10); }
-static tfm_code to_host(const tfm_device *d, void *dst, const void *src, size_t n)
-{ (void)d; memcpy(dst, src, n); return TFM_OK; }
 
 /* argv: op dtype n key hi lo instance f0 f1 i4 i5 calls state(0/1) out;
  * with state, the stream comes from an input [lo, hi, key] instead. */
@@ -674,10 +540,8 @@ int main(int argc, char **argv)
     s.shape.ndim = 1;
     s.shape.dims[0] = 3;
     tfm_tensor *in[1] = {&s}, *o[1] = {&t};
-    tfm_device dev = {.copy_to_host = to_host};
-    tfm_kctx ctx = {.device = &dev};
     for (int c = 0; c < calls; c++) {
-        if (k_random(op, in, with_state, &a, o, 1, &ctx))
+        if (k_random(op, in, with_state, &a, o, 1, &fake_kctx))
             return 5;
         fwrite(b.data, tfm_dtype_size(dt), (size_t)n, out);
     }
@@ -688,26 +552,9 @@ int main(int argc, char **argv)
 
 
 
-def _build(tmp_path, source):
-    inc = cuda_include()
-    if not inc or not shutil.which("gcc") or not sys.platform.startswith(
-            "linux"):
-        pytest.skip("needs the CUDA toolkit's headers and gcc/GNU ld")
-    (tmp_path / "h.c").write_text(source)
-    # No PIE: the unresolved symbols (never called) must not need
-    # dynamic relocations.
-    r = subprocess.run(["gcc", "-std=c11", "-D_GNU_SOURCE", "-no-pie",
-                        "-fno-pic", "-I", os.path.join(ROOT, "csrc"), "-I",
-                        inc, str(tmp_path / "h.c"), "-o",
-                        str(tmp_path / "h"), "-lm",
-                        "-Wl,--unresolved-symbols=ignore-all"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return str(tmp_path / "h")
-
-
-def test_row_major_gemm_wrapper_is_cublas_column_major(tmp_path):
-    run = subprocess.run([_build(tmp_path, HARNESS)], capture_output=True,
+def test_row_major_gemm_wrapper_is_cublas_column_major(tmp_path_factory):
+    run = subprocess.run([gcc_cuda_program(tmp_path_factory, "gemm",
+                                           HARNESS)], capture_output=True,
                          text=True)
     assert run.returncode == 0 and run.stdout.startswith("bad 0 "), (
         run.returncode, run.stdout, run.stderr)
@@ -715,7 +562,7 @@ def test_row_major_gemm_wrapper_is_cublas_column_major(tmp_path):
 
 @pytest.fixture(scope="module")
 def seq_harness(tmp_path_factory):
-    return _build(tmp_path_factory.mktemp("lstm_seq"), SEQ_HARNESS)
+    return gcc_cuda_program(tmp_path_factory, "lstm_seq", SEQ_HARNESS)
 
 
 @pytest.mark.parametrize("steps,batch,units", [(1, 1, 1), (5, 3, 7),
@@ -764,7 +611,7 @@ SCATTER_CASES = [
 
 @pytest.fixture(scope="module")
 def scatter_harness(tmp_path_factory):
-    return _build(tmp_path_factory.mktemp("scatter"), SCATTER_HARNESS)
+    return gcc_cuda_program(tmp_path_factory, "scatter", SCATTER_HARNESS)
 
 
 @pytest.mark.parametrize("case", range(len(SCATTER_CASES)))
@@ -799,33 +646,8 @@ def test_scatter_glue_matches_the_cpu_kernel(scatter_harness, tmp_path, op,
 
 @pytest.fixture(scope="module")
 def random_harness(tmp_path_factory):
-    inc, cc = cuda_include(), nvcc()
-    if not inc or not cc or not shutil.which("gcc") or \
-            not sys.platform.startswith("linux"):
-        pytest.skip("needs the CUDA toolkit (nvcc, cudart) and gcc/GNU ld")
-    d = tmp_path_factory.mktemp("random_glue")
-    (d / "h.cu").write_text(RANDOM_BODIES)
-    (d / "m.c").write_text(RANDOM_GLUE)
-    src = os.path.join(ROOT, "csrc")
-    lib = os.path.join(os.path.dirname(inc), "lib64")
-    steps = [
-        [cc, "-O2", "-std=c++17", "-gencode", "arch=compute_80,code=sm_80",
-         "-Xcompiler", "-fno-pic", "-I", src, "-c", str(d / "h.cu"), "-o",
-         str(d / "h.o")],
-        ["gcc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-fno-pic", "-I", src,
-         "-I", inc, "-c", str(d / "m.c"), "-o", str(d / "m.o")],
-        ["gcc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-fno-pic", "-I", src,
-         "-c", os.path.join(src, "kernels", "cpu", "random.c"), "-o",
-         str(d / "random.o")],
-        ["g++", "-no-pie", str(d / "m.o"), str(d / "h.o"),
-         str(d / "random.o"), "-o", str(d / "h"), "-L", lib,
-         "-lcudart_static", "-ldl", "-lrt", "-lpthread", "-lm",
-         "-Wl,--unresolved-symbols=ignore-all"],
-    ]
-    for cmd in steps:
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        assert r.returncode == 0, (cmd, r.stderr)
-    return str(d / "h")
+    return cudart_program(tmp_path_factory, "random_glue", RANDOM_BODIES,
+                          RANDOM_GLUE, ["kernels/cpu/random.c"])
 
 
 def _s64(v):
@@ -921,7 +743,7 @@ int main(void)
 """
 
 
-def test_cudnn_size_past_int_is_a_gap_not_an_error(tmp_path):
+def test_cudnn_size_past_int_is_a_gap_not_an_error(tmp_path_factory):
     inc = cuda_include()
     if not inc or not any(os.path.exists(os.path.join(d, "cudnn.h"))
                           for d in (inc, "/usr/include", "/usr/local/include")):
@@ -929,7 +751,8 @@ def test_cudnn_size_past_int_is_a_gap_not_an_error(tmp_path):
     src = CUDNN_SIZE_HARNESS.replace(
         '#include "kernels/cuda/conv_cudnn.c"',
         '#define TFMINI_WITH_CUDNN 1\n#include "kernels/cuda/conv_cudnn.c"')
-    run = subprocess.run([_build(tmp_path, src)], capture_output=True,
+    run = subprocess.run([gcc_cuda_program(tmp_path_factory, "cudnn_size",
+                                           src)], capture_output=True,
                          text=True)
     assert run.returncode == 0, run.stderr
     rows = [tuple(map(int, ln.split())) for ln in run.stdout.splitlines()]

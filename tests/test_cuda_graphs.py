@@ -523,45 +523,19 @@ def test_unreadable_graph_is_refused(copy_check):
 # value after the launch, whether the flag's read fails. Prints what
 # index_error returned, the flag after it, and the variable's bytes.
 FLAG_HARNESS = r"""
+#define FAKE_GLUE_ON_HOST FAKE_GLUE_EXIT
+#include "cuda_fake_glue.h"
 #include "graph/exec_cugraph.c"
-#include <stdio.h>
-#include <stdlib.h>
 
-static tfm_gpu fake;
-static int fail_copy, copies, syncs;
-static char err[128];
+static int syncs;
 
-const tfm_device *tfm_device_get(int i) { (void)i; return &fake.dev; }
-cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n,
-                            enum cudaMemcpyKind k, cudaStream_t st)
-{
-    (void)st;
-    if (fail_copy && k == cudaMemcpyDeviceToHost)
-        return cudaErrorIllegalAddress;
-    copies++;
-    memcpy(d, s, n);
-    return cudaSuccess;
-}
-cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
-{ (void)st; memset(d, v, n); return cudaSuccess; }
+const tfm_device *tfm_device_get(int i) { (void)i; return &fake_gpu.dev; }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; syncs++; return cudaSuccess; }
-tfm_code tfm_gpu_check(cudaError_t e, const char *w)
-{
-    snprintf(err, sizeof err, "%s: %d", w, (int)e);
-    return e ? TFM_ERR_INTERNAL : TFM_OK;
-}
 tfm_code tfm_tensor_copy_into(tfm_tensor *dst, const tfm_tensor *src)
 {
     memcpy(tfm_tensor_data(dst), tfm_tensor_data(src),
            (size_t)tfm_shape_numel(&src->shape) * 4);
     return TFM_OK;
-}
-int64_t tfm_shape_numel(const tfm_shape *s)
-{
-    int64_t n = 1;
-    for (int d = 0; d < s->ndim; d++)
-        n *= s->dims[d];
-    return n;
 }
 
 int main(int argc, char **argv)
@@ -583,10 +557,10 @@ int main(int argc, char **argv)
     now[0] = 100;                       /* the launch wrote the variable */
     now[2] = -7;
     flag = atoi(argv[1]);
-    fail_copy = atoi(argv[2]);
+    fake_fail_d2h = atoi(argv[2]);
     int got = index_error(&r);
     printf("%d %d %g %g %g %d|%s\n", got, flag, now[0], now[1], now[2],
-           syncs, got < 0 ? err : "");
+           syncs, got < 0 ? fake_gpu_error : "");
     return 0;
 }
 """

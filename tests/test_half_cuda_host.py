@@ -298,6 +298,29 @@ def test_empty_reductions_give_the_identity(harness, dtype):
 
 
 # ---- nn.cu: softmax, log-softmax, the two cross entropies ---------------
+# The nn and norm harnesses' inputs and outputs: whole files of raw
+# bytes (a short read exits 3).
+FILES = r"""
+static void *
+slurp(const char *path, size_t nb)
+{
+    void *p = calloc(nb + 8, 1);
+    FILE *f = fopen(path, "rb");
+    if (!f || fread(p, 1, nb, f) != nb)
+        exit(3);
+    fclose(f);
+    return p;
+}
+
+static void
+spill(const char *path, const void *p, size_t nb)
+{
+    FILE *f = fopen(path, "wb");
+    fwrite(p, 1, nb, f);
+    fclose(f);
+}
+"""
+
 NN_HARNESS = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,24 +368,7 @@ run(int op, const S *x, const void *lab, S *y, S *back, int64_t outer,
     }
 }
 
-static void *
-slurp(const char *path, size_t nb)
-{
-    void *p = calloc(nb + 8, 1);
-    FILE *f = fopen(path, "rb");
-    if (!f || fread(p, 1, nb, f) != nb)
-        exit(3);
-    fclose(f);
-    return p;
-}
-
-static void
-spill(const char *path, const void *p, size_t nb)
-{
-    FILE *f = fopen(path, "wb");
-    fwrite(p, 1, nb, f);
-    fclose(f);
-}
+""" + FILES + r"""
 
 /* argv: op (0 Softmax, 1 LogSoftmax, 2 xent, 3 sparse int32 labels,
  * 4 sparse int64) ty outer n inner x lab out back */
@@ -595,24 +601,7 @@ softmax_grad(const S *y, const S *dy, S *dx, int64_t outer, int64_t n,
     }
 }
 
-static void *
-slurp(const char *path, size_t nb)
-{
-    void *p = calloc(nb + 8, 1);
-    FILE *f = fopen(path, "rb");
-    if (!f || fread(p, 1, nb, f) != nb)
-        exit(3);
-    fclose(f);
-    return p;
-}
-
-static void
-spill(const char *path, const void *p, size_t nb)
-{
-    FILE *f = fopen(path, "wb");
-    fwrite(p, 1, nb, f);
-    fclose(f);
-}
+""" + FILES + r"""
 
 /* argv: op (0 _LayerNorm: x g b -> y; 1 _LayerNormGrad: dy x g -> dx dg
  * db; 2 _SoftmaxGrad: y dy -> dx) ty a b c (rows n 0, or outer n inner)

@@ -12,20 +12,14 @@ hands an op to the CPU kernel (tfm_cu_on_host) the test says whether it
 should have. The scatters' atomics themselves (scatter.cu's minmax_to)
 need a GPU: tests/gpu/test_gpu_index.py."""
 import ctypes
-import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from cuda_host_util import cuda_include, nvcc
+from cuda_host_util import library_beside_c
 
 import tfmini as tf
 from tfmini import _C
 from tfmini._opids import ID
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # index.cu's launchers as serial loops over its bodies.
 INDEX_BODIES = r"""
@@ -301,58 +295,15 @@ tfm_cu_scatter_minmax(int is_max, int kind, int idx64, const void *idx,
 """
 
 GLUE = r"""
+#define FAKE_GLUE_ON_HOST FAKE_GLUE_RUN_CPU
+#include "cuda_fake_glue.h"
 #include "kernels/cuda/kernels_index.c"
 #include "kernels/cuda/kernels_scatter.c"
 #include "kernels/cuda/kernels_shape.c"
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-static int on_host;
-static tfm_gpu fake;
 /* Note [Index checks inside a CUDA graph capture]: a capture's flag,
  * handed to the glue as exec_cugraph.c does (NULL: not capturing). */
 void capture_with(int *flag) { tfm_cu_capture_flag(flag); }
-tfm_gpu *tfm_cu_gpu(const tfm_kctx *c) { (void)c; return &fake; }
-tfm_code tfm_cu_launched(tfm_op op, int rc)
-{ return rc ? tfm_error(TFM_ERR_INTERNAL, "%s: launch %d", tfm_ops[op].name, rc) : TFM_OK; }
-tfm_code tfm_gpu_check(cudaError_t e, const char *w)
-{ return e ? tfm_error(TFM_ERR_INTERNAL, "%s: cuda %d", w, (int)e) : TFM_OK; }
-/* The real one copies to the host and runs the CPU kernel; here the
- * tensors are already host memory. */
-tfm_code tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin,
-                        const tfm_attrs *a, tfm_tensor *const *out, int nout,
-                        const tfm_kctx *ctx)
-{
-    (void)ctx;
-    on_host = 1;
-    return tfm_ops[op].cpu(op, in, nin, a, out, nout, &tfm_kctx_cpu);
-}
-cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t s)
-{ (void)s; memset(d, v, n); return cudaSuccess; }
-cudaError_t cudaMemcpyAsync(void *d, const void *src, size_t n,
-                            enum cudaMemcpyKind k, cudaStream_t s)
-{ (void)k; (void)s; memmove(d, src, n); return cudaSuccess; }
-
-static tfm_code to_host(const tfm_device *d, void *dst, const void *src, size_t n)
-{ (void)d; memcpy(dst, src, n); return TFM_OK; }
-/* Scratch is counted: every allocation must be freed, with its size. */
-static long live;
-static void *s_alloc(const tfm_kctx *c, size_t n)
-{ (void)c; live += (long)n; return malloc(n ? n : 1); }
-static void s_free(const tfm_kctx *c, void *p, size_t n)
-{ (void)c; live -= (long)n; free(p); }
-static tfm_device dev = {.index = 1, .kind = "GPU", .copy_to_host = to_host};
-static const tfm_kctx kctx = {.device = &dev, .scratch_alloc = s_alloc,
-                              .scratch_free = s_free};
-
-int dtype_of(const char *name)
-{
-    for (int d = 0; d < TFM_DTYPE_COUNT; d++)
-        if (tfm_dtype_names[d] && !strcmp(tfm_dtype_names[d], name))
-            return d;
-    return -1;
-}
 
 static tfm_kernel_fn table[TFM_OP_COUNT];
 
@@ -374,33 +325,22 @@ int run(int op, int nin, const int *dts, const int *nds, const int64_t *dims,
         return -1;
     tfm_buffer bi[4], bo;
     tfm_tensor ti[4], to, *pi[4], *po = &to;
-    for (int k = 0; k < nin; k++) {
-        memset(&ti[k], 0, sizeof ti[k]);
-        ti[k].dtype = (tfm_dtype)dts[k];
-        ti[k].shape = tfm_shape_make(nds[k], dims + 8 * k);
-        bi[k] = (tfm_buffer){.refcount = 1, .data = xs[k],
-                             .nbytes = tfm_tensor_nbytes(&ti[k])};
-        ti[k].buf = &bi[k];
-        pi[k] = &ti[k];
-    }
-    memset(&to, 0, sizeof to);
-    to.dtype = (tfm_dtype)odt;
-    to.shape = tfm_shape_make(ond, odims);
-    bo = (tfm_buffer){.refcount = 1, .data = outp,
-                      .nbytes = tfm_tensor_nbytes(&to)};
-    to.buf = &bo;
+    for (int k = 0; k < nin; k++)
+        pi[k] = fake_tensor(&ti[k], &bi[k], dts[k], nds[k], dims + 8 * k,
+                            xs[k]);
+    fake_tensor(&to, &bo, odt, ond, odims, outp);
     tfm_attrs a;
     tfm_attrs_init(&a);
     memcpy(a.i, iv, sizeof a.i);
     for (int k = 0; k < 4; k++)
         a.f[k] = fv[k];
     a.dtype = (tfm_dtype)odt;
-    on_host = 0;
-    live = 0;
+    fake_on_host = 0;
+    fake_scratch_live = 0;
     tfm_error_clear();
-    int rc = table[op]((tfm_op)op, pi, nin, &a, &po, 1, &kctx);
-    *host = on_host;
-    *leak = live;
+    int rc = table[op]((tfm_op)op, pi, nin, &a, &po, 1, &fake_kctx);
+    *host = fake_on_host;
+    *leak = fake_scratch_live;
     snprintf(err, (size_t)errlen, "%s", rc ? tfm_error_message() : "");
     return rc;
 }
@@ -409,41 +349,8 @@ int run(int op, int nin, const int *dts, const int *nds, const int64_t *dims,
 
 @pytest.fixture(scope="module")
 def glue(tmp_path_factory):
-    inc, cc = cuda_include(), nvcc()
-    if not inc or not cc or not shutil.which("gcc") or \
-            not sys.platform.startswith("linux"):
-        pytest.skip("needs the CUDA toolkit (nvcc, cudart) and gcc")
-    if not _C.cuda_built():
-        pytest.skip("this build has no CUDA backend (kernels_index.c is "
-                    "not in it)")
-    d = tmp_path_factory.mktemp("index")
-    src = os.path.join(ROOT, "csrc")
-    lib = os.path.join(os.path.dirname(inc), "lib64")
-    objs, steps = [], []
-    for name, text in (("index", INDEX_BODIES), ("shape", SHAPE_BODIES),
-                       ("scatter", SCATTER_BODIES)):
-        (d / f"{name}.cu").write_text(text)
-        objs.append(str(d / f"{name}.o"))
-        steps.append([cc, "-O1", "-std=c++17", "-gencode",
-                      "arch=compute_80,code=sm_80", "-Xcompiler", "-fPIC",
-                      "-I", src, "-c", str(d / f"{name}.cu"), "-o",
-                      objs[-1]])
-    (d / "glue.c").write_text(GLUE)
-    objs.append(str(d / "glue.o"))
-    steps.append(["gcc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-fPIC",
-                  "-Wall", "-Wno-unused-function", "-I", src, "-I", inc,
-                  "-c", str(d / "glue.c"), "-o", objs[-1]])
-    # -Bsymbolic: the harness's serial launchers and CUDA stand-ins win
-    # over _C's real ones, which the global load below also exposes.
-    steps.append(["g++", "-shared", "-Wl,-Bsymbolic"] + objs +
-                 ["-o", str(d / "h.so"), "-L", lib, "-lcudart"])
-    for cmd in steps:
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        assert r.returncode == 0, (cmd, r.stderr)
-    ctypes.CDLL(_C.__file__, mode=ctypes.RTLD_GLOBAL)
-    h = ctypes.CDLL(str(d / "h.so"))
-    h.dtype_of.argtypes = [ctypes.c_char_p]
-    return h
+    return library_beside_c(tmp_path_factory, "index", GLUE,
+                            [INDEX_BODIES, SHAPE_BODIES, SCATTER_BODIES])
 
 
 def dtype_enum(lib, name):

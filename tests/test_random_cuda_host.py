@@ -6,25 +6,21 @@ compare with the CPU kernels bit for bit: the same stream positions,
 conversions, parameters and rounding. On a GPU only CUDA's logf/sincosf
 differ (normals); tests/gpu/test_gpu_ops_more.py checks that there."""
 import os
-import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
-from cuda_host_util import cuda_include, nvcc, nvcc_program
+from cuda_host_util import cudart_program, nvcc_program
 
 import tfmini as tf
 from tfmini import _C
 from tfmini._opids import ID
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 HARNESS = r"""
+#include "cuda_serial_random.cuh"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/cuda/random.cu"
 
 /* argv: dist kind key ctr_lo ctr_hi p0 p1 ilo ispan n; prints the n
  * outputs' bits, one a line, as the launcher's kernel would write them. */
@@ -32,41 +28,16 @@ int main(int argc, char **argv)
 {
     if (argc != 11)
         return 2;
-    int dist = atoi(argv[1]), kind = atoi(argv[2]);
-    stream_at s;
-    s.key = strtoull(argv[3], 0, 0);
-    s.ctr.lo = strtoull(argv[4], 0, 0);
-    s.ctr.hi = strtoull(argv[5], 0, 0);
-    double p0 = strtod(argv[6], 0), p1 = strtod(argv[7], 0);
-    uint64_t ilo = strtoull(argv[8], 0, 0), isp = strtoull(argv[9], 0, 0);
+    int kind = atoi(argv[2]);
     int64_t n = strtoll(argv[10], 0, 0);
-    int64_t per = kind == TFM_CU_OUT_F32 || kind == TFM_CU_OUT_I32 ? 4 : 2;
     void *o = calloc((size_t)n + 1, 8);
-    float f0 = (float)p0, f1 = (float)p1;
-    for (int64_t b = 0; b < (n + per - 1) / per; b++) {
-        switch (dist * 4 + kind) {
-        case TFM_CU_UNIFORM * 4 + TFM_CU_OUT_F32:
-            uniform_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_UNIFORM * 4 + TFM_CU_OUT_F64:
-            uniform_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_NORMAL * 4 + TFM_CU_OUT_F32:
-            normal_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_NORMAL * 4 + TFM_CU_OUT_F64:
-            normal_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_TRUNCATED * 4 + TFM_CU_OUT_F32:
-            truncated_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_TRUNCATED * 4 + TFM_CU_OUT_F64:
-            truncated_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_OUT_I32:
-            uniform_i32(s, b, (uint32_t)ilo, (uint32_t)isp, (int32_t *)o,
-                        n); break;
-        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_OUT_I64:
-            uniform_i64(s, b, ilo, isp, (int64_t *)o, n); break;
-        default:
-            return 3;
-        }
-    }
-    size_t es = per == 4 ? 4 : 8;
+    if (tfm_cu_random(atoi(argv[1]), kind, strtoull(argv[3], 0, 0),
+                      strtoull(argv[4], 0, 0), strtoull(argv[5], 0, 0),
+                      strtod(argv[6], 0), strtod(argv[7], 0),
+                      strtoull(argv[8], 0, 0), strtoull(argv[9], 0, 0), o, n,
+                      NULL))
+        return 3;
+    size_t es = kind == TFM_CU_OUT_F32 || kind == TFM_CU_OUT_I32 ? 4 : 8;
     for (int64_t e = 0; e < n; e++) {
         unsigned long long v = 0;
         memcpy(&v, (char *)o + e * es, es);
@@ -164,86 +135,7 @@ def test_int_bodies_are_the_cpu_kernels(harness, kind, lo_hi, stream, n):
 # the float32/64 and integer draws.
 
 GLUE_BODIES = r"""
-#define tfm_cu_random tfm_cu_random_on_device
-#define tfm_cu_random_half tfm_cu_random_half_on_device
-#define tfm_cu_multinomial tfm_cu_multinomial_on_device
-#include "kernels/cuda/random.cu"
-#undef tfm_cu_random
-#undef tfm_cu_random_half
-#undef tfm_cu_multinomial
-
-static stream_at at(uint64_t key, uint64_t lo, uint64_t hi)
-{
-    stream_at s;
-    s.key = key;
-    s.ctr.lo = lo;
-    s.ctr.hi = hi;
-    return s;
-}
-
-extern "C" int
-tfm_cu_random(int dist, int kind, uint64_t key, uint64_t lo, uint64_t hi,
-              double p0, double p1, uint64_t ilo, uint64_t isp, void *o,
-              int64_t n, void *stream)
-{
-    stream_at s = at(key, lo, hi);
-    int64_t per = kind == TFM_CU_OUT_F32 || kind == TFM_CU_OUT_I32 ? 4 : 2;
-    float f0 = (float)p0, f1 = (float)p1;
-    for (int64_t b = 0; b < (n + per - 1) / per; b++) {
-        switch (dist * 4 + kind) {
-        case TFM_CU_UNIFORM * 4 + TFM_CU_OUT_F32: uniform_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_UNIFORM * 4 + TFM_CU_OUT_F64: uniform_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_NORMAL * 4 + TFM_CU_OUT_F32: normal_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_NORMAL * 4 + TFM_CU_OUT_F64: normal_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_TRUNCATED * 4 + TFM_CU_OUT_F32: truncated_f32(s, b, f0, f1, (float *)o, n); break;
-        case TFM_CU_TRUNCATED * 4 + TFM_CU_OUT_F64: truncated_f64(s, b, p0, p1, (double *)o, n); break;
-        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_OUT_I32: uniform_i32(s, b, (uint32_t)ilo, (uint32_t)isp, (int32_t *)o, n); break;
-        case TFM_CU_UNIFORM_INT * 4 + TFM_CU_OUT_I64: uniform_i64(s, b, ilo, isp, (int64_t *)o, n); break;
-        default: return -1;
-        }
-    }
-    return 0;
-}
-
-extern "C" int
-tfm_cu_random_half(int dist, uint64_t key, uint64_t lo, uint64_t hi,
-                   float p0, float p1, uint16_t *o, int64_t n, void *stream)
-{
-    stream_at s = at(key, lo, hi);
-    for (int64_t b = 0; b < (n + 3) / 4; b++) {
-        switch (dist) {
-        case TFM_CU_UNIFORM: uniform_f16(s, b, p0, p1, o, n); break;
-        case TFM_CU_NORMAL: normal_f16(s, b, p0, p1, o, n); break;
-        case TFM_CU_TRUNCATED: truncated_f16(s, b, p0, p1, o, n); break;
-        default: return -1;
-        }
-    }
-    return 0;
-}
-
-extern "C" int
-tfm_cu_multinomial(int ty, int wide, uint64_t key, uint64_t lo, uint64_t hi,
-                   const void *x, int64_t batch, int64_t classes, int64_t n,
-                   double *scratch, void *o, void *stream)
-{
-    if (batch == 0 || n == 0)
-        return 0;
-    if (ty != TFM_CU_F32 && ty != TFM_CU_F64 && ty != TFM_CU_F16)
-        return -1;
-    stream_at s = at(key, lo, hi);
-    double *cdf = scratch, *shift = scratch + batch * classes,
-           *total = shift + batch;
-    for (int64_t b = 0; b < batch; b++)
-        mn_shift(x, ty, b, classes, shift);
-    for (int64_t e = 0; e < batch * classes; e++)
-        mn_weight(x, ty, e, classes, shift, cdf);
-    for (int64_t b = 0; b < batch; b++)
-        mn_scan(cdf, b, classes, total);
-    int64_t m_end = batch * n;
-    for (int64_t t = 0; t < (m_end + 1) / 2; t++)
-        mn_samples(s, t, cdf, total, classes, n, m_end, wide, o);
-    return 0;
-}
+#include "cuda_serial_random.cuh"
 
 /* launch.h's contract: o[a, i, k] = x[a, idx[i], k]. */
 extern "C" int
@@ -266,47 +158,9 @@ tfm_cu_gather(int es, int idx64, const void *x, const void *idx, void *o,
 """
 
 GLUE_MAIN = r"""
-/* The host has no CUDA stream: the glue's one device-to-device copy is
- * a memcpy (renamed before the toolkit's header declares it). */
-#define cudaMemcpyAsync host_memcpy_async
+#define FAKE_GLUE_ON_HOST FAKE_GLUE_EXIT
+#include "cuda_fake_glue.h"
 #include "kernels/cuda/kernels_random.c"
-#undef cudaMemcpyAsync
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-const tfm_op_def tfm_ops[TFM_OP_COUNT];
-
-cudaError_t
-host_memcpy_async(void *dst, const void *src, size_t n,
-                  enum cudaMemcpyKind k, cudaStream_t s)
-{
-    (void)k; (void)s;
-    memcpy(dst, src, n);
-    return cudaSuccess;
-}
-
-int64_t
-tfm_shape_numel(const tfm_shape *s)
-{
-    int64_t n = 1;
-    for (int d = 0; d < s->ndim; d++)
-        n *= s->dims[d];
-    return n;
-}
-
-static tfm_gpu fake;
-tfm_gpu *tfm_cu_gpu(const tfm_kctx *c) { (void)c; return &fake; }
-tfm_code tfm_gpu_check(cudaError_t e, const char *what) { (void)what; return e ? TFM_ERR_INTERNAL : TFM_OK; }
-tfm_code tfm_cu_launched(tfm_op op, int rc) { (void)op; return rc ? TFM_ERR_INTERNAL : TFM_OK; }
-tfm_code tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
-                        tfm_tensor *const *out, int nout, const tfm_kctx *ctx)
-{ (void)op; (void)in; (void)nin; (void)a; (void)out; (void)nout; (void)ctx; exit(10); }
-static tfm_code copy(const tfm_device *d, void *dst, const void *src, size_t n)
-{ (void)d; memcpy(dst, src, n); return TFM_OK; }
-static long live;
-static void *s_alloc(const tfm_kctx *c, size_t n) { (void)c; live++; return malloc(n ? n : 1); }
-static void s_free(const tfm_kctx *c, void *p, size_t n) { (void)c; (void)n; live--; free(p); }
 
 static void
 read_shape(char *spec, tfm_shape *s)
@@ -350,54 +204,26 @@ int main(int argc, char **argv)
         return 3;
     fclose(f);
     tfm_tensor *in[1] = {&x}, *o[1] = {&y};
-    tfm_device dev = {.copy_to_host = copy, .copy_from_host = copy};
-    tfm_kctx ctx = {.device = &dev, .scratch_alloc = s_alloc,
-                    .scratch_free = s_free};
     tfm_kernel_fn k = op == TFM_OP_RANDOM_SHUFFLE ? k_shuffle :
                       op == TFM_OP_MULTINOMIAL ? k_multinomial : k_random;
     FILE *out = fopen(argv[16], "wb");
     for (int c = 0; c < calls; c++) {
         memset(by.data, 0xAB, yb);
-        if (k(op, in, idt >= 0, &a, o, 1, &ctx))
+        if (k(op, in, idt >= 0, &a, o, 1, &fake_kctx))
             return 5;
         fwrite(by.data, 1, yb, out);
     }
     fclose(out);
-    return live ? 6 : 0;     /* every scratch buffer given back */
+    return fake_scratch_live ? 6 : 0;   /* every scratch buffer given back */
 }
 """
 
 
 @pytest.fixture(scope="module")
 def glue(tmp_path_factory):
-    inc, cc = cuda_include(), nvcc()
-    if not inc or not cc or not shutil.which("gcc") or \
-            not sys.platform.startswith("linux"):
-        pytest.skip("needs the CUDA toolkit (nvcc, cudart) and gcc/GNU ld")
-    d = tmp_path_factory.mktemp("random_glue2")
-    (d / "h.cu").write_text(GLUE_BODIES)
-    (d / "m.c").write_text(GLUE_MAIN)
-    src = os.path.join(ROOT, "csrc")
-    lib = os.path.join(os.path.dirname(inc), "lib64")
-    gcc = ["gcc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-fno-pic", "-I", src]
-    steps = [
-        [cc, "-O2", "-std=c++17", "-gencode", "arch=compute_80,code=sm_80",
-         "-Xcompiler", "-fno-pic", "-I", src, "-c", str(d / "h.cu"), "-o",
-         str(d / "h.o")],
-        gcc + ["-I", inc, "-c", str(d / "m.c"), "-o", str(d / "m.o")],
-        gcc + ["-c", os.path.join(src, "kernels", "cpu", "random.c"), "-o",
-               str(d / "random.o")],
-        gcc + ["-c", os.path.join(src, "core", "dtype.c"), "-o",
-               str(d / "dtype.o")],
-        ["g++", "-no-pie", str(d / "m.o"), str(d / "h.o"),
-         str(d / "random.o"), str(d / "dtype.o"), "-o", str(d / "h"), "-L",
-         lib, "-lcudart_static", "-ldl", "-lrt", "-lpthread", "-lm",
-         "-Wl,--unresolved-symbols=ignore-all"],
-    ]
-    for cmd in steps:
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        assert r.returncode == 0, (cmd, r.stderr)
-    return str(d / "h")
+    return cudart_program(tmp_path_factory, "random_glue2", GLUE_BODIES,
+                          GLUE_MAIN, ["kernels/cpu/random.c",
+                                      "core/dtype.c"])
 
 
 _instance = [2 * 10**12 + os.getpid() * 1000]

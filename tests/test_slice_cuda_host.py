@@ -10,48 +10,20 @@ tfmini._C. Each op's output (and its errors) must equal the CPU
 kernel's, byte for byte; where the glue hands an op to the CPU kernel
 (tfm_cu_on_host) the test says whether it should have."""
 import ctypes
-import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from cuda_host_util import cuda_include
+from cuda_host_util import library_beside_c
 
 import tfmini as tf
 from tfmini import _C
 from tfmini._opids import ID
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 HARNESS = r"""
+#define FAKE_GLUE_ON_HOST FAKE_GLUE_RUN_CPU
+#include "cuda_fake_glue.h"
 #include "kernels/cuda/kernels_slice.c"
-#include <stdio.h>
-#include <string.h>
 
-static int on_host;
-static tfm_gpu fake;
-tfm_gpu *tfm_cu_gpu(const tfm_kctx *c) { (void)c; return &fake; }
-tfm_code tfm_cu_launched(tfm_op op, int rc)
-{ return rc ? tfm_error(TFM_ERR_INTERNAL, "%s: launch %d", tfm_ops[op].name, rc) : TFM_OK; }
-tfm_code tfm_gpu_check(cudaError_t e, const char *w)
-{ return e ? tfm_error(TFM_ERR_INTERNAL, "%s: cuda %d", w, (int)e) : TFM_OK; }
-/* The real one copies to the host and runs the CPU kernel; here the
- * tensors are already host memory. */
-tfm_code tfm_cu_on_host(tfm_op op, tfm_tensor *const *in, int nin,
-                        const tfm_attrs *a, tfm_tensor *const *out, int nout,
-                        const tfm_kctx *ctx)
-{
-    (void)ctx;
-    on_host = 1;
-    return tfm_ops[op].cpu(op, in, nin, a, out, nout, &tfm_kctx_cpu);
-}
-cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t s)
-{ (void)s; memset(d, v, n); return cudaSuccess; }
-cudaError_t cudaMemcpyAsync(void *d, const void *src, size_t n,
-                            enum cudaMemcpyKind k, cudaStream_t s)
-{ (void)k; (void)s; memcpy(d, src, n); return cudaSuccess; }
 /* The build lowers kernels_slice.c's TFM_CU_MAX_PITCH; a pitch past it
  * fails here as one past cudaDevAttrMaxPitch fails on a GPU. */
 cudaError_t cudaMemcpy2DAsync(void *dst, size_t dp, const void *src,
@@ -213,14 +185,6 @@ int tfm_cu_mirror_pad(int es, int sym, const void *x, void *o, int nd,
     return 0;
 }
 
-int dtype_of(const char *name)
-{
-    for (int d = 0; d < TFM_DTYPE_COUNT; d++)
-        if (tfm_dtype_names[d] && !strcmp(tfm_dtype_names[d], name))
-            return d;
-    return -1;
-}
-
 static tfm_kernel_fn table[TFM_OP_COUNT];
 
 /* One call of op's GPU kernel on host tensors (nin inputs of dtypes
@@ -237,24 +201,12 @@ int run(int op, int nin, const int *dts, const int *nds, const int64_t *dims,
         return -1;
     tfm_buffer bi[4], bo[16];
     tfm_tensor ti[4], to[16], *pi[4], *po[16];
-    for (int k = 0; k < nin; k++) {
-        memset(&ti[k], 0, sizeof ti[k]);
-        ti[k].dtype = (tfm_dtype)dts[k];
-        ti[k].shape = tfm_shape_make(nds[k], dims + 8 * k);
-        bi[k] = (tfm_buffer){.refcount = 1, .data = xs[k],
-                             .nbytes = tfm_tensor_nbytes(&ti[k])};
-        ti[k].buf = &bi[k];
-        pi[k] = &ti[k];
-    }
-    for (int k = 0; k < nout; k++) {
-        memset(&to[k], 0, sizeof to[k]);
-        to[k].dtype = (tfm_dtype)odt;
-        to[k].shape = tfm_shape_make(ond[k], odims + 8 * k);
-        bo[k] = (tfm_buffer){.refcount = 1, .data = outs[k],
-                             .nbytes = tfm_tensor_nbytes(&to[k])};
-        to[k].buf = &bo[k];
-        po[k] = &to[k];
-    }
+    for (int k = 0; k < nin; k++)
+        pi[k] = fake_tensor(&ti[k], &bi[k], dts[k], nds[k], dims + 8 * k,
+                            xs[k]);
+    for (int k = 0; k < nout; k++)
+        po[k] = fake_tensor(&to[k], &bo[k], odt, ond[k], odims + 8 * k,
+                            outs[k]);
     tfm_attrs a;
     memset(&a, 0, sizeof a);
     a.n_ints = n_ints;
@@ -262,10 +214,10 @@ int run(int op, int nin, const int *dts, const int *nds, const int64_t *dims,
     memcpy(a.i, iv, sizeof a.i);
     a.f[0] = f0;
     a.dtype = (tfm_dtype)odt;
-    on_host = 0;
+    fake_on_host = 0;
     tfm_error_clear();
     int rc = table[op]((tfm_op)op, pi, nin, &a, po, nout, NULL);
-    *host = on_host;
+    *host = fake_on_host;
     snprintf(err, (size_t)errlen, "%s", rc ? tfm_error_message() : "");
     return rc;
 }
@@ -274,30 +226,10 @@ int run(int op, int nin, const int *dts, const int *nds, const int64_t *dims,
 
 @pytest.fixture(scope="module")
 def glue(tmp_path_factory):
-    inc = cuda_include()
-    if not inc or not shutil.which("gcc") or not sys.platform.startswith(
-            "linux"):
-        pytest.skip("needs the CUDA toolkit's headers and gcc")
-    if not _C.cuda_built():
-        pytest.skip("this build has no CUDA backend (kernels_slice.c is "
-                    "not in it)")
-    d = tmp_path_factory.mktemp("slice")
-    (d / "h.c").write_text(HARNESS)
-    # -Bsymbolic: the harness's own host launchers and CUDA stand-ins win
-    # over _C's real ones, which the global load below also exposes.
     # TFM_CU_MAX_PITCH: Split's rows past 64 bytes take the strided
     # gather, as rows past 2 GiB do on a GPU.
-    r = subprocess.run(["gcc", "-std=c11", "-D_GNU_SOURCE", "-shared",
-                        "-fPIC", "-O1", "-Wl,-Bsymbolic",
-                        "-DTFM_CU_MAX_PITCH=((size_t)64)", "-I",
-                        os.path.join(ROOT, "csrc"), "-I", inc,
-                        str(d / "h.c"), "-o", str(d / "h.so")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    ctypes.CDLL(_C.__file__, mode=ctypes.RTLD_GLOBAL)
-    lib = ctypes.CDLL(str(d / "h.so"))
-    lib.dtype_of.argtypes = [ctypes.c_char_p]
-    return lib
+    return library_beside_c(tmp_path_factory, "slice", HARNESS,
+                            defines=["-DTFM_CU_MAX_PITCH=((size_t)64)"])
 
 
 def gpu_glue(lib, op, x, outs_like, ints=(), i=(), f0=0.0, dtype=None):
