@@ -158,3 +158,56 @@ def test_weak_gradient_is_a_new_tensor(child):
                    "(weak_tensor_tf221.json's function.passthrough)")
 def test_function_output_keeps_weakness(child):
     assert child["function_output"] == "EagerWeakTensor"
+
+
+# ---- legacy tf.add & co. with a NumPy operand (ops/numpy_operands.py) --
+# TF 2.21's results (/work/tfvenv/bin/python, legacy mode): the first
+# operand fixes the dtype and a NumPy operand is cast to it.
+TF_NUMPY_OPERANDS = [
+    ("tf.add(tf.constant(1), np.array(1.7, np.float16))", "int32", 2),
+    ("tf.add(tf.constant(1), np.array([1.7, -2.5]))", "int32", [2, -1]),
+    ("tf.add(tf.constant(1, tf.int8), np.array(3, np.int64))", "int8", 4),
+    ("tf.add(tf.constant(1), np.float16(1.7))", "int32", 2),
+    ("tf.add(tf.constant(1), np.array(True))", "int32", 2),
+    ("tf.add(np.array(1, np.int8), np.array(1.5))", "int8", 2),
+    ("tf.add(1, np.array(1.5))", "int32", 2),
+    ("tf.add(1.5, np.array(2, np.int64))", "float32", 3.5),
+    ("tf.subtract(tf.constant(1), np.array(1.7, np.float16))", "int32", 0),
+    ("tf.multiply(tf.constant(2), np.array(1.7, np.float32))", "int32", 2),
+    ("tf.maximum(tf.constant(1), np.array(1.7, np.float16))", "int32", 1),
+    ("tf.add(tf.Variable(1), np.array(1.7, np.float16))", "int32", 2),
+    # the guide's cell 14: (b + a) + c
+    ("tf.add(tf.add(tf.constant(1), np.array(1, np.int8)), "
+     "np.array(1, np.float16))", "int32", 3),
+]
+
+
+@pytest.mark.parametrize("expr,dtype,value", TF_NUMPY_OPERANDS)
+def test_numpy_operand_is_cast_as_tf(expr, dtype, value):
+    import numpy as np  # noqa: F401 (expr uses it)
+    import tfmini as tf
+    r = eval(expr)
+    assert (r.dtype.name, r.numpy().tolist()) == (dtype, value)
+
+
+def test_numpy_operand_cast_in_a_trace():
+    import numpy as np
+    import tfmini as tf
+
+    @tf.function
+    def f(x):
+        return tf.add(x, np.array([1.7, 2.5], np.float16))
+    assert f(tf.constant([1, 1])).numpy().tolist() == [2, 3]
+
+
+def test_python_values_are_not_cast():
+    # TF refuses these too (InvalidArgumentError there): only NumPy
+    # values are cast; tfmini keeps its TypeError.
+    import numpy as np
+    import tfmini as tf
+    with pytest.raises(TypeError, match="Cannot convert 1.5"):
+        tf.add(tf.constant(1), 1.5)
+    with pytest.raises(TypeError, match=r"Cannot convert \[1.7\]"):
+        tf.add(tf.constant(1), [1.7])
+    with pytest.raises(TypeError, match="Cannot convert"):
+        tf.add(tf.constant(1), np.array(["a"]))

@@ -38,14 +38,12 @@ KNOWN = {
                       "not tensorflow.python.framework.ops.EagerTensor",
     ("tf_numpy", 12): "tensor class module (as cell 10)",
     ("tf_numpy_type_promotion", 0): "tf.__version__ is tfmini's own",
-    ("tf_numpy_type_promotion", 13): "legacy tf.add: TF converts x first "
-                                     "(a NumPy int8 array stays int8, then "
-                                     "int32 is refused) and casts a NumPy "
-                                     "float16 array to int32; tfmini takes "
-                                     "the tensor's dtype for both operands "
-                                     "and refuses lossy array casts",
-    ("tf_numpy_type_promotion", 14): "TF casts the NumPy float16 array to "
-                                     "int32 (as cell 13)",
+    ("tf_numpy_type_promotion", 13): "legacy tf.add(int8 array, int32 "
+                                     "tensor): TF's first operand fixes the "
+                                     "dtype (InvalidArgumentError); tfmini "
+                                     "converts the array to the tensor's "
+                                     "dtype (int32 3); and the error class "
+                                     "prints tfmini's module",
     ("data", 10): "value_type is tfmini.sparse.sparse_tensor.SparseTensor, "
                   "not tensorflow.python.framework.sparse_tensor's",
     ("data", 24): "an error raised in a from_generator generator: TF wraps "
