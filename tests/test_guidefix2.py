@@ -211,3 +211,98 @@ def test_python_values_are_not_cast():
         tf.add(tf.constant(1), [1.7])
     with pytest.raises(TypeError, match="Cannot convert"):
         tf.add(tf.constant(1), np.array(["a"]))
+
+
+# ---- custom gradients in saved models (Note [Saved custom gradients]) --
+# /work/tfvenv/bin/python tests/data/make_saved_custom_gradients_tf221.py
+# (with experimental_custom_gradients=False TF's loaded functions fail
+# under a tape, LookupError for IdentityN; tfmini's differentiate as
+# plain graphs, as they did before custom gradients were saved.)
+TF_SAVED_CUSTOM_GRADIENTS = [
+    [2.1213202476501465, 2.8284270763397217], [[20.0, 0.0], 200.0],
+    [0.3535534143447876, 0.3535534143447876], 2, 18.0]
+PLAIN_GRADIENTS = [[6.0, 8.0], [[6.0, 0.0], 6.0], [3.0, 3.0], 2, 18.0]
+
+
+def _saved_gradients(custom_gradients):
+    spec = importlib.util.spec_from_file_location(
+        "saved_maker",
+        os.path.join(HERE, "data", "make_saved_custom_gradients_tf221.py"))
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    return maker.run(sys.executable, "import tfmini as tf\n",
+                     custom_gradients, env)
+
+
+def test_saved_custom_gradients_are_tfs():
+    got = _saved_gradients(True)
+
+    def flat(x):
+        return sum((flat(v) for v in x), []) if isinstance(x, list) \
+            else [x]
+    assert isinstance(got, list), got
+    assert flat(got) == pytest.approx(flat(TF_SAVED_CUSTOM_GRADIENTS),
+                                      rel=1e-6), got
+
+
+def test_custom_gradients_left_out_give_plain_gradients():
+    assert _saved_gradients(False) == PLAIN_GRADIENTS
+
+
+def test_saved_custom_gradient_of_the_guide_in_one_process(tmp_path):
+    # advanced_autodiff's cells 4-6; TF prints tf.Tensor(2.0, ...).
+    import tfmini as tf
+
+    @tf.custom_gradient
+    def clip_gradients(y):
+        def backward(dy):
+            return tf.clip_by_norm(dy, 0.5)
+        return y, backward
+
+    class MyModule(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec(None)])
+        def call_custom_grad(self, x):
+            return clip_gradients(x)
+
+    tf.saved_model.save(MyModule(), str(tmp_path))
+    loaded = tf.saved_model.load(str(tmp_path))
+    v = tf.Variable(2.0)
+    with tf.GradientTape() as t:
+        t.watch(v)
+        with tf.GradientTape() as inner:
+            output = loaded.call_custom_grad(v * v)
+        g = inner.gradient(output, v)
+    assert float(g) == 2.0
+    # The gradient graph is differentiated again: d/dv of 2v * 0.5/|1|.
+    assert float(t.gradient(g, v)) == 1.0
+    assert float(loaded.call_custom_grad(tf.constant(3.0))) == 3.0
+
+
+def test_bad_custom_gradient_entry_is_a_structure_error(tmp_path):
+    import tfmini as tf
+    from tfmini.saved_model import _structure
+    load = importlib.import_module("tfmini.saved_model.load")
+
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([])])
+        def f(self, x):
+            return x * 2.0
+
+        @tf.function(input_signature=[tf.TensorSpec([]),
+                                      tf.TensorSpec([])])
+        def g(self, x, y):
+            return [x * y]
+
+    tf.saved_model.save(M(), str(tmp_path))
+    m = tf.saved_model.load(str(tmp_path))
+    cf = m.f.get_concrete_function()
+    gcf = m.g.get_concrete_function()       # (leaves, dys) -> [gradient]
+    load._custom_gradient(cf, gcf, {"wrt": [0], "variables": []}, [])
+    for bad in ({"wrt": [1], "variables": []},
+                {"wrt": [0], "variables": [0]},
+                {"wrt": [], "variables": []},
+                {"wrt": "0", "variables": []}):
+        with pytest.raises(_structure.StructureError):
+            load._custom_gradient(cf, gcf, bad, [])

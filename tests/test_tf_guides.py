@@ -86,9 +86,6 @@ KNOWN = {
     ("autodiff", 29): "TF has no gradient for AdjustContrastv2 "
                       "(LookupError); tfmini's adjust_contrast is built of "
                       "differentiable ops, so the gradient exists",
-    ("advanced_autodiff", 6): "tfmini's saved file keeps no custom "
-                              "gradient (save() warns): the loaded "
-                              "gradient is the plain one, 4.0",
     ("intro_to_modules", 20): "Keras 3 refuses a Python list as a "
                               "positional layer input; tfmini converts it, "
                               "as Keras 2 did",
