@@ -62,8 +62,11 @@ KNOWN = {
     ("saved_model", 4): "the missing saved model's file is named as "
                         "tfmini's (saved_model.tfm), not TF's "
                         "{saved_model.pbtxt|saved_model.pb}",
-    ("saved_model", 8): "TF retraces the function while saving (its "
-                        "print runs again); tfmini saves the trace it has",
+    ("saved_model", 8): "TF's first save retraces every trace of every "
+                        "tf.function (its cache key holds the save "
+                        "context: the print runs again, the tracing count "
+                        "grows; a second save reuses those); tfmini saves "
+                        "the traces it ran",
     ("saved_model", 12): "saved model file name (as cell 4)",
     ("saved_model", 15): "TensorSpec(None) is traced once per rank "
                          "(tfmini's graphs know their rank): the trace's "
@@ -110,8 +113,11 @@ KNOWN = {
     ("function", 18): "the error class is tfmini.errors.InvalidArgumentError,"
                       " not tensorflow.python.framework.errors_impl's",
     ("function", 24): "tf.autograph.to_code (as intro_to_graphs cell 4)",
-    ("function", 26): "Dataset.from_generator without shapes: tfmini "
-                      "cannot trace an element of unknown rank",
+    ("function", 26): "a loop over a dataset in a tf.function: TF's graph "
+                      "holds one ReduceDataset (6 nodes whatever the "
+                      "data); tfmini unrolls the loop at trace time (17 "
+                      "and 52 nodes), so a generator's later data are not "
+                      "seen (notes/guidefix2.md)",
     ("basic_training_loops", 11): "Keras 3 (TF 2.21) refuses save_weights "
                                   "without .weights.h5; tfmini writes a TF "
                                   "checkpoint",
