@@ -306,3 +306,36 @@ def test_bad_custom_gradient_entry_is_a_structure_error(tmp_path):
                 {"wrt": "0", "variables": []}):
         with pytest.raises(_structure.StructureError):
             load._custom_gradient(cf, gcf, bad, [])
+
+
+# ---- a from_generator loop unrolled at trace time (function guide 26) --
+def test_generator_loop_in_a_trace_warns_once(caplog):
+    import tfmini as tf
+    state = {"k": 1}
+
+    def numbers():
+        for i in range(3):
+            yield i * state["k"], 0
+
+    ds = tf.data.Dataset.from_generator(numbers, (tf.int32, tf.int32))
+    with caplog.at_level("WARNING", logger="tfmini"):
+        assert [int(x) for x, _ in ds] == [0, 1, 2]     # eager: silent
+    assert "is iterated while a tf.function" not in caplog.text
+
+    @tf.function
+    def total(dataset):
+        s = tf.constant(0)
+        for x, y in dataset:
+            s += tf.abs(y - x)
+        return s
+
+    with caplog.at_level("WARNING", logger="tfmini"):
+        assert int(total(ds)) == 3
+        state["k"] = 10
+        # TF 2.21 gives 30 (its graph runs the generator again); tfmini's
+        # trace holds the first elements, and says so when it traces.
+        assert int(total(ds)) == 3
+        total(tf.data.Dataset.from_generator(numbers, (tf.int32, tf.int32)))
+    assert caplog.text.count(
+        "Dataset.from_generator(test_generator_loop_in_a_trace_warns_once."
+        "<locals>.numbers) is iterated while a tf.function is traced") == 1
