@@ -38,14 +38,12 @@ KNOWN = {
                       "not tensorflow.python.framework.ops.EagerTensor",
     ("tf_numpy", 12): "tensor class module (as cell 10)",
     ("tf_numpy_type_promotion", 0): "tf.__version__ is tfmini's own",
-    ("tf_numpy_type_promotion", 13): "legacy tf.add: TF converts x first "
-                                     "(a NumPy int8 array stays int8, then "
-                                     "int32 is refused) and casts a NumPy "
-                                     "float16 array to int32; tfmini takes "
-                                     "the tensor's dtype for both operands "
-                                     "and refuses lossy array casts",
-    ("tf_numpy_type_promotion", 14): "TF casts the NumPy float16 array to "
-                                     "int32 (as cell 13)",
+    ("tf_numpy_type_promotion", 13): "legacy tf.add(int8 array, int32 "
+                                     "tensor): TF's first operand fixes the "
+                                     "dtype (InvalidArgumentError); tfmini "
+                                     "converts the array to the tensor's "
+                                     "dtype (int32 3); and the error class "
+                                     "prints tfmini's module",
     ("data", 10): "value_type is tfmini.sparse.sparse_tensor.SparseTensor, "
                   "not tensorflow.python.framework.sparse_tensor's",
     ("data", 24): "an error raised in a from_generator generator: TF wraps "
@@ -64,8 +62,11 @@ KNOWN = {
     ("saved_model", 4): "the missing saved model's file is named as "
                         "tfmini's (saved_model.tfm), not TF's "
                         "{saved_model.pbtxt|saved_model.pb}",
-    ("saved_model", 8): "TF retraces the function while saving (its "
-                        "print runs again); tfmini saves the trace it has",
+    ("saved_model", 8): "TF's first save retraces every trace of every "
+                        "tf.function (its cache key holds the save "
+                        "context: the print runs again, the tracing count "
+                        "grows; a second save reuses those); tfmini saves "
+                        "the traces it ran",
     ("saved_model", 12): "saved model file name (as cell 4)",
     ("saved_model", 15): "TensorSpec(None) is traced once per rank "
                          "(tfmini's graphs know their rank): the trace's "
@@ -88,9 +89,6 @@ KNOWN = {
     ("autodiff", 29): "TF has no gradient for AdjustContrastv2 "
                       "(LookupError); tfmini's adjust_contrast is built of "
                       "differentiable ops, so the gradient exists",
-    ("advanced_autodiff", 6): "tfmini's saved file keeps no custom "
-                              "gradient (save() warns): the loaded "
-                              "gradient is the plain one, 4.0",
     ("intro_to_modules", 20): "Keras 3 refuses a Python list as a "
                               "positional layer input; tfmini converts it, "
                               "as Keras 2 did",
@@ -115,8 +113,11 @@ KNOWN = {
     ("function", 18): "the error class is tfmini.errors.InvalidArgumentError,"
                       " not tensorflow.python.framework.errors_impl's",
     ("function", 24): "tf.autograph.to_code (as intro_to_graphs cell 4)",
-    ("function", 26): "Dataset.from_generator without shapes: tfmini "
-                      "cannot trace an element of unknown rank",
+    ("function", 26): "a loop over a dataset in a tf.function: TF's graph "
+                      "holds one ReduceDataset (6 nodes whatever the "
+                      "data); tfmini unrolls the loop at trace time (17 "
+                      "and 52 nodes), so a generator's later data are not "
+                      "seen (notes/guidefix2.md)",
     ("basic_training_loops", 11): "Keras 3 (TF 2.21) refuses save_weights "
                                   "without .weights.h5; tfmini writes a TF "
                                   "checkpoint",

@@ -8,6 +8,7 @@ import enum
 import functools
 import inspect
 import logging
+import sys
 
 import numpy as np
 
@@ -106,6 +107,32 @@ def _stack(rows, shape, dtype):
     else:
         a = np.zeros((0,), dtype.as_numpy_dtype)
     return _C.constant(a.reshape(shape))
+
+
+def _weak_like_sources(sources, grads):
+    """grads, each made weak where its source is weak, as TF's are (a
+    WeakTensor is a composite there, and a composite source gets its
+    gradient packed back into its own type: the gradient of the tensor
+    inside, weak). See Note [One weak flag]: weakness is the class, so
+    a weak gradient is a fresh identity of the plain one (never the
+    plain object itself, which may be the user's output gradient or be
+    shared by repeated sources)."""
+    wt = sys.modules.get("tfmini.experimental.numpy.weak_tensor")
+    if wt is None:       # no weak tensor was ever made
+        return grads
+    # A class test, in C: cheap for the many variables of a training step.
+    weak = {wt.EagerWeakTensor, wt.GraphWeakTensor}
+    if weak.isdisjoint(map(type, sources)):
+        return grads
+    out = None
+    for i, s in enumerate(sources):
+        if type(s) in weak and grads[i] is not None and \
+                type(grads[i]) not in weak:
+            from .ops.array_ops import identity
+            if out is None:
+                out = list(grads)
+            out[i] = wt.mark(identity(grads[i]))
+    return grads if out is None else out
 
 
 class GradientTape:
@@ -288,6 +315,7 @@ class GradientTape:
         if var_targets:
             flat = _add_variable_targets(flat, flat_sources, var_targets,
                                          zero)
+        flat = _weak_like_sources(flat_sources, flat)
         return _nest._pack(sources, flat)
 
     def jacobian(self, target, sources,
@@ -328,6 +356,7 @@ class GradientTape:
                 out.append(_stack(r, tshape + sshape, s.dtype))
         finally:
             self._done()
+        out = _weak_like_sources(flat_sources, out)
         return _nest._pack(sources, out)
 
     def batch_jacobian(self, target, source,
@@ -376,11 +405,13 @@ class GradientTape:
             perm = [1, 0] + list(range(2, 2 + len(sshape) - 1))
             if hasattr(tfmini, "transpose") and hasattr(tfmini, "reshape"):
                 out = tfmini.transpose(stacked, perm)
-                return tfmini.reshape(out, tshape + sshape[1:])
-            a = np.transpose(stacked.numpy(), perm)
-            return _C.constant(a.reshape(tshape + sshape[1:]))
+                out = tfmini.reshape(out, tshape + sshape[1:])
+            else:
+                a = np.transpose(stacked.numpy(), perm)
+                out = _C.constant(a.reshape(tshape + sshape[1:]))
         finally:
             self._done()
+        return _weak_like_sources([source], [out])[0]
 
 
 def stop_gradient(input, name=None):

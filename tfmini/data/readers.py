@@ -211,9 +211,34 @@ def from_generator(generator, output_types=None, output_shapes=None,
         return _ds._nest._pack(sig, out)
 
     def gen():
+        from .. import _C
+        if _C.tracing():
+            _warn_unrolled(generator)
         for e in generator(*call_args):
             yield convert(e)
     return _ds.Dataset(gen, None, sig)
+
+
+_unrolled_warned = set()
+
+
+def _warn_unrolled(generator):
+    """A loop over a generator's dataset in a tf.function is unrolled at
+    trace time (tfmini's graphs hold no dataset loop), so the trace keeps
+    the elements yielded now. TF's graph runs the generator on every
+    call: say so rather than return the first call's data silently."""
+    key = getattr(generator, "__qualname__", repr(generator))
+    if key in _unrolled_warned:
+        return
+    _unrolled_warned.add(key)
+    import logging
+    logging.getLogger("tfmini").warning(
+        "Dataset.from_generator(%s) is iterated while a tf.function is "
+        "traced: tfmini unrolls the loop at trace time, so the trace holds "
+        "the elements the generator yields now, and later calls of the "
+        "traced function do not run the generator again (TF's do). "
+        "Iterate the dataset outside the function and pass each element "
+        "in, or call next() in it on an iterator made outside.", key)
 
 
 def _flatten_as(sig, element):

@@ -10,6 +10,7 @@ from .. import _C
 from .. import dtypes as _dtypes
 from .._opids import ID
 from .._tensor import PLAIN_TENSOR_TYPES as _PLAIN, Tensor
+from . import numpy_operands as _numpy_operands
 
 __all__ = [
     # arithmetic
@@ -63,7 +64,14 @@ def _binary(op_name, public, doc):
     def f(x, y, name=None):
         if _promote_operands is not None:
             return _promote_operands(op, x, y)
-        return _C.binary(op, x, y)
+        try:
+            return _C.binary(op, x, y)
+        except TypeError:
+            # A NumPy operand TF would cast (numpy_operands.py).
+            out = _numpy_operands.binary(op, x, y)
+            if out is None:
+                raise
+            return out
     f.__name__ = f.__qualname__ = public
     f.__doc__ = doc + f"\n\nThe `{op_name}` op; broadcasts like NumPy."
     return f

@@ -7,6 +7,7 @@ import inspect
 import importlib
 import json
 import os
+import weakref
 
 import numpy as np
 
@@ -340,6 +341,35 @@ def _count_slots(s):
     return 0
 
 
+class _SavedCustomGradientRun(_function._CustomGradientRun):
+    """A loaded trace's run under a tape, whose gradient is the saved
+    gradient graph (Note [Saved custom gradients] in save.py) rather
+    than a new trace of a Python body that was not saved."""
+
+    def __init__(self, concrete, grad, variables, wrt):
+        self._concrete = weakref.ref(concrete)
+        self._grad = (lambda leaves, dys: grad._run(list(leaves) +
+                                                    list(dys)),
+                      variables, wrt)
+
+
+def _custom_gradient(cf, gcf, entry, variables):
+    """Loaded trace cf differentiates through its saved gradient gcf:
+    inputs cf's leaves and one gradient per differentiable output,
+    outputs the gradients of the leaves in wrt, then of the variables."""
+    wrt, vs = entry["wrt"], entry["variables"]
+    n = len(cf._leaf_specs)
+    if not (isinstance(wrt, list) and isinstance(vs, list) and
+            all(type(k) is int and 0 <= k < n for k in wrt) and
+            all(type(k) is int and 0 <= k < len(variables) for k in vs) and
+            len(gcf._leaf_specs) > n and
+            isinstance(gcf.structured_outputs, list) and
+            len(gcf.structured_outputs) == len(wrt) + len(vs)):
+        raise _structure.StructureError("bad custom gradient")
+    cf._run = _SavedCustomGradientRun(cf, gcf, [variables[k] for k in vs],
+                                      wrt)
+
+
 def _build(meta, var_rows, fn_rows, handle):
     nrec = len(fn_rows)
     variables = []
@@ -355,6 +385,29 @@ def _build(meta, var_rows, fn_rows, handle):
             raise _structure.StructureError(f"{what} names no function")
         return i
 
+    def concrete(c, what, name=None, binder=None):
+        """The _LoadedConcreteFunction of meta entry c, adopted."""
+        i = record(c["record"], what)
+        if i in used:
+            raise _structure.StructureError("a function record used "
+                                            "twice")
+        used.add(i)
+        inputs = _structure.decode(c["inputs"])
+        outputs = _structure.decode(c["outputs"])
+        kind = c["kind"]
+        if not isinstance(inputs, list) or type(kind) is not int or \
+                not _function.OUT_NONE <= kind <= _function.OUT_GENERIC:
+            raise _structure.StructureError("bad concrete function")
+        if binder is None:      # a gradient: called with its flat inputs
+            name = fn_rows[i][0]
+            binder = _binder(name, [[f"arg_{k}", 1]
+                                    for k in range(len(inputs))])
+        cf = _LoadedConcreteFunction(name, binder, inputs, outputs,
+                                     fn_rows[i][1])
+        adopt.append((i, cf, kind,
+                      _strip_output(outputs, len(fn_rows[i][2]))))
+        return cf
+
     functions = {}
     for key, entry in meta.get("functions", {}).items():
         name = entry["name"]
@@ -363,27 +416,16 @@ def _build(meta, var_rows, fn_rows, handle):
         binder = _binder(name, entry["params"])
         concretes = []
         for c in entry["concretes"]:
-            i = record(c["record"], f"function {key!r}")
-            if i in used:
-                raise _structure.StructureError("a function record used "
-                                                "twice")
-            used.add(i)
-            inputs = _structure.decode(c["inputs"])
-            outputs = _structure.decode(c["outputs"])
-            kind = c["kind"]
-            if not isinstance(inputs, list) or type(kind) is not int or \
-                    not _function.OUT_NONE <= kind <= _function.OUT_GENERIC:
-                raise _structure.StructureError("bad concrete function")
-            cf = _LoadedConcreteFunction(name, binder, inputs, outputs,
-                                         fn_rows[i][1])
+            cf = concrete(c, f"function {key!r}", name, binder)
             ranks = c.get("ranks")
             if ranks is not None:
                 if not (isinstance(ranks, list) and all(
                         type(r) is int and r >= 0 for r in ranks)):
                     raise _structure.StructureError("bad ranks")
                 cf._saved_ranks = ranks
-            adopt.append((i, cf, kind,
-                          _strip_output(outputs, len(fn_rows[i][2]))))
+            if c.get("gradient") is not None:
+                gcf = concrete(c["gradient"], f"the gradient of {key!r}")
+                _custom_gradient(cf, gcf, c["gradient"], variables)
             concretes.append(cf)
         functions[key] = RestoredFunction(name, binder, concretes)
     def signature(key, s):
@@ -423,6 +465,9 @@ def _build(meta, var_rows, fn_rows, handle):
         sig._by_rank = by_rank
         signatures[key] = sig
     _C.saved_model_adopt(handle, variables, adopt)
+    for _, cf, _, _ in adopt:
+        if isinstance(cf.__dict__.get("_run"), _SavedCustomGradientRun):
+            cf._set_taped_in_python()     # a call under a tape: its _run
 
     def build_value(v, depth):
         if depth > 64 or not isinstance(v, dict) or len(v) != 1:

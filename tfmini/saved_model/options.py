@@ -2,9 +2,10 @@
 and load() take. tfmini's file has one layout (no device placements, no
 TensorFlow-namespace ops, no sharding), so most settings change nothing
 here; they are kept, checked as TF checks them, so that code passing
-them runs. experimental_custom_gradients changes nothing either: the
-file holds forward graphs only, so a loaded function's gradient is the
-plain one (save() warns where a function used @tf.custom_gradient)."""
+them runs. experimental_custom_gradients (True by default, as in TF)
+saves the gradient of a function that used @tf.custom_gradient (Note
+[Saved custom gradients] in save.py); False leaves it out, and the
+loaded function's gradient is then the plain one."""
 import enum
 
 

@@ -12,7 +12,8 @@ face of each function:
                          "concretes": [{"record": i, "inputs": structure,
                                         "outputs": structure,
                                         "kind": output kind,
-                                        "ranks": [int] (optional)}]}},
+                                        "ranks": [int] (optional),
+                                        "gradient": gradient (optional)}]}},
      "signatures": {key: {"record": i, "inputs": [[name, spec]],
                           "outputs": [[name, spec]],
                           "ranks": [signature] (optional)}}}
@@ -26,13 +27,31 @@ already saved shares its graph). Structures are _structure.encode's.
 "ranks" marks what an unknown-rank signature saved (Note [Unknown rank]
 in tfmini/function_unknown_rank.py): one concrete function per rank
 pattern, each with the ranks of its unknown-rank inputs; a signature's
-specs of unknown rank, with one signature entry per rank under "ranks"."""
+specs of unknown rank, with one signature entry per rank under "ranks".
+
+Note [Saved custom gradients]: a trace that used @tf.custom_gradient
+differentiates through a second traced function (function.py's
+_CustomGradientRun: inputs the trace's leaves and one gradient per
+differentiable output; outputs the gradients of the differentiable
+leaves, then of the variables the body read). TF saves custom gradients
+unless SaveOptions(experimental_custom_gradients=False), and so does
+tfmini: that gradient function is one more record, and the concrete
+function's entry says
+
+    gradient = {"record": i, "inputs": structure, "outputs": structure,
+                "kind": output kind, "wrt": [leaf index],
+                "variables": [variable index]}
+
+load.py gives the loaded trace a run that, under a tape, records the
+forward call with the saved gradient graph as its backward (no Python
+is re-run: the body is not in the file). Without the entry a loaded
+function's gradient is the plain one, as before."""
 import importlib
 import json
-import logging
 import os
 
 from .. import _C, errors
+from .. import nest as _nest
 from ..function import ConcreteFunction, Function, TensorSpec
 from ..function import _CustomGradientRun
 from ..function_unknown_rank import RankGenericConcreteFunction
@@ -63,6 +82,7 @@ class _Saver:
         self.functions = {}          # key -> meta entry
         self._fn_keys = {}           # id(Function/concrete) -> (key, it)
         self._seen = {}              # id -> object (kept alive)
+        self.custom_gradients = True     # SaveOptions' setting
 
     # ---- tables ----
     def var(self, v):
@@ -110,15 +130,6 @@ class _Saver:
                 isinstance(fn, RankGenericConcreteFunction):
             owner = fn if isinstance(fn, Function) else fn._owner()
             concretes = [owner._saveable_trace(c) for c in concretes]
-        if any(isinstance(c.__dict__.get("_run"), _CustomGradientRun)
-               for c in concretes):
-            # TF saves custom gradients by default; tfmini's file holds
-            # the forward graph only (options.py), so say so.
-            logging.getLogger("tfmini").warning(
-                "tf.saved_model.save: tf.function '%s' uses "
-                "@tf.custom_gradient; the saved file keeps only its forward "
-                "graph, so gradients through the loaded function are the "
-                "plain ones", name)
         for c, (_, r) in zip(concretes, ranks):
             what = f"tf.function '{name}'"
             entry["concretes"].append({
@@ -131,10 +142,36 @@ class _Saver:
             if r is not None:
                 # the ranks of the unknown-rank inputs (load.py's error)
                 entry["concretes"][-1]["ranks"] = r
+            grad = self.custom_gradient(c, path, name)
+            if grad is not None:
+                entry["concretes"][-1]["gradient"] = grad
         self.functions[path] = entry
         # fn is kept: its id must not be reused by a later Function.
         self._fn_keys[id(fn)] = (path, fn)
         return path
+
+    def custom_gradient(self, c, path, name):
+        """The "gradient" entry of trace c where it used
+        @tf.custom_gradient (Note [Saved custom gradients]), else None."""
+        run = c.__dict__.get("_run")
+        if not isinstance(run, _CustomGradientRun):
+            return None
+        if not self.custom_gradients:
+            return None
+        outs = [t for t in _nest.flatten(_function._pack_outputs(
+                    c._out_structure, list(c.outputs)))
+                if isinstance(t, _function.Tensor) and
+                _function._differentiable(t.dtype)]
+        if not outs:
+            return None
+        grad, variables, wrt = run._gradient_trace(outs)
+        g = grad.get_concrete_function()
+        what = f"the gradient of tf.function '{name}'"
+        return {"record": self.record(path + "_gradient", g),
+                "inputs": _structure.encode(g._canonical_specs, what),
+                "outputs": _structure.encode(_output_specs(g), what),
+                "kind": g._out_kind, "wrt": wrt,
+                "variables": [self.var(v) for v in variables]}
 
     # ---- the object tree ----
     def value(self, x, path, depth):
@@ -356,6 +393,8 @@ def save(obj, export_dir, signatures=None, options=None):
     _check_options(options, SaveOptions, "save")
     export_dir = os.fspath(export_dir)
     saver = _Saver()
+    saver.custom_gradients = options is None or \
+        options.experimental_custom_gradients
     Layer, _ = _keras_types()
     root = saver.obj(obj, "", 0)
     if isinstance(obj, Module):
