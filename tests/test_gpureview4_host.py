@@ -376,3 +376,137 @@ def test_reduce_scratch_query_matches_the_launch_plan(tmp_path_factory):
     # Some shapes split (a full reduction of many elements), most not.
     assert r.stdout.startswith("0 bad,") and " 0 split" not in r.stdout, \
         r.stdout
+
+
+MN_SHIFT_HARNESS = r"""
+/* random.cu's Multinomial passes on the host, in the launcher's order:
+ * a row wider than MN_CHUNK takes its shift from chunk maxima
+ * (mn_shift_part over [batch, chunks], kept in cdf, then mn_shift_join),
+ * a narrow one from mn_shift, the serial body whose draws are the CPU's
+ * (tests/test_random_cuda_host.py). Both ways are run on the same
+ * logits: the shifts must be the same doubles and the samples the same.
+ * stdin: ty batch classes n, then the logits as doubles; stdout: the
+ * two ways' shift bits and samples, one way a line. */
+#include "kernels/cuda/random.cu"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+run(int wide_rows, int ty, const void *x, int64_t batch, int64_t classes,
+    int64_t n, double *scratch, int64_t *o)
+{
+    stream_at s;
+    s.key = 0x0123456789abcdefULL;
+    s.ctr.lo = 42;
+    s.ctr.hi = 7;
+    double *cdf = scratch, *shift = scratch + batch * classes,
+           *total = shift + batch;
+    if (wide_rows) {
+        int64_t chunks = (classes + MN_CHUNK - 1) / MN_CHUNK;
+        for (int64_t e = 0; e < batch * chunks; e++)
+            mn_shift_part(x, ty, e, classes, chunks, cdf);
+        for (int64_t b = 0; b < batch; b++)
+            mn_shift_join(cdf, b, chunks, shift);
+    } else {
+        for (int64_t b = 0; b < batch; b++)
+            mn_shift(x, ty, b, classes, shift);
+    }
+    for (int64_t e = 0; e < batch * classes; e++)
+        mn_weight(x, ty, e, classes, shift, cdf);
+    for (int64_t b = 0; b < batch; b++)
+        mn_scan(cdf, b, classes, total);
+    int64_t m_end = batch * n;
+    for (int64_t t = 0; t < (m_end + 1) / 2; t++)
+        mn_samples(s, t, cdf, total, classes, n, m_end, 1, o);
+}
+
+int main(void)
+{
+    int ty;
+    long long batch, classes, n;
+    if (scanf("%d %lld %lld %lld", &ty, &batch, &classes, &n) != 4)
+        return 2;
+    int64_t cnt = batch * classes;
+    size_t es = ty == TFM_CU_F64 ? 8 : ty == TFM_CU_F32 ? 4 : 2;
+    unsigned char *x = (unsigned char *)malloc(cnt * es + 1);
+    for (int64_t i = 0; i < cnt; i++) {
+        double v;
+        if (scanf("%lf", &v) != 1)
+            return 3;
+        if (ty == TFM_CU_F64)
+            memcpy(x + i * 8, &v, 8);
+        else if (ty == TFM_CU_F32) {
+            float f = (float)v;
+            memcpy(x + i * 4, &f, 4);
+        } else {
+            __half h = __double2half(v);
+            memcpy(x + i * 2, &h, 2);
+        }
+    }
+    for (int way = 0; way < 2; way++) {
+        double *scratch = (double *)malloc((cnt + 2 * batch) * 8);
+        int64_t *o = (int64_t *)malloc((batch * n + 1) * 8);
+        run(way, ty, x, batch, classes, n, scratch, o);
+        for (int64_t b = 0; b < batch; b++) {
+            unsigned long long bits;
+            memcpy(&bits, scratch + cnt + b, 8);
+            printf("%llx ", bits);
+        }
+        printf("|");
+        for (int64_t m = 0; m < batch * n; m++)
+            printf(" %lld", (long long)o[m]);
+        printf("\n");
+        free(scratch);
+        free(o);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def mn_shift(tmp_path_factory):
+    from cuda_host_util import nvcc_program
+    prog, _ = nvcc_program(tmp_path_factory, "mn_shift", MN_SHIFT_HARNESS,
+                           gencode="compute_80")
+    return prog
+
+
+def _logits(rng, kind, batch, classes):
+    x = rng.standard_normal((batch, classes)) * 4
+    if kind == "ties":
+        # The largest value several times, in several chunks, and +-0
+        # as the largest of a row.
+        x[:, ::97] = 9.5
+        x[0] = -np.abs(x[0]) - 1
+        x[0, 5] = -0.0
+        x[0, 300 % classes] = 0.0
+    elif kind == "specials":
+        x[:, ::3] = np.inf
+        x[:, 1::5] = np.nan
+        x[:, 2::7] = -np.inf
+        x[-1] = np.nan          # a row without a finite logit
+    elif kind == "huge":
+        x = x * 1e300
+    return x
+
+
+import numpy as np  # noqa: E402
+
+
+@pytest.mark.parametrize("classes", [257, 511, 512, 513, 1000, 4099])
+@pytest.mark.parametrize("kind", ["plain", "ties", "specials", "huge"])
+@pytest.mark.parametrize("ty", [0, 1, 2])      # launch.h's F32, F64, F16
+def test_multinomial_wide_rows_shift_in_parallel_as_the_cpu(
+        mn_shift, classes, kind, ty):
+    rng = np.random.default_rng(classes * 7 + ty)
+    batch, n = 3, 9
+    x = _logits(rng, kind, batch, classes)
+    text = f"{ty} {batch} {classes} {n}\n" + " ".join(
+        repr(float(v)) for v in x.ravel()) + "\n"
+    r = subprocess.run([mn_shift], input=text, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    serial, chunked = r.stdout.splitlines()
+    assert chunked == serial
