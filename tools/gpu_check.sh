@@ -104,7 +104,7 @@ fi
 # driver (a CUDA 13 toolkit over a 12.x driver, say) builds fine and
 # then finds no GPU. Also whether cuDNN starts: without it the
 # convolutions run on host copies.
-PRE=$(python3 - 2>&1 << 'PY'
+PRE=$(run_for "CUDA probe" 60 0 python3 - 2>&1 << 'PY'
 import ctypes, os, sys
 sys.dont_write_bytecode = True
 os.environ.setdefault("TFMINI_CUDA", "1")
@@ -150,7 +150,10 @@ PY
 PRE_RC=$?
 echo "$PRE" >> "$OUT/env.txt"
 say "$(echo "$PRE" | grep -E "^(cudart|cudnn|setup.py)" | tr '\n' ' ')"
-if [ "$PRE_RC" -eq 3 ]; then
+if [ "$PRE_RC" -eq 124 ] || [ "$PRE_RC" -eq 137 ]; then
+    say "the CUDA probe hung (cudaGetDeviceCount, cudnnCreate): no build"
+    exit 5
+elif [ "$PRE_RC" -eq 3 ]; then
     say "the build cannot start: $(echo "$PRE" | tail -3)"
     exit 3
 elif [ "$PRE_RC" -ne 0 ]; then
