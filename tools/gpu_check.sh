@@ -111,8 +111,8 @@ os.environ.setdefault("TFMINI_CUDA", "1")
 sys.argv = ["setup.py"]
 try:
     import setup                         # the build's own choices
-except SystemExit as e:
-    print(f"setup.py stops: {e}")
+except (SystemExit, Exception) as e:     # no toolkit, numpy, DLPack...
+    print(f"setup.py stops: {type(e).__name__}: {e}")
     sys.exit(3)
 
 
@@ -121,7 +121,11 @@ def load(d, flag):
     return ctypes.CDLL(os.path.join(d, name)), os.path.join(d, name)
 
 
-rt, path = load(*setup.cuda_lib(setup.CUDA_HOME, "cudart"))
+try:
+    rt, path = load(*setup.cuda_lib(setup.CUDA_HOME, "cudart"))
+except OSError as e:
+    print(f"cudart cannot be loaded: {e}")
+    sys.exit(5)
 rt.cudaGetErrorString.restype = ctypes.c_char_p
 v, drv, n = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
 rt.cudaRuntimeGetVersion(ctypes.byref(v))
