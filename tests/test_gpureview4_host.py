@@ -510,3 +510,37 @@ def test_multinomial_wide_rows_shift_in_parallel_as_the_cpu(
     assert r.returncode == 0, r.stderr
     serial, chunked = r.stdout.splitlines()
     assert chunked == serial
+
+
+@pytest.mark.parametrize("workers, want", [(None, "-n 4"), ("0", None)])
+def test_gpu_check_spreads_the_long_steps_over_xdist_workers(
+        tmp_path, workers, want):
+    """Where pytest-xdist is importable (the GPU image has it), the two
+    long pytest steps run on GPU_CHECK_WORKERS workers, each with its
+    share of the OpenMP threads; GPU_CHECK_WORKERS=0 keeps one process.
+    The short conv and fused steps stay in one process."""
+    log = tmp_path / "calls"
+    py = (f'echo "OMP=${{OMP_NUM_THREADS:-}} $*" >> {log}\n'
+          'case " $* " in *" -m pytest "*) echo "1 passed";; esac\nexit 0\n')
+    bindir = _fake_bin(tmp_path, **{"nvidia-smi": FAKE_SMI, "python3": py,
+                                    "nproc": "echo 16\n"})
+    out = tmp_path / "out"
+    env = dict(os.environ, OUT=str(out), EIGEN3_INCLUDE_DIR=str(tmp_path),
+               PATH=f"{bindir}:{os.environ.get('PATH', '')}")
+    env.pop("OMP_NUM_THREADS", None)
+    if workers is not None:
+        env["GPU_CHECK_WORKERS"] = workers
+    r = subprocess.run(["bash", GPU_CHECK], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    calls = [c for c in log.read_text().splitlines() if "-m pytest" in c]
+    long_ = [c for c in calls if " tests/gpu " in c + " "]
+    short = [c for c in calls if "test_gpu_conv.py" in c.split("--")[0]
+             or "test_gpu_fused.py" in c.split("--")[0]]
+    assert len(long_) == 2 and short, calls
+    for c in long_:
+        if want:
+            assert want in c and c.startswith("OMP=4 "), c
+        else:
+            assert " -n " not in c and c.startswith("OMP=16 "), c
+    assert all(" -n " not in c for c in short), short

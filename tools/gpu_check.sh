@@ -220,6 +220,21 @@ print('cudnn', v if v else 'not built in: Conv2D soft-places on the CPU')
 # cleared: the project's names pytest-benchmark, which the GPU machine
 # may lack.
 PYTEST=(python3 -m pytest -o addopts= -q -rfE -p no:cacheprovider)
+# The two long steps run on GPU_CHECK_WORKERS pytest-xdist workers (4 by
+# default; the GPU image has xdist, 0 or its absence: one process): the
+# CPU's share of ~2000 tests (references, tracing, NVRTC compiles)
+# spreads over the cores while they share the GPU, each worker with its
+# share of the OpenMP threads; a worker that crashes is replaced (the
+# log names the test it ran), so only a sticky CUDA error reruns files.
+WORKERS=${GPU_CHECK_WORKERS:-4}
+XDIST=()
+OMP_WORKER=${OMP_NUM_THREADS:-$(nproc)}
+if [ "$WORKERS" -gt 1 ] && python3 -c "import xdist" 2> /dev/null; then
+    XDIST=(-n "$WORKERS")
+    OMP_WORKER=$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))
+    say "tests/gpu on $WORKERS xdist workers, $OMP_WORKER OpenMP threads" \
+        "each (GPU_CHECK_WORKERS=0: one process)"
+fi
 say "tests/gpu/test_gpu_conv.py (cuDNN convolutions, pooling)"
 t0=$(date +%s)
 run_for "conv tests" "${GPU_CHECK_CONV_S:-60}" 140 \
@@ -245,8 +260,9 @@ grep -E "^(FAILED|ERROR)" "$OUT/tests-gpu-fused.log" | head -20 >> "$SUMMARY"
 say "tests/gpu (not slow)"
 t0=$(date +%s)
 T_END=$(( t0 + $(cap "${GPU_CHECK_TESTS_S:-200}" 25) ))
-run_for tests/gpu "${GPU_CHECK_TESTS_S:-200}" 25 \
-    "${PYTEST[@]}" tests/gpu -m "not slow" \
+OMP_NUM_THREADS=$OMP_WORKER \
+    run_for tests/gpu "${GPU_CHECK_TESTS_S:-200}" 25 \
+    "${PYTEST[@]}" ${XDIST[@]+"${XDIST[@]}"} tests/gpu -m "not slow" \
     --ignore=tests/gpu/test_gpu_conv.py --ignore=tests/gpu/test_gpu_fused.py \
     --durations=15 > "$OUT/tests-gpu.log" 2>&1
 TESTS_RC=$?
@@ -291,8 +307,9 @@ cat "$OUT/bench.txt" >> "$SUMMARY"
 # 6. Every other OpSpec row (marked slow), in what time is left.
 say "tests/gpu (slow: every other OpSpec row)"
 t0=$(date +%s)
-run_for "slow tests" "${GPU_CHECK_SLOW_S:-150}" 0 \
-    "${PYTEST[@]}" tests/gpu -m slow --maxfail=20 \
+OMP_NUM_THREADS=$OMP_WORKER \
+    run_for "slow tests" "${GPU_CHECK_SLOW_S:-150}" 0 \
+    "${PYTEST[@]}" ${XDIST[@]+"${XDIST[@]}"} tests/gpu -m slow --maxfail=20 \
     > "$OUT/tests-gpu-slow.log" 2>&1
 say "tests/gpu slow rc=$? (124: out of time) in $(( $(date +%s) - t0 ))s:" \
     "$(tail -1 "$OUT/tests-gpu-slow.log" 2> /dev/null)"
