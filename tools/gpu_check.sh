@@ -297,8 +297,8 @@ say "benchmark"
 # gpu_bench.py stops starting sections at GPU_BENCH_BUDGET_S: 80% of
 # the cap this step gets now, which run_for may have cut.
 GPU_BENCH_BUDGET_S=$(( $(cap "${GPU_CHECK_BENCH_S:-60}" 10) * 8 / 10 )) \
-    run_for benchmark "${GPU_CHECK_BENCH_S:-60}" 10 python3 tools/gpu_bench.py \
-    > "$OUT/bench.txt" 2>&1
+    run_for benchmark "${GPU_CHECK_BENCH_S:-60}" 10 \
+    python3 tools/gpu_bench.py > "$OUT/bench.txt" 2>&1
 say "bench rc=$?"
 run_for "CUDA graph benchmark" 25 0 python3 tools/cugraph_bench.py \
     --calls 200 --rounds 5 >> "$OUT/bench.txt" 2>&1
