@@ -20,6 +20,9 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# JAX takes 75% of the GPU's memory when it starts unless told not to,
+# and here it shares the GPU with tfmini's pool and PyTorch's cache.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 # Dense peaks from NVIDIA's data sheets (H100/H200: "NVIDIA H100 Tensor
 # Core GPU" and "NVIDIA H200 Tensor Core GPU" data sheets, SXM5 columns,

@@ -166,6 +166,22 @@ def test_big_reductions_in_two_passes(shape, axis, fn, ref):
     np.testing.assert_allclose(got.numpy(), ref(a, axis=axis), rtol=1e-12)
 
 
+def test_split_reduction_partials_are_the_allocators():
+    """A full reduction of many elements (1 << 22 float64: 128 chunks of
+    its one output, reduce.cu) keeps its partial results in memory from
+    the GPU's allocator: the peak counts them beside the output."""
+    with tf.device(GPU):
+        x = tf.constant(np.ones(1 << 22))
+    tf.config.experimental.reset_memory_stats("GPU:0")
+    before = tf.config.experimental.get_memory_info("GPU:0")["current"]
+    with tf.device(GPU):
+        y = tf.reduce_sum(x)
+    peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
+    assert y.numpy() == 1 << 22
+    # 8 bytes of output, then 128 float64 partials.
+    assert peak - before >= 8 + 128 * 8, peak - before
+
+
 def test_nan_propagates_through_gpu_max():
     a = np.ones(1 << 20, np.float32)
     a[12345] = np.nan

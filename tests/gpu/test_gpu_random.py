@@ -114,6 +114,20 @@ def test_categorical_with_infinities_and_nans_is_the_cpus(dtype):
     assert (got[1] == 30).all()
 
 
+@pytest.mark.parametrize("classes", [257, 1000, 70000])
+def test_categorical_of_wide_rows_is_the_cpus(classes):
+    """Rows wider than random.cu's MN_CHUNK take their shift from chunk
+    maxima in parallel: ties, infinities, NaNs and a row without a finite
+    logit give the CPU's samples still."""
+    x = logits((4, classes), np.float32, classes, special=True)
+    row = x[2][np.isfinite(x[2])]
+    x[2, ::300] = row.max() + 1       # the largest, in several chunks
+    got, want = both(lambda: tf.random.categorical(tf.constant(x), 64,
+                                                   seed=5))
+    np.testing.assert_array_equal(got, want)
+    assert (got[1] == classes).all()
+
+
 def test_stateless_categorical_is_the_cpus():
     x = logits((6, 12), np.float32, 4)
     seed = tf.constant([17, -3], tf.int64)

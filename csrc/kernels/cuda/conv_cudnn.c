@@ -30,7 +30,10 @@
  *   ranking or from every ranked algorithm) runs the CPU kernel on host
  *   copies: right, only slower. tfm_cuda_cudnn_fallbacks() counts them,
  *   and tests/gpu/test_gpu_conv.py asserts its grid never falls back.
- *   Every other cuDNN status is an error naming the op and geometry.
+ *   Every other cuDNN status is an error naming the op and geometry,
+ *   except where cuDNN cannot start at all (cudnnCreate: a sub-library,
+ *   driver or GPU it lacks; asked once per GPU): the machine is short,
+ *   not the op, so every convolution there is a gap, as without cuDNN.
  * - Depthwise. DepthwiseConv2dNative and its gradients are the same
  *   calls with groups = c (cudnnSetConvolutionGroupCount): TF's filter
  *   [kh, kw, c, m] is HWIO with one input channel per group and o = c * m
@@ -118,19 +121,47 @@ dnn_error(tfm_op op, const plan *p, const char *what, cudnnStatus_t s)
                      (long long)p->pb, (long long)g->pl, (long long)p->pr);
 }
 
+/* Whether a failed cudnnCreate means cuDNN cannot run on this machine
+ * at all (a sub-library missing or of another version, a driver,
+ * runtime or GPU it does not support) rather than a passing failure
+ * (out of memory). */
+static int
+cannot_start(cudnnStatus_t s)
+{
+#ifdef CUDNN_STATUS_CATEGORY
+    return CUDNN_STATUS_CATEGORY((int)s) == 1000 || is_gap(s);
+#else
+    return s == CUDNN_STATUS_NOT_INITIALIZED || s == CUDNN_STATUS_ARCH_MISMATCH
+           || is_gap(s);
+#endif
+}
+
+/* cudnnCreate's status on a GPU where cuDNN cannot start, remembered so
+ * that it is asked once. */
+static cudnnStatus_t dead[TFM_MAX_DEVICES];
+
 /* The GPU's handle, made on first use and bound to its stream; NULL
- * with the error set. Called under dnn_lock. */
+ * with the error set. Where cuDNN cannot start, the convolutions are a
+ * gap (host copies, said once on stderr), as in a build without cuDNN:
+ * the machine lacks part of cuDNN, the op's inputs are fine. Called
+ * under dnn_lock. */
 static cudnnHandle_t
 handle_of(tfm_op op, tfm_gpu *gpu)
 {
     cudnnHandle_t h = handles[gpu->dev.index];
     if (h)
         return h;
-    cudnnStatus_t s = cudnnCreate(&h);
-    if (s == CUDNN_STATUS_SUCCESS &&
-        (s = cudnnSetStream(h, gpu->stream)) != CUDNN_STATUS_SUCCESS)
-        cudnnDestroy(h);
+    cudnnStatus_t s = dead[gpu->dev.index];
+    if (s == CUDNN_STATUS_SUCCESS) {
+        s = cudnnCreate(&h);
+        if (s == CUDNN_STATUS_SUCCESS &&
+            (s = cudnnSetStream(h, gpu->stream)) != CUDNN_STATUS_SUCCESS)
+            cudnnDestroy(h);
+        if (s != CUDNN_STATUS_SUCCESS && cannot_start(s))
+            dead[gpu->dev.index] = s;
+    }
     if (s != CUDNN_STATUS_SUCCESS) {
+        unsupported = cannot_start(s);
         tfm_error(TFM_ERR_INTERNAL, "%s: cudnnCreate on GPU:%d failed: %s",
                   tfm_ops[op].name, gpu->ordinal, cudnnGetErrorString(s));
         return NULL;
@@ -510,6 +541,9 @@ conv_locked(tfm_op op, const plan *p, const tfm_kctx *ctx, tfm_gpu *gpu,
 {
     const tfm_conv_geom *g = &p->g;
     void *stream = gpu->stream;
+    /* Before any copy: where cuDNN cannot start they would be wasted. */
+    if (!handle_of(op, gpu))
+        return tfm_error_code();
     void *fbuf = scratch_get(sc, (size_t)(g->kh * g->kw * (g->c / g->groups)
                                           * g->o) * 4);
     if (!fbuf)

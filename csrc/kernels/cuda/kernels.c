@@ -334,11 +334,19 @@ k_reduce(tfm_op op, tfm_tensor *const *in, int nin, const tfm_attrs *a,
     if (tfm_tensor_numel(out[0]) == 0)
         return TFM_OK;
     tfm_gpu *g = tfm_cu_gpu(ctx);
-    /* launch.h's is64 is the element type (TFM_CU_F32 / _F64 are 0 / 1),
-     * reduce.cu. */
+    /* The partial results of a split reduction come from the GPU's
+     * allocator: its retry, its counters, its ResourceExhausted naming
+     * the bytes, and what it does during a CUDA graph capture. */
+    int64_t sb = tfm_cu_reduce_scratch(kind, ty, nk, kd, nr, rd);
+    void *scratch = NULL;
+    if (sb > 0 && !(scratch = ctx->scratch_alloc(ctx, (size_t)sb)))
+        return tfm_error_code();
     int rc = tfm_cu_reduce(kind, ty, tfm_tensor_data(x),
                            tfm_tensor_data(out[0]), nk, kd, ks, nr, rd, rs,
-                           g->stream);
+                           scratch, g->stream);
+    /* Stream-ordered: the kernels queued before the free still see it. */
+    if (scratch)
+        ctx->scratch_free(ctx, scratch, (size_t)sb);
     if (rc < 0)
         return tfm_cu_on_host(op, in, nin, a, out, nout, ctx);
     return tfm_cu_launched(op, rc);

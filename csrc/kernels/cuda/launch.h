@@ -63,12 +63,18 @@ int tfm_cu_select(int es, const void *c, const void *x, const void *y,
 /* Reduce kind 0 sum, 1 mean, 2 max, 3 min, 4 prod (5 all, 6 any: bool
  * x and output) over x of element type ty (TFM_CU_F32/F64/F16/BF16; the
  * 16-bit floats in float32, one rounding at the end): the output's nkeep
- * kept dims (sizes, x's strides) times nred reduced dims. The softmax
- * and cross-entropy launchers below take ty the same way. */
+ * kept dims (sizes, x's strides) times nred reduced dims. scratch: device
+ * memory of tfm_cu_reduce_scratch's bytes for the same arguments (NULL
+ * where that is 0), which the caller takes from the GPU's allocator and
+ * may free once this is queued. The softmax and cross-entropy launchers
+ * below take ty the same way. */
+int64_t tfm_cu_reduce_scratch(int kind, int ty, int nkeep,
+                              const int64_t *kdims, int nred,
+                              const int64_t *rdims);
 int tfm_cu_reduce(int kind, int ty, const void *x, void *o,
                   int nkeep, const int64_t *kdims, const int64_t *kstr,
                   int nred, const int64_t *rdims, const int64_t *rstr,
-                  void *stream);
+                  void *scratch, void *stream);
 
 /* Softmax / LogSoftmax (take_log) over the middle dim of x viewed as
  * [outer, n, inner] (nn.cu). */

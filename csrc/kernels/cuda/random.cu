@@ -348,6 +348,16 @@ shuffle_perm(const stream_at &s, int64_t rows, int64_t *perm)
 // samples. Sample m = b * n + k reads words 2m and 2m + 1 of the one
 // stream the CPU reads row after row, which lie in block m / 2: the
 // samples are independent, one thread per block.
+// Rows run in parallel in every pass. Inside a row, the running sum must
+// add in class order (another order rounds differently, and a sample on
+// a rounded boundary would change); the shift need not: a row wider than
+// MN_CHUNK classes takes the largest finite logit of each MN_CHUNK
+// classes in parallel, then the largest of those (mn_shift_part,
+// mn_shift_join). A maximum is one of the values whatever the grouping,
+// and the first of equal ones is kept as the CPU keeps it, so the shift
+// is the CPU's bit for bit (+0 and -0, the only equal values that
+// differ, give the same weights).
+#define MN_CHUNK 256
 
 TFM_HOST_DEVICE inline double
 logit_at(const void *x, int ty, int64_t k)
@@ -375,6 +385,35 @@ mn_shift(const void *x, int ty, int64_t b, int64_t classes, double *shift)
         }
     }
     shift[b] = max;
+}
+
+// Element e of the row-major [batch, chunks]: the largest finite logit
+// among classes [c * MN_CHUNK, (c + 1) * MN_CHUNK) of row b, -inf with
+// none (mn_shift's rule: the first of equal ones).
+TFM_HOST_DEVICE inline void
+mn_shift_part(const void *x, int ty, int64_t e, int64_t classes,
+              int64_t chunks, double *part)
+{
+    int64_t b = e / chunks, lo = (e % chunks) * MN_CHUNK;
+    int64_t hi = lo + MN_CHUNK < classes ? lo + MN_CHUNK : classes;
+    double max = -HUGE_VAL;
+    for (int64_t j = lo; j < hi; j++) {
+        double v = logit_at(x, ty, b * classes + j);
+        if (isfinite(v) && v > max)
+            max = v;
+    }
+    part[e] = max;
+}
+
+// Row b's shift from its chunks' maxima, in chunk order.
+TFM_HOST_DEVICE inline void
+mn_shift_join(const double *part, int64_t b, int64_t chunks, double *shift)
+{
+    double max = -HUGE_VAL;
+    for (int64_t c = 0; c < chunks; c++)
+        if (part[b * chunks + c] > max)
+            max = part[b * chunks + c];
+    shift[b] = max == -HUGE_VAL ? 0 : max;
 }
 
 // An infinite or NaN logit adds nothing: total + 0 is total.
@@ -455,6 +494,22 @@ k_mn_shift(const void *x, int ty, int64_t batch, int64_t classes,
            double *shift)
 {
     TFM_CU_GRID_STRIDE(b, batch) { mn_shift(x, ty, b, classes, shift); }
+}
+
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
+k_mn_shift_part(const void *x, int ty, int64_t n, int64_t classes,
+                int64_t chunks, double *part)
+{
+    TFM_CU_GRID_STRIDE(e, n) {
+        mn_shift_part(x, ty, e, classes, chunks, part);
+    }
+}
+
+__global__ void __launch_bounds__(TFM_CU_THREADS, 1)
+k_mn_shift_join(const double *part, int64_t batch, int64_t chunks,
+                double *shift)
+{
+    TFM_CU_GRID_STRIDE(b, batch) { mn_shift_join(part, b, chunks, shift); }
 }
 
 __global__ void __launch_bounds__(TFM_CU_THREADS, 1)
@@ -596,7 +651,18 @@ tfm_cu_multinomial(int ty, int wide, uint64_t key, uint64_t ctr_lo,
     double *cdf = scratch, *shift = scratch + batch * classes,
            *total = shift + batch;
     unsigned rows = tfm_cu_blocks_for(batch);
-    k_mn_shift<<<rows, TFM_CU_THREADS, 0, st>>>(x, ty, batch, classes, shift);
+    if (classes > MN_CHUNK) {
+        // The chunks' maxima wait in cdf, which the weights fill after.
+        int64_t chunks = (classes + MN_CHUNK - 1) / MN_CHUNK;
+        k_mn_shift_part<<<tfm_cu_blocks_for(batch * chunks), TFM_CU_THREADS,
+                          0, st>>>(x, ty, batch * chunks, classes, chunks,
+                                   cdf);
+        k_mn_shift_join<<<rows, TFM_CU_THREADS, 0, st>>>(cdf, batch, chunks,
+                                                         shift);
+    } else {
+        k_mn_shift<<<rows, TFM_CU_THREADS, 0, st>>>(x, ty, batch, classes,
+                                                    shift);
+    }
     k_mn_weight<<<tfm_cu_blocks_for(batch * classes), TFM_CU_THREADS, 0,
                   st>>>(x, ty, batch * classes, classes, shift, cdf);
     k_mn_scan<<<rows, TFM_CU_THREADS, 0, st>>>(cdf, batch, classes, total);

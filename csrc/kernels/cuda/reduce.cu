@@ -232,9 +232,21 @@ second_pass(const red_plan &p, int64_t chunks)
     return q;
 }
 
+/* Bytes of partial results reduce<S> needs for p (0: none). */
+template <typename S>
+int64_t
+partial_bytes(const red_plan &p)
+{
+    int64_t chunks = 1, per = 0;
+    if (p.nout == 0 || !launch_shape(p, &chunks, &per) || chunks == 1)
+        return 0;
+    return p.nout * chunks * (int64_t)sizeof(typename red_elt<S>::acc);
+}
+
 template <typename S>
 int
-reduce(int kind, const void *x, void *o, const red_plan &p, cudaStream_t s)
+reduce(int kind, const void *x, void *o, const red_plan &p, void *scratch,
+       cudaStream_t s)
 {
     typedef typename red_elt<S>::acc A;
     if (p.nout == 0)
@@ -253,57 +265,87 @@ reduce(int kind, const void *x, void *o, const red_plan &p, cudaStream_t s)
                                                  p, 1, per, 1);
         return (int)cudaGetLastError();
     }
-    A *partial = NULL;
-    cudaError_t e = cudaMallocAsync((void **)&partial,
-                                    (size_t)blocks * sizeof(A), s);
-    if (e != cudaSuccess)
-        return (int)e;
+    A *partial = (A *)scratch;
+    if (!partial)
+        return -1;
     k_reduce_block<S, A><<<g, BLOCK, 0, s>>>(kind, (const S *)x, partial, p,
                                              chunks, per, 0);
     k_reduce_block<A, S><<<(unsigned)p.nout, BLOCK, 0, s>>>(
         kind, partial, (S *)o, second_pass(p, chunks), 1, chunks, 1);
-    e = cudaGetLastError();
-    cudaFreeAsync(partial, s);
-    return (int)e;
+    return (int)cudaGetLastError();
+}
+
+/* The plan of tfm_cu_reduce's arguments (strides may be NULL: the
+ * scratch query needs only the sizes); 0 when it has too many dims. */
+int
+plan_of(int kind, int nkeep, const int64_t *kdims, const int64_t *kstr,
+        int nred, const int64_t *rdims, const int64_t *rstr, red_plan *p)
+{
+    if (nkeep > TFM_CU_MAX_DIMS || nred > TFM_CU_MAX_DIMS || kind < 0 ||
+        kind > K_ANY)
+        return 0;
+    p->nkeep = nkeep;
+    p->nred = nred;
+    p->nout = 1;
+    p->count = 1;
+    for (int d = 0; d < nkeep; d++) {
+        p->kdims[d] = kdims[d];
+        p->kstr[d] = kstr ? kstr[d] : 0;
+        p->nout *= kdims[d];
+    }
+    for (int d = 0; d < nred; d++) {
+        p->rdims[d] = rdims[d];
+        p->rstr[d] = rstr ? rstr[d] : 0;
+        p->count *= rdims[d];
+    }
+    p->divisor = p->count;
+    return 1;
+}
+
+/* f(S()) for the element type that kind and ty name; -1 for none. */
+template <typename F>
+int64_t
+by_type(int kind, int ty, F f)
+{
+    if (kind >= K_ALL)
+        return f(boolean());
+    switch (ty) {
+    case TFM_CU_F32: return f(float());
+    case TFM_CU_F64: return f(double());
+    case TFM_CU_F16: return f(__half());
+    case TFM_CU_BF16: return f(__nv_bfloat16());
+    default: return -1;
+    }
 }
 
 } // namespace
 
-/* ty: TFM_CU_F32, _F64, _F16, _BF16 for kinds 0-4 (launch.h declares
- * the parameter as is64, whose 0 and 1 are TFM_CU_F32 and _F64); kinds
- * 5 All and 6 Any read bools whatever ty says. */
+extern "C" int64_t
+tfm_cu_reduce_scratch(int kind, int ty, int nkeep, const int64_t *kdims,
+                      int nred, const int64_t *rdims)
+{
+    red_plan p;
+    if (!plan_of(kind, nkeep, kdims, NULL, nred, rdims, NULL, &p))
+        return 0;
+    int64_t n = by_type(kind, ty, [&](auto e) {
+        return partial_bytes<decltype(e)>(p);
+    });
+    return n > 0 ? n : 0;
+}
+
+/* ty: TFM_CU_F32, _F64, _F16, _BF16 for kinds 0-4; kinds 5 All and 6
+ * Any read bools whatever ty says. */
 extern "C" int
 tfm_cu_reduce(int kind, int ty, const void *x, void *o, int nkeep,
               const int64_t *kdims, const int64_t *kstr, int nred,
-              const int64_t *rdims, const int64_t *rstr, void *stream)
+              const int64_t *rdims, const int64_t *rstr, void *scratch,
+              void *stream)
 {
-    if (nkeep > TFM_CU_MAX_DIMS || nred > TFM_CU_MAX_DIMS || kind < 0 ||
-        kind > K_ANY)
-        return -1;
     red_plan p;
-    p.nkeep = nkeep;
-    p.nred = nred;
-    p.nout = 1;
-    p.count = 1;
-    for (int d = 0; d < nkeep; d++) {
-        p.kdims[d] = kdims[d];
-        p.kstr[d] = kstr[d];
-        p.nout *= kdims[d];
-    }
-    for (int d = 0; d < nred; d++) {
-        p.rdims[d] = rdims[d];
-        p.rstr[d] = rstr[d];
-        p.count *= rdims[d];
-    }
-    p.divisor = p.count;
+    if (!plan_of(kind, nkeep, kdims, kstr, nred, rdims, rstr, &p))
+        return -1;
     cudaStream_t s = (cudaStream_t)stream;
-    if (kind >= K_ALL)
-        return reduce<boolean>(kind, x, o, p, s);
-    switch (ty) {
-    case TFM_CU_F32: return reduce<float>(kind, x, o, p, s);
-    case TFM_CU_F64: return reduce<double>(kind, x, o, p, s);
-    case TFM_CU_F16: return reduce<__half>(kind, x, o, p, s);
-    case TFM_CU_BF16: return reduce<__nv_bfloat16>(kind, x, o, p, s);
-    default: return -1;
-    }
+    return (int)by_type(kind, ty, [&](auto e) {
+        return (int64_t)reduce<decltype(e)>(kind, x, o, p, scratch, s);
+    });
 }
