@@ -86,7 +86,8 @@ CELL_TIMEOUT_S = 60
 # confusion matrices (plots; TF's venv has no scikit-learn).
 _SKIP_CELL = re.compile(r"get_file\(|tfds\.|timeit\.|benchmark\(|"
                         r"requests\.get\(|read_csv\(|sk_metrics\.|"
-                        r"datasets\.\w+\.load_data\(")
+                        r"datasets\.\w+\.load_data\(|"
+                        r"\b(?:fashion_)?mnist\.load_data\(")
 # Lines dropped from a cell that is otherwise run: shell and magics, and
 # the plotting imports (plotting goes to _NoPlot instead).
 _DROP_LINE = re.compile(r"^\s*([!%]|import matplotlib|from matplotlib |"
@@ -128,6 +129,18 @@ class _NoPlot:
 _PLOT_NAMES = ("plt", "matplotlib", "sns")
 
 
+def _kept_lines(src):
+    """The cell's lines less those _DROP_LINE drops; a dropped shell
+    line ending in a backslash takes its continuation lines with it
+    (`!saved_model_cli run ... \\` and the flags on the next line)."""
+    continued = False
+    for line in src.splitlines():
+        if continued or _DROP_LINE.match(line):
+            continued = line.rstrip().endswith("\\")
+            continue
+        yield line
+
+
 def cells_of(notebook):
     """The notebook's runnable code cells, as [source]."""
     out = []
@@ -137,8 +150,7 @@ def cells_of(notebook):
         src = "".join(cell["source"])
         if _SKIP_CELL.search(src):
             continue
-        src = "\n".join(l for l in src.splitlines()
-                        if not _DROP_LINE.match(l))
+        src = "\n".join(_kept_lines(src))
         if src.strip() and not all(
                 l.strip().startswith("#") or not l.strip()
                 for l in src.splitlines()):
@@ -148,8 +160,8 @@ def cells_of(notebook):
 
 def for_tfmini(src):
     """The cell as a tfmini user runs it: only the imports change."""
-    src = re.sub(r"^(\s*)import tensorflow\.experimental\.numpy as (\w+)",
-                 r"\1import tfmini.experimental.numpy as \2", src, flags=re.M)
+    src = re.sub(r"^(\s*)import tensorflow((?:\.\w+)+) as (\w+)",
+                 r"\1import tfmini\2 as \3", src, flags=re.M)
     src = re.sub(r"^(\s*)import tensorflow as (\w+)",
                  r"\1import tfmini as \2", src, flags=re.M)
     src = re.sub(r"^(\s*)from tensorflow((?:\.\w+)*) import",
