@@ -1,0 +1,17 @@
+"""tf.compat.v1 as far as tfmini goes: importable, and empty.
+
+TF1's graphs, sessions, placeholders, get_variable, Savers and
+estimators are out of tfmini's scope: tfmini is TF2's front end. Migration guides import this module
+beside `tensorflow` and run TF2 code next to the TF1 code they replace;
+with this module the TF2 half runs, and a TF1 name raises an
+AttributeError that names it and says why, instead of the import
+failing.
+"""
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(
+        f"module {__name__!r} has no attribute {name!r}: tfmini has no "
+        f"TF1 API (tf.compat.v1.{name}); use its TF2 counterpart")
