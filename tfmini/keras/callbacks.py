@@ -125,11 +125,35 @@ class CallbackList:
         if hook not in _HOOKS:
             raise AttributeError(hook)
         fns = self.__dict__["_batch_hooks"][hook]
+        if fns and hook in ("on_train_batch_end", "on_test_batch_end"):
+            # Keras 3 hands callbacks a step's logs as Python floats
+            # (pythonify_logs); only read when a callback takes them.
+            def call(batch, logs=None):
+                logs = _pythonify(logs)
+                for fn in fns:
+                    fn(batch, logs)
+            return call
 
         def call(*args, **kwargs):
             for fn in fns:
                 fn(*args, **kwargs)
         return call
+
+
+def _pythonify(logs):
+    """Logs flattened (nested dicts merged in), in name order, each value
+    a float where float() takes it, as Keras 3's pythonify_logs."""
+    out = {}
+    for key, value in sorted((logs or {}).items()):
+        if isinstance(value, dict):
+            out.update(_pythonify(value))
+            continue
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            pass
+        out[key] = value
+    return out
 
 
 def _overrides(callback, hook):
