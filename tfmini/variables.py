@@ -55,7 +55,7 @@ def _shape_arg(shape, validate_shape):
     if shape is None:
         return ()
     s = TensorShape(shape)
-    return (None if s.rank is None else tuple(s.dims),)
+    return (None if s.rank is None else tuple(s.as_list()),)
 
 
 class Variable(_C.VariableBase):

@@ -10,6 +10,8 @@ import numbers as _numbers
 
 import numpy as _np
 
+from ..tensor_shape import Dimension as _Dimension
+from ..tensor_shape import TensorShape as _TensorShape
 from . import v1  # noqa: F401
 
 bytes_or_text_types = (bytes, str)
@@ -58,11 +60,19 @@ def path_to_str(path):
 
 
 def dimension_value(dimension):
-    """A shape dimension's int (or None); tfmini's dims are ints already,
-    but TF1-era Dimension-like objects carry theirs in .value."""
-    if dimension is None or isinstance(dimension, _numbers.Integral):
-        return dimension
-    return getattr(dimension, "value", dimension)
+    """A dim's int or None, from a Dimension (TensorShape.dims) or an int."""
+    if isinstance(dimension, _Dimension):
+        return dimension.value
+    return dimension
+
+
+def dimension_at_index(shape, index):
+    """shape's dim `index` as a Dimension (Dimension(None) where the
+    rank is unknown)."""
+    shape = _TensorShape(shape)
+    if shape.rank is None:
+        return _Dimension(None)
+    return shape.dims[index]
 
 
 def __getattr__(name):
