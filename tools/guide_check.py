@@ -76,6 +76,28 @@ GUIDES = [
     # The TF2 unicode tutorial lives in tensorflow/text now.
     ("unicode", TEXT, "docs/guide/unicode.ipynb"),
     ("extension_type", DOCS, "site/en/guide/extension_type.ipynb"),
+    ("data_performance", DOCS, "site/en/guide/data_performance.ipynb"),
+    # The migration guides' TF2 halves (their tf.compat.v1 and estimator
+    # cells are out of scope: KNOWN says which).
+    ("migrate_saved_model", DOCS, "site/en/guide/migrate/saved_model.ipynb"),
+    ("migrate_metrics_optimizers", DOCS,
+     "site/en/guide/migrate/metrics_optimizers.ipynb"),
+    ("migrate_sessionrunhook_callback", DOCS,
+     "site/en/guide/migrate/sessionrunhook_callback.ipynb"),
+    ("migrate_logging_stop_hook", DOCS,
+     "site/en/guide/migrate/logging_stop_hook.ipynb"),
+    ("migrate_mirrored_strategy", DOCS,
+     "site/en/guide/migrate/mirrored_strategy.ipynb"),
+    ("migrate_early_stopping", DOCS,
+     "site/en/guide/migrate/early_stopping.ipynb"),
+    ("distribute_custom_training", DOCS,
+     "site/en/tutorials/distribute/custom_training.ipynb"),
+    ("migrate_tf1_vs_tf2", DOCS, "site/en/guide/migrate/tf1_vs_tf2.ipynb"),
+    ("migrate_fault_tolerance", DOCS,
+     "site/en/guide/migrate/fault_tolerance.ipynb"),
+    ("migration_debugging", DOCS,
+     "site/en/guide/migrate/migration_debugging.ipynb"),
+    ("distribution_core", DOCS, "site/en/guide/core/distribution.ipynb"),
 ]
 TF_PYTHON = "/work/tfvenv/bin/python"
 CELL_TIMEOUT_S = 60
