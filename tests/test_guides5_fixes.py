@@ -187,3 +187,32 @@ def test_fit_refuses_python_numbers_as_keras_3():
         m.predict([[1., 2.]], verbose=0)
     # Arrays, tensors and lists of arrays are data.
     m.fit(np.ones((3, 2)), tf.zeros([3, 1]), verbose=0)
+
+
+def test_keras_2_train_step_through_compiled_loss_and_metrics():
+    """A Keras 2 train_step override (migrate/migrating_estimator): TF
+    2.21's numbers, fit with shuffle=False. Keras 3's compiled_metrics
+    shim gives the loss tracker y_pred, so 'loss' is the predictions'
+    mean; the compiled metrics take (y, y_pred)."""
+    class CustomModel(tf.keras.Sequential):
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                p = self(x, training=True)
+                loss = self.compiled_loss(y, p)
+            g = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply_gradients(zip(g, self.trainable_variables))
+            self.compiled_metrics.update_state(y, p)
+            return {m.name: m.result() for m in self.metrics}
+
+    m = CustomModel([tf.keras.layers.Dense(1, kernel_initializer="ones")])
+    m.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse",
+              metrics=["mae"])
+    x = np.array([[1., 2.], [3., 4.], [5., 6.]], np.float32)
+    y = np.array([[1.], [2.], [3.]], np.float32)
+    with pytest.warns(UserWarning, match="deprecated"):
+        h = m.fit(x, y, batch_size=1, epochs=2, verbose=0, shuffle=False)
+    np.testing.assert_allclose(h.history["loss"], [5.3947, 1.5291],
+                               atol=1e-4)
+    np.testing.assert_allclose(h.history["mae"], [3.3947, 0.4709],
+                               atol=1e-4)
