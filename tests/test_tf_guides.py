@@ -209,6 +209,7 @@ KNOWN.update({
                                 "TF1 API",
     ("migration_debugging", 6): "as cell 3",
     ("distribute_custom_training", 0): "tf.__version__ is tfmini's own",
+    ("migrate_estimator", 3): _ESTIMATOR,
 })
 
 # TF's venv has no IPython: the tfrecord tutorial's import of

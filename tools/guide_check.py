@@ -98,6 +98,8 @@ GUIDES = [
     ("migration_debugging", DOCS,
      "site/en/guide/migrate/migration_debugging.ipynb"),
     ("distribution_core", DOCS, "site/en/guide/core/distribution.ipynb"),
+    ("migrate_estimator", DOCS,
+     "site/en/guide/migrate/migrating_estimator.ipynb"),
 ]
 TF_PYTHON = "/work/tfvenv/bin/python"
 CELL_TIMEOUT_S = 60
