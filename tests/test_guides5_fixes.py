@@ -216,3 +216,50 @@ def test_keras_2_train_step_through_compiled_loss_and_metrics():
                                atol=1e-4)
     np.testing.assert_allclose(h.history["mae"], [3.3947, 0.4709],
                                atol=1e-4)
+
+
+def test_category_encoding_one_hot_shapes_and_sparse_output():
+    one_hot = tf.keras.layers.CategoryEncoding(3, output_mode="one_hot")
+    # Keras 3: a rank-1 batch of ids is (batch, n); a trailing 1 goes.
+    assert one_hot(tf.constant([1])).numpy().tolist() == [[0., 1., 0.]]
+    assert one_hot(tf.constant([[1], [2]])).shape == (2, 3)
+    assert one_hot(tf.constant(1)).shape == (1, 3)
+    assert one_hot(tf.constant([[1, 2]])).shape == (1, 2, 3)
+    multi = tf.keras.layers.CategoryEncoding(3, output_mode="multi_hot")
+    assert multi(tf.constant([1])).shape == (3,)
+    x = tf.keras.Input(shape=(), dtype="int64")
+    assert one_hot(x).shape == (None, 3)
+    count = tf.keras.layers.CategoryEncoding(20, output_mode="count",
+                                             sparse=True)
+    st = count(tf.constant([[5, 11, 5, 17, 17]]),
+               count_weights=tf.constant([[0.5, 1.5, 0.7, 1.8, 0.2]]))
+    assert isinstance(st, tf.SparseTensor)
+    assert st.indices.numpy().tolist() == [[0, 5], [0, 11], [0, 17]]
+    np.testing.assert_allclose(st.values.numpy(), [1.2, 1.5, 2.], rtol=1e-6)
+    assert st.dense_shape.numpy().tolist() == [1, 20]
+    # A Dense layer takes it as the dense counts.
+    dense = tf.keras.layers.Dense(2, use_bias=False)
+    np.testing.assert_allclose(dense(st).numpy(),
+                               dense(tf.sparse.to_dense(st)).numpy(),
+                               rtol=1e-6)
+
+
+def test_discretization_with_bin_boundaries():
+    d = tf.keras.layers.Discretization(bin_boundaries=[0., 1., 2.])
+    got = d(np.array([[-1.5, 1.0, 3.4, .5], [0.0, 3.0, 1.3, 0.0]]))
+    assert got.dtype == tf.int32
+    assert got.numpy().tolist() == [[0, 2, 3, 1], [1, 3, 2, 1]]
+    hot = tf.keras.layers.Discretization(bin_boundaries=[0., 1.],
+                                         output_mode="one_hot")
+    assert hot([0.5, 2.]).numpy().tolist() == [[0., 1., 0.], [0., 0., 1.]]
+    count = tf.keras.layers.Discretization(bin_boundaries=[0., 1.],
+                                           output_mode="count")
+    assert count([[0.5, 2., 3.]]).numpy().tolist() == [[0., 1., 2.]]
+    assert hot(tf.keras.Input((3,))).shape == (None, 3, 3)
+    with pytest.raises(ValueError, match="Both `num_bins` and "
+                                         "`bin_boundaries`"):
+        tf.keras.layers.Discretization(bin_boundaries=[0.], num_bins=3)
+    with pytest.raises(ValueError, match="Unknown value for `output_mode`"):
+        tf.keras.layers.Discretization(bin_boundaries=[0.], output_mode="x")
+    with pytest.raises(NotImplementedError, match="bin_boundaries"):
+        tf.keras.layers.Discretization(num_bins=4)
