@@ -100,6 +100,8 @@ GUIDES = [
     ("distribution_core", DOCS, "site/en/guide/core/distribution.ipynb"),
     ("migrate_estimator", DOCS,
      "site/en/guide/migrate/migrating_estimator.ipynb"),
+    ("migrate_feature_columns", DOCS,
+     "site/en/guide/migrate/migrating_feature_columns.ipynb"),
 ]
 TF_PYTHON = "/work/tfvenv/bin/python"
 CELL_TIMEOUT_S = 60
