@@ -263,3 +263,27 @@ def test_discretization_with_bin_boundaries():
         tf.keras.layers.Discretization(bin_boundaries=[0.], output_mode="x")
     with pytest.raises(NotImplementedError, match="bin_boundaries"):
         tf.keras.layers.Discretization(num_bins=4)
+
+
+def test_cluster_spec():
+    c = tf.train.ClusterSpec({"worker": ["localhost:1", "localhost:2"],
+                              "ps": {3: "h:3"}})
+    # TF 2.21's repr sorts the jobs; as_dict and jobs keep their order.
+    assert repr(c) == ("ClusterSpec({'ps': {3: 'h:3'}, 'worker': "
+                       "['localhost:1', 'localhost:2']})")
+    assert c.as_dict() == {"worker": ["localhost:1", "localhost:2"],
+                           "ps": {3: "h:3"}}
+    assert c.jobs == ["worker", "ps"] and c.num_tasks("worker") == 2
+    assert c.task_indices("ps") == [3]
+    assert c.task_address("worker", 1) == "localhost:2"
+    assert c.job_tasks("ps") == [None, None, None, "h:3"]
+    assert c == tf.train.ClusterSpec(c) and bool(c)
+    assert not tf.train.ClusterSpec({})
+    with pytest.raises(ValueError, match="No such job in cluster: 'chief'"):
+        c.num_tasks("chief")
+    with pytest.raises(ValueError, match="No task with index 5"):
+        c.task_address("worker", 5)
+    with pytest.raises(TypeError, match="must be a dictionary"):
+        tf.train.ClusterSpec(3)
+    with pytest.raises(TypeError, match="must be a list or a dictionary"):
+        tf.train.ClusterSpec({"w": "abc"})
