@@ -287,3 +287,48 @@ def test_cluster_spec():
         tf.train.ClusterSpec(3)
     with pytest.raises(TypeError, match="must be a list or a dictionary"):
         tf.train.ClusterSpec({"w": "abc"})
+
+
+def test_clone_model_new_layers_same_architecture():
+    seq = tf.keras.Sequential([tf.keras.Input((3,)),
+                               tf.keras.layers.Dense(4, name="d1"),
+                               tf.keras.layers.Dense(2, name="d2")],
+                              name="s")
+    c = tf.keras.models.clone_model(seq)
+    assert type(c).__name__ == "Sequential" and c.name == "s"
+    assert [l.name for l in c.layers] == ["d1", "d2"]
+    assert [tuple(w.shape) for w in c.weights] == [(3, 4), (4,), (4, 2),
+                                                   (2,)]
+    assert all(a is not b for a, b in zip(c.weights, seq.weights))
+    # Functional: a shared layer is cloned once (TF 2.21: names
+    # ['x', 'sh', 'o'], 4 weights, clone_function called for sh and o).
+    inp = tf.keras.Input((3,), name="x")
+    shared = tf.keras.layers.Dense(3, name="sh")
+    out = tf.keras.layers.Dense(1, name="o")(shared(shared(inp)))
+    f = tf.keras.Model(inp, out, name="f")
+    seen = []
+
+    def clone(layer):
+        seen.append(layer.name)
+        return layer.__class__.from_config(layer.get_config())
+
+    g = tf.keras.models.clone_model(f, clone_function=clone)
+    assert [l.name for l in g.layers] == ["x", "sh", "o"]
+    assert len(g.weights) == 4 and seen == ["sh", "o"]
+    assert g(np.ones((2, 3), np.float32)).shape == (2, 1)
+    # Copying the weights makes the clone compute the same numbers.
+    g.set_weights(f.get_weights())
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_allclose(g(x).numpy(), f(x).numpy(), rtol=1e-6)
+
+    class Sub(tf.keras.Model):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.d = tf.keras.layers.Dense(1)
+
+        def call(self, x):
+            return self.d(x)
+
+    with pytest.raises(ValueError, match="only supported for Sequential "
+                                         "models or Functional models"):
+        tf.keras.models.clone_model(Sub(), clone_function=clone)
