@@ -214,6 +214,9 @@ KNOWN.update({
                                     "positional layer input; tfmini takes "
                                     "it (as intro_to_modules cell 20)",
     ("migrate_feature_columns", 21): _ESTIMATOR,
+    ("compression", 20): "model.save of a name with no extension: both "
+                         "ValueError; Keras 3's text offers '.h5' too, a "
+                         "legacy format tfmini does not write",
 })
 # tf.compat.v1.feature_column is TF1 API; TF 2.21 builds the columns but
 # then fails on keras.layers.DenseFeatures, which Keras 3 dropped: both

@@ -102,6 +102,9 @@ GUIDES = [
      "site/en/guide/migrate/migrating_estimator.ipynb"),
     ("migrate_feature_columns", DOCS,
      "site/en/guide/migrate/migrating_feature_columns.ipynb"),
+    ("multi_worker_with_ctl", DOCS,
+     "site/en/tutorials/distribute/multi_worker_with_ctl.ipynb"),
+    ("compression", DOCS, "site/en/tutorials/optimization/compression.ipynb"),
 ]
 TF_PYTHON = "/work/tfvenv/bin/python"
 CELL_TIMEOUT_S = 60
