@@ -217,6 +217,8 @@ KNOWN.update({
     ("compression", 20): "model.save of a name with no extension: both "
                          "ValueError; Keras 3's text offers '.h5' too, a "
                          "legacy format tfmini does not write",
+    ("multi_worker_with_keras", 26): "load_model of a SavedModel folder "
+                                     "(as migrate_saved_model cell 9)",
 })
 # tf.compat.v1.feature_column is TF1 API; TF 2.21 builds the columns but
 # then fails on keras.layers.DenseFeatures, which Keras 3 dropped: both

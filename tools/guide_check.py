@@ -105,6 +105,8 @@ GUIDES = [
     ("multi_worker_with_ctl", DOCS,
      "site/en/tutorials/distribute/multi_worker_with_ctl.ipynb"),
     ("compression", DOCS, "site/en/tutorials/optimization/compression.ipynb"),
+    ("multi_worker_with_keras", DOCS,
+     "site/en/tutorials/distribute/multi_worker_with_keras.ipynb"),
 ]
 TF_PYTHON = "/work/tfvenv/bin/python"
 CELL_TIMEOUT_S = 60
