@@ -332,3 +332,32 @@ def test_clone_model_new_layers_same_architecture():
     with pytest.raises(ValueError, match="only supported for Sequential "
                                          "models or Functional models"):
         tf.keras.models.clone_model(Sub(), clone_function=clone)
+
+
+def _guide_check():
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), "tools", "guide_check.py")
+    spec = importlib.util.spec_from_file_location("guide_check", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_guide_check_rules_added_for_the_migration_guides():
+    g = _guide_check()
+    assert g.for_tfmini("import tensorflow.compat.v1 as tf1\n"
+                        "  import tensorflow.experimental.numpy as tnp") == \
+        ("import tfmini.compat.v1 as tf1\n"
+         "  import tfmini.experimental.numpy as tnp")
+    # A dropped shell line takes its backslash continuations along.
+    nb = {"cells": [
+        {"cell_type": "code", "source": [
+            "x = 1\n", "!saved_model_cli run --dir d \\\n",
+            " --signature_def serving_default \\\n", " --input_exprs a=1\n",
+            "print(x)"]},
+        {"cell_type": "code", "source": [
+            "(a, b), (c, d) = fashion_mnist.load_data()"]},
+        {"cell_type": "code", "source": ["mnist.load_data()"]}]}
+    assert g.cells_of(nb) == ["x = 1\nprint(x)"]
