@@ -127,11 +127,19 @@ class CallbackList:
         fns = self.__dict__["_batch_hooks"][hook]
         if fns and hook in ("on_train_batch_end", "on_test_batch_end"):
             # Keras 3 hands callbacks a step's logs as Python floats
-            # (pythonify_logs); only read when a callback takes them.
+            # (pythonify_logs). Only the user's callbacks get them: this
+            # module's own (the progress bar) take the tensors as they
+            # are, so a step reads no value back it does not print.
             def call(batch, logs=None):
-                logs = _pythonify(logs)
+                py = None
                 for fn in fns:
-                    fn(batch, logs)
+                    owner = getattr(fn, "__self__", None)
+                    if type(owner).__module__ == __name__:
+                        fn(batch, logs)
+                        continue
+                    if py is None:
+                        py = _pythonify(logs)
+                    fn(batch, py)
             return call
 
         def call(*args, **kwargs):
