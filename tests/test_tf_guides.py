@@ -160,6 +160,75 @@ KNOWN.update({
     ("tfrecord", 9): "the same bool feature as cell 6",
 })
 
+# The guides5 block: data_performance, distribution_core,
+# distribute_custom_training and the migration guides (guide/migrate).
+# Their TF1 cells (tf.compat.v1 graphs, sessions, Savers, hooks) are out
+# of tfmini's scope, and tf.compat.v1 holds only the names whose TF1
+# meaning is TF2's (tfmini/compat/v1.py). Estimators are gone from TF
+# 2.21 too: there both fail with an AttributeError, whose text names
+# each side's own module.
+_TF1 = "TF1 graph/session API (tf.compat.v1): out of tfmini's scope"
+_ESTIMATOR = ("estimators: TF 2.21 has none either; both raise "
+              "AttributeError, tfmini's naming tfmini.compat.v1 (or the "
+              "TF1 name it meets first) and the scope")
+KNOWN.update({
+    ("migrate_saved_model", 1): _TF1,
+    ("migrate_saved_model", 2): _TF1,
+    ("migrate_saved_model", 3): "tf.estimator: TF 2.21 has none either; "
+                                "the AttributeError names module 'tfmini'",
+    ("migrate_saved_model", 6): _TF1,
+    ("migrate_saved_model", 7): "loads the SavedModels that cells 1-2 "
+                                "wrote through TF1's builder (none here); "
+                                "the missing file is named as tfmini's "
+                                "(saved_model.tfm)",
+    ("migrate_saved_model", 8): "MyModel.__call__ runs only inside another "
+                                "tf.function's trace, where tfmini inlines "
+                                "it and keeps no trace of its own, so the "
+                                "saved module has no __call__; TF's repr "
+                                "names its RestoredFunction class",
+    ("migrate_saved_model", 9): "load_model of a folder: both ValueError; "
+                                "Keras 3's text sends the user to .h5 and "
+                                "TFSMLayer, which tfmini lacks",
+    ("migrate_saved_model", 10): _TF1,
+    ("migrate_saved_model", 11): _TF1,
+    ("migrate_saved_model", 12): _TF1 + " (wrap_function, Saver)",
+    ("migrate_metrics_optimizers", 2): _ESTIMATOR,
+    ("migrate_metrics_optimizers", 4): _ESTIMATOR,
+    ("migrate_sessionrunhook_callback", 3): _TF1 + " (SessionRunHook)",
+    ("migrate_logging_stop_hook", 2): _ESTIMATOR,
+    ("migrate_mirrored_strategy", 2): _ESTIMATOR,
+    ("migrate_early_stopping", 1): _ESTIMATOR,
+    ("migrate_fault_tolerance", 1): _TF1 + " (SessionRunHook)",
+    ("migrate_fault_tolerance", 2): _ESTIMATOR,
+    ("migrate_fault_tolerance", 4): _ESTIMATOR,
+    ("migrate_tf1_vs_tf2", 9): "disable_tensor_equality is TF1 behaviour "
+                               "(== by identity, hashable tensors): out of "
+                               "scope",
+    ("migration_debugging", 3): "Keras 3 has no DeterministicRandomTestTool "
+                                "(AttributeError on keras.utils); tfmini's "
+                                "AttributeError is on tf.compat.v1.keras, "
+                                "TF1 API",
+    ("migration_debugging", 6): "as cell 3",
+    ("distribute_custom_training", 0): "tf.__version__ is tfmini's own",
+    ("migrate_estimator", 3): _ESTIMATOR,
+    ("migrate_feature_columns", 4): "Keras 3 refuses dict_values as a "
+                                    "positional layer input; tfmini takes "
+                                    "it (as intro_to_modules cell 20)",
+    ("migrate_feature_columns", 21): _ESTIMATOR,
+    ("compression", 20): "model.save of a name with no extension: both "
+                         "ValueError; Keras 3's text offers '.h5' too, a "
+                         "legacy format tfmini does not write",
+    ("multi_worker_with_keras", 26): "load_model of a SavedModel folder "
+                                     "(as migrate_saved_model cell 9)",
+})
+# tf.compat.v1.feature_column is TF1 API; TF 2.21 builds the columns but
+# then fails on keras.layers.DenseFeatures, which Keras 3 dropped: both
+# raise AttributeError, on different names.
+for _cell in (3, 5, 7, 9, 11, 13, 15, 17):
+    KNOWN[("migrate_feature_columns", _cell)] = \
+        "feature columns: TF 2.21 fails on Keras 3's missing DenseFeatures, " \
+        "tfmini on tf.compat.v1.feature_column (TF1 API, out of scope)"
+
 # TF's venv has no IPython: the tfrecord tutorial's import of
 # IPython.display fails there, and its display cells then fail on
 # `display` rather than on the downloaded images' names.

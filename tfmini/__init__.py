@@ -39,6 +39,7 @@ from . import summary  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
 from . import distribute  # noqa: E402,F401
 from . import experimental  # noqa: E402,F401
+from . import compat  # noqa: E402,F401
 from . import test  # noqa: E402,F401
 from . import ragged  # noqa: E402,F401
 from .ragged import RaggedTensor, RaggedTensorSpec, map_fn  # noqa

@@ -1,8 +1,132 @@
 """tf.TensorShape: a shape whose dims may be unknown (None)."""
+import operator
 
 
 class Dimension:
-    """Kept for code that calls `.value` on a dim (TF1 style)."""
+    """One dim of a TensorShape as TensorShape.dims gives it (TF2 still
+    does): `.value` an int or None. An unknown dim makes comparisons
+    None and arithmetic Dimension(None), as in TF; like TF's it is
+    unhashable (it defines == over unknowns)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value):
+        if isinstance(value, Dimension):
+            value = value.value
+        if value is not None:
+            try:
+                value = value.__index__()
+            except AttributeError:
+                raise TypeError(
+                    f"Dimension value must be integer or None or have an "
+                    f"__index__ method, got value '{value!r}' with type "
+                    f"'{type(value)}'") from None
+            if value < 0:
+                raise ValueError(f"Dimension {value} must be >= 0")
+        self._value = value
+
+    @property
+    def value(self):
+        return self._value
+
+    def __repr__(self):
+        return f"Dimension({self._value!r})"
+
+    def __str__(self):
+        return "?" if self._value is None else str(self._value)
+
+    def __int__(self):
+        return self._value
+
+    def __index__(self):
+        return self._value
+
+    __hash__ = None
+
+    def _compare(self, other, op):
+        """op over both values; None where either is unknown, and
+        NotImplemented for what is no dimension (TF's as_dimension)."""
+        try:
+            other = Dimension(other)
+        except (TypeError, ValueError):
+            return NotImplemented
+        if self._value is None or other.value is None:
+            return None
+        return op(self._value, other.value)
+
+    def __eq__(self, other):
+        return self._compare(other, operator.eq)
+
+    def __ne__(self, other):
+        return self._compare(other, operator.ne)
+
+    def __lt__(self, other):
+        return self._compare(other, operator.lt)
+
+    def __le__(self, other):
+        return self._compare(other, operator.le)
+
+    def __gt__(self, other):
+        return self._compare(other, operator.gt)
+
+    def __ge__(self, other):
+        return self._compare(other, operator.ge)
+
+    def _arith(self, other, fn):
+        other = Dimension(other)
+        if self._value is None or other.value is None:
+            return Dimension(None)
+        return Dimension(fn(self._value, other.value))
+
+    def __add__(self, other):
+        return self._arith(other, operator.add)
+
+    def __sub__(self, other):
+        return self._arith(other, operator.sub)
+
+    def __mul__(self, other):
+        return self._arith(other, operator.mul)
+
+    def __floordiv__(self, other):
+        return self._arith(other, operator.floordiv)
+
+    def __mod__(self, other):
+        return self._arith(other, operator.mod)
+
+    def __radd__(self, other):
+        return Dimension(other) + self
+
+    def __rsub__(self, other):
+        return Dimension(other) - self
+
+    def __rmul__(self, other):
+        return Dimension(other) * self
+
+    def __rfloordiv__(self, other):
+        return Dimension(other) // self
+
+    def __rmod__(self, other):
+        return Dimension(other) % self
+
+    def is_compatible_with(self, other):
+        other = Dimension(other)
+        return (self._value is None or other.value is None
+                or self._value == other.value)
+
+    def assert_is_compatible_with(self, other):
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Dimensions {self} and {Dimension(other)} "
+                             f"are not compatible")
+
+    def merge_with(self, other):
+        other = Dimension(other)
+        self.assert_is_compatible_with(other)
+        return Dimension(other.value if self._value is None
+                         else self._value)
+
+
+def _dim_value(d):
+    return d.value if isinstance(d, Dimension) else d
 
 
 class TensorShape:
@@ -17,7 +141,8 @@ class TensorShape:
             # As TF: a bare int is a rank-1 shape.
             self._dims = (int(dims),)
         else:
-            self._dims = tuple(None if d is None else int(d) for d in dims)
+            self._dims = tuple(None if _dim_value(d) is None else int(d)
+                               for d in dims)
 
     @property
     def rank(self):
@@ -29,7 +154,10 @@ class TensorShape:
 
     @property
     def dims(self):
-        return None if self._dims is None else list(self._dims)
+        """The dims as Dimension objects (TF's; shape[i] and as_list()
+        give ints)."""
+        return None if self._dims is None else [Dimension(d)
+                                                 for d in self._dims]
 
     def as_list(self):
         if self._dims is None:

@@ -55,7 +55,7 @@ def _shape_arg(shape, validate_shape):
     if shape is None:
         return ()
     s = TensorShape(shape)
-    return (None if s.rank is None else tuple(s.dims),)
+    return (None if s.rank is None else tuple(s.as_list()),)
 
 
 class Variable(_C.VariableBase):
@@ -165,7 +165,8 @@ class Variable(_C.VariableBase):
         return self._read()
 
     def __array__(self, dtype=None, copy=None):
-        a = self.numpy()
+        a = self.numpy()                    # rank 0: numpy() is a scalar
+        a = np.asarray(a, dtype=object if isinstance(a, bytes) else None)
         return a if dtype is None else a.astype(dtype, copy=False)
 
     # ---- writing ----------------------------------------------------

@@ -76,6 +76,37 @@ GUIDES = [
     # The TF2 unicode tutorial lives in tensorflow/text now.
     ("unicode", TEXT, "docs/guide/unicode.ipynb"),
     ("extension_type", DOCS, "site/en/guide/extension_type.ipynb"),
+    ("data_performance", DOCS, "site/en/guide/data_performance.ipynb"),
+    # The migration guides' TF2 halves (their tf.compat.v1 and estimator
+    # cells are out of scope: KNOWN says which).
+    ("migrate_saved_model", DOCS, "site/en/guide/migrate/saved_model.ipynb"),
+    ("migrate_metrics_optimizers", DOCS,
+     "site/en/guide/migrate/metrics_optimizers.ipynb"),
+    ("migrate_sessionrunhook_callback", DOCS,
+     "site/en/guide/migrate/sessionrunhook_callback.ipynb"),
+    ("migrate_logging_stop_hook", DOCS,
+     "site/en/guide/migrate/logging_stop_hook.ipynb"),
+    ("migrate_mirrored_strategy", DOCS,
+     "site/en/guide/migrate/mirrored_strategy.ipynb"),
+    ("migrate_early_stopping", DOCS,
+     "site/en/guide/migrate/early_stopping.ipynb"),
+    ("distribute_custom_training", DOCS,
+     "site/en/tutorials/distribute/custom_training.ipynb"),
+    ("migrate_tf1_vs_tf2", DOCS, "site/en/guide/migrate/tf1_vs_tf2.ipynb"),
+    ("migrate_fault_tolerance", DOCS,
+     "site/en/guide/migrate/fault_tolerance.ipynb"),
+    ("migration_debugging", DOCS,
+     "site/en/guide/migrate/migration_debugging.ipynb"),
+    ("distribution_core", DOCS, "site/en/guide/core/distribution.ipynb"),
+    ("migrate_estimator", DOCS,
+     "site/en/guide/migrate/migrating_estimator.ipynb"),
+    ("migrate_feature_columns", DOCS,
+     "site/en/guide/migrate/migrating_feature_columns.ipynb"),
+    ("multi_worker_with_ctl", DOCS,
+     "site/en/tutorials/distribute/multi_worker_with_ctl.ipynb"),
+    ("compression", DOCS, "site/en/tutorials/optimization/compression.ipynb"),
+    ("multi_worker_with_keras", DOCS,
+     "site/en/tutorials/distribute/multi_worker_with_keras.ipynb"),
 ]
 TF_PYTHON = "/work/tfvenv/bin/python"
 CELL_TIMEOUT_S = 60
@@ -86,7 +117,8 @@ CELL_TIMEOUT_S = 60
 # confusion matrices (plots; TF's venv has no scikit-learn).
 _SKIP_CELL = re.compile(r"get_file\(|tfds\.|timeit\.|benchmark\(|"
                         r"requests\.get\(|read_csv\(|sk_metrics\.|"
-                        r"datasets\.\w+\.load_data\(")
+                        r"datasets\.\w+\.load_data\(|"
+                        r"\b(?:fashion_)?mnist\.load_data\(")
 # Lines dropped from a cell that is otherwise run: shell and magics, and
 # the plotting imports (plotting goes to _NoPlot instead).
 _DROP_LINE = re.compile(r"^\s*([!%]|import matplotlib|from matplotlib |"
@@ -128,6 +160,18 @@ class _NoPlot:
 _PLOT_NAMES = ("plt", "matplotlib", "sns")
 
 
+def _kept_lines(src):
+    """The cell's lines less those _DROP_LINE drops; a dropped shell
+    line ending in a backslash takes its continuation lines with it
+    (`!saved_model_cli run ... \\` and the flags on the next line)."""
+    continued = False
+    for line in src.splitlines():
+        if continued or _DROP_LINE.match(line):
+            continued = line.rstrip().endswith("\\")
+            continue
+        yield line
+
+
 def cells_of(notebook):
     """The notebook's runnable code cells, as [source]."""
     out = []
@@ -137,8 +181,7 @@ def cells_of(notebook):
         src = "".join(cell["source"])
         if _SKIP_CELL.search(src):
             continue
-        src = "\n".join(l for l in src.splitlines()
-                        if not _DROP_LINE.match(l))
+        src = "\n".join(_kept_lines(src))
         if src.strip() and not all(
                 l.strip().startswith("#") or not l.strip()
                 for l in src.splitlines()):
@@ -148,8 +191,8 @@ def cells_of(notebook):
 
 def for_tfmini(src):
     """The cell as a tfmini user runs it: only the imports change."""
-    src = re.sub(r"^(\s*)import tensorflow\.experimental\.numpy as (\w+)",
-                 r"\1import tfmini.experimental.numpy as \2", src, flags=re.M)
+    src = re.sub(r"^(\s*)import tensorflow((?:\.\w+)+) as (\w+)",
+                 r"\1import tfmini\2 as \3", src, flags=re.M)
     src = re.sub(r"^(\s*)import tensorflow as (\w+)",
                  r"\1import tfmini as \2", src, flags=re.M)
     src = re.sub(r"^(\s*)from tensorflow((?:\.\w+)*) import",

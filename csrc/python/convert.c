@@ -808,6 +808,25 @@ to_tensor(PyObject *o, int dtype, int how)
         Py_DECREF(list);
         return t;
     }
+    if (PyObject_HasAttrString(o, "__tf_tensor__")) {
+        /* TF's TensorProtocol: the object makes its own tensor (or, as a
+         * Keras symbolic input does, raises its own error). */
+        PyObject *r = PyObject_CallMethod(o, "__tf_tensor__", "OO",
+                                          Py_None, Py_None);
+        if (!r)
+            return NULL;
+        if (!tfm_py_is_tensor(r)) {
+            PyErr_Format(PyExc_TypeError, "%R.__tf_tensor__() returned "
+                         "%R, not a tensor", (PyObject *)Py_TYPE(o),
+                         (PyObject *)Py_TYPE(r));
+            Py_DECREF(r);
+            return NULL;
+        }
+        tfm_tensor *t = ((PyTfmTensor *)r)->t;
+        tfm_tensor_incref(t);
+        Py_DECREF(r);
+        return t;
+    }
     if (PyObject_HasAttrString(o, "__array__"))
         return from_array(o, dtype, FROM_ARRAY, how);
     /* The type as TF prints it: <class '__main__.MaskedTensor'>. */

@@ -251,7 +251,17 @@ variable_numpy(PyTfmVariable *self, PyObject *unused)
 {
     (void)unused;
     tfm_variable *v = tfm_py_variable_get((PyObject *)self);
-    return v ? tfm_py_to_numpy(v->value) : NULL;
+    PyObject *a = v ? tfm_py_to_numpy(v->value) : NULL;
+    if (!a || v->value->shape.ndim != 0)
+        return a;
+    /* A scalar variable gives a NumPy scalar, as a scalar tensor does
+       (TF reads the value, then takes its numpy()). */
+    PyObject *empty = PyTuple_New(0), *item = NULL;
+    if (empty)
+        item = PyObject_GetItem(a, empty);
+    Py_XDECREF(empty);
+    Py_DECREF(a);
+    return item;
 }
 
 static PyObject *

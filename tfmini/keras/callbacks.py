@@ -125,11 +125,43 @@ class CallbackList:
         if hook not in _HOOKS:
             raise AttributeError(hook)
         fns = self.__dict__["_batch_hooks"][hook]
+        if fns and hook in ("on_train_batch_end", "on_test_batch_end"):
+            # Keras 3 hands callbacks a step's logs as Python floats
+            # (pythonify_logs). Only the user's callbacks get them: this
+            # module's own (the progress bar) take the tensors as they
+            # are, so a step reads no value back it does not print.
+            def call(batch, logs=None):
+                py = None
+                for fn in fns:
+                    owner = getattr(fn, "__self__", None)
+                    if type(owner).__module__ == __name__:
+                        fn(batch, logs)
+                        continue
+                    if py is None:
+                        py = _pythonify(logs)
+                    fn(batch, py)
+            return call
 
         def call(*args, **kwargs):
             for fn in fns:
                 fn(*args, **kwargs)
         return call
+
+
+def _pythonify(logs):
+    """Logs flattened (nested dicts merged in), in name order, each value
+    a float where float() takes it, as Keras 3's pythonify_logs."""
+    out = {}
+    for key, value in sorted((logs or {}).items()):
+        if isinstance(value, dict):
+            out.update(_pythonify(value))
+            continue
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            pass
+        out[key] = value
+    return out
 
 
 def _overrides(callback, hook):

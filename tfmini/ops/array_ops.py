@@ -456,7 +456,7 @@ def broadcast_static_shape(shape_x, shape_y):
     shape_x, shape_y = TensorShape(shape_x), TensorShape(shape_y)
     if shape_x.rank is None or shape_y.rank is None:
         return TensorShape(None)
-    dims = _broadcast_dims(shape_x.dims, shape_y.dims)
+    dims = _broadcast_dims(shape_x.as_list(), shape_y.as_list())
     if dims is None:
         raise ValueError(f"Incompatible shapes for broadcasting. Two shapes "
                          f"are compatible if for each dimension pair they "

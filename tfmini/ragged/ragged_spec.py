@@ -102,6 +102,6 @@ class RaggedTensorSpec(TypeSpec):
         return hash(self._key())
 
     def __repr__(self):
-        return (f"RaggedTensorSpec(TensorShape({self._shape.dims!r}), "
+        return (f"RaggedTensorSpec({self._shape!r}, "
                 f"tf.{self._dtype.name}, {self._ragged_rank}, "
                 f"tf.{self._row_splits_dtype.name})")

@@ -205,5 +205,5 @@ class SparseTensorSpec(TypeSpec):
         return hash((self._shape._dims, self._dtype))
 
     def __repr__(self):
-        return (f"SparseTensorSpec(TensorShape({self._shape.dims!r}), "
+        return (f"SparseTensorSpec({self._shape!r}, "
                 f"tf.{self._dtype.name})")

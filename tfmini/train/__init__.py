@@ -3,6 +3,7 @@ from .checkpoint import (Checkpoint, CheckpointLoadStatus,  # noqa: F401
                          CheckpointReader, latest_checkpoint,
                          list_variables, load_checkpoint, load_variable)
 from .checkpoint_management import CheckpointManager  # noqa: F401
+from .cluster_spec import ClusterSpec  # noqa: F401
 
 _EXAMPLE_NAMES = ("BytesList", "Example", "Feature", "FeatureList",
                   "FeatureLists", "Features", "FloatList", "Int64List",

@@ -375,7 +375,13 @@ class Checkpoint(_trackable.AutoTrackable):
         if root is not None:
             kwargs = dict(kwargs, root=root)
         for name, value in sorted(kwargs.items()):
-            if not _is_trackable(value):
+            # TF wraps a list, dict or tuple in a trackable data
+            # structure (ListWrapper...), so any of them is accepted;
+            # their trackable items are saved by index or key.
+            if type(value) is list:
+                value = _TrackedList(value, self, name)
+            elif not (_is_trackable(value)
+                      or isinstance(value, (list, dict, tuple))):
                 raise ValueError(
                     f"`Checkpoint` was expecting {name} to be a trackable "
                     f"object (an object derived from `Trackable`), got "

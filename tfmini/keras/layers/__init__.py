@@ -33,4 +33,5 @@ from .preprocessing import (CategoryEncoding,  # noqa: F401
                             Normalization, Rescaling)
 from .index_lookup import IntegerLookup, StringLookup  # noqa: F401
 from .hashing import Hashing  # noqa: F401
+from .discretization import Discretization  # noqa: F401
 from .text_vectorization import TextVectorization  # noqa: F401

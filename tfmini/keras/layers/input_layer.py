@@ -59,6 +59,20 @@ class KerasTensor:
             return tf.fill(dims, b"")
         return tf.zeros(dims, dtype=self.dtype)
 
+    def __tf_tensor__(self, dtype=None, name=None):
+        # A tf op given a symbolic input: Keras 3's error, word for word.
+        raise ValueError(
+            "A KerasTensor cannot be used as input to a TensorFlow "
+            "function. A KerasTensor is a symbolic placeholder for a shape "
+            "and dtype, used when constructing Keras Functional models or "
+            "Keras Functions. You can only use it as input to a Keras layer "
+            "or a Keras operation (from the namespaces `keras.layers` and "
+            "`keras.ops`). You are likely doing something like:\n\n```\n"
+            "x = Input(...)\n...\ntf_fn(x)  # Invalid.\n```\n\nWhat you "
+            "should do instead is wrap `tf_fn` in a layer:\n\n```\n"
+            "class MyLayer(Layer):\n    def call(self, x):\n        return "
+            "tf_fn(x)\n\nx = MyLayer()(x)\n```\n")
+
     # Arithmetic on symbolic tensors is not recorded: say so clearly.
     def _no_op(self, *args, **kwargs):
         raise TypeError("tfmini's functional API records layer calls only; "
@@ -244,7 +258,8 @@ def Input(shape=None, batch_size=None, dtype=None, sparse=None,
                          "`batch_shape` argument. Note that `shape` does "
                          "not include the batch dimension.")
     if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
+        # Keras 2 took Input(3) as (3,); Keras 3 (TF 2.21) refuses it.
+        raise ValueError(f"Cannot convert '{shape}' to a shape.")
     layer = InputLayer(input_shape=shape, batch_size=batch_size, name=name,
                        dtype=dtype, batch_shape=batch_shape)
     return layer._keras_output

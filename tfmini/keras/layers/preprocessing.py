@@ -187,11 +187,14 @@ def _encode(x, n, mode, dtype, count_weights=None):
     """one_hot: one row per value; multi_hot / count: one row per
     sample (the last axis holds its values)."""
     rank = len(x._shape_tuple)
-    if mode == "one_hot":
-        if rank == 0 or x._shape_tuple[-1] != 1:
-            x = tf.expand_dims(x, -1)
-    elif rank == 0:
+    if rank == 0:
         x = tf.expand_dims(x, -1)
+    if mode == "one_hot":
+        # Keras 3: a trailing dim of 1 is the value's own axis (dropped),
+        # except on a rank-1 batch of ids: [1] is one sample, (1, n).
+        if rank > 1 and x._shape_tuple[-1] == 1:
+            x = tf.squeeze(x, -1)
+        return tf.one_hot(tf.cast(x, tf.int32), n, dtype=dtype)
     hot = tf.one_hot(tf.cast(x, tf.int32), n, dtype=dtype)
     if count_weights is not None:
         hot = hot * tf.expand_dims(tf.cast(count_weights, dtype), -1)
@@ -218,12 +221,9 @@ class CategoryEncoding(Layer):
         if output_mode not in _MODES:
             raise ValueError(f"Unknown arg for output_mode: {output_mode}. "
                              f"Expected one of {list(_MODES)}")
-        if sparse:
-            raise ValueError("tfmini has no sparse tensors: "
-                             "CategoryEncoding(sparse=True) is unsupported")
         self.num_tokens = int(num_tokens)
         self.output_mode = output_mode
-        self.sparse = False
+        self.sparse = bool(sparse)
         self._keras_autocast = False
 
     def call(self, inputs, count_weights=None):
@@ -232,12 +232,18 @@ class CategoryEncoding(Layer):
                              " is not 'count'. Received "
                              f"output_mode={self.output_mode!r}")
         _check_range(inputs, self.num_tokens, "CategoryEncoding")
-        return _encode(inputs, self.num_tokens, self.output_mode,
-                       self.compute_dtype, count_weights)
+        out = _encode(inputs, self.num_tokens, self.output_mode,
+                      self.compute_dtype, count_weights)
+        # sparse=True: the same numbers as a SparseTensor of the nonzero
+        # entries (TF's bincount gives those).
+        return tf.sparse.from_dense(out) if self.sparse else out
 
     def compute_output_shape(self, input_shape):
         shape = tuple(input_shape)
-        if self.output_mode == "one_hot" and (not shape or shape[-1] != 1):
+        if not shape:
+            return (self.num_tokens,)
+        if self.output_mode == "one_hot" and (shape[-1] != 1 or
+                                              len(shape) == 1):
             return shape + (self.num_tokens,)
         return shape[:-1] + (self.num_tokens,)
 

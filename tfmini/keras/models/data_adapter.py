@@ -38,6 +38,18 @@ def _is_data_list(x):
                    (int, float, bool, np.number))
 
 
+def _check_array_like(x, y, sample_weight):
+    """Keras 3 takes arrays, tensors and structures of them, not Python
+    numbers: fit([1, 2, 3], ...) is its ValueError, which names x."""
+    for leaf in _nest.flatten((x, y, sample_weight)):
+        if leaf is None or isinstance(leaf, (np.ndarray, tf.Tensor)) or \
+                backend.is_variable(leaf) or _is_sparse(leaf) or \
+                hasattr(leaf, "__array__"):
+            continue
+        raise ValueError(f"Unrecognized data type: x={x} (of type "
+                         f"{type(x)})")
+
+
 def _is_sparse(x):
     from ...sparse import SparseTensor
     return isinstance(x, SparseTensor)
@@ -160,6 +172,7 @@ class DataHandler:
         self._dataset = None
         if x is None:
             raise ValueError("Expected input data `x`, got None")
+        _check_array_like(x, y, sample_weight)
         self._x = _map(_to_numpy, x)
         self._y = None if y is None else _map(_to_numpy, y)
         sw = None if sample_weight is None else _to_numpy(sample_weight)

@@ -7,6 +7,8 @@ test_step and predict_step over batches, each wrapped in tf.function
 (traced once for the batches' shapes, with the batch dim unknown) unless
 run_eagerly=True.
 """
+import warnings
+
 import numpy as np
 
 import tfmini as tf
@@ -432,6 +434,42 @@ class Model(Layer):
                 m.update_state(y, y_pred,
                                sample_weight if weighted else None)
         return self.get_metrics_result()
+
+    # Keras 2's names, which Keras 3 keeps as deprecated shims (Keras 2
+    # train_step overrides call them).
+    def compiled_loss(self, y, y_pred, sample_weight=None,
+                      regularization_losses=None):
+        warnings.warn("`model.compiled_loss()` is deprecated. Instead, use "
+                      "`model.compute_loss(x, y, y_pred, sample_weight, "
+                      "training)`.")
+        return self.compute_loss(x=None, y=y, y_pred=y_pred,
+                                 sample_weight=sample_weight)
+
+    @property
+    def compiled_metrics(self):
+        model = self
+
+        class DeprecatedCompiledMetric:
+            def update_state(self, y, y_pred, sample_weight=None):
+                warnings.warn("`model.compiled_metrics()` is deprecated. "
+                              "Instead, use e.g.:\n```\nfor metric in "
+                              "self.metrics:\n    metric.update_state(y, "
+                              "y_pred)\n```\n", stacklevel=2)
+                # Keras 3's shim, as it is: the compiled metrics (one
+                # container there) take (y, y_pred); every other metric
+                # that is a Mean, the loss tracker too, takes y_pred alone.
+                compiled = {id(m) for m in model._keras_compiled_metrics}
+                for m in model.metrics:
+                    if id(m) in compiled:
+                        continue
+                    if isinstance(m, metrics_mod.Mean):
+                        m.update_state(y_pred, sample_weight=sample_weight)
+                    else:
+                        m.update_state(y, y_pred,
+                                       sample_weight=sample_weight)
+                model.compute_metrics(None, y, y_pred, sample_weight)
+
+        return DeprecatedCompiledMetric()
 
     def get_metrics_result(self):
         return {m.name: m.result() for m in self.metrics}
