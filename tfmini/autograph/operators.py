@@ -552,6 +552,9 @@ def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names,
     elif _staged(iter_):
         _tf_tensor_for(_cf._as_tensor(iter_), extra_test, body, get_state,
                        set_state, symbol_names, opts)
+    elif _is_tracing() and (spec := _dataset_spec(iter_)) is not None:
+        _tf_dataset_for(iter_, spec, extra_test, body,
+                        get_state, set_state, symbol_names, opts)
     elif extra_test is not None:
         if _python_test(extra_test(), "for"):
             for target in iter_:
@@ -592,6 +595,53 @@ def _counted_loop(first, advance, more, extra_test, body_of, get_state,
 
     _tf_while_stmt(aug_test, aug_body, aug_get_state, aug_set_state,
                    ("<internal iterate>",) + tuple(symbol_names), opts)
+
+
+def _dataset_spec(ds):
+    """The element_spec of a dataset that a staged loop can pull, else
+    None (the loop unrolls as before)."""
+    from ..data import traced_next
+    return traced_next.loop_spec(ds)
+
+
+def _tf_dataset_for(ds, spec, extra_test, body, get_state, set_state,
+                    symbol_names, opts):
+    """A graph loop over a dataset that reads it on each run (Note
+    [Dataset loops in a graph] in data/traced_next.py). The state gains
+    the run's token and the iteration number in front."""
+    from ..data import traced_next
+    from ..ops import control_flow_grad
+    loop = traced_next.DatasetLoop(ds, spec,
+                                   control_flow_grad.tapes_recording())
+    hidden = [loop.open(), _cf._as_tensor(np.int64(0))]
+
+    def aug_get_state():
+        return tuple(hidden) + tuple(get_state())
+
+    def aug_set_state(values):
+        hidden[:] = values[:2]
+        set_state(tuple(values[2:]))
+
+    def aug_body():
+        token, element = loop.take(hidden[0], hidden[1])
+        hidden[0], hidden[1] = token, hidden[1] + 1
+        body(element)
+
+    def aug_test():
+        if extra_test is not None:
+            extra = extra_test()
+            if not _staged(extra) and not extra:
+                return _cf._as_tensor(False)
+        main = loop.has_next(hidden[0], hidden[1])
+        if extra_test is None or not _staged(extra):
+            return main
+        from ..ops.math_ops import logical_and
+        return logical_and(_cf._as_tensor(extra), main)
+
+    _tf_while_stmt(aug_test, aug_body, aug_get_state, aug_set_state,
+                   ("<internal token>", "<internal iterate>") +
+                   tuple(symbol_names), opts)
+    loop.close(hidden[0])
 
 
 def _tf_tensor_for(t, extra_test, body, get_state, set_state, symbol_names,
@@ -670,6 +720,10 @@ def converted_call(f, args, kwargs, for_iter=False):
             return r
     if f is builtins.print:
         return _print(args, kwargs)
+    if (f is builtins.enumerate or f is builtins.zip) and _is_tracing():
+        ds = _dataset_builtin(f, args, kwargs)
+        if ds is not None:
+            return ds
     if f is builtins.len and len(args) == 1 and not kwargs:
         return _len(args[0])
     if not isinstance(f, (type, types.BuiltinFunctionType)):
@@ -677,6 +731,35 @@ def converted_call(f, args, kwargs, for_iter=False):
         if target is not None:
             return target(*args, **kwargs)
     return f(*args, **kwargs)
+
+
+def _dataset_builtin(f, args, kwargs):
+    """enumerate(ds) / zip(ds, ...) while tracing as the dataset's own
+    (ds.enumerate(), Dataset.zip), as TF's AutoGraph: a `for` over it is
+    then a graph loop over the dataset. None for other arguments."""
+    from ..data.dataset import Dataset
+    from ..data.map_trace import known_spec
+    from ..tensor_spec import TensorSpec
+    if f is builtins.enumerate:
+        kw = dict(kwargs)
+        start = kw.pop("start", args[1] if len(args) > 1 else 0)
+        if len(args) not in (1, 2) or kw or \
+                not isinstance(args[0], Dataset):
+            return None
+        out = args[0].enumerate(start)
+        spec = known_spec(args[0])
+        if spec is not None:        # known without reading an element
+            out._spec = (TensorSpec((), _dtypes.int64), spec)
+    elif args and not set(kwargs) - {"strict"} and \
+            all(isinstance(a, Dataset) for a in args):
+        out = Dataset.zip(tuple(args))
+    else:
+        return None
+    # Graph tensors only where the arguments had them (traced_next's
+    # loop_spec reads a first element of datasets made while tracing).
+    out._made_tracing = any(getattr(a, "_made_tracing", False)
+                            for a in args if isinstance(a, Dataset))
+    return out
 
 
 def _call_target(f):       # replaced by api.call_target when api loads

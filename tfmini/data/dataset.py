@@ -173,7 +173,10 @@ class Dataset(DatasetOpsMixin):
     """An iterable of elements; transformations return new datasets."""
 
     def __init__(self, make_iter, length=None, spec=None):
+        from .. import _C
         self._make_iter = make_iter
+        # Its elements may be graph tensors (see traced_next.loop_spec).
+        self._made_tracing = _C.tracing()
         self._length = length
         self._spec = spec
 
@@ -260,8 +263,15 @@ class Dataset(DatasetOpsMixin):
             np.random.SeedSequence().entropy if seeds is None else \
             seeds[0] * 2**31 + seeds[1]
 
+        # Made while tracing with a seed: TF makes this dataset anew on
+        # each call of the function, so each call reads its first order
+        # (Note [Dataset loops in a graph] in traced_next.py).
+        from .. import _C
+        fixed = not reshuffle_each_iteration or (
+            _C.tracing() and (seed is not None or seeds is not None))
+
         def gen():
-            epoch = state["epoch"] if reshuffle_each_iteration else 0
+            epoch = 0 if fixed else state["epoch"]
             state["epoch"] += 1
             rng = np.random.default_rng([int(base) % (2**63), epoch])
             buf = []

@@ -13,6 +13,8 @@ again (TF keeps one trace per element spec), and such a graph cannot be
 saved. Only elements of plain numeric or bool tensors are pulled this
 way; others keep the error that says to iterate inside the function.
 """
+import threading
+
 from .. import dtypes as _dtypes
 from .. import errors as _errors
 from .. import nest as _nest
@@ -87,3 +89,179 @@ def traced_optional(pull, spec):
                       Tout=[TensorSpec((), _dtypes.bool)] + list(leaves),
                       name="IteratorGetNextAsOptional")
     return Optional(_nest._pack(spec, list(out[1:])), out[0], spec)
+
+
+_local = threading.local()
+
+
+def probing():
+    """Whether loop_spec reads a dataset's first element now (so that
+    from_generator does not warn of an unrolled loop)."""
+    return getattr(_local, "probing", False)
+
+
+def loop_spec(ds):
+    """The element_spec of a dataset that a `for` loop while tracing
+    reads in the graph (Note [Dataset loops in a graph]), or None where
+    the loop unrolls: elements that are not plain tensors, and datasets
+    made while tracing whose elements are graph tensors (from the
+    function's arguments, say), which only the trace can compute."""
+    from .dataset import Dataset
+    from .map_trace import known_spec
+    if not isinstance(ds, Dataset):
+        return None
+    spec = known_spec(ds)
+    if spec is None:
+        try:
+            spec = ds.element_spec
+        except (ValueError, TypeError):
+            return None
+    if not plain_spec(spec):
+        return None
+    if getattr(ds, "_made_tracing", False) and _symbolic_elements(ds):
+        return None
+    return spec
+
+
+def _symbolic_elements(ds):
+    from .._tensor import Tensor
+    _local.probing = True
+    try:
+        for element in ds:
+            return any(isinstance(x, Tensor) and x._symbolic
+                       for x in _nest._flatten(element))
+    except Exception:       # unrolled, the loop raises it as before
+        return True
+    finally:
+        _local.probing = False
+    return False
+
+
+# Note [Dataset loops in a graph]: `for x in dataset` while a tf.function
+# traces is a graph while loop over the dataset, as TF's (its AutoGraph
+# stages the loop over the dataset's iterator), so each call reads the
+# dataset again: a reshuffle, the generator run anew. Three EagerPyFunc
+# nodes do it: "open" before the loop makes a fresh Python iterator for
+# this run and returns a token naming it (so concurrent runs of one graph
+# never share one); the loop test pulls the next element into the run's
+# buffer and says whether there was one; the body takes it. Test and take
+# get the token and the iteration number as inputs and take returns the
+# token, so their order is a data dependency; "close" after the loop
+# drops the run. A run that ends by an error never closes: at most
+# _OPEN_RUNS runs stay open, the oldest is dropped first. Under a
+# recording tape, the gradient reruns the body per iteration (Note
+# [Control flow gradients]): take then keeps every element by iteration
+# number and the rerun gets the same element, for the last _KEPT runs.
+_OPEN_RUNS = 64
+_KEPT = 4
+
+
+class _Run:
+    __slots__ = ("it", "buf", "taken")
+
+    def __init__(self, it):
+        self.it = it
+        self.buf = None
+        self.taken = None
+
+
+class DatasetLoop:
+    """The nodes of one staged `for x in dataset` (Note [Dataset loops
+    in a graph])."""
+
+    def __init__(self, dataset, spec, keep):
+        import collections
+        import threading
+        self._dataset = dataset
+        self._spec = spec
+        self._leaves = _nest._flatten(spec)
+        self._keep = keep
+        self._runs = collections.OrderedDict()
+        self._kept = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._tokens = iter(range(1, 2**62))
+
+    def open(self):
+        """The node that starts a run: an int64 token."""
+        import numpy as np
+        from ..ops.script_ops import py_function
+
+        def start():
+            it = iter(self._dataset)
+            with self._lock:
+                token = next(self._tokens)
+                self._runs[token] = _Run(it)
+                while len(self._runs) > _OPEN_RUNS:
+                    self._runs.popitem(last=False)
+            return np.int64(token)
+        return py_function(start, [], Tout=_dtypes.int64,
+                           name="DatasetLoopOpen")
+
+    def _run(self, token, what):
+        token = int(token)
+        with self._lock:
+            run = self._runs.get(token) or self._kept.get(token)
+        if run is None:
+            raise _errors.InvalidArgumentError(
+                None, None, f"{what}: the run of this `for` loop over a "
+                f"dataset was dropped (more than {_OPEN_RUNS} runs of "
+                f"it were open at once)")
+        return run
+
+    def has_next(self, token, i):
+        """The loop test's node: a bool, the next element buffered."""
+        import numpy as np
+        from ..ops.script_ops import py_function
+
+        def pull(token, i):
+            run = self._run(token, "DatasetLoopHasNext")
+            try:
+                run.buf = _nest._flatten(next(run.it))
+            except StopIteration:
+                run.buf = None
+                return np.bool_(False)
+            return np.bool_(True)
+        return py_function(pull, [token, i], Tout=_dtypes.bool,
+                           name="DatasetLoopHasNext")
+
+    def take(self, token, i):
+        """The body's node: (token, element), the element the test
+        buffered (under a tape, element i of the run)."""
+        from ..ops.script_ops import py_function
+        from ..tensor_spec import TensorSpec
+
+        def get(token, i):
+            run = self._run(token, "DatasetLoopTake")
+            i = int(i)
+            if run.taken is not None and i < len(run.taken):
+                return [token] + run.taken[i]
+            element, run.buf = run.buf, None
+            if element is None:
+                raise _errors.InternalError(
+                    None, None, "DatasetLoopTake: no element buffered")
+            if self._keep:
+                if run.taken is None:
+                    run.taken = []
+                run.taken.append(element)
+            return [token] + element
+        out = py_function(get, [token, i],
+                          Tout=[TensorSpec((), _dtypes.int64)] +
+                          list(self._leaves), name="DatasetLoopTake")
+        return out[0], _nest._pack(self._spec, list(out[1:]))
+
+    def close(self, token):
+        """The node after the loop that drops the run (kept a while
+        under a tape, for the gradient)."""
+        from ..ops.script_ops import py_function
+
+        def end(token):
+            token = int(token)
+            with self._lock:
+                run = self._runs.pop(token, None)
+                if run is not None and self._keep:
+                    run.it = run.buf = None
+                    self._kept[token] = run
+                    while len(self._kept) > _KEPT:
+                        self._kept.popitem(last=False)
+            return []
+        py_function(end, [token], Tout=[], name="DatasetLoopClose")
