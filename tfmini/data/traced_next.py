@@ -116,11 +116,43 @@ def loop_spec(ds):
             spec = ds.element_spec
         except (ValueError, TypeError):
             return None
-    if not plain_spec(spec):
+    if _unranked(spec):
+        spec = _ranked(ds, spec)
+    if spec is None or not plain_spec(spec):
         return None
     if getattr(ds, "_made_tracing", False) and _symbolic_elements(ds):
         return None
     return spec
+
+
+def _unranked(spec):
+    from ..tensor_spec import TensorSpec
+    return any(type(s) is TensorSpec and s.shape.rank is None
+               for s in _nest._flatten(spec))
+
+
+def _ranked(ds, spec):
+    """spec with an unknown rank made the first element's, its dims
+    unknown (from_generator's output_types give no shapes; tfmini's
+    graphs need ranks, and an element of another rank is the pull's
+    error), or None for an empty dataset. Unrolled, the loop read this
+    element at trace time too."""
+    from ..tensor_spec import TensorSpec
+    _local.probing = True
+    try:
+        first = next(iter(ds), None)
+    finally:
+        _local.probing = False
+    if first is None:
+        return None
+    leaves = _nest._flatten(spec)
+    values = _nest._flatten(first)
+    if len(values) != len(leaves):
+        return None
+    out = [TensorSpec([None] * len(v.shape), s.dtype)
+           if type(s) is TensorSpec and s.shape.rank is None and
+           hasattr(v, "shape") else s for s, v in zip(leaves, values)]
+    return _nest._pack(spec, out)
 
 
 def _symbolic_elements(ds):
