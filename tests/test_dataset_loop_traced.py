@@ -102,30 +102,6 @@ def test_generator_runs_on_each_call():
     assert calls == [2]
 
 
-def test_generator_loop_of_guide_function_26(caplog):
-    # The function guide's cell 26 pattern: TF 2.21 gives 3, then 30.
-    state = {"k": 1}
-
-    def numbers():
-        for i in range(3):
-            yield i * state["k"], 0
-
-    ds = tf.data.Dataset.from_generator(numbers, (tf.int32, tf.int32))
-
-    @tf.function
-    def total(dataset):
-        s = tf.constant(0)
-        for x, y in dataset:
-            s += tf.abs(y - x)
-        return s
-
-    with caplog.at_level("WARNING", logger="tfmini"):
-        assert int(total(ds)) == 3
-        state["k"] = 10
-        assert int(total(ds)) == 30
-    assert "from_generator" not in caplog.text
-
-
 def test_graph_does_not_grow_with_the_data():
     order = _order_fn()
     sizes = [len(order.get_concrete_function(tf.data.Dataset.range(n))
