@@ -623,8 +623,8 @@ def _tf_dataset_for(ds, spec, extra_test, body, get_state, set_state,
         set_state(tuple(values[2:]))
 
     def aug_body():
-        token, element = loop.take(hidden[0], hidden[1])
-        hidden[0], hidden[1] = token, hidden[1] + 1
+        element = loop.take(hidden[0], hidden[1])
+        hidden[1] = hidden[1] + 1
         body(element)
 
     def aug_test():

@@ -177,15 +177,20 @@ def _symbolic_elements(ds):
 # this run and returns a token naming it (so concurrent runs of one graph
 # never share one); the loop test pulls the next element into the run's
 # buffer and says whether there was one; the body takes it. Test and take
-# get the token and the iteration number as inputs and take returns the
-# token, so their order is a data dependency; "close" after the loop
-# drops the run. A run that ends by an error never closes: at most
+# get the token and the iteration number as inputs (the While runs the
+# test before each body, and close takes the loop's token out, so they
+# run in order); "close" after the loop drops the run. A run that ends by an error never closes: at most
 # _OPEN_RUNS runs stay open, the oldest is dropped first. Under a
 # recording tape, the gradient reruns the body per iteration (Note
 # [Control flow gradients]): take then keeps every element by iteration
 # number and the rerun gets the same element, for the last _KEPT runs.
 _OPEN_RUNS = 64
 _KEPT = 4
+
+
+def _bools():
+    from ..ops.constant_op import constant
+    return constant(True), constant(False)
 
 
 class _Run:
@@ -242,8 +247,8 @@ class DatasetLoop:
 
     def has_next(self, token, i):
         """The loop test's node: a bool, the next element buffered."""
-        import numpy as np
         from ..ops.script_ops import py_function
+        yes, no = _bools()
 
         def pull(token, i):
             run = self._run(token, "DatasetLoopHasNext")
@@ -251,22 +256,21 @@ class DatasetLoop:
                 run.buf = _nest._flatten(next(run.it))
             except StopIteration:
                 run.buf = None
-                return np.bool_(False)
-            return np.bool_(True)
+                return no
+            return yes
         return py_function(pull, [token, i], Tout=_dtypes.bool,
                            name="DatasetLoopHasNext")
 
     def take(self, token, i):
-        """The body's node: (token, element), the element the test
-        buffered (under a tape, element i of the run)."""
+        """The body's node: the element the test buffered (under a tape,
+        element i of the run)."""
         from ..ops.script_ops import py_function
-        from ..tensor_spec import TensorSpec
 
         def get(token, i):
             run = self._run(token, "DatasetLoopTake")
             i = int(i)
             if run.taken is not None and i < len(run.taken):
-                return [token] + run.taken[i]
+                return run.taken[i]
             element, run.buf = run.buf, None
             if element is None:
                 raise _errors.InternalError(
@@ -275,11 +279,10 @@ class DatasetLoop:
                 if run.taken is None:
                     run.taken = []
                 run.taken.append(element)
-            return [token] + element
-        out = py_function(get, [token, i],
-                          Tout=[TensorSpec((), _dtypes.int64)] +
-                          list(self._leaves), name="DatasetLoopTake")
-        return out[0], _nest._pack(self._spec, list(out[1:]))
+            return element
+        out = py_function(get, [token, i], Tout=list(self._leaves),
+                          name="DatasetLoopTake")
+        return _nest._pack(self._spec, list(out))
 
     def close(self, token):
         """The node after the loop that drops the run (kept a while
