@@ -464,6 +464,48 @@ def test_a_failed_run_raises_and_leaves_a_bounded_state():
     state["bad"] = False
     assert int(total(ds)) == 3
     loops = [o for o in gc.get_objects()
-             if isinstance(o, traced_next.DatasetLoop) and o._dataset is ds]
+             if isinstance(o, traced_next.DatasetLoop) and o._dataset() is ds]
     assert loops and all(len(lp._runs) <= traced_next._OPEN_RUNS
                          for lp in loops)
+
+
+def test_an_argument_dataset_is_not_kept_alive_by_the_graph():
+    import weakref
+
+    @tf.function
+    def total(ds):
+        s = tf.constant(0, tf.int64)
+        for x in ds:
+            s += x
+        return s
+    ds = tf.data.Dataset.range(4)
+    concrete = total.get_concrete_function(ds)
+    assert int(total(ds)) == 6
+    ref = weakref.ref(ds)
+    del ds
+    gc.collect()
+    assert ref() is None
+    with pytest.raises(tf.errors.OpError, match="DatasetLoopOpen: the "
+                       "dataset this `for` loop reads was deleted"):
+        concrete()
+
+
+def test_saving_a_dataset_loop_is_an_error_not_stale_data(tmp_path):
+    # TF 2.21 saves it (and the loaded function prints 30); tfmini's
+    # graph reads the dataset through Python, which a saved model does
+    # not hold.
+    class M(tf.Module):
+        def __init__(self):
+            self.ds = tf.data.Dataset.range(5)
+            self.w = tf.Variable(3, dtype=tf.int64)
+
+        @tf.function(input_signature=[])
+        def total(self):
+            s = tf.constant(0, tf.int64)
+            for x in self.ds:
+                s += x * self.w
+            return s
+    m = M()
+    assert int(m.total()) == 30
+    with pytest.raises(ValueError, match="tf.py_function calls Python"):
+        tf.saved_model.save(m, str(tmp_path / "m"))

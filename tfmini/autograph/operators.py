@@ -757,8 +757,8 @@ def _dataset_builtin(f, args, kwargs):
         return None
     # Graph tensors only where the arguments had them (traced_next's
     # loop_spec reads a first element of datasets made while tracing).
-    out._made_tracing = any(getattr(a, "_made_tracing", False)
-                            for a in args if isinstance(a, Dataset))
+    out._eager_elements = not any(getattr(a, "_made_tracing", False)
+                                  for a in args if isinstance(a, Dataset))
     return out
 
 

@@ -120,7 +120,9 @@ def loop_spec(ds):
         spec = _ranked(ds, spec)
     if spec is None or not plain_spec(spec):
         return None
-    if getattr(ds, "_made_tracing", False) and _symbolic_elements(ds):
+    if getattr(ds, "_made_tracing", False) and \
+            not getattr(ds, "_eager_elements", False) and \
+            _symbolic_elements(ds):
         return None
     return spec
 
@@ -208,8 +210,12 @@ class DatasetLoop:
 
     def __init__(self, dataset, spec, keep):
         import collections
-        import threading
-        self._dataset = dataset
+        import weakref
+        # A dataset from outside the trace (an argument keys the trace
+        # by identity) is not kept alive by the graph's nodes, which
+        # live as long as the process (script_ops' registry).
+        self._dataset = (lambda: dataset) if getattr(
+            dataset, "_made_tracing", False) else weakref.ref(dataset)
         self._spec = spec
         self._leaves = _nest._flatten(spec)
         self._keep = keep
@@ -224,7 +230,12 @@ class DatasetLoop:
         from ..ops.script_ops import py_function
 
         def start():
-            it = iter(self._dataset)
+            dataset = self._dataset()
+            if dataset is None:
+                raise _errors.FailedPreconditionError(
+                    None, None, "DatasetLoopOpen: the dataset this `for` "
+                    "loop reads was deleted")
+            it = iter(dataset)
             with self._lock:
                 token = next(self._tokens)
                 self._runs[token] = _Run(it)
