@@ -509,3 +509,22 @@ def test_saving_a_dataset_loop_is_an_error_not_stale_data(tmp_path):
     assert int(m.total()) == 30
     with pytest.raises(ValueError, match="tf.py_function calls Python"):
         tf.saved_model.save(m, str(tmp_path / "m"))
+
+
+def test_an_unrolled_loop_over_a_reshuffled_dataset_warns(caplog):
+    @tf.function
+    def joined(ds):
+        s = tf.constant("")
+        for w in ds:
+            s = s + w
+        return s
+    words = tf.data.Dataset.from_tensor_slices(["a", "b", "c"])
+    with caplog.at_level("WARNING", logger="tfmini"):
+        assert joined(words).numpy() == b"abc"
+        fixed = words.shuffle(3, seed=2, reshuffle_each_iteration=False)
+        assert sorted(joined(fixed).numpy().decode()) == ["a", "b", "c"]
+    assert "shuffled dataset" not in caplog.text
+    with caplog.at_level("WARNING", logger="tfmini"):
+        out = joined(words.shuffle(3).map(lambda w: w + "!"))
+    assert sorted(out.numpy().decode()) == sorted("a!b!c!")
+    assert caplog.text.count("A shuffled dataset") == 1

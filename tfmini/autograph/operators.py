@@ -555,7 +555,21 @@ def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names,
     elif _is_tracing() and (spec := _dataset_spec(iter_)) is not None:
         _tf_dataset_for(iter_, spec, extra_test, body,
                         get_state, set_state, symbol_names, opts)
-    elif extra_test is not None:
+    elif _is_tracing() and _is_dataset(iter_):
+        from ..data import traced_next
+        traced_next.warn_unrolled(iter_)
+        _python_for(iter_, extra_test, body)
+    else:
+        _python_for(iter_, extra_test, body)
+
+
+def _is_dataset(x):
+    from ..data.dataset import Dataset
+    return isinstance(x, Dataset)
+
+
+def _python_for(iter_, extra_test, body):
+    if extra_test is not None:
         if _python_test(extra_test(), "for"):
             for target in iter_:
                 body(target)

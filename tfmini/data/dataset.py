@@ -284,7 +284,9 @@ class Dataset(DatasetOpsMixin):
                 buf[i] = e
             rng.shuffle(buf)
             yield from buf
-        return Dataset(gen, self._length)
+        out = Dataset(gen, self._length)
+        out._reshuffles = not fixed     # traced_next.warn_unrolled
+        return out
 
     def map(self, map_func, num_parallel_calls=None, deterministic=None):
         src = self

@@ -14,6 +14,7 @@ saved. Only elements of plain numeric or bool tensors are pulled this
 way; others keep the error that says to iterate inside the function.
 """
 import threading
+import weakref
 
 from .. import dtypes as _dtypes
 from .. import errors as _errors
@@ -92,6 +93,41 @@ def traced_optional(pull, spec):
 
 
 _local = threading.local()
+_warned = weakref.WeakSet()
+
+
+def _reshuffled(ds, depth=0):
+    """Whether ds's pipeline, as far as its links show, holds a shuffle
+    that gives a new order on each iteration."""
+    if depth > 64 or ds is None:
+        return False
+    if getattr(ds, "_reshuffles", False):
+        return True
+    parents = [getattr(ds, "_spec_from", None)]
+    for attr in ("_mapped_from", "_batched_from", "_padded_from"):
+        link = getattr(ds, attr, None)
+        parents.append(link[0] if link else None)
+    parents += _nest._flatten(getattr(ds, "_zipped_from", None) or [])
+    return any(_reshuffled(p, depth + 1) for p in parents)
+
+
+def warn_unrolled(ds):
+    """A `for` loop over ds unrolled while tracing (its elements are not
+    plain tensors): the trace holds the elements read now. Where a
+    shuffle reorders them on each iteration, say that TF's calls would
+    see new orders (from_generator says so for its generator)."""
+    if not _reshuffled(ds):
+        return
+    if ds in _warned:
+        return
+    _warned.add(ds)
+    import logging
+    logging.getLogger("tfmini").warning(
+        "A shuffled dataset (%s) is iterated while a tf.function is "
+        "traced, and tfmini cannot read its elements in the graph (they "
+        "are not plain numeric tensors): the loop is unrolled, so every "
+        "call of the traced function sees the order read now (TF's "
+        "reshuffle on each call).", type(ds).__name__)
 
 
 def probing():
@@ -210,7 +246,6 @@ class DatasetLoop:
 
     def __init__(self, dataset, spec, keep):
         import collections
-        import weakref
         # A dataset from outside the trace (an argument keys the trace
         # by identity) is not kept alive by the graph's nodes, which
         # live as long as the process (script_ops' registry).
