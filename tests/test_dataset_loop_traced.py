@@ -528,3 +528,79 @@ def test_an_unrolled_loop_over_a_reshuffled_dataset_warns(caplog):
         out = joined(words.shuffle(3).map(lambda w: w + "!"))
     assert sorted(out.numpy().decode()) == sorted("a!b!c!")
     assert caplog.text.count("A shuffled dataset") == 1
+
+
+def test_loop_options_as_tf():
+    @tf.function
+    def capped(ds):
+        s = tf.constant(0, tf.int64)
+        for x in ds:
+            tf.autograph.experimental.set_loop_options(maximum_iterations=2)
+            s += x
+        return s
+
+    @tf.function
+    def last(ds):
+        v = tf.zeros([3], tf.int64)
+        for x in ds:
+            tf.autograph.experimental.set_loop_options(
+                shape_invariants=[(v, tf.TensorShape([None]))])
+            v = x
+        return v
+    # TF 2.21: 35 (its dataset loop ignores maximum_iterations), and [6].
+    assert int(capped(tf.data.Dataset.range(5, 10))) == 35
+    assert last(tf.data.Dataset.range(7).batch(3)).numpy().tolist() == [6]
+
+
+def test_nested_functions_and_two_loops_over_one_dataset():
+    @tf.function
+    def inner(ds):
+        s = tf.constant(0, tf.int64)
+        for x in ds:
+            s += x
+        return s
+
+    @tf.function
+    def outer(ds):
+        return inner(ds) + inner(ds)
+
+    @tf.function
+    def twice(ds):
+        s = tf.constant(0, tf.int64)
+        for x in ds:
+            s += x
+        for x in ds:
+            s += 10 * x
+        return s
+    assert int(outer(tf.data.Dataset.range(4))) == 12      # TF 2.21: 12
+    assert int(twice(tf.data.Dataset.range(3))) == 33      # TF 2.21: 33
+
+
+def test_a_random_map_draws_on_each_call():
+    ds = tf.data.Dataset.range(3).map(lambda x: tf.random.uniform([]))
+
+    @tf.function
+    def total(ds):
+        s = tf.constant(0.0)
+        for x in ds:
+            s += x
+        return s
+    assert float(total(ds)) != float(total(ds))            # as TF 2.21
+
+
+def test_a_bad_generator_element_is_tfs_error():
+    def bad():
+        yield 1
+        yield "x"
+    ds = tf.data.Dataset.from_generator(
+        bad, output_signature=tf.TensorSpec((), tf.int32))
+
+    @tf.function
+    def total(ds):
+        s = tf.constant(0)
+        for x in ds:
+            s += x
+        return s
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="could not be converted to the expected type"):
+        total(ds)

@@ -652,6 +652,10 @@ def _tf_dataset_for(ds, spec, extra_test, body, get_state, set_state,
         from ..ops.math_ops import logical_and
         return logical_and(_cf._as_tensor(extra), main)
 
+    # TF's dataset loop reads every element whatever
+    # set_loop_options(maximum_iterations=...) says (TF 2.21 checked).
+    opts = {k: v for k, v in (opts or {}).items()
+            if k != "maximum_iterations"}
     _tf_while_stmt(aug_test, aug_body, aug_get_state, aug_set_state,
                    ("<internal token>", "<internal iterate>") +
                    tuple(symbol_names), opts)
