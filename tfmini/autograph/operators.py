@@ -545,7 +545,8 @@ def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names,
              opts):
     """`for target in iter_: body(target)` (stopping early once
     extra_test() is false, for break/return): a graph loop over a staged
-    tensor or symbolic range, else a Python loop."""
+    tensor, a symbolic range or (while tracing) a dataset of plain
+    tensors, else a Python loop."""
     if isinstance(iter_, _SymbolicRange):
         _tf_range_for(iter_, extra_test, body, get_state, set_state,
                       symbol_names, opts)

@@ -27,8 +27,9 @@ class _Iterator(_trackable.Trackable):
     next() inside a tf.function takes the next element on each call, by
     a node that pulls it from Python (Note [Iterators pulled in a graph]
     in traced_next.py). A Python loop over it while tracing would never
-    end, so that is an error; iterating a dataset inside the function
-    (`for x in ds`) unrolls the loop at trace time instead."""
+    end, so that is an error; `for x in ds` inside the function is a
+    graph loop over the dataset instead (Note [Dataset loops in a graph]
+    in traced_next.py)."""
 
     __slots__ = ("_it", "_traced", "_dataset", "_count")
 
