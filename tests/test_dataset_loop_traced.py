@@ -604,3 +604,41 @@ def test_a_bad_generator_element_is_tfs_error():
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match="could not be converted to the expected type"):
         total(ds)
+
+
+def _keras_epochs(traced):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(37, 3)).astype(np.float32)
+    y = (x @ np.array([[1.], [-2.], [0.5]], np.float32)).astype(np.float32)
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+    init = tf.keras.initializers.GlorotUniform
+    model = tf.keras.Sequential([
+        tf.keras.layers.Dense(4, activation="relu",
+                              kernel_initializer=init(seed=1)),
+        tf.keras.layers.Dense(1, kernel_initializer=init(seed=2))])
+    model.build((None, 3))
+    opt = tf.keras.optimizers.Adam(0.01)
+
+    def step(xb, yb):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(xb) - yb) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    def epoch(ds):
+        total = 0.0
+        for xb, yb in ds:
+            total += step(xb, yb)
+        return total
+    run = tf.function(epoch) if traced else epoch
+    return [float(run(ds)) for _ in range(3)]
+
+
+def test_keras_model_and_adam_in_a_traced_epoch():
+    # TF 2.21 printed these for the eager and the traced epochs alike.
+    tf_losses = [21.189241409301758, 19.4728946685791, 17.95403289794922]
+    np.testing.assert_allclose(_keras_epochs(traced=True), tf_losses,
+                               rtol=1e-5)
+    np.testing.assert_allclose(_keras_epochs(traced=False), tf_losses,
+                               rtol=1e-5)
