@@ -314,9 +314,8 @@ class DatasetLoop:
 
         def get(token, i):
             run = self._run(token, "DatasetLoopTake")
-            i = int(i)
-            if run.taken is not None and i < len(run.taken):
-                return run.taken[i]
+            if run.taken is not None and int(i) < len(run.taken):
+                return run.taken[int(i)]
             element, run.buf = run.buf, None
             if element is None:
                 raise _errors.InternalError(
