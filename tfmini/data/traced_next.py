@@ -210,18 +210,29 @@ def _symbolic_elements(ds):
 # Note [Dataset loops in a graph]: `for x in dataset` while a tf.function
 # traces is a graph while loop over the dataset, as TF's (its AutoGraph
 # stages the loop over the dataset's iterator), so each call reads the
-# dataset again: a reshuffle, the generator run anew. Three EagerPyFunc
-# nodes do it: "open" before the loop makes a fresh Python iterator for
-# this run and returns a token naming it (so concurrent runs of one graph
-# never share one); the loop test pulls the next element into the run's
-# buffer and says whether there was one; the body takes it. Test and take
-# get the token and the iteration number as inputs (the While runs the
-# test before each body, and close takes the loop's token out, so they
-# run in order); "close" after the loop drops the run. A run that ends by an error never closes: at most
-# _OPEN_RUNS runs stay open, the oldest is dropped first. Under a
-# recording tape, the gradient reruns the body per iteration (Note
-# [Control flow gradients]): take then keeps every element by iteration
-# number and the rerun gets the same element, for the last _KEPT runs.
+# dataset again: a reshuffle, the generator run anew, and a graph whose
+# size does not grow with the data. Four EagerPyFunc nodes do it: "open"
+# before the loop makes a fresh Python iterator for this run and returns
+# a token naming it (so concurrent runs of one graph never share one);
+# the loop test pulls the next element into the run's buffer and says
+# whether there was one; the body takes it; "close" after the loop
+# drops the run. Test and take get the token and the iteration number
+# as inputs, and close the loop's final token, so the While orders them.
+# A run that ends by an error never closes: at most _OPEN_RUNS runs stay
+# open, the oldest dropped first. Under a recording tape the gradient
+# reruns the body per iteration (Note [Control flow gradients]): take
+# then keeps the run's elements by iteration number, and the rerun gets
+# the same one, for the last _KEPT runs.
+#
+# The loop unrolls at trace time as before where the graph cannot pull:
+# elements that are not plain numeric tensors (EagerPyFunc has no string
+# outputs), and datasets made while tracing whose elements are graph
+# tensors (a map over an argument: loop_spec reads their first element
+# to tell). An element spec of unknown rank takes the first element's.
+# A dataset from outside the trace is held weakly (an argument keys its
+# trace by identity); one made while tracing lives with the graph, and
+# its seeded shuffles read their first order on each call, as TF makes
+# such a dataset anew on each call.
 _OPEN_RUNS = 64
 _KEPT = 4
 
