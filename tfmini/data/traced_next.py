@@ -1,4 +1,5 @@
-"""next() inside a tf.function on an iterator made outside it.
+"""next() inside a tf.function on an iterator made outside it, and
+`for x in dataset` in one (Note [Dataset loops in a graph] below).
 
 Note [Iterators pulled in a graph]: TF reads such an iterator with graph
 ops (IteratorGetNext on its resource), so each call of the function
