@@ -367,6 +367,14 @@ def test_gradient_through_the_loop():
     assert float(t.gradient(value, w)) == 17.25
     s, g = loss_and_grad(_xs())
     assert (float(s), float(g)) == (34.5, 17.25)
+    xs = _xs()
+    for _ in range(traced_next._KEPT + 3):
+        s, g = loss_and_grad(xs)
+        assert float(g) == 17.25
+    loops = [o for o in gc.get_objects()
+             if isinstance(o, traced_next.DatasetLoop) and o._dataset() is xs]
+    assert loops and all(not lp._runs and len(lp._kept) <= traced_next._KEPT
+                         for lp in loops)
 
 
 def _train(epochs, traced):
@@ -438,6 +446,9 @@ def test_concurrent_runs_do_not_share_an_iterator():
     for t in threads:
         t.join()
     assert results == [190] * 4
+    loops = [o for o in gc.get_objects()
+             if isinstance(o, traced_next.DatasetLoop) and o._dataset() is ds]
+    assert len(loops) == 1 and not loops[0]._runs   # each run closed
 
 
 def test_a_failed_run_raises_and_leaves_a_bounded_state():
