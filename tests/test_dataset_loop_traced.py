@@ -306,6 +306,40 @@ def test_made_inside_captured_and_graph_tensor_pipelines():
     assert int(it(tf.data.Dataset.range(4))) == 6
 
 
+def test_a_loop_over_a_fresh_iterator_reads_on_each_call():
+    @tf.function
+    def order(ds):
+        s = tf.constant(0, tf.int64)
+        for x in iter(ds):
+            s = s * 10 + x
+        return s
+
+    @tf.function
+    def next_then_loop(ds):
+        it = iter(ds)
+        first = next(it)            # read while tracing, as before
+        s = tf.constant(0, tf.int64)
+        for x in it:
+            s += x
+        return first, s
+
+    @tf.function
+    def loop_then_optional(ds):
+        it = iter(ds)
+        s = tf.constant(0, tf.int64)
+        for x in it:
+            s += x
+        return s, it.get_next_as_optional().has_value()
+    ds = tf.data.Dataset.range(5).shuffle(5)
+    orders = [_digits(order(ds), 5) for _ in range(5)]
+    assert all(sorted(o) == list(range(5)) for o in orders)
+    assert len({tuple(o) for o in orders}) > 1       # TF 2.21: True
+    first, s = next_then_loop(tf.data.Dataset.range(5))
+    assert (int(first), int(s)) == (0, 10)           # TF 2.21: 0 10
+    s, more = loop_then_optional(tf.data.Dataset.range(5))
+    assert (int(s), bool(more)) == (10, False)       # TF 2.21: 10 False
+
+
 def test_strings_still_unroll_and_a_generator_of_them_warns(caplog):
     @tf.function
     def strs(ds):

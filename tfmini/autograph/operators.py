@@ -556,6 +556,11 @@ def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names,
     elif _is_tracing() and (spec := _dataset_spec(iter_)) is not None:
         _tf_dataset_for(iter_, spec, extra_test, body,
                         get_state, set_state, symbol_names, opts)
+    elif (ds := _fresh_iterator_dataset(iter_)) is not None and \
+            (spec := _dataset_spec(ds)) is not None:
+        _tf_dataset_for(ds, spec, extra_test, body, get_state, set_state,
+                        symbol_names, opts)
+        iter_._it = iter(())    # read to its end, as the unrolled loop
     elif _is_tracing() and _is_dataset(iter_):
         from ..data import traced_next
         traced_next.warn_unrolled(iter_)
@@ -617,6 +622,16 @@ def _dataset_spec(ds):
     None (the loop unrolls as before)."""
     from ..data import traced_next
     return traced_next.loop_spec(ds)
+
+
+def _fresh_iterator_dataset(it):
+    """The dataset of iter(ds) made in this trace and not read yet (TF
+    loops over it in the graph, as over ds), else None."""
+    from ..data.dataset import _Iterator
+    if type(it) is _Iterator and it._traced and it._count == 0 and \
+            it._dataset is not None and _is_tracing():
+        return it._dataset
+    return None
 
 
 def _tf_dataset_for(ds, spec, extra_test, body, get_state, set_state,
