@@ -14,6 +14,7 @@ again (TF keeps one trace per element spec), and such a graph cannot be
 saved. Only elements of plain numeric or bool tensors are pulled this
 way; others keep the error that says to iterate inside the function.
 """
+import contextlib
 import threading
 import weakref
 
@@ -177,11 +178,8 @@ def _ranked(ds, spec):
     error), or None for an empty dataset. Unrolled, the loop read this
     element at trace time too."""
     from ..tensor_spec import TensorSpec
-    _local.probing = True
-    try:
+    with _probing():
         first = next(iter(ds), None)
-    finally:
-        _local.probing = False
     if first is None:
         return None
     leaves = _nest._flatten(spec)
@@ -196,16 +194,24 @@ def _ranked(ds, spec):
 
 def _symbolic_elements(ds):
     from .._tensor import Tensor
+    with _probing():
+        try:
+            for element in ds:
+                return any(isinstance(x, Tensor) and x._symbolic
+                           for x in _nest._flatten(element))
+        except Exception:       # unrolled, the loop raises it as before
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def _probing():
+    outer = probing()
     _local.probing = True
     try:
-        for element in ds:
-            return any(isinstance(x, Tensor) and x._symbolic
-                       for x in _nest._flatten(element))
-    except Exception:       # unrolled, the loop raises it as before
-        return True
+        yield
     finally:
-        _local.probing = False
-    return False
+        _local.probing = outer
 
 
 # Note [Dataset loops in a graph]: `for x in dataset` while a tf.function
