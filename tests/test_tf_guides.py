@@ -113,11 +113,6 @@ KNOWN = {
     ("function", 18): "the error class is tfmini.errors.InvalidArgumentError,"
                       " not tensorflow.python.framework.errors_impl's",
     ("function", 24): "tf.autograph.to_code (as intro_to_graphs cell 4)",
-    ("function", 26): "a loop over a dataset in a tf.function: TF's graph "
-                      "holds one ReduceDataset (6 nodes whatever the "
-                      "data); tfmini unrolls the loop at trace time (17 "
-                      "and 52 nodes), so a generator's later data are not "
-                      "seen (notes/guidefix2.md)",
     ("basic_training_loops", 11): "Keras 3 (TF 2.21) refuses save_weights "
                                   "without .weights.h5; tfmini writes a TF "
                                   "checkpoint",

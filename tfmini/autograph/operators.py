@@ -545,14 +545,37 @@ def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names,
              opts):
     """`for target in iter_: body(target)` (stopping early once
     extra_test() is false, for break/return): a graph loop over a staged
-    tensor or symbolic range, else a Python loop."""
+    tensor, a symbolic range or (while tracing) a dataset of plain
+    tensors, else a Python loop."""
     if isinstance(iter_, _SymbolicRange):
         _tf_range_for(iter_, extra_test, body, get_state, set_state,
                       symbol_names, opts)
     elif _staged(iter_):
         _tf_tensor_for(_cf._as_tensor(iter_), extra_test, body, get_state,
                        set_state, symbol_names, opts)
-    elif extra_test is not None:
+    elif _is_tracing() and (spec := _dataset_spec(iter_)) is not None:
+        _tf_dataset_for(iter_, spec, extra_test, body,
+                        get_state, set_state, symbol_names, opts)
+    elif (ds := _fresh_iterator_dataset(iter_)) is not None and \
+            (spec := _dataset_spec(ds)) is not None:
+        _tf_dataset_for(ds, spec, extra_test, body, get_state, set_state,
+                        symbol_names, opts)
+        iter_._it = iter(())    # read to its end, as the unrolled loop
+    elif _is_tracing() and _is_dataset(iter_):
+        from ..data import traced_next
+        traced_next.warn_unrolled(iter_)
+        _python_for(iter_, extra_test, body)
+    else:
+        _python_for(iter_, extra_test, body)
+
+
+def _is_dataset(x):
+    from ..data.dataset import Dataset
+    return isinstance(x, Dataset)
+
+
+def _python_for(iter_, extra_test, body):
+    if extra_test is not None:
         if _python_test(extra_test(), "for"):
             for target in iter_:
                 body(target)
@@ -592,6 +615,67 @@ def _counted_loop(first, advance, more, extra_test, body_of, get_state,
 
     _tf_while_stmt(aug_test, aug_body, aug_get_state, aug_set_state,
                    ("<internal iterate>",) + tuple(symbol_names), opts)
+
+
+def _dataset_spec(ds):
+    """The element_spec of a dataset that a staged loop can pull, else
+    None (the loop unrolls as before)."""
+    from ..data import traced_next
+    return traced_next.loop_spec(ds)
+
+
+def _fresh_iterator_dataset(it):
+    """The dataset of iter(ds) made in this trace and not read yet (TF
+    loops over it in the graph, as over ds), else None."""
+    from ..data.dataset import _Iterator
+    if type(it) is _Iterator and it._traced and it._count == 0 and \
+            it._dataset is not None and _is_tracing():
+        return it._dataset
+    return None
+
+
+def _tf_dataset_for(ds, spec, extra_test, body, get_state, set_state,
+                    symbol_names, opts):
+    """A graph loop over a dataset that reads it on each run (Note
+    [Dataset loops in a graph] in data/traced_next.py). The state gains
+    the run's token and the iteration number in front."""
+    from ..data import traced_next
+    from ..ops import control_flow_grad
+    loop = traced_next.DatasetLoop(ds, spec,
+                                   control_flow_grad.tapes_recording())
+    hidden = [loop.open(), _cf._as_tensor(np.int64(0))]
+
+    def aug_get_state():
+        return tuple(hidden) + tuple(get_state())
+
+    def aug_set_state(values):
+        hidden[:] = values[:2]
+        set_state(tuple(values[2:]))
+
+    def aug_body():
+        element = loop.take(hidden[0], hidden[1])
+        hidden[1] = hidden[1] + 1
+        body(element)
+
+    def aug_test():
+        if extra_test is not None:
+            extra = extra_test()
+            if not _staged(extra) and not extra:
+                return _cf._as_tensor(False)
+        main = loop.has_next(hidden[0], hidden[1])
+        if extra_test is None or not _staged(extra):
+            return main
+        from ..ops.math_ops import logical_and
+        return logical_and(_cf._as_tensor(extra), main)
+
+    # TF's dataset loop reads every element whatever
+    # set_loop_options(maximum_iterations=...) says (TF 2.21 checked).
+    opts = {k: v for k, v in (opts or {}).items()
+            if k != "maximum_iterations"}
+    _tf_while_stmt(aug_test, aug_body, aug_get_state, aug_set_state,
+                   ("<internal token>", "<internal iterate>") +
+                   tuple(symbol_names), opts)
+    loop.close(hidden[0])
 
 
 def _tf_tensor_for(t, extra_test, body, get_state, set_state, symbol_names,
@@ -670,6 +754,10 @@ def converted_call(f, args, kwargs, for_iter=False):
             return r
     if f is builtins.print:
         return _print(args, kwargs)
+    if (f is builtins.enumerate or f is builtins.zip) and _is_tracing():
+        ds = _dataset_builtin(f, args, kwargs)
+        if ds is not None:
+            return ds
     if f is builtins.len and len(args) == 1 and not kwargs:
         return _len(args[0])
     if not isinstance(f, (type, types.BuiltinFunctionType)):
@@ -677,6 +765,35 @@ def converted_call(f, args, kwargs, for_iter=False):
         if target is not None:
             return target(*args, **kwargs)
     return f(*args, **kwargs)
+
+
+def _dataset_builtin(f, args, kwargs):
+    """enumerate(ds) / zip(ds, ...) while tracing as the dataset's own
+    (ds.enumerate(), Dataset.zip), as TF's AutoGraph: a `for` over it is
+    then a graph loop over the dataset. None for other arguments."""
+    from ..data.dataset import Dataset
+    from ..data.map_trace import known_spec
+    from ..tensor_spec import TensorSpec
+    if f is builtins.enumerate:
+        kw = dict(kwargs)
+        start = kw.pop("start", args[1] if len(args) > 1 else 0)
+        if len(args) not in (1, 2) or kw or \
+                not isinstance(args[0], Dataset):
+            return None
+        out = args[0].enumerate(start)
+        spec = known_spec(args[0])
+        if spec is not None:        # known without reading an element
+            out._spec = (TensorSpec((), _dtypes.int64), spec)
+    elif args and not set(kwargs) - {"strict"} and \
+            all(isinstance(a, Dataset) for a in args):
+        out = Dataset.zip(tuple(args))
+    else:
+        return None
+    # Graph tensors only where the arguments had them (traced_next's
+    # loop_spec reads a first element of datasets made while tracing).
+    out._eager_elements = not any(getattr(a, "_made_tracing", False)
+                                  for a in args if isinstance(a, Dataset))
+    return out
 
 
 def _call_target(f):       # replaced by api.call_target when api loads

@@ -27,8 +27,9 @@ class _Iterator(_trackable.Trackable):
     next() inside a tf.function takes the next element on each call, by
     a node that pulls it from Python (Note [Iterators pulled in a graph]
     in traced_next.py). A Python loop over it while tracing would never
-    end, so that is an error; iterating a dataset inside the function
-    (`for x in ds`) unrolls the loop at trace time instead."""
+    end, so that is an error; `for x in ds` inside the function is a
+    graph loop over the dataset instead (Note [Dataset loops in a graph]
+    in traced_next.py)."""
 
     __slots__ = ("_it", "_traced", "_dataset", "_count")
 
@@ -173,7 +174,10 @@ class Dataset(DatasetOpsMixin):
     """An iterable of elements; transformations return new datasets."""
 
     def __init__(self, make_iter, length=None, spec=None):
+        from .. import _C
         self._make_iter = make_iter
+        # Its elements may be graph tensors (see traced_next.loop_spec).
+        self._made_tracing = _C.tracing()
         self._length = length
         self._spec = spec
 
@@ -260,8 +264,15 @@ class Dataset(DatasetOpsMixin):
             np.random.SeedSequence().entropy if seeds is None else \
             seeds[0] * 2**31 + seeds[1]
 
+        # Made while tracing with a seed: TF makes this dataset anew on
+        # each call of the function, so each call reads its first order
+        # (Note [Dataset loops in a graph] in traced_next.py).
+        from .. import _C
+        fixed = not reshuffle_each_iteration or (
+            _C.tracing() and (seed is not None or seeds is not None))
+
         def gen():
-            epoch = state["epoch"] if reshuffle_each_iteration else 0
+            epoch = 0 if fixed else state["epoch"]
             state["epoch"] += 1
             rng = np.random.default_rng([int(base) % (2**63), epoch])
             buf = []
@@ -274,7 +285,9 @@ class Dataset(DatasetOpsMixin):
                 buf[i] = e
             rng.shuffle(buf)
             yield from buf
-        return Dataset(gen, self._length)
+        out = Dataset(gen, self._length)
+        out._reshuffles = not fixed     # traced_next.warn_unrolled
+        return out
 
     def map(self, map_func, num_parallel_calls=None, deterministic=None):
         src = self

@@ -223,22 +223,28 @@ _unrolled_warned = set()
 
 
 def _warn_unrolled(generator):
-    """A loop over a generator's dataset in a tf.function is unrolled at
-    trace time (tfmini's graphs hold no dataset loop), so the trace keeps
-    the elements yielded now. TF's graph runs the generator on every
-    call: say so rather than return the first call's data silently."""
+    """A generator's dataset iterated while a tf.function traces, where
+    the graph does not read it on each run (a `for` loop over plain
+    tensors does: Note [Dataset loops in a graph]): elements that are
+    not plain tensors, or an iterator made in the function, unroll at
+    trace time, so the trace keeps the elements yielded now. TF's graph
+    runs the generator on every call: say so rather than return the
+    first call's data silently."""
+    from . import traced_next
     key = getattr(generator, "__qualname__", repr(generator))
-    if key in _unrolled_warned:
+    if key in _unrolled_warned or traced_next.probing():
         return
     _unrolled_warned.add(key)
     import logging
     logging.getLogger("tfmini").warning(
-        "Dataset.from_generator(%s) is iterated while a tf.function is "
-        "traced: tfmini unrolls the loop at trace time, so the trace holds "
-        "the elements the generator yields now, and later calls of the "
-        "traced function do not run the generator again (TF's do). "
-        "Iterate the dataset outside the function and pass each element "
-        "in, or call next() in it on an iterator made outside.", key)
+        "Dataset.from_generator(%s) is read while a tf.function is "
+        "traced, and tfmini cannot read it in the graph (elements that "
+        "are not plain numeric tensors, or an iterator made inside the "
+        "function): the trace holds the elements the generator yields "
+        "now, and later calls of the traced function do not run the "
+        "generator again (TF's do). Iterate the dataset outside the "
+        "function and pass each element in, or call next() in it on an "
+        "iterator made outside.", key)
 
 
 def _flatten_as(sig, element):
