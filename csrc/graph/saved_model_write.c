@@ -190,7 +190,10 @@ put_node(wbuf *w, const tfm_graph *g, const tfm_node *n, int depth)
                           "sys.stdout and sys.stderr can be saved");
     if (n->op == TFM_OP_PY_FUNC)
         return unsaveable(g, n, "tf.py_function calls Python code, which a "
-                          "saved model does not hold");
+                          "saved model does not hold (a `for` loop over a "
+                          "tf.data.Dataset in a tf.function pulls its "
+                          "elements through one: iterate the dataset "
+                          "outside the saved function)");
     put_str(w, tfm_ops[n->op].name);
     put_str(w, n->name);
     put_str(w, n->site);

@@ -86,8 +86,9 @@ def _check_output(value, spec, k, fname):
                 f"{e}") from None
     want = spec.shape
     dims = None if want.rank is None else want.as_list()
-    if dims is not None and (len(dims) != len(t.shape) or any(
-            d is not None and d != s for d, s in zip(dims, t.shape))):
+    got = t._shape_tuple         # TensorShape objects cost ~5 us per output
+    if dims is not None and (len(dims) != len(got) or any(
+            d is not None and d != s for d, s in zip(dims, got))):
         if getattr(spec, "_rank_from_inputs", False):
             raise InvalidArgumentError(
                 None, None, f"py_function '{fname}': output {k} has shape "
