@@ -1,5 +1,5 @@
-/* BatchMatMulV2 on the CPU: tiny float products through a plain loop
- * (TINY_GEMM); bigger float32 ones through oneDNN when built with it
+/* BatchMatMulV2 on the CPU: tiny float32 products through a plain loop
+ * (TINY_GEMM); bigger ones through oneDNN when built with it
  * (gemm_dnnl.c), else like float64 through Eigen's GEMM (gemm_eigen.cc);
  * bfloat16 with float32 accumulation (tfm_gemm_bf16, one product at a
  * time: oneDNN splits each over the cores);
@@ -69,13 +69,14 @@ plan_batch(const plan *p, int64_t t, int64_t *ia, int64_t *ib)
 typedef void (*gemm_fn)(int64_t m, int64_t n, int64_t k, const void *a,
                         int ta, const void *b, int tb, void *c);
 
-/* Products of at most TINY_GEMM multiply-adds are a plain loop on the
- * calling thread. oneDNN's sgemm spends 150-600 ns a call before any
- * arithmetic (ISA queries, its gemm_info setup, our team settings), most
- * of a 2x2 tf.matmul; Eigen's GEMM has a setup of its own. Measured on
- * one core (-O3 -march=native, each side's best of 5): 2^3 in 5-17 ns
- * by the loop against 200-500 ns by sgemm, 8^3 in 90-150 ns against
- * 160-450 ns, 10^3 even, 16^3 370-640 ns against 240-370 ns. One dot
+/* float32 products of at most TINY_GEMM multiply-adds are a plain loop
+ * on the calling thread. oneDNN's sgemm spends 150-600 ns a call before
+ * any arithmetic (ISA queries, its gemm_info setup, our team settings),
+ * most of a 2x2 tf.matmul. Measured through tf.matmul (one process,
+ * best of 7): n x n x n at n = 2, 4, 8 in 266, 287, 442 ns by the loop
+ * against 713-726 ns by sgemm; n = 9 and 10 even; so the line is 8^3.
+ * float64 stays on Eigen, whose small products were as fast (n = 2, 4)
+ * or faster (n = 6, 8: 415 against 464 ns, 491 against 564). One dot
  * product per output element, summed in order like a reference loop:
  * NaN and Inf propagate as in any GEMM, and k == 0 gives zeros.
  * TFMINI_GEMM (gemm_dnnl.c) names a backend for every product, tiny
@@ -97,24 +98,20 @@ tiny(int64_t m, int64_t n, int64_t k)
     return on == 1;
 }
 
-#define TINY_GEMM_LOOP(NAME, T)                                              \
-static void                                                                  \
-NAME(int64_t m, int64_t n, int64_t k, const T *a, int ta, const T *b,        \
-     int tb, T *c)                                                           \
-{                                                                            \
-    int64_t sai = ta ? 1 : k, sap = ta ? m : 1;                              \
-    int64_t sbp = tb ? 1 : n, sbj = tb ? k : 1;                              \
-    for (int64_t i = 0; i < m; i++)                                          \
-        for (int64_t j = 0; j < n; j++) {                                    \
-            T s = 0;                                                         \
-            for (int64_t p = 0; p < k; p++)                                  \
-                s += a[i * sai + p * sap] * b[p * sbp + j * sbj];            \
-            c[i * n + j] = s;                                                \
-        }                                                                    \
+static void
+tiny_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int ta,
+              const float *b, int tb, float *c)
+{
+    int64_t sai = ta ? 1 : k, sap = ta ? m : 1;
+    int64_t sbp = tb ? 1 : n, sbj = tb ? k : 1;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float s = 0;
+            for (int64_t p = 0; p < k; p++)
+                s += a[i * sai + p * sap] * b[p * sbp + j * sbj];
+            c[i * n + j] = s;
+        }
 }
-
-TINY_GEMM_LOOP(tiny_gemm_f32, float)
-TINY_GEMM_LOOP(tiny_gemm_f64, double)
 
 static void
 gemm_f32(int64_t m, int64_t n, int64_t k, const void *a, int ta,
@@ -130,10 +127,7 @@ static void
 gemm_f64(int64_t m, int64_t n, int64_t k, const void *a, int ta,
          const void *b, int tb, void *c)
 {
-    if (tiny(m, n, k))
-        tiny_gemm_f64(m, n, k, a, ta, b, tb, c);
-    else
-        tfm_gemm_f64(m, n, k, a, ta, b, tb, c);
+    tfm_gemm_f64(m, n, k, a, ta, b, tb, c);
 }
 
 /* Integer product in an unsigned accumulator type AT, so that overflow
