@@ -344,3 +344,48 @@ def test_cast_values_and_identity():
         assert got.dtype == tf.as_dtype(dt)
         np.testing.assert_array_equal(got.numpy(), xn.astype(npt))
     assert tf.cast(x, tf.float32) is x
+
+
+# ---- small host blocks (Note [Small block freelist] in core/buffer.c) --
+
+def test_small_blocks_from_several_threads():
+    """Tiny ops from four Python threads at once (their buffers come from
+    and go back to the freelist): every result right, nothing left
+    live."""
+    import threading
+    xn = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = tf.constant(xn)
+    errors = []
+
+    def work(seed):
+        try:
+            for i in range(400):
+                y = x + float(seed + i)
+                r = y[1]
+                m = tf.matmul(y, y, transpose_b=True)
+                np.testing.assert_array_equal(r.numpy(),
+                                              xn[1] + (seed + i))
+                yn = xn + (seed + i)
+                np.testing.assert_allclose(m.numpy(), yn @ yn.T,
+                                           rtol=1e-6)
+        except Exception as e:          # reported by the main thread
+            errors.append(e)
+
+    before = _C.live_counts()
+    threads = [threading.Thread(target=work, args=(k * 1000,))
+               for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert _C.live_counts() == before
+
+
+def test_small_and_big_blocks_do_not_leak():
+    def round_():
+        for n in (1, 6, 64, 65, 300):
+            a = tf.ones([n], tf.float32) + 1
+            b = tf.cast(a, tf.float64)
+            del a, b
+    assert_no_leak(round_)
