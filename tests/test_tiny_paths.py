@@ -4,6 +4,7 @@ a view of the input's buffer (Note [Views for basic indexing] in
 csrc/python/getitem.c), and the short Python paths of tf.transpose and
 tf.cast. Each must give what the general path gives: NumPy's values,
 the same errors, gradients, tracing and placement."""
+import gc
 import json
 import os
 import subprocess
@@ -143,8 +144,17 @@ KEYS = [
 ]
 
 
-def _buffers():
-    return _C.live_counts()[1]
+def _made(fn):
+    """(fn(), how many buffers it left live); the collector held off so
+    that garbage of earlier tests cannot be freed in between."""
+    gc.collect()
+    gc.disable()
+    try:
+        before = _C.live_counts()[1]
+        out = fn()
+        return out, _C.live_counts()[1] - before
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_,
@@ -154,9 +164,7 @@ def test_basic_index_values_and_views(shape, key, view, dtype):
     base = (np.arange(int(np.prod(shape))) * 3 - 4).reshape(shape)
     xn = base.astype(dtype)
     x = tf.constant(xn)
-    before = _buffers()
-    got = x[key]
-    made = _buffers() - before
+    got, made = _made(lambda: x[key])
     want = xn[key]
     assert got.dtype == x.dtype and tuple(got.shape) == want.shape
     np.testing.assert_array_equal(got.numpy(), want)
@@ -252,9 +260,8 @@ def test_index_under_a_device_scope_runs_there():
 
 def test_index_strings_still_copy():
     x = tf.constant([[b"a", b"bc"], [b"d", b"ef"]])
-    before = _buffers()
-    r = x[1]
-    assert _buffers() - before == 1
+    r, made = _made(lambda: x[1])
+    assert made == 1
     assert r.numpy().tolist() == [b"d", b"ef"]
 
 
@@ -371,6 +378,7 @@ def test_small_blocks_from_several_threads():
         except Exception as e:          # reported by the main thread
             errors.append(e)
 
+    gc.collect()
     before = _C.live_counts()
     threads = [threading.Thread(target=work, args=(k * 1000,))
                for k in range(4)]
@@ -379,6 +387,7 @@ def test_small_blocks_from_several_threads():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+    gc.collect()
     assert _C.live_counts() == before
 
 
