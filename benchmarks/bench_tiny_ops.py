@@ -77,6 +77,14 @@ OPS = {
              "torch": lambda m, x: x[0]},
     "x[:, 1]": {"np": lambda m, x: x[:, 1], "tf": lambda m, x: x[:, 1],
                 "torch": lambda m, x: x[:, 1]},
+    # Contiguous: a view in NumPy and tfmini (getitem.c), as x[0].
+    "x[1:]": {"np": lambda m, x: x[1:], "tf": lambda m, x: x[1:],
+              "torch": lambda m, x: x[1:]},
+    # 2x3 @ 3x2: 12 multiply-adds (MatMul's tiny loop), with a transpose
+    # flag, beside bench_eager.py's square 2x2.
+    "matmul x x^T": {"np": lambda m, x: m.matmul(x, x.T),
+                     "tf": lambda m, x: m.matmul(x, x, transpose_b=True),
+                     "torch": lambda m, x: m.matmul(x, x.T)},
 }
 FAMILY = {"numpy": "np", "jax": "np", "tfmini": "tf", "tensorflow": "tf",
           "torch": "torch"}

@@ -209,95 +209,6 @@ py_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     return result;
 }
 
-/* A Python int (not a bool or an int subclass) that int64 holds, into
- * *v: 0; 1 for anything else, with no error set. */
-static int
-plain_int64(PyObject *o, int64_t *v)
-{
-    int overflow;
-    if (!PyLong_CheckExact(o))
-        return 1;
-    long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow)
-        return 1;
-    *v = x;
-    return 0;
-}
-
-/* getitem(tensor, key): tensor[key] as one StridedSlice when key is an
- * int, a slice, or a tuple of ints and slices, whose ints int64 holds
- * (x[0], x[:, 1], x[1:]); NotImplemented for any other key, which
- * array_ops._getitem then converts (clamping bounds, tensors, masks,
- * ellipses, new axes) or refuses with its own error. Building the
- * attributes in Python cost more than the slice itself. */
-static PyObject *
-py_getitem(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "getitem(tensor, key)");
-        return NULL;
-    }
-    PyObject *key = args[1];
-    PyObject *const *items = &key;
-    Py_ssize_t n = 1;
-    if (PyTuple_CheckExact(key)) {
-        items = &PyTuple_GET_ITEM(key, 0);
-        n = PyTuple_GET_SIZE(key);
-    } else if (!PySlice_Check(key) && !PyLong_CheckExact(key)) {
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    if (n * 3 > TFM_MAX_ATTR_INTS)
-        Py_RETURN_NOTIMPLEMENTED;
-    tfm_attrs a;
-    tfm_attrs_init(&a);
-    int64_t *begin = a.ints, *end = a.ints + n, *stride = a.ints + 2 * n;
-    int64_t bmask = 0, emask = 0, shrink = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *s = items[k];
-        int64_t bit = (int64_t)1 << k;
-        begin[k] = end[k] = 0;
-        stride[k] = 1;
-        if (PyLong_CheckExact(s)) {
-            /* INT64_MAX + 1 overflows: _getitem takes that index. */
-            if (plain_int64(s, &begin[k]) || begin[k] == INT64_MAX)
-                Py_RETURN_NOTIMPLEMENTED;
-            end[k] = begin[k] + 1;
-            shrink |= bit;
-        } else if (PySlice_Check(s)) {
-            PySliceObject *sl = (PySliceObject *)s;
-            if (sl->start == Py_None)
-                bmask |= bit;
-            else if (plain_int64(sl->start, &begin[k]))
-                Py_RETURN_NOTIMPLEMENTED;
-            if (sl->stop == Py_None)
-                emask |= bit;
-            else if (plain_int64(sl->stop, &end[k]))
-                Py_RETURN_NOTIMPLEMENTED;
-            if (sl->step != Py_None && plain_int64(sl->step, &stride[k]))
-                Py_RETURN_NOTIMPLEMENTED;
-        } else {
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-    }
-    a.n_ints = (int)(3 * n);
-    a.i[0] = bmask;
-    a.i[1] = emask;
-    a.i[4] = shrink;
-    tfm_tensor *in = tfm_py_to_tensor(args[0], -1);
-    if (!in)
-        return NULL;
-    tfm_tensor *out[TFM_MAX_OUTPUTS];
-    int nout = 0;
-    PyObject *result = NULL;
-    if (tfm_call(TFM_OP_STRIDED_SLICE, &in, 1, &a, out, &nout))
-        tfm_py_raise();
-    else
-        result = tfm_py_wrap(out[0]);
-    tfm_tensor_decref(in);
-    return result;
-}
-
 /* An operand of tf.add & co., converted as the operators do (the other
  * operand's dtype is a hint: compatible kinds only); a value of no
  * convertible type gets tf.convert_to_tensor's error. */
@@ -448,6 +359,11 @@ py_set_device_scope(PyObject *self, PyObject *arg)
     return PyLong_FromLong(old);
 }
 
+/* _C.getitem and its views: getitem.c */
+PyObject *tfm_py_getitem(PyObject *self, PyObject *const *args,
+                         Py_ssize_t nargs);
+PyObject *tfm_py_getitem_method(PyObject *self, PyObject *fallback);
+
 PyMethodDef tfm_py_call_methods[] = {
     {"call", (PyCFunction)(void (*)(void))py_call,
      METH_FASTCALL | METH_KEYWORDS,
@@ -456,9 +372,12 @@ PyMethodDef tfm_py_call_methods[] = {
      "binary(op, x, y)"},
     {"unary", (PyCFunction)(void (*)(void))py_unary, METH_FASTCALL,
      "unary(op, x)"},
-    {"getitem", (PyCFunction)(void (*)(void))py_getitem, METH_FASTCALL,
+    {"getitem", (PyCFunction)(void (*)(void))tfm_py_getitem, METH_FASTCALL,
      "getitem(tensor, key): tensor[key] for a key of int64 ints and "
      "slices of them, else NotImplemented"},
+    {"getitem_method", tfm_py_getitem_method, METH_O,
+     "getitem_method(fallback): a Tensor.__getitem__ that tries getitem, "
+     "then calls fallback(tensor, key)"},
     {"op_table", py_op_table, METH_NOARGS,
      "[(name, n_inputs, n_outputs, flags, has_grad)] indexed by op"},
     {"live_counts", py_live_counts, METH_NOARGS,

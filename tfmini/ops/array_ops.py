@@ -217,29 +217,28 @@ def reshape(tensor, shape, name=None):
 
 def transpose(a, perm=None, conjugate=False, name="transpose"):
     """Permute the dims of a: output dim i is input dim perm[i]; default
-    reverses them."""
+    reverses them. conjugate=True also conjugates complex values (TF's
+    conj(transpose(a)); real values as they are)."""
+    if perm is None and not conjugate and type(a) in _PLAIN:
+        # The common call, in as few steps as a tiny op can afford: a
+        # tensor's rank is at most _MAX_RANK.
+        return _C.call(_TRANSPOSE, (a,), _REVERSED_PERMS[a.ndim])
     a = _tensor(a)
+    if conjugate:
+        from .complex_ops import conj
+        a = conj(a)
     if perm is None:
-        r = len(_dims(a))
-        if r <= _MAX_INTS:
-            return _C.call(_TRANSPOSE, (a,), _reversed_perm(r))
-        perm = builtins.range(r - 1, -1, -1)
-    else:
-        ints = _int_seq(perm)
-        if ints is not None:
-            return _C.call(_TRANSPOSE, (a,), ints)
+        return _C.call(_TRANSPOSE, (a,), _REVERSED_PERMS[a.ndim])
+    ints = _int_seq(perm)
+    if ints is not None:
+        return _C.call(_TRANSPOSE, (a,), ints)
     return _call("Transpose", (a,), ints=_ints(perm, "Transpose: perm"))
 
 
-_REVERSED = {}
-
-
-def _reversed_perm(r):
-    """(r-1, ..., 0): transpose's default perm, kept per rank."""
-    perm = _REVERSED.get(r)
-    if perm is None:
-        perm = _REVERSED[r] = tuple(builtins.range(r - 1, -1, -1))
-    return perm
+_MAX_RANK = 8       # TFM_MAX_DIMS (csrc/core/shape.h)
+# transpose's default perm (r-1, ..., 0), by rank r.
+_REVERSED_PERMS = tuple(tuple(builtins.range(r - 1, -1, -1))
+                        for r in builtins.range(_MAX_RANK + 1))
 
 
 def expand_dims(input, axis, name=None):
@@ -622,6 +621,11 @@ def _getitem(tensor, key, _force_dynamic=False):
         out = _C.getitem(tensor, key)       # ints and int slices only
         if out is not NotImplemented:
             return out
+    return _getitem_general(tensor, key, _force_dynamic)
+
+
+def _getitem_general(tensor, key, _force_dynamic=False):
+    """tensor[key] for the keys _C.getitem leaves to Python."""
     if _is_bool_mask(key):
         return boolean_mask(tensor, key)
     if not isinstance(key, (list, tuple)):
@@ -1072,4 +1076,7 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=_dtypes.float32,
 
 
 # Indexing of tensors (see tfmini/_tensor.py).
-Tensor.__getitem__ = _getitem
+# x[key]: _C.getitem's fast path called straight from the slot (a
+# Python function in between was a third of a tiny x[0]), then
+# _getitem_general for the keys it leaves.
+Tensor.__getitem__ = _C.getitem_method(_getitem_general)

@@ -1,10 +1,13 @@
-/* BatchMatMulV2 on the CPU: float32 through oneDNN when built with it
+/* BatchMatMulV2 on the CPU: tiny float32 products through a plain loop
+ * (TINY_GEMM); bigger ones through oneDNN when built with it
  * (gemm_dnnl.c), else like float64 through Eigen's GEMM (gemm_eigen.cc);
  * bfloat16 with float32 accumulation (tfm_gemm_bf16, one product at a
  * time: oneDNN splits each over the cores);
  * integers through a plain loop that wraps around on overflow like
  * TF's. Batch dims broadcast: each output matrix finds its
  * two input matrices through broadcast strides counted in matrices. */
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gemm_dnnl.h"
@@ -41,6 +44,13 @@ plan_make(const tfm_tensor *a, const tfm_tensor *b, const tfm_tensor *o,
     p->k = a->shape.dims[ra - (p->ta ? 2 : 1)];
     p->esize = tfm_dtype_size(o->dtype);
     p->nb = ro - 2;
+    if (ro == 2) {
+        /* One product (both inputs are matrices): building the batch
+         * shapes below was 30 of a tiny matmul's 290 ns. */
+        p->nbatch = 1;
+        p->bcast = 0;
+        return;
+    }
     tfm_shape ba = tfm_shape_make(ra - 2, a->shape.dims);
     tfm_shape bb = tfm_shape_make(rb - 2, b->shape.dims);
     tfm_shape bo = tfm_shape_make(ro - 2, o->shape.dims);
@@ -66,11 +76,58 @@ plan_batch(const plan *p, int64_t t, int64_t *ia, int64_t *ib)
 typedef void (*gemm_fn)(int64_t m, int64_t n, int64_t k, const void *a,
                         int ta, const void *b, int tb, void *c);
 
+/* float32 products of at most TINY_GEMM multiply-adds are a plain loop
+ * on the calling thread. oneDNN's sgemm spends 150-600 ns a call before
+ * any arithmetic (ISA queries, its gemm_info setup, our team settings),
+ * most of a 2x2 tf.matmul. Measured through tf.matmul (one process,
+ * best of 7): n x n x n at n = 2, 4, 8 in 266, 287, 442 ns by the loop
+ * against 713-726 ns by sgemm; n = 9 and 10 even; so the line is 8^3.
+ * float64 stays on Eigen, whose small products were as fast (n = 2, 4)
+ * or faster (n = 6, 8: 415 against 464 ns, 491 against 564). One dot
+ * product per output element, summed in order like a reference loop:
+ * NaN and Inf propagate as in any GEMM, and k == 0 gives zeros.
+ * TFMINI_GEMM (gemm_dnnl.c) names a backend for every product, tiny
+ * ones included: with it set, this path is off. */
+#define TINY_GEMM 512
+
+static atomic_int tiny_on;      /* 0: not yet read, 1: on, 2: off */
+
+static int
+tiny(int64_t m, int64_t n, int64_t k)
+{
+    if (m * n * k > TINY_GEMM)
+        return 0;
+    int on = atomic_load_explicit(&tiny_on, memory_order_relaxed);
+    if (on == 0) {
+        on = getenv("TFMINI_GEMM") ? 2 : 1;
+        atomic_store_explicit(&tiny_on, on, memory_order_relaxed);
+    }
+    return on == 1;
+}
+
+static void
+tiny_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int ta,
+              const float *b, int tb, float *c)
+{
+    int64_t sai = ta ? 1 : k, sap = ta ? m : 1;
+    int64_t sbp = tb ? 1 : n, sbj = tb ? k : 1;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float s = 0;
+            for (int64_t p = 0; p < k; p++)
+                s += a[i * sai + p * sap] * b[p * sbp + j * sbj];
+            c[i * n + j] = s;
+        }
+}
+
 static void
 gemm_f32(int64_t m, int64_t n, int64_t k, const void *a, int ta,
          const void *b, int tb, void *c)
 {
-    tfm_gemm_f32_best(m, n, k, a, ta, b, tb, c);
+    if (tiny(m, n, k))
+        tiny_gemm_f32(m, n, k, a, ta, b, tb, c);
+    else
+        tfm_gemm_f32_best(m, n, k, a, ta, b, tb, c);
 }
 
 static void
