@@ -1,0 +1,137 @@
+"""What the fuzz families of tests/api_fuzz_eager.py and
+tests/api_fuzz_trace.py found (each test names the family, seed and case
+that showed it). Code that needs a promotion mode runs in a child
+process: the mode is process-wide."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tfmini as tf
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _child(code):
+    """Run code (which asserts) in a fresh interpreter; its stdout."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep +
+               os.environ.get("PYTHONPATH", ""))
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                         env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout
+
+
+# ---- weak: == and != under NumPy behavior ------------------------------------
+
+def test_numpy_behavior_equality_promotes_as_tf():
+    # weak seed 1 case 128: int32 tensor == 1.0 was the Python bool
+    # False (the C comparison found 1.0 no int32) in every mode of
+    # experimental_enable_numpy_behavior; TF 2.21 promotes first and
+    # compares elementwise: [1, 2] == 1.0 is [True, False].
+    _child("""
+        import tfmini as tf
+        tnp = tf.experimental.numpy
+        for mode in ("legacy", "all", "safe", "all", "legacy"):
+            tnp.experimental_enable_numpy_behavior(
+                dtype_conversion_mode=mode)
+            t = tf.constant([1, 2])
+            eq = t == 1.0
+            assert isinstance(eq, tf.Tensor), (mode, eq)
+            assert eq.numpy().tolist() == [True, False], mode
+            assert (t != 1.0).numpy().tolist() == [False, True], mode
+            assert (1.0 == t).numpy().tolist() == [True, False], mode
+            if mode != "safe":      # SAFE refuses int32 with float32
+                assert (t == tf.constant(1.5)).numpy().tolist() == \\
+                    [False, False]
+            i8 = tf.constant([1, 2], tf.int8)
+            assert (i8 == tf.constant([1, 3], tf.int16)).numpy() \\
+                .tolist() == [True, False], mode
+            f16 = tf.constant([1.5], tf.float16)
+            assert (f16 == tf.constant([1.5])).numpy().tolist() == [True]
+            # Unchanged: None and foreign objects are simply unequal,
+            # shapes that do not broadcast a False scalar tensor.
+            assert (t == None) is False and (t != None) is True  # noqa
+            assert (t == "a") is False and (t != "a") is True
+            assert not bool(t == tf.constant([1, 2, 3]))
+    """)
+
+
+def test_plain_mode_equality_is_unchanged():
+    # Without NumPy behavior tfmini keeps its rule (tests/test_tensor.py):
+    # a Python number of another kind is not converted.
+    t = tf.constant([1, 2])
+    assert (t == 1.5) is False
+    assert (t == "a") is False
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Equal"):
+        t == tf.constant([1.0, 2.0])
+
+
+def test_enabling_numpy_behavior_again_does_not_nest_getitem():
+    # weak seed 1 case 354: each experimental_enable_numpy_behavior call
+    # wrapped the __getitem__ the previous call had installed, so after
+    # a few hundred calls x[0] was a RecursionError.
+    out = _child("""
+        import tfmini as tf
+        tnp = tf.experimental.numpy
+        for k in range(2000):
+            tnp.experimental_enable_numpy_behavior(
+                dtype_conversion_mode=("all", "legacy", "safe")[k % 3])
+        x = tf.constant([1, 2, 3])
+        print(int(x[0]), x[[0, 2]].numpy().tolist())
+    """)
+    assert out.split() == ["1", "[1,", "3]"]
+
+
+# ---- fastpath: a Python bool is no index ---------------------------------------
+
+@pytest.mark.parametrize("key", [
+    (True, -1), (True,), [True, False], (0, True), (Ellipsis, True),
+    (slice(True, None),), (slice(None, None, False),)])
+def test_bool_in_an_index_tuple_is_refused(key):
+    # fastpath seed 2 case 372: x[True, -1] was x[1, -1] and
+    # x[[True, False]] (a mask, meant) was x[1, 0]: silently the wrong
+    # element. TF refuses a bool index item too.
+    x = tf.constant(np.arange(6).reshape(2, 3))
+    with pytest.raises(TypeError, match="valid indices.*bool"):
+        x[key]
+
+
+def test_bool_masks_and_ints_still_index():
+    x = tf.constant(np.arange(6).reshape(2, 3))
+    assert x[tf.constant([True, False])].numpy().tolist() == [[0, 1, 2]]
+    assert x[np.array([False, True])].numpy().tolist() == [[3, 4, 5]]
+    assert int(x[1, -1]) == 5 and int(x[np.int64(1), 0]) == 3
+    with pytest.raises(ValueError, match="mask cannot be scalar"):
+        x[True]
+
+
+# ---- generator: Optional.get_value in the untaken branch ---------------------
+
+def test_empty_optional_in_an_untaken_cond_branch():
+    # generator seed 1 case 6: tf.cond(o.has_value(), o.get_value, ...)
+    # in a tf.function raised while tracing the true branch for an
+    # empty optional, which TF's graph never runs.
+    O = tf.experimental.Optional
+
+    @tf.function
+    def value_or(o):
+        return tf.cond(o.has_value(), lambda: o.get_value(),
+                       lambda: tf.constant(-1.0))
+    assert float(value_or(O.empty(tf.TensorSpec([], tf.float32)))) == -1.0
+    assert float(value_or(O.from_value(tf.constant(2.5)))) == 2.5
+    # Taking the value of an empty optional still fails, when it runs.
+    get = tf.function(lambda o: o.get_value())
+    for spec in (tf.TensorSpec([2], tf.int32), tf.TensorSpec(None,
+                                                             tf.float32),
+                 (tf.TensorSpec([None], tf.float32),)):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="does not have a value"):
+            get(O.empty(spec))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="does not have a value"):
+        O.empty(tf.TensorSpec([], tf.float32)).get_value()
