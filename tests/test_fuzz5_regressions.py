@@ -135,3 +135,22 @@ def test_empty_optional_in_an_untaken_cond_branch():
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match="does not have a value"):
         O.empty(tf.TensorSpec([], tf.float32)).get_value()
+
+
+# ---- generator: py_function returning a Python str ---------------------------
+
+def test_py_function_returns_python_strings():
+    # generator family, py_function(str, Tout=tf.string): a str made a
+    # NumPy '<U1' array, which py_function refused ("cannot be a string
+    # tensor"); TF makes the string tensor.
+    out = tf.py_function(lambda x: "abc", [tf.constant(1.0)], tf.string)
+    assert out.dtype == tf.string and out.numpy() == b"abc"
+    out = tf.py_function(lambda x: [b"x"], [tf.constant(1.0)], [tf.string])
+    assert out[0].numpy() == b"x"
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="output 0 .int. cannot be a string tensor"):
+        tf.py_function(lambda x: 3, [tf.constant(1.0)], tf.string)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"has shape \[\], but Tout says \[2\]"):
+        tf.py_function(lambda x: "s", [tf.constant(1.0)],
+                       tf.TensorSpec([2], tf.string))

@@ -74,6 +74,11 @@ def _check_output(value, spec, k, fname):
                 f"{t.dtype.name}, but Tout says {dt.name}")
     else:
         try:
+            if dt == _dtypes.string:
+                # str, bytes or lists of them, as TF takes them; NumPy
+                # would make a '<U1' array no string tensor comes from.
+                t = constant(value, dt)
+                return _checked_shape(t, spec, k, fname)
             arr = np.asarray(value)
             if arr.dtype.kind in "OSU":
                 raise TypeError(arr.dtype)
@@ -84,6 +89,11 @@ def _check_output(value, spec, k, fname):
                 None, None, f"py_function '{fname}': output {k} "
                 f"({type(value).__name__}) cannot be a {dt.name} tensor: "
                 f"{e}") from None
+    return _checked_shape(t, spec, k, fname)
+
+
+def _checked_shape(t, spec, k, fname):
+    dt = spec.dtype
     want = spec.shape
     dims = None if want.rank is None else want.as_list()
     if dims is not None and (len(dims) != len(t.shape) or any(
