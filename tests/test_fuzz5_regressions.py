@@ -87,6 +87,34 @@ def test_enabling_numpy_behavior_again_does_not_nest_getitem():
     assert out.split() == ["1", "[1,", "3]"]
 
 
+def test_function_results_keep_weakness():
+    # weak seed 1 case 194 (a tf.function shared by the cases, compared
+    # with eager): the weak result of a traced body came back strong,
+    # so f(x) + float16 was float32 where TF 2.21 (its result a weak
+    # tensor) gives float16.
+    _child("""
+        import tfmini as tf
+        from tfmini.experimental.numpy.weak_tensor import is_weak
+        tf.experimental.numpy.experimental_enable_numpy_behavior(
+            dtype_conversion_mode="all")
+        mul = tf.function(lambda a, b: a * b)
+        out = mul(tf.constant(2.5), 7)
+        assert is_weak(out) and float(out) == 17.5
+        assert (out + tf.constant(1, tf.float16)).dtype == tf.float16
+        strong = mul(tf.constant(2.5, tf.float32), 7)   # a strong input
+        assert not is_weak(strong) and strong.dtype == tf.float32
+        assert is_weak(tf.function(lambda a: tf.square(a))([0.5, 1.0]))
+        nested = tf.function(lambda a: {"w": a * 2, "s": tf.cast(a, tf.float32),
+                                        "t": (a, 1)})(tf.constant(1.5))
+        assert is_weak(nested["w"]) and not is_weak(nested["s"])
+        assert is_weak(nested["t"][0]) and is_weak(nested["t"][1])
+        pair = tf.function(lambda a: (a + 1, tf.nn.relu(a)))(tf.constant(1.5))
+        assert is_weak(pair[0]) and not is_weak(pair[1])
+        outer = tf.function(lambda a: mul(a, 2) + tf.constant(1, tf.float16))
+        assert outer(tf.constant(2.5)).dtype == tf.float16
+    """)
+
+
 # ---- fastpath: a Python bool is no index ---------------------------------------
 
 @pytest.mark.parametrize("key", [

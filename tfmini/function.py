@@ -34,7 +34,7 @@ from .function_structures import (  # noqa: F401  (saved_model uses them)
     _ObjectArg, _Packer, _describe, _desc_text, _diff, _flatten_leaves,
     _forget_objects, _in_flat_order, _is_leaf, _is_namedtuple,
     _leaf_names, _leaf_spec, _map_leaves, _pack_outputs, _prepare_outputs,
-    _sorted_keys, _expand_composites, _rebuild_composites)
+    _sorted_keys, _expand_composites, _rebuild_composites, _weak_outputs)
 from .composite_tensor import CompositeTensor, TypeSpec
 from .function_structures import _Components
 from .extension_type import static_mismatch
@@ -163,8 +163,16 @@ class ConcreteFunction(_C.ConcreteBase):
     def __init__(self, function, graph, inputs, outputs, kind, structure,
                  canonical_specs, structured_outputs):
         super().__init__()
-        self._build(graph, outputs, kind, _Packer.compile(structure)
-                    if kind == OUT_GENERIC else structure)
+        packing = _Packer.compile(structure) if kind == OUT_GENERIC \
+            else structure
+        weak = [i for i, t in enumerate(outputs)
+                if getattr(t, "_weak", False)]
+        if weak:
+            # A weak result stays weak outside the trace, as in TF:
+            # the call packs through a _Packer that marks them.
+            packing = _weak_outputs(packing, kind, weak)
+        self._build(graph, outputs, OUT_GENERIC if weak else kind,
+                    packing)
         # How the flat outputs pack (tf.saved_model.save writes them).
         self._out_kind = kind
         self._out_structure = _in_flat_order(structure)
