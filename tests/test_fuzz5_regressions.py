@@ -182,3 +182,46 @@ def test_py_function_returns_python_strings():
                        match=r"has shape \[\], but Tout says \[2\]"):
         tf.py_function(lambda x: "s", [tf.constant(1.0)],
                        tf.TensorSpec([2], tf.string))
+
+
+# ---- generator: from_generator of unknown rank through map and batch ---------
+
+def _unknown_rank(values, dtype=tf.int32):
+    return tf.data.Dataset.from_generator(
+        lambda: iter(values), output_signature=tf.TensorSpec(None, dtype))
+
+
+def test_map_over_an_unknown_rank_generator():
+    # A by-hand probe beside the generator family: any map of a
+    # TensorSpec(None) generator failed in map() with "Cannot iterate
+    # over a shape with unknown rank" (the traced output spec); TF maps.
+    ds = _unknown_rank([[1, 2], [3, 4]])
+    assert [int(x) for x in ds.map(lambda x: x[0])] == [1, 3]
+    assert [int(x) for x in ds.map(lambda x: tf.reduce_sum(x, -1))] == \
+        [3, 7]
+    mapped = _unknown_rank([1.0], tf.float32).map(lambda x: x * 2)
+    assert mapped.element_spec == tf.TensorSpec(None, tf.float32)
+    pairs = tf.data.Dataset.from_generator(
+        lambda: iter([(1, [2.0])]),
+        output_signature=(tf.TensorSpec(None, tf.int32),
+                          tf.TensorSpec(None, tf.float32)))
+    out = list(pairs.map(lambda a, b: b * tf.cast(a, tf.float32)))
+    assert out[0].numpy().tolist() == [2.0]
+
+
+def test_batching_elements_of_different_shapes_is_tfs_error():
+    # Elements an unknown-shape spec lets through: batch() was NumPy's
+    # "all input arrays must have the same shape", padded_batch() of
+    # ranks 1 and 0 an IndexError (tuple index out of range).
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"Cannot batch tensors with different shapes "
+                             r"in component 0. First element had shape "
+                             r"\[2\] and element 1 had shape \[1\]"):
+        list(_unknown_rank([[1, 2], [3]]).batch(2))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="same rank as the padded shape for component0: "
+                             "expected rank 1 but got element with rank 0"):
+        list(_unknown_rank([[1, 2], 3]).padded_batch(2, padded_shapes=[None]))
+    out = list(_unknown_rank([[1, 2], [3]]).padded_batch(
+        2, padded_shapes=[None]))
+    assert out[0].numpy().tolist() == [[1, 2], [3, 0]]
