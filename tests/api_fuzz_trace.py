@@ -381,9 +381,9 @@ def _want_elements(tf, vals, spec):
     out = []
     for v in vals:
         flat_s = tf.nest.flatten(spec)
-        flat_v = list(v) if isinstance(spec, tuple) else [v]
         if isinstance(spec, tuple) and not isinstance(v, tuple):
             return None
+        flat_v = list(v) if isinstance(spec, tuple) else [v]
         if len(flat_v) != len(flat_s):
             return None
         row = []
@@ -413,7 +413,8 @@ def generator_case(tf, np, rng):
     if kind == "generator":
         ydesc, vals = _yields(tf, rng)
         spec = _gen_spec(tf, rng, vals)
-        then = rng.choice(["", "map", "batch", "padded", "repeat", "fn"])
+        then = rng.choice(["", "map", "sum", "batch", "padded", "repeat",
+                           "fn"])
         desc = f"from_generator({ydesc}, {spec}).{then}"
 
         def run():
@@ -425,6 +426,16 @@ def generator_case(tf, np, rng):
                 if want is None:
                     return got
                 same(tf, got, want, "elements")
+                return got
+            if then == "sum":
+                got = list(ds.map(lambda *x: tf.reduce_sum(
+                    tf.nest.flatten(x)[0])))
+                if want is not None:
+                    sums = [np.sum(tf.nest.flatten(w)[0]) for w in want]
+                    same(tf, got, [np.asarray(v, dtype=w.dtype)
+                                   for v, w in zip(sums, [
+                                       tf.nest.flatten(w)[0]
+                                       for w in want])], "sums")
                 return got
             if then == "map":
                 return list(ds.map(lambda *x: tf.nest.map_structure(

@@ -225,3 +225,23 @@ def test_batching_elements_of_different_shapes_is_tfs_error():
     out = list(_unknown_rank([[1, 2], [3]]).padded_batch(
         2, padded_shapes=[None]))
     assert out[0].numpy().tolist() == [[1, 2], [3, 0]]
+
+
+def test_py_function_counts_a_tensor_as_one_value():
+    # generator seed 7 case 50: None for two Touts was "'NoneType'
+    # object is not iterable"; a [2] tensor for two Touts was silently
+    # split into its rows. TF counts 0 and 1 values and refuses both.
+    two = [tf.float32, tf.float32]
+    x = tf.constant(1.0)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="returned 0 values, but Tout has 2"):
+        tf.py_function(lambda v: None, [x], two)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="returned 1 values, but Tout has 2"):
+        tf.py_function(lambda v: tf.constant([1.0, 2.0]), [x], two)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="returned 1 values, but Tout has 2"):
+        tf.py_function(lambda v: np.ones(2, np.float32), [x], two)
+    a, b = tf.py_function(lambda v: (v, v * 2), [x], two)
+    assert float(a) == 1.0 and float(b) == 2.0
+    assert tf.py_function(lambda v: None, [x], []) == []

@@ -134,8 +134,12 @@ def _call(func, kind, args, specs, fname):
                   f"{type(e).__name__}: {e}") from e
     if len(specs) == 1 and not isinstance(out, (list, tuple)):
         out = [out]
-    elif out is None and not specs:
+    elif out is None:
         out = []
+    elif not isinstance(out, (list, tuple)):
+        # One value, as TF counts it: never a tensor's rows (a [2]
+        # tensor for Tout=[float32, float32] was split in two).
+        out = [out]
     out = list(out)
     if len(out) != len(specs):
         raise InvalidArgumentError(
