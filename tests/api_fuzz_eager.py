@@ -360,6 +360,9 @@ def getitem_case(tf, np, rng):
     a = (np.arange(int(np.prod(shape, dtype=np.int64))) % 7) \
         .reshape(shape).astype(dtype)
     x = tf.constant(a)
+    holder = rng.choice(["tensor", "tensor", "tensor", "variable"])
+    if holder == "variable":
+        x = tf.Variable(x)         # Variable.__getitem__, _C.getitem's
     n = rng.choice([0, 1, 1, 2, 2, 3, 4, 25])
     descs, items, np_items = [], [], []
     dims = list(shape)
@@ -376,7 +379,8 @@ def getitem_case(tf, np, rng):
     # ints' dims (their dims are counted against the real ones alike).
     comparable = n_ell == 0 and None not in items and n <= len(shape)
     how = rng.choice(["tensor", "tensor", "fast"])
-    desc = (f"{how}: T({dtype}{shape})[" + ", ".join(descs) +
+    desc = (f"{how}: {'Variable' if isinstance(x, tf.Variable) else 'T'}"
+            f"({dtype}{shape})[" + ", ".join(descs) +
             ("" if not single else " (bare)") + "]")
 
     must_fail = any(isinstance(i, str) and i == "bad" for i in np_items)
