@@ -338,7 +338,7 @@ def extension_case(tf, np, rng):
     return desc, run
 
 
-# ---- Optional, from_generator, py_function -----------------------------------
+# ---- Optional, from_generator, py_function --------------------------------
 
 def _yields(tf, rng):
     """(description, list of values a generator yields)."""
@@ -463,7 +463,9 @@ def generator_case(tf, np, rng):
                            tf.TensorSpec(None, tf.float32),
                            (tf.TensorSpec([2], tf.int32),), None])
         how = rng.choice(["eager", "fn", "cond", "iterator"])
-        desc = (f"Optional({'from_value ' + describe(value) if has else 'empty ' + repr(spec)[:40]}) {how}")
+        what = f"from_value {describe(value)}" if has else \
+            f"empty {repr(spec)[:40]}"
+        desc = f"Optional({what}) {how}"
 
         def run():
             opt = O.from_value(value) if has else O.empty(spec)

@@ -26,7 +26,7 @@ def _child(code):
     return run.stdout
 
 
-# ---- weak: == and != under NumPy behavior ------------------------------------
+# ---- weak: == and != under NumPy behavior -----------------------------------
 
 def test_numpy_behavior_equality_promotes_as_tf():
     # weak seed 1 case 128: int32 tensor == 1.0 was the Python bool
@@ -104,8 +104,9 @@ def test_function_results_keep_weakness():
         strong = mul(tf.constant(2.5, tf.float32), 7)   # a strong input
         assert not is_weak(strong) and strong.dtype == tf.float32
         assert is_weak(tf.function(lambda a: tf.square(a))([0.5, 1.0]))
-        nested = tf.function(lambda a: {"w": a * 2, "s": tf.cast(a, tf.float32),
-                                        "t": (a, 1)})(tf.constant(1.5))
+        nested = tf.function(lambda a: {
+            "w": a * 2, "s": tf.cast(a, tf.float32), "t": (a, 1)})(
+                tf.constant(1.5))
         assert is_weak(nested["w"]) and not is_weak(nested["s"])
         assert is_weak(nested["t"][0]) and is_weak(nested["t"][1])
         pair = tf.function(lambda a: (a + 1, tf.nn.relu(a)))(tf.constant(1.5))
@@ -115,7 +116,7 @@ def test_function_results_keep_weakness():
     """)
 
 
-# ---- fastpath: a Python bool is no index ---------------------------------------
+# ---- fastpath: a Python bool is no index ------------------------------------
 
 @pytest.mark.parametrize("key", [
     (True, -1), (True,), [True, False], (0, True), (Ellipsis, True),
@@ -138,7 +139,7 @@ def test_bool_masks_and_ints_still_index():
         x[True]
 
 
-# ---- generator: Optional.get_value in the untaken branch ---------------------
+# ---- generator: Optional.get_value in the untaken branch --------------------
 
 def test_empty_optional_in_an_untaken_cond_branch():
     # generator seed 1 case 6: tf.cond(o.has_value(), o.get_value, ...)
@@ -165,7 +166,7 @@ def test_empty_optional_in_an_untaken_cond_branch():
         O.empty(tf.TensorSpec([], tf.float32)).get_value()
 
 
-# ---- generator: py_function returning a Python str ---------------------------
+# ---- generator: py_function returning a Python str --------------------------
 
 def test_py_function_returns_python_strings():
     # generator family, py_function(str, Tout=tf.string): a str made a
@@ -184,7 +185,7 @@ def test_py_function_returns_python_strings():
                        tf.TensorSpec([2], tf.string))
 
 
-# ---- generator: from_generator of unknown rank through map and batch ---------
+# ---- generator: from_generator of unknown rank through map and batch --------
 
 def _unknown_rank(values, dtype=tf.int32):
     return tf.data.Dataset.from_generator(
