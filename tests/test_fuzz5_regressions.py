@@ -246,3 +246,50 @@ def test_py_function_counts_a_tensor_as_one_value():
     a, b = tf.py_function(lambda v: (v, v * 2), [x], two)
     assert float(a) == 1.0 and float(b) == 2.0
     assert tf.py_function(lambda v: None, [x], []) == []
+
+
+# ---- generator: traced py_function, its registry and its gradient ------------
+
+def test_traced_py_function_entries_go_with_their_function():
+    # A by-hand leak probe of the generator family's cases: every trace
+    # with a py_function (Optional.get_value in a graph is one) kept its
+    # function in script_ops._registry for the life of the process.
+    import gc
+    from tfmini.ops import script_ops
+    before = len(script_ops._registry)
+    f = tf.function(lambda x: tf.py_function(lambda v: v * 2, [x],
+                                             tf.float32))
+    g = tf.function(lambda x: f(x) + 1)      # f traced inline into g
+    assert float(f(tf.constant(1.0))) == 2.0
+    assert float(g(tf.constant(3.0))) == 7.0
+    assert len(script_ops._registry) == before + 2
+    del f
+    gc.collect()
+    assert float(g(tf.constant(4.0))) == 9.0     # g's own entry stays
+    del g
+    gc.collect()
+    assert len(script_ops._registry) == before
+    O = tf.experimental.Optional
+    h = tf.function(lambda o: o.get_value())
+    h(O.from_value(tf.constant(1.0)))
+    del h
+    gc.collect()
+    assert len(script_ops._registry) == before
+
+
+def test_gradient_through_a_traced_py_function_with_the_tape_outside():
+    # Was None: the replayed graph's EagerPyFunc has no gradient rule.
+    # TF 2.21 gives y + 1 and x here.
+    h = tf.function(lambda x, y: tf.py_function(
+        lambda a, b: a * b, [x, y], tf.float32) + x)
+    x, y = tf.constant(3.0), tf.constant(4.0)
+    with tf.GradientTape() as tape:
+        tape.watch([x, y])
+        z = h(x, y)
+    assert [float(g) for g in tape.gradient(z, [x, y])] == [5.0, 3.0]
+    v = tf.Variable(3.0)
+    sq = tf.function(lambda: tf.py_function(lambda a: a * a,
+                                            [v.read_value()], tf.float32))
+    with tf.GradientTape() as tape:
+        z = sq()
+    assert float(tape.gradient(z, v)) == 6.0

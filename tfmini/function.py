@@ -964,6 +964,12 @@ class Function(_C.FunctionBase):
         structured = _pack_outputs(structure, flat)
         concrete = ConcreteFunction(self, graph, placeholders, flat, kind,
                                     structure, canonical_specs, structured)
+        if self._trace_py_tokens:
+            # The graph's py_function nodes need their functions as
+            # long as it can run (a leak per trace before).
+            weakref.finalize(concrete, _script_ops().release,
+                             self._trace_py_tokens)
+            self._trace_py_tokens = []
         concrete._relaxed_key = self._key(canonical, True)[0]
         concrete._on_replica = self._trace_on_replica
         if self._trace_custom_gradient:
@@ -1007,6 +1013,7 @@ class Function(_C.FunctionBase):
                 result = self._call_python(args, kwargs, fn)
                 structure, flat, kind = _prepare_outputs(result, self._name)
         except BaseException as e:
+            _script_ops().release(frame.py_tokens)   # the graph is gone
             if hasattr(e, "add_note"):
                 e.add_note(f"(raised while tracing tf.function "
                            f"'{self._name}')")
@@ -1017,9 +1024,11 @@ class Function(_C.FunctionBase):
         self._tracing_count += 1
         self._traced_ok = True
         if frame.created:
+            _script_ops().release(frame.py_tokens)
             return None
         self._trace_on_replica = frame.on_replica
         self._trace_custom_gradient = frame.custom_gradient
+        self._trace_py_tokens = frame.py_tokens
         return graph, placeholders, structure, flat, kind
 
     def _change_text(self, description):
@@ -1451,6 +1460,11 @@ def _graph_assert(condition, data, summarize):
 _C._set_function_hooks(_pack_outputs,
                        os.path.dirname(os.path.abspath(__file__)) + os.sep,
                        TensorSpec)
+
+def _script_ops():
+    from .ops import script_ops
+    return script_ops
+
 
 # `tfmini.function` is this decorator once tfmini/__init__.py star-imports
 # this module, so `from . import function; function._tracing()` (as

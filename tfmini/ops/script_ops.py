@@ -30,8 +30,9 @@ from ..tensor_spec import TensorSpec
 
 __all__ = ["py_function", "numpy_function"]
 
-# token -> (func, "py" | "numpy", [TensorSpec], name). An entry lives as
-# long as the process: a graph node holds only the token.
+# token -> (func, "py" | "numpy", [TensorSpec], name). A graph node holds
+# only the token; the entry lives as long as the ConcreteFunction of the
+# trace that made it (release()), or the process for other graphs.
 _registry = {}
 _tokens = itertools.count(1)
 _lock = threading.Lock()
@@ -168,7 +169,22 @@ def _register(func, kind, specs, fname):
     with _lock:
         token = next(_tokens)
         _registry[token] = (func, kind, specs, fname)
+    # Owned by the tf.function trace that builds the node (an inner
+    # tf.function traces inline, into the same frame): released when
+    # that trace's ConcreteFunction goes (function.py). A graph built
+    # outside any tf.function trace keeps its entries, as before.
+    from ..trace_frames import _frames
+    frames = _frames()
+    if frames:
+        frames[-1].py_tokens.append(token)
     return token
+
+
+def release(tokens):
+    """Forget the functions of py_function nodes whose graph is gone."""
+    with _lock:
+        for t in tokens:
+            _registry.pop(t, None)
 
 
 class _RankFromInputs(TensorSpec):
@@ -202,6 +218,16 @@ def _traced(func, kind, inputs, specs, fname):
     specs = _traced_specs(specs, inputs)
     token = _register(func, kind, specs, fname)
     outs = _node(token, inputs, specs, fname)
+    if kind == "py" and any(x.dtype.is_floating for x in inputs):
+        # The graph's EagerPyFunc has no gradient rule: a tape around
+        # the tf.function's call must take the custom-gradient path
+        # (function.py's Note [Custom gradients under a tape around the
+        # call]), whose gradient trace records the vjp below; the
+        # replayed graph gave None.
+        from ..trace_frames import _frames
+        frames = _frames()
+        if frames:
+            frames[-1].custom_gradient = True
     if kind != "py" or not _C.should_record(inputs):
         return outs
     diff = [k for k, x in enumerate(inputs)
