@@ -248,7 +248,7 @@ def test_py_function_counts_a_tensor_as_one_value():
     assert tf.py_function(lambda v: None, [x], []) == []
 
 
-# ---- generator: traced py_function, its registry and its gradient ------------
+# ---- generator: traced py_function, its registry and its gradient ---------
 
 def test_traced_py_function_entries_go_with_their_function():
     # A by-hand leak probe of the generator family's cases: every trace
@@ -257,13 +257,13 @@ def test_traced_py_function_entries_go_with_their_function():
     import gc
     from tfmini.ops import script_ops
     before = len(script_ops._registry)
-    f = tf.function(lambda x: tf.py_function(lambda v: v * 2, [x],
-                                             tf.float32))
-    g = tf.function(lambda x: f(x) + 1)      # f traced inline into g
-    assert float(f(tf.constant(1.0))) == 2.0
+    inner = [tf.function(lambda x: tf.py_function(lambda v: v * 2, [x],
+                                                  tf.float32))]
+    g = tf.function(lambda x: inner[0](x) + 1)   # traced inline into g
+    assert float(inner[0](tf.constant(1.0))) == 2.0
     assert float(g(tf.constant(3.0))) == 7.0
     assert len(script_ops._registry) == before + 2
-    del f
+    inner.clear()
     gc.collect()
     assert float(g(tf.constant(4.0))) == 9.0     # g's own entry stays
     del g
