@@ -1,7 +1,12 @@
 """Random-case fuzzing of APIs that take user code and structures:
 tf.data pipelines ("data"), Keras layers called with bad shapes and
 dtypes ("keras"), and tf.cond / tf.while_loop with bad branches and loop
-variables ("control"), eager and inside tf.function. Used by
+variables ("control"), eager and inside tf.function; and the newer
+surfaces: WeakTensor promotion ("weak") and the eager fast paths
+_C.call / _C.getitem ("fastpath"), in api_fuzz_eager.py; TensorSpec(None)
+signatures ("unknown_rank"), ExtensionType ("extension"), and
+Optional, Dataset.from_generator and py_function of unknown shapes
+("generator"), in api_fuzz_trace.py. Used by
 tests/test_fuzz_api.py and tests/fuzz_all.py, which run it in worker
 processes so that a crash fails a test instead of killing pytest.
 
@@ -25,7 +30,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FAMILIES = ("data", "keras", "control")
+FAMILIES = ("data", "keras", "control", "weak", "fastpath",
+            "unknown_rank", "extension", "generator")
 
 
 class Boom(Exception):
@@ -333,8 +339,15 @@ def allowed(tf):
 
 def make_case(tf, np, family, seed, i):
     rng = random.Random(f"{family}/{seed}/{i}")
+    import api_fuzz_eager
+    import api_fuzz_trace
     return {"data": data_case, "keras": keras_case,
-            "control": control_case}[family](tf, np, rng)
+            "control": control_case, "weak": api_fuzz_eager.weak_case,
+            "fastpath": api_fuzz_eager.fastpath_case,
+            "unknown_rank": api_fuzz_trace.unknown_rank_case,
+            "extension": api_fuzz_trace.extension_case,
+            "generator": api_fuzz_trace.generator_case}[family](tf, np,
+                                                                rng)
 
 
 def run_case(tf, np, family, seed, i):
@@ -344,6 +357,12 @@ def run_case(tf, np, family, seed, i):
     except ALLOWED_ERRORS as e:
         if isinstance(e, tf.errors.InternalError):
             raise AssertionError(f"InternalError building the case: {e}")
+        return f"(build) {type(e).__name__}", "build: " + type(e).__name__
+    except OverflowError as e:
+        # TF's own error for a Python int past a weak dtype (the "weak"
+        # family's tf.constant(2**40)): its words, not an unchecked path.
+        if "too large to convert" not in str(e):
+            raise AssertionError(f"building the case: OverflowError: {e}")
         return f"(build) {type(e).__name__}", "build: " + type(e).__name__
     except Exception as e:
         raise AssertionError(f"building the case: {type(e).__name__} is "
@@ -374,6 +393,7 @@ def main(argv):
     if "asan" not in os.environ.get("LD_PRELOAD", ""):
         resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
     sys.path.insert(0, ROOT)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import logging
     import numpy as np
     import tfmini as tf

@@ -3,7 +3,9 @@
     python3 tests/fuzz_all.py --minutes 10
 
 Rounds until the time is up: the API fuzzer's families (tests/api_fuzz.py:
-tf.data, Keras layers, control flow) and the saved-model file fuzzer
+tf.data, Keras layers, control flow; WeakTensor, the eager fast paths,
+unknown-rank signatures, extension types, Optional / from_generator /
+py_function) and the saved-model file fuzzer
 (tests/saved_model_fuzz.py), each with a fresh seed per round, in worker
 processes; and the op fuzzer (tests/test_fuzz_ops.py) under pytest with
 fresh random examples. Prints the case counts and every problem (a crash,

@@ -1,6 +1,8 @@
 """The API fuzzer (tests/api_fuzz.py) over tf.data pipelines, Keras
-layers and tf.cond / tf.while_loop, in worker processes: no crash, no
-hang, no leak, only clear errors. The default run is a few seconds per
+layers, tf.cond / tf.while_loop, WeakTensor promotion, the eager fast
+paths, unknown-rank signatures, extension types, Optional,
+from_generator and py_function, in worker processes: no crash, no hang,
+no leak, only clear errors, and results that match their oracle. The default run is a few seconds per
 family; `python3 tests/fuzz_all.py --minutes 10` runs every fuzzer
 longer."""
 import os

@@ -34,7 +34,7 @@ from .function_structures import (  # noqa: F401  (saved_model uses them)
     _ObjectArg, _Packer, _describe, _desc_text, _diff, _flatten_leaves,
     _forget_objects, _in_flat_order, _is_leaf, _is_namedtuple,
     _leaf_names, _leaf_spec, _map_leaves, _pack_outputs, _prepare_outputs,
-    _sorted_keys, _expand_composites, _rebuild_composites)
+    _sorted_keys, _expand_composites, _rebuild_composites, _weak_outputs)
 from .composite_tensor import CompositeTensor, TypeSpec
 from .function_structures import _Components
 from .extension_type import static_mismatch
@@ -163,8 +163,16 @@ class ConcreteFunction(_C.ConcreteBase):
     def __init__(self, function, graph, inputs, outputs, kind, structure,
                  canonical_specs, structured_outputs):
         super().__init__()
-        self._build(graph, outputs, kind, _Packer.compile(structure)
-                    if kind == OUT_GENERIC else structure)
+        packing = _Packer.compile(structure) if kind == OUT_GENERIC \
+            else structure
+        weak = [i for i, t in enumerate(outputs)
+                if getattr(t, "_weak", False)]
+        if weak:
+            # A weak result stays weak outside the trace, as in TF:
+            # the call packs through a _Packer that marks them.
+            packing = _weak_outputs(packing, kind, weak)
+        self._build(graph, outputs, OUT_GENERIC if weak else kind,
+                    packing)
         # How the flat outputs pack (tf.saved_model.save writes them).
         self._out_kind = kind
         self._out_structure = _in_flat_order(structure)
@@ -956,6 +964,12 @@ class Function(_C.FunctionBase):
         structured = _pack_outputs(structure, flat)
         concrete = ConcreteFunction(self, graph, placeholders, flat, kind,
                                     structure, canonical_specs, structured)
+        if self._trace_py_tokens:
+            # The graph's py_function nodes need their functions as
+            # long as it can run (a leak per trace before).
+            weakref.finalize(concrete, _script_ops().release,
+                             self._trace_py_tokens)
+            self._trace_py_tokens = []
         concrete._relaxed_key = self._key(canonical, True)[0]
         concrete._on_replica = self._trace_on_replica
         if self._trace_custom_gradient:
@@ -999,6 +1013,7 @@ class Function(_C.FunctionBase):
                 result = self._call_python(args, kwargs, fn)
                 structure, flat, kind = _prepare_outputs(result, self._name)
         except BaseException as e:
+            _script_ops().release(frame.py_tokens)   # the graph is gone
             if hasattr(e, "add_note"):
                 e.add_note(f"(raised while tracing tf.function "
                            f"'{self._name}')")
@@ -1009,9 +1024,11 @@ class Function(_C.FunctionBase):
         self._tracing_count += 1
         self._traced_ok = True
         if frame.created:
+            _script_ops().release(frame.py_tokens)
             return None
         self._trace_on_replica = frame.on_replica
         self._trace_custom_gradient = frame.custom_gradient
+        self._trace_py_tokens = frame.py_tokens
         return graph, placeholders, structure, flat, kind
 
     def _change_text(self, description):
@@ -1443,6 +1460,11 @@ def _graph_assert(condition, data, summarize):
 _C._set_function_hooks(_pack_outputs,
                        os.path.dirname(os.path.abspath(__file__)) + os.sep,
                        TensorSpec)
+
+def _script_ops():
+    from .ops import script_ops
+    return script_ops
+
 
 # `tfmini.function` is this decorator once tfmini/__init__.py star-imports
 # this module, so `from . import function; function._tracing()` (as

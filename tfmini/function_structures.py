@@ -320,6 +320,26 @@ def _pack_outputs(structure, flat):
     return pack(structure)
 
 
+def _weak_outputs(packing, kind, weak):
+    """A _Packer that marks the flat outputs at indices `weak` weak (Note
+    [One weak flag]: only a mode that makes weak tensors traces weak
+    outputs, so plain calls never come here) and packs them as kind and
+    packing (a structure or _Packer) say."""
+    from .experimental.numpy.weak_tensor import mark
+
+    def fn(flat):
+        for i in weak:
+            mark(flat[i])
+        if kind == OUT_SINGLE:
+            return flat[0]
+        if kind == OUT_TUPLE:
+            return tuple(flat)
+        if kind == OUT_LIST:
+            return flat
+        return _pack_outputs(packing, flat)
+    return _Packer(fn)
+
+
 def _in_flat_order(s):
     """s with its dicts' entries in the order of the flat outputs."""
     t = type(s)
@@ -369,7 +389,14 @@ def _prepare_outputs(value, fname):
                        zip(t._fields, x)])
         if isinstance(x, (bool, int, float, np.ndarray, np.generic)) or \
                 hasattr(x, "_as_tensor"):
-            flat.append(convert_to_tensor(x))
+            t = convert_to_tensor(x)
+            if t is not x and isinstance(x, (int, float)):
+                # A Python number returned is weak where the mode makes
+                # it so, as TF's returned constants are.
+                from .experimental.numpy import weak_tensor
+                if weak_tensor.weak_alone(x):
+                    weak_tensor.mark(t)
+            flat.append(t)
             return _LEAF
         if hasattr(type(x), "__tf_tracing_type__"):
             return x        # a static key: a constant of the structure

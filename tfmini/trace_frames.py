@@ -14,7 +14,7 @@ __all__ = ["init_scope"]
 
 class _TraceFrame:
     __slots__ = ("function", "graph", "allow_variables", "created",
-                 "on_replica", "custom_gradient")
+                 "on_replica", "custom_gradient", "py_tokens")
 
     def __init__(self, function, graph, allow_variables):
         self.function = function
@@ -27,6 +27,10 @@ class _TraceFrame:
         # A @tf.custom_gradient ran in the trace: see function.py's
         # Note [Custom gradients under a tape around the call].
         self.custom_gradient = False
+        # The py_function tokens this trace's graph holds (script_ops):
+        # released with the ConcreteFunction, or at once if the trace
+        # gives none.
+        self.py_tokens = []
 
 
 _local = threading.local()

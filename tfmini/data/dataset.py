@@ -461,8 +461,22 @@ def _stack(elements):
     return _nest._pack(elements[0], [
         stack_rows(c) if isinstance(c[0], _CompositeTensor) else
         _stack_strings(c) if _is_string(c[0]) else
-        _to_tensor(np.stack([_as_numpy(x) for x in c])) for c in columns],
-        _nest._DATA_LEAF)
+        _stack_arrays([_as_numpy(x) for x in c], j)
+        for j, c in enumerate(columns)], _nest._DATA_LEAF)
+
+
+def _stack_arrays(arrays, j):
+    """One batch of component j; elements of different shapes (an
+    unknown-shape spec lets them through) are TF's error, not NumPy's."""
+    for i, a in enumerate(arrays):
+        if np.shape(a) != np.shape(arrays[0]):
+            from .. import errors
+            raise errors.InvalidArgumentError(
+                None, None, f"Cannot batch tensors with different shapes "
+                f"in component {j}. First element had shape "
+                f"{list(np.shape(arrays[0]))} and element {i} had shape "
+                f"{list(np.shape(a))}.")
+    return _to_tensor(np.stack(arrays))
 
 
 def _slice_spec(arrays):

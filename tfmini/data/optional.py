@@ -40,6 +40,14 @@ class Optional:
         if isinstance(self._has, Tensor):
             return self._checked_value()
         if not self._has:
+            from ..context import executing_eagerly
+            if not executing_eagerly():
+                # In a graph this may be the branch of a tf.cond that
+                # never runs (TF's own use: cond(o.has_value(),
+                # o.get_value, ...)): the error waits for a run.
+                placeholder = self._empty_in_graph()
+                if placeholder is not None:
+                    return placeholder
             raise _errors.InvalidArgumentError(
                 None, None, "The given optional does not have a value. "
                 "[Op:OptionalGetValue]")
@@ -63,3 +71,25 @@ class Optional:
                           Tout=[TensorSpec(v.shape, v.dtype) for v in flat],
                           name="OptionalGetValue")
         return nest.pack_sequence_as(self._value, list(out))
+
+    def _empty_in_graph(self):
+        """get_value of an empty optional in a graph: zeros of the
+        element spec through the run-time check (unknown dims as 0, an
+        unknown rank as a scalar: never seen, the check raises first);
+        None where the spec is not tensors' or its dtype has no zeros
+        (strings): get_value then raises while tracing, as before."""
+        from .. import nest
+        from ..ops.array_ops import zeros
+        from ..ops.constant_op import constant
+        from ..tensor_spec import TensorSpec
+        specs = nest.flatten(self._spec)
+        if not specs or not all(isinstance(s, TensorSpec) for s in specs):
+            return None
+        try:
+            value = nest.pack_sequence_as(self._spec, [
+                zeros([] if s.shape.rank is None else
+                      [d or 0 for d in s.shape.as_list()], s.dtype)
+                for s in specs])
+        except (TypeError, ValueError):     # no zeros of its dtype
+            return None
+        return Optional(value, constant(False), self._spec)._checked_value()

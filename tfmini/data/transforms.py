@@ -90,6 +90,10 @@ def _spec_of(x):
         return _BytesSpec()
     if hasattr(x, "_type_spec"):         # a composite tensor
         return x._type_spec
+    if getattr(x.shape, "rank", 0) is None:
+        # A map traced on an unknown-rank spec (from_generator's
+        # TensorSpec(None)) gives specs of unknown rank.
+        return TensorSpec(None, x.dtype)
     return TensorSpec(tuple(x.shape), x.dtype)
 
 
@@ -172,6 +176,11 @@ class _PrefetchIter:
 
 def _autotune_size():
     return max(2, min(os.cpu_count() or 2, 16))
+
+
+def _errors():
+    from .. import errors
+    return errors
 
 
 def _np(x):
@@ -375,6 +384,13 @@ class DatasetOpsMixin:
                                   else _np(f[j]), dtype=object)
                        if strings else _np(f[j]) for f in flats]
                 rank = col[0].ndim
+                for i, c in enumerate(col):
+                    if c.ndim != rank:      # TF's words
+                        raise _errors().InvalidArgumentError(
+                            None, None, f"All elements in a batch must "
+                            f"have the same rank as the padded shape for "
+                            f"component{j}: expected rank {rank} but got "
+                            f"element with rank {c.ndim}")
                 want = shapes[j]
                 if want is None:
                     want = [None] * rank

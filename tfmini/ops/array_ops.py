@@ -566,6 +566,11 @@ def _index(x, dynamic):
     returned as is when `dynamic` accepts it."""
     if type(x) is int:
         return x
+    if isinstance(x, bool):
+        # Not 1 or 0: x[[True, False]] meant a mask, and TF refuses it
+        # (an item of a bool index tuple is no integer there either).
+        raise TypeError(f"{_INDEX_TYPES_MSG}, got {x!r} (a Python bool; "
+                        f"use tf.boolean_mask for a mask)")
     if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
         t = _tensor(x)
         if not (t.dtype.is_integer and len(_dims(t)) == 0):

@@ -30,8 +30,9 @@ from ..tensor_spec import TensorSpec
 
 __all__ = ["py_function", "numpy_function"]
 
-# token -> (func, "py" | "numpy", [TensorSpec], name). An entry lives as
-# long as the process: a graph node holds only the token.
+# token -> (func, "py" | "numpy", [TensorSpec], name). A graph node holds
+# only the token; the entry lives as long as the ConcreteFunction of the
+# trace that made it (release()), or the process for other graphs.
 _registry = {}
 _tokens = itertools.count(1)
 _lock = threading.Lock()
@@ -74,6 +75,11 @@ def _check_output(value, spec, k, fname):
                 f"{t.dtype.name}, but Tout says {dt.name}")
     else:
         try:
+            if dt == _dtypes.string:
+                # str, bytes or lists of them, as TF takes them; NumPy
+                # would make a '<U1' array no string tensor comes from.
+                t = constant(value, dt)
+                return _checked_shape(t, spec, k, fname)
             arr = np.asarray(value)
             if arr.dtype.kind in "OSU":
                 raise TypeError(arr.dtype)
@@ -84,6 +90,11 @@ def _check_output(value, spec, k, fname):
                 None, None, f"py_function '{fname}': output {k} "
                 f"({type(value).__name__}) cannot be a {dt.name} tensor: "
                 f"{e}") from None
+    return _checked_shape(t, spec, k, fname)
+
+
+def _checked_shape(t, spec, k, fname):
+    dt = spec.dtype
     want = spec.shape
     dims = None if want.rank is None else want.as_list()
     got = t._shape_tuple         # TensorShape objects cost ~5 us per output
@@ -125,8 +136,12 @@ def _call(func, kind, args, specs, fname):
                   f"{type(e).__name__}: {e}") from e
     if len(specs) == 1 and not isinstance(out, (list, tuple)):
         out = [out]
-    elif out is None and not specs:
+    elif out is None:
         out = []
+    elif not isinstance(out, (list, tuple)):
+        # One value, as TF counts it: never a tensor's rows (a [2]
+        # tensor for Tout=[float32, float32] was split in two).
+        out = [out]
     out = list(out)
     if len(out) != len(specs):
         raise InvalidArgumentError(
@@ -155,7 +170,22 @@ def _register(func, kind, specs, fname):
     with _lock:
         token = next(_tokens)
         _registry[token] = (func, kind, specs, fname)
+    # Owned by the tf.function trace that builds the node (an inner
+    # tf.function traces inline, into the same frame): released when
+    # that trace's ConcreteFunction goes (function.py). A graph built
+    # outside any tf.function trace keeps its entries, as before.
+    from ..trace_frames import _frames
+    frames = _frames()
+    if frames:
+        frames[-1].py_tokens.append(token)
     return token
+
+
+def release(tokens):
+    """Forget the functions of py_function nodes whose graph is gone."""
+    with _lock:
+        for t in tokens:
+            _registry.pop(t, None)
 
 
 class _RankFromInputs(TensorSpec):
@@ -189,6 +219,16 @@ def _traced(func, kind, inputs, specs, fname):
     specs = _traced_specs(specs, inputs)
     token = _register(func, kind, specs, fname)
     outs = _node(token, inputs, specs, fname)
+    if kind == "py" and any(x.dtype.is_floating for x in inputs):
+        # The graph's EagerPyFunc has no gradient rule: a tape around
+        # the tf.function's call must take the custom-gradient path
+        # (function.py's Note [Custom gradients under a tape around the
+        # call]), whose gradient trace records the vjp below; the
+        # replayed graph gave None.
+        from ..trace_frames import _frames
+        frames = _frames()
+        if frames:
+            frames[-1].custom_gradient = True
     if kind != "py" or not _C.should_record(inputs):
         return outs
     diff = [k for k, x in enumerate(inputs)

@@ -46,6 +46,28 @@ def _advanced_getitem(basic):
     return getitem
 
 
+def _numpy_equality(base, tnp):
+    """== or != under NumPy behavior ("legacy" mode): numbers promote by
+    NumPy's rules first, as TF's tensor_equals does there (int32 [1, 2]
+    == 1.0 is [True, False]; the plain comparison found 1.0 no int32 and
+    said False); a value NumPy cannot promote with (None, a string, a
+    foreign object) or that overflows the promoted dtype goes to the
+    plain comparison, which says unequal."""
+    def op(x, y):
+        try:
+            dt = tnp._numpy_result_type(x, y)
+        except (TypeError, ValueError):
+            return base(x, y)
+        if np.dtype(dt).kind not in "biufc":
+            return base(x, y)
+        try:
+            x, y = tnp.asarray(x, dt), tnp.asarray(y, dt)
+        except OverflowError:       # uint8 tensor == -1: never equal
+            pass
+        return base(x, y)
+    return op
+
+
 def _methods(tnp):
     T = _tensor.Tensor
     ops = {"add": tnp.add, "sub": tnp.subtract, "mul": tnp.multiply,
@@ -58,6 +80,9 @@ def _methods(tnp):
     for name, fn in {"lt": tnp.less, "le": tnp.less_equal,
                      "gt": tnp.greater, "ge": tnp.greater_equal}.items():
         out[f"__{name}__"] = (lambda f: lambda a, b: f(a, b))(fn)
+    from ... import _C as _core
+    out["__eq__"] = _numpy_equality(_core.TensorBase.__eq__, tnp)
+    out["__ne__"] = _numpy_equality(_core.TensorBase.__ne__, tnp)
     out.update({
         "reshape": lambda self, *shape, order="C": tnp.reshape(
             self, shape[0] if len(shape) == 1 else shape),
@@ -73,7 +98,10 @@ def _methods(tnp):
         "clip": lambda self, lo, hi: tnp.clip(self, lo, hi),
         "data": property(lambda self: self),
         "__pos__": lambda self: self,
-        "__getitem__": _advanced_getitem(T.__getitem__),
+        # Around the tensor's own __getitem__, never around the one an
+        # earlier call installed (each call nested one more wrapper).
+        "__getitem__": _advanced_getitem(
+            _installed.get("__getitem__") or T.__getitem__),
     })
     # TF 2.21 adds these three reductions, and not sum or prod.
     for name in ("mean", "max", "min"):
@@ -114,6 +142,14 @@ def experimental_enable_numpy_behavior(prefer_float32=False,
         # TF's operators are its math ops here (they promote by the
         # lattice and keep weakness), not tnp's functions.
         methods.update(weak.operators())
+    # What an earlier mode installed and this one does not (the new
+    # modes' == and !=) is the tensor's own again.
+    for name, orig in _installed.items():
+        if name not in methods:
+            if orig is not None:
+                setattr(T, name, orig)
+            elif name in T.__dict__:
+                delattr(T, name)
     for name, value in methods.items():
         if name not in _installed:
             _installed[name] = T.__dict__.get(name)

@@ -21,7 +21,7 @@ import builtins as _builtins
 
 import numpy as _np
 
-from ... import _tensor
+from ... import _C, _tensor
 from ..._opids import ID as _ID
 from ...ops import array_ops as _A
 from ...ops import constant_op as _constant_op
@@ -168,6 +168,19 @@ def _flip(fn):
     return lambda a, b: fn(b, a)
 
 
+def _equality(base):
+    """== or != in the new modes: numbers promote by the lattice first,
+    as TF's tensor_equals does (int32 tensor == 1.0 is [True, False] for
+    [1, 2], where the C comparison alone found 1.0 no int32 and said
+    False); then the C comparison (shapes that do not broadcast compare
+    unequal, None and foreign objects are simply not equal)."""
+    def op(x, y):
+        if y is not None:
+            x, y, _ = promote(x, y)
+        return base(x, y)
+    return op
+
+
 def operators():
     """Tensor's operator methods in the new modes: TF's math ops (which
     promote and keep weakness), not tf.experimental.numpy's."""
@@ -181,6 +194,8 @@ def operators():
                      "pow": _M.pow, "matmul": matmul}.items():
         out[f"__{name}__"] = fn
         out[f"__r{name}__"] = _flip(fn)
+    out["__eq__"] = _equality(_C.TensorBase.__eq__)
+    out["__ne__"] = _equality(_C.TensorBase.__ne__)
     return out
 
 
