@@ -152,10 +152,6 @@ def test_weak_gradient_is_a_new_tensor(child):
                               "EagerTensor", "EagerWeakTensor"]
 
 
-@pytest.mark.xfail(strict=True, reason="a tf.function's outputs are never "
-                   "weak in tfmini (the C call path builds them); TF 2.21 "
-                   "returns a weak float32 here "
-                   "(weak_tensor_tf221.json's function.passthrough)")
 def test_function_output_keeps_weakness(child):
     assert child["function_output"] == "EagerWeakTensor"
 
