@@ -221,3 +221,37 @@ def test_refused_signature_names_the_function(tmp_path):
                                          "has 2 saved traces"):
         tf.saved_model.save(m1, str(tmp_path / "b"),
                             signatures={"s": m1.f})
+
+
+def test_loaded_keras_model_resaves(tmp_path):
+    model = tf.keras.Sequential([tf.keras.Input((3,)),
+                                 tf.keras.layers.Dense(4, activation="relu"),
+                                 tf.keras.layers.Dense(1)])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) / 5
+    want = model(x).numpy()
+    m1 = roundtrip(model, tmp_path, "a")
+    m2 = roundtrip(m1, tmp_path, "b")
+    np.testing.assert_allclose(m2(x).numpy(), m1(x).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(m2(x).numpy(), want, rtol=1e-6)
+    out = m2.signatures["serving_default"](inputs=tf.constant(x))
+    np.testing.assert_allclose(out["output_0"].numpy(), want, rtol=1e-6)
+    assert len(m2.variables) == 4
+
+
+def test_calling_a_loaded_function_in_a_new_trace_is_refused(tmp_path):
+    # tfmini does not inline a loaded graph into a caller's trace; running
+    # it at trace time would bake in one result, so it is refused by name
+    # rather than silently saved as a constant.
+    m1 = roundtrip(Scale(), tmp_path, "a")
+    x = tf.constant([1.])
+    calls = {"f": lambda: m1.f(x),
+             "ConcreteFunction 'f'": lambda: m1.f.concrete_functions[0](x),
+             "signature 'serving_default'":
+                 lambda: m1.signatures["serving_default"](x=x)}
+    for what, call in calls.items():
+        g = tf.function(call)
+        with pytest.raises(NotImplementedError,
+                           match=f"{what}.*loaded from a SavedModel"):
+            g()
+    # eager calls still run
+    assert m1.f(x).numpy().tolist() == [2.]

@@ -64,6 +64,19 @@ def _binder(name, params):
     return _function._Binder(stub, False)
 
 
+def _not_in_trace(what):
+    """A loaded function called while another tf.function traces: its
+    graph is not traced into the caller's, so running it would bake one
+    trace-time result (and variable value) into the caller. Refused."""
+    if _C.tracing():
+        raise NotImplementedError(
+            f"{what}, loaded from a SavedModel, cannot be called inside "
+            f"another tf.function in tfmini (its graph is not inlined into "
+            f"the caller's trace). Call it outside tf.function; a loaded "
+            f"object placed as an attribute of a new tf.Module saves with "
+            f"it as it is")
+
+
 class _LoadedConcreteFunction(ConcreteFunction):
     """One saved trace: called like the ConcreteFunction it was."""
 
@@ -82,6 +95,10 @@ class _LoadedConcreteFunction(ConcreteFunction):
         self.outputs = []
         self.structured_outputs = structured_outputs
         self._saved_ranks = None
+
+    def __call__(self, *args, **kwargs):
+        _not_in_trace(f"ConcreteFunction '{self._function_name}'")
+        return super().__call__(*args, **kwargs)
 
 
 def _convert(x, spec):
@@ -165,6 +182,7 @@ class RestoredFunction:
         return None, None
 
     def __call__(self, *args, **kwargs):
+        _not_in_trace(f"tf.function '{self._name}'")
         c, flat = self._find(args, kwargs)
         if c is not None:
             return c._run(flat)
@@ -253,6 +271,7 @@ class SignatureFunction(_C.ConcreteBase):
                 for n, s in self._outputs}
 
     def __call__(self, *args, **kwargs):
+        _not_in_trace(f"signature {self.name!r}")
         names = [n for n, _ in self._inputs]
         if len(args) > len(names):
             raise TypeError(f"signature {self.name!r} takes {len(names)} "

@@ -253,6 +253,8 @@ class _Saver:
             if depth == 0:
                 skip.add("signatures")
             names = [n for n in names if n not in skip]
+            if "__call__" in o.__dict__:      # a loaded Keras model's call
+                names.append("__call__")
         for name in names:
             try:
                 x = getattr(o, name)
