@@ -43,6 +43,11 @@ def test_resave_keeps_functions_variables_and_signatures(tmp_path):
     assert m2.f(x).numpy().tolist() == [10., 20.]
     assert m2.signatures["serving_default"](x=x)["output_0"].numpy(
         ).tolist() == [10., 20.]
+    # and a third generation, from the second
+    m3 = roundtrip(m2, tmp_path, "c")
+    assert m3.f(x).numpy().tolist() == [10., 20.]
+    assert list(m3.signatures) == ["serving_default"]
+    assert sorted(vars(m3)) == sorted(vars(m1))
 
 
 def test_assign_after_load_is_saved(tmp_path):
@@ -255,3 +260,24 @@ def test_calling_a_loaded_function_in_a_new_trace_is_refused(tmp_path):
             g()
     # eager calls still run
     assert m1.f(x).numpy().tolist() == [2.]
+
+
+def test_c_runtime_serves_a_resaved_model(tmp_path):
+    # examples/c/predict.c (no Python) runs the re-saved signature.
+    from test_c_runtime import ROOT, _compile, _outputs, _run
+    tf.random.set_seed(3)
+    model = tf.keras.Sequential([tf.keras.Input((4,)),
+                                 tf.keras.layers.Dense(8, activation="relu"),
+                                 tf.keras.layers.Dense(3)])
+    m1 = roundtrip(model, tmp_path, "a")
+    m1.variables[0].assign(m1.variables[0] * 2.)     # saved as changed
+    m2 = roundtrip(m1, tmp_path, "b")
+    x = np.random.RandomState(0).randn(5, 4).astype(np.float32)
+    predict = _compile(ROOT / "examples" / "c" / "predict.c",
+                       tmp_path / "predict")
+    r = _run([predict, tmp_path / "b"] + [repr(float(v)) for v in x.ravel()])
+    assert r.returncode == 0, r.stderr
+    want = m1(x).numpy()
+    np.testing.assert_allclose(m2(x).numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(_outputs(r.stdout)["output_0"], want,
+                               rtol=1e-5, atol=1e-6)

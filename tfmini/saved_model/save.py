@@ -19,7 +19,15 @@ face of each function:
                           "ranks": [signature] (optional)}}}
     object = {"attrs": {name: {"fn": key} | {"var": index} |
                               {"obj": object} | {"list"/"tuple": [...]} |
-                              {"dict": [[name, ...]]}}}
+                              {"dict": [[name, ...]]} |
+                              {"sig": [key, signature]}}}
+
+A loaded object saves again (load.py's classes): its functions with
+every saved trace as they came in (structures, ranks and custom
+gradients), its variables with their current values, and its signatures
+as the new file's signatures when it is the object saved, else as a
+"sig" attribute (a loaded model inside a new object keeps its own
+.signatures, as in TF 2.21).
 
 "record" indexes the functions written to the file (one per concrete
 function and one per signature; a signature of a concrete function
