@@ -119,13 +119,15 @@ def test_loaded_object_inside_a_new_module(tmp_path):
 
     @tf.function(input_signature=[spec([None])])
     def plus(x):
-        return x + w.extra
+        # a new function reading the loaded variable: one variable saved
+        return x + w.extra + w.inner.v
 
     w.plus = plus
     w2 = roundtrip(w, tmp_path, "b")
     x = tf.constant([1., 2.])
     assert w2.inner.f(x).numpy().tolist() == [7., 14.]
-    assert w2.plus(x).numpy().tolist() == [2., 3.]
+    assert w2.plus(x).numpy().tolist() == [9., 10.]
+    assert len(w2.variables) == 2
     # TF 2.21: the new root's one signature, and the inner object's own
     # signatures kept on it.
     assert list(w2.signatures) == ["serving_default"]
@@ -135,6 +137,7 @@ def test_loaded_object_inside_a_new_module(tmp_path):
     # the inner functions and signature share the variable
     w2.inner.v.assign(1.)
     assert w2.inner.f(x).numpy().tolist() == [1., 2.]
+    assert w2.plus(x).numpy().tolist() == [3., 4.]
     assert w2.inner.signatures["serving_default"](x=x)[
         "output_0"].numpy().tolist() == [1., 2.]
 
