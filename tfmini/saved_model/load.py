@@ -64,6 +64,19 @@ def _binder(name, params):
     return _function._Binder(stub, False)
 
 
+def _not_in_trace(what):
+    """A loaded function called while another tf.function traces: its
+    graph is not traced into the caller's, so running it would bake one
+    trace-time result (and variable value) into the caller. Refused."""
+    if _C.tracing():
+        raise NotImplementedError(
+            f"{what}, loaded from a SavedModel, cannot be called inside "
+            f"another tf.function in tfmini (its graph is not inlined into "
+            f"the caller's trace). Call it outside tf.function; a loaded "
+            f"object placed as an attribute of a new tf.Module saves with "
+            f"it as it is")
+
+
 class _LoadedConcreteFunction(ConcreteFunction):
     """One saved trace: called like the ConcreteFunction it was."""
 
@@ -82,6 +95,10 @@ class _LoadedConcreteFunction(ConcreteFunction):
         self.outputs = []
         self.structured_outputs = structured_outputs
         self._saved_ranks = None
+
+    def __call__(self, *args, **kwargs):
+        _not_in_trace(f"ConcreteFunction '{self._function_name}'")
+        return super().__call__(*args, **kwargs)
 
 
 def _convert(x, spec):
@@ -165,6 +182,7 @@ class RestoredFunction:
         return None, None
 
     def __call__(self, *args, **kwargs):
+        _not_in_trace(f"tf.function '{self._name}'")
         c, flat = self._find(args, kwargs)
         if c is not None:
             return c._run(flat)
@@ -253,6 +271,7 @@ class SignatureFunction(_C.ConcreteBase):
                 for n, s in self._outputs}
 
     def __call__(self, *args, **kwargs):
+        _not_in_trace(f"signature {self.name!r}")
         names = [n for n, _ in self._inputs]
         if len(args) > len(names):
             raise TypeError(f"signature {self.name!r} takes {len(names)} "
@@ -351,6 +370,8 @@ class _SavedCustomGradientRun(_function._CustomGradientRun):
         self._grad = (lambda leaves, dys: grad._run(list(leaves) +
                                                     list(dys)),
                       variables, wrt)
+        # Kept for a re-save (save.py's _Saver.custom_gradient).
+        self.saved = (grad, variables, wrt)
 
 
 def _custom_gradient(cf, gcf, entry, variables):
@@ -404,8 +425,11 @@ def _build(meta, var_rows, fn_rows, handle):
                                     for k in range(len(inputs))])
         cf = _LoadedConcreteFunction(name, binder, inputs, outputs,
                                      fn_rows[i][1])
-        adopt.append((i, cf, kind,
-                      _strip_output(outputs, len(fn_rows[i][2]))))
+        packing = _strip_output(outputs, len(fn_rows[i][2]))
+        # What save.py writes again when this object is re-saved.
+        cf._out_kind, cf._out_structure = kind, packing
+        cf._saved_outputs = outputs
+        adopt.append((i, cf, kind, packing))
         return cf
 
     functions = {}
@@ -444,12 +468,10 @@ def _build(meta, var_rows, fn_rows, handle):
         adopt.append((i, sig, _function.OUT_LIST, None))
         return sig
 
-    signatures = {}
-    for key, s in meta.get("signatures", {}).items():
+    def any_signature(key, s):
         ranks = s.get("ranks")
         if ranks is None:
-            signatures[key] = signature(key, s)
-            continue
+            return signature(key, s)
         # Unknown-rank specs shown, one saved signature per rank run.
         if not isinstance(ranks, list) or not ranks:
             raise _structure.StructureError(f"bad ranks of {key!r}")
@@ -463,7 +485,35 @@ def _build(meta, var_rows, fn_rows, handle):
             raise _structure.StructureError(f"signature {key!r} does not "
                                             f"fit its functions")
         sig._by_rank = by_rank
-        signatures[key] = sig
+        return sig
+
+    signatures = {key: any_signature(key, s)
+                  for key, s in meta.get("signatures", {}).items()}
+    # Signatures kept as attributes (a loaded model inside a re-saved
+    # one): adopted with the rest.
+    attr_sigs = {}
+
+    def find_sigs(v, depth):
+        if depth > 64 or not isinstance(v, dict) or len(v) != 1:
+            raise _structure.StructureError("bad object tree")
+        (tag, x), = v.items()
+        if tag == "sig":
+            if not (isinstance(x, list) and len(x) == 2 and
+                    isinstance(x[0], str)):
+                raise _structure.StructureError("bad signature attribute")
+            attr_sigs[id(v)] = any_signature(x[0], x[1])
+        elif tag == "obj":
+            for a in x.get("attrs", {}).values():
+                find_sigs(a, depth + 1)
+        elif tag in ("list", "tuple"):
+            for a in x:
+                if a is not None:
+                    find_sigs(a, depth + 1)
+        elif tag == "dict":
+            for _, a in x:
+                find_sigs(a, depth + 1)
+
+    find_sigs({"obj": meta.get("root", {})}, 0)
     _C.saved_model_adopt(handle, variables, adopt)
     for _, cf, _, _ in adopt:
         if isinstance(cf.__dict__.get("_run"), _SavedCustomGradientRun):
@@ -483,6 +533,8 @@ def _build(meta, var_rows, fn_rows, handle):
             return functions[x]
         if tag == "obj":
             return build_obj(x, depth + 1)
+        if tag == "sig":
+            return attr_sigs[id(v)]
         if tag in ("list", "tuple"):
             items = [None if i is None else build_value(i, depth + 1)
                      for i in x]
@@ -500,6 +552,7 @@ def _build(meta, var_rows, fn_rows, handle):
 
     root = build_obj(meta.get("root", {}), 0)
     root.signatures = signatures
+    added = ["signatures"]
     for k, v in (("variables", variables),
                  ("trainable_variables",
                   [v for v in variables if v.trainable]),
@@ -507,6 +560,9 @@ def _build(meta, var_rows, fn_rows, handle):
                   [v for v in variables if not v.trainable])):
         if k not in root.__dict__:
             setattr(root, k, v)
+            added.append(k)
+    # Not the saved object's own attributes: a re-save leaves them out.
+    root._tfm_added = tuple(added)
     return root
 
 
@@ -538,6 +594,7 @@ def _build_plain(var_rows, fn_rows, handle):
     root.signatures = sigs
     root.variables = variables
     root.trainable_variables = [v for v in variables if v.trainable]
+    root._tfm_added = ("signatures", "variables", "trainable_variables")
     return root
 
 

@@ -19,7 +19,15 @@ face of each function:
                           "ranks": [signature] (optional)}}}
     object = {"attrs": {name: {"fn": key} | {"var": index} |
                               {"obj": object} | {"list"/"tuple": [...]} |
-                              {"dict": [[name, ...]]}}}
+                              {"dict": [[name, ...]]} |
+                              {"sig": [key, signature]}}}
+
+A loaded object saves again (load.py's classes): its functions with
+every saved trace as they came in (structures, ranks and custom
+gradients), its variables with their current values, and its signatures
+as the new file's signatures when it is the object saved, else as a
+"sig" attribute (a loaded model inside a new object keeps its own
+.signatures, as in TF 2.21).
 
 "record" indexes the functions written to the file (one per concrete
 function and one per signature; a signature of a concrete function
@@ -67,6 +75,11 @@ _function = importlib.import_module("..function", __package__)
 _FORMAT = 1
 
 
+def _loaded():
+    """load.py's classes (it imports this module)."""
+    return importlib.import_module(".load", __package__)
+
+
 def _keras_types():
     from ..keras.layers.base import Layer
     from ..keras.models.model import Model
@@ -107,8 +120,12 @@ class _Saver:
         to save (never traced and no input_signature, as TF skips)."""
         if id(fn) in self._fn_keys:
             return self._fn_keys[id(fn)][0]
+        L = _loaded()
         if isinstance(fn, ConcreteFunction):
             concretes, binder, name = [fn], fn._binder, fn.name
+        elif isinstance(fn, L.RestoredFunction):
+            concretes, binder, name = list(fn.concrete_functions), \
+                fn._binder, fn._name
         else:
             if fn.input_signature is not None and not fn._traces:
                 fn.get_concrete_function()
@@ -126,7 +143,7 @@ class _Saver:
             else:
                 ranks.append((c, None))
         concretes = [c for c, _ in ranks]
-        if not isinstance(fn, ConcreteFunction) or \
+        if isinstance(fn, Function) or \
                 isinstance(fn, RankGenericConcreteFunction):
             owner = fn if isinstance(fn, Function) else fn._owner()
             concretes = [owner._saveable_trace(c) for c in concretes]
@@ -139,6 +156,8 @@ class _Saver:
                 "outputs": _structure.encode(_output_specs(c),
                                              f"the result of {what}"),
                 "kind": c._out_kind})
+            if r is None and isinstance(c, L._LoadedConcreteFunction):
+                r = c._saved_ranks        # a loaded rank trace's ranks
             if r is not None:
                 # the ranks of the unknown-rank inputs (load.py's error)
                 entry["concretes"][-1]["ranks"] = r
@@ -158,6 +177,17 @@ class _Saver:
             return None
         if not self.custom_gradients:
             return None
+        saved = getattr(run, "saved", None)
+        if saved is not None:
+            # A loaded trace's saved gradient (load.py's
+            # _SavedCustomGradientRun) goes out as it came in.
+            g, variables, wrt = saved
+            what = f"the gradient of tf.function '{name}'"
+            return {"record": self.record(path + "_gradient", g),
+                    "inputs": _structure.encode(g._canonical_specs, what),
+                    "outputs": _structure.encode(_output_specs(g), what),
+                    "kind": g._out_kind, "wrt": list(wrt),
+                    "variables": [self.var(v) for v in variables]}
         outs = [t for t in _nest.flatten(_function._pack_outputs(
                     c._out_structure, list(c.outputs)))
                 if isinstance(t, _function.Tensor) and
@@ -179,9 +209,14 @@ class _Saver:
             return None
         if isinstance(x, Variable):
             return {"var": self.var(x)}
-        if isinstance(x, (Function, ConcreteFunction)):
+        L = _loaded()
+        if isinstance(x, (Function, ConcreteFunction, L.RestoredFunction)):
             key = self.function(x, path)
             return None if key is None else {"fn": key}
+        if isinstance(x, L.SignatureFunction):
+            # A loaded object's signature kept as an attribute (a loaded
+            # model's .signatures, once it is part of a new object).
+            return {"sig": [x.name, _loaded_signature(self, path, x)]}
         t = type(x)
         if t is list or t is tuple:
             items = [self.value(v, f"{path}.{i}", depth + 1)
@@ -195,7 +230,8 @@ class _Saver:
             items = [i for i in items if i[1] is not None]
             return {"dict": items} if items else None
         Layer, _ = _keras_types()
-        if isinstance(x, (Module, Layer)) or _has_functions(x):
+        if isinstance(x, (Module, Layer, L._UserObject)) or \
+                _has_functions(x):
             node = self.obj(x, path, depth + 1)
             return None if node is None else {"obj": node}
         return None
@@ -216,7 +252,18 @@ class _Saver:
                 if key is not None:
                     attrs["__call__"] = {"fn": key}
             return {"attrs": attrs}
-        for name in _attribute_names(o):
+        names = _attribute_names(o)
+        if isinstance(o, _loaded()._UserObject):
+            # What load.py added to a loaded root rather than loaded:
+            # its variable lists, and its signatures when it is the
+            # object saved (save() takes those as its own).
+            skip = set(o.__dict__.get("_tfm_added", ())) - {"signatures"}
+            if depth == 0:
+                skip.add("signatures")
+            names = [n for n in names if n not in skip]
+            if "__call__" in o.__dict__:      # a loaded Keras model's call
+                names.append("__call__")
+        for name in names:
             try:
                 x = getattr(o, name)
             except Exception:      # a property that fails: not state
@@ -260,6 +307,8 @@ def _params(binder):
 
 def _output_specs(c):
     """c's output structure with a TensorSpec per tensor."""
+    if "_saved_outputs" in c.__dict__:     # a loaded trace: as it came
+        return c._saved_outputs
     it = iter(c.outputs)
 
     def spec(t):
@@ -314,6 +363,17 @@ def _signature(saver, key, fn):
                 f"with no input_signature; give it one, or pass "
                 f"fn.get_concrete_function(tf.TensorSpec(...)) instead")
         fn = fn.get_concrete_function()
+    L = _loaded()
+    if isinstance(fn, L.SignatureFunction):
+        return _loaded_signature(saver, key, fn)
+    if isinstance(fn, L.RestoredFunction):
+        if len(fn.concrete_functions) != 1:
+            raise ValueError(
+                f"tf.saved_model.save: signature {key!r} is the loaded "
+                f"tf.function '{fn.name}', which has "
+                f"{len(fn.concrete_functions)} saved traces; pass one of "
+                f"its concrete_functions")
+        fn = fn.concrete_functions[0]
     if not isinstance(fn, ConcreteFunction):
         raise ValueError(
             f"tf.saved_model.save: signature {key!r} must be a tf.function "
@@ -329,12 +389,45 @@ def _signature(saver, key, fn):
     return _signature_entry(saver, key, fn, True)
 
 
+def _loaded_signature(saver, key, sig):
+    """A loaded signature saved again as it was loaded (its graphs, one
+    per rank where it was saved from an unknown-rank signature)."""
+    def specs(rows):
+        return [[n, _structure.encode(s)] for n, s in rows]
+
+    if sig._by_rank is not None:
+        ranked = [_loaded_signature(saver, key, g) for g in sig._by_rank]
+        return {"record": ranked[0]["record"], "inputs": specs(sig._inputs),
+                "outputs": specs(sig._outputs), "ranks": ranked}
+    return {"record": saver.record(key, sig), "inputs": specs(sig._inputs),
+            "outputs": specs(sig._outputs)}
+
+
+def _flat_output_specs(fn):
+    """A TensorSpec per graph output of trace fn, in packing order."""
+    if isinstance(fn, RankGenericConcreteFunction):
+        return fn.general_output_specs()
+    if "_saved_outputs" not in fn.__dict__:
+        return [TensorSpec(t._shape_tuple, t.dtype) for t in fn.outputs]
+    out = []
+
+    def walk(s):        # _output_specs' order: the specs stand in slots
+        if isinstance(s, TensorSpec):
+            out.append(s)
+        elif type(s) in (list, tuple) or _function._is_namedtuple(s):
+            for v in s:
+                walk(v)
+        elif type(s) is dict:
+            for v in s.values():
+                walk(v)
+
+    walk(fn._saved_outputs)
+    return out
+
+
 def _signature_entry(saver, key, fn, record):
     structure = fn._out_structure
-    flat_specs = iter(fn.general_output_specs()
-                      if isinstance(fn, RankGenericConcreteFunction) else
-                      [TensorSpec(t._shape_tuple, t.dtype)
-                       for t in fn.outputs])
+    flat_specs = iter(_flat_output_specs(fn))
 
     def one(v):
         """An output's spec: a TensorSpec, or a composite's components
@@ -397,11 +490,19 @@ def save(obj, export_dir, signatures=None, options=None):
         options.experimental_custom_gradients
     Layer, _ = _keras_types()
     root = saver.obj(obj, "", 0)
+    L = _loaded()
     if isinstance(obj, Module):
         for v in obj.variables:
             saver.var(v)
+    if isinstance(obj, L._UserObject):
+        for v in obj.__dict__.get("variables", ()):
+            if isinstance(v, Variable):
+                saver.var(v)
     if signatures is None:
-        if isinstance(obj, Layer):
+        if isinstance(obj, L._UserObject):
+            # A loaded object keeps its signatures, as in TF.
+            signatures = dict(obj.__dict__.get("signatures") or {})
+        elif isinstance(obj, Layer):
             call = root["attrs"].get("__call__")
             if call is not None:
                 signatures = {"serving_default": saver.functions[
