@@ -284,3 +284,26 @@ def test_c_runtime_serves_a_resaved_model(tmp_path):
     np.testing.assert_allclose(m2(x).numpy(), want, rtol=1e-6)
     np.testing.assert_allclose(_outputs(r.stdout)["output_0"], want,
                                rtol=1e-5, atol=1e-6)
+
+
+def test_loaded_get_concrete_function_takes_tensor_specs(tmp_path):
+    # TF 2.21: m.f.get_concrete_function(tf.TensorSpec([None])) on a
+    # loaded function is its saved trace, which re-saves as a signature.
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def f(self, x):
+            return x * 2.0
+    tf.saved_model.save(M(), str(tmp_path / "a"))
+    m = tf.saved_model.load(str(tmp_path / "a"))
+    cf = m.f.get_concrete_function(tf.TensorSpec([None], tf.float32))
+    assert m.f.get_concrete_function(tf.TensorSpec([3], tf.float32)) is cf
+    assert m.f.get_concrete_function(tf.constant([1.0])) is cf
+    for bad in (tf.TensorSpec([None], tf.int32),
+                tf.TensorSpec([None, 2], tf.float32)):
+        with pytest.raises(ValueError, match="no saved trace"):
+            m.f.get_concrete_function(bad)
+    tf.saved_model.save(m, str(tmp_path / "b"),
+                        signatures={"serving_default": cf})
+    sig = tf.saved_model.load(str(tmp_path / "b")).signatures[
+        "serving_default"]
+    assert sig(x=tf.constant([3.0]))["output_0"].numpy().tolist() == [6.0]

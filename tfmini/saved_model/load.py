@@ -120,10 +120,15 @@ def _convert(x, spec):
 def _match(x, spec, flat):
     """Append x's tensors to flat if x fits the saved spec structure."""
     if isinstance(spec, TensorSpec):
+        if flat is None and isinstance(x, TensorSpec):
+            # get_concrete_function(TensorSpec(...)): a saved trace that
+            # takes every tensor of that spec.
+            return x.dtype == spec.dtype and spec.is_compatible_with(x)
         t = _convert(x, spec)
         if t is None:
             return False
-        flat.append(t)
+        if flat is not None:
+            flat.append(t)
         return True
     t = type(spec)
     if isinstance(spec, _Components):
@@ -168,13 +173,16 @@ class RestoredFunction:
     def name(self):
         return self._name
 
-    def _find(self, args, kwargs):
+    def _find(self, args, kwargs, specs=False):
+        """The saved trace args fit and its flat tensors; with specs=True
+        (get_concrete_function) args may be TensorSpecs, and no tensors
+        are made."""
         try:
             canonical = self._binder.canonicalize(args, kwargs)
         except TypeError:
             return None, None
         for c in self.concrete_functions:
-            flat = []
+            flat = None if specs else []
             if len(canonical) == len(c._canonical_specs) and all(
                     _match(a, s, flat) for a, s in
                     zip(canonical, c._canonical_specs)):
@@ -223,7 +231,7 @@ class RestoredFunction:
     def get_concrete_function(self, *args, **kwargs):
         if not args and not kwargs and len(self.concrete_functions) == 1:
             return self.concrete_functions[0]
-        c, _ = self._find(args, kwargs)
+        c, _ = self._find(args, kwargs, specs=True)
         if c is None:
             raise ValueError(f"tf.function '{self._name}' (loaded) has no "
                              f"saved trace for these arguments")
