@@ -12,6 +12,8 @@ signature's sake (a TypeError binding the inputs). Any other difference
 is an AssertionError, a problem with its seed."""
 import numpy as np
 
+from api_fuzz import describe
+
 # ---- values ---------------------------------------------------------------
 
 DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool",
@@ -31,17 +33,6 @@ def rand_tensor(tf, rng, dtype=None, rank=None):
         a = np.abs(vals) if dtype == "uint8" else vals
         a = np.nan_to_num(a) if not dtype.startswith("float") else a
         return tf.constant(a.astype(dtype).reshape(shape))
-
-
-def describe(x):
-    if hasattr(x, "dtype") and hasattr(x, "shape"):
-        return f"T({x.dtype.name}{list(x.shape)})"
-    if isinstance(x, (list, tuple)):
-        return type(x).__name__ + "(" + ", ".join(map(describe, x)) + ")"
-    if isinstance(x, dict):
-        return "{" + ", ".join(f"{k}: {describe(v)}" for k, v in
-                               x.items()) + "}"
-    return repr(x)[:40]
 
 
 def same(tf, got, want, what=""):
