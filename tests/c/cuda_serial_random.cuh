@@ -90,8 +90,17 @@ tfm_cu_multinomial(int ty, int wide, uint64_t key, uint64_t lo, uint64_t hi,
     stream_at s = serial_stream(key, lo, hi);
     double *cdf = scratch, *shift = scratch + batch * classes,
            *total = shift + batch;
-    for (int64_t b = 0; b < batch; b++)
-        mn_shift(x, ty, b, classes, shift);
+    if (classes > MN_CHUNK) {
+        /* As the launcher: chunk maxima in cdf, then one per row. */
+        int64_t chunks = (classes + MN_CHUNK - 1) / MN_CHUNK;
+        for (int64_t e = 0; e < batch * chunks; e++)
+            mn_shift_part(x, ty, e, classes, chunks, cdf);
+        for (int64_t b = 0; b < batch; b++)
+            mn_shift_join(cdf, b, chunks, shift);
+    } else {
+        for (int64_t b = 0; b < batch; b++)
+            mn_shift(x, ty, b, classes, shift);
+    }
     for (int64_t e = 0; e < batch * classes; e++)
         mn_weight(x, ty, e, classes, shift, cdf);
     for (int64_t b = 0; b < batch; b++)
