@@ -25,7 +25,8 @@ if [ $# -eq 0 ]; then
            tests/test_graph_memory.py tests/test_graph_native.py \
            tests/test_graph_updates.py tests/test_function.py \
            tests/test_function_variables.py \
-           tests/test_control_flow_grad.py -m "not slow"
+           tests/test_control_flow_grad.py tests/test_tiny_paths.py \
+           -m "not slow"
 fi
 cd "$work"
 # Reports go to files: pytest captures stderr, and an aborting process
