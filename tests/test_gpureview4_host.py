@@ -31,6 +31,22 @@ def _fake_bin(tmp_path, **scripts):
 FAKE_SMI = "echo 'GPU 0: Fake GPU (UUID: GPU-0)'\n"
 
 
+def _gpu_check(tmp_path, bindir, **env_changes):
+    """gpu_check.sh run with bindir's fakes first on PATH and its logs in
+    tmp_path/out; env_changes set variables (None unsets one)."""
+    out = tmp_path / "out"
+    env = dict(os.environ, OUT=str(out), EIGEN3_INCLUDE_DIR=str(tmp_path),
+               PATH=f"{bindir}:{os.environ.get('PATH', '')}")
+    for k, v in env_changes.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    r = subprocess.run(["bash", GPU_CHECK], env=env, capture_output=True,
+                       text=True, timeout=120)
+    return r, out
+
+
 def test_gpu_check_writes_at_most_eight_files():
     """A device run brings back 8 files of $OUT at most: more, and which
     ones come back (summary.txt among them?) is not ours to choose."""
@@ -46,11 +62,7 @@ def test_gpu_check_asks_the_cuda_runtime_before_building(tmp_path):
     driver), the script stops before the build, naming CUDA's reason,
     instead of after minutes of compiling."""
     bindir = _fake_bin(tmp_path, **{"nvidia-smi": FAKE_SMI})
-    out = tmp_path / "out"
-    env = dict(os.environ, OUT=str(out), EIGEN3_INCLUDE_DIR=str(tmp_path),
-               PATH=f"{bindir}:{os.environ.get('PATH', '')}")
-    r = subprocess.run(["bash", GPU_CHECK], env=env, capture_output=True,
-                       text=True, timeout=120)
+    r, out = _gpu_check(tmp_path, bindir)
     summary = (out / "summary.txt").read_text()
     assert not (out / "build.log").exists(), summary
     if nvcc() and cuda_include():
@@ -77,11 +89,7 @@ def test_gpu_check_reruns_each_file_after_a_crash(tmp_path):
           '*" -m pytest "*) echo "3 passed in 0.01s"; exit 0;;\n'
           'esac\nexit 0\n')
     bindir = _fake_bin(tmp_path, **{"nvidia-smi": smi, "python3": py})
-    out = tmp_path / "out"
-    env = dict(os.environ, OUT=str(out), EIGEN3_INCLUDE_DIR=str(tmp_path),
-               PATH=f"{bindir}:{os.environ.get('PATH', '')}")
-    r = subprocess.run(["bash", GPU_CHECK], env=env, capture_output=True,
-                       text=True, timeout=120)
+    r, out = _gpu_check(tmp_path, bindir)
     summary = (out / "summary.txt").read_text()
     assert "each file again" in summary, summary
     files = sorted(f for f in os.listdir(os.path.join(ROOT, "tests", "gpu"))
@@ -102,11 +110,7 @@ def test_gpu_check_counts_a_failure_seen_only_in_the_rerun(tmp_path):
           '*" -m pytest "*) echo "3 passed in 0.01s"; exit 0;;\n'
           'esac\nexit 0\n')
     bindir = _fake_bin(tmp_path, **{"nvidia-smi": FAKE_SMI, "python3": py})
-    out = tmp_path / "out"
-    env = dict(os.environ, OUT=str(out), EIGEN3_INCLUDE_DIR=str(tmp_path),
-               PATH=f"{bindir}:{os.environ.get('PATH', '')}")
-    r = subprocess.run(["bash", GPU_CHECK], env=env, capture_output=True,
-                       text=True, timeout=120)
+    r, out = _gpu_check(tmp_path, bindir)
     summary = (out / "summary.txt").read_text()
     assert "tests/gpu/test_gpu_index.py rc=1: 1 failed" in summary, summary
     assert r.returncode == 1, r.stdout + r.stderr
@@ -524,14 +528,10 @@ def test_gpu_check_spreads_the_long_steps_over_xdist_workers(
           'case " $* " in *" -m pytest "*) echo "1 passed";; esac\nexit 0\n')
     bindir = _fake_bin(tmp_path, **{"nvidia-smi": FAKE_SMI, "python3": py,
                                     "nproc": "echo 16\n"})
-    out = tmp_path / "out"
-    env = dict(os.environ, OUT=str(out), EIGEN3_INCLUDE_DIR=str(tmp_path),
-               PATH=f"{bindir}:{os.environ.get('PATH', '')}")
-    env.pop("OMP_NUM_THREADS", None)
+    changes = {"OMP_NUM_THREADS": None}
     if workers is not None:
-        env["GPU_CHECK_WORKERS"] = workers
-    r = subprocess.run(["bash", GPU_CHECK], env=env, capture_output=True,
-                       text=True, timeout=120)
+        changes["GPU_CHECK_WORKERS"] = workers
+    r, out = _gpu_check(tmp_path, bindir, **changes)
     assert r.returncode == 0, r.stdout + r.stderr
     calls = [c for c in log.read_text().splitlines() if "-m pytest" in c]
     long_ = [c for c in calls if " tests/gpu " in c + " "]
